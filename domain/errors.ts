@@ -1,0 +1,54 @@
+/**
+ * One base error; each subclass sets `name` to a fixed string, which is what
+ * a Step Functions Retry or Catch matches (`ErrorEquals`). The names are
+ * literals, not `constructor.name`, because a bundler may rename classes.
+ */
+export class AtomicPublishError extends Error {
+  override name = 'AtomicPublishError';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** Bad input or a bad pipeline spec: never retried, nothing was written. */
+export class ValidationError extends AtomicPublishError {
+  override name = 'ValidationError';
+}
+
+/** The warehouse is busy or briefly unreachable: retry with backoff. */
+export class TransientWarehouseError extends AtomicPublishError {
+  override name = 'TransientWarehouseError';
+}
+
+/** The warehouse rejected the SQL (syntax, missing table, bad data): retrying will not help. */
+export class WarehouseError extends AtomicPublishError {
+  override name = 'WarehouseError';
+}
+
+/** A reconciliation check failed: the batch must not be published. */
+export class CheckFailedError extends AtomicPublishError {
+  override name = 'CheckFailedError';
+}
+
+/** Another batch published this pipeline after this batch was planned. */
+export class PublishConflictError extends AtomicPublishError {
+  override name = 'PublishConflictError';
+}
+
+/** The pipeline spec deployed now differs from the one frozen when the batch was planned. */
+export class SpecChangedError extends AtomicPublishError {
+  override name = 'SpecChangedError';
+}
+
+/** Error names the state machine retries with backoff and full jitter. */
+export const TRANSIENT_ERROR_NAMES = ['TransientWarehouseError'] as const;
+
+/** Lambda service errors worth retrying (FACTS.md: AWS's list plus TooManyRequests). */
+export const LAMBDA_SERVICE_ERROR_NAMES = [
+  'Lambda.ServiceException',
+  'Lambda.AWSLambdaException',
+  'Lambda.SdkClientException',
+  'Lambda.ClientExecutionTimeoutException',
+  'Lambda.TooManyRequestsException',
+] as const;

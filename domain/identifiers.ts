@@ -1,0 +1,69 @@
+import { ValidationError } from './errors.ts';
+
+/**
+ * The one place identifiers and literal values become SQL text.
+ *
+ * Identifiers are restricted to lower-case unquoted Redshift names (Redshift
+ * folds unquoted names to lower case) and at most 63 bytes, the PostgreSQL
+ * limit the local engine shares (Redshift allows 127). Everything that
+ * passes is then double-quoted anyway, so a reserved word is harmless.
+ */
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+export const MAX_IDENTIFIER_LENGTH = 63;
+
+export function validateIdentifier(name: unknown, what = 'identifier'): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new ValidationError(`${what} must be a non-empty string`);
+  }
+  if (name.length > MAX_IDENTIFIER_LENGTH) {
+    throw new ValidationError(`${what} "${name}" is longer than ${MAX_IDENTIFIER_LENGTH} characters`);
+  }
+  if (!IDENTIFIER.test(name)) {
+    throw new ValidationError(
+      `${what} ${JSON.stringify(name)} is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore`,
+    );
+  }
+  return name;
+}
+
+/** Validates and double-quotes one identifier: `sales` -> `"sales"`. */
+export function quoteIdent(name: string): string {
+  return `"${validateIdentifier(name)}"`;
+}
+
+/** `"schema"."table"` */
+export function qualifiedName(schema: string, table: string): string {
+  return `${quoteIdent(schema)}.${quoteIdent(table)}`;
+}
+
+export type LiteralValue = string | number | boolean | Date | null;
+
+/**
+ * Renders a value as a SQL literal. Only for BatchExecuteStatement, which
+ * takes no parameters (single statements always use `:name` parameters).
+ * Values here are the tool's own (batch ids, validated names, timestamps,
+ * counts); a backslash or control character is refused rather than escaped
+ * because Redshift and PostgreSQL treat backslashes in literals differently.
+ */
+export function sqlLiteral(value: LiteralValue): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'boolean') return value ? 'TRUE' : 'FALSE';
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new ValidationError(`cannot render ${value} as a SQL literal`);
+    return String(value);
+  }
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new ValidationError('cannot render an invalid date as a SQL literal');
+    return `'${formatTimestamp(value)}'`;
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\\\u0000-\u001f]/.test(value)) {
+    throw new ValidationError(`refusing to render a string with a backslash or control character as a SQL literal`);
+  }
+  return `'${value.replaceAll("'", "''")}'`;
+}
+
+/** UTC timestamp in the text form both Redshift and PostgreSQL read: `2026-01-02 03:04:05.678`. */
+export function formatTimestamp(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}

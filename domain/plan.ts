@@ -1,0 +1,131 @@
+import { ValidationError } from './errors.ts';
+import type { Pipeline } from './spec.ts';
+import { sha256 } from './spec.ts';
+import { floorToGrain, isOnGrain, nextBoundary } from './time.ts';
+
+/** One half-open interval `[start, end)` of a batch; ISO 8601 UTC instants. */
+export interface Chunk {
+  readonly index: number;
+  readonly start: string;
+  readonly end: string;
+}
+
+/** What StartExecution carries: `{ "pipeline": "x" }` for a scheduled run, plus `from`/`to` for a manual one. */
+export interface ExecutionInput {
+  readonly pipeline: string;
+  readonly from?: string;
+  readonly to?: string;
+}
+
+export interface BatchInterval {
+  readonly from: Date;
+  readonly to: Date;
+}
+
+/**
+ * Chunks per batch. Each chunk rides in the state payload and adds Map
+ * history events, so a plan stays well inside 256 KB and 25,000 events.
+ */
+export const MAX_CHUNKS_PER_BATCH = 1000;
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+function parseInstant(field: string, value: unknown): Date {
+  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) {
+    throw new ValidationError(
+      `input.${field} must be an ISO 8601 date or a date-time with a zone (e.g. 2026-01-01 or 2026-01-01T00:00:00Z), got ${JSON.stringify(value)}`,
+    );
+  }
+  const date = new Date(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(date.getTime())) throw new ValidationError(`input.${field} is not a real date: ${value}`);
+  return date;
+}
+
+/** Looks up the pipeline named by an execution input; unknown names list the known ones. */
+export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]): Pipeline {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ValidationError(`execution input must be a JSON object like {"pipeline": "name"}, got ${JSON.stringify(input)}`);
+  }
+  const name = (input as { pipeline?: unknown }).pipeline;
+  if (typeof name !== 'string' || name === '') throw new ValidationError('input.pipeline is required');
+  const pipeline = pipelines.find((p) => p.name === name);
+  if (!pipeline) {
+    throw new ValidationError(
+      `unknown pipeline ${JSON.stringify(name)}; known pipelines: ${pipelines.map((p) => p.name).join(', ') || '(none)'}`,
+    );
+  }
+  return pipeline;
+}
+
+/**
+ * The interval a run covers. A scheduled run (no `to`) covers history up to
+ * the start of the current chunk in the pipeline's zone: the last complete
+ * chunk is the newest one loaded. `swap` rebuilds the whole table, so its
+ * interval always starts at `historyStart`.
+ */
+export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
+  const known = new Set(['pipeline', 'from', 'to']);
+  const extra = Object.keys(input).filter((key) => !known.has(key));
+  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${extra.join(', ')} (allowed: pipeline, from, to)`);
+
+  const { grain, timezone } = pipeline.chunk;
+  const historyStart = new Date(pipeline.historyStart);
+  const from = input.from === undefined ? historyStart : parseInstant('from', input.from);
+  const to = input.to === undefined ? floorToGrain(now, grain, timezone) : parseInstant('to', input.to);
+
+  if (from.getTime() >= to.getTime()) {
+    throw new ValidationError(`interval is empty or reversed: from ${from.toISOString()} is not before to ${to.toISOString()}`);
+  }
+  for (const [field, instant] of [['from', from], ['to', to]] as const) {
+    if (!isOnGrain(instant, grain, timezone)) {
+      throw new ValidationError(
+        `input.${field} ${instant.toISOString()} is not on a ${grain} boundary in ${timezone} (nearest earlier boundary: ${floorToGrain(instant, grain, timezone).toISOString()})`,
+      );
+    }
+  }
+  if (pipeline.publishMode === 'swap' && from.getTime() !== historyStart.getTime()) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name} publishes by swap, which rebuilds the whole table: input.from must be omitted or equal historyStart ${historyStart.toISOString()}`,
+    );
+  }
+  if (to.getTime() > now.getTime()) {
+    throw new ValidationError(`input.to ${to.toISOString()} is in the future`);
+  }
+  return { from, to };
+}
+
+/** Half-open chunks covering `[from, to)` with no gap and no overlap. */
+export function planChunks(interval: BatchInterval, pipeline: Pipeline): Chunk[] {
+  const { grain, timezone } = pipeline.chunk;
+  const chunks: Chunk[] = [];
+  let start = interval.from;
+  while (start.getTime() < interval.to.getTime()) {
+    if (chunks.length >= MAX_CHUNKS_PER_BATCH) {
+      throw new ValidationError(
+        `interval ${interval.from.toISOString()} to ${interval.to.toISOString()} needs more than ${MAX_CHUNKS_PER_BATCH} ${grain} chunks; use a coarser chunk.grain or a shorter interval`,
+      );
+    }
+    const end = nextBoundary(start, grain, timezone);
+    chunks.push({ index: chunks.length, start: start.toISOString(), end: end.toISOString() });
+    start = end;
+  }
+  return chunks;
+}
+
+/**
+ * Same pipeline, interval and spec: same batch id. A re-run of a failed
+ * batch therefore resumes it, and a replay of a published one finds it done.
+ */
+export function batchIdFor(pipeline: Pipeline, interval: BatchInterval): string {
+  return sha256([pipeline.name, interval.from.toISOString(), interval.to.toISOString(), pipeline.specHash].join('\n')).slice(0, 16);
+}
+
+/** Staging table of a batch, in the target schema. */
+export function stagingTableFor(pipeline: Pipeline, batchId: string): string {
+  return `${pipeline.target.table}__stg_${batchId}`;
+}
+
+/** Name the live table takes when `batchId` replaces it: the retained old version. */
+export function previousVersionTableFor(pipeline: Pipeline, batchId: string): string {
+  return `${pipeline.target.table}__prev_${batchId}`;
+}

@@ -1,0 +1,83 @@
+import type { CheckResult } from './sql.ts';
+
+/** One row of the per-chunk count comparison (sql.chunkCounts). */
+export interface ChunkCount {
+  readonly index: number;
+  readonly start: string;
+  readonly status: string;
+  readonly recordedRows: number | null;
+  readonly sourceRows: number;
+  readonly stagingRows: number;
+}
+
+export interface Reconciliation {
+  readonly passed: boolean;
+  readonly checks: readonly CheckResult[];
+  readonly rowsRead: number;
+  readonly rowsWritten: number;
+  /** Chunks whose counts disagree, for the operator's diff table. */
+  readonly mismatches: readonly ChunkCount[];
+}
+
+const MAX_LISTED = 20;
+
+function listChunks(chunks: readonly ChunkCount[]): string {
+  const shown = chunks.slice(0, MAX_LISTED).map(
+    (c) => `#${c.index} ${c.start}: source ${c.sourceRows}, staging ${c.stagingRows}, recorded ${c.recordedRows ?? '-'}`,
+  );
+  if (chunks.length > MAX_LISTED) shown.push(`... and ${chunks.length - MAX_LISTED} more`);
+  return shown.join('; ');
+}
+
+/**
+ * The foundation's gate: every chunk loaded, staging matches the source
+ * chunk by chunk (and what each load recorded), nothing outside the
+ * interval, and not empty unless the pipeline allows it.
+ */
+export function reconcile(counts: readonly ChunkCount[], outsideInterval: number, allowEmpty: boolean): Reconciliation {
+  const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
+  const rowsWritten = counts.reduce((sum, c) => sum + c.stagingRows, 0) + outsideInterval;
+  const notDone = counts.filter((c) => c.status !== 'DONE');
+  const sourceMismatch = counts.filter((c) => c.sourceRows !== c.stagingRows);
+  const recordMismatch = counts.filter((c) => c.recordedRows !== c.stagingRows);
+  const mismatches = counts.filter((c) => c.sourceRows !== c.stagingRows || c.recordedRows !== c.stagingRows || c.status !== 'DONE');
+
+  const checks: CheckResult[] = [
+    {
+      check: 'all_chunks_loaded',
+      passed: notDone.length === 0,
+      observed: `${counts.length - notDone.length} of ${counts.length} chunks done`,
+      expected: `${counts.length} of ${counts.length} chunks done`,
+      details: listChunks(notDone),
+    },
+    {
+      check: 'staging_rows_match_source',
+      passed: sourceMismatch.length === 0,
+      observed: `${rowsWritten} staging rows; ${sourceMismatch.length} chunk(s) differ`,
+      expected: `${rowsRead} source rows; 0 chunks differ`,
+      details: listChunks(sourceMismatch),
+    },
+    {
+      check: 'staging_rows_match_load_record',
+      passed: recordMismatch.length === 0,
+      observed: `${recordMismatch.length} chunk(s) differ from the rows their load recorded`,
+      expected: '0 chunks differ',
+      details: listChunks(recordMismatch),
+    },
+    {
+      check: 'staging_within_interval',
+      passed: outsideInterval === 0,
+      observed: `${outsideInterval} row(s) outside the batch interval or with no time`,
+      expected: '0 rows',
+      details: '',
+    },
+    {
+      check: 'staging_not_empty',
+      passed: allowEmpty || rowsWritten > 0,
+      observed: `${rowsWritten} rows`,
+      expected: allowEmpty ? 'any number of rows (allowEmpty)' : 'at least 1 row',
+      details: '',
+    },
+  ];
+  return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches };
+}

@@ -1,0 +1,453 @@
+/**
+ * Every SQL statement atomic-publish sends, generated in one place.
+ * Identifiers go through quoteIdent/qualifiedName; values are `:name`
+ * parameters, except in BatchExecuteStatement batches (which take no
+ * parameters), where the tool's own values go through sqlLiteral.
+ */
+import { formatTimestamp, qualifiedName, quoteIdent, sqlLiteral } from './identifiers.ts';
+import type { Chunk } from './plan.ts';
+import type { Pipeline } from './spec.ts';
+
+/** One statement for ExecuteStatement. Parameter values are strings, as the Data API takes them. */
+export interface Statement {
+  readonly sql: string;
+  readonly parameters?: Readonly<Record<string, string>>;
+}
+
+/** Timestamps travel as `2026-01-02 03:04:05.000` (UTC), which Redshift and PostgreSQL both read. */
+export function timestampParam(instant: Date | string): string {
+  return formatTimestamp(typeof instant === 'string' ? new Date(instant) : instant);
+}
+
+export const MANIFEST_SCHEMA = 'atomic_publish';
+const M = quoteIdent(MANIFEST_SCHEMA);
+
+export type BatchStatus = 'RUNNING' | 'CHECKED' | 'PUBLISHED' | 'FAILED';
+export type ChunkStatus = 'PENDING' | 'LOADING' | 'DONE';
+
+/** Data API batches hold at most 40 statements and 100 KB of SQL each. */
+export const MAX_BATCH_STATEMENTS = 40;
+export const MAX_SQL_BYTES = 100_000;
+
+// ---------------------------------------------------------------- manifest
+
+/** Idempotent DDL of the manifest, run as one batch before a batch is planned. */
+export function manifestDdl(): string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${M}`,
+    `CREATE TABLE IF NOT EXISTS ${M}.batches (
+      batch_id varchar(32) NOT NULL,
+      pipeline varchar(128) NOT NULL,
+      mode varchar(32) NOT NULL,
+      interval_start timestamp NOT NULL,
+      interval_end timestamp NOT NULL,
+      spec_hash varchar(64) NOT NULL,
+      code_version varchar(64) NOT NULL,
+      execution_id varchar(512),
+      status varchar(16) NOT NULL,
+      attempt int NOT NULL,
+      base_publication int NOT NULL,
+      staging_table varchar(128) NOT NULL,
+      chunk_count int NOT NULL,
+      started_at timestamp NOT NULL,
+      finished_at timestamp,
+      rows_read bigint,
+      rows_written bigint,
+      rows_rejected bigint,
+      error varchar(65535),
+      staging_dropped_at timestamp,
+      PRIMARY KEY (batch_id)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.chunks (
+      batch_id varchar(32) NOT NULL,
+      chunk_index int NOT NULL,
+      interval_start timestamp NOT NULL,
+      interval_end timestamp NOT NULL,
+      status varchar(16) NOT NULL,
+      attempt int NOT NULL,
+      rows_written bigint,
+      statement_id varchar(128),
+      started_at timestamp,
+      finished_at timestamp,
+      PRIMARY KEY (batch_id, chunk_index)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.check_results (
+      batch_id varchar(32) NOT NULL,
+      attempt int NOT NULL,
+      check_name varchar(128) NOT NULL,
+      passed boolean NOT NULL,
+      observed varchar(65535),
+      expected varchar(65535),
+      details varchar(65535),
+      checked_at timestamp NOT NULL
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.publications (
+      pipeline varchar(128) NOT NULL,
+      seq int NOT NULL,
+      batch_id varchar(32) NOT NULL,
+      published_at timestamp NOT NULL,
+      live_table varchar(256) NOT NULL,
+      old_version_table varchar(256) NOT NULL,
+      rows_published bigint,
+      rolled_back_at timestamp,
+      dropped_at timestamp,
+      PRIMARY KEY (pipeline, seq)
+    )`,
+    // The publish guard runs inside the swap transaction, after LOCK on
+    // publications, so of two concurrent publishers exactly one passes.
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_publishable(p_pipeline varchar, p_batch_id varchar, p_base int)
+    AS $$
+    DECLARE
+      latest int;
+      batch_status varchar(16);
+    BEGIN
+      SELECT INTO latest COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = p_pipeline;
+      IF latest <> p_base THEN
+        RAISE EXCEPTION 'publish guard: pipeline % is at publication % but batch % was planned on publication %', p_pipeline, latest, p_batch_id, p_base;
+      END IF;
+      SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
+      IF batch_status IS NULL OR batch_status <> 'CHECKED' THEN
+        RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, COALESCE(batch_status, 'missing');
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+  ];
+}
+
+// ---------------------------------------------------------------- plan
+
+/** Columns of a table, in order; empty when the table does not exist. */
+export function tableColumns(schema: string, table: string): Statement {
+  return {
+    sql: `SELECT column_name FROM information_schema.columns
+           WHERE table_schema = :schema AND table_name = :table
+           ORDER BY ordinal_position`,
+    parameters: { schema, table },
+  };
+}
+
+/** Compiles the source query without reading rows: its result's columns are what a load would insert. */
+export function sourceShape(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
+  return {
+    sql: `SELECT * FROM (${pipeline.sourceSql}) AS src LIMIT 0`,
+    parameters: { start: timestampParam(interval.from), end: timestampParam(interval.to) },
+  };
+}
+
+export function findBatch(batchId: string): Statement {
+  return {
+    sql: `SELECT status, attempt, base_publication FROM ${M}.batches WHERE batch_id = :batch_id`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+export function latestPublication(pipeline: string): Statement {
+  return {
+    sql: `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${M}.publications WHERE pipeline = :pipeline`,
+    parameters: { pipeline },
+  };
+}
+
+export function doneChunks(batchId: string): Statement {
+  return {
+    sql: `SELECT chunk_index FROM ${M}.chunks WHERE batch_id = :batch_id AND status = 'DONE' ORDER BY chunk_index`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+export interface BatchRecord {
+  readonly batchId: string;
+  readonly pipeline: Pipeline;
+  readonly interval: { from: Date; to: Date };
+  readonly codeVersion: string;
+  readonly executionId: string;
+  readonly basePublication: number;
+  readonly stagingTable: string;
+  readonly chunks: readonly Chunk[];
+  readonly now: Date;
+}
+
+/**
+ * One transaction that (re)starts a batch: staging created LIKE live, the
+ * batch row inserted or, for a re-run, moved back to RUNNING with the
+ * attempt counted, and chunk rows inserted where missing. Running it twice
+ * leaves the same rows.
+ */
+export function startBatch(record: BatchRecord): string[] {
+  const { pipeline, batchId, now } = record;
+  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const staging = qualifiedName(pipeline.target.schema, record.stagingTable);
+  const id = sqlLiteral(batchId);
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})`,
+    `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
+        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at)
+     SELECT ${[
+       id,
+       sqlLiteral(pipeline.name),
+       sqlLiteral(pipeline.publishMode),
+       sqlLiteral(record.interval.from),
+       sqlLiteral(record.interval.to),
+       sqlLiteral(pipeline.specHash),
+       sqlLiteral(record.codeVersion),
+       sqlLiteral(record.executionId),
+       `'RUNNING'`,
+       '0',
+       sqlLiteral(record.basePublication),
+       sqlLiteral(record.stagingTable),
+       sqlLiteral(record.chunks.length),
+       sqlLiteral(now),
+     ].join(', ')}
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
+    `UPDATE ${M}.batches
+        SET status = 'RUNNING', attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
+            base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
+            finished_at = NULL, error = NULL
+      WHERE batch_id = ${id} AND status <> 'PUBLISHED'`,
+  ];
+  // Chunk rows in as few statements as fit the SQL size limit.
+  const rows = record.chunks.map(
+    (c) => `(${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, 'PENDING', 0)`,
+  );
+  const head = `INSERT INTO ${M}.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt)
+     SELECT v.* FROM (VALUES `;
+  const tail = `) AS v (batch_id, chunk_index, interval_start, interval_end, status, attempt)
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.chunks c WHERE c.batch_id = v.batch_id AND c.chunk_index = v.chunk_index)`;
+  let group: string[] = [];
+  const flush = () => {
+    if (group.length > 0) statements.push(head + group.join(',\n') + tail);
+    group = [];
+  };
+  for (const row of rows) {
+    if ((head.length + tail.length + (group.join(',\n').length + row.length)) > MAX_SQL_BYTES / 2) flush();
+    group.push(row);
+  }
+  flush();
+  return statements;
+}
+
+// ---------------------------------------------------------------- load chunk
+
+/** Batch facts each later step receives in the state payload. */
+export interface BatchRef {
+  readonly pipeline: string;
+  readonly batchId: string;
+  readonly specHash: string;
+  /** `schema.table` readers query. */
+  readonly liveTable: string;
+  readonly from: string;
+  readonly to: string;
+  readonly stagingTable: string;
+  readonly columns: readonly string[];
+  readonly basePublication: number;
+}
+
+function chunkParameters(batchId: string, chunk: Chunk): Record<string, string> {
+  return { batch_id: batchId, chunk_index: String(chunk.index), start: timestampParam(chunk.start), end: timestampParam(chunk.end) };
+}
+
+export function chunkStatus(batchId: string, chunk: Chunk): Statement {
+  return {
+    sql: `SELECT status, statement_id FROM ${M}.chunks WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
+    parameters: { batch_id: batchId, chunk_index: String(chunk.index) },
+  };
+}
+
+/** Replace-in-staging, step 1: whatever an earlier attempt left in this interval goes. */
+export function clearStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: Chunk): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  return {
+    sql: `DELETE FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} WHERE ${t} >= :start AND ${t} < :end`,
+    parameters: { start: timestampParam(chunk.start), end: timestampParam(chunk.end) },
+  };
+}
+
+/**
+ * Replace-in-staging, step 2: the source rows of `[start, end)`. The outer
+ * filter keeps the half-open interval even if the source query is looser.
+ */
+export function loadStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: Chunk): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  const columns = batch.columns.map(quoteIdent).join(', ');
+  return {
+    sql: `INSERT INTO ${qualifiedName(pipeline.target.schema, batch.stagingTable)} (${columns})
+          SELECT ${columns} FROM (${pipeline.sourceSql}) AS src
+           WHERE src.${t} >= :start AND src.${t} < :end`,
+    parameters: { start: timestampParam(chunk.start), end: timestampParam(chunk.end) },
+  };
+}
+
+export function markChunkLoading(batchId: string, chunk: Chunk, statementId: string, now: Date): Statement {
+  return {
+    sql: `UPDATE ${M}.chunks
+             SET status = 'LOADING', statement_id = :statement_id, attempt = attempt + 1, started_at = :now
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
+    parameters: { batch_id: batchId, chunk_index: String(chunk.index), statement_id: statementId, now: timestampParam(now) },
+  };
+}
+
+/** The chunk's row count is read from staging, so the manifest states what is there. */
+export function markChunkDone(pipeline: Pipeline, batch: BatchRef, chunk: Chunk, now: Date): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  return {
+    sql: `UPDATE ${M}.chunks
+             SET status = 'DONE', finished_at = :now,
+                 rows_written = (SELECT COUNT(*) FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
+                                  WHERE ${t} >= :start AND ${t} < :end)
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
+    parameters: { ...chunkParameters(batch.batchId, chunk), now: timestampParam(now) },
+  };
+}
+
+// ---------------------------------------------------------------- reconcile
+
+/**
+ * Per chunk: rows the source has now, rows staging has, rows the load
+ * recorded. Chunks come from the manifest, so an unloaded chunk shows up.
+ */
+export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
+  return {
+    sql: `WITH chunk AS (
+            SELECT chunk_index, interval_start, interval_end, status, rows_written
+              FROM ${M}.chunks WHERE batch_id = :batch_id
+          ),
+          src AS (
+            SELECT c.chunk_index, COUNT(*) AS n
+              FROM (${pipeline.sourceSql}) AS s
+              JOIN chunk c ON s.${t} >= c.interval_start AND s.${t} < c.interval_end
+             GROUP BY c.chunk_index
+          ),
+          stg AS (
+            SELECT c.chunk_index, COUNT(*) AS n
+              FROM ${staging} AS s
+              JOIN chunk c ON s.${t} >= c.interval_start AND s.${t} < c.interval_end
+             GROUP BY c.chunk_index
+          )
+          SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
+                 COALESCE(src.n, 0) AS source_rows, COALESCE(stg.n, 0) AS staging_rows
+            FROM chunk
+            LEFT JOIN src ON src.chunk_index = chunk.chunk_index
+            LEFT JOIN stg ON stg.chunk_index = chunk.chunk_index
+           ORDER BY chunk.chunk_index`,
+    parameters: { batch_id: batch.batchId, start: timestampParam(batch.from), end: timestampParam(batch.to) },
+  };
+}
+
+/** Rows of staging outside the batch interval: a load that escaped its chunk. */
+export function stagingOutsideInterval(pipeline: Pipeline, batch: BatchRef): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  return {
+    sql: `SELECT COUNT(*) AS n FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
+           WHERE ${t} IS NULL OR ${t} < :start OR ${t} >= :end`,
+    parameters: { start: timestampParam(batch.from), end: timestampParam(batch.to) },
+  };
+}
+
+export interface CheckResult {
+  readonly check: string;
+  readonly passed: boolean;
+  readonly observed: string;
+  readonly expected: string;
+  readonly details: string;
+}
+
+/** Records check results and moves the batch to CHECKED (all passed) or leaves it for RecordFailure. */
+export function recordChecks(
+  batchId: string,
+  results: readonly CheckResult[],
+  totals: { rowsRead: number; rowsWritten: number },
+  now: Date,
+): string[] {
+  const id = sqlLiteral(batchId);
+  const attempt = `(SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`;
+  const statements = results.map(
+    (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at)
+            SELECT ${id}, ${attempt}, ${sqlLiteral(r.check)}, ${sqlLiteral(r.passed)}, ${sqlLiteral(r.observed)},
+                   ${sqlLiteral(r.expected)}, ${sqlLiteral(r.details)}, ${sqlLiteral(now)}`,
+  );
+  const allPassed = results.every((r) => r.passed);
+  statements.push(
+    `UPDATE ${M}.batches SET rows_read = ${sqlLiteral(totals.rowsRead)}, rows_written = ${sqlLiteral(totals.rowsWritten)},
+            rows_rejected = 0${allPassed ? `, status = 'CHECKED'` : ''}
+      WHERE batch_id = ${id} AND status = 'RUNNING'`,
+  );
+  return statements;
+}
+
+// ---------------------------------------------------------------- publish
+
+export function batchState(batchId: string): Statement {
+  return {
+    sql: `SELECT b.status, b.attempt, p.seq, p.published_at, p.old_version_table, p.rows_published
+            FROM ${M}.batches b LEFT JOIN ${M}.publications p ON p.batch_id = b.batch_id
+           WHERE b.batch_id = :batch_id`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/**
+ * The swap, as ONE transaction: lock the publications (one publisher at a
+ * time), check nothing was published since this batch was planned, rename
+ * live to its retained old version and staging to live, record it all.
+ */
+export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersionTable: string, now: Date): string[] {
+  const { schema, table } = pipeline.target;
+  const id = sqlLiteral(batch.batchId);
+  const name = sqlLiteral(pipeline.name);
+  return [
+    `LOCK ${M}.publications`,
+    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)})`,
+    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
+    `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
+    `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
+     SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
+            ${sqlLiteral(`${schema}.${previousVersionTable}`)},
+            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
+       FROM ${M}.publications WHERE pipeline = ${name}`,
+    `UPDATE ${M}.batches SET status = 'PUBLISHED', finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+  ];
+}
+
+// ---------------------------------------------------------------- emit metrics
+
+export function latestEventTime(pipeline: Pipeline): Statement {
+  const t = quoteIdent(pipeline.timeColumn);
+  return { sql: `SELECT MAX(${t}) AS latest FROM ${qualifiedName(pipeline.target.schema, pipeline.target.table)}` };
+}
+
+// ---------------------------------------------------------------- cleanup
+
+/** Old versions past retention and staging tables of failed batches: what Cleanup drops. */
+export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string): Statement {
+  return {
+    sql: `SELECT 'old_version' AS kind, old_version_table AS name, batch_id FROM ${M}.publications
+           WHERE pipeline = :pipeline AND dropped_at IS NULL
+             AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = :pipeline) - CAST(:keep AS int)
+          UNION ALL
+          SELECT 'staging' AS kind, staging_table AS name, batch_id FROM ${M}.batches
+           WHERE pipeline = :pipeline AND status = 'FAILED' AND staging_dropped_at IS NULL AND batch_id <> :batch_id`,
+    parameters: { pipeline: pipeline.name, keep: String(pipeline.retention.keepVersions), batch_id: currentBatchId },
+  };
+}
+
+/** Drops one table (never CASCADE: a dependent view makes this fail loudly instead of vanishing) and records it. */
+export function dropRetired(pipeline: Pipeline, kind: 'old_version' | 'staging', table: string, batchId: string, now: Date): string[] {
+  const qualified = `${pipeline.target.schema}.${table}`;
+  const record =
+    kind === 'old_version'
+      ? `UPDATE ${M}.publications SET dropped_at = ${sqlLiteral(now)} WHERE pipeline = ${sqlLiteral(pipeline.name)} AND old_version_table = ${sqlLiteral(qualified)}`
+      : `UPDATE ${M}.batches SET staging_dropped_at = ${sqlLiteral(now)} WHERE batch_id = ${sqlLiteral(batchId)}`;
+  return [`DROP TABLE IF EXISTS ${qualifiedName(pipeline.target.schema, table)}`, record];
+}
+
+// ---------------------------------------------------------------- record failure
+
+export function markBatchFailed(batchId: string, error: string, now: Date): Statement {
+  return {
+    sql: `UPDATE ${M}.batches SET status = 'FAILED', error = :error, finished_at = :now
+           WHERE batch_id = :batch_id AND status <> 'PUBLISHED'`,
+    parameters: { batch_id: batchId, error: error.slice(0, 60_000), now: timestampParam(now) },
+  };
+}

@@ -1,0 +1,43 @@
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { ValidationError } from '../../domain/errors.ts';
+import type { BatchRef } from '../../domain/sql.ts';
+import { cleanupCandidates, dropRetired } from '../../domain/sql.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface CleanupEvent {
+  readonly batch: BatchRef;
+}
+
+export interface CleanupResult {
+  readonly dropped: readonly string[];
+}
+
+/**
+ * Drops old versions past `retention.keepVersions` and staging tables of
+ * earlier failed batches. Only tables named after the live table with a
+ * `__` suffix are ever dropped, and never with CASCADE.
+ */
+export async function cleanup(event: CleanupEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<CleanupResult> {
+  const pipeline = frozenPipeline(event.batch);
+  const { schema, table } = pipeline.target;
+  const name = (step: string) => `atomic-publish:${pipeline.name}:cleanup:${step}:${event.batch.batchId}`;
+  const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId), name('candidates'));
+  const dropped: string[] = [];
+  for (const candidate of candidates) {
+    const full = String(candidate.name);
+    const bare = full.startsWith(`${schema}.`) ? full.slice(schema.length + 1) : full;
+    if (!bare.startsWith(`${table}__`)) {
+      throw new ValidationError(`cleanup refused to drop ${full}: not a retired version or staging table of ${schema}.${table}`);
+    }
+    const kind = candidate.kind === 'old_version' ? 'old_version' : 'staging';
+    await warehouse.batch(dropRetired(pipeline, kind, bare, String(candidate.batch_id), new Date()), name('drop'));
+    dropped.push(`${schema}.${bare}`);
+  }
+  logger.info('cleanup done', { batchId: event.batch.batchId, dropped });
+  return { dropped };
+}
+
+export const handler = middy((event: CleanupEvent) => cleanup(event)).use(injectLambdaContext(logger));

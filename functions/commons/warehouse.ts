@@ -1,0 +1,259 @@
+import {
+  BatchExecuteStatementCommand,
+  DescribeStatementCommand,
+  ExecuteStatementCommand,
+  GetStatementResultCommand,
+  RedshiftDataClient,
+  type ColumnMetadata,
+  type DescribeStatementCommandOutput,
+  type Field,
+} from '@aws-sdk/client-redshift-data';
+import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import type { Statement } from '../../domain/sql.ts';
+import { optionalEnv, requireEnv } from './env.ts';
+
+/** Where statements go: a provisioned cluster (secret or database user) or a serverless workgroup. */
+export interface WarehouseTarget {
+  readonly database: string;
+  readonly clusterIdentifier?: string;
+  readonly secretArn?: string;
+  readonly dbUser?: string;
+  readonly workgroupName?: string;
+}
+
+export function warehouseTargetFromEnv(env: NodeJS.ProcessEnv = process.env): WarehouseTarget {
+  const database = requireEnv('WAREHOUSE_DATABASE', env);
+  const clusterIdentifier = optionalEnv('WAREHOUSE_CLUSTER_ID', env);
+  const workgroupName = optionalEnv('WAREHOUSE_WORKGROUP', env);
+  if (Boolean(clusterIdentifier) === Boolean(workgroupName)) {
+    throw new ValidationError('set exactly one of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP');
+  }
+  if (workgroupName) return { database, workgroupName };
+  const secretArn = optionalEnv('WAREHOUSE_SECRET_ARN', env);
+  const dbUser = optionalEnv('WAREHOUSE_DB_USER', env);
+  if (!secretArn && !dbUser) throw new ValidationError('a cluster needs WAREHOUSE_SECRET_ARN or WAREHOUSE_DB_USER');
+  return { database, clusterIdentifier, ...(secretArn ? { secretArn } : { dbUser }) };
+}
+
+/** Adaptive polling: fast first (most statements are short), backing off to a cap. */
+export interface PollOptions {
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly factor: number;
+  /** Give up waiting (the statement keeps running) after this long. */
+  readonly timeoutMs: number;
+}
+
+export const DEFAULT_POLL: PollOptions = { initialDelayMs: 20, maxDelayMs: 2_000, factor: 1.5, timeoutMs: 12 * 60_000 };
+
+export type Row = Record<string, string | number | boolean | Uint8Array | null>;
+
+export interface StatementOutcome {
+  readonly id: string;
+  /** Rows affected (DML) or returned (SELECT); -1 when the statement reports none. */
+  readonly resultRows: number;
+  readonly hasResultSet: boolean;
+  readonly durationMs: number;
+  readonly subStatements: readonly { id: string; resultRows: number; hasResultSet: boolean }[];
+  readonly polls: number;
+}
+
+/** Database messages that mean "try again": serialization conflicts, lock waits, lost connections. */
+const TRANSIENT_SQL_ERROR =
+  /could not serialize|serializable isolation violation|\b1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)/i;
+
+/** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
+const TRANSIENT_API_ERRORS = new Set([
+  'ActiveStatementsExceededException',
+  'ActiveSessionsExceededException',
+  'InternalServerException',
+  'DatabaseConnectionException',
+  'ThrottlingException',
+  'TooManyRequestsException',
+  'ServiceUnavailableException',
+  'TimeoutError',
+]);
+
+const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
+
+/** Maps any error from the SDK into the tool's transient/permanent classes. */
+export function classifyApiError(error: unknown, what: string): Error {
+  if (error instanceof TransientWarehouseError || error instanceof WarehouseError || error instanceof ValidationError) return error;
+  const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code;
+  if (code && NETWORK_ERROR_CODES.has(code)) {
+    return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${e.message ?? ''}`.trim(), { cause: error });
+  }
+  if (e.name && TRANSIENT_API_ERRORS.has(e.name)) {
+    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${e.message}`, { cause: error });
+  }
+  return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${e.message ?? String(error)}`, { cause: error });
+}
+
+export function classifySqlError(message: string, statementName: string): Error {
+  if (TRANSIENT_SQL_ERROR.test(message)) {
+    return new TransientWarehouseError(`${statementName}: ${message}`);
+  }
+  return new WarehouseError(`${statementName} failed: ${message}`);
+}
+
+function decodeField(field: Field): Row[string] {
+  if (field.isNull) return null;
+  if (field.longValue !== undefined) return field.longValue;
+  if (field.doubleValue !== undefined) return field.doubleValue;
+  if (field.booleanValue !== undefined) return field.booleanValue;
+  if (field.stringValue !== undefined) return field.stringValue;
+  if (field.blobValue !== undefined) return field.blobValue;
+  return null;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The warehouse as the handlers see it: every statement goes through the
+ * Redshift Data API. Submit returns at once; wait polls DescribeStatement.
+ */
+export class Warehouse {
+  constructor(
+    private readonly client: RedshiftDataClient,
+    private readonly target: WarehouseTarget,
+    private readonly poll: PollOptions = DEFAULT_POLL,
+  ) {}
+
+  /** Submits one statement with `:name` parameters; returns its id without waiting. */
+  async submit(statement: Statement, name: string): Promise<string> {
+    const parameters = Object.entries(statement.parameters ?? {}).map(([n, value]) => ({ name: n, value }));
+    try {
+      const out = await this.client.send(
+        new ExecuteStatementCommand({
+          ...this.target,
+          Sql: statement.sql,
+          StatementName: name.slice(0, 500),
+          ...(parameters.length > 0 ? { Parameters: parameters } : {}),
+        }),
+      );
+      return out.Id!;
+    } catch (error) {
+      throw classifyApiError(error, `submit ${name}`);
+    }
+  }
+
+  /** Submits statements that run in order as one transaction. */
+  async submitBatch(sqls: readonly string[], name: string): Promise<string> {
+    try {
+      const out = await this.client.send(
+        new BatchExecuteStatementCommand({ ...this.target, Sqls: [...sqls], StatementName: name.slice(0, 500) }),
+      );
+      return out.Id!;
+    } catch (error) {
+      throw classifyApiError(error, `submit ${name}`);
+    }
+  }
+
+  /** Waits for a statement to finish; FAILED and ABORTED become classified errors. */
+  async wait(id: string, name: string): Promise<StatementOutcome> {
+    const started = Date.now();
+    let delay = this.poll.initialDelayMs;
+    let polls = 0;
+    for (;;) {
+      let described: DescribeStatementCommandOutput;
+      try {
+        described = await this.client.send(new DescribeStatementCommand({ Id: id }));
+      } catch (error) {
+        throw classifyApiError(error, `describe ${name} (${id})`);
+      }
+      polls += 1;
+      switch (described.Status) {
+        case 'FINISHED':
+          return {
+            id,
+            resultRows: described.ResultRows ?? -1,
+            hasResultSet: described.HasResultSet ?? false,
+            durationMs: Math.round((described.Duration ?? 0) / 1e6),
+            subStatements: (described.SubStatements ?? []).map((s) => ({
+              id: s.Id!,
+              resultRows: s.ResultRows ?? -1,
+              hasResultSet: s.HasResultSet ?? false,
+            })),
+            polls,
+          };
+        case 'FAILED': {
+          const failedSub = described.SubStatements?.find((s) => s.Status === 'FAILED');
+          const message = described.Error ?? failedSub?.Error ?? 'statement failed without a message';
+          throw classifySqlError(message, name);
+        }
+        case 'ABORTED':
+          throw new WarehouseError(`${name} (${id}) was cancelled`);
+        default:
+          break;
+      }
+      if (Date.now() - started + delay > this.poll.timeoutMs) {
+        throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((Date.now() - started) / 1000)} s`);
+      }
+      await sleep(delay);
+      delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+    }
+  }
+
+  async execute(statement: Statement, name: string): Promise<StatementOutcome> {
+    return this.wait(await this.submit(statement, name), name);
+  }
+
+  async batch(sqls: readonly string[], name: string): Promise<StatementOutcome> {
+    return this.wait(await this.submitBatch(sqls, name), name);
+  }
+
+  /** Runs a SELECT and returns every row (all pages) as objects keyed by column name. */
+  async query(statement: Statement, name: string): Promise<Row[]> {
+    const outcome = await this.execute(statement, name);
+    return (await this.results(outcome.id, name)).rows;
+  }
+
+  /** Column names of a statement's result (works for `LIMIT 0`). */
+  async columns(statement: Statement, name: string): Promise<string[]> {
+    const outcome = await this.execute(statement, name);
+    return (await this.results(outcome.id, name)).columns;
+  }
+
+  private async results(id: string, name: string): Promise<{ columns: string[]; rows: Row[] }> {
+    const rows: Row[] = [];
+    let columns: string[] = [];
+    let nextToken: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(new GetStatementResultCommand({ Id: id, NextToken: nextToken }));
+      } catch (error) {
+        throw classifyApiError(error, `read results of ${name} (${id})`);
+      }
+      if (page.ColumnMetadata) columns = page.ColumnMetadata.map((c: ColumnMetadata) => c.name ?? c.label ?? '');
+      for (const record of page.Records ?? []) {
+        const row: Row = {};
+        record.forEach((field, i) => {
+          row[columns[i] ?? `column${i}`] = decodeField(field);
+        });
+        rows.push(row);
+      }
+      nextToken = page.NextToken;
+    } while (nextToken);
+    return { columns, rows };
+  }
+}
+
+let cached: { key: string; warehouse: Warehouse } | undefined;
+
+/**
+ * The handlers' warehouse, built from the environment. `REDSHIFT_DATA_ENDPOINT`
+ * points the real SDK client at the local Data API; on AWS it is unset.
+ */
+export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehouse {
+  const target = warehouseTargetFromEnv(env);
+  const endpoint = optionalEnv('REDSHIFT_DATA_ENDPOINT', env);
+  const maxDelay = Number(optionalEnv('WAREHOUSE_POLL_MAX_MS', env) ?? DEFAULT_POLL.maxDelayMs);
+  const key = JSON.stringify({ target, endpoint, maxDelay });
+  if (cached?.key !== key) {
+    const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });
+    cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay }) };
+  }
+  return cached.warehouse;
+}

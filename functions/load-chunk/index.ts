@@ -1,0 +1,59 @@
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import type { Chunk } from '../../domain/plan.ts';
+import type { BatchRef } from '../../domain/sql.ts';
+import { chunkStatus, clearStagingInterval, loadStagingInterval, markChunkDone, markChunkLoading } from '../../domain/sql.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface LoadChunkEvent {
+  readonly batch: BatchRef;
+  readonly chunk: Chunk;
+}
+
+export interface LoadChunkResult {
+  readonly index: number;
+  readonly skipped: boolean;
+  readonly rowsInserted: number;
+  readonly statementId?: string;
+  readonly durationMs: number;
+}
+
+/**
+ * Replace-in-staging for one interval: delete what an earlier attempt left,
+ * insert the source rows, mark the chunk done with the count read back from
+ * staging. Each step is idempotent, so a replay (a retry, a resumed batch)
+ * ends with the same staging rows; a chunk already done is skipped.
+ */
+export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
+  const { batch, chunk } = event;
+  const pipeline = frozenPipeline(batch);
+  const name = (step: string) => `atomic-publish:${pipeline.name}:load-chunk:${step}:${batch.batchId}:${chunk.index}`;
+  const started = Date.now();
+
+  const [current] = await warehouse.query(chunkStatus(batch.batchId, chunk), name('status'));
+  if (current?.status === 'DONE') {
+    logger.info('chunk already loaded; skipped', { batchId: batch.batchId, chunk: chunk.index });
+    return { index: chunk.index, skipped: true, rowsInserted: 0, durationMs: Date.now() - started };
+  }
+
+  await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
+  const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));
+  // Recorded before waiting, so whoever looks at the manifest can find the running statement.
+  await warehouse.execute(markChunkLoading(batch.batchId, chunk, statementId, new Date()), name('mark-loading'));
+  const inserted = await warehouse.wait(statementId, name('insert'));
+  await warehouse.execute(markChunkDone(pipeline, batch, chunk, new Date()), name('mark-done'));
+
+  logger.info('chunk loaded', {
+    batchId: batch.batchId,
+    chunk: chunk.index,
+    start: chunk.start,
+    end: chunk.end,
+    rowsInserted: inserted.resultRows,
+    statementId,
+  });
+  return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId, durationMs: Date.now() - started };
+}
+
+export const handler = middy((event: LoadChunkEvent) => loadChunk(event)).use(injectLambdaContext(logger));

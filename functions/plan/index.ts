@@ -1,0 +1,122 @@
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { ValidationError } from '../../domain/errors.ts';
+import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
+import { batchIdFor, planChunks, resolveInterval, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
+import type { BatchRef } from '../../domain/sql.ts';
+import {
+  doneChunks,
+  findBatch,
+  latestPublication,
+  manifestDdl,
+  sourceShape,
+  startBatch,
+  tableColumns,
+} from '../../domain/sql.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { codeVersion, logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface PlanEvent {
+  readonly input: unknown;
+  /** `$$.Execution.StartTime`: "now" for a scheduled run, fixed across retries. */
+  readonly startedAt?: string;
+  readonly executionId?: string;
+}
+
+export interface PlanResult {
+  readonly alreadyPublished: boolean;
+  readonly maxConcurrency: number;
+  /** Chunks still to load (a resumed batch skips the ones already done). */
+  readonly chunks: readonly Chunk[];
+  readonly chunkCount: number;
+  readonly batch: BatchRef;
+}
+
+/**
+ * Validates the input and the warehouse side (live table, source query,
+ * columns) before writing anything; then creates or resumes the batch.
+ */
+export async function plan(
+  event: PlanEvent,
+  warehouse: Warehouse = warehouseFromEnv(),
+  registry: readonly Pipeline[] = pipelines,
+): Promise<PlanResult> {
+  const pipeline = resolvePipeline(event?.input, registry);
+  const now = event.startedAt ? new Date(event.startedAt) : new Date();
+  if (Number.isNaN(now.getTime())) throw new ValidationError(`startedAt is not a time: ${event.startedAt}`);
+  const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
+  const chunks = planChunks(interval, pipeline);
+  const batchId = batchIdFor(pipeline, interval);
+  const stagingTable = stagingTableFor(pipeline, batchId);
+  const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
+  const { schema, table } = pipeline.target;
+
+  const liveColumns = (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => String(r.column_name));
+  if (liveColumns.length === 0) {
+    throw new ValidationError(
+      `live table ${schema}.${table} does not exist: create it once with its DDL (columns, keys, encodings); atomic-publish then rebuilds it`,
+    );
+  }
+  for (const [field, column] of [['timeColumn', pipeline.timeColumn], ...pipeline.businessKey.map((c) => ['businessKey', c])]) {
+    if (!liveColumns.includes(column!)) {
+      throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} is not a column of ${schema}.${table}`);
+    }
+  }
+  const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
+  const missing = liveColumns.filter((c) => !sourceColumns.includes(c));
+  if (missing.length > 0) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: the source query does not produce column(s) ${missing.join(', ')} of ${schema}.${table} (it produces: ${sourceColumns.join(', ')})`,
+    );
+  }
+
+  await warehouse.batch(manifestDdl(), name('manifest'));
+  const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
+  const basePublication = Number((await warehouse.query(latestPublication(pipeline.name), name('base')))[0]?.seq ?? 0);
+  const batch: BatchRef = {
+    pipeline: pipeline.name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: `${schema}.${table}`,
+    from: interval.from.toISOString(),
+    to: interval.to.toISOString(),
+    stagingTable,
+    columns: liveColumns,
+    basePublication,
+  };
+  if (existing?.status === 'PUBLISHED') {
+    logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });
+    return { alreadyPublished: true, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
+  }
+
+  await warehouse.batch(
+    startBatch({
+      batchId,
+      pipeline,
+      interval,
+      codeVersion: codeVersion(),
+      executionId: event.executionId ?? '',
+      basePublication,
+      stagingTable,
+      chunks,
+      now: new Date(),
+    }),
+    name('start-batch'),
+  );
+  const done = new Set((await warehouse.query(doneChunks(batchId), name('done-chunks'))).map((r) => Number(r.chunk_index)));
+  const remaining = chunks.filter((c) => !done.has(c.index));
+  logger.info('batch planned', {
+    batchId,
+    pipeline: pipeline.name,
+    from: batch.from,
+    to: batch.to,
+    chunks: chunks.length,
+    resumedChunksDone: done.size,
+    attempt: existing ? Number(existing.attempt) + 1 : 1,
+  });
+  return { alreadyPublished: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
+}
+
+export const handler = middy((event: PlanEvent) => plan(event)).use(injectLambdaContext(logger));

@@ -1,0 +1,67 @@
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { previousVersionTableFor } from '../../domain/plan.ts';
+import type { BatchRef } from '../../domain/sql.ts';
+import { batchState, swapPublish } from '../../domain/sql.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Row, type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface PublishEvent {
+  readonly batch: BatchRef;
+}
+
+export interface PublishResult {
+  readonly publication: number;
+  readonly publishedAt: string;
+  readonly liveTable: string;
+  readonly oldVersionTable: string;
+  readonly rowsPublished: number;
+  /** True when an earlier attempt had already published (a retry after a lost response). */
+  readonly alreadyPublished: boolean;
+}
+
+function toResult(row: Row, liveTable: string, alreadyPublished: boolean): PublishResult {
+  return {
+    publication: Number(row.seq),
+    publishedAt: String(row.published_at),
+    liveTable,
+    oldVersionTable: String(row.old_version_table),
+    rowsPublished: Number(row.rows_published ?? 0),
+    alreadyPublished,
+  };
+}
+
+/**
+ * The swap, in one BatchExecuteStatement transaction. Readers see the old
+ * table until the commit and the new one after it; if anything in the
+ * transaction fails, nothing of it happened.
+ */
+export async function publish(event: PublishEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<PublishResult> {
+  const { batch } = event;
+  const pipeline = frozenPipeline(batch);
+  const liveTable = `${pipeline.target.schema}.${pipeline.target.table}`;
+  const name = (step: string) => `atomic-publish:${pipeline.name}:publish:${step}:${batch.batchId}`;
+
+  const [before] = await warehouse.query(batchState(batch.batchId), name('state'));
+  if (before?.status === 'PUBLISHED') {
+    logger.info('batch already published; nothing to do', { batchId: batch.batchId });
+    return toResult(before, liveTable, true);
+  }
+
+  try {
+    await warehouse.batch(swapPublish(pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), new Date()), name('swap'));
+  } catch (error) {
+    if (error instanceof WarehouseError && /publish guard/.test(error.message)) {
+      throw new PublishConflictError(error.message.replace(/^.*?(publish guard)/, '$1'), { cause: error });
+    }
+    throw error;
+  }
+  const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
+  const result = toResult(after!, liveTable, false);
+  logger.info('published', { batchId: batch.batchId, ...result });
+  return result;
+}
+
+export const handler = middy((event: PublishEvent) => publish(event)).use(injectLambdaContext(logger));

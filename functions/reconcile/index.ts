@@ -1,0 +1,60 @@
+import middy from '@middy/core';
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { CheckFailedError } from '../../domain/errors.ts';
+import { type ChunkCount, reconcile as evaluate } from '../../domain/reconcile.ts';
+import type { BatchRef, CheckResult } from '../../domain/sql.ts';
+import { chunkCounts, recordChecks, stagingOutsideInterval } from '../../domain/sql.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface ReconcileEvent {
+  readonly batch: BatchRef;
+}
+
+export interface ReconcileResult {
+  readonly passed: true;
+  readonly rowsRead: number;
+  readonly rowsWritten: number;
+  readonly checks: readonly Pick<CheckResult, 'check' | 'passed' | 'observed'>[];
+}
+
+/** Runs the checks on staging against the source; a failure blocks publishing and is recorded. */
+export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<ReconcileResult> {
+  const { batch } = event;
+  const pipeline = frozenPipeline(batch);
+  const name = (step: string) => `atomic-publish:${pipeline.name}:reconcile:${step}:${batch.batchId}`;
+
+  const counts: ChunkCount[] = (await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'))).map((r) => ({
+    index: Number(r.chunk_index),
+    start: String(r.interval_start),
+    status: String(r.status),
+    recordedRows: r.rows_written === null ? null : Number(r.rows_written),
+    sourceRows: Number(r.source_rows),
+    stagingRows: Number(r.staging_rows),
+  }));
+  const [outside] = await warehouse.query(stagingOutsideInterval(pipeline, batch), name('outside-interval'));
+  const result = evaluate(counts, Number(outside?.n ?? 0), pipeline.checks.allowEmpty);
+
+  await warehouse.batch(
+    recordChecks(batch.batchId, result.checks, { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten }, new Date()),
+    name('record'),
+  );
+  logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten: result.rowsWritten });
+
+  if (!result.passed) {
+    const failed = result.checks.filter((c) => !c.passed);
+    throw new CheckFailedError(
+      `${failed.length} check(s) failed for batch ${batch.batchId}: ` +
+        failed.map((c) => `${c.check}: observed ${c.observed}, expected ${c.expected}${c.details ? ` [${c.details}]` : ''}`).join(' | '),
+    );
+  }
+  return {
+    passed: true,
+    rowsRead: result.rowsRead,
+    rowsWritten: result.rowsWritten,
+    checks: result.checks.map(({ check, passed, observed }) => ({ check, passed, observed })),
+  };
+}
+
+export const handler = middy((event: ReconcileEvent) => reconcile(event)).use(injectLambdaContext(logger));
