@@ -54,7 +54,7 @@ export function sqlLiteral(value: LiteralValue): string {
   }
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw new ValidationError('cannot render an invalid date as a SQL literal');
-    return `'${formatTimestamp(value)}'`;
+    return `CAST('${formatTimestamp(value)}' AS timestamp)`;
   }
   // eslint-disable-next-line no-control-regex
   if (/[\\\u0000-\u001f]/.test(value)) {

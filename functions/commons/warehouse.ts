@@ -35,6 +35,17 @@ export function warehouseTargetFromEnv(env: NodeJS.ProcessEnv = process.env): Wa
   return { database, clusterIdentifier, ...(secretArn ? { secretArn } : { dbUser }) };
 }
 
+/** The target as the Data API's request fields. */
+function targetFields(target: WarehouseTarget) {
+  return {
+    Database: target.database,
+    ...(target.clusterIdentifier ? { ClusterIdentifier: target.clusterIdentifier } : {}),
+    ...(target.secretArn ? { SecretArn: target.secretArn } : {}),
+    ...(target.dbUser ? { DbUser: target.dbUser } : {}),
+    ...(target.workgroupName ? { WorkgroupName: target.workgroupName } : {}),
+  };
+}
+
 /** Adaptive polling: fast first (most statements are short), backing off to a cap. */
 export interface PollOptions {
   readonly initialDelayMs: number;
@@ -126,7 +137,7 @@ export class Warehouse {
     try {
       const out = await this.client.send(
         new ExecuteStatementCommand({
-          ...this.target,
+          ...targetFields(this.target),
           Sql: statement.sql,
           StatementName: name.slice(0, 500),
           ...(parameters.length > 0 ? { Parameters: parameters } : {}),
@@ -142,7 +153,7 @@ export class Warehouse {
   async submitBatch(sqls: readonly string[], name: string): Promise<string> {
     try {
       const out = await this.client.send(
-        new BatchExecuteStatementCommand({ ...this.target, Sqls: [...sqls], StatementName: name.slice(0, 500) }),
+        new BatchExecuteStatementCommand({ ...targetFields(this.target), Sqls: [...sqls], StatementName: name.slice(0, 500) }),
       );
       return out.Id!;
     } catch (error) {

@@ -9,9 +9,11 @@ import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PlanResult } from '../plan/index.ts';
 import type { PublishResult } from '../publish/index.ts';
 
-/** The execution state as the Catch left it: `error` from Step Functions, the rest from earlier steps. */
+/** The execution state as the Catch left it: the execution input, `error` from Step Functions, results of earlier steps. */
 export interface FailedState {
-  readonly input?: { pipeline?: string; from?: string; to?: string };
+  readonly pipeline?: string;
+  readonly from?: string;
+  readonly to?: string;
   readonly plan?: PlanResult;
   readonly publish?: PublishResult;
   readonly error?: { Error?: string; Cause?: string };
@@ -55,7 +57,7 @@ function subjectLine(text: string): string {
 export function failureReport(event: RecordFailureEvent, recorded: boolean, recordError?: string): FailureReport {
   const { state } = event;
   const batch: BatchRef | undefined = state.plan?.batch;
-  const pipeline = batch?.pipeline ?? state.input?.pipeline;
+  const pipeline = batch?.pipeline ?? (typeof state.pipeline === 'string' ? state.pipeline : undefined);
   const { name, message } = describeError(state.error);
   const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
   lines.push(`Error:      ${name}: ${message}`);

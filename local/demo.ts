@@ -1,0 +1,284 @@
+/**
+ * The main job on the embedded default (`npm start`): the scenario of a
+ * table rebuilt every morning while analysts read it, on a real
+ * PostgreSQL server through the local Redshift Data API and the state
+ * machine `cdk synth` produces.
+ *
+ *   Monday:  the rebuild succeeds.
+ *   Tuesday: an upstream order line with quantity 0 makes the rebuild fail at about 60%.
+ *
+ * Each day runs twice: naively in place (DELETE, then INSERT day by day,
+ * the code most teams start with) and through atomic-publish. Readers poll
+ * both live tables all the while. Exits non-zero if a reader of the atomic
+ * path saw anything but the old or the new row count.
+ */
+import pg from 'pg';
+import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
+import { startLocalDataApi } from './data-api/server.ts';
+import { ensureDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
+import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
+import { addBadSourceRow, createSampleWarehouse, sampleDay } from './sample-data.ts';
+import { bar, renderTable, renderTimeline } from './table.ts';
+import { naiveRebuild } from './naive-rebuild.ts';
+import { ReaderPool, type ReaderSample } from './readers.ts';
+
+const DATABASE = 'atomic_publish_demo';
+const ROWS_PER_DAY = Number(process.env.DEMO_ROWS_PER_DAY ?? 11_560);
+const MONDAY_DAYS = 90; // source data 2026-01-01 .. 2026-03-31, rebuilt Monday 2026-04-01
+const LIVE_DAYS_BEFORE = 86; // the build before Monday's
+const BAD_ROW_DAY = 56; // Tuesday's bad order line: chunk 56 of 91, about 60% in
+const CHECKPOINTS = [0, 0.3, 0.6, 1] as const;
+
+const err = (line = '') => process.stderr.write(`${line}\n`);
+const out = (line = '') => process.stdout.write(`${line}\n`);
+const fmt = (n: number) => n.toLocaleString('en-US');
+
+/** Progress on stderr: a redrawn bar on a terminal, a line per 10% in a log. */
+function progressReporter(label: string) {
+  let lastTenth = -1;
+  return (done: number, total: number) => {
+    const fraction = total === 0 ? 1 : done / total;
+    if (process.stderr.isTTY) {
+      process.stderr.write(`\r  ${label.padEnd(28)} ${bar(fraction, 30)} ${String(done).padStart(3)}/${total}`);
+      if (done === total) process.stderr.write('\n');
+    } else if (Math.floor(fraction * 10) > lastTenth) {
+      lastTenth = Math.floor(fraction * 10);
+      err(`  ${label.padEnd(28)} ${String(done).padStart(3)}/${total} (${Math.round(fraction * 100)}%)`);
+    }
+  };
+}
+
+interface PathRun {
+  readonly label: string;
+  /** (time, fraction of the load done) marks, from the start of the run to its end. */
+  readonly progress: { at: number; fraction: number }[];
+  readonly samples: ReaderSample[];
+  readonly endedAt: number;
+  readonly failed: boolean;
+  readonly message: string;
+}
+
+/** What a reader saw once the load had reached each checkpoint (100% = after the run ended). */
+function seenAt(run: PathRun, checkpoint: number): string {
+  const reached = checkpoint >= 1 ? run.endedAt : run.progress.find((p) => p.fraction >= checkpoint)?.at;
+  if (reached === undefined) return 'never got there';
+  const sample = run.samples.find((s) => s.at >= reached && s.count !== undefined);
+  return sample?.count === undefined ? '-' : fmt(sample.count);
+}
+
+async function runNaive(warehouse: Warehouse, readers: ReaderPool, days: number, label: string): Promise<PathRun> {
+  const progress: PathRun['progress'] = [];
+  const report = progressReporter(`${label}: naive in place`);
+  readers.watch('naive.sales_order_lines');
+  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days, firstDay: sampleDay(0) }, (done, total) => {
+    progress.push({ at: Date.now(), fraction: done / total });
+    report(done, total);
+  });
+  const endedAt = Date.now();
+  await readers.settle();
+  const samples = await readers.stop();
+  if (result.failed && process.stderr.isTTY) process.stderr.write('\n');
+  return { label, progress, samples, endedAt, failed: result.failed, message: result.message };
+}
+
+async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, label: string): Promise<{ run: PathRun; execution: ExecutionResult }> {
+  const progress: PathRun['progress'] = [];
+  const report = progressReporter(`${label}: atomic-publish`);
+  let total = 0;
+  let done = 0;
+  readers.watch('analytics.sales_order_lines');
+  const started = Date.now();
+  progress.push({ at: started, fraction: 0 });
+  const onEvent = (event: ExecutionEvent) => {
+    if (event.type === 'StateExited' && event.state?.name === 'Plan') {
+      total = ((event.state.output as { plan?: { chunks?: unknown[] } })?.plan?.chunks ?? []).length;
+      report(0, total);
+    }
+    if (event.type === 'StateExited' && event.state?.name === 'LoadChunk') {
+      done += 1;
+      progress.push({ at: Date.now(), fraction: done / Math.max(1, total) });
+      report(done, total);
+    }
+  };
+  runnerEvents.handler = onEvent;
+  const execution = await runner.run({ pipeline: 'sales_order_lines', to: to.toISOString() }, { name: `demo-${label.toLowerCase()}-${Date.now()}` });
+  runnerEvents.handler = undefined;
+  const endedAt = Date.now();
+  if (execution.status === 'FAILED' && process.stderr.isTTY) process.stderr.write('\n');
+  await readers.settle();
+  const samples = await readers.stop();
+  const message = execution.status === 'SUCCEEDED' ? 'published' : (execution.alerts[0]?.subject ?? `${execution.error}`);
+  return { run: { label, progress, samples, endedAt, failed: execution.status === 'FAILED', message }, execution };
+}
+
+const runnerEvents: { handler?: (event: ExecutionEvent) => void } = {};
+
+function timelineOf(execution: ExecutionResult): string {
+  const steps: { name: string; start: number; end: number; failed?: boolean }[] = [];
+  const open = new Map<string, number>();
+  for (const event of execution.events) {
+    const name = event.state?.name;
+    if (!name || name === 'LoadChunk') continue;
+    if (event.type === 'StateEntered') open.set(name, event.timestamp);
+    if ((event.type === 'StateExited' || event.type === 'StateFailed') && open.has(name)) {
+      steps.push({ name, start: open.get(name)!, end: event.timestamp, failed: event.type === 'StateFailed' });
+      open.delete(name);
+    }
+  }
+  for (const [name, start] of open) {
+    const failedAt = execution.events.find((e) => e.type === 'ExecutionFailed')?.timestamp ?? start;
+    steps.push({ name, start, end: failedAt, failed: true });
+  }
+  return renderTimeline(steps.sort((a, b) => a.start - b.start));
+}
+
+async function printManifest(warehouse: Warehouse): Promise<void> {
+  const batches = await warehouse.query(
+    {
+      sql: `SELECT batch_id, status, attempt, interval_start, interval_end, chunk_count, rows_read, rows_written,
+                   COALESCE(SUBSTRING(error, 1, 60), '') AS error
+              FROM atomic_publish.batches ORDER BY started_at`,
+    },
+    'demo:manifest-batches',
+  );
+  out('Manifest: atomic_publish.batches');
+  out(
+    renderTable(
+      ['batch', 'status', 'attempt', 'interval', 'chunks', 'rows read', 'rows written', 'error'],
+      batches.map((b) => [
+        b.batch_id,
+        b.status,
+        b.attempt,
+        `${String(b.interval_start).slice(0, 10)} .. ${String(b.interval_end).slice(0, 10)}`,
+        b.chunk_count,
+        b.rows_read === null ? '' : fmt(Number(b.rows_read)),
+        b.rows_written === null ? '' : fmt(Number(b.rows_written)),
+        b.error,
+      ]),
+      ['l', 'l', 'r', 'l', 'r', 'r', 'r', 'l'],
+    ),
+  );
+  const publications = await warehouse.query(
+    { sql: `SELECT seq, batch_id, published_at, old_version_table, rows_published FROM atomic_publish.publications ORDER BY seq` },
+    'demo:manifest-publications',
+  );
+  out('Manifest: atomic_publish.publications');
+  out(
+    renderTable(
+      ['#', 'batch', 'published at', 'old version kept as', 'rows'],
+      publications.map((p) => [p.seq, p.batch_id, String(p.published_at).slice(0, 19), p.old_version_table, fmt(Number(p.rows_published))]),
+      ['r', 'l', 'l', 'l', 'r'],
+    ),
+  );
+}
+
+async function main(): Promise<number> {
+  const t0 = Date.now();
+  err('atomic-publish demo: readers see old data or new data, never a mix');
+  err('');
+  err('Starting the local warehouse (embedded PostgreSQL + local Redshift Data API)...');
+  const postgres = await startLocalPostgres({ log: (line) => err(`  ${line}`) });
+  const conn: PgConnection = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
+  const admin = new pg.Client({ ...conn, database: 'postgres' });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+  await admin.end();
+  await ensureDatabase(conn, DATABASE);
+  const api = await startLocalDataApi({ postgres: conn });
+  err(`  PostgreSQL on ${postgres.host}:${postgres.port}, data in ${postgres.dataDir}`);
+  err(`  Redshift Data API on ${api.endpoint}`);
+
+  const db = new pg.Client({ ...conn, database: DATABASE });
+  await db.connect();
+  err(`Creating the sample source: ${fmt(ROWS_PER_DAY * (MONDAY_DAYS + 1))} sales order lines over ${MONDAY_DAYS + 1} days...`);
+  const sample = await createSampleWarehouse(db, {
+    rowsPerDay: ROWS_PER_DAY,
+    sourceDays: MONDAY_DAYS + 1,
+    liveDays: LIVE_DAYS_BEFORE,
+    copies: ['naive'],
+  });
+  err(`  live table before Monday: ${fmt(sample.liveRows)} rows (the previous build)`);
+
+  const env = { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' };
+  err('Loading the state machine from the synthesized CDK template...');
+  const runner = await LocalRunner.create({ env, onEvent: (event) => runnerEvents.handler?.(event) });
+  const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
+
+  const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult }[] = [];
+  const loadStarted = Date.now();
+  let atomicRows = 0;
+  for (const day of ['Monday', 'Tuesday'] as const) {
+    const days = day === 'Monday' ? MONDAY_DAYS : MONDAY_DAYS + 1;
+    if (day === 'Tuesday') await addBadSourceRow(db, sampleDay(BAD_ROW_DAY));
+    const old = Number((await db.query('SELECT COUNT(*) AS n FROM analytics.sales_order_lines')).rows[0].n);
+    err('');
+    err(`${day}: rebuilding ${days} days (${day === 'Tuesday' ? 'an upstream order line with quantity 0 sits on day ' + (BAD_ROW_DAY + 1) : 'clean source'})`);
+    const naive = await runNaive(warehouse, readers, days, day);
+    const { run: atomic, execution } = await runAtomic(runner, readers, sampleDay(days), day);
+    if (execution.status === 'SUCCEEDED') atomicRows += ROWS_PER_DAY * days;
+    results.push({ day, old, expectedNew: ROWS_PER_DAY * days + (day === 'Tuesday' ? 1 : 0), naive, atomic, execution });
+  }
+  const loadSeconds = (Date.now() - loadStarted) / 1000;
+  await db.end();
+
+  out('');
+  out('What readers saw (row count of the live table) as the rebuild progressed');
+  const rows: unknown[][] = [];
+  const summaries: string[] = [];
+  let mixed = 0;
+  for (const r of results) {
+    for (const run of [r.naive, r.atomic]) {
+      rows.push([r.day, run === r.naive ? 'naive in place' : 'atomic-publish', ...CHECKPOINTS.map((c) => seenAt(run, c)), run.failed ? `FAILED: ${run.message}` : 'succeeded']);
+    }
+    const allowed = new Set([r.old, r.execution.status === 'SUCCEEDED' ? r.expectedNew : r.old]);
+    const atomicCounts = r.atomic.samples.filter((s) => s.table === 'analytics.sales_order_lines');
+    const bad = atomicCounts.filter((s) => s.count === undefined || !allowed.has(s.count));
+    mixed += bad.length;
+    const distinct = [...new Set(atomicCounts.map((s) => s.count ?? -1))].map((n) => (n < 0 ? 'error' : fmt(n)));
+    summaries.push(`${r.day} atomic readers: ${atomicCounts.length} reads, distinct counts ${distinct.join(', ')} (old ${fmt(r.old)}, new ${fmt(r.expectedNew)})`);
+  }
+  out(renderTable(['run', 'path', 'at 0%', 'at 30%', 'at 60%', 'at 100%', 'outcome'], rows, ['l', 'l', 'r', 'r', 'r', 'r', 'l']));
+  out('');
+  for (const summary of summaries) out(summary);
+
+  for (const r of results) {
+    out('');
+    out(`${r.day}: atomic-publish run timeline (${r.execution.status})`);
+    out(timelineOf(r.execution));
+    if (r.execution.alerts.length > 0) {
+      out('');
+      out(`On-call alert sent (SNS topic, local outbox .atomic-publish/outbox/alerts.jsonl):`);
+      out(`  Subject: ${r.execution.alerts[0]!.subject}`);
+      for (const line of r.execution.alerts[0]!.message.split('\n')) out(`  ${line}`);
+    }
+    for (const m of r.execution.metrics) {
+      out(`Metrics (${m.namespace}, ${Object.entries(m.dimensions).map(([k, v]) => `${k}=${v}`).join(', ')}): ${Object.entries(m.values).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(', ')}`);
+    }
+  }
+  out('');
+  await printManifest(warehouse);
+
+  runner.close();
+  await readers.close();
+  await api.close();
+  await postgres.stop();
+  out('');
+  out(`Demo took ${((Date.now() - t0) / 1000).toFixed(1)} s; both paths of both days loaded in ${loadSeconds.toFixed(1)} s (atomic path: ${fmt(atomicRows)} rows published).`);
+  if (mixed > 0) {
+    out(`FAIL: readers of the atomic path saw ${mixed} row count(s) other than the old or the new table.`);
+    return 1;
+  }
+  out('OK: readers of the atomic path only ever saw the old or the new table.');
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    err(`demo failed: ${(error as Error)?.stack ?? String(error)}`);
+    process.exit(2);
+  },
+);

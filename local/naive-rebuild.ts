@@ -1,0 +1,38 @@
+/**
+ * The rebuild most teams start with, kept as the demo's baseline: empty the
+ * live table, then insert day by day, every statement committing on its
+ * own. Readers see every step, and a failure leaves the table half full.
+ * (Do not copy this; it is what atomic-publish exists to replace.)
+ */
+import { qualifiedName } from '../domain/identifiers.ts';
+import { timestampParam } from '../domain/sql.ts';
+import { pipelines } from '../pipelines/index.ts';
+import type { Warehouse } from '../functions/commons/warehouse.ts';
+
+const DAY_MS = 86_400_000;
+
+export async function naiveRebuild(
+  warehouse: Warehouse,
+  target: { table: string; days: number; firstDay: Date },
+  onProgress: (done: number, total: number) => void,
+): Promise<{ failed: boolean; message: string }> {
+  const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+  const [schema, table] = target.table.split('.') as [string, string];
+  const live = qualifiedName(schema, table);
+  try {
+    await warehouse.execute({ sql: `DELETE FROM ${live}` }, 'naive:delete');
+    onProgress(0, target.days);
+    for (let day = 0; day < target.days; day++) {
+      const start = new Date(target.firstDay.getTime() + day * DAY_MS);
+      const end = new Date(start.getTime() + DAY_MS);
+      await warehouse.execute(
+        { sql: `INSERT INTO ${live} ${pipeline.sourceSql}`, parameters: { start: timestampParam(start), end: timestampParam(end) } },
+        `naive:insert-day-${day + 1}`,
+      );
+      onProgress(day + 1, target.days);
+    }
+    return { failed: false, message: 'completed' };
+  } catch (error) {
+    return { failed: true, message: (error as Error).message.replace(/^.*?failed: /, '') };
+  }
+}

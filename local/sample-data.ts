@@ -1,0 +1,93 @@
+/**
+ * The sample warehouse the demo and the tests run on: an order system's
+ * `source.sales_order_lines` and the reporting table
+ * `analytics.sales_order_lines` that the sample pipeline publishes
+ * (pipelines/sales-order-lines.ts). Set up directly in PostgreSQL: this is
+ * the world before atomic-publish arrives, not part of the pipeline.
+ */
+import type pg from 'pg';
+
+export const SAMPLE_HISTORY_START = new Date('2026-01-01T00:00:00Z');
+const DAY_MS = 86_400_000;
+
+export function sampleDay(index: number): Date {
+  return new Date(SAMPLE_HISTORY_START.getTime() + index * DAY_MS);
+}
+
+/** The live table's DDL: the table must exist before atomic-publish rebuilds it. */
+export const LIVE_TABLE_COLUMNS = `
+  order_id bigint NOT NULL,
+  line_no int NOT NULL,
+  ordered_at timestamp NOT NULL,
+  customer_id int NOT NULL,
+  product_id int NOT NULL,
+  quantity int NOT NULL,
+  amount numeric(12, 2) NOT NULL,
+  unit_price numeric(12, 4) NOT NULL`;
+
+export interface SampleOptions {
+  /** Order lines per day in the source. */
+  readonly rowsPerDay: number;
+  /** Days of source data from 2026-01-01. */
+  readonly sourceDays: number;
+  /** Days the current live table (the previous build) covers. */
+  readonly liveDays: number;
+  /** Extra schemas holding a copy of the live table (the demo's naive path). */
+  readonly copies?: readonly string[];
+}
+
+/** Deterministic pseudo-random order lines: same options, same rows. */
+export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOptions): Promise<{ sourceRows: number; liveRows: number }> {
+  const { rowsPerDay, sourceDays, liveDays } = options;
+  await db.query(`DROP SCHEMA IF EXISTS source CASCADE`);
+  await db.query(`DROP SCHEMA IF EXISTS analytics CASCADE`);
+  await db.query(`CREATE SCHEMA source`);
+  await db.query(`CREATE SCHEMA analytics`);
+  await db.query(`
+    CREATE TABLE source.sales_order_lines (
+      order_id bigint NOT NULL,
+      line_no int NOT NULL,
+      ordered_at timestamp NOT NULL,
+      customer_id int NOT NULL,
+      product_id int NOT NULL,
+      quantity int NOT NULL,
+      amount numeric(12, 2) NOT NULL
+    )`);
+  // Row n of the whole history: day n / rowsPerDay, spread over the day.
+  await db.query(
+    `INSERT INTO source.sales_order_lines
+     SELECT n / 3 + 1,
+            n % 3 + 1,
+            $1::timestamp + (n / $2) * interval '1 day' + ((n % $2) * (86399.0 / $2)) * interval '1 second',
+            (n * 7919) % 50000 + 1,
+            (n * 104729) % 2000 + 1,
+            (n * 31) % 9 + 1,
+            ((n * 7907) % 100000) / 100.0 + 1
+       FROM generate_series(0::bigint, $3::bigint - 1) AS n`,
+    [SAMPLE_HISTORY_START.toISOString().slice(0, 19), rowsPerDay, rowsPerDay * sourceDays],
+  );
+  const schemas = ['analytics', ...(options.copies ?? [])];
+  for (const schema of schemas) {
+    if (schema !== 'analytics') {
+      await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await db.query(`CREATE SCHEMA ${schema}`);
+    }
+    await db.query(`CREATE TABLE ${schema}.sales_order_lines (${LIVE_TABLE_COLUMNS})`);
+    await db.query(
+      `INSERT INTO ${schema}.sales_order_lines
+       SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, CAST(amount / quantity AS numeric(12, 4))
+         FROM source.sales_order_lines WHERE ordered_at < $1`,
+      [sampleDay(liveDays).toISOString().slice(0, 19)],
+    );
+  }
+  await db.query('ANALYZE source.sales_order_lines');
+  return { sourceRows: rowsPerDay * sourceDays, liveRows: rowsPerDay * liveDays };
+}
+
+/** An upstream mistake: an order line with quantity 0, which makes the unit price a division by zero. */
+export async function addBadSourceRow(db: pg.ClientBase, day: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO source.sales_order_lines VALUES (999999999, 1, $1::timestamp + interval '12 hours', 1, 1, 0, 10.00)`,
+    [day.toISOString().slice(0, 19)],
+  );
+}
