@@ -1,0 +1,263 @@
+// Runs statements on pooled PostgreSQL connections, one database per pool.
+//
+// Like the real API without a session, every statement (or batch) gets a
+// connection of its own for its duration and leaves nothing behind: an open
+// transaction is rolled back and session state discarded before the
+// connection is reused, so a `BEGIN` never carries over to the next call.
+// When all connections are busy, statements wait in SUBMITTED.
+import pg from 'pg';
+import type { PgConnection } from '../postgres.ts';
+import { isKnownType, type ColumnSource } from './fields.ts';
+import type { Statement, StatementPart, StoredResult } from './statement.ts';
+
+export type IsolationLevel = 'serializable' | 'repeatable read' | 'read committed';
+
+export interface StatementRunnerOptions {
+  maxConnectionsPerDatabase: number;
+  isolationLevel: IsolationLevel;
+  maxResultBytes: number;
+  log: (line: string) => void;
+}
+
+interface PgError extends Error {
+  code?: string;
+  severity?: string;
+  detail?: string;
+}
+
+const QUERY_CANCELED = '57014';
+const CANCEL_RETRY_MS = 100;
+const CANCEL_TIMEOUT_MS = 10_000;
+
+// Column facts RowDescription lacks: table, NOT NULL, default; and names of
+// types not built in.
+const CATALOG_SQL = `
+SELECT 'column' AS kind, a.attrelid::int8 AS oid, a.attnum::int4 AS num, n.nspname AS schema_name, c.relname AS name,
+       a.attnotnull AS not_null, pg_get_expr(d.adbin, d.adrelid) AS column_default
+  FROM pg_attribute a
+  JOIN pg_class c ON c.oid = a.attrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+ WHERE a.attrelid = ANY($1::oid[]) AND a.attnum > 0
+UNION ALL
+SELECT 'type', t.oid::int8, 0, NULL, t.typname, NULL, NULL FROM pg_type t WHERE t.oid = ANY($2::oid[])`;
+
+export class StatementRunner {
+  private readonly pools = new Map<string, pg.Pool>();
+  private queryIds = 0;
+
+  constructor(
+    private readonly connection: PgConnection,
+    private readonly options: StatementRunnerOptions,
+  ) {}
+
+  /** Runs to a terminal status; never rejects. */
+  async run(statement: Statement): Promise<void> {
+    try {
+      await this.execute(statement);
+    } catch (error) {
+      if (!statement.isTerminal) statement.conclude(`ERROR: ${(error as Error).message}`);
+    } finally {
+      statement.settle();
+    }
+  }
+
+  /**
+   * CancelStatement: a statement still waiting for a connection ends ABORTED
+   * at once; a running one is interrupted (pg_cancel_backend) until it ends.
+   */
+  async cancel(statement: Statement): Promise<void> {
+    statement.abortRequested = true;
+    if (statement.status === 'SUBMITTED') {
+      statement.conclude();
+      return;
+    }
+    statement.cancelling ??= this.interrupt(statement);
+    await statement.cancelling;
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.end()));
+  }
+
+  private async interrupt(statement: Statement): Promise<void> {
+    const client = new pg.Client({ ...this.connection, database: statement.target.database });
+    try {
+      await client.connect();
+      const deadline = Date.now() + CANCEL_TIMEOUT_MS;
+      while (!statement.isTerminal && Date.now() < deadline) {
+        await client.query('SELECT pg_cancel_backend($1)', [statement.pid]);
+        await Promise.race([statement.settled, sleep(CANCEL_RETRY_MS)]);
+      }
+    } catch (error) {
+      this.options.log(`local data api: cancel of ${statement.id} failed: ${(error as Error).message}`);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  private async execute(statement: Statement): Promise<void> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool(statement.target.database).connect();
+    } catch (error) {
+      // As on Redshift, a missing database or refused connection is the statement's failure.
+      if (!statement.isTerminal) {
+        statement.parts[0]!.fail(databaseMessage(error as PgError));
+        statement.conclude();
+      }
+      return;
+    }
+    let broken: Error | undefined;
+    try {
+      if (statement.abortRequested) return;
+      statement.picked((client as unknown as { processID: number }).processID);
+      if (statement.isBatch && statement.executionMode === 'TRANSACTION') {
+        await this.runTransaction(client, statement);
+      } else {
+        for (const part of statement.parts) await this.runPart(client, statement, part);
+        statement.conclude();
+      }
+    } catch (error) {
+      broken = error as Error;
+      throw error;
+    } finally {
+      await statement.cancelling;
+      broken ??= await reset(client);
+      client.release(broken ?? false);
+    }
+  }
+
+  private async runTransaction(client: pg.PoolClient, statement: Statement): Promise<void> {
+    await client.query('BEGIN');
+    for (const part of statement.parts) {
+      if (!(await this.runPart(client, statement, part))) {
+        await client.query('ROLLBACK');
+        statement.conclude();
+        return;
+      }
+    }
+    try {
+      await client.query('COMMIT');
+      statement.conclude();
+    } catch (error) {
+      statement.conclude(databaseMessage(error as PgError));
+    }
+  }
+
+  /** True when the part finished. */
+  private async runPart(client: pg.PoolClient, statement: Statement, part: StatementPart): Promise<boolean> {
+    if (statement.abortRequested) return false;
+    part.start(++this.queryIds);
+    statement.started();
+    try {
+      // The extended protocol runs exactly one statement, and rejects several
+      // with "cannot insert multiple commands into a prepared statement", as
+      // Redshift does.
+      const result = await client.query({
+        text: part.sql.text,
+        values: part.sql.values,
+        rowMode: 'array',
+        queryMode: 'extended',
+      } as pg.QueryArrayConfig);
+      if (result.fields.length === 0) {
+        part.finish(result.rowCount, undefined, 0);
+        return true;
+      }
+      const rows = result.rows as (string | null)[][];
+      const size = resultSize(rows);
+      if (size > this.options.maxResultBytes) {
+        part.fail(`ERROR: Query result size ${size} bytes exceeds the limit of ${this.options.maxResultBytes} bytes.`);
+        return false;
+      }
+      const stored: StoredResult = { columns: await describeColumns(client, result.fields), rows };
+      part.finish(result.rowCount, stored, size);
+      return true;
+    } catch (error) {
+      const pgError = error as PgError;
+      if (statement.abortRequested && pgError.code === QUERY_CANCELED) part.abort();
+      else part.fail(databaseMessage(pgError));
+      return false;
+    }
+  }
+
+  private pool(database: string): pg.Pool {
+    let pool = this.pools.get(database);
+    if (!pool) {
+      pool = new pg.Pool({
+        ...this.connection,
+        database,
+        max: this.options.maxConnectionsPerDatabase,
+        idleTimeoutMillis: 30_000,
+        application_name: 'local-data-api',
+        // Redshift's session defaults: UTC, ISO dates; its default isolation
+        // is serializable (error 1023 where PostgreSQL says SQLSTATE 40001).
+        options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${this.options.isolationLevel.replace(' ', '\\ ')}`,
+        // Every value as PostgreSQL's text; fields.ts types them.
+        types: { getTypeParser: () => (value: string) => value },
+      });
+      pool.on('error', (error) => this.options.log(`local data api: idle connection to ${database} failed: ${error.message}`));
+      this.pools.set(database, pool);
+    }
+    return pool;
+  }
+}
+
+/** Leaves the connection as new; an error means it must not be reused. */
+async function reset(client: pg.PoolClient): Promise<Error | undefined> {
+  try {
+    const status = (client as unknown as { getTransactionStatus(): string | null }).getTransactionStatus();
+    if (status !== 'I') await client.query('ROLLBACK');
+    await client.query('DISCARD ALL');
+    return undefined;
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+async function describeColumns(client: pg.PoolClient, fields: pg.FieldDef[]): Promise<ColumnSource[]> {
+  const tableIds = [...new Set(fields.map((f) => f.tableID).filter((id) => id > 0))];
+  const typeIds = [...new Set(fields.map((f) => f.dataTypeID).filter((oid) => !isKnownType(oid)))];
+  const columns = new Map<string, { schemaName: string; tableName: string; notNull: boolean; columnDefault?: string }>();
+  const typeNames = new Map<number, string>();
+  if (tableIds.length > 0 || typeIds.length > 0) {
+    const { rows } = await client.query(CATALOG_SQL, [tableIds, typeIds]);
+    for (const r of rows as Record<string, string | null>[]) {
+      if (r.kind === 'type') {
+        typeNames.set(Number(r.oid), r.name!);
+      } else {
+        columns.set(`${r.oid}:${r.num}`, {
+          schemaName: r.schema_name!,
+          tableName: r.name!,
+          notNull: r.not_null === 't',
+          ...(r.column_default !== null && r.column_default !== undefined ? { columnDefault: r.column_default } : {}),
+        });
+      }
+    }
+  }
+  return fields.map((f) => ({
+    name: f.name,
+    typeOid: f.dataTypeID,
+    typeModifier: f.dataTypeModifier,
+    typeName: typeNames.get(f.dataTypeID),
+    table: f.tableID > 0 ? columns.get(`${f.tableID}:${f.columnID}`) : undefined,
+  }));
+}
+
+/** The database's message the way Redshift reports it: "ERROR: division by zero". */
+function databaseMessage(error: PgError): string {
+  const severity = error.severity ?? (error.code && /^[0-9A-Z]{5}$/.test(error.code) ? 'ERROR' : 'FATAL');
+  return `${severity}: ${error.message}${error.detail ? ` DETAIL: ${error.detail}` : ''}`;
+}
+
+function resultSize(rows: (string | null)[][]): number {
+  let size = 0;
+  for (const row of rows) for (const value of row) if (value !== null) size += Buffer.byteLength(value);
+  return size;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

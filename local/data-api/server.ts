@@ -1,0 +1,151 @@
+// A local Redshift Data API endpoint backed by PostgreSQL. The real
+// @aws-sdk/client-redshift-data client works against it unchanged except for
+// `endpoint`:
+//
+//   new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1',
+//     credentials: { accessKeyId: 'local', secretAccessKey: 'local' } })
+//
+// Wire: AWS JSON 1.1 (`POST /`, `X-Amz-Target: RedshiftData.<Operation>`),
+// timestamps as epoch seconds, errors as `{"__type", "message"}` with HTTP
+// 400/500 and `x-amzn-ErrorType`. Requests are not authenticated.
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { PgConnection } from '../postgres.ts';
+import { DataApiError } from './errors.ts';
+import { StatementRunner, type IsolationLevel } from './runner.ts';
+import { RedshiftDataService } from './service.ts';
+import { StatementStore } from './statement-store.ts';
+
+export interface LocalDataApi {
+  /** e.g. http://127.0.0.1:41234 */
+  endpoint: string;
+  /** Stops accepting requests, cancels running statements, closes the connection pools. */
+  close(): Promise<void>;
+  /** Statements submitted so far (ExecuteStatement and BatchExecuteStatement calls that were accepted). */
+  statements(): number;
+}
+
+export interface LocalDataApiOptions {
+  /** The server the statements run on; the request's `Database` picks the database. */
+  postgres: PgConnection;
+  /** @default 0 - a random free port */
+  port?: number;
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default - no logging */
+  log?: (line: string) => void;
+  /** Active (SUBMITTED, PICKED, STARTED) statements before ActiveStatementsExceededException. @default 200 */
+  maxActiveStatements?: number;
+  /** PostgreSQL connections per database; further statements wait in SUBMITTED. @default 32 */
+  maxConnectionsPerDatabase?: number;
+  /** Records per GetStatementResult page. @default 1000 */
+  resultPageRows?: number;
+  /** How long statements and their results are kept after they end. @default 86400 (24 h, as the real API) */
+  resultRetentionSeconds?: number;
+  /** A result larger than this fails the statement. @default 104857600 (100 MB, as the real API) */
+  maxResultBytes?: number;
+  /** Default isolation of every transaction. @default 'serializable' (Redshift's default) */
+  isolationLevel?: IsolationLevel;
+}
+
+const CONTENT_TYPE = 'application/x-amz-json-1.1';
+const TARGET_PREFIX = 'RedshiftData.';
+
+export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<LocalDataApi> {
+  const log = opts.log ?? (() => undefined);
+  const store = new StatementStore({
+    maxActiveStatements: opts.maxActiveStatements ?? 200,
+    retentionMs: (opts.resultRetentionSeconds ?? 86_400) * 1000,
+    clientTokenMs: 10 * 60_000,
+  });
+  const runner = new StatementRunner(opts.postgres, {
+    maxConnectionsPerDatabase: opts.maxConnectionsPerDatabase ?? 32,
+    isolationLevel: opts.isolationLevel ?? 'serializable',
+    maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
+    log,
+  });
+  const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000 });
+
+  const server = http.createServer((req, res) => {
+    handle(service, req)
+      .then((output) => send(res, 200, output))
+      .catch((error: unknown) => {
+        const apiError = error instanceof DataApiError ? error : internal(error, log);
+        send(res, apiError.httpStatus, { __type: apiError.shape, message: apiError.message, ...apiError.members }, apiError.shape);
+      });
+  });
+  server.keepAliveTimeout = 5_000;
+  const host = opts.host ?? '127.0.0.1';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  log(`local data api: listening on ${endpoint}`);
+
+  return {
+    endpoint,
+    statements: () => store.submittedCount,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      const running = store.all().filter((s) => !s.isTerminal);
+      await Promise.all(running.map((s) => runner.cancel(s)));
+      await Promise.all(running.map((s) => s.settled));
+      store.close();
+      await runner.close();
+    },
+  };
+}
+
+async function handle(service: RedshiftDataService, req: http.IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readBody(req);
+  const target = String(req.headers['x-amz-target'] ?? '');
+  const operation = target.startsWith(TARGET_PREFIX) ? service.operations[target.slice(TARGET_PREFIX.length)] : undefined;
+  if (req.method !== 'POST' || !operation) {
+    throw new DataApiError('UnknownOperationException', `Unknown operation ${JSON.stringify(target)}`);
+  }
+  let input: unknown;
+  try {
+    input = body.length > 0 ? JSON.parse(body) : {};
+  } catch {
+    throw new DataApiError('SerializationException', 'Request body is not valid JSON.');
+  }
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new DataApiError('SerializationException', 'Request body must be a JSON object.');
+  }
+  return operation(input as Record<string, unknown>);
+}
+
+function readBody(req: http.IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: http.ServerResponse, status: number, body: Record<string, unknown>, errorType?: string): void {
+  // Date#toJSON runs before a replacer sees the value: look at the holder's own property.
+  const payload = JSON.stringify(body, function (this: Record<string, unknown>, key: string, value: unknown) {
+    const raw = this[key];
+    return raw instanceof Date ? raw.getTime() / 1000 : value;
+  });
+  res.writeHead(status, {
+    'Content-Type': CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(payload),
+    'x-amzn-RequestId': randomUUID(),
+    ...(errorType ? { 'x-amzn-ErrorType': errorType } : {}),
+  });
+  res.end(payload);
+}
+
+function internal(error: unknown, log: (line: string) => void): DataApiError {
+  log(`local data api: internal error: ${(error as Error)?.stack ?? String(error)}`);
+  return new DataApiError('InternalServerException', (error as Error)?.message ?? String(error));
+}

@@ -1,0 +1,299 @@
+// The Data API operations: request validation, and responses in the shapes of
+// the redshift-data model (timestamps as Date; server.ts writes epoch seconds).
+import { randomUUID } from 'node:crypto';
+import { validation } from './errors.ts';
+import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
+import { checkAllReferenced, translate, validateParameters, type SqlParameter } from './params.ts';
+import type { StatementRunner } from './runner.ts';
+import { Statement, StatementPart, type ExecutionMode, type StatementStatus, type StatementTarget } from './statement.ts';
+import type { StatementStore } from './statement-store.ts';
+
+export interface RedshiftDataServiceOptions {
+  /** Records per GetStatementResult page. */
+  resultPageRows: number;
+}
+
+type Input = Record<string, unknown>;
+type Output = Record<string, unknown>;
+
+const MAX_SQL_BYTES = 100 * 1024;
+const MAX_BATCH_SQLS = 40;
+const MAX_WAIT_SECONDS = 30;
+const STATUSES = ['SUBMITTED', 'PICKED', 'STARTED', 'FINISHED', 'ABORTED', 'FAILED'];
+
+export class RedshiftDataService {
+  constructor(
+    private readonly store: StatementStore,
+    private readonly runner: StatementRunner,
+    private readonly options: RedshiftDataServiceOptions,
+  ) {}
+
+  readonly operations: Record<string, (input: Input) => Promise<Output>> = {
+    ExecuteStatement: (input) => this.executeStatement(input),
+    BatchExecuteStatement: (input) => this.batchExecuteStatement(input),
+    DescribeStatement: (input) => this.describeStatement(input),
+    GetStatementResult: (input) => this.getStatementResult(input),
+    CancelStatement: (input) => this.cancelStatement(input),
+    ListStatements: (input) => this.listStatements(input),
+  };
+
+  async executeStatement(input: Input): Promise<Output> {
+    const sql = requireSql(input.Sql, 'sql');
+    const parameters = validateParameters(input.Parameters);
+    checkAllReferenced([sql], parameters);
+    const id = randomUUID();
+    const part = new StatementPart(id, sql, translate(sql, parameters));
+    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] });
+  }
+
+  async batchExecuteStatement(input: Input): Promise<Output> {
+    const sqls = input.Sqls;
+    if (!Array.isArray(sqls) || sqls.length < 1 || sqls.length > MAX_BATCH_SQLS) {
+      throw validation(`1 validation error detected: Value at 'sqls' failed to satisfy constraint: Member must have length between 1 and ${MAX_BATCH_SQLS}`);
+    }
+    sqls.forEach((sql) => requireSql(sql, 'sqls.member'));
+    const parameters = validateParameters(input.Parameters);
+    checkAllReferenced(sqls as string[], parameters);
+    const mode = input.ExecutionMode ?? 'TRANSACTION';
+    if (mode !== 'TRANSACTION' && mode !== 'AUTO_COMMIT') {
+      throw validation(`1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`);
+    }
+    const id = randomUUID();
+    const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, translate(sql, parameters)));
+    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts });
+  }
+
+  async describeStatement(input: Input): Promise<Output> {
+    const { statement, part } = this.store.get(input.Id);
+    await waitFor(statement, input.WaitTimeSeconds);
+    return part ? { ...targetOf(statement), ...describePart(part), Id: part.id } : describeStatement(statement);
+  }
+
+  async getStatementResult(input: Input): Promise<Output> {
+    const { statement, part: addressed } = this.store.get(input.Id);
+    await waitFor(statement, input.WaitTimeSeconds);
+    if (!addressed && statement.isBatch) {
+      throw validation('Query does not have result. Use the identifier of a sub-statement (<Id>:<n>) to fetch results of a batch.');
+    }
+    const part = addressed ?? statement.parts[0]!;
+    if (part.status !== 'FINISHED') {
+      throw validation(statement.isTerminal ? `Query does not have result. Status: ${part.status}.` : `Query has not finished. Status: ${part.status}.`);
+    }
+    if (!part.hasResultSet || !part.result) throw validation('Query does not have result');
+    const { columns, rows } = part.result;
+    const offset = decodeToken(input.NextToken);
+    const end = Math.min(offset + this.options.resultPageRows, rows.length);
+    const encodings = encodingsOf(columns);
+    const records = [];
+    for (let i = offset; i < end; i++) records.push(encodeRecord(rows[i]!, encodings));
+    return {
+      Records: records,
+      ColumnMetadata: columns.map(columnMetadata),
+      TotalNumRows: rows.length,
+      ...(end < rows.length ? { NextToken: encodeToken(end) } : {}),
+    };
+  }
+
+  async cancelStatement(input: Input): Promise<Output> {
+    const { statement, part } = this.store.get(input.Id);
+    if (part) throw validation('Cancel the batch by its Id, not a sub-statement.');
+    if (statement.isTerminal) {
+      throw validation(`Could not cancel a query that is already in ${statement.status} state.`);
+    }
+    await this.runner.cancel(statement);
+    return { Status: true };
+  }
+
+  async listStatements(input: Input): Promise<Output> {
+    const status = input.Status as string | undefined;
+    if (status !== undefined && status !== 'ALL' && !STATUSES.includes(status)) {
+      throw validation(`1 validation error detected: Value '${status}' at 'status' failed to satisfy constraint: Member must satisfy enum value set: [${[...STATUSES, 'ALL'].join(', ')}]`);
+    }
+    const max = input.MaxResults === undefined || input.MaxResults === 0 ? 100 : Number(input.MaxResults);
+    if (!Number.isInteger(max) || max < 0 || max > 100) throw validation('MaxResults must be between 0 and 100.');
+    const all = this.store.list({
+      status: status === 'ALL' ? undefined : (status as StatementStatus | undefined),
+      statementNamePrefix: optionalString(input.StatementName, 'statementName'),
+      database: optionalString(input.Database, 'database'),
+      clusterIdentifier: optionalString(input.ClusterIdentifier, 'clusterIdentifier'),
+      workgroupName: optionalString(input.WorkgroupName, 'workgroupName'),
+    });
+    const offset = decodeToken(input.NextToken);
+    const page = all.slice(offset, offset + max);
+    return {
+      Statements: page.map(statementData),
+      ...(offset + max < all.length ? { NextToken: encodeToken(offset + max) } : {}),
+    };
+  }
+
+  private async submit(
+    input: Input,
+    spec: { id: string; isBatch: boolean; parameters: SqlParameter[]; executionMode: ExecutionMode; parts: StatementPart[] },
+  ): Promise<Output> {
+    const target = validateTarget(input);
+    const statementName = optionalString(input.StatementName, 'statementName');
+    if (statementName !== undefined && statementName.length > 500) throw validation('StatementName must be at most 500 characters.');
+    if (input.ResultFormat !== undefined && input.ResultFormat !== 'JSON') {
+      throw validation('The local Data API supports ResultFormat JSON only.');
+    }
+    if (input.SessionId !== undefined || input.SessionKeepAliveSeconds !== undefined) {
+      throw validation('The local Data API does not support sessions (SessionId, SessionKeepAliveSeconds).');
+    }
+    const clientToken = optionalString(input.ClientToken, 'clientToken');
+    const fingerprint = JSON.stringify({ ...input, ClientToken: undefined, WaitTimeSeconds: undefined });
+    const earlier = this.store.byClientToken(clientToken, fingerprint);
+    if (earlier) return executeOutput(earlier);
+
+    const statement = new Statement({
+      ...spec,
+      target,
+      statementName,
+      withEvent: input.WithEvent === true,
+    });
+    this.store.add(statement, clientToken, fingerprint);
+    void this.runner.run(statement);
+    await waitFor(statement, input.WaitTimeSeconds);
+    return executeOutput(statement);
+  }
+}
+
+function requireSql(sql: unknown, member: string): string {
+  if (typeof sql !== 'string' || sql.length === 0) {
+    throw validation(`1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must not be null and must have length greater than or equal to 1`);
+  }
+  if (Buffer.byteLength(sql) > MAX_SQL_BYTES) {
+    throw validation(`The SQL statement is ${Buffer.byteLength(sql)} bytes; the maximum is ${MAX_SQL_BYTES} bytes (100 KB).`);
+  }
+  return sql;
+}
+
+function optionalString(value: unknown, member: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw validation(`1 validation error detected: Value at '${member}' must be a string`);
+  return value;
+}
+
+/** A cluster (temporary credentials as DbUser or IAM identity, or a secret) or a serverless workgroup. */
+function validateTarget(input: Input): StatementTarget {
+  const database = optionalString(input.Database, 'database');
+  const clusterIdentifier = optionalString(input.ClusterIdentifier, 'clusterIdentifier');
+  const workgroupName = optionalString(input.WorkgroupName, 'workgroupName');
+  const dbUser = optionalString(input.DbUser, 'dbUser');
+  const secretArn = optionalString(input.SecretArn, 'secretArn');
+  if (!database) throw validation('Database is required.');
+  if (!clusterIdentifier && !workgroupName) {
+    throw validation('Either ClusterIdentifier (with DbUser, SecretArn or an IAM identity) or WorkgroupName is required.');
+  }
+  if (clusterIdentifier && workgroupName) throw validation('Specify either ClusterIdentifier or WorkgroupName, not both.');
+  if (dbUser && secretArn) throw validation('Specify either DbUser or SecretArn, not both.');
+  if (dbUser && workgroupName) throw validation('DbUser is not supported for a serverless workgroup; use SecretArn or an IAM identity.');
+  return { database, clusterIdentifier, workgroupName, dbUser, secretArn };
+}
+
+async function waitFor(statement: Statement, seconds: unknown): Promise<void> {
+  if (seconds === undefined || seconds === null) return;
+  if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) {
+    throw validation(`WaitTimeSeconds must be between 0 and ${MAX_WAIT_SECONDS}.`);
+  }
+  if (seconds === 0 || statement.isTerminal) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([statement.settled, new Promise((resolve) => (timer = setTimeout(resolve, seconds * 1000)))]);
+  clearTimeout(timer);
+}
+
+function targetOf(statement: Statement): Output {
+  const t = statement.target;
+  return {
+    Database: t.database,
+    ...(t.clusterIdentifier !== undefined ? { ClusterIdentifier: t.clusterIdentifier } : {}),
+    ...(t.workgroupName !== undefined ? { WorkgroupName: t.workgroupName } : {}),
+    ...(t.dbUser !== undefined ? { DbUser: t.dbUser } : {}),
+    ...(t.secretArn !== undefined ? { SecretArn: t.secretArn } : {}),
+  };
+}
+
+function executeOutput(statement: Statement): Output {
+  return { Id: statement.id, CreatedAt: statement.createdAt, ...targetOf(statement) };
+}
+
+function describePart(part: StatementPart): Output {
+  return {
+    Id: part.id,
+    Status: part.status,
+    CreatedAt: part.createdAt,
+    UpdatedAt: part.updatedAt,
+    Duration: part.durationNs,
+    QueryString: part.queryString,
+    HasResultSet: part.hasResultSet,
+    ResultRows: part.resultRows,
+    ResultSize: part.resultSize,
+    RedshiftQueryId: part.queryId,
+    ...(part.error !== undefined ? { Error: part.error } : {}),
+  };
+}
+
+function describeStatement(statement: Statement): Output {
+  const common = {
+    ...targetOf(statement),
+    Id: statement.id,
+    Status: statement.status,
+    CreatedAt: statement.createdAt,
+    UpdatedAt: statement.updatedAt,
+    Duration: statement.durationNs,
+    RedshiftPid: statement.pid ?? 0,
+    ResultFormat: 'JSON',
+    ...(statement.error !== undefined ? { Error: statement.error } : {}),
+    ...(statement.parameters.length > 0 ? { QueryParameters: statement.parameters } : {}),
+  };
+  if (!statement.isBatch) {
+    const part = statement.parts[0]!;
+    return {
+      ...common,
+      QueryString: part.queryString,
+      HasResultSet: part.hasResultSet,
+      ResultRows: part.resultRows,
+      ResultSize: part.resultSize,
+      RedshiftQueryId: part.queryId,
+    };
+  }
+  // A batch reports totals over its sub-statements, as the real API does.
+  const counted = statement.parts.filter((p) => p.resultRows >= 0);
+  return {
+    ...common,
+    HasResultSet: statement.parts.some((p) => p.hasResultSet),
+    ResultRows: counted.length > 0 ? counted.reduce((n, p) => n + p.resultRows, 0) : -1,
+    ResultSize: statement.parts.reduce((n, p) => n + Math.max(p.resultSize, 0), 0),
+    RedshiftQueryId: 0,
+    SubStatements: statement.parts.map(describePart),
+  };
+}
+
+function statementData(statement: Statement): Output {
+  return {
+    Id: statement.id,
+    Status: statement.status,
+    CreatedAt: statement.createdAt,
+    UpdatedAt: statement.updatedAt,
+    IsBatchStatement: statement.isBatch,
+    ResultFormat: 'JSON',
+    ...(statement.isBatch ? { QueryStrings: statement.parts.map((p) => p.queryString) } : { QueryString: statement.parts[0]!.queryString }),
+    ...(statement.statementName !== undefined ? { StatementName: statement.statementName } : {}),
+    ...(statement.target.secretArn !== undefined ? { SecretArn: statement.target.secretArn } : {}),
+    ...(statement.parameters.length > 0 ? { QueryParameters: statement.parameters } : {}),
+  };
+}
+
+function encodeToken(offset: number): string {
+  return Buffer.from(JSON.stringify({ offset })).toString('base64url');
+}
+
+function decodeToken(token: unknown): number {
+  if (token === undefined || token === null || token === '') return 0;
+  try {
+    const { offset } = JSON.parse(Buffer.from(String(token), 'base64url').toString()) as { offset: unknown };
+    if (Number.isInteger(offset) && (offset as number) >= 0) return offset as number;
+  } catch {
+    // fall through
+  }
+  throw validation('Invalid NextToken.');
+}
