@@ -1,0 +1,113 @@
+import { ArnFormat, CfnOutput, type Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
+import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { LogGroup } from 'aws-cdk-lib/aws-logs';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
+import type { Construct } from 'constructs';
+import type { Pipeline } from '../domain/spec.ts';
+import { PipelineSchedules } from './pipeline-schedules.ts';
+import { PublishMonitoring } from './publish-monitoring.ts';
+import { PublishWorkflow } from './publish-workflow.ts';
+import type { StepHandler } from './step-handler.ts';
+import { validateWarehouseTarget, type WarehouseTarget } from './warehouse-target.ts';
+import type { LambdaStateName } from './workflow-steps.ts';
+
+export interface AtomicPublishStackProps extends StackProps {
+  /** The Redshift cluster or serverless workgroup the pipelines publish into. */
+  readonly warehouse: WarehouseTarget;
+  /** Validated pipeline specs (see pipelines/index.ts): alarms and schedules per pipeline. */
+  readonly pipelines: readonly Pipeline[];
+  /**
+   * Address subscribed to the on-call topic.
+   * @default - no subscription: subscribe a pager or chat endpoint to the topic yourself
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Longest an execution may run before Step Functions stops it.
+   * @default Duration.hours(12)
+   */
+  readonly executionTimeout?: Duration;
+}
+
+/**
+ * atomic-publish on AWS: the state machine and its step handlers, the on-call
+ * topic, alarms, and a schedule per scheduled pipeline. Environment-agnostic:
+ * no lookups, so it synthesizes offline.
+ */
+export class AtomicPublishStack extends Stack {
+  public readonly stateMachine: StateMachine;
+  /** The on-call topic: failure alerts from the workflow and every alarm. */
+  public readonly topic: Topic;
+  /** The step handlers keyed by the Task state that invokes them. */
+  public readonly functions: Record<LambdaStateName, StepHandler>;
+  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
+  public readonly alarms: Record<string, Alarm>;
+  /** The state machine's execution log. */
+  public readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: AtomicPublishStackProps) {
+    validateProps(props);
+    super(scope, id, props);
+
+    const { secretArn, ...target } = props.warehouse;
+    const warehouse: WarehouseTarget = secretArn
+      ? { ...target, secret: Secret.fromSecretCompleteArn(this, 'WarehouseSecret', secretArn) }
+      : target;
+
+    this.topic = new Topic(this, 'OnCallTopic', { displayName: 'atomic-publish on-call', enforceSSL: true });
+    // A topic policy replaces SNS's default one, so CloudWatch alarms need an explicit allow.
+    this.topic.addToResourcePolicy(
+      new PolicyStatement({
+        sid: 'AllowCloudWatchAlarmsOfThisAccount',
+        principals: [new ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.topic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': this.account },
+          ArnLike: { 'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+        },
+      }),
+    );
+    if (props.alarmEmail) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+
+    const workflow = new PublishWorkflow(this, 'Workflow', {
+      warehouse,
+      topic: this.topic,
+      ...(props.executionTimeout ? { executionTimeout: props.executionTimeout } : {}),
+    });
+    this.stateMachine = workflow.stateMachine;
+    this.functions = workflow.functions;
+    this.logGroup = workflow.logGroup;
+
+    this.alarms = new PublishMonitoring(this, 'Monitoring', {
+      stateMachine: this.stateMachine,
+      topic: this.topic,
+      pipelines: props.pipelines,
+    }).alarms;
+    new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+
+    new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
+    new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });
+  }
+}
+
+function validateProps(props: AtomicPublishStackProps): void {
+  if (props === undefined || props === null) throw new Error('AtomicPublishStack: props are required (warehouse, pipelines)');
+  try {
+    validateWarehouseTarget(props.warehouse, 'warehouse');
+  } catch (error) {
+    throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
+  }
+  if (!Array.isArray(props.pipelines)) throw new Error('AtomicPublishStack: pipelines must be a list (see pipelines/index.ts)');
+  const seen = new Set<string>();
+  for (const pipeline of props.pipelines) {
+    if (seen.has(pipeline.name)) throw new Error(`AtomicPublishStack: pipelines: name ${pipeline.name} is used twice`);
+    seen.add(pipeline.name);
+  }
+  if (props.executionTimeout && !props.executionTimeout.isUnresolved() && props.executionTimeout.toSeconds() < 60) {
+    throw new Error('AtomicPublishStack: executionTimeout must be at least one minute');
+  }
+}

@@ -1,0 +1,156 @@
+import { ENTRY_METADATA_KEY } from './workflow-steps.ts';
+
+/**
+ * Reads the state machine definition (ASL) back out of a synthesized
+ * CloudFormation template, so tests and the local runner execute exactly
+ * what would be deployed. Pure: takes the template JSON, touches nothing else.
+ */
+
+/** Placeholder region and account the resolved ARNs use. */
+export const LOCAL_REGION = 'local';
+export const LOCAL_ACCOUNT = '000000000000';
+export const LOCAL_PARTITION = 'aws';
+
+export interface CfnTemplate {
+  readonly Resources?: Record<string, CfnResource>;
+}
+
+export interface CfnResource {
+  readonly Type: string;
+  readonly Properties?: Record<string, unknown>;
+  readonly Metadata?: Record<string, unknown>;
+}
+
+/** The parts of the Amazon States Language this project reads; other fields pass through. */
+export interface AslState {
+  readonly Type: string;
+  readonly Resource?: string;
+  readonly Parameters?: Record<string, unknown>;
+  readonly Next?: string;
+  readonly End?: boolean;
+  readonly ItemProcessor?: AslDefinition;
+  readonly Iterator?: AslDefinition;
+  readonly Branches?: readonly AslDefinition[];
+  readonly [field: string]: unknown;
+}
+
+export interface AslDefinition {
+  readonly StartAt: string;
+  readonly States: Record<string, AslState>;
+  readonly [field: string]: unknown;
+}
+
+export interface StateMachineDefinition {
+  /** The ASL with every CloudFormation token replaced by a readable placeholder ARN. */
+  readonly definition: AslDefinition;
+  /** Logical id of the AWS::StepFunctions::StateMachine resource. */
+  readonly stateMachineLogicalId: string;
+  /** Task state name -> logical id of the Lambda function it invokes (nested Map/Parallel states included). */
+  readonly taskFunctions: Record<string, string>;
+  /** Task state name -> handler module (`atomic-publish:entry` metadata), for tasks whose function has it. */
+  readonly taskEntries: Record<string, string>;
+}
+
+/** The placeholder ARN a Lambda function's `Fn::GetAtt [id, Arn]` resolves to. */
+export function localFunctionArn(logicalId: string): string {
+  return `arn:${LOCAL_PARTITION}:lambda:${LOCAL_REGION}:${LOCAL_ACCOUNT}:function:${logicalId}`;
+}
+
+const PSEUDO_PARAMETERS: Record<string, string> = {
+  'AWS::Partition': LOCAL_PARTITION,
+  'AWS::Region': LOCAL_REGION,
+  'AWS::AccountId': LOCAL_ACCOUNT,
+  'AWS::URLSuffix': 'amazonaws.com',
+  'AWS::NoValue': '',
+};
+
+/** What `Ref` returns for resource types whose Ref is an ARN; other resources resolve to their logical id. */
+const REF_ARN: Record<string, (id: string) => string> = {
+  'AWS::SNS::Topic': (id) => `arn:${LOCAL_PARTITION}:sns:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`,
+  'AWS::SQS::Queue': (id) => `https://sqs.${LOCAL_REGION}.amazonaws.com/${LOCAL_ACCOUNT}/${id}`,
+  'AWS::StepFunctions::StateMachine': (id) => `arn:${LOCAL_PARTITION}:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${id}`,
+};
+
+const GETATT_ARN: Record<string, (id: string) => string> = {
+  'AWS::Lambda::Function': localFunctionArn,
+  'AWS::SQS::Queue': (id) => `arn:${LOCAL_PARTITION}:sqs:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`,
+  'AWS::SNS::Topic': REF_ARN['AWS::SNS::Topic']!,
+  'AWS::DynamoDB::Table': (id) => `arn:${LOCAL_PARTITION}:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${id}`,
+};
+
+function resolveToken(part: unknown, resources: Record<string, CfnResource>): string {
+  if (typeof part === 'string') return part;
+  if (typeof part !== 'object' || part === null) throw new Error(`unexpected token in DefinitionString: ${JSON.stringify(part)}`);
+  const token = part as Record<string, unknown>;
+  if (typeof token.Ref === 'string') {
+    const pseudo = PSEUDO_PARAMETERS[token.Ref];
+    if (pseudo !== undefined) return pseudo;
+    const resource = resources[token.Ref];
+    if (!resource) throw new Error(`DefinitionString refers to unknown resource ${token.Ref}`);
+    return REF_ARN[resource.Type]?.(token.Ref) ?? token.Ref;
+  }
+  if (Array.isArray(token['Fn::GetAtt'])) {
+    const [id, attribute] = token['Fn::GetAtt'] as [string, string];
+    const resource = resources[id];
+    if (!resource) throw new Error(`DefinitionString refers to unknown resource ${id}`);
+    const arn = GETATT_ARN[resource.Type];
+    if (attribute === 'Arn' && arn) return arn(id);
+    return `${id}.${attribute}`;
+  }
+  if (Array.isArray(token['Fn::Join'])) {
+    const [separator, parts] = token['Fn::Join'] as [string, unknown[]];
+    return parts.map((p) => resolveToken(p, resources)).join(separator);
+  }
+  throw new Error(`unsupported intrinsic in DefinitionString: ${Object.keys(token).join(', ')}`);
+}
+
+function collectTasks(definition: AslDefinition, visit: (name: string, state: AslState) => void): void {
+  for (const [name, state] of Object.entries(definition.States)) {
+    visit(name, state);
+    if (state.ItemProcessor) collectTasks(state.ItemProcessor, visit);
+    if (state.Iterator) collectTasks(state.Iterator, visit);
+    for (const branch of state.Branches ?? []) collectTasks(branch, visit);
+  }
+}
+
+/**
+ * Extracts the ASL of the template's state machine.
+ * @param stateMachineLogicalId which one, when the template holds several
+ */
+export function stateMachineDefinition(template: CfnTemplate, stateMachineLogicalId?: string): StateMachineDefinition {
+  const resources = template.Resources ?? {};
+  const machines = Object.entries(resources).filter(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine');
+  const match = stateMachineLogicalId ? machines.filter(([id]) => id === stateMachineLogicalId) : machines;
+  if (match.length !== 1) {
+    throw new Error(
+      stateMachineLogicalId
+        ? `no AWS::StepFunctions::StateMachine ${stateMachineLogicalId} in the template`
+        : `expected one AWS::StepFunctions::StateMachine in the template, found ${machines.length}: pass its logical id`,
+    );
+  }
+  const [logicalId, machine] = match[0]!;
+  const raw = machine.Properties?.DefinitionString;
+  if (raw === undefined) throw new Error(`${logicalId} has no DefinitionString (DefinitionS3Location is not supported)`);
+  const definition = JSON.parse(resolveToken(raw, resources)) as AslDefinition;
+
+  const functionByArn = new Map(
+    Object.entries(resources)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Function')
+      .map(([id]) => [localFunctionArn(id), id]),
+  );
+  const taskFunctions: Record<string, string> = {};
+  const taskEntries: Record<string, string> = {};
+  collectTasks(definition, (name, state) => {
+    if (state.Type !== 'Task') return;
+    // payloadResponseOnly: Resource is the function; the lambda:invoke integration names it in Parameters.
+    const target = state.Resource?.endsWith(':states:::lambda:invoke')
+      ? (state.Parameters?.FunctionName as string | undefined)
+      : state.Resource;
+    const functionId = target === undefined ? undefined : functionByArn.get(target);
+    if (functionId === undefined) return;
+    taskFunctions[name] = functionId;
+    const entry = resources[functionId]?.Metadata?.[ENTRY_METADATA_KEY];
+    if (typeof entry === 'string') taskEntries[name] = entry;
+  });
+  return { definition, stateMachineLogicalId: logicalId, taskFunctions, taskEntries };
+}

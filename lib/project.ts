@@ -1,0 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: bundling, the lock file and entry metadata are relative to it. */
+export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+
+/** package.json version: recorded as CODE_VERSION in every batch the deployed code runs. */
+export const CODE_VERSION: string = (
+  JSON.parse(readFileSync(`${PROJECT_ROOT}/package.json`, 'utf8')) as { version: string }
+).version;

@@ -1,0 +1,187 @@
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import {
+  Choice,
+  Condition,
+  DefinitionBody,
+  Fail,
+  JitterType,
+  JsonPath,
+  LogLevel,
+  Map as MapState,
+  StateMachine,
+  StateMachineType,
+  Succeed,
+  TaskInput,
+} from 'aws-cdk-lib/aws-stepfunctions';
+import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { Construct } from 'constructs';
+import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
+import { StepHandler } from './step-handler.ts';
+import { grantWarehouseAccess, type WarehouseTarget, warehouseEnvironment } from './warehouse-target.ts';
+import { FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
+
+export interface PublishWorkflowProps {
+  /** Where the handlers send SQL; `secret` resolved (no `secretArn`). */
+  readonly warehouse: WarehouseTarget;
+  /** On-call topic the Notify state publishes failures to. */
+  readonly topic: ITopic;
+  /**
+   * Longest an execution may run before Step Functions stops it.
+   * @default Duration.hours(12)
+   */
+  readonly executionTimeout?: Duration;
+  /**
+   * Retention of the execution log and the functions' logs.
+   * @default RetentionDays.THREE_MONTHS
+   */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * The one Standard state machine that runs every pipeline:
+ * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
+ * any failure -> RecordFailure -> Notify -> Failed.
+ * State names, paths and payloads are a contract with the handlers and the local runner.
+ */
+export class PublishWorkflow extends Construct {
+  public readonly stateMachine: StateMachine;
+  /** The step handlers keyed by the Task state that invokes them. */
+  public readonly functions: Record<LambdaStateName, StepHandler>;
+  /** The execution log (level ALL, with execution data). */
+  public readonly logGroup: LogGroup;
+
+  constructor(scope: Construct, id: string, props: PublishWorkflowProps) {
+    super(scope, id);
+    const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
+    const environment = warehouseEnvironment(props.warehouse);
+
+    const functions = {} as Record<LambdaStateName, StepHandler>;
+    for (const state of LAMBDA_STATE_NAMES) {
+      const fn = new StepHandler(this, `${state}Function`, { state, environment, logRetention });
+      grantWarehouseAccess(fn, props.warehouse);
+      functions[state] = fn;
+    }
+    this.functions = functions;
+
+    const task = (state: LambdaStateName, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }) => {
+      const invoke = new LambdaInvoke(this, state, {
+        lambdaFunction: functions[state],
+        // Resource = function ARN and the handler gets the raw state input (the local runner relies on it).
+        payloadResponseOnly: true,
+        // Our retriers below are the only ones, so attempts are counted once.
+        retryOnServiceExceptions: false,
+        ...options,
+      });
+      invoke.addRetry({
+        errors: [...TRANSIENT_ERROR_NAMES],
+        interval: Duration.seconds(2),
+        maxAttempts: 6,
+        backoffRate: 2,
+        maxDelay: Duration.seconds(60),
+        jitterStrategy: JitterType.FULL,
+      });
+      invoke.addRetry({
+        errors: [...LAMBDA_SERVICE_ERROR_NAMES],
+        interval: Duration.seconds(1),
+        maxAttempts: 3,
+        backoffRate: 2,
+        jitterStrategy: JitterType.FULL,
+      });
+      return invoke;
+    };
+    const batchOnly = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch') });
+
+    // Failure path: mark the batch failed, page, end the execution as failed.
+    const recordFailure = task('RecordFailure', {
+      payload: TaskInput.fromObject({
+        state: JsonPath.entirePayload,
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
+        executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+      }),
+      resultPath: '$.failure',
+    });
+    const notify = new SnsPublish(this, 'Notify', {
+      topic: props.topic,
+      subject: JsonPath.stringAt('$.failure.subject'),
+      message: TaskInput.fromJsonPathAt('$.failure.message'),
+      resultPath: JsonPath.DISCARD,
+    });
+    // A page lost to an SNS hiccup would leave only the generic ExecutionsFailed alarm.
+    notify.addRetry({
+      errors: ['States.ALL'],
+      interval: Duration.seconds(2),
+      maxAttempts: 3,
+      backoffRate: 2,
+      jitterStrategy: JitterType.FULL,
+    });
+    const failed = new Fail(this, 'Failed', {
+      error: FAILED_ERROR,
+      cause: 'See the on-call alert and the manifest (atomic_publish.batches) for details',
+    });
+    recordFailure.next(notify).next(failed);
+    const catchAll = { errors: ['States.ALL'], resultPath: '$.error' };
+
+    const plan = task('Plan', {
+      payload: TaskInput.fromObject({
+        input: JsonPath.entirePayload,
+        startedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+      }),
+      resultPath: '$.plan',
+    });
+    plan.addCatch(recordFailure, catchAll);
+
+    const loadChunk = task('LoadChunk', {
+      // Only the chunk index leaves an iteration: the Map's collected results
+      // stay small even for a thousand chunks (they are discarded anyway).
+      resultPath: JsonPath.DISCARD,
+      outputPath: '$.chunk.index',
+    });
+    const loadChunks = new MapState(this, 'LoadChunks', {
+      itemsPath: '$.plan.chunks',
+      maxConcurrencyPath: '$.plan.maxConcurrency',
+      itemSelector: {
+        batch: JsonPath.objectAt('$.plan.batch'),
+        chunk: JsonPath.objectAt('$$.Map.Item.Value'),
+      },
+      resultPath: JsonPath.DISCARD,
+    });
+    loadChunks.itemProcessor(loadChunk);
+    loadChunks.addCatch(recordFailure, catchAll);
+
+    const reconcile = task('Reconcile', { payload: batchOnly, resultPath: '$.reconcile' });
+    const publish = task('Publish', { payload: batchOnly, resultPath: '$.publish' });
+    const emitMetrics = task('EmitMetrics', {
+      payload: TaskInput.fromObject({
+        batch: JsonPath.objectAt('$.plan.batch'),
+        publish: JsonPath.objectAt('$.publish'),
+        reconcile: JsonPath.objectAt('$.reconcile'),
+        executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+      }),
+      resultPath: '$.metrics',
+    });
+    const cleanup = task('Cleanup', { payload: batchOnly, resultPath: '$.cleanup' });
+    for (const step of [reconcile, publish, emitMetrics, cleanup]) step.addCatch(recordFailure, catchAll);
+
+    loadChunks.next(reconcile).next(publish).next(emitMetrics).next(cleanup).next(new Succeed(this, 'Published'));
+    const alreadyPublished = new Choice(this, 'AlreadyPublished')
+      .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
+      .otherwise(loadChunks);
+
+    // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.
+    this.logGroup = new LogGroup(this, 'ExecutionLogs', {
+      logGroupName: `/aws/vendedlogs/states/${Stack.of(this).stackName}-${id}`,
+      retention: logRetention,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    this.stateMachine = new StateMachine(this, 'StateMachine', {
+      comment: 'atomic-publish: plan, load staging in chunks, reconcile, publish by swap, emit metrics, clean up',
+      stateMachineType: StateMachineType.STANDARD,
+      definitionBody: DefinitionBody.fromChainable(plan.next(alreadyPublished)),
+      timeout: props.executionTimeout ?? Duration.hours(12),
+      tracingEnabled: true,
+      logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: true },
+    });
+  }
+}

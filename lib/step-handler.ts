@@ -1,0 +1,74 @@
+import { join } from 'node:path';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { CODE_VERSION, PROJECT_ROOT } from './project.ts';
+import { ENTRY_METADATA_KEY, LAMBDA_STEPS, type LambdaStateName, stepEntry } from './workflow-steps.ts';
+
+export interface StepHandlerProps {
+  /** The Task state this function serves; picks `functions/<step>/index.ts` and the timeout. */
+  readonly state: LambdaStateName;
+  /** Extra environment (the warehouse target); merged over the common variables. */
+  readonly environment?: Record<string, string>;
+  /**
+   * Retention of the function's log group.
+   * @default RetentionDays.THREE_MONTHS
+   */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * ESM banner: esbuild turns a CommonJS dependency's `require` into a shim
+ * that throws in an ES module unless a real `require` is in scope.
+ */
+const REQUIRE_BANNER = "import { createRequire as __atomicPublishCreateRequire } from 'node:module'; const require = __atomicPublishCreateRequire(import.meta.url);";
+
+/**
+ * One step handler: bundled locally with esbuild into one ES module (the AWS
+ * SDK included, so the deployed code runs the SDK version it was tested with).
+ */
+export class StepHandler extends NodejsFunction {
+  /** The handler module relative to the project root, e.g. `functions/plan/index.ts`. */
+  public readonly entryPath: string;
+
+  constructor(scope: Construct, id: string, props: StepHandlerProps) {
+    const entryPath = stepEntry(props.state);
+    const logGroup = new LogGroup(scope, `${id}Logs`, {
+      retention: props.logRetention ?? RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    super(scope, id, {
+      description: `atomic-publish ${props.state} step (${entryPath})`,
+      entry: join(PROJECT_ROOT, entryPath),
+      handler: 'handler',
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 256,
+      timeout: Duration.minutes(LAMBDA_STEPS[props.state].timeoutMinutes),
+      logGroup,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: 'atomic-publish',
+        POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
+        CODE_VERSION,
+        NODE_OPTIONS: '--enable-source-maps',
+        ...props.environment,
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: 'node22',
+        mainFields: ['module', 'main'],
+        banner: REQUIRE_BANNER,
+        externalModules: [],
+        minify: false,
+        sourceMap: true,
+        forceDockerBundling: false,
+      },
+    });
+    this.entryPath = entryPath;
+    (this.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, entryPath);
+  }
+}

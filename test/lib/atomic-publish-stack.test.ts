@@ -1,0 +1,318 @@
+import type { CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../../domain/errors.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { buildApp } from '../../lib/app.ts';
+import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
+import { CODE_VERSION } from '../../lib/project.ts';
+import { LAMBDA_STATE_NAMES, LAMBDA_STEPS, type LambdaStateName, stepEntry } from '../../lib/workflow-steps.ts';
+
+let stack: AtomicPublishStack;
+let template: Template;
+let asl: AslDefinition;
+let taskFunctions: Record<string, string>;
+
+const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
+const functionId = (state: LambdaStateName) => logicalId(stack.functions[state].node.defaultChild);
+const topicId = () => logicalId(stack.topic.node.defaultChild);
+const state = (name: string): AslState => {
+  const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name];
+  if (!found) throw new Error(`no state ${name}`);
+  return found;
+};
+
+beforeAll(() => {
+  // The cdk.json default target (serverless workgroup "analytics", database "dev") and an on-call address.
+  ({ stack } = buildApp({ bundling: false, context: { alarmEmail: 'oncall@example.com' } }));
+  template = Template.fromStack(stack);
+  ({ definition: asl, taskFunctions } = stateMachineDefinition(template.toJSON()));
+});
+
+describe('state machine', () => {
+  it('follows Plan -> AlreadyPublished -> LoadChunks -> Reconcile -> Publish -> EmitMetrics -> Cleanup -> Published on the happy path', () => {
+    const path: string[] = [];
+    let name: string | undefined = asl.StartAt;
+    while (name) {
+      path.push(name);
+      const current: AslState = asl.States[name]!;
+      name = current.Type === 'Choice' ? (current.Default as string) : current.Next;
+    }
+    expect(path).toEqual(['Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(asl.States.Published).toEqual({ Type: 'Succeed' });
+  });
+
+  it('has exactly the contract states, with LoadChunk inside the Map', () => {
+    expect(Object.keys(asl.States).sort()).toEqual(
+      ['AlreadyPublished', 'Cleanup', 'EmitMetrics', 'Failed', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
+    );
+    expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
+  });
+
+  it('skips to NothingToPublish when the plan says the batch is already published', () => {
+    expect(state('AlreadyPublished')).toEqual({
+      Type: 'Choice',
+      Choices: [{ Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' }],
+      Default: 'LoadChunks',
+    });
+    expect(asl.States.NothingToPublish).toEqual({ Type: 'Succeed' });
+  });
+
+  it('passes each task the payload its handler expects and stores its result where later states read it', () => {
+    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$', 'startedAt.$': '$$.Execution.StartTime' }, ResultPath: '$.plan' });
+    for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
+      expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
+    }
+    expect(state('EmitMetrics')).toMatchObject({
+      Parameters: {
+        'batch.$': '$.plan.batch',
+        'publish.$': '$.publish',
+        'reconcile.$': '$.reconcile',
+        'executionStartedAt.$': '$$.Execution.StartTime',
+      },
+      ResultPath: '$.metrics',
+    });
+    expect(state('RecordFailure')).toMatchObject({
+      Parameters: { 'state.$': '$', 'executionId.$': '$$.Execution.Id', 'executionStartedAt.$': '$$.Execution.StartTime' },
+      ResultPath: '$.failure',
+      Next: 'Notify',
+    });
+  });
+
+  it('fans LoadChunk out over $.plan.chunks with the planned concurrency and discards the Map result', () => {
+    const map = state('LoadChunks');
+    expect(map).toMatchObject({
+      Type: 'Map',
+      ItemsPath: '$.plan.chunks',
+      MaxConcurrencyPath: '$.plan.maxConcurrency',
+      ItemSelector: { 'batch.$': '$.plan.batch', 'chunk.$': '$$.Map.Item.Value' },
+      ResultPath: null,
+      Next: 'Reconcile',
+    });
+    expect(map.MaxConcurrency).toBeUndefined();
+    expect(map.ItemProcessor).toMatchObject({ ProcessorConfig: { Mode: 'INLINE' }, StartAt: 'LoadChunk' });
+  });
+
+  it('invokes every step handler directly by function ARN (payloadResponseOnly), so the handler gets the raw state input', () => {
+    for (const name of LAMBDA_STATE_NAMES) {
+      expect(state(name).Type).toBe('Task');
+      expect(state(name).Resource).toBe(localFunctionArn(functionId(name)));
+      expect(taskFunctions[name]).toBe(functionId(name));
+    }
+    expect(Object.keys(taskFunctions).sort()).toEqual([...LAMBDA_STATE_NAMES].sort());
+  });
+
+  it('retries only transient warehouse errors and Lambda service errors, with full jitter, on every Lambda task (no CDK default retrier)', () => {
+    for (const name of LAMBDA_STATE_NAMES) {
+      expect(state(name).Retry, name).toEqual([
+        { ErrorEquals: [...TRANSIENT_ERROR_NAMES], IntervalSeconds: 2, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 60, JitterStrategy: 'FULL' },
+        { ErrorEquals: [...LAMBDA_SERVICE_ERROR_NAMES], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: 'FULL' },
+      ]);
+    }
+  });
+
+  it('routes any error of Plan, LoadChunks, Reconcile, Publish, EmitMetrics and Cleanup to RecordFailure with the error at $.error', () => {
+    for (const name of ['Plan', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup']) {
+      expect(state(name).Catch, name).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }]);
+    }
+    expect(state('LoadChunk').Catch).toBeUndefined();
+    expect(state('RecordFailure').Catch).toBeUndefined();
+  });
+
+  it('pages the on-call topic with the recorded subject and message, then fails with AtomicPublishFailed', () => {
+    expect(state('Notify')).toMatchObject({
+      Type: 'Task',
+      Resource: 'arn:aws:states:::sns:publish',
+      Parameters: {
+        TopicArn: `arn:aws:sns:local:000000000000:${topicId()}`,
+        'Subject.$': '$.failure.subject',
+        'Message.$': '$.failure.message',
+      },
+      ResultPath: null,
+      Next: 'Failed',
+    });
+    expect(state('Failed')).toEqual({
+      Type: 'Fail',
+      Error: 'AtomicPublishFailed',
+      Cause: 'See the on-call alert and the manifest (atomic_publish.batches) for details',
+    });
+  });
+
+  it('is a Standard state machine with a 12 h timeout, X-Ray tracing and ALL-level logs including execution data', () => {
+    expect(asl.TimeoutSeconds).toBe(12 * 3600);
+    expect(asl.QueryLanguage ?? 'JSONPath').toBe('JSONPath');
+    template.hasResourceProperties('AWS::StepFunctions::StateMachine', {
+      StateMachineType: 'STANDARD',
+      TracingConfiguration: { Enabled: true },
+      LoggingConfiguration: {
+        Level: 'ALL',
+        IncludeExecutionData: true,
+        Destinations: [{ CloudWatchLogsLogGroup: { LogGroupArn: { 'Fn::GetAtt': [logicalId(stack.logGroup.node.defaultChild), 'Arn'] } } }],
+      },
+    });
+  });
+});
+
+describe('step handlers', () => {
+  it('records each function\'s handler module in the atomic-publish:entry metadata', () => {
+    for (const name of LAMBDA_STATE_NAMES) {
+      const resource = template.toJSON().Resources[functionId(name)];
+      expect(resource.Metadata['atomic-publish:entry'], name).toBe(stepEntry(name));
+    }
+    expect(stateMachineDefinition(template.toJSON()).taskEntries.LoadChunk).toBe('functions/load-chunk/index.ts');
+  });
+
+  it('runs Node.js 22 on arm64 with 256 MB, the step timeout, and the warehouse and Powertools environment', () => {
+    for (const name of LAMBDA_STATE_NAMES) {
+      template.hasResource('AWS::Lambda::Function', {
+        Metadata: Match.objectLike({ 'atomic-publish:entry': stepEntry(name) }),
+        Properties: Match.objectLike({
+          Handler: 'index.handler',
+          Runtime: 'nodejs22.x',
+          Architectures: ['arm64'],
+          MemorySize: 256,
+          Timeout: LAMBDA_STEPS[name].timeoutMinutes * 60,
+          Environment: {
+            Variables: {
+              WAREHOUSE_DATABASE: 'dev',
+              WAREHOUSE_WORKGROUP: 'analytics',
+              POWERTOOLS_SERVICE_NAME: 'atomic-publish',
+              POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
+              CODE_VERSION,
+              NODE_OPTIONS: '--enable-source-maps',
+            },
+          },
+        }),
+      });
+    }
+  });
+});
+
+describe('permissions', () => {
+  const policyOf = (name: LambdaStateName) => {
+    const roleId = logicalId(stack.functions[name].role!.node.defaultChild);
+    const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
+    return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
+  };
+
+  it('lets the handlers read, cancel and list only the statements they submitted themselves', () => {
+    for (const name of LAMBDA_STATE_NAMES) {
+      expect(policyOf(name)).toContainEqual({
+        Effect: 'Allow',
+        Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement', 'redshift-data:ListStatements'],
+        Resource: '*',
+        Condition: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
+      });
+    }
+  });
+
+  it('without a workgroup ARN, scopes ExecuteStatement and GetCredentials to the account\'s workgroups, never to *', () => {
+    const workgroups = {
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':redshift-serverless:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':workgroup/*']],
+    };
+    const statements = policyOf('Publish');
+    expect(statements).toContainEqual({ Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: workgroups });
+    expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: workgroups });
+    expect(statements.filter((s) => s.Resource === '*').every((s) => s.Condition !== undefined)).toBe(true);
+  });
+
+  it('lets the state machine invoke exactly the seven step handlers and publish to the on-call topic', () => {
+    const roleId = logicalId(stack.stateMachine.role.node.defaultChild);
+    const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
+    const statements = Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: unknown; Resource: unknown }[]);
+    const invoked = statements
+      .filter((s) => s.Action === 'lambda:InvokeFunction')
+      .map((s) => ((s.Resource as { 'Fn::GetAtt'?: [string, string] }[])[0]!['Fn::GetAtt']![0]))
+      .sort();
+    expect(invoked).toEqual(LAMBDA_STATE_NAMES.map(functionId).sort());
+    expect(statements).toContainEqual({ Effect: 'Allow', Action: 'sns:Publish', Resource: { Ref: topicId() } });
+  });
+});
+
+describe('on-call topic and alarms', () => {
+  it('denies publishing to the topic without TLS and allows this account\'s CloudWatch alarms', () => {
+    template.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      Topics: [{ Ref: topicId() }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Effect: 'Deny',
+            Action: 'sns:Publish',
+            Principal: '*',
+            Condition: { Bool: { 'aws:SecureTransport': 'false' } },
+          }),
+          Match.objectLike({
+            Effect: 'Allow',
+            Action: 'sns:Publish',
+            Principal: { Service: 'cloudwatch.amazonaws.com' },
+            Condition: Match.objectLike({ StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } }),
+          }),
+        ]),
+      },
+    });
+  });
+
+  it('subscribes the alarmEmail context address to the topic', () => {
+    template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com', TopicArn: { Ref: topicId() } });
+  });
+
+  it('pages when one execution fails within 5 minutes, and stays quiet without executions', () => {
+    expect(stack.alarms.ExecutionsFailed).toBeDefined();
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/States',
+      MetricName: 'ExecutionsFailed',
+      Dimensions: [{ Name: 'StateMachineArn', Value: { Ref: logicalId(stack.stateMachine.node.defaultChild) } }],
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: topicId() }],
+    });
+  });
+
+  it('pages per pipeline when nothing was published within its freshness SLA, counting no data as breaching', () => {
+    expect(pipelines.length).toBeGreaterThan(0);
+    for (const pipeline of pipelines) {
+      expect(stack.alarms[`Freshness:${pipeline.name}`]).toBeDefined();
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AtomicPublish',
+        MetricName: 'Published',
+        Dimensions: Match.arrayEquals([
+          { Name: 'Pipeline', Value: pipeline.name },
+          { Name: 'service', Value: 'atomic-publish' },
+        ]),
+        Statistic: 'SampleCount',
+        Period: pipeline.freshness.slaMinutes * 60,
+        Threshold: 1,
+        ComparisonOperator: 'LessThanThreshold',
+        TreatMissingData: 'breaching',
+        AlarmActions: [{ Ref: topicId() }],
+      });
+    }
+  });
+});
+
+describe('schedules', () => {
+  it('starts each scheduled pipeline at its cron in its time zone with {"pipeline": name}, retried, no flexible window', () => {
+    const scheduled = pipelines.filter((p) => p.schedule);
+    expect(scheduled.length).toBeGreaterThan(0);
+    expect(Object.keys(template.findResources('AWS::Scheduler::Schedule'))).toHaveLength(scheduled.length);
+    for (const pipeline of scheduled) {
+      template.hasResourceProperties('AWS::Scheduler::Schedule', {
+        ScheduleExpression: pipeline.schedule!.expression,
+        ScheduleExpressionTimezone: pipeline.schedule!.timezone,
+        FlexibleTimeWindow: { Mode: 'OFF' },
+        State: 'ENABLED',
+        Target: Match.objectLike({
+          Arn: { Ref: logicalId(stack.stateMachine.node.defaultChild) },
+          Input: JSON.stringify({ pipeline: pipeline.name }),
+          RetryPolicy: { MaximumRetryAttempts: 10, MaximumEventAgeInSeconds: 3600 },
+        }),
+      });
+    }
+    expect(pipelines.find((p) => p.name === 'sales_order_lines')?.schedule?.timezone).toBe('Europe/Berlin');
+  });
+});

@@ -1,0 +1,131 @@
+import { App, type CfnElement, Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { pipelines } from '../../pipelines/index.ts';
+import { warehouseFromContext } from '../../lib/app.ts';
+import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
+import type { WarehouseTarget } from '../../lib/warehouse-target.ts';
+
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
+const WORKGROUP_ARN = 'arn:aws:redshift-serverless:eu-central-1:111122223333:workgroup/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+
+const noBundling = () => new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+const stackWith = (warehouse: WarehouseTarget, extra: Partial<AtomicPublishStackProps> = {}) =>
+  new AtomicPublishStack(noBundling(), 'Test', { warehouse, pipelines: [], ...extra });
+
+describe('AtomicPublishStack props', () => {
+  it.each([
+    [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupName: 'wg' }, /warehouse\.clusterIdentifier and warehouse\.workgroupName are mutually exclusive/],
+    [{ database: 'dev' }, /exactly one of warehouse\.clusterIdentifier and warehouse\.workgroupName/],
+    [{ clusterIdentifier: 'c1', dbUser: 'u' }, /warehouse\.database is required/],
+    [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN }, /warehouse\.secretArn only apply to a cluster.*warehouse\.workgroupName/],
+    [{ database: 'dev', workgroupName: 'wg', dbUser: 'u' }, /warehouse\.dbUser only apply to a cluster/],
+    [{ database: 'dev', clusterIdentifier: 'c1' }, /warehouse\.clusterIdentifier needs exactly one of warehouse\.secret, warehouse\.secretArn and warehouse\.dbUser/],
+    [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', secretArn: SECRET_ARN }, /got warehouse\.secretArn and warehouse\.dbUser/],
+    [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupArn: WORKGROUP_ARN }, /warehouse\.workgroupArn only applies to warehouse\.workgroupName/],
+    [{ database: 'dev', workgroupName: 'wg', workgroupArn: 'arn:aws:redshift-serverless:eu-central-1:111122223333:namespace/x' }, /warehouse\.workgroupArn must look like/],
+  ] as [WarehouseTarget, RegExp][])('rejects the conflicting or missing warehouse props %j with a message naming them', (warehouse, message) => {
+    expect(() => stackWith(warehouse)).toThrow(message);
+    expect(() => stackWith(warehouse)).toThrow(/^AtomicPublishStack: /);
+  });
+
+  it('rejects a pipeline name used twice', () => {
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg' }, { pipelines: [...pipelines, ...pipelines] })).toThrow(
+      /AtomicPublishStack: pipelines: name sales_order_lines is used twice/,
+    );
+  });
+
+  it('reads the warehouse from context, also as a JSON string, and rejects unknown keys', () => {
+    expect(warehouseFromContext('{"workgroupName":"wg","database":"dev"}')).toEqual({ workgroupName: 'wg', database: 'dev' });
+    expect(warehouseFromContext({ clusterIdentifier: 'c1', database: 'dev' }, SECRET_ARN)).toEqual({
+      clusterIdentifier: 'c1',
+      database: 'dev',
+      secretArn: SECRET_ARN,
+    });
+    expect(() => warehouseFromContext({ workgroup: 'wg', database: 'dev' })).toThrow(/unknown keys workgroup/);
+  });
+});
+
+describe('warehouse permissions and environment', () => {
+  // One app, one synth: a cluster with a secret, a cluster with a database user, a workgroup with its ARN.
+  const templates: Record<string, Template> = {};
+  const stacks: Record<string, AtomicPublishStack> = {};
+
+  beforeAll(() => {
+    const app = noBundling();
+    const secret = new Secret(new Stack(app, 'Secrets'), 'WarehouseSecret');
+    const targets: Record<string, WarehouseTarget> = {
+      ClusterSecret: { database: 'dev', clusterIdentifier: 'analytics-cluster', secretArn: SECRET_ARN },
+      ClusterUser: { database: 'dev', clusterIdentifier: 'analytics-cluster', dbUser: 'publisher' },
+      Workgroup: { database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN },
+      SecretObject: { database: 'dev', clusterIdentifier: 'analytics-cluster', secret },
+    };
+    for (const [name, warehouse] of Object.entries(targets)) {
+      stacks[name] = new AtomicPublishStack(app, name, { warehouse, pipelines: [] });
+    }
+    const assembly = app.synth();
+    for (const name of Object.keys(targets)) templates[name] = Template.fromJSON(assembly.getStackByName(name).template);
+  });
+
+  const statementsOf = (name: string) => {
+    const stack = stacks[name]!;
+    const roleId = stack.getLogicalId(stack.functions.Publish.role!.node.defaultChild as CfnElement);
+    const policies = templates[name]!.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
+    return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
+  };
+  const variablesOf = (name: string) => {
+    const stack = stacks[name]!;
+    const id = stack.getLogicalId(stack.functions.Publish.node.defaultChild as CfnElement);
+    return templates[name]!.toJSON().Resources[id].Properties.Environment.Variables as Record<string, unknown>;
+  };
+  const redshiftArn = (resource: string) => ({
+    'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':redshift:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:${resource}`]],
+  });
+  const executeStatement = (statements: Record<string, unknown>[]) =>
+    statements.filter((s) => JSON.stringify(s.Action).includes('redshift-data:ExecuteStatement'));
+
+  it('scopes ExecuteStatement to the cluster ARN and lets the functions read only the warehouse secret', () => {
+    const statements = statementsOf('ClusterSecret');
+    expect(executeStatement(statements)).toEqual([
+      { Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: redshiftArn('cluster:analytics-cluster') },
+    ]);
+    expect(statements).toContainEqual({
+      Effect: 'Allow',
+      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Resource: SECRET_ARN,
+    });
+    expect(JSON.stringify(statements)).not.toContain('GetClusterCredentials');
+    expect(variablesOf('ClusterSecret')).toMatchObject({ WAREHOUSE_CLUSTER_ID: 'analytics-cluster', WAREHOUSE_SECRET_ARN: SECRET_ARN, WAREHOUSE_DATABASE: 'dev' });
+    expect(variablesOf('ClusterSecret')).not.toHaveProperty('WAREHOUSE_WORKGROUP');
+  });
+
+  it('with a database user, allows GetClusterCredentials for that user and database only', () => {
+    const statements = statementsOf('ClusterUser');
+    expect(executeStatement(statements)[0]?.Resource).toEqual(redshiftArn('cluster:analytics-cluster'));
+    expect(statements).toContainEqual({
+      Effect: 'Allow',
+      Action: 'redshift:GetClusterCredentials',
+      Resource: [redshiftArn('dbuser:analytics-cluster/publisher'), redshiftArn('dbname:analytics-cluster/dev')],
+    });
+    expect(JSON.stringify(statements)).not.toContain('secretsmanager');
+    expect(variablesOf('ClusterUser')).toMatchObject({ WAREHOUSE_CLUSTER_ID: 'analytics-cluster', WAREHOUSE_DB_USER: 'publisher' });
+  });
+
+  it('with a workgroup ARN, scopes ExecuteStatement and GetCredentials to that one workgroup', () => {
+    const statements = statementsOf('Workgroup');
+    expect(executeStatement(statements)).toEqual([
+      { Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: WORKGROUP_ARN },
+    ]);
+    expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: WORKGROUP_ARN });
+    expect(variablesOf('Workgroup')).toMatchObject({ WAREHOUSE_WORKGROUP: 'analytics', WAREHOUSE_DATABASE: 'dev' });
+    expect(variablesOf('Workgroup')).not.toHaveProperty('WAREHOUSE_CLUSTER_ID');
+  });
+
+  it('accepts a secret object from another stack: reads it by reference and puts its ARN in the environment', () => {
+    const statements = statementsOf('SecretObject');
+    const secretRead = statements.find((s) => JSON.stringify(s.Action).includes('secretsmanager:GetSecretValue'));
+    expect(JSON.stringify(secretRead?.Resource)).toContain('Fn::ImportValue');
+    expect(JSON.stringify(variablesOf('SecretObject').WAREHOUSE_SECRET_ARN)).toContain('Fn::ImportValue');
+  });
+});
