@@ -242,10 +242,6 @@ export interface BatchRef {
   readonly basePublication: number;
 }
 
-function chunkParameters(batchId: string, chunk: Chunk): Record<string, string> {
-  return { batch_id: batchId, chunk_index: String(chunk.index), start: timestampParam(chunk.start), end: timestampParam(chunk.end) };
-}
-
 export function chunkStatus(batchId: string, chunk: Chunk): Statement {
   return {
     sql: `SELECT status, statement_id FROM ${M}.chunks WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
@@ -277,29 +273,59 @@ export function loadStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: 
   };
 }
 
-export function markChunkLoading(batchId: string, chunk: Chunk, statementId: string, now: Date): Statement {
+/**
+ * Marks a chunk LOADING before its INSERT is submitted: a chunk found
+ * PENDING therefore never had rows written, and only a LOADING one needs
+ * its interval cleared first.
+ */
+export function markChunkLoading(batchId: string, chunk: Chunk, now: Date): Statement {
   return {
     sql: `UPDATE ${M}.chunks
-             SET status = 'LOADING', statement_id = :statement_id, attempt = attempt + 1, started_at = :now
+             SET status = 'LOADING', statement_id = NULL, attempt = attempt + 1, started_at = :now
            WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
-    parameters: { batch_id: batchId, chunk_index: String(chunk.index), statement_id: statementId, now: timestampParam(now) },
+    parameters: { batch_id: batchId, chunk_index: String(chunk.index), now: timestampParam(now) },
   };
 }
 
-/** The chunk's row count is read from staging, so the manifest states what is there. */
-export function markChunkDone(pipeline: Pipeline, batch: BatchRef, chunk: Chunk, now: Date): Statement {
-  const t = quoteIdent(pipeline.timeColumn);
+/** Recorded as soon as the INSERT is submitted, so the running statement can be found from the manifest. */
+export function recordChunkStatement(batchId: string, chunk: Chunk, statementId: string): Statement {
+  return {
+    sql: `UPDATE ${M}.chunks SET statement_id = :statement_id
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
+    parameters: { batch_id: batchId, chunk_index: String(chunk.index), statement_id: statementId },
+  };
+}
+
+/**
+ * Rows written as the Data API reported them for the INSERT. Reconcile
+ * compares this record with what staging holds (reading staging here would
+ * make concurrent chunk loads conflict under serializable isolation).
+ */
+export function markChunkDone(batchId: string, chunk: Chunk, rowsWritten: number, now: Date): Statement {
   return {
     sql: `UPDATE ${M}.chunks
-             SET status = 'DONE', finished_at = :now,
-                 rows_written = (SELECT COUNT(*) FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
-                                  WHERE ${t} >= :start AND ${t} < :end)
+             SET status = 'DONE', finished_at = :now, rows_written = CAST(:rows_written AS bigint)
            WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
-    parameters: { ...chunkParameters(batch.batchId, chunk), now: timestampParam(now) },
+    parameters: { batch_id: batchId, chunk_index: String(chunk.index), rows_written: String(rowsWritten), now: timestampParam(now) },
   };
 }
 
 // ---------------------------------------------------------------- reconcile
+
+/**
+ * The chunk a timestamp falls in, as a key both sides of a hash join can
+ * use (a range join on [start, end) is quadratic on engines without
+ * indexes). Days and months: the local calendar bucket in the pipeline's
+ * zone. Hours: whole hours since the batch start, which stays unique
+ * across a DST change where local hours repeat.
+ */
+function chunkKey(pipeline: Pipeline, column: string): string {
+  const { grain, timezone } = pipeline.chunk;
+  if (grain === 'hour') {
+    return `FLOOR((EXTRACT(EPOCH FROM ${column}) - EXTRACT(EPOCH FROM CAST(:start AS timestamp))) / 3600)`;
+  }
+  return `DATE_TRUNC(${sqlLiteral(grain)}, (${column} AT TIME ZONE 'UTC') AT TIME ZONE ${sqlLiteral(timezone)})`;
+}
 
 /**
  * Per chunk: rows the source has now, rows staging has, rows the load
@@ -310,26 +336,26 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
   const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
   return {
     sql: `WITH chunk AS (
-            SELECT chunk_index, interval_start, interval_end, status, rows_written
+            SELECT chunk_index, interval_start, status, rows_written, ${chunkKey(pipeline, 'interval_start')} AS k
               FROM ${M}.chunks WHERE batch_id = :batch_id
           ),
           src AS (
-            SELECT c.chunk_index, COUNT(*) AS n
+            SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
               FROM (${pipeline.sourceSql}) AS s
-              JOIN chunk c ON s.${t} >= c.interval_start AND s.${t} < c.interval_end
-             GROUP BY c.chunk_index
+             WHERE s.${t} >= :start AND s.${t} < :end
+             GROUP BY 1
           ),
           stg AS (
-            SELECT c.chunk_index, COUNT(*) AS n
+            SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
               FROM ${staging} AS s
-              JOIN chunk c ON s.${t} >= c.interval_start AND s.${t} < c.interval_end
-             GROUP BY c.chunk_index
+             WHERE s.${t} >= :start AND s.${t} < :end
+             GROUP BY 1
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
                  COALESCE(src.n, 0) AS source_rows, COALESCE(stg.n, 0) AS staging_rows
             FROM chunk
-            LEFT JOIN src ON src.chunk_index = chunk.chunk_index
-            LEFT JOIN stg ON stg.chunk_index = chunk.chunk_index
+            LEFT JOIN src ON src.k = chunk.k
+            LEFT JOIN stg ON stg.k = chunk.k
            ORDER BY chunk.chunk_index`,
     parameters: { batch_id: batch.batchId, start: timestampParam(batch.from), end: timestampParam(batch.to) },
   };

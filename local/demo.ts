@@ -27,7 +27,7 @@ const DATABASE = 'atomic_publish_demo';
 const ROWS_PER_DAY = Number(process.env.DEMO_ROWS_PER_DAY ?? 11_560);
 const MONDAY_DAYS = 90; // source data 2026-01-01 .. 2026-03-31, rebuilt Monday 2026-04-01
 const LIVE_DAYS_BEFORE = 86; // the build before Monday's
-const BAD_ROW_DAY = 56; // Tuesday's bad order line: chunk 56 of 91, about 60% in
+const BAD_ROW_DAY = 58; // Tuesday's bad order line: chunk 58 of 91, about 60% in
 const CHECKPOINTS = [0, 0.3, 0.6, 1] as const;
 
 const err = (line = '') => process.stderr.write(`${line}\n`);

@@ -2,7 +2,14 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk } from '../../domain/plan.ts';
 import type { BatchRef } from '../../domain/sql.ts';
-import { chunkStatus, clearStagingInterval, loadStagingInterval, markChunkDone, markChunkLoading } from '../../domain/sql.ts';
+import {
+  chunkStatus,
+  clearStagingInterval,
+  loadStagingInterval,
+  markChunkDone,
+  markChunkLoading,
+  recordChunkStatement,
+} from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -21,10 +28,11 @@ export interface LoadChunkResult {
 }
 
 /**
- * Replace-in-staging for one interval: delete what an earlier attempt left,
- * insert the source rows, mark the chunk done with the count read back from
- * staging. Each step is idempotent, so a replay (a retry, a resumed batch)
- * ends with the same staging rows; a chunk already done is skipped.
+ * Replace-in-staging for one interval: mark the chunk LOADING, clear what an
+ * earlier attempt may have left (only a chunk found LOADING can have any),
+ * insert the source rows, mark the chunk DONE with the rows the insert
+ * reported. A replay (a retry, a resumed batch) ends with the same staging
+ * rows; a chunk already DONE is skipped.
  */
 export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
   const { batch, chunk } = event;
@@ -38,12 +46,14 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     return { index: chunk.index, skipped: true, rowsInserted: 0, durationMs: Date.now() - started };
   }
 
-  await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
+  await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));
+  if (current?.status === 'LOADING') {
+    await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
+  }
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));
-  // Recorded before waiting, so whoever looks at the manifest can find the running statement.
-  await warehouse.execute(markChunkLoading(batch.batchId, chunk, statementId, new Date()), name('mark-loading'));
+  await warehouse.execute(recordChunkStatement(batch.batchId, chunk, statementId), name('record-statement'));
   const inserted = await warehouse.wait(statementId, name('insert'));
-  await warehouse.execute(markChunkDone(pipeline, batch, chunk, new Date()), name('mark-done'));
+  await warehouse.execute(markChunkDone(batch.batchId, chunk, inserted.resultRows, new Date()), name('mark-done'));
 
   logger.info('chunk loaded', {
     batchId: batch.batchId,
