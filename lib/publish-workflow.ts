@@ -127,6 +127,7 @@ export class PublishWorkflow extends Construct {
       payload: TaskInput.fromObject({
         input: JsonPath.entirePayload,
         startedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
       }),
       resultPath: '$.plan',
     });

@@ -178,7 +178,10 @@ async function main(): Promise<number> {
   err('atomic-publish demo: readers see old data or new data, never a mix');
   err('');
   err('Starting the local warehouse (embedded PostgreSQL + local Redshift Data API)...');
-  const postgres = await startLocalPostgres({ log: (line) => err(`  ${line}`) });
+  const postgres = await startLocalPostgres({
+    ...(process.env.ATOMIC_PUBLISH_PG_DIR ? { dataDir: process.env.ATOMIC_PUBLISH_PG_DIR } : {}),
+    log: (line) => err(`  ${line}`),
+  });
   const conn: PgConnection = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
   const admin = new pg.Client({ ...conn, database: 'postgres' });
   await admin.connect();

@@ -35,11 +35,14 @@ export class ReaderPool {
     this.loops = Array.from({ length: this.size }, async (_, i) => {
       const client = (this.clients[i] ??= await this.connect());
       while (this.running) {
+        // Stamped when the read starts: a read sees the table as of its start
+        // (or later, if it waited for the swap's lock), never earlier.
+        const at = Date.now();
         try {
           const result = await client.query(sql);
-          this.samples.push({ at: Date.now(), table, count: Number(result.rows[0].n) });
+          this.samples.push({ at, table, count: Number(result.rows[0].n) });
         } catch (error) {
-          this.samples.push({ at: Date.now(), table, error: (error as Error).message });
+          this.samples.push({ at, table, error: (error as Error).message });
         }
         await new Promise((resolve) => setTimeout(resolve, this.pauseMs));
       }

@@ -60,7 +60,7 @@ describe('state machine', () => {
   });
 
   it('passes each task the payload its handler expects and stores its result where later states read it', () => {
-    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$', 'startedAt.$': '$$.Execution.StartTime' }, ResultPath: '$.plan' });
+    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
     for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
       expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
     }
