@@ -1,7 +1,7 @@
 import { ValidationError } from './errors.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
-import { floorToGrain, isOnGrain, nextBoundary } from './time.ts';
+import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from './time.ts';
 
 /** One half-open interval `[start, end)` of a batch; ISO 8601 UTC instants. */
 export interface Chunk {
@@ -28,16 +28,14 @@ export interface BatchInterval {
  */
 export const MAX_CHUNKS_PER_BATCH = 1000;
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
-
 function parseInstant(field: string, value: unknown): Date {
-  if (typeof value !== 'string' || !ISO_INSTANT.test(value)) {
+  const date = parseIsoInstant(value);
+  if (date === 'malformed') {
     throw new ValidationError(
       `input.${field} must be an ISO 8601 date or a date-time with a zone (e.g. 2026-01-01 or 2026-01-01T00:00:00Z), got ${JSON.stringify(value)}`,
     );
   }
-  const date = new Date(value.length === 10 ? `${value}T00:00:00Z` : value);
-  if (Number.isNaN(date.getTime())) throw new ValidationError(`input.${field} is not a real date: ${value}`);
+  if (date === 'not-a-date') throw new ValidationError(`input.${field} is not a real date: ${String(value)}`);
   return date;
 }
 

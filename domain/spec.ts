@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from './errors.ts';
 import { validateIdentifier } from './identifiers.ts';
-import { isOnGrain } from './time.ts';
+import { isOnGrain, parseInstant } from './time.ts';
 
 export type ChunkGrain = 'hour' | 'day' | 'month';
 export type PublishMode = 'swap' | 'replace-intervals' | 'merge';
@@ -116,8 +116,8 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
       fail(name, 'sourceSql', `must use the ${placeholder} placeholder (rows in [:start, :end))`);
     }
   }
-  if (/;\s*\S/.test(spec.sourceSql.replace(/;\s*$/, ''))) fail(name, 'sourceSql', 'must be one statement (no ";")');
-  const sourceSql = spec.sourceSql.trim().replace(/;$/, '');
+  const sourceSql = spec.sourceSql.replace(/[\s;]+$/, '').trim();
+  if (sourceSql.includes(';')) fail(name, 'sourceSql', 'must be one statement (no ";")');
 
   const timeColumn = identifierField(name, 'timeColumn', spec.timeColumn);
 
@@ -130,10 +130,11 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     fail(name, 'chunk.maxConcurrency', `must be an integer from 1 to ${MAX_MAP_CONCURRENCY}`);
   }
 
-  if (typeof spec.historyStart !== 'string' || Number.isNaN(Date.parse(spec.historyStart))) {
-    fail(name, 'historyStart', 'must be an ISO 8601 date or time');
+  const historyStart = parseInstant(spec.historyStart);
+  if (!(historyStart instanceof Date)) {
+    fail(name, 'historyStart', 'must be an ISO 8601 date or time with a zone that exists, e.g. 2026-01-01 (midnight UTC) or 2026-01-01T00:00:00+01:00');
   }
-  if (!isOnGrain(new Date(spec.historyStart), grain, timezone)) {
+  if (!isOnGrain(historyStart, grain, timezone)) {
     fail(name, 'historyStart', `${spec.historyStart} is not on a ${grain} boundary in ${timezone}`);
   }
 
@@ -154,6 +155,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
 
   let schedule: Pipeline['schedule'];
   if (spec.schedule !== undefined) {
+    if (typeof spec.schedule !== 'object' || spec.schedule === null) fail(name, 'schedule', 'must be an object with an expression');
     if (typeof spec.schedule.expression !== 'string' || !SCHEDULE.test(spec.schedule.expression)) {
       fail(name, 'schedule.expression', 'must be an EventBridge Scheduler expression: cron(...), rate(...) or at(...)');
     }

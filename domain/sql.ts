@@ -129,7 +129,8 @@ export function tableColumns(schema: string, table: string): Statement {
 /** Compiles the source query without reading rows: its result's columns are what a load would insert. */
 export function sourceShape(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
   return {
-    sql: `SELECT * FROM (${pipeline.sourceSql}) AS src LIMIT 0`,
+    sql: `SELECT * FROM (${pipeline.sourceSql}
+) AS src LIMIT 0`,
     parameters: { start: timestampParam(interval.from), end: timestampParam(interval.to) },
   };
 }
@@ -267,7 +268,8 @@ export function loadStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: 
   const columns = batch.columns.map(quoteIdent).join(', ');
   return {
     sql: `INSERT INTO ${qualifiedName(pipeline.target.schema, batch.stagingTable)} (${columns})
-          SELECT ${columns} FROM (${pipeline.sourceSql}) AS src
+          SELECT ${columns} FROM (${pipeline.sourceSql}
+) AS src
            WHERE src.${t} >= :start AND src.${t} < :end`,
     parameters: { start: timestampParam(chunk.start), end: timestampParam(chunk.end) },
   };
@@ -341,7 +343,8 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
           ),
           src AS (
             SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
-              FROM (${pipeline.sourceSql}) AS s
+              FROM (${pipeline.sourceSql}
+) AS s
              WHERE s.${t} >= :start AND s.${t} < :end
              GROUP BY 1
           ),
@@ -470,10 +473,24 @@ export function dropRetired(pipeline: Pipeline, kind: 'old_version' | 'staging',
 
 // ---------------------------------------------------------------- record failure
 
+/** Cuts text to at most `maxBytes` of UTF-8 (Redshift measures varchar in bytes) without splitting a character. */
+export function truncateUtf8(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text, 'utf8') <= maxBytes) return text;
+  let bytes = 0;
+  let end = 0;
+  for (const char of text) {
+    const size = Buffer.byteLength(char, 'utf8');
+    if (bytes + size > maxBytes) break;
+    bytes += size;
+    end += char.length;
+  }
+  return text.slice(0, end);
+}
+
 export function markBatchFailed(batchId: string, error: string, now: Date): Statement {
   return {
     sql: `UPDATE ${M}.batches SET status = 'FAILED', error = :error, finished_at = :now
            WHERE batch_id = :batch_id AND status <> 'PUBLISHED'`,
-    parameters: { batch_id: batchId, error: error.slice(0, 60_000), now: timestampParam(now) },
+    parameters: { batch_id: batchId, error: truncateUtf8(error || 'unknown error', 60_000), now: timestampParam(now) },
   };
 }

@@ -47,16 +47,26 @@ function offsetMs(instant: number, timezone: string): number {
   return asUtc - Math.floor(instant / 1000) * 1000;
 }
 
-/** The instant at which the wall clock in `timezone` shows the given local time. */
+const DAY_MS = 86_400_000;
+
+/**
+ * The first instant at which the wall clock in `timezone` shows the given
+ * local time; when that local time does not exist (clocks jumped over it,
+ * as at midnight in Cairo or Beirut), the instant of the jump.
+ */
 export function fromWallClock(year: number, month: number, day: number, timezone: string, hour = 0): Date {
   const target = Date.UTC(year, month - 1, day, hour);
-  let guess = target;
-  for (let i = 0; i < 3; i++) {
-    const next = target - offsetMs(guess, timezone);
-    if (next === guess) break;
-    guess = next;
-  }
-  return new Date(guess);
+  // The offset in force a day before and a day after brackets any change.
+  const before = target - offsetMs(target - DAY_MS, timezone);
+  const after = target - offsetMs(target + DAY_MS, timezone);
+  const shows = (instant: number) => {
+    const w = wallClock(new Date(instant), timezone);
+    return w.year === year && w.month === month && w.day === day && w.hour === hour && w.minute === 0 && w.second === 0;
+  };
+  const exact = [before, after].filter(shows);
+  if (exact.length > 0) return new Date(Math.min(...exact));
+  // A gap: offset `before` names the instant the clocks jumped forward.
+  return new Date(before);
 }
 
 /** Start of the chunk containing `instant`. */
@@ -71,7 +81,15 @@ export function floorToGrain(instant: Date, grain: ChunkGrain, timezone: string)
 
 /** Start of the chunk after the one starting at `boundary`. */
 export function nextBoundary(boundary: Date, grain: ChunkGrain, timezone: string): Date {
-  if (grain === 'hour') return new Date(boundary.getTime() + HOUR_MS);
+  if (grain === 'hour') {
+    // The next local full hour: 60 minutes, except across a 30-minute DST
+    // change (Lord Howe), where it is 30 or 90.
+    for (let minutes = 15; minutes <= 180; minutes += 15) {
+      const candidate = new Date(boundary.getTime() + minutes * 60_000);
+      if (isOnGrain(candidate, 'hour', timezone)) return candidate;
+    }
+    return new Date(boundary.getTime() + HOUR_MS);
+  }
   const w = wallClock(boundary, timezone);
   if (grain === 'day') {
     const next = new Date(Date.UTC(w.year, w.month - 1, w.day + 1));
@@ -83,4 +101,26 @@ export function nextBoundary(boundary: Date, grain: ChunkGrain, timezone: string
 
 export function isOnGrain(instant: Date, grain: ChunkGrain, timezone: string): boolean {
   return floorToGrain(instant, grain, timezone).getTime() === instant.getTime();
+}
+
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * Parses `2026-01-01` (midnight UTC) or a date-time with an explicit zone.
+ * `malformed` for anything else, including a zoneless date-time (it would
+ * mean a different instant on every host); `not-a-date` for a day or time
+ * that does not exist (2026-02-30 is not March 2).
+ */
+export function parseInstant(value: unknown): Date | 'malformed' | 'not-a-date' {
+  if (typeof value !== 'string') return 'malformed';
+  const match = ISO_INSTANT.exec(value);
+  if (!match) return 'malformed';
+  const [, year, month, day] = match;
+  const date = new Date(value.length === 10 ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(date.getTime())) return 'not-a-date';
+  const calendar = new Date(Date.UTC(Number(year), Number(month) - 1, Number(day)));
+  if (calendar.getUTCFullYear() !== Number(year) || calendar.getUTCMonth() + 1 !== Number(month) || calendar.getUTCDate() !== Number(day)) {
+    return 'not-a-date';
+  }
+  return date;
 }

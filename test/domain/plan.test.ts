@@ -1,0 +1,383 @@
+import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../domain/errors.ts';
+import { quoteIdent } from '../../domain/identifiers.ts';
+import type { BatchInterval, Chunk, ExecutionInput } from '../../domain/plan.ts';
+import {
+  batchIdFor,
+  MAX_CHUNKS_PER_BATCH,
+  planChunks,
+  previousVersionTableFor,
+  resolveInterval,
+  resolvePipeline,
+  stagingTableFor,
+} from '../../domain/plan.ts';
+import type { ChunkGrain, Pipeline } from '../../domain/spec.ts';
+import { MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
+import { floorToGrain } from '../../domain/time.ts';
+import { HOUR_MS, localParts, pipelineWith, seededRandom } from './fixtures.ts';
+
+const DAY_MS = 24 * HOUR_MS;
+const at = (iso: string) => new Date(iso);
+const orders = pipelineWith();
+const NOW = at('2026-03-15T10:20:00Z');
+
+function interval(from: string, to: string): BatchInterval {
+  return { from: at(from), to: at(to) };
+}
+
+function rejectionOf(input: ExecutionInput, pipeline: Pipeline = orders, now: Date = NOW): Error {
+  try {
+    resolveInterval(input, pipeline, now);
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected resolveInterval to reject the input');
+}
+
+describe('resolvePipeline', () => {
+  const known = [orders, pipelineWith({ name: 'returns' })];
+
+  it.each([null, 'orders', 42, ['orders'], undefined])('rejects the non-object execution input %j', (input) => {
+    expect(() => resolvePipeline(input, known)).toThrow(ValidationError);
+    expect(() => resolvePipeline(input, known)).toThrow(/execution input must be a JSON object like \{"pipeline": "name"\}/);
+  });
+
+  it.each([{}, { pipeline: '' }, { pipeline: 7 }, { from: '2026-01-01' }])('rejects %j, which names no pipeline', (input) => {
+    expect(() => resolvePipeline(input, known)).toThrow(/^input\.pipeline is required$/);
+  });
+
+  it('lists the known pipelines when the name is unknown', () => {
+    expect(() => resolvePipeline({ pipeline: 'ordrs' }, known)).toThrow(/^unknown pipeline "ordrs"; known pipelines: orders, returns$/);
+  });
+
+  it('says there are none when no pipeline is deployed', () => {
+    expect(() => resolvePipeline({ pipeline: 'orders' }, [])).toThrow(/known pipelines: \(none\)/);
+  });
+
+  it('returns the pipeline the input names', () => {
+    expect(resolvePipeline({ pipeline: 'returns' }, known).name).toBe('returns');
+  });
+});
+
+describe('resolveInterval', () => {
+  it('covers historyStart up to the start of the current chunk for a scheduled run', () => {
+    const result = resolveInterval({ pipeline: 'orders' }, orders, NOW);
+
+    expect(result.from.toISOString()).toBe('2026-01-01T00:00:00.000Z');
+    expect(result.to.toISOString()).toBe('2026-03-15T00:00:00.000Z');
+  });
+
+  it('floors now in the pipeline zone for a scheduled Berlin day pipeline', () => {
+    const berlin = pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' });
+
+    const result = resolveInterval({ pipeline: 'orders' }, berlin, NOW);
+
+    expect(result.to.toISOString()).toBe('2026-03-14T23:00:00.000Z');
+  });
+
+  it('floors now to the local half-hour-offset hour for a scheduled Kolkata hour pipeline', () => {
+    const kolkata = pipelineWith({ chunk: { grain: 'hour', timezone: 'Asia/Kolkata' }, historyStart: '2026-01-01T00:00:00+05:30' });
+
+    expect(resolveInterval({ pipeline: 'orders' }, kolkata, NOW).to.toISOString()).toBe('2026-03-15T09:30:00.000Z');
+  });
+
+  it('takes an explicit date-only to as UTC midnight', () => {
+    expect(resolveInterval({ pipeline: 'orders', to: '2026-02-01' }, orders, NOW).to.toISOString()).toBe('2026-02-01T00:00:00.000Z');
+  });
+
+  it.each(['2026-01-01', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00.000Z', '2026-01-01T01:00:00+01:00', '2025-12-31T19:00-05:00'])(
+    'accepts from %s, which is historyStart written another way',
+    (from) => {
+      const result = resolveInterval({ pipeline: 'orders', from, to: '2026-02-01T00:00:00Z' }, orders, NOW);
+
+      expect(result).toEqual(interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z'));
+    },
+  );
+
+  it('accepts a to equal to now when now is on a boundary', () => {
+    const now = at('2026-03-15T00:00:00Z');
+
+    expect(resolveInterval({ pipeline: 'orders', to: '2026-03-15' }, orders, now).to).toEqual(now);
+  });
+
+  it.each([
+    ['before from', '2025-12-01'],
+    ['equal to from', '2026-01-01'],
+  ])('rejects a to %s as an empty or reversed interval', (_what, to) => {
+    expect(rejectionOf({ pipeline: 'orders', to }).message).toMatch(/^interval is empty or reversed: from 2026-01-01T00:00:00\.000Z is not before to/);
+  });
+
+  it('rejects a scheduled run while the first chunk is still open', () => {
+    expect(rejectionOf({ pipeline: 'orders' }, orders, at('2026-01-01T05:00:00Z')).message).toMatch(/empty or reversed/);
+  });
+
+  it.each([
+    ['a 13th month', '2026-13-01', /^input\.to is not a real date: 2026-13-01$/],
+    ['a 32nd day', '2026-01-32', /not a real date/],
+    ['hour 25', '2026-01-01T25:00:00Z', /not a real date/],
+    ['a word', 'yesterday', /^input\.to must be an ISO 8601 date or a date-time with a zone .*got "yesterday"$/],
+    ['a number', 20260201, /got 20260201$/],
+    ['null', null, /got null$/],
+    ['a date-time without a zone', '2026-02-01T00:00:00', /must be an ISO 8601 date or a date-time with a zone/],
+    ['single-digit month and day', '2026-2-1', /must be an ISO 8601/],
+    ['slashes', '2026/02/01', /must be an ISO 8601/],
+    ['an empty string', '', /must be an ISO 8601/],
+    ['a date with trailing text', '2026-02-01; DROP TABLE x', /must be an ISO 8601/],
+  ])('rejects %s as input.to', (_what, to, message) => {
+    const error = rejectionOf({ pipeline: 'orders', to } as unknown as ExecutionInput);
+
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toMatch(message);
+  });
+
+  it('rejects a malformed input.from naming the field', () => {
+    expect(rejectionOf({ pipeline: 'orders', from: 'last week' }).message).toMatch(/^input\.from must be an ISO 8601/);
+  });
+
+  // Fixed bug, kept as a regression test (domain/plan.ts): only NaN dates are
+  // refused, and V8 rolls a day past the month's end over instead of
+  // failing, so '2026-02-30' is accepted as 2026-03-02 (and '2026-02-29' as
+  // 2026-03-01, '2026-04-31' as 2026-05-01). A typo silently publishes a
+  // different interval. Expected: ValidationError "not a real date".
+  it('rejects 2026-02-30, a day that does not exist, instead of rolling it over to March 2', () => {
+    expect(rejectionOf({ pipeline: 'orders', to: '2026-02-30' }).message).toMatch(/not a real date/);
+  });
+
+  it('rejects a to off the day grain and names the nearest earlier boundary', () => {
+    const error = rejectionOf({ pipeline: 'orders', to: '2026-02-01T06:00:00Z' });
+
+    expect(error.message).toBe(
+      'input.to 2026-02-01T06:00:00.000Z is not on a day boundary in UTC (nearest earlier boundary: 2026-02-01T00:00:00.000Z)',
+    );
+  });
+
+  it('rejects a UTC midnight to for a Berlin pipeline and names the Berlin boundary', () => {
+    const berlin = pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' });
+
+    expect(rejectionOf({ pipeline: 'orders', to: '2026-02-01' }, berlin).message).toMatch(
+      /in Europe\/Berlin \(nearest earlier boundary: 2026-01-31T23:00:00\.000Z\)/,
+    );
+  });
+
+  it('rejects a from that differs from historyStart for a swap pipeline', () => {
+    const error = rejectionOf({ pipeline: 'orders', from: '2026-02-01', to: '2026-03-01' });
+
+    expect(error.message).toBe(
+      'pipeline orders publishes by swap, which rebuilds the whole table: input.from must be omitted or equal historyStart 2026-01-01T00:00:00.000Z',
+    );
+  });
+
+  it('lets a pipeline that does not publish by swap start after historyStart', () => {
+    const intervals: Pipeline = { ...orders, publishMode: 'replace-intervals' };
+
+    const result = resolveInterval({ pipeline: 'orders', from: '2026-02-01', to: '2026-03-01' }, intervals, NOW);
+
+    expect(result).toEqual(interval('2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'));
+  });
+
+  it('rejects unknown extra fields and lists them', () => {
+    const input = { pipeline: 'orders', force: true, dryRun: 1 } as unknown as ExecutionInput;
+
+    expect(rejectionOf(input).message).toBe('input has unknown field(s): force, dryRun (allowed: pipeline, from, to)');
+  });
+
+  it('rejects a to in the future', () => {
+    expect(rejectionOf({ pipeline: 'orders', to: '2026-04-01' }).message).toBe('input.to 2026-04-01T00:00:00.000Z is in the future');
+  });
+
+  it('rejects a to later today, whose chunk is not complete', () => {
+    expect(rejectionOf({ pipeline: 'orders', to: '2026-03-16' }).message).toMatch(/in the future/);
+  });
+});
+
+describe('planChunks', () => {
+  it('cuts January into 31 day chunks numbered from 0', () => {
+    const chunks = planChunks(interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z'), orders);
+
+    expect(chunks).toHaveLength(31);
+    expect(chunks[0]).toEqual({ index: 0, start: '2026-01-01T00:00:00.000Z', end: '2026-01-02T00:00:00.000Z' });
+    expect(chunks[30]).toEqual({ index: 30, start: '2026-01-31T00:00:00.000Z', end: '2026-02-01T00:00:00.000Z' });
+  });
+
+  it('plans one chunk for a one-chunk interval', () => {
+    expect(planChunks(interval('2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z'), orders)).toHaveLength(1);
+  });
+
+  it('includes the 23-hour and 25-hour days of a Berlin year', () => {
+    const berlin = pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' });
+
+    const chunks = planChunks(interval('2025-12-31T23:00:00Z', '2026-12-31T23:00:00Z'), berlin);
+    const hours = chunks.map((c) => (Date.parse(c.end) - Date.parse(c.start)) / HOUR_MS);
+
+    expect(chunks).toHaveLength(365);
+    expect(hours.filter((h) => h === 23)).toHaveLength(1);
+    expect(hours.filter((h) => h === 25)).toHaveLength(1);
+    expect(hours.filter((h) => h === 24)).toHaveLength(363);
+  });
+
+  it('plans exactly MAX_CHUNKS_PER_BATCH chunks', () => {
+    const hourly = pipelineWith({ chunk: { grain: 'hour' } });
+    const from = at('2026-01-01T00:00:00Z');
+
+    const chunks = planChunks({ from, to: new Date(from.getTime() + MAX_CHUNKS_PER_BATCH * HOUR_MS) }, hourly);
+
+    expect(chunks).toHaveLength(MAX_CHUNKS_PER_BATCH);
+  });
+
+  it('rejects an interval that needs more than MAX_CHUNKS_PER_BATCH chunks and suggests a coarser grain', () => {
+    const hourly = pipelineWith({ chunk: { grain: 'hour' } });
+    const from = at('2026-01-01T00:00:00Z');
+
+    const plan = () => planChunks({ from, to: new Date(from.getTime() + (MAX_CHUNKS_PER_BATCH + 1) * HOUR_MS) }, hourly);
+
+    expect(plan).toThrow(ValidationError);
+    expect(plan).toThrow(/needs more than 1000 hour chunks; use a coarser chunk\.grain or a shorter interval/);
+  });
+
+  describe('over random intervals (seeded)', () => {
+    // Zones whose DST shifts are whole hours at times other than midnight,
+    // so every boundary is local hh:00 and every day starts at 00:00.
+    const zones = ['UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Sydney', 'Asia/Kolkata', 'America/St_Johns'];
+    const grains: ChunkGrain[] = ['hour', 'day', 'month'];
+    const maxSpan: Record<ChunkGrain, number> = { hour: 41 * DAY_MS, day: 600 * DAY_MS, month: 25 * 365 * DAY_MS };
+    const minStep: Record<ChunkGrain, number> = { hour: HOUR_MS, day: 25 * HOUR_MS, month: 32 * DAY_MS };
+    const CASES = 4;
+    // Random windows rarely contain a DST change, so every zone also gets
+    // intervals spanning all of its 2026 changes (Mar 8 - Apr 5, Oct 4 - Nov 1).
+    const anchors: Record<ChunkGrain, [string, string][]> = {
+      hour: [
+        ['2026-03-07T00:00:00Z', '2026-03-10T00:00:00Z'],
+        ['2026-03-28T00:00:00Z', '2026-03-30T00:00:00Z'],
+        ['2026-04-04T00:00:00Z', '2026-04-06T00:00:00Z'],
+        ['2026-10-03T00:00:00Z', '2026-10-05T00:00:00Z'],
+        ['2026-10-24T00:00:00Z', '2026-10-26T00:00:00Z'],
+        ['2026-10-31T00:00:00Z', '2026-11-03T00:00:00Z'],
+      ],
+      day: [['2026-01-01T12:00:00Z', '2027-01-01T12:00:00Z']],
+      month: [['2020-01-15T00:00:00Z', '2045-01-15T00:00:00Z']],
+    };
+
+    /** Why the plan is wrong, or '' when it is right. */
+    function problemsWith(chunks: Chunk[], from: Date, to: Date, grain: ChunkGrain, zone: string): string {
+      if (chunks.length === 0) return 'no chunks';
+      if (chunks[0]!.start !== from.toISOString()) return `first chunk starts at ${chunks[0]!.start}, not ${from.toISOString()}`;
+      if (chunks.at(-1)!.end !== to.toISOString()) return `last chunk ends at ${chunks.at(-1)!.end}, not ${to.toISOString()}`;
+      // Local wall clock of every boundary, read once each.
+      const local = [chunks[0]!.start, ...chunks.map((c) => c.end)].map((instant) => localParts(instant, zone));
+      for (const [i, chunk] of chunks.entries()) {
+        if (chunk.index !== i) return `chunk ${i} has index ${chunk.index}`;
+        const next = chunks[i + 1];
+        if (next && next.start !== chunk.end) return `gap or overlap between chunk ${i} (ends ${chunk.end}) and ${i + 1} (starts ${next.start})`;
+        const ms = Date.parse(chunk.end) - Date.parse(chunk.start);
+        const a = local[i]!;
+        const b = local[i + 1]!;
+        const onHour = a.minute === 0 && a.second === 0 && b.minute === 0 && b.second === 0;
+        if (!onHour) return `chunk ${i} ${chunk.start}..${chunk.end} is not on local hours`;
+        if (grain === 'hour' && ms !== HOUR_MS) return `hour chunk ${i} lasts ${ms} ms`;
+        if (grain !== 'hour' && (a.hour !== 0 || b.hour !== 0)) return `chunk ${i} does not run from local midnight to local midnight`;
+        const dayAfter = new Date(Date.UTC(a.year, a.month - 1, a.day + 1));
+        if (grain === 'day' && (b.year !== dayAfter.getUTCFullYear() || b.month !== dayAfter.getUTCMonth() + 1 || b.day !== dayAfter.getUTCDate())) {
+          return `day chunk ${i} ends on ${b.year}-${b.month}-${b.day}, not the day after ${a.year}-${a.month}-${a.day}`;
+        }
+        if (grain === 'month' && (a.day !== 1 || b.day !== 1 || (b.year * 12 + b.month) - (a.year * 12 + a.month) !== 1)) {
+          return `month chunk ${i} ${chunk.start}..${chunk.end} is not one calendar month`;
+        }
+      }
+      return '';
+    }
+
+    for (const zone of zones) {
+      for (const grain of grains) {
+        it(`covers [from, to) exactly with contiguous ${grain} chunks in ${zone}`, () => {
+          const random = seededRandom(zone.length * 1000 + grain.length);
+          const pipeline = pipelineWith({ chunk: { grain, timezone: zone }, historyStart: floorToGrain(at('2020-01-01T12:00:00Z'), grain, zone).toISOString() });
+          const problems: string[] = [];
+
+          const intervals: [number, number][] = anchors[grain].map(([a, b]) => [Date.parse(a), Date.parse(b)]);
+          for (let c = 0; c < CASES; c++) {
+            const a = Date.parse('2024-01-01T00:00:00Z') + random() * 5 * 365 * DAY_MS;
+            intervals.push([a, a + minStep[grain] + random() * maxSpan[grain]]);
+          }
+
+          for (const [a, b] of intervals) {
+            const from = floorToGrain(new Date(a), grain, zone);
+            const to = floorToGrain(new Date(b), grain, zone);
+            const problem = problemsWith(planChunks({ from, to }, pipeline), from, to, grain, zone);
+            if (problem) problems.push(`[${from.toISOString()}, ${to.toISOString()}): ${problem}`);
+          }
+
+          expect(problems).toEqual([]);
+        });
+      }
+    }
+  });
+
+  // Fixed bug, kept as a regression test (domain/time.ts nextBoundary line 74): hour chunks
+  // in Australia/Lord_Howe drift off the local hour after the 30-minute DST
+  // change, so the last chunk ends at 18:00Z, past `to` (17:30Z, itself a
+  // valid local-hour boundary): the union is not [from, to).
+  it('ends the last Lord Howe hour chunk exactly at to across the 30-minute DST change', () => {
+    const lordHowe = pipelineWith({ chunk: { grain: 'hour', timezone: 'Australia/Lord_Howe' }, historyStart: '2025-04-05T13:00:00Z' });
+
+    const chunks = planChunks(interval('2025-04-05T13:00:00Z', '2025-04-05T17:30:00Z'), lordHowe);
+
+    expect(chunks.at(-1)!.end).toBe('2025-04-05T17:30:00.000Z');
+  });
+
+  // Fixed bug, kept as a regression test (domain/time.ts fromWallClock lines 51-60): across
+  // Cairo's DST start at local midnight (2025-04-25) nextBoundary stops
+  // advancing, so planChunks emits zero-length chunks and throws "needs more
+  // than 1000 day chunks" for a 10-day interval. Every swap run of a Cairo or
+  // Beirut day pipeline whose history spans such a date fails.
+  it('plans ten Cairo day chunks for the ten days around the April 2025 DST start', () => {
+    const cairo = pipelineWith({ chunk: { grain: 'day', timezone: 'Africa/Cairo' }, historyStart: '2025-03-31T22:00:00Z' });
+
+    const chunks = planChunks(interval('2025-04-20T22:00:00Z', '2025-04-30T21:00:00Z'), cairo);
+
+    expect(chunks).toHaveLength(10);
+    expect(chunks.map((c) => c.start)).toContain('2025-04-24T22:00:00.000Z');
+  });
+});
+
+describe('batchIdFor', () => {
+  const january = interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z');
+
+  it('is a 16-character hex id', () => {
+    expect(batchIdFor(orders, january)).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('is the same for the same pipeline, interval and spec, even from a separately defined pipeline', () => {
+    expect(batchIdFor(pipelineWith(), interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z'))).toBe(batchIdFor(orders, january));
+  });
+
+  it.each([
+    ['to', interval('2026-01-01T00:00:00Z', '2026-02-02T00:00:00Z'), orders],
+    ['from', interval('2026-01-02T00:00:00Z', '2026-02-01T00:00:00Z'), orders],
+    ['the source query', january, pipelineWith({ sourceSql: 'SELECT * FROM raw.order_events_v2 WHERE ordered_at >= :start AND ordered_at < :end' })],
+    ['the pipeline name', january, pipelineWith({ name: 'orders_copy' })],
+  ])('changes when %s changes', (_what, otherInterval, otherPipeline) => {
+    expect(batchIdFor(otherPipeline, otherInterval)).not.toBe(batchIdFor(orders, january));
+  });
+});
+
+describe('derived table names', () => {
+  const longest = pipelineWith({ target: { schema: 'analytics', table: 'x'.repeat(MAX_TABLE_NAME_LENGTH) } });
+  const batchId = batchIdFor(longest, interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z'));
+
+  it.each([
+    ['stagingTableFor', stagingTableFor],
+    ['previousVersionTableFor', previousVersionTableFor],
+  ])('%s fits 63 characters for a 40-character table and is a valid identifier', (_what, derive) => {
+    const name = derive(longest, batchId);
+
+    expect(name.length).toBeLessThanOrEqual(63);
+    expect(() => quoteIdent(name)).not.toThrow();
+    expect(name.startsWith(`${longest.target.table}__`)).toBe(true);
+  });
+
+  it('gives staging, previous version and live three different names', () => {
+    const names = new Set([stagingTableFor(orders, batchId), previousVersionTableFor(orders, batchId), orders.target.table]);
+
+    expect(names.size).toBe(3);
+  });
+});

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import type { ChunkCount } from '../../domain/reconcile.ts';
+import { reconcile } from '../../domain/reconcile.ts';
+
+function chunk(index: number, rows: number, overrides: Partial<ChunkCount> = {}): ChunkCount {
+  return {
+    index,
+    start: `2026-01-${String(index + 1).padStart(2, '0')} 00:00:00`,
+    status: 'DONE',
+    recordedRows: rows,
+    sourceRows: rows,
+    stagingRows: rows,
+    ...overrides,
+  };
+}
+
+const matching = [chunk(0, 10), chunk(1, 20), chunk(2, 30)];
+
+function check(result: ReturnType<typeof reconcile>, name: string) {
+  const found = result.checks.find((c) => c.check === name);
+  if (!found) throw new Error(`no check named ${name}`);
+  return found;
+}
+
+describe('reconcile', () => {
+  it('passes every check when all chunks are loaded and all counts match', () => {
+    const result = reconcile(matching, 0, false);
+
+    expect(result.passed).toBe(true);
+    expect(result.checks.map((c) => [c.check, c.passed])).toEqual([
+      ['all_chunks_loaded', true],
+      ['staging_rows_match_source', true],
+      ['staging_rows_match_load_record', true],
+      ['staging_within_interval', true],
+      ['staging_not_empty', true],
+    ]);
+    expect(result.mismatches).toEqual([]);
+  });
+
+  it('totals rows read from the source and rows written to staging', () => {
+    const result = reconcile(matching, 0, false);
+
+    expect(result.rowsRead).toBe(60);
+    expect(result.rowsWritten).toBe(60);
+  });
+
+  it('fails staging_rows_match_source for one short chunk and lists that chunk', () => {
+    const counts = [chunk(0, 10), chunk(1, 20, { stagingRows: 19, recordedRows: 19 }), chunk(2, 30)];
+
+    const result = reconcile(counts, 0, false);
+    const failed = check(result, 'staging_rows_match_source');
+
+    expect(result.passed).toBe(false);
+    expect(failed.passed).toBe(false);
+    expect(failed.details).toBe('#1 2026-01-02 00:00:00: source 20, staging 19, recorded 19');
+    expect(failed.observed).toBe('59 staging rows; 1 chunk(s) differ');
+    expect(failed.expected).toBe('60 source rows; 0 chunks differ');
+    expect(result.mismatches.map((c) => c.index)).toEqual([1]);
+    expect(check(result, 'staging_rows_match_load_record').passed).toBe(true);
+  });
+
+  it('fails all_chunks_loaded for a chunk that never finished loading', () => {
+    const counts = [chunk(0, 10), chunk(1, 0, { status: 'PENDING', recordedRows: null, sourceRows: 20 }), chunk(2, 30)];
+
+    const result = reconcile(counts, 0, false);
+    const failed = check(result, 'all_chunks_loaded');
+
+    expect(failed.passed).toBe(false);
+    expect(failed.observed).toBe('2 of 3 chunks done');
+    expect(failed.details).toBe('#1 2026-01-02 00:00:00: source 20, staging 0, recorded -');
+    expect(result.passed).toBe(false);
+  });
+
+  it('fails all_chunks_loaded for a chunk still LOADING even if its counts match', () => {
+    const result = reconcile([chunk(0, 10), chunk(1, 20, { status: 'LOADING' })], 0, false);
+
+    expect(check(result, 'all_chunks_loaded').passed).toBe(false);
+    expect(result.mismatches.map((c) => c.index)).toEqual([1]);
+  });
+
+  it('fails staging_rows_match_load_record when staging differs from what the load recorded', () => {
+    const result = reconcile([chunk(0, 10, { recordedRows: 12 })], 0, false);
+
+    expect(check(result, 'staging_rows_match_load_record').passed).toBe(false);
+    expect(check(result, 'staging_rows_match_load_record').details).toContain('#0');
+    expect(check(result, 'staging_rows_match_source').passed).toBe(true);
+  });
+
+  it('fails staging_within_interval for rows outside the interval and counts them as written', () => {
+    const result = reconcile(matching, 3, false);
+
+    expect(check(result, 'staging_within_interval').passed).toBe(false);
+    expect(check(result, 'staging_within_interval').observed).toBe('3 row(s) outside the batch interval or with no time');
+    expect(result.rowsWritten).toBe(63);
+    expect(result.passed).toBe(false);
+  });
+
+  it('fails staging_not_empty for an empty staging table', () => {
+    const result = reconcile([chunk(0, 0), chunk(1, 0)], 0, false);
+
+    expect(check(result, 'staging_not_empty').passed).toBe(false);
+    expect(result.passed).toBe(false);
+  });
+
+  it('passes an empty staging table when the pipeline allows empty', () => {
+    const result = reconcile([chunk(0, 0), chunk(1, 0)], 0, true);
+
+    expect(check(result, 'staging_not_empty').passed).toBe(true);
+    expect(check(result, 'staging_not_empty').expected).toBe('any number of rows (allowEmpty)');
+    expect(result.passed).toBe(true);
+  });
+
+  it('lists at most 20 differing chunks and says how many more', () => {
+    const counts = Array.from({ length: 25 }, (_, i) => chunk(i, 5, { stagingRows: 4, recordedRows: 4 }));
+
+    const details = check(reconcile(counts, 0, false), 'staging_rows_match_source').details;
+
+    expect(details.split('; ')).toHaveLength(21);
+    expect(details).toMatch(/; \.\.\. and 5 more$/);
+  });
+});
