@@ -71,7 +71,7 @@ export interface StatementOutcome {
 
 /** Database messages that mean "try again": serialization conflicts, lock waits, lost connections. */
 const TRANSIENT_SQL_ERROR =
-  /could not serialize|serializable isolation violation|\b1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)/i;
+  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)/i;
 
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([
@@ -90,7 +90,7 @@ const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 
 /** Maps any error from the SDK into the tool's transient/permanent classes. */
 export function classifyApiError(error: unknown, what: string): Error {
   if (error instanceof TransientWarehouseError || error instanceof WarehouseError || error instanceof ValidationError) return error;
-  const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string } };
+  const e = (error ?? {}) as { name?: string; code?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
   if (code && NETWORK_ERROR_CODES.has(code)) {
     return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${e.message ?? ''}`.trim(), { cause: error });
@@ -261,6 +261,9 @@ export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehous
   const target = warehouseTargetFromEnv(env);
   const endpoint = optionalEnv('REDSHIFT_DATA_ENDPOINT', env);
   const maxDelay = Number(optionalEnv('WAREHOUSE_POLL_MAX_MS', env) ?? DEFAULT_POLL.maxDelayMs);
+  if (!Number.isFinite(maxDelay) || maxDelay < 1) {
+    throw new ValidationError(`WAREHOUSE_POLL_MAX_MS must be a positive number of milliseconds, got ${env.WAREHOUSE_POLL_MAX_MS}`);
+  }
   const key = JSON.stringify({ target, endpoint, maxDelay });
   if (cached?.key !== key) {
     const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });

@@ -1,0 +1,151 @@
+/**
+ * `npm run bench`: what atomic-publish costs on top of the bare SQL, on the
+ * local engine, as ratios against a baseline measured in the same run
+ * (machines here are shared and noisy; absolute seconds are not comparable
+ * between runs, ratios mostly are).
+ *
+ *   load overhead   full state machine run (plan, chunked load, reconcile,
+ *                   swap, metrics, cleanup) vs one bare INSERT ... SELECT of
+ *                   the same rows through the same Data API endpoint
+ *   reader latency  a dashboard query's latency while the swap commits vs
+ *                   its median latency during the load
+ *
+ * Options: --rows N (default 600000), --repeat N (default 3).
+ */
+import pg from 'pg';
+import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { qualifiedName } from '../domain/identifiers.ts';
+import { timestampParam } from '../domain/sql.ts';
+import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
+import { pipelines } from '../pipelines/index.ts';
+import { startLocalDataApi } from '../local/data-api/server.ts';
+import { ensureDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { LocalRunner, PROJECT_ROOT, type ExecutionEvent } from '../local/runner.ts';
+import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
+import { renderTable } from '../local/table.ts';
+
+const DATABASE = 'atomic_publish_bench';
+const DAYS = 60;
+
+function option(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
+  return value;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+async function main(): Promise<void> {
+  const rows = option('rows', 600_000);
+  const repeat = option('repeat', 3);
+  const rowsPerDay = Math.max(1, Math.round(rows / DAYS));
+  const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+
+  log(`bench: ${rowsPerDay * DAYS} rows over ${DAYS} days, ${repeat} repetitions of each measurement`);
+  const postgres = await startLocalPostgres({ dataDir: `${PROJECT_ROOT}/.atomic-publish/bench-pg` });
+  const conn = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
+  const admin = new pg.Client({ ...conn, database: 'postgres' });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
+  await admin.end();
+  await ensureDatabase(conn, DATABASE);
+  const api = await startLocalDataApi({ postgres: conn });
+  const db = new pg.Client({ ...conn, database: DATABASE });
+  await db.connect();
+  await createSampleWarehouse(db, { rowsPerDay, sourceDays: DAYS, liveDays: DAYS - 1 });
+  await db.query(`CREATE SCHEMA bench`);
+
+  const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  let publishWindow: { start: number; end: number } | undefined;
+  const runner = await LocalRunner.create({
+    env: { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' },
+    onEvent: (event: ExecutionEvent) => {
+      if (event.state?.name !== 'Publish') return;
+      if (event.type === 'StateEntered') publishWindow = { start: event.timestamp, end: Infinity };
+      if (event.type === 'StateExited' && publishWindow) publishWindow.end = event.timestamp;
+    },
+  });
+
+  const bare = `bench.bare`;
+  const columns = LIVE_TABLE_COLUMNS;
+  const bareTimes: number[] = [];
+  const atomicTimes: number[] = [];
+  const readerRatios: number[] = [];
+  for (let i = 0; i < repeat; i++) {
+    // Baseline: the rows loaded by one statement, nothing else.
+    await db.query(`DROP TABLE IF EXISTS ${bare}; CREATE TABLE ${bare} (${columns})`);
+    let t = performance.now();
+    await warehouse.execute(
+      {
+        sql: `INSERT INTO ${qualifiedName('bench', 'bare')} ${pipeline.sourceSql}\n`,
+        parameters: { start: timestampParam(sampleDay(0)), end: timestampParam(sampleDay(DAYS)) },
+      },
+      'bench:bare-insert',
+    );
+    bareTimes.push(performance.now() - t);
+
+    // atomic-publish: the same rows, from a clean manifest each time.
+    await db.query(`DROP SCHEMA IF EXISTS atomic_publish CASCADE`);
+    const leftovers = await db.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'analytics' AND tablename LIKE 'sales_order_lines\\_\\_%'`);
+    for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
+    const reader = new pg.Client({ ...conn, database: DATABASE });
+    await reader.connect();
+    const latencies: { at: number; ms: number }[] = [];
+    let reading = true;
+    const readLoop = (async () => {
+      while (reading) {
+        const at = performance.timeOrigin + performance.now();
+        const started = performance.now();
+        await reader.query('SELECT COUNT(*) FROM analytics.sales_order_lines');
+        latencies.push({ at, ms: performance.now() - started });
+      }
+    })();
+    publishWindow = undefined;
+    t = performance.now();
+    const result = await runner.run({ pipeline: pipeline.name, to: sampleDay(DAYS).toISOString() });
+    atomicTimes.push(performance.now() - t);
+    reading = false;
+    await readLoop;
+    await reader.end();
+    if (result.status !== 'SUCCEEDED') throw new Error(`atomic run failed: ${result.error}: ${result.cause}`);
+    const window = publishWindow as { start: number; end: number } | undefined;
+    if (window) {
+      const during = latencies.filter((l) => l.at + l.ms >= window.start && l.at <= window.end).map((l) => l.ms);
+      const before = latencies.filter((l) => l.at + l.ms < window.start).map((l) => l.ms);
+      if (during.length > 0 && before.length > 0) readerRatios.push(Math.max(...during) / median(before));
+    }
+    log(`  repetition ${i + 1}: bare ${(bareTimes.at(-1)! / 1000).toFixed(2)} s, atomic-publish ${(atomicTimes.at(-1)! / 1000).toFixed(2)} s`);
+  }
+
+  const n = rowsPerDay * DAYS;
+  const b = median(bareTimes);
+  const a = median(atomicTimes);
+  process.stdout.write(
+    `${renderTable(
+      ['measure', 'baseline', 'atomic-publish', 'ratio'],
+      [
+        ['load of ' + n.toLocaleString('en-US') + ' rows (median)', `${(b / 1000).toFixed(2)} s`, `${(a / 1000).toFixed(2)} s`, `${(a / b).toFixed(2)}x`],
+        ['rows per second', Math.round(n / (b / 1000)).toLocaleString('en-US'), Math.round(n / (a / 1000)).toLocaleString('en-US'), `${(b / a).toFixed(2)}x`],
+        ['slowest read during the swap / median read', '1.00x', readerRatios.length ? `${median(readerRatios).toFixed(2)}x` : 'n/a', ''],
+      ],
+      ['l', 'r', 'r', 'r'],
+    )}\n`,
+  );
+
+  runner.close();
+  await db.end();
+  await api.close();
+  await postgres.stop();
+}
+
+main().catch((error: unknown) => {
+  log(`bench failed: ${(error as Error)?.stack ?? String(error)}`);
+  process.exit(1);
+});

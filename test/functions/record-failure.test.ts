@@ -1,0 +1,151 @@
+// The pure parts of functions/record-failure: reading the Catch's error and
+// the alert an on-call engineer gets.
+import { describe, expect, it } from 'vitest';
+import type { BatchRef } from '../../domain/sql.ts';
+import { describeError, failureReport, type FailedState, type RecordFailureEvent } from '../../functions/record-failure/index.ts';
+import type { PlanResult } from '../../functions/plan/index.ts';
+import type { PublishResult } from '../../functions/publish/index.ts';
+
+const batch: BatchRef = {
+  pipeline: 'orders',
+  batchId: 'b-0001',
+  specHash: 'abc123',
+  liveTable: 'analytics.orders',
+  from: '2026-01-01T00:00:00.000Z',
+  to: '2026-01-02T00:00:00.000Z',
+  stagingTable: 'orders__stage_b_0001',
+  columns: ['event_time', 'customer_id', 'amount'],
+  basePublication: 4,
+};
+
+const plan: PlanResult = {
+  alreadyPublished: false,
+  maxConcurrency: 4,
+  chunks: [{ index: 0, start: batch.from, end: batch.to }],
+  chunkCount: 1,
+  batch,
+};
+
+const publish: PublishResult = {
+  publication: 5,
+  publishedAt: '2026-01-02T00:10:00.000Z',
+  liveTable: 'analytics.orders',
+  oldVersionTable: 'orders__old_4',
+  rowsPublished: 1234,
+  alreadyPublished: false,
+};
+
+const lambdaCause = (errorType: string, errorMessage: string) =>
+  JSON.stringify({ errorType, errorMessage, trace: [`${errorType}: ${errorMessage}`, '    at handler (index.js:1:1)'] });
+
+const eventWith = (state: FailedState): RecordFailureEvent => ({
+  state,
+  executionId: 'arn:aws:states:eu-central-1:111122223333:execution:atomic-publish:run-1',
+  executionStartedAt: '2026-01-02T00:00:05.000Z',
+});
+
+describe('describeError', () => {
+  it('takes the message from a Lambda-style JSON Cause and the name from Error', () => {
+    expect(describeError({ Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') })).toEqual({
+      name: 'WarehouseError',
+      message: 'load chunk 0 failed: ERROR: division by zero',
+    });
+  });
+
+  it('keeps a plain-text Cause as the message', () => {
+    expect(describeError({ Error: 'States.Timeout', Cause: 'the task timed out after 900 seconds' })).toEqual({
+      name: 'States.Timeout',
+      message: 'the task timed out after 900 seconds',
+    });
+  });
+
+  it('keeps a JSON Cause without errorMessage as text', () => {
+    const cause = JSON.stringify({ reason: 'something else' });
+
+    expect(describeError({ Error: 'States.Runtime', Cause: cause })).toEqual({ name: 'States.Runtime', message: cause });
+  });
+
+  it.each([undefined, {}, { Error: 'OnlyAName' }])('falls back to the name when there is no Cause (%j)', (error) => {
+    const described = describeError(error);
+
+    expect(described.message).toBe(described.name);
+    expect(described.name).toBe(error?.Error ?? 'UnknownError');
+  });
+});
+
+describe('failureReport', () => {
+  it('subject is printable ASCII of at most 100 characters naming the pipeline and the error', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), true);
+
+    expect(report.subject).toBe('atomic-publish: orders failed (CheckFailedError)');
+    expect(report.subject).toMatch(/^[\x20-\x7e]{1,100}$/);
+    expect(report).toMatchObject({ pipeline: 'orders', batchId: 'b-0001', errorName: 'CheckFailedError', recorded: true });
+  });
+
+  it('subject stays ASCII and within 100 characters for a long, non-ASCII pipeline and error name', () => {
+    const report = failureReport(eventWith({ pipeline: `bestellungen_${'ä'.repeat(60)}`, error: { Error: `Fehler→${'x'.repeat(80)}` } }), false);
+
+    expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
+    expect(report.subject.length).toBeLessThanOrEqual(100);
+    expect(report.subject.endsWith('...')).toBe(true);
+    expect(report.subject).toContain('atomic-publish: bestellungen_');
+  });
+
+  it('a failure before planning says nothing was written and offers no re-run', () => {
+    const report = failureReport(eventWith({ pipeline: 'orders', error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), false);
+
+    expect(report.subject).toBe('atomic-publish: orders failed (ValidationError)');
+    expect(report.message).toContain('atomic-publish: pipeline orders failed');
+    expect(report.message).toContain('Error:      ValidationError: to must be after from');
+    expect(report.message).toContain('Live table: untouched; the run stopped before a batch was created and nothing was written.');
+    expect(report.message).toContain('Manifest:   not updated');
+    expect(report.message).not.toContain('Re-run:');
+    expect(report.message).not.toContain('Staging:');
+    expect(report.batchId).toBeUndefined();
+  });
+
+  it('a failure with no pipeline at all still reads sensibly', () => {
+    const report = failureReport(eventWith({ error: { Error: 'States.Runtime', Cause: 'bad input' } }), false);
+
+    expect(report.subject).toBe('atomic-publish: run failed (States.Runtime)');
+    expect(report.message).toContain('pipeline (unknown) failed');
+    expect(report.pipeline).toBeUndefined();
+  });
+
+  it('a load failure names the live table as untouched, keeps the staging table and gives a re-run input', () => {
+    const report = failureReport(
+      eventWith({ pipeline: 'orders', plan, error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') } }),
+      true,
+    );
+
+    expect(report.message).toContain('Batch:      b-0001, interval 2026-01-01T00:00:00.000Z to 2026-01-02T00:00:00.000Z');
+    expect(report.message).toContain('Live table: analytics.orders untouched; readers still see publication 4.');
+    expect(report.message).toContain('Staging:    orders__stage_b_0001 is kept for diagnosis');
+    expect(report.message).toContain('Manifest:   batch marked FAILED in atomic_publish.batches');
+    expect(report.message).toContain(`Execution:  ${eventWith({}).executionId} (started 2026-01-02T00:00:05.000Z)`);
+    const rerun = /Re-run:     start an execution with input (\{.*?\});/.exec(report.message);
+    expect(rerun).not.toBeNull();
+    expect(JSON.parse(rerun![1]!)).toEqual({ pipeline: 'orders', to: '2026-01-02T00:00:00.000Z' });
+  });
+
+  it('a load failure of a first batch says readers see the version before atomic-publish, and reports an unwritten manifest', () => {
+    const report = failureReport(
+      eventWith({ plan: { ...plan, batch: { ...batch, basePublication: 0 } }, error: { Error: 'TransientWarehouseError', Cause: 'busy' } }),
+      false,
+      'warehouse unreachable',
+    );
+
+    expect(report.message).toContain('readers still see the version before atomic-publish.');
+    expect(report.message).toContain('Manifest:   not updated (warehouse unreachable)');
+  });
+
+  it('a failure after publishing says the live table was published and offers no re-run', () => {
+    const report = failureReport(eventWith({ pipeline: 'orders', plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), false);
+
+    expect(report.message).toContain('Live table: published (publication 5); a step after publishing failed.');
+    expect(report.message).not.toContain('untouched');
+    expect(report.message).not.toContain('Staging:');
+    expect(report.message).not.toContain('Re-run:');
+    expect(report.batchId).toBe('b-0001');
+  });
+});

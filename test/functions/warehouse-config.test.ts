@@ -1,0 +1,156 @@
+// The pure parts of functions/commons/warehouse.ts: the target from the
+// environment and the mapping of errors to transient/permanent classes.
+import { ActiveStatementsExceededException, ValidationException } from '@aws-sdk/client-redshift-data';
+import { describe, expect, it } from 'vitest';
+import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { classifyApiError, classifySqlError, warehouseFromEnv, warehouseTargetFromEnv } from '../../functions/commons/warehouse.ts';
+
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
+
+describe('warehouseTargetFromEnv', () => {
+  it.each([{}, { WAREHOUSE_DATABASE: '' }])('a missing or empty WAREHOUSE_DATABASE (%j) is a ValidationError naming the variable', (env) => {
+    expect(() => warehouseTargetFromEnv({ ...env, WAREHOUSE_WORKGROUP: 'wg' })).toThrow(ValidationError);
+    expect(() => warehouseTargetFromEnv({ ...env, WAREHOUSE_WORKGROUP: 'wg' })).toThrow('environment variable WAREHOUSE_DATABASE is not set');
+  });
+
+  it.each([
+    ['neither', { WAREHOUSE_DATABASE: 'dev' }],
+    ['both', { WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_DB_USER: 'u', WAREHOUSE_WORKGROUP: 'wg' }],
+    ['neither (empty strings)', { WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: '', WAREHOUSE_WORKGROUP: '' }],
+  ])('rejects %s of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP', (_, env) => {
+    expect(() => warehouseTargetFromEnv(env)).toThrow(ValidationError);
+    expect(() => warehouseTargetFromEnv(env)).toThrow('set exactly one of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP');
+  });
+
+  it('rejects a cluster with neither WAREHOUSE_SECRET_ARN nor WAREHOUSE_DB_USER', () => {
+    expect(() => warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1' })).toThrow(
+      new ValidationError('a cluster needs WAREHOUSE_SECRET_ARN or WAREHOUSE_DB_USER'),
+    );
+  });
+
+  it('builds a cluster target with a secret', () => {
+    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_SECRET_ARN: SECRET_ARN })).toEqual({
+      database: 'dev',
+      clusterIdentifier: 'c1',
+      secretArn: SECRET_ARN,
+    });
+  });
+
+  it('builds a cluster target with a database user', () => {
+    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_DB_USER: 'loader' })).toEqual({
+      database: 'dev',
+      clusterIdentifier: 'c1',
+      dbUser: 'loader',
+    });
+  });
+
+  it('builds a serverless target from the workgroup alone', () => {
+    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_WORKGROUP: 'wg' })).toEqual({ database: 'dev', workgroupName: 'wg' });
+  });
+});
+
+describe('classifySqlError', () => {
+  it.each([
+    'ERROR: could not serialize access due to read/write dependencies among transactions DETAIL: Reason code: Canceled on identification as a pivot, during commit attempt.',
+    'ERROR: 1023 DETAIL: Serializable isolation violation on table - 123456, transactions forming the cycle are: 1, 2 (pid:3)',
+    'ERROR: 1023',
+    'ERROR: deadlock detected DETAIL: Process 1 waits for AccessExclusiveLock',
+    'ERROR: canceling statement due to lock timeout',
+    'FATAL: terminating connection due to administrator command',
+    'FATAL: sorry, too many clients already',
+    'FATAL: the database system is starting up',
+  ])('a retryable database message is a TransientWarehouseError: %s', (message) => {
+    const error = classifySqlError(message, 'load chunk 3');
+
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.name).toBe('TransientWarehouseError');
+    expect(error.message).toBe(`load chunk 3: ${message}`);
+  });
+
+  it.each([
+    'ERROR: division by zero',
+    'ERROR: relation "public.missing" does not exist',
+    'ERROR: syntax error at or near "SELEC"',
+    'ERROR: canceling statement due to statement timeout',
+    'ERROR: value too long for type character varying(1023)',
+    'ERROR: invalid input syntax for type integer: "1023.5"',
+  ])('a database message retrying cannot fix is a permanent WarehouseError: %s', (message) => {
+    const error = classifySqlError(message, 'load chunk 3');
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error).not.toBeInstanceOf(TransientWarehouseError);
+    expect(error.name).toBe('WarehouseError');
+    expect(error.message).toBe(`load chunk 3 failed: ${message}`);
+  });
+});
+
+describe('classifyApiError', () => {
+  const named = (name: string, message = 'details') => Object.assign(new Error(message), { name });
+
+  it.each([
+    'ActiveStatementsExceededException',
+    'ActiveSessionsExceededException',
+    'InternalServerException',
+    'DatabaseConnectionException',
+    'ThrottlingException',
+    'TooManyRequestsException',
+    'ServiceUnavailableException',
+    'TimeoutError',
+  ])('%s is a TransientWarehouseError that keeps the cause', (name) => {
+    const cause = named(name);
+
+    const error = classifyApiError(cause, 'submit x');
+
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toBe(`Data API is busy or unavailable while trying to submit x: ${name}: details`);
+    expect(error.cause).toBe(cause);
+  });
+
+  it('classifies the SDK\'s own ActiveStatementsExceededException as transient', () => {
+    const sdkError = new ActiveStatementsExceededException({ message: 'limit', $metadata: {} });
+
+    expect(classifyApiError(sdkError, 'submit x')).toBeInstanceOf(TransientWarehouseError);
+  });
+
+  it.each(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN'])(
+    'a network error %s (on the error or its cause) is a TransientWarehouseError saying the warehouse is unreachable',
+    (code) => {
+      const direct = classifyApiError(Object.assign(new Error('socket'), { code }), 'describe y');
+      const wrapped = classifyApiError(Object.assign(new Error('wrapped'), { cause: { code } }), 'describe y');
+
+      expect(direct).toBeInstanceOf(TransientWarehouseError);
+      expect(direct.message).toBe(`warehouse unreachable while trying to describe y (${code}): socket`);
+      expect(wrapped).toBeInstanceOf(TransientWarehouseError);
+      expect(wrapped.message).toContain(`(${code})`);
+    },
+  );
+
+  it.each([
+    [new ValidationException({ message: 'Database is required.', $metadata: {} }), 'ValidationException: Database is required.'],
+    [named('ResourceNotFoundException', 'Query does not exist.'), 'ResourceNotFoundException: Query does not exist.'],
+    [named('AccessDeniedException', 'not allowed'), 'AccessDeniedException: not allowed'],
+    [new Error('odd'), 'Error: odd'],
+    ['a string', 'Error: a string'],
+  ])('anything else (%o) is a permanent WarehouseError', (thrown, detail) => {
+    const error = classifyApiError(thrown, 'submit z');
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error).not.toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toBe(`Data API refused to submit z: ${detail}`);
+    expect(error.cause).toBe(thrown);
+  });
+
+  it.each([new TransientWarehouseError('t'), new WarehouseError('w'), new ValidationError('v')])(
+    'passes an already classified %o through unchanged',
+    (classified) => {
+      expect(classifyApiError(classified, 'anything')).toBe(classified);
+    },
+  );
+});
+
+describe('warehouseFromEnv settings', () => {
+  it('rejects a poll cap that is not a positive number, naming the variable', () => {
+    const env = { WAREHOUSE_DATABASE: 'dev', WAREHOUSE_WORKGROUP: 'wg', WAREHOUSE_POLL_MAX_MS: 'fast' };
+    expect(() => warehouseFromEnv(env)).toThrow(/WAREHOUSE_POLL_MAX_MS must be a positive number/);
+  });
+});

@@ -1,0 +1,330 @@
+// The Warehouse (functions/commons/warehouse.ts) with the real SDK client
+// against the local Redshift Data API: results, batches, error
+// classification, polling, and its construction from the environment.
+import { once } from 'node:events';
+import net, { type AddressInfo } from 'node:net';
+import {
+  CancelStatementCommand,
+  DescribeStatementCommand,
+  GetStatementResultCommand,
+  RedshiftDataClient,
+  type RedshiftDataClientConfig,
+} from '@aws-sdk/client-redshift-data';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { startLocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
+import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
+import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
+
+let wh: TestWarehouse;
+const clients: RedshiftDataClient[] = [];
+const closers: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  wh = await useWarehouse('warehouse_client', { resultPageRows: 1000 });
+});
+afterAll(async () => {
+  for (const client of clients) client.destroy();
+  for (const close of closers) await close();
+  await wh?.close();
+});
+
+function clientFor(endpoint: string, extra: Partial<RedshiftDataClientConfig> = {}): RedshiftDataClient {
+  const client = new RedshiftDataClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    ...extra,
+  });
+  clients.push(client);
+  return client;
+}
+
+function warehouseAt(endpoint: string, poll: PollOptions = DEFAULT_POLL, extra: Partial<RedshiftDataClientConfig> = {}) {
+  const client = clientFor(endpoint, extra);
+  return { client, warehouse: new Warehouse(client, { database: wh.pg.database, workgroupName: 'local' }, poll) };
+}
+
+/** A second endpoint on this file's database with other limits; closed after all tests. */
+async function endpointWith(options: Omit<LocalDataApiOptions, 'postgres'>): Promise<string> {
+  const api = await startLocalDataApi({ ...options, postgres: wh.pg });
+  closers.push(() => api.close());
+  return api.endpoint;
+}
+
+const fastPoll: PollOptions = { initialDelayMs: 10, maxDelayMs: 50, factor: 2, timeoutMs: 30_000 };
+let main: { client: RedshiftDataClient; warehouse: Warehouse };
+beforeAll(() => {
+  main = warehouseAt(wh.endpoint, fastPoll);
+});
+
+async function untilRunning(client: RedshiftDataClient, Id: string): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if ((await client.send(new DescribeStatementCommand({ Id }))).Status === 'STARTED') return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`${Id} never started`);
+}
+
+/** The rejection of a promise that must reject. */
+async function rejectionOf(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a rejection, got a result');
+}
+
+describe('execute, query and columns', () => {
+  it('execute reports the rows an INSERT with :name parameters wrote', async () => {
+    await wh.query('CREATE TABLE inserted (id int, label varchar(20))');
+
+    const outcome = await main.warehouse.execute(
+      { sql: 'INSERT INTO inserted VALUES (CAST(:a AS int), :la), (CAST(:b AS int), :lb), (3, NULL)', parameters: { a: '1', la: 'one', b: '2', lb: 'two' } },
+      'insert three',
+    );
+
+    expect(outcome.resultRows).toBe(3);
+    expect(outcome.hasResultSet).toBe(false);
+    expect(outcome.subStatements).toEqual([]);
+    expect(outcome.id).toMatch(/^[a-z0-9-]{36}$/);
+    expect(await wh.query('SELECT id, label FROM inserted ORDER BY id')).toEqual([
+      { id: 1, label: 'one' },
+      { id: 2, label: 'two' },
+      { id: 3, label: null },
+    ]);
+  });
+
+  it('query decodes long, double, boolean, string and null fields and keeps numeric and timestamp as strings', async () => {
+    const rows = await main.warehouse.query(
+      {
+        sql: `SELECT 9007199254740991::int8 AS big, 7::int4 AS small, 1.5::float8 AS ratio, true AS yes, false AS no,
+                     'héllo'::varchar AS greeting, NULL::int AS nothing, 12.340::numeric(10,3) AS amount,
+                     TIMESTAMP '2026-01-02 03:04:05.5' AS at, DATE '2026-01-02' AS day, :p AS echoed`,
+        parameters: { p: 'param value' },
+      },
+      'typed fields',
+    );
+
+    expect(rows).toEqual([
+      {
+        big: 9007199254740991,
+        small: 7,
+        ratio: 1.5,
+        yes: true,
+        no: false,
+        greeting: 'héllo',
+        nothing: null,
+        amount: '12.340',
+        at: '2026-01-02 03:04:05.5',
+        day: '2026-01-02',
+        echoed: 'param value',
+      },
+    ]);
+  });
+
+  it('query follows NextToken: 2,500 rows over pages of 1,000 arrive complete and in order (3 GetStatementResult calls)', async () => {
+    const send = vi.spyOn(main.client, 'send');
+    try {
+      const rows = await main.warehouse.query({ sql: 'SELECT g AS n FROM generate_series(1, 2500) g ORDER BY g' }, 'many rows');
+
+      expect(rows).toHaveLength(2500);
+      expect(rows.map((r) => r.n)).toEqual(Array.from({ length: 2500 }, (_, i) => i + 1));
+      const pages = send.mock.calls.filter(([command]) => command instanceof GetStatementResultCommand);
+      expect(pages).toHaveLength(3);
+    } finally {
+      send.mockRestore();
+    }
+  });
+
+  it('query of a SELECT with no rows returns an empty list', async () => {
+    expect(await main.warehouse.query({ sql: 'SELECT 1 AS one WHERE false' }, 'no rows')).toEqual([]);
+  });
+
+  it('columns returns the column names of a LIMIT 0 query, in order', async () => {
+    await wh.query('CREATE TABLE shaped (event_time timestamp, customer_id int8, amount numeric(12,2), note varchar(50))');
+
+    expect(await main.warehouse.columns({ sql: 'SELECT * FROM shaped LIMIT 0' }, 'shape')).toEqual(['event_time', 'customer_id', 'amount', 'note']);
+  });
+});
+
+describe('batch', () => {
+  it('runs its statements in order and reports each sub-statement (rows, result set)', async () => {
+    await wh.query('CREATE TABLE batched (id int, v int)');
+
+    const outcome = await main.warehouse.batch(
+      ['INSERT INTO batched VALUES (1, 0), (2, 0)', 'UPDATE batched SET v = v + 1', 'SELECT * FROM batched'],
+      'three steps',
+    );
+
+    expect(outcome.subStatements).toHaveLength(3);
+    expect(outcome.subStatements.map((s) => [s.resultRows, s.hasResultSet])).toEqual([
+      [2, false],
+      [2, false],
+      [2, true],
+    ]);
+    expect(outcome.subStatements.map((s) => s.id)).toEqual([1, 2, 3].map((n) => `${outcome.id}:${n}`));
+    expect(outcome.hasResultSet).toBe(true);
+    expect(await wh.query('SELECT id, v FROM batched ORDER BY id')).toEqual([
+      { id: 1, v: 1 },
+      { id: 2, v: 1 },
+    ]);
+  });
+
+  it('is one transaction: a failing last statement rolls back the first, and the error names the batch', async () => {
+    await wh.query('CREATE TABLE all_or_nothing (id int)');
+
+    const error = await rejectionOf(main.warehouse.batch(['INSERT INTO all_or_nothing VALUES (1)', 'SELECT 1 / 0'], 'insert then fail'));
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error.message).toMatch(/insert then fail.*division by zero/);
+    expect(await wh.query('SELECT count(*)::int AS n FROM all_or_nothing')).toEqual([{ n: 0 }]);
+  });
+});
+
+describe('errors', () => {
+  it.each([
+    ['SELECT 1 / 0', 'divide', /division by zero/],
+    ['SELECT * FROM no_such_table', 'read missing', /relation "no_such_table" does not exist/],
+    ['SELEC 1', 'typo', /syntax error/],
+  ])('a SQL error (%s) is a permanent WarehouseError with the database message and the statement name', async (sql, name, dbMessage) => {
+    const error = await rejectionOf(main.warehouse.execute({ sql }, name));
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error).not.toBeInstanceOf(TransientWarehouseError);
+    expect(error.name).toBe('WarehouseError');
+    expect(error.message).toMatch(dbMessage);
+    expect(error.message).toContain(`${name} failed`);
+  });
+
+  it('write skew between two concurrent serializable batches fails one of them with a TransientWarehouseError', async () => {
+    await wh.query('CREATE TABLE skew (id int PRIMARY KEY, v int NOT NULL)');
+    await wh.query('INSERT INTO skew VALUES (1, 0), (2, 0)');
+
+    // Each reads one row, waits for the other to read too, then writes the row the other read.
+    const results = await Promise.allSettled([
+      main.warehouse.batch(['SELECT v FROM skew WHERE id = 1', 'SELECT pg_sleep(0.3)', 'UPDATE skew SET v = v + 1 WHERE id = 2'], 'skew a'),
+      main.warehouse.batch(['SELECT v FROM skew WHERE id = 2', 'SELECT pg_sleep(0.3)', 'UPDATE skew SET v = v + 1 WHERE id = 1'], 'skew b'),
+    ]);
+
+    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(failed).toHaveLength(1);
+    const error = failed[0]!.reason as Error;
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toMatch(/^skew [ab]: ERROR: could not serialize access/);
+    // The survivor committed its write; the loser's was rolled back.
+    expect(await wh.query('SELECT sum(v)::int AS total FROM skew')).toEqual([{ total: 1 }]);
+  });
+
+  it('ActiveStatementsExceededException (limit 1, one pg_sleep running) is a TransientWarehouseError', async () => {
+    const { client, warehouse } = warehouseAt(await endpointWith({ maxActiveStatements: 1 }), fastPoll);
+    const running = await warehouse.submit({ sql: 'SELECT pg_sleep(1)' }, 'occupies the slot');
+
+    const error = await rejectionOf(warehouse.submit({ sql: 'SELECT 1' }, 'one too many'));
+
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toMatch(/busy or unavailable while trying to submit one too many: ActiveStatementsExceededException/);
+    await client.send(new CancelStatementCommand({ Id: running }));
+  });
+
+  it('an unreachable endpoint (closed port) is a TransientWarehouseError saying the warehouse is unreachable', async () => {
+    const probe = net.createServer();
+    probe.listen(0, '127.0.0.1');
+    await once(probe, 'listening');
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    const { warehouse } = warehouseAt(`http://127.0.0.1:${port}`, fastPoll, { maxAttempts: 1 });
+
+    const submitError = await rejectionOf(warehouse.execute({ sql: 'SELECT 1' }, 'nowhere'));
+    const describeError = await rejectionOf(warehouse.wait('00000000-0000-0000-0000-000000000000', 'lost'));
+
+    expect(submitError).toBeInstanceOf(TransientWarehouseError);
+    expect(submitError.message).toMatch(/^warehouse unreachable while trying to submit nowhere \(ECONNREFUSED\)/);
+    expect(submitError.cause).toBeDefined();
+    expect(describeError).toBeInstanceOf(TransientWarehouseError);
+    expect(describeError.message).toMatch(/^warehouse unreachable while trying to describe lost/);
+  });
+
+  it('a statement cancelled with CancelStatement while running is a WarehouseError saying it was cancelled', async () => {
+    const id = await main.warehouse.submit({ sql: 'SELECT pg_sleep(5)' }, 'to be cancelled');
+    const waited = rejectionOf(main.warehouse.wait(id, 'to be cancelled'));
+    await untilRunning(main.client, id);
+
+    await main.client.send(new CancelStatementCommand({ Id: id }));
+    const error = await waited;
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error).not.toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toBe(`to be cancelled (${id}) was cancelled`);
+  });
+
+  it('wait gives up after PollOptions.timeoutMs with a TransientWarehouseError "still ..." and leaves the statement running', async () => {
+    const { client, warehouse } = warehouseAt(wh.endpoint, { initialDelayMs: 10, maxDelayMs: 20, factor: 2, timeoutMs: 100 });
+    const id = await warehouse.submit({ sql: 'SELECT pg_sleep(3)' }, 'slow');
+    const started = Date.now();
+
+    const error = await rejectionOf(warehouse.wait(id, 'slow'));
+
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toMatch(new RegExp(`^slow \\(${id}\\) still (SUBMITTED|PICKED|STARTED) after 0 s$`));
+    const described = await client.send(new DescribeStatementCommand({ Id: id }));
+    expect(['SUBMITTED', 'PICKED', 'STARTED']).toContain(described.Status);
+    await client.send(new CancelStatementCommand({ Id: id }));
+  });
+
+  it('query of a statement without a result set is a permanent WarehouseError from GetStatementResult', async () => {
+    const error = await rejectionOf(main.warehouse.query({ sql: 'INSERT INTO inserted VALUES (9, NULL)' }, 'no result set'));
+
+    expect(error).toBeInstanceOf(WarehouseError);
+    expect(error.message).toMatch(/^Data API refused to read results of no result set \(.*\): ValidationException: Query does not have result/);
+  });
+});
+
+describe('adaptive polling', () => {
+  const adaptive: PollOptions = { initialDelayMs: 20, maxDelayMs: 200, factor: 2, timeoutMs: 30_000 };
+
+  it('a ~1 s statement is seen through with few DescribeStatement polls (backs off to 200 ms)', async () => {
+    const { warehouse } = warehouseAt(wh.endpoint, adaptive);
+
+    const outcome = await warehouse.execute({ sql: 'SELECT pg_sleep(1)' }, 'one second');
+
+    // 20+40+80+160 ms, then every 200 ms: about 9; a fixed 20 ms poll would need about 50.
+    expect(outcome.polls).toBeGreaterThanOrEqual(5);
+    expect(outcome.polls).toBeLessThan(15);
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(990);
+  });
+
+  it('a trivial statement is seen finished within 1-3 polls', async () => {
+    const { warehouse } = warehouseAt(wh.endpoint, adaptive);
+
+    const outcome = await warehouse.execute({ sql: 'SELECT 1' }, 'trivial');
+
+    expect(outcome.polls).toBeGreaterThanOrEqual(1);
+    expect(outcome.polls).toBeLessThanOrEqual(3);
+  });
+});
+
+describe('warehouseFromEnv', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it('honours REDSHIFT_DATA_ENDPOINT: statements run on the local endpoint', async () => {
+    // The SDK client takes region and credentials from process.env, as on Lambda.
+    vi.stubEnv('AWS_REGION', 'us-east-1');
+    vi.stubEnv('AWS_ACCESS_KEY_ID', 'local');
+    vi.stubEnv('AWS_SECRET_ACCESS_KEY', 'local');
+    const env = { REDSHIFT_DATA_ENDPOINT: wh.endpoint, WAREHOUSE_DATABASE: wh.pg.database, WAREHOUSE_WORKGROUP: 'local', WAREHOUSE_POLL_MAX_MS: '50' };
+    const before = wh.api.statements();
+
+    const warehouse = warehouseFromEnv(env);
+    const rows = await warehouse.query({ sql: 'SELECT current_database() AS db' }, 'where am i');
+
+    expect(rows).toEqual([{ db: wh.pg.database }]);
+    expect(wh.api.statements()).toBe(before + 1);
+    expect(warehouseFromEnv({ ...env })).toBe(warehouse);
+    expect(warehouseFromEnv({ ...env, WAREHOUSE_POLL_MAX_MS: '60' })).not.toBe(warehouse);
+  });
+});
