@@ -20,7 +20,7 @@ import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { ensureDatabase, startLocalPostgres } from '../local/postgres.ts';
-import { LocalRunner, PROJECT_ROOT, type ExecutionEvent } from '../local/runner.ts';
+import { LocalRunner, PROJECT_ROOT, silenceSdkNodeNotice, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
 
@@ -42,6 +42,7 @@ const median = (values: number[]) => {
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {
+  silenceSdkNodeNotice();
   const rows = option('rows', 600_000);
   const repeat = option('repeat', 3);
   const rowsPerDay = Math.max(1, Math.round(rows / DAYS));

@@ -17,7 +17,7 @@ import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { ensureDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
-import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
+import { LocalRunner, silenceSdkNodeNotice, type ExecutionEvent, type ExecutionResult } from './runner.ts';
 import { addBadSourceRow, createSampleWarehouse, sampleDay } from './sample-data.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
@@ -174,6 +174,7 @@ async function printManifest(warehouse: Warehouse): Promise<void> {
 }
 
 async function main(): Promise<number> {
+  silenceSdkNodeNotice();
   const t0 = Date.now();
   err('atomic-publish demo: readers see old data or new data, never a mix');
   err('');

@@ -40,6 +40,11 @@ export interface ExecutionEvent {
   readonly Cause?: unknown;
 }
 
+/** The deployed functions run Node 22; on a local Node 20 the SDK's support notice is noise. */
+export function silenceSdkNodeNotice(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+}
+
 export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const STATE_DIR = join(PROJECT_ROOT, '.atomic-publish');
 
@@ -187,6 +192,7 @@ export class LocalRunner {
   }
 
   static async create(options: LocalRunnerOptions): Promise<LocalRunner> {
+    silenceSdkNodeNotice();
     Object.assign(process.env, {
       AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
@@ -194,8 +200,6 @@ export class LocalRunner {
       POWERTOOLS_SERVICE_NAME: 'atomic-publish',
       POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
-      // The deployed functions run Node 22; locally the SDK's Node 20 notice is noise.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
       ...options.env,
     });
     const workflow = await loadWorkflow();
