@@ -16,7 +16,7 @@ import pg from 'pg';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { startLocalDataApi } from './data-api/server.ts';
-import { ensureDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
+import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
 import { LocalRunner, silenceSdkNodeNotice, type ExecutionEvent, type ExecutionResult } from './runner.ts';
 import { addBadSourceRow, createSampleWarehouse, sampleDay } from './sample-data.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
@@ -184,11 +184,7 @@ async function main(): Promise<number> {
     log: (line) => err(`  ${line}`),
   });
   const conn: PgConnection = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
-  const admin = new pg.Client({ ...conn, database: 'postgres' });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE} WITH (FORCE)`);
-  await admin.end();
-  await ensureDatabase(conn, DATABASE);
+  await recreateDatabase(conn, DATABASE);
   const api = await startLocalDataApi({ postgres: conn });
   err(`  PostgreSQL on ${postgres.host}:${postgres.port}, data in ${postgres.dataDir}`);
   err(`  Redshift Data API on ${api.endpoint}`);

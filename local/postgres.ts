@@ -12,6 +12,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { quoteIdent } from '../domain/identifiers.ts';
 import { mkdirReachable, projectRoot, resolvePostgresHost, type PostgresHost } from './postgres-host.ts';
 import { isAlive, sleep, withLock } from './process-lock.ts';
 
@@ -112,22 +113,31 @@ export async function startLocalPostgres(opts: StartLocalPostgresOptions = {}): 
 
 /** CREATE DATABASE `name` unless it exists; safe against a concurrent creator. */
 export async function ensureDatabase(conn: PgConnection, name: string): Promise<void> {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name) || name.length > 63) {
-    throw new Error(`atomic-publish: invalid database name ${JSON.stringify(name)} (expected [a-z_][a-z0-9_]*, at most 63 characters)`);
-  }
+  const quoted = quoteIdent(name);
   const client = new pg.Client({ ...conn, database: 'postgres' });
   await client.connect();
   try {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (rowCount) return;
-    // The name is validated above; identifiers cannot be bound as parameters.
-    await client.query(`CREATE DATABASE "${name}"`).catch((error: { code?: string }) => {
+    await client.query(`CREATE DATABASE ${quoted}`).catch((error: { code?: string }) => {
       // 42P04 duplicate_database; 23505 when a concurrent CREATE won the catalog race.
       if (error.code !== '42P04' && error.code !== '23505') throw error;
     });
   } finally {
     await client.end();
   }
+}
+
+/** A new, empty database `name`, dropping one of that name first (its connections too). */
+export async function recreateDatabase(conn: PgConnection, name: string): Promise<void> {
+  const client = new pg.Client({ ...conn, database: 'postgres' });
+  await client.connect();
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
+  await ensureDatabase(conn, name);
 }
 
 function handle(host: PostgresHost, state: State): LocalPostgres {

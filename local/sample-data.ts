@@ -14,15 +14,17 @@ export function sampleDay(index: number): Date {
   return new Date(SAMPLE_HISTORY_START.getTime() + index * DAY_MS);
 }
 
-/** The live table's DDL: the table must exist before atomic-publish rebuilds it. */
-export const LIVE_TABLE_COLUMNS = `
+const SOURCE_TABLE_COLUMNS = `
   order_id bigint NOT NULL,
   line_no int NOT NULL,
   ordered_at timestamp NOT NULL,
   customer_id int NOT NULL,
   product_id int NOT NULL,
   quantity int NOT NULL,
-  amount numeric(12, 2) NOT NULL,
+  amount numeric(12, 2) NOT NULL`;
+
+/** The live table's DDL: the table must exist before atomic-publish rebuilds it. */
+export const LIVE_TABLE_COLUMNS = `${SOURCE_TABLE_COLUMNS},
   unit_price numeric(12, 4) NOT NULL`;
 
 export interface SampleOptions {
@@ -43,16 +45,7 @@ export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOp
   await db.query(`DROP SCHEMA IF EXISTS analytics CASCADE`);
   await db.query(`CREATE SCHEMA source`);
   await db.query(`CREATE SCHEMA analytics`);
-  await db.query(`
-    CREATE TABLE source.sales_order_lines (
-      order_id bigint NOT NULL,
-      line_no int NOT NULL,
-      ordered_at timestamp NOT NULL,
-      customer_id int NOT NULL,
-      product_id int NOT NULL,
-      quantity int NOT NULL,
-      amount numeric(12, 2) NOT NULL
-    )`);
+  await db.query(`CREATE TABLE source.sales_order_lines (${SOURCE_TABLE_COLUMNS})`);
   // Row n of the whole history: day n / rowsPerDay, spread over the day.
   await db.query(
     `INSERT INTO source.sales_order_lines
