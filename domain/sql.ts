@@ -200,10 +200,15 @@ export function startBatch(record: BatchRecord): string[] {
        sqlLiteral(now),
      ].join(', ')}
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
+    // Cleanup of a later run may have dropped this failed batch's staging
+    // table: it was created empty again above, so every chunk reloads.
+    `UPDATE ${M}.chunks SET status = 'PENDING', rows_written = NULL, statement_id = NULL
+      WHERE batch_id = ${id}
+        AND EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id} AND staging_dropped_at IS NOT NULL)`,
     `UPDATE ${M}.batches
         SET status = 'RUNNING', attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
             base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
-            finished_at = NULL, error = NULL
+            finished_at = NULL, error = NULL, staging_dropped_at = NULL
       WHERE batch_id = ${id} AND status <> 'PUBLISHED'`,
   ];
   // Chunk rows in as few statements as fit the SQL size limit.

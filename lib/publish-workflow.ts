@@ -10,6 +10,7 @@ import {
   JsonPath,
   LogLevel,
   Map as MapState,
+  Pass,
   StateMachine,
   StateMachineType,
   Succeed,
@@ -123,9 +124,13 @@ export class PublishWorkflow extends Construct {
     recordFailure.next(notify).next(failed);
     const catchAll = { errors: ['States.ALL'], resultPath: '$.error' };
 
+    // The execution input moves under $.input first, so every later result
+    // and the Catch's $.error have an object to land in even when the input
+    // is a string, an array or null (Plan then rejects it and pages).
+    const input = new Pass(this, 'Input', { parameters: { input: JsonPath.entirePayload } });
     const plan = task('Plan', {
       payload: TaskInput.fromObject({
-        input: JsonPath.entirePayload,
+        input: JsonPath.objectAt('$.input'),
         startedAt: JsonPath.stringAt('$$.Execution.StartTime'),
         executionId: JsonPath.stringAt('$$.Execution.Id'),
       }),
@@ -179,7 +184,7 @@ export class PublishWorkflow extends Construct {
     this.stateMachine = new StateMachine(this, 'StateMachine', {
       comment: 'atomic-publish: plan, load staging in chunks, reconcile, publish by swap, emit metrics, clean up',
       stateMachineType: StateMachineType.STANDARD,
-      definitionBody: DefinitionBody.fromChainable(plan.next(alreadyPublished)),
+      definitionBody: DefinitionBody.fromChainable(input.next(plan).next(alreadyPublished)),
       timeout: props.executionTimeout ?? Duration.hours(12),
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: true },

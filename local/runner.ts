@@ -57,6 +57,10 @@ export interface SynthesizedWorkflow {
   readonly entries: Record<string, string>;
   /** Task state name -> kind of task without a Lambda (e.g. SNS publish). */
   readonly serviceTasks: Record<string, string>;
+  /** States that run inside a Map's item processor. */
+  readonly mapStates: ReadonlySet<string>;
+  /** Task state name -> the ErrorEquals lists of its Retry. */
+  readonly retriers: Record<string, string[][]>;
 }
 
 /** Files whose content decides the template; the cached template is reused while they are unchanged. */
@@ -102,8 +106,12 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
     entries[state] = entry;
   }
   const serviceTasks: Record<string, string> = {};
-  const visit = (states: Record<string, Record<string, unknown>>) => {
+  const mapStates = new Set<string>();
+  const retriers: Record<string, string[][]> = {};
+  const visit = (states: Record<string, Record<string, unknown>>, inMap: boolean) => {
     for (const [name, state] of Object.entries(states)) {
+      if (inMap) mapStates.add(name);
+      if (Array.isArray(state.Retry)) retriers[name] = (state.Retry as { ErrorEquals: string[] }[]).map((r) => r.ErrorEquals);
       if (state.Type === 'Task' && !(name in entries)) {
         const resource = String(state.Resource);
         if (!resource.includes(':states:::sns:publish')) {
@@ -112,11 +120,11 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
         serviceTasks[name] = 'sns:publish';
       }
       const inner = (state.ItemProcessor ?? state.Iterator) as { States: Record<string, Record<string, unknown>> } | undefined;
-      if (inner) visit(inner.States);
+      if (inner) visit(inner.States, true);
     }
   };
-  visit(definition.States as unknown as Record<string, Record<string, unknown>>);
-  return { template: tpl, definition, entries, serviceTasks };
+  visit(definition.States as unknown as Record<string, Record<string, unknown>>, false);
+  return { template: tpl, definition, entries, serviceTasks, mapStates, retriers };
 }
 
 export interface Alert {
@@ -229,10 +237,26 @@ export class LocalRunner {
     const metricsBefore = this.capture.sink.metrics.length;
     const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
     const retryIntervalOverrides: Record<string, number> = {};
+    // Step Functions starts no further Map iterations once one has failed;
+    // aws-local-stepfunctions keeps starting the queued ones, so stop them
+    // here. An error no Retry of the state matches fails the Map at once;
+    // one that exhausted its retries shows up as a MapIterationFailed event.
+    let mapFailed = false;
     for (const [state, handler] of this.handlers) {
+      const inMap = this.workflow.mapStates.has(state);
+      const retried = new Set((this.workflow.retriers[state] ?? []).flat());
       const call = (input: unknown) => invoke(handler, state, input);
       const override = this.options.taskOverrides?.[state];
-      taskResourceLocalHandlers[state] = override ? (input) => override(input, call) : call;
+      taskResourceLocalHandlers[state] = async (input) => {
+        if (inMap && mapFailed) throw Object.assign(new Error('Map failed: no new iterations start'), { name: 'States.Cancelled' });
+        try {
+          return await (override ? override(input, call) : call(input));
+        } catch (error) {
+          const name = (error as Error)?.name;
+          if (inMap && !retried.has(name) && !retried.has('States.ALL')) mapFailed = true;
+          throw error;
+        }
+      };
       retryIntervalOverrides[state] = this.options.retryIntervalMs ?? 10;
     }
     for (const state of Object.keys(this.workflow.serviceTasks)) {
@@ -250,6 +274,7 @@ export class LocalRunner {
     const collecting = (async () => {
       for await (const logged of execution.eventLogs) {
         const event = logged as ExecutionEvent;
+        if (event.type === 'MapIterationFailed') mapFailed = true;
         events.push(event);
         this.options.onEvent?.(event, executionId);
       }

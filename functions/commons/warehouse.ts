@@ -69,9 +69,14 @@ export interface StatementOutcome {
   readonly polls: number;
 }
 
-/** Database messages that mean "try again": serialization conflicts, lock waits, lost connections. */
+/**
+ * Database messages that mean "try again": serialization conflicts, lock
+ * waits, lost connections, and two sessions running the same idempotent DDL
+ * at once (the manifest's CREATE ... IF NOT EXISTS / CREATE OR REPLACE race
+ * in the catalog: a retry finds the object there).
+ */
 const TRANSIENT_SQL_ERROR =
-  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)/i;
+  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)|tuple concurrently updated|duplicate key value violates unique constraint "pg_/i;
 
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([

@@ -11,9 +11,8 @@ import type { PublishResult } from '../publish/index.ts';
 
 /** The execution state as the Catch left it: the execution input, `error` from Step Functions, results of earlier steps. */
 export interface FailedState {
-  readonly pipeline?: string;
-  readonly from?: string;
-  readonly to?: string;
+  /** The execution input as given (possibly not even an object). */
+  readonly input?: unknown;
   readonly plan?: PlanResult;
   readonly publish?: PublishResult;
   readonly error?: { Error?: string; Cause?: string };
@@ -47,6 +46,11 @@ export function describeError(error: FailedState['error']): { name: string; mess
   return { name, message: cause || name };
 }
 
+function inputPipeline(input: unknown): string | undefined {
+  const name = typeof input === 'object' && input !== null ? (input as { pipeline?: unknown }).pipeline : undefined;
+  return typeof name === 'string' && name !== '' ? name.slice(0, 128) : undefined;
+}
+
 /** SNS subjects: ASCII, no line breaks, at most 100 characters. */
 function subjectLine(text: string): string {
   const ascii = text.replace(/[^\x20-\x7e]/g, '?');
@@ -57,7 +61,7 @@ function subjectLine(text: string): string {
 export function failureReport(event: RecordFailureEvent, recorded: boolean, recordError?: string): FailureReport {
   const { state } = event;
   const batch: BatchRef | undefined = state.plan?.batch;
-  const pipeline = batch?.pipeline ?? (typeof state.pipeline === 'string' ? state.pipeline : undefined);
+  const pipeline = batch?.pipeline ?? inputPipeline(state.input);
   const { name, message } = describeError(state.error);
   const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
   lines.push(`Error:      ${name}: ${message}`);

@@ -294,10 +294,20 @@ describe('startBatch', () => {
   });
 
   it('moves an existing unpublished batch back to RUNNING and counts the attempt', () => {
-    const update = statements.find((s) => s.startsWith('UPDATE'));
+    const update = statements.find((s) => s.startsWith('UPDATE "atomic_publish".batches'));
 
     expect(update).toContain("status = 'RUNNING', attempt = attempt + 1");
     expect(update).toContain("AND status <> 'PUBLISHED'");
+    expect(update).toContain('staging_dropped_at = NULL');
+  });
+
+  it('reloads every chunk of a batch whose staging table a later cleanup dropped', () => {
+    const reset = statements.find((s) => s.startsWith('UPDATE "atomic_publish".chunks'));
+
+    expect(reset).toContain("SET status = 'PENDING'");
+    expect(reset).toContain('staging_dropped_at IS NOT NULL');
+    // Before the batch row forgets that its staging was dropped.
+    expect(statements.indexOf(reset!)).toBeLessThan(statements.findIndex((s) => s.startsWith('UPDATE "atomic_publish".batches')));
   });
 
   it('is deterministic: the same record gives the same statements', () => {

@@ -83,7 +83,7 @@ describe('failureReport', () => {
   });
 
   it('subject stays ASCII and within 100 characters for a long, non-ASCII pipeline and error name', () => {
-    const report = failureReport(eventWith({ pipeline: `bestellungen_${'ä'.repeat(60)}`, error: { Error: `Fehler→${'x'.repeat(80)}` } }), false);
+    const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), false);
 
     expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
     expect(report.subject.length).toBeLessThanOrEqual(100);
@@ -92,7 +92,7 @@ describe('failureReport', () => {
   });
 
   it('a failure before planning says nothing was written and offers no re-run', () => {
-    const report = failureReport(eventWith({ pipeline: 'orders', error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), false);
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), false);
 
     expect(report.subject).toBe('atomic-publish: orders failed (ValidationError)');
     expect(report.message).toContain('atomic-publish: pipeline orders failed');
@@ -114,7 +114,7 @@ describe('failureReport', () => {
 
   it('a load failure names the live table as untouched, keeps the staging table and gives a re-run input', () => {
     const report = failureReport(
-      eventWith({ pipeline: 'orders', plan, error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') } }),
+      eventWith({ input: { pipeline: 'orders' }, plan, error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') } }),
       true,
     );
 
@@ -140,7 +140,7 @@ describe('failureReport', () => {
   });
 
   it('a failure after publishing says the live table was published and offers no re-run', () => {
-    const report = failureReport(eventWith({ pipeline: 'orders', plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), false);
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), false);
 
     expect(report.message).toContain('Live table: published (publication 5); a step after publishing failed.');
     expect(report.message).not.toContain('untouched');

@@ -59,6 +59,9 @@ describe('classifySqlError', () => {
     'FATAL: terminating connection due to administrator command',
     'FATAL: sorry, too many clients already',
     'FATAL: the database system is starting up',
+    // Two Plans running the manifest's idempotent DDL at once; a retry finds the objects in place.
+    'ERROR: tuple concurrently updated',
+    'ERROR: duplicate key value violates unique constraint "pg_namespace_nspname_index" DETAIL: Key (nspname)=(atomic_publish) already exists.',
   ])('a retryable database message is a TransientWarehouseError: %s', (message) => {
     const error = classifySqlError(message, 'load chunk 3');
 

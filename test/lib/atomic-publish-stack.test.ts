@@ -39,13 +39,13 @@ describe('state machine', () => {
       const current: AslState = asl.States[name]!;
       name = current.Type === 'Choice' ? (current.Default as string) : current.Next;
     }
-    expect(path).toEqual(['Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(asl.States.Published).toEqual({ Type: 'Succeed' });
   });
 
   it('has exactly the contract states, with LoadChunk inside the Map', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
-      ['AlreadyPublished', 'Cleanup', 'EmitMetrics', 'Failed', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
+      ['AlreadyPublished', 'Cleanup', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
     );
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
   });
@@ -60,7 +60,8 @@ describe('state machine', () => {
   });
 
   it('passes each task the payload its handler expects and stores its result where later states read it', () => {
-    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
+    expect(state('Input')).toEqual({ Type: 'Pass', Parameters: { 'input.$': '$' }, Next: 'Plan' });
+    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$.input', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
     for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
       expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
     }

@@ -102,7 +102,7 @@ describe('ensureDatabase', () => {
     await ensureDatabase(conn, name);
     expect(await sql(conn, `SELECT datname FROM pg_database WHERE datname = '${name}'`)).toHaveLength(1);
     await sql(conn, `DROP DATABASE "${name}"`);
-    await expect(ensureDatabase(conn, 'Bad-Name')).rejects.toThrow(/invalid database name/);
+    await expect(ensureDatabase(conn, 'Bad-Name')).rejects.toThrow(/identifier "Bad-Name" is not allowed/);
   });
 });
 

@@ -1,0 +1,239 @@
+// The whole workflow on real parts, for one test file: a fresh database with
+// the sample warehouse, a local Data API endpoint (test/support/warehouse.ts)
+// and a LocalRunner executing the synthesized state machine against it.
+//
+//   let wf: Workflow;
+//   beforeAll(async () => { wf = await useWorkflow('wf_success'); await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 8 }); });
+//   afterAll(() => wf?.close());
+//
+//   const result = await wf.run(10);                 // { pipeline: 'sales_order_lines', to: sampleDay(10) }
+//   expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
+//
+// Faults are injected per test through `wf.faults.<TaskState>` (cleared by
+// `wf.reset()`); every LoadChunk invocation is counted in `wf.loads`.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
+import { createSampleWarehouse, sampleDay, type SampleOptions } from '../../local/sample-data.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { useWarehouse, type Warehouse } from './warehouse.ts';
+
+export const PIPELINE: Pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+export const LIVE = 'analytics.sales_order_lines';
+
+export type TaskOverride = (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>;
+const TASK_STATES = ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'RecordFailure'] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+/** A full-content fingerprint of the live table's shape: row count, key sum and an ordered digest of every column. */
+export interface Fingerprint {
+  rows: number;
+  keySum: string;
+  digest: string;
+}
+
+const FINGERPRINT = `
+  SELECT count(*)::int AS rows,
+         COALESCE(sum(order_id * 1000 + line_no), 0)::text AS "keySum",
+         md5(COALESCE(string_agg(concat_ws(':', order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price),
+                                 ',' ORDER BY order_id, line_no), '')) AS digest`;
+
+/** The execution input of a manual run up to the start of sample day `day`. */
+export function inputFor(day: number): { pipeline: string; to: string } {
+  return { pipeline: PIPELINE.name, to: sampleDay(day).toISOString() };
+}
+
+/** Batch id, staging and old-version table names a run up to `day` uses (computed as Plan does). */
+export function namesFor(day: number): { batchId: string; staging: string; previous: string } {
+  const interval = resolveInterval(inputFor(day), PIPELINE, new Date());
+  const batchId = batchIdFor(PIPELINE, interval);
+  return {
+    batchId,
+    staging: `analytics.${stagingTableFor(PIPELINE, batchId)}`,
+    previous: `analytics.${previousVersionTableFor(PIPELINE, batchId)}`,
+  };
+}
+
+/** Events of task state `name` of one type (Map iteration events are forwarded with an index). */
+export function stateEvents(result: ExecutionResult, type: ExecutionEvent['type'], name: string): ExecutionEvent[] {
+  return result.events.filter((e) => e.type === type && e.state?.name === name);
+}
+
+/** Names of the states the execution entered, in order (Map iterations included). */
+export function visited(result: ExecutionResult): string[] {
+  return result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name);
+}
+
+/** The `$.error` the Catch handed to RecordFailure: what actually failed, before the Fail state renamed it. */
+export function caughtError(result: ExecutionResult): { Error?: string; Cause?: string } | undefined {
+  const entered = stateEvents(result, 'StateEntered', 'RecordFailure')[0];
+  return (entered?.state?.input as { error?: { Error?: string; Cause?: string } } | undefined)?.error;
+}
+
+/** The message of the caught error (Lambda errors carry `{errorType, errorMessage}` in Cause). */
+export function caughtMessage(result: ExecutionResult): string {
+  const cause = caughtError(result)?.Cause ?? '';
+  try {
+    const parsed = JSON.parse(cause) as { errorMessage?: string };
+    if (typeof parsed?.errorMessage === 'string') return parsed.errorMessage;
+  } catch {
+    // plain text
+  }
+  return cause;
+}
+
+export interface Workflow {
+  readonly wh: Warehouse;
+  readonly runner: LocalRunner;
+  /** Per-test fault injection, keyed by Task state; `reset()` clears it. */
+  readonly faults: Partial<Record<TaskState, TaskOverride>>;
+  /** LoadChunk invocations since the last `reset()`: chunk indexes in the order they started, when, and how many still run. */
+  readonly loads: { started: number[]; startedAt: number[]; inFlight: number };
+  /** Creates the sample source and live table (replacing any earlier ones). */
+  sample(options: SampleOptions): Promise<void>;
+  run(input: unknown, name?: string): Promise<ExecutionResult>;
+  /** Waits until no LoadChunk invocation is running (a failed Map leaves its in-flight iterations to finish). */
+  quiesce(): Promise<void>;
+  reset(): void;
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+  fingerprint(table: string): Promise<Fingerprint>;
+  /** The fingerprint the live table must have after publishing source rows before sample day `day`, computed from the source. */
+  expected(day: number): Promise<Fingerprint>;
+  tableExists(table: string): Promise<boolean>;
+  /** Tables of schema analytics whose name starts with `sales_order_lines__`. */
+  derivedTables(): Promise<string[]>;
+  schemaExists(schema: string): Promise<boolean>;
+  batch(batchId: string): Promise<Record<string, unknown> | undefined>;
+  chunkStatuses(batchId: string): Promise<Record<string, number>>;
+  publications(): Promise<Record<string, unknown>[]>;
+  readonly outboxFile: string;
+  close(): Promise<void>;
+}
+
+export async function useWorkflow(prefix: string, options: { retryIntervalMs?: number } = {}): Promise<Workflow> {
+  const wh = await useWarehouse(prefix);
+  const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  const outboxFile = join(dir, 'alerts.jsonl');
+  const faults: Partial<Record<TaskState, TaskOverride>> = {};
+  const loads = { started: [] as number[], startedAt: [] as number[], inFlight: 0 };
+
+  const taskOverrides: Record<string, TaskOverride> = {};
+  for (const state of TASK_STATES) {
+    taskOverrides[state] = async (input, next) => {
+      const fault = faults[state];
+      if (state !== 'LoadChunk') return fault ? fault(input, next) : next(input);
+      loads.started.push((input as { chunk: { index: number } }).chunk.index);
+      loads.startedAt.push(Date.now());
+      loads.inFlight += 1;
+      try {
+        return await (fault ? fault(input, next) : next(input));
+      } finally {
+        loads.inFlight -= 1;
+      }
+    };
+  }
+  const runner = await LocalRunner.create({
+    env: {
+      REDSHIFT_DATA_ENDPOINT: wh.endpoint,
+      WAREHOUSE_DATABASE: wh.pg.database,
+      WAREHOUSE_WORKGROUP: 'local',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+      WAREHOUSE_POLL_MAX_MS: '100',
+    },
+    retryIntervalMs: options.retryIntervalMs ?? 5,
+    taskOverrides,
+    outboxFile,
+  });
+
+  const query = wh.query;
+  const one = async <T>(sql: string, params?: unknown[]) => (await query<T>(sql, params))[0]!;
+  const workflow: Workflow = {
+    wh,
+    runner,
+    faults,
+    loads,
+    outboxFile,
+    async sample(sampleOptions) {
+      const client = new pg.Client(wh.pg);
+      await client.connect();
+      try {
+        await createSampleWarehouse(client, sampleOptions);
+      } finally {
+        await client.end();
+      }
+    },
+    run: (input, name) => runner.run(input, name ? { name } : {}),
+    async quiesce() {
+      // An iteration queued behind the failed one may still start: wait until nothing ran for a while.
+      let quietSince = Date.now();
+      let seen = loads.started.length;
+      const deadline = Date.now() + 20_000;
+      while (Date.now() - quietSince < 300) {
+        if (Date.now() > deadline) throw new Error(`LoadChunk invocations still running after 20 s (${loads.inFlight} in flight)`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        if (loads.inFlight > 0 || loads.started.length !== seen) {
+          quietSince = Date.now();
+          seen = loads.started.length;
+        }
+      }
+    },
+    reset() {
+      for (const state of TASK_STATES) delete faults[state];
+      loads.started.length = 0;
+      loads.startedAt.length = 0;
+    },
+    query,
+    fingerprint: (table) => one<Fingerprint>(`${FINGERPRINT} FROM ${table}`),
+    expected: (day) =>
+      one<Fingerprint>(
+        `${FINGERPRINT} FROM (
+           SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount,
+                  CAST(amount / quantity AS numeric(12, 4)) AS unit_price
+             FROM source.sales_order_lines
+            WHERE ordered_at >= '2026-01-01' AND ordered_at < $1::timestamp) AS expected`,
+        [sampleDay(day).toISOString().slice(0, 19)],
+      ),
+    tableExists: async (table) => (await one<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [table])).ok,
+    derivedTables: async () =>
+      (
+        await query<{ name: string }>(
+          `SELECT table_name AS name FROM information_schema.tables
+            WHERE table_schema = 'analytics' AND table_name LIKE 'sales\\_order\\_lines\\_\\_%' ORDER BY 1`,
+        )
+      ).map((r) => `analytics.${r.name}`),
+    schemaExists: async (schema) =>
+      (await one<{ ok: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS ok', [schema])).ok,
+    batch: async (batchId) => (await query(`SELECT * FROM atomic_publish.batches WHERE batch_id = $1`, [batchId]))[0],
+    async chunkStatuses(batchId) {
+      const rows = await query<{ status: string; n: number }>(
+        `SELECT status, count(*)::int AS n FROM atomic_publish.chunks WHERE batch_id = $1 GROUP BY status`,
+        [batchId],
+      );
+      return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+    },
+    publications: () => query(`SELECT * FROM atomic_publish.publications ORDER BY seq`),
+    async close() {
+      runner.close();
+      await wh.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return workflow;
+}
+
+/** Chunk indexes of the LoadChunk iterations the execution ran (from its events), sorted. */
+export function loadedChunks(result: ExecutionResult): number[] {
+  return stateEvents(result, 'StateEntered', 'LoadChunk')
+    .map((e) => (e.state!.input as { chunk: { index: number } }).chunk.index)
+    .sort((a, b) => a - b);
+}
+
+/** What Plan returned (`$.plan`), from the execution's events. */
+export function planOf(result: ExecutionResult): { alreadyPublished: boolean; chunkCount: number; chunks: { index: number }[]; batch: { batchId: string; basePublication: number } } {
+  const exited = stateEvents(result, 'StateExited', 'Plan')[0];
+  return (exited!.state!.output as { plan: ReturnType<typeof planOf> }).plan;
+}

@@ -1,0 +1,168 @@
+// Bad input and a warehouse that does not fit the pipeline: every such run
+// fails in Plan with a ValidationError that names the problem, pages, and
+// writes NOTHING to the warehouse: on this fresh database the manifest
+// schema never comes into existence and no staging table appears.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, useWorkflow, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+
+let wf: Workflow;
+let live: Fingerprint;
+let source: Fingerprint;
+
+const SOURCE_FINGERPRINT = `
+  SELECT count(*)::int AS rows, COALESCE(sum(order_id * 1000 + line_no), 0)::text AS "keySum",
+         md5(COALESCE(string_agg(concat_ws(':', order_id, line_no, ordered_at, quantity, amount), ',' ORDER BY order_id, line_no), '')) AS digest
+    FROM source.sales_order_lines`;
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_bad_input');
+  await wf.sample({ rowsPerDay: 20, sourceDays: 10, liveDays: 5 });
+  live = await wf.fingerprint(LIVE);
+  source = (await wf.query<Fingerprint>(SOURCE_FINGERPRINT))[0]!;
+});
+afterAll(() => wf?.close());
+
+/** Nothing of atomic-publish exists in the warehouse, and what was there is unchanged. */
+async function expectNothingWritten(options: { liveTable?: boolean } = {}): Promise<void> {
+  expect(await wf.schemaExists('atomic_publish'), 'manifest schema atomic_publish').toBe(false);
+  expect(await wf.derivedTables(), 'staging or old version tables').toEqual([]);
+  const tables = await wf.query<{ name: string }>(
+    `SELECT table_schema || '.' || table_name AS name FROM information_schema.tables
+      WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`,
+  );
+  expect(tables.map((t) => t.name)).toEqual([...(options.liveTable === false ? [] : [LIVE]), 'source.sales_order_lines']);
+  if (options.liveTable !== false) expect(await wf.fingerprint(LIVE)).toEqual(live);
+  expect((await wf.query<Fingerprint>(SOURCE_FINGERPRINT))[0]).toEqual(source);
+}
+
+/** Failed in Plan with a ValidationError matching `message`, reported once through RecordFailure and Notify. */
+function expectRejected(result: ExecutionResult, message: RegExp, pipeline = 'sales_order_lines'): void {
+  expect(result.status).toBe('FAILED');
+  expect(result.error).toBe('AtomicPublishFailed');
+  expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+  expect(caughtError(result)?.Error).toBe('ValidationError');
+  expect(caughtMessage(result)).toMatch(message);
+  expect(result.alerts).toHaveLength(1);
+  const [alert] = result.alerts;
+  expect(alert!.subject).toBe(`atomic-publish: ${pipeline} failed (ValidationError)`);
+  expect(alert!.message).toContain(`ValidationError: ${caughtMessage(result)}`);
+  expect(alert!.message).toContain('Live table: untouched; the run stopped before a batch was created and nothing was written.');
+  expect(alert!.message).toContain('Manifest:   not updated');
+  const failures = result.metrics.filter((m) => 'BatchFailed' in m.values);
+  expect(failures).toHaveLength(1);
+  expect(failures[0]!.values.BatchFailed).toBe(1);
+}
+
+const day = (n: number) => inputFor(n).to;
+
+describe('execution input rejected before anything is written', () => {
+  const cases: [string, unknown, RegExp, string?][] = [
+    ['an unknown pipeline', { pipeline: 'sales_order_line', to: day(3) }, /^unknown pipeline "sales_order_line"; known pipelines: sales_order_lines$/, 'sales_order_line'],
+    ['no pipeline', { to: day(3) }, /^input\.pipeline is required$/, 'run'],
+    ['a `to` that is not a date', { pipeline: 'sales_order_lines', to: 'tomorrow' }, /^input\.to must be an ISO 8601 date .*got "tomorrow"$/],
+    ['a numeric `to`', { pipeline: 'sales_order_lines', to: 123 }, /^input\.to must be an ISO 8601 date .*got 123$/],
+    ['a `to` with an hour past 23', { pipeline: 'sales_order_lines', to: '2026-01-05T25:00:00Z' }, /^input\.to is not a real date: 2026-01-05T25:00:00Z$/],
+    ['a reversed interval', { pipeline: 'sales_order_lines', from: '2026-01-05', to: '2026-01-01' }, /^interval is empty or reversed: from 2026-01-05T00:00:00\.000Z is not before to 2026-01-01T00:00:00\.000Z$/],
+    ['an empty interval', { pipeline: 'sales_order_lines', to: '2026-01-01' }, /^interval is empty or reversed/],
+    ['a `to` off the day grain', { pipeline: 'sales_order_lines', to: '2026-01-05T12:00:00Z' }, /^input\.to 2026-01-05T12:00:00\.000Z is not on a day boundary in UTC \(nearest earlier boundary: 2026-01-05T00:00:00\.000Z\)$/],
+    ['a `from` other than historyStart on a swap pipeline', { pipeline: 'sales_order_lines', from: '2026-01-02', to: day(4) }, /^pipeline sales_order_lines publishes by swap, which rebuilds the whole table: input\.from must be omitted or equal historyStart/],
+    ['a `to` in the future', { pipeline: 'sales_order_lines', to: '2099-01-01' }, /^input\.to 2099-01-01T00:00:00\.000Z is in the future$/],
+    ['an unknown extra field', { pipeline: 'sales_order_lines', to: day(3), force: true }, /^input has unknown field\(s\): force \(allowed: pipeline, from, to\)$/],
+  ];
+
+  it.each(cases)('rejects %s, pages, and writes nothing', async (_what, input, message, pipeline) => {
+    const result = await wf.run(input);
+    expectRejected(result, message, pipeline);
+    await expectNothingWritten();
+  });
+
+  // Fixed bug, kept as a regression test (lib/publish-workflow.ts: Plan's Catch uses ResultPath "$.error"): an
+  // execution input that is not a JSON object cannot take `$.error`, so the
+  // Catch itself fails with States.ResultPathMatchFailure (null: States.Runtime)
+  // and the execution ends without RecordFailure: no alert, no BatchFailed
+  // metric, and the ValidationError Plan raised is lost. Step Functions
+  // behaves the same way. Expected: rejected like any other bad input.
+  it.each([
+    ['a string', 'sales_order_lines'],
+    ['an array', [{ pipeline: 'sales_order_lines' }]],
+    ['a number', 42],
+  ] as [string, unknown][])('rejects %s as execution input with a ValidationError and an alert', async (_what, input) => {
+    const result = await wf.run(input);
+    expect(result.status).toBe('FAILED');
+    await expectNothingWritten();
+    expect(result.error).toBe('AtomicPublishFailed');
+    expect(caughtError(result)?.Error).toBe('ValidationError');
+    expect(caughtMessage(result)).toMatch(/^execution input must be a JSON object like \{"pipeline": "name"\}, got /);
+    expect(result.alerts).toHaveLength(1);
+  });
+});
+
+describe('a warehouse that does not fit the pipeline', () => {
+  it('rejects a run whose live table does not exist, naming the table, and writes nothing', async () => {
+    await wf.query(`ALTER TABLE ${LIVE} RENAME TO sales_order_lines_moved`);
+    try {
+      const result = await wf.run(inputFor(4));
+      expectRejected(result, /^live table analytics\.sales_order_lines does not exist: create it once with its DDL/);
+      expect(await wf.schemaExists('atomic_publish')).toBe(false);
+      expect(await wf.tableExists(LIVE)).toBe(false);
+      expect(await wf.derivedTables()).toEqual([]);
+    } finally {
+      await wf.query(`ALTER TABLE analytics.sales_order_lines_moved RENAME TO sales_order_lines`);
+    }
+    await expectNothingWritten();
+  });
+
+  it('rejects a live table with a column the source query does not produce, naming the column, and writes nothing', async () => {
+    await wf.query(`ALTER TABLE ${LIVE} ADD COLUMN discount numeric(12, 2)`);
+    try {
+      const result = await wf.run(inputFor(4));
+      expectRejected(result, /^pipeline sales_order_lines: the source query does not produce column\(s\) discount of analytics\.sales_order_lines \(it produces: order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price\)$/);
+      await expectNothingWritten();
+    } finally {
+      await wf.query(`ALTER TABLE ${LIVE} DROP COLUMN discount`);
+    }
+  });
+
+  it('rejects a live table missing the time column, naming it, and writes nothing', async () => {
+    await wf.query(`ALTER TABLE ${LIVE} RENAME COLUMN ordered_at TO order_time`);
+    try {
+      const result = await wf.run(inputFor(4));
+      expectRejected(result, /^pipeline sales_order_lines: timeColumn ordered_at is not a column of analytics\.sales_order_lines$/);
+      expect(await wf.schemaExists('atomic_publish')).toBe(false);
+      expect(await wf.derivedTables()).toEqual([]);
+    } finally {
+      await wf.query(`ALTER TABLE ${LIVE} RENAME COLUMN order_time TO ordered_at`);
+    }
+  });
+
+  it('fails a source query that no longer compiles in Plan, with the database message, and writes nothing', async () => {
+    await wf.query(`ALTER TABLE source.sales_order_lines RENAME COLUMN quantity TO qty`);
+    try {
+      const result = await wf.run(inputFor(4));
+      expect(result.status).toBe('FAILED');
+      expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+      expect(caughtError(result)?.Error).toBe('WarehouseError');
+      expect(caughtMessage(result)).toMatch(/plan:source-shape.* failed: ERROR: column "quantity" does not exist/);
+      expect(result.alerts).toHaveLength(1);
+      expect(await wf.schemaExists('atomic_publish')).toBe(false);
+      expect(await wf.derivedTables()).toEqual([]);
+    } finally {
+      await wf.query(`ALTER TABLE source.sales_order_lines RENAME COLUMN qty TO quantity`);
+    }
+    await expectNothingWritten();
+  });
+});
+
+// Last in the file: if this regresses, the run publishes and writes the manifest.
+// (parseInstant once let V8 roll 2026-02-30 over to 2026-03-02, and the run
+// published source data up to March 2.)
+describe('a `to` that is not a calendar day', () => {
+  it('rejects 2026-02-30 instead of publishing up to March 2, and writes nothing', async () => {
+    const result = await wf.run({ pipeline: 'sales_order_lines', to: '2026-02-30' });
+    const published = await wf.schemaExists('atomic_publish');
+    expect({ status: result.status, manifestWritten: published }).toEqual({ status: 'FAILED', manifestWritten: false });
+    expectRejected(result, /^input\.to is not a real date: 2026-02-30$/);
+    await expectNothingWritten();
+  });
+});

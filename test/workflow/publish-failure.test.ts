@@ -1,0 +1,185 @@
+// Failures at the last step: the swap transaction failing for real in the
+// warehouse, and another batch publishing after this one was planned. The
+// live table is never half-swapped, the manifest records no publication
+// that did not happen, and a re-run reaches the state of one clean run.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from '../../local/runner.ts';
+import {
+  caughtError,
+  caughtMessage,
+  inputFor,
+  LIVE,
+  loadedChunks,
+  namesFor,
+  planOf,
+  useWorkflow,
+  visited,
+  type Fingerprint,
+  type Workflow,
+} from '../support/workflow.ts';
+
+const ROWS_PER_DAY = 20;
+
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_publish_failure');
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 14, liveDays: 6 });
+});
+afterAll(() => wf?.close());
+
+describe('a swap transaction that fails in the warehouse', () => {
+  const names = namesFor(9);
+  let old: Fingerprint;
+  let failed: ExecutionResult;
+  beforeAll(async () => {
+    old = await wf.fingerprint(LIVE);
+    // The name the live table would be renamed to is taken: ALTER TABLE ... RENAME fails inside the swap.
+    await wf.query(`CREATE TABLE ${names.previous} (blocker int)`);
+    failed = await wf.run(inputFor(9), 'swap-blocked');
+  });
+
+  it('fails the run at Publish with the database message, after the checks passed', async () => {
+    expect(failed.status).toBe('FAILED');
+    expect(visited(failed).filter((s) => s !== 'LoadChunk')).toEqual([
+      'Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'RecordFailure', 'Notify', 'Failed',
+    ]);
+    expect(caughtError(failed)?.Error).toBe('WarehouseError');
+    expect(caughtMessage(failed)).toContain(`relation "${names.previous.replace('analytics.', '')}" already exists`);
+  });
+
+  it('rolls the whole swap back: live untouched, staging still present with the new data, the blocker unchanged', async () => {
+    expect(await wf.fingerprint(LIVE)).toEqual(old);
+    expect(await wf.tableExists(names.staging)).toBe(true);
+    expect(await wf.fingerprint(names.staging)).toEqual(await wf.expected(9));
+    const blocker = await wf.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = $1`,
+      [names.previous.replace('analytics.', '')],
+    );
+    expect(blocker.map((c) => c.column_name)).toEqual(['blocker']);
+  });
+
+  it('records no publication and marks the batch FAILED with the database message', async () => {
+    expect(await wf.publications()).toEqual([]);
+    const batch = await wf.batch(names.batchId);
+    expect(batch).toMatchObject({ status: 'FAILED', attempt: 1 });
+    expect(String(batch!.error)).toMatch(/^WarehouseError: .*publish:swap.* failed: .*already exists/);
+    const checks = await wf.query<{ passed: boolean }>('SELECT passed FROM atomic_publish.check_results WHERE batch_id = $1', [names.batchId]);
+    expect(checks.map((c) => c.passed)).toEqual([true, true, true, true, true]);
+  });
+
+  it('pages once, saying the live table is untouched', () => {
+    expect(failed.alerts).toHaveLength(1);
+    expect(failed.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (WarehouseError)');
+    expect(failed.alerts[0]!.message).toContain(`Live table: ${LIVE} untouched`);
+    expect(failed.metrics.find((m) => 'BatchFailed' in m.values)?.values.BatchFailed).toBe(1);
+  });
+
+  it('publishes on re-run once the name is free: same batch, attempt 2, no chunk reloaded', async () => {
+    await wf.query(`DROP TABLE ${names.previous}`);
+    wf.reset();
+    const rerun = await wf.run(inputFor(9), 'swap-unblocked');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(planOf(rerun).batch.batchId).toBe(names.batchId);
+    expect(loadedChunks(rerun)).toEqual([]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
+    expect(await wf.fingerprint(names.previous)).toEqual(old);
+    expect(await wf.tableExists(names.staging)).toBe(false);
+    expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 2, error: null });
+    expect(await wf.publications()).toMatchObject([{ seq: 1, batch_id: names.batchId, old_version_table: names.previous }]);
+  });
+});
+
+describe('another batch publishing after this one was planned', () => {
+  const loser = namesFor(10);
+  const winner = namesFor(12);
+  let first: ExecutionResult;
+  let second: ExecutionResult | undefined;
+  let publicationsBefore: number;
+
+  beforeAll(async () => {
+    publicationsBefore = (await wf.publications()).length;
+    wf.reset();
+    // The first execution is held at Publish while a second, full execution (another `to`) publishes.
+    let armed = true;
+    wf.faults.Publish = async (input, next) => {
+      if (armed) {
+        armed = false;
+        second = await wf.run(inputFor(12), 'publishes-meanwhile');
+      }
+      return next(input);
+    };
+    first = await wf.run(inputFor(10), 'planned-before');
+    wf.reset();
+  });
+
+  it('lets the second execution publish', async () => {
+    expect(second?.status, `${second?.error}: ${second?.cause}`).toBe('SUCCEEDED');
+    expect(await wf.batch(winner.batchId)).toMatchObject({ status: 'PUBLISHED' });
+  });
+
+  it('fails the first Publish with PublishConflictError naming both publications', () => {
+    expect(first.status).toBe('FAILED');
+    expect(caughtError(first)?.Error).toBe('PublishConflictError');
+    expect(caughtMessage(first)).toBe(
+      `publish guard: pipeline sales_order_lines is at publication ${publicationsBefore + 1} but batch ${loser.batchId} was planned on publication ${publicationsBefore}`,
+    );
+    const alerts = first.alerts.filter((a) => a.executionId === first.executionId);
+    expect(alerts).toHaveLength(1);
+    expect(alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (PublishConflictError)');
+    expect(alerts[0]!.message).toContain('publish guard');
+  });
+
+  it("leaves the second execution's data live and records only its publication", async () => {
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(12));
+    const publications = await wf.publications();
+    expect(publications).toHaveLength(publicationsBefore + 1);
+    expect(publications.at(-1)).toMatchObject({ seq: publicationsBefore + 1, batch_id: winner.batchId });
+    expect(publications.some((p) => p.batch_id === loser.batchId)).toBe(false);
+    const batch = await wf.batch(loser.batchId);
+    expect(batch).toMatchObject({ status: 'FAILED', base_publication: publicationsBefore });
+    expect(String(batch!.error)).toMatch(/^PublishConflictError: publish guard/);
+    expect(await wf.tableExists(loser.staging)).toBe(true);
+    expect(await wf.tableExists(loser.previous)).toBe(false);
+  });
+
+  it('re-running the loser re-plans it on the new publication and publishes on top of the winner', async () => {
+    const winnerData = await wf.fingerprint(LIVE);
+    const rerun = await wf.run(inputFor(10), 'planned-again');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(planOf(rerun).batch).toMatchObject({ batchId: loser.batchId, basePublication: publicationsBefore + 1 });
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
+    expect(await wf.fingerprint(loser.previous)).toEqual(winnerData);
+    expect((await wf.publications()).at(-1)).toMatchObject({ seq: publicationsBefore + 2, batch_id: loser.batchId });
+  });
+});
+
+// Fixed bug, kept as a regression test (domain/sql.ts startBatch + cleanupCandidates/dropRetired): Cleanup of a
+// later successful run drops the staging table of an earlier FAILED batch but
+// leaves that batch's chunk rows DONE. Re-running the failed batch (as its
+// alert says to) recreates an empty staging table, skips every chunk as
+// already loaded, and fails reconciliation (staging 0 rows vs source) on
+// every attempt: the batch can never be published again. Expected: a re-run
+// whose staging was dropped (batches.staging_dropped_at set) reloads its chunks.
+describe('a failed batch whose staging a later successful run cleaned up', () => {
+  const failedBatch = namesFor(11);
+  it('is re-run from scratch and publishes, instead of skipping chunks whose rows are gone', async () => {
+    wf.reset();
+    await wf.query(`CREATE TABLE ${failedBatch.previous} (blocker int)`);
+    const failed = await wf.run(inputFor(11), 'fails-first');
+    expect(failed.status).toBe('FAILED');
+    await wf.query(`DROP TABLE ${failedBatch.previous}`);
+
+    const later = await wf.run(inputFor(13), 'later-success');
+    expect(later.status, `${later.error}: ${later.cause}`).toBe('SUCCEEDED');
+    expect((later.output as { cleanup: { dropped: string[] } }).cleanup.dropped).toContain(failedBatch.staging);
+    expect(await wf.tableExists(failedBatch.staging)).toBe(false);
+    expect((await wf.batch(failedBatch.batchId))!.staging_dropped_at).not.toBeNull();
+
+    const newest = await wf.fingerprint(LIVE);
+    const rerun = await wf.run(inputFor(11), 'fails-first-rerun');
+    expect(rerun.status, `${caughtError(rerun)?.Error}: ${caughtMessage(rerun).slice(0, 300)}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(11));
+    expect(await wf.fingerprint(failedBatch.previous)).toEqual(newest);
+    expect(await wf.batch(failedBatch.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 2 });
+  });
+});

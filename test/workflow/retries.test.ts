@@ -1,0 +1,130 @@
+// Transient vs permanent errors in LoadChunk, injected at the Lambda
+// boundary (a taskOverride throws an error with the name a real handler
+// would): the synthesized Retry retries TransientWarehouseError with
+// backoff and never WarehouseError, and a retried chunk is not loaded twice.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  caughtError,
+  inputFor,
+  LIVE,
+  namesFor,
+  stateEvents,
+  useWorkflow,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
+
+const ROWS_PER_DAY = 20;
+
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_retries');
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 10, liveDays: 4 });
+});
+afterAll(() => wf?.close());
+
+function named(name: string, message: string): Error {
+  const error = new Error(message);
+  error.name = name;
+  return error;
+}
+
+const chunkOf = (input: unknown) => (input as { chunk: { index: number } }).chunk.index;
+const retriedChunks = (events: ReturnType<typeof stateEvents>) => events.map((e) => chunkOf(e.state!.input)).sort((a, b) => a - b);
+
+describe('LoadChunk retries', () => {
+  it('retries TransientWarehouseErrors (before the load, after a lost response, after a crash mid-chunk) without loading any row twice', async () => {
+    wf.reset();
+    const names = namesFor(6);
+    const failedOnce = new Set<number>();
+    wf.faults.LoadChunk = async (input, next) => {
+      const index = chunkOf(input);
+      // Chunk 2: the warehouse is busy before anything ran.
+      if (index === 2 && !failedOnce.has(2)) {
+        failedOnce.add(2);
+        throw named('TransientWarehouseError', 'Data API is busy or unavailable: ActiveStatementsExceededException');
+      }
+      // Chunk 3: the load completed, but its response was lost; the retry must not insert again.
+      if (index === 3 && !failedOnce.has(3)) {
+        failedOnce.add(3);
+        await next(input);
+        throw named('TransientWarehouseError', 'warehouse unreachable while reading the result (ECONNRESET)');
+      }
+      // Chunk 4: the insert committed but the invocation died before marking the chunk DONE.
+      if (index === 4 && !failedOnce.has(4)) {
+        failedOnce.add(4);
+        await next(input);
+        await wf.query(`UPDATE atomic_publish.chunks SET status = 'LOADING' WHERE batch_id = $1 AND chunk_index = 4`, [names.batchId]);
+        throw named('TransientWarehouseError', 'load-chunk:mark-done: terminating connection due to administrator command');
+      }
+      return next(input);
+    };
+    const result = await wf.run(inputFor(6));
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    const retried = stateEvents(result, 'StateRetried', 'LoadChunk');
+    expect(retriedChunks(retried)).toEqual([2, 3, 4]);
+    expect(wf.loads.started.filter((i) => i === 2)).toHaveLength(2);
+    expect(wf.loads.started.filter((i) => i === 3)).toHaveLength(2);
+    expect(wf.loads.started.filter((i) => i === 4)).toHaveLength(2);
+    expect(visited(result)).not.toContain('RecordFailure');
+    expect(result.alerts).toEqual([]);
+    // Exactly the source: a double insert of chunk 3 or 4 would show up in count and digest.
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
+    const chunks = await wf.query<{ chunk_index: number; attempt: number; rows_written: string }>(
+      'SELECT chunk_index, attempt, rows_written FROM atomic_publish.chunks WHERE batch_id = $1 ORDER BY chunk_index',
+      [names.batchId],
+    );
+    // Chunk 2's first attempt never reached the handler; chunk 3's retry found it DONE and skipped it;
+    // chunk 4's retry found it LOADING, cleared its interval and loaded it again.
+    expect(chunks.map((c) => c.attempt)).toEqual([1, 1, 1, 1, 2, 1]);
+    expect(chunks.map((c) => Number(c.rows_written))).toEqual(Array(6).fill(ROWS_PER_DAY));
+    expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 1 });
+  });
+
+  it('does not retry a permanent WarehouseError: one attempt, then RecordFailure, live untouched', async () => {
+    wf.reset();
+    const before = await wf.fingerprint(LIVE);
+    wf.faults.LoadChunk = async (input, next) => {
+      if (chunkOf(input) === 1) throw named('WarehouseError', 'load-chunk:insert failed: ERROR: permission denied for table sales_order_lines');
+      return next(input);
+    };
+    const names = namesFor(7);
+    const result = await wf.run(inputFor(7));
+    await wf.quiesce();
+
+    expect(result.status).toBe('FAILED');
+    expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toEqual([]);
+    expect(wf.loads.started.filter((i) => i === 1)).toHaveLength(1);
+    expect(caughtError(result)?.Error).toBe('WarehouseError');
+    expect(visited(result).filter((s) => s !== 'LoadChunk')).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'RecordFailure', 'Notify', 'Failed']);
+    expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (WarehouseError)');
+    expect(result.alerts[0]!.message).toContain('permission denied');
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    const batch = await wf.batch(names.batchId);
+    expect(batch).toMatchObject({ status: 'FAILED', attempt: 1 });
+    expect(String(batch!.error)).toBe('WarehouseError: load-chunk:insert failed: ERROR: permission denied for table sales_order_lines');
+    expect(await wf.publications()).toHaveLength(1);
+  });
+
+  it('gives up on a transient error that persists after 6 retries, and pages', async () => {
+    wf.reset();
+    const before = await wf.fingerprint(LIVE);
+    wf.faults.LoadChunk = async (input, next) => {
+      if (chunkOf(input) === 0) throw named('TransientWarehouseError', 'Data API is busy or unavailable: ThrottlingException');
+      return next(input);
+    };
+    const result = await wf.run(inputFor(8));
+    await wf.quiesce();
+
+    expect(result.status).toBe('FAILED');
+    expect(wf.loads.started.filter((i) => i === 0)).toHaveLength(7);
+    expect(stateEvents(result, 'StateRetried', 'LoadChunk').map((e) => chunkOf(e.state!.input))).toEqual(Array(6).fill(0));
+    expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
+    expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    expect(await wf.batch(namesFor(8).batchId)).toMatchObject({ status: 'FAILED' });
+  });
+});
