@@ -211,6 +211,21 @@ export class Warehouse {
     }
   }
 
+  /**
+   * The status of a statement submitted earlier (maybe by another
+   * invocation); undefined when the Data API no longer knows it (results
+   * are kept 24 hours).
+   */
+  async status(id: string, name: string): Promise<{ status: string; resultRows: number } | undefined> {
+    try {
+      const described = await this.client.send(new DescribeStatementCommand({ Id: id }));
+      return { status: described.Status ?? 'UNKNOWN', resultRows: described.ResultRows ?? -1 };
+    } catch (error) {
+      if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
+      throw classifyApiError(error, `describe ${name} (${id})`);
+    }
+  }
+
   async execute(statement: Statement, name: string): Promise<StatementOutcome> {
     return this.wait(await this.submit(statement, name), name);
   }

@@ -27,12 +27,16 @@ export interface LoadChunkResult {
   readonly durationMs: number;
 }
 
+const RUNNING = new Set(['SUBMITTED', 'PICKED', 'STARTED']);
+
 /**
  * Replace-in-staging for one interval: mark the chunk LOADING, clear what an
  * earlier attempt may have left (only a chunk found LOADING can have any),
  * insert the source rows, mark the chunk DONE with the rows the insert
  * reported. A replay (a retry, a resumed batch) ends with the same staging
- * rows; a chunk already DONE is skipped.
+ * rows; a chunk already DONE is skipped. An INSERT an earlier attempt
+ * submitted is waited for if it still runs, and counted if it finished:
+ * never run twice.
  */
 export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
   const { batch, chunk } = event;
@@ -44,6 +48,17 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   if (current?.status === 'DONE') {
     logger.info('chunk already loaded; skipped', { batchId: batch.batchId, chunk: chunk.index });
     return { index: chunk.index, skipped: true, rowsInserted: 0, durationMs: Date.now() - started };
+  }
+
+  if (current?.status === 'LOADING' && current.statement_id) {
+    const earlierId = String(current.statement_id);
+    const earlier = await warehouse.status(earlierId, name('insert'));
+    if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
+      logger.info('re-attached to the insert of an earlier attempt', { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
+      const inserted = await warehouse.wait(earlierId, name('insert'));
+      await warehouse.execute(markChunkDone(batch.batchId, chunk, inserted.resultRows, new Date()), name('mark-done'));
+      return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId: earlierId, durationMs: Date.now() - started };
+    }
   }
 
   await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));

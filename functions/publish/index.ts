@@ -54,6 +54,10 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     await warehouse.batch(swapPublish(pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), new Date()), name('swap'));
   } catch (error) {
     if (error instanceof WarehouseError && /publish guard/.test(error.message)) {
+      // An earlier attempt whose response was lost (or whose wait timed out)
+      // may have committed in the meantime: that is this batch's own publish.
+      const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
+      if (now?.status === 'PUBLISHED') return toResult(now, liveTable, true);
       throw new PublishConflictError(error.message.replace(/^.*?(publish guard)/, '$1'), { cause: error });
     }
     throw error;
