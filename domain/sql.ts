@@ -58,6 +58,16 @@ export function manifestDdl(): string[] {
       staging_dropped_at timestamp,
       PRIMARY KEY (batch_id)
     )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.batch_attempts (
+      batch_id varchar(32) NOT NULL,
+      attempt int NOT NULL,
+      execution_id varchar(512),
+      status varchar(16) NOT NULL,
+      started_at timestamp NOT NULL,
+      finished_at timestamp,
+      error varchar(65535),
+      PRIMARY KEY (batch_id, attempt)
+    )`,
     `CREATE TABLE IF NOT EXISTS ${M}.chunks (
       batch_id varchar(32) NOT NULL,
       chunk_index int NOT NULL,
@@ -170,9 +180,10 @@ export interface BatchRecord {
 
 /**
  * One transaction that (re)starts a batch: staging created LIKE live, the
- * batch row inserted or, for a re-run, moved back to RUNNING with the
- * attempt counted, and chunk rows inserted where missing. Running it twice
- * leaves the same rows.
+ * batch row inserted or, for a new execution of it, moved back to RUNNING
+ * with the attempt counted, the attempt recorded, and chunk rows inserted
+ * where missing. Running it twice in one execution (a retried Plan) leaves
+ * the same rows.
  */
 export function startBatch(record: BatchRecord): string[] {
   const { pipeline, batchId, now } = record;
@@ -193,7 +204,7 @@ export function startBatch(record: BatchRecord): string[] {
        sqlLiteral(record.codeVersion),
        sqlLiteral(record.executionId),
        `'RUNNING'`,
-       '0',
+       '1',
        sqlLiteral(record.basePublication),
        sqlLiteral(record.stagingTable),
        sqlLiteral(record.chunks.length),
@@ -209,7 +220,13 @@ export function startBatch(record: BatchRecord): string[] {
         SET status = 'RUNNING', attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
             base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
             finished_at = NULL, error = NULL, staging_dropped_at = NULL
-      WHERE batch_id = ${id} AND status <> 'PUBLISHED'`,
+      WHERE batch_id = ${id} AND status <> 'PUBLISHED'${
+        record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})` : ''
+      }`,
+    `INSERT INTO ${M}.batch_attempts (batch_id, attempt, execution_id, status, started_at)
+     SELECT b.batch_id, b.attempt, b.execution_id, 'RUNNING', ${sqlLiteral(now)} FROM ${M}.batches b
+      WHERE b.batch_id = ${id} AND b.status = 'RUNNING'
+        AND NOT EXISTS (SELECT 1 FROM ${M}.batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)`,
   ];
   // Chunk rows in as few statements as fit the SQL size limit.
   const rows = record.chunks.map(
@@ -440,6 +457,8 @@ export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersion
             ${sqlLiteral(`${schema}.${previousVersionTable}`)},
             (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
        FROM ${M}.publications WHERE pipeline = ${name}`,
+    `UPDATE ${M}.batch_attempts SET status = 'PUBLISHED', finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
     `UPDATE ${M}.batches SET status = 'PUBLISHED', finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
   ];
 }
@@ -492,10 +511,20 @@ export function truncateUtf8(text: string, maxBytes: number): string {
   return text.slice(0, end);
 }
 
-export function markBatchFailed(batchId: string, error: string, now: Date): Statement {
-  return {
-    sql: `UPDATE ${M}.batches SET status = 'FAILED', error = :error, finished_at = :now
-           WHERE batch_id = :batch_id AND status <> 'PUBLISHED'`,
-    parameters: { batch_id: batchId, error: truncateUtf8(error || 'unknown error', 60_000), now: timestampParam(now) },
-  };
+/** Marks the batch and its current attempt FAILED with the error (never a published batch). */
+export function markBatchFailed(batchId: string, error: string, now: Date): Statement[] {
+  const parameters = { batch_id: batchId, error: truncateUtf8(error || 'unknown error', 60_000), now: timestampParam(now) };
+  return [
+    {
+      sql: `UPDATE ${M}.batch_attempts SET status = 'FAILED', error = :error, finished_at = :now
+             WHERE batch_id = :batch_id AND status = 'RUNNING'
+               AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = :batch_id AND status <> 'PUBLISHED')`,
+      parameters,
+    },
+    {
+      sql: `UPDATE ${M}.batches SET status = 'FAILED', error = :error, finished_at = :now
+             WHERE batch_id = :batch_id AND status <> 'PUBLISHED'`,
+      parameters,
+    },
+  ];
 }

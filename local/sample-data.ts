@@ -84,3 +84,8 @@ export async function addBadSourceRow(db: pg.ClientBase, day: Date): Promise<voi
     [day.toISOString().slice(0, 19)],
   );
 }
+
+/** The upstream fix: the bad order lines are gone. */
+export async function removeBadSourceRows(db: pg.ClientBase): Promise<void> {
+  await db.query(`DELETE FROM source.sales_order_lines WHERE quantity = 0`);
+}

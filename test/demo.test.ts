@@ -7,10 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../local/runner.ts';
 
 describe('npm start (the demo)', () => {
-  it('shows naive readers a half-built table and atomic readers only the old or the new one, then prints the manifest', () => {
+  it('shows naive readers a half-built table and atomic readers only the old or the new one, resumes the failed batch after the fix, then prints the manifest', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'local', 'demo.ts')], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(PROJECT_ROOT, '.atomic-publish', 'demo-test-pg') },
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(PROJECT_ROOT, '.atomic-publish', 'demo-test-pg') },
       encoding: 'utf8',
       timeout: 150_000,
     });
@@ -18,7 +18,7 @@ describe('npm start (the demo)', () => {
     const out = run.stdout;
 
     const row = (day: string, path: string) => {
-      const line = out.split('\n').find((l) => l.includes(day) && l.includes(path));
+      const line = out.split('\n').find((l) => l.startsWith(`│ ${day} `) && l.includes(path));
       expect(line, `${day} ${path} row`).toBeDefined();
       return line!.split('│').map((cell) => cell.trim()).filter(Boolean);
     };
@@ -28,16 +28,21 @@ describe('npm start (the demo)', () => {
     expect(mondayNaive[5]).toBe('18,000');
     expect(row('Monday', 'atomic-publish').slice(2, 6)).toEqual(['17,200', '17,200', '17,200', '18,000']);
     // Tuesday: the bad row fails both paths; naive readers are left with a partial table, atomic ones with Monday's.
-    const tuesdayNaive = row('Tuesday', 'naive in place');
+    const tuesdayNaive = row('Tuesday      ', 'naive in place');
     expect(tuesdayNaive[6]).toContain('division by zero');
     expect(Number(tuesdayNaive[5]!.replace(/,/g, ''))).toBeLessThan(18_000);
-    expect(row('Tuesday', 'atomic-publish').slice(2, 6)).toEqual(['18,000', '18,000', '18,000', '18,000']);
+    expect(row('Tuesday      ', 'atomic-publish').slice(2, 6)).toEqual(['18,000', '18,000', '18,000', '18,000']);
+    // The re-run after the fix: 91 days, the failed batch resumed.
+    expect(row('Tuesday re-run', 'atomic-publish').slice(2, 7)).toEqual(['18,000', '18,000', '18,000', '18,200', 'succeeded']);
 
-    expect(out).toMatch(/Monday atomic readers: \d+ reads, distinct counts 17,200, 18,000 /);
-    expect(out).toMatch(/Tuesday atomic readers: \d+ reads, distinct counts 18,000 /);
+    expect(out).toMatch(/^Monday atomic readers: \d+ reads, distinct counts 17,200, 18,000 /m);
+    expect(out).toMatch(/^Tuesday atomic readers: \d+ reads, distinct counts 18,000 /m);
+    expect(out).toMatch(/^Tuesday re-run atomic readers: \d+ reads, distinct counts 18,000, 18,200 /m);
     expect(out).toContain('Subject: atomic-publish: sales_order_lines failed (WarehouseError)');
-    expect(out).toMatch(/│ PUBLISHED │/);
-    expect(out).toMatch(/│ FAILED +│/);
+    expect(out).toMatch(/Plan: batch [0-9a-f]{16}, 91 chunks, (\d+) already loaded by an earlier attempt, \d+ to load/);
+    // The manifest: both batches published, the Tuesday batch on its second attempt after a failed first.
+    expect(out).toMatch(/│ [0-9a-f]{16} │ PUBLISHED │ +2 │ 2026-01-01 \.\. 2026-04-02 │/);
+    expect(out).toMatch(/│ [0-9a-f]{16} │ +1 │ FAILED +│ demo-tuesday-\d+ +│ +[\d.]+ │ ERROR: division by zero/);
     expect(out).toContain('OK: readers of the atomic path only ever saw the old or the new table.');
   }, 180_000);
 });

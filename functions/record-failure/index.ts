@@ -107,10 +107,10 @@ export async function recordFailure(event: RecordFailureEvent, warehouse?: Wareh
   let recordError: string | undefined;
   if (batch && !event.state.publish) {
     try {
-      await (warehouse ?? warehouseFromEnv()).execute(
-        markBatchFailed(batch.batchId, `${name}: ${message}`, new Date()),
-        `atomic-publish:${batch.pipeline}:record-failure:${batch.batchId}`,
-      );
+      const target = warehouse ?? warehouseFromEnv();
+      for (const statement of markBatchFailed(batch.batchId, `${name}: ${message}`, new Date())) {
+        await target.execute(statement, `atomic-publish:${batch.pipeline}:record-failure:${batch.batchId}`);
+      }
       recorded = true;
     } catch (error) {
       recordError = (error as Error).message;

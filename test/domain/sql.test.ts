@@ -127,7 +127,7 @@ const singleStatements: [string, Statement][] = [
   ['batchState', batchState(batchId)],
   ['latestEventTime', latestEventTime(pipeline)],
   ['cleanupCandidates', cleanupCandidates(pipeline, batchId)],
-  ['markBatchFailed', markBatchFailed(batchId, "CheckFailedError: it's \\ broken", NOW)],
+  ...markBatchFailed(batchId, "CheckFailedError: it's \\ broken", NOW).map((statement, i) => [`markBatchFailed[${i}]`, statement] as [string, Statement]),
 ];
 
 describe('single statements (ExecuteStatement)', () => {
@@ -229,33 +229,37 @@ describe('markBatchFailed', () => {
   it('passes the error as a parameter, so quotes and backslashes never reach the SQL text', () => {
     const message = `WarehouseError: column "x" can't be '\\N'; DROP TABLE analytics.orders; --`;
 
-    const statement = markBatchFailed(batchId, message, NOW);
-
-    expect(statement.parameters?.error).toBe(message);
-    expect(statement.sql).toContain('error = :error');
-    expect(statement.sql).not.toContain("can't");
-    expect(statement.sql).not.toContain('\\');
-    expect(statement.sql).not.toContain('DROP');
+    for (const statement of markBatchFailed(batchId, message, NOW)) {
+      expect(statement.parameters?.error).toBe(message);
+      expect(statement.sql).toContain('error = :error');
+      expect(statement.sql).not.toContain("can't");
+      expect(statement.sql).not.toContain('\\');
+      expect(statement.sql).not.toContain('DROP');
+    }
   });
 
-  it('never marks a published batch failed', () => {
-    expect(markBatchFailed(batchId, 'x', NOW).sql).toContain("status <> 'PUBLISHED'");
+  it('marks the current attempt and then the batch, never a published batch', () => {
+    const [attempt, batch] = markBatchFailed(batchId, 'x', NOW);
+    expect(attempt!.sql).toContain('UPDATE "atomic_publish".batch_attempts');
+    expect(attempt!.sql).toContain("status <> 'PUBLISHED'");
+    expect(batch!.sql).toContain('UPDATE "atomic_publish".batches');
+    expect(batch!.sql).toContain("status <> 'PUBLISHED'");
   });
 
   it('truncates a very long error to 60,000 characters', () => {
-    expect(markBatchFailed(batchId, 'e'.repeat(100_000), NOW).parameters?.error).toHaveLength(60_000);
+    expect(markBatchFailed(batchId, 'e'.repeat(100_000), NOW)[0]!.parameters?.error).toHaveLength(60_000);
   });
 
-  // Fixed bug, kept as a regression test (domain/sql.ts line 477): the error is cut at 60,000 UTF-16 code
+  // Fixed bug, kept as a regression test (domain/sql.ts): the error was cut at 60,000 UTF-16 code
   // units, but batches.error is varchar(65535), which Redshift measures in
   // BYTES. A message of 21,846+ three-byte characters (e.g. source data
   // quoted in a warehouse error) overflows the column, the UPDATE fails and
   // RecordFailure reports "manifest not updated"; slicing can also split a
   // surrogate pair. Expected: truncate to at most 65,535 UTF-8 bytes.
   it('truncates the error to what a Redshift varchar(65535) holds in bytes', () => {
-    const statement = markBatchFailed(batchId, '€'.repeat(70_000), NOW);
+    const [statement] = markBatchFailed(batchId, '€'.repeat(70_000), NOW);
 
-    expect(Buffer.byteLength(statement.parameters!.error!, 'utf8')).toBeLessThanOrEqual(65_535);
+    expect(Buffer.byteLength(statement!.parameters!.error!, 'utf8')).toBeLessThanOrEqual(65_535);
   });
 });
 
@@ -288,9 +292,19 @@ describe('startBatch', () => {
 
     expect(inserts.length).toBeGreaterThanOrEqual(2);
     for (const insert of inserts) {
-      expect(insert).toMatch(/WHERE NOT EXISTS \(SELECT 1 FROM "atomic_publish"\.(batches|chunks)/);
+      expect(insert).toMatch(/NOT EXISTS \(SELECT 1 FROM "atomic_publish"\.(batches|chunks|batch_attempts)/);
       expect(insert).not.toMatch(/^\s*INSERT INTO [^\n]*\)\s*VALUES/);
     }
+  });
+
+  it('counts an attempt only for a new execution, so a retried Plan does not count twice', () => {
+    const update = statements.find((s) => s.startsWith('UPDATE "atomic_publish".batches'));
+    expect(update).toContain(`execution_id <> '${record.executionId}'`);
+  });
+
+  it('records the attempt once, with its execution', () => {
+    const insert = statements.find((s) => s.includes('INSERT INTO "atomic_publish".batch_attempts'));
+    expect(insert).toContain('NOT EXISTS (SELECT 1 FROM "atomic_publish".batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)');
   });
 
   it('moves an existing unpublished batch back to RUNNING and counts the attempt', () => {
@@ -372,6 +386,7 @@ describe('swapPublish', () => {
       new RegExp(`^ALTER TABLE "analytics"\\."orders" RENAME TO "${previous}"$`),
       new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME TO "orders"$`),
       /^INSERT INTO "atomic_publish"\.publications /,
+      /^UPDATE "atomic_publish"\.batch_attempts SET status = 'PUBLISHED'/,
       new RegExp(`^UPDATE "atomic_publish"\\.batches SET status = 'PUBLISHED'.* WHERE batch_id = '${batchId}'$`),
     ];
 

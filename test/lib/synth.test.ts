@@ -12,7 +12,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('cdk synth', () => {
   it('produces the deployable template offline with every Lambda handler bundled', () => {
-    const env = { ...process.env, AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '', CDK_DISABLE_VERSION_CHECK: 'true' };
+    const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '', CDK_DISABLE_VERSION_CHECK: 'true' };
     const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, env, encoding: 'utf8', timeout: 170_000 });
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
 
