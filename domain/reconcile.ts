@@ -1,4 +1,5 @@
 import type { CheckResult } from './sql.ts';
+import { renderTable } from './text-table.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -80,4 +81,26 @@ export function reconcile(counts: readonly ChunkCount[], outsideInterval: number
     },
   ];
   return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches };
+}
+
+/**
+ * The failed checks and, where counts differ, a table of the chunks that
+ * differ: what the on-call engineer reads first in the alert.
+ */
+export function describeFailure(batchId: string, result: Reconciliation): string {
+  const failed = result.checks.filter((c) => !c.passed);
+  const lines = [`${failed.length} check(s) failed for batch ${batchId}:`];
+  for (const c of failed) lines.push(`  ${c.check}: observed ${c.observed}; expected ${c.expected}`);
+  if (result.mismatches.length > 0) {
+    const shown = result.mismatches.slice(0, MAX_LISTED);
+    lines.push(`Chunks that differ (${shown.length} of ${result.mismatches.length}):`);
+    lines.push(
+      renderTable(
+        ['chunk', 'starts', 'status', 'source', 'staging', 'recorded', 'staging - source'],
+        shown.map((c) => [c.index, c.start, c.status, c.sourceRows, c.stagingRows, c.recordedRows ?? '-', c.stagingRows - c.sourceRows]),
+        ['r', 'l', 'l', 'r', 'r', 'r', 'r'],
+      ),
+    );
+  }
+  return lines.join('\n');
 }

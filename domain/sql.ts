@@ -23,7 +23,13 @@ export const MANIFEST_SCHEMA = 'atomic_publish';
 const M = quoteIdent(MANIFEST_SCHEMA);
 
 export type BatchStatus = 'RUNNING' | 'CHECKED' | 'PUBLISHED' | 'FAILED';
-export type ChunkStatus = 'PENDING' | 'LOADING' | 'DONE';
+/**
+ * PENDING: never loaded (staging holds none of its rows). LOADING: an INSERT
+ * may have run. DONE: loaded and counted. STALE: Reconcile found its staging
+ * rows no longer match the source (late rows, a changed source): the next
+ * run clears and reloads it.
+ */
+export type ChunkStatus = 'PENDING' | 'LOADING' | 'DONE' | 'STALE';
 
 /** Data API batches hold at most 40 statements and 100 KB of SQL each. */
 export const MAX_BATCH_STATEMENTS = 40;
@@ -410,15 +416,24 @@ export function recordChecks(
   results: readonly CheckResult[],
   totals: { rowsRead: number; rowsWritten: number },
   now: Date,
+  staleChunks: readonly number[] = [],
 ): string[] {
   const id = sqlLiteral(batchId);
   const attempt = `(SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`;
-  const statements = results.map(
+  // Replaces this attempt's results, so a retried Reconcile records them once.
+  const statements = [`DELETE FROM ${M}.check_results WHERE batch_id = ${id} AND attempt = ${attempt}`];
+  statements.push(...results.map(
     (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at)
             SELECT ${id}, ${attempt}, ${sqlLiteral(r.check)}, ${sqlLiteral(r.passed)}, ${sqlLiteral(r.observed)},
                    ${sqlLiteral(r.expected)}, ${sqlLiteral(r.details)}, ${sqlLiteral(now)}`,
-  );
+  ));
   const allPassed = results.every((r) => r.passed);
+  if (staleChunks.length > 0) {
+    statements.push(
+      `UPDATE ${M}.chunks SET status = 'STALE'
+        WHERE batch_id = ${id} AND status = 'DONE' AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
+    );
+  }
   statements.push(
     `UPDATE ${M}.batches SET rows_read = ${sqlLiteral(totals.rowsRead)}, rows_written = ${sqlLiteral(totals.rowsWritten)},
             rows_rejected = 0${allPassed ? `, status = 'CHECKED'` : ''}

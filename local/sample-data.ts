@@ -6,6 +6,7 @@
  * the world before atomic-publish arrives, not part of the pipeline.
  */
 import type pg from 'pg';
+import { quoteIdent } from '../domain/identifiers.ts';
 
 export const SAMPLE_HISTORY_START = new Date('2026-01-01T00:00:00Z');
 const DAY_MS = 86_400_000;
@@ -61,13 +62,14 @@ export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOp
   );
   const schemas = ['analytics', ...(options.copies ?? [])];
   for (const schema of schemas) {
+    const quoted = quoteIdent(schema);
     if (schema !== 'analytics') {
-      await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await db.query(`CREATE SCHEMA ${schema}`);
+      await db.query(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`);
+      await db.query(`CREATE SCHEMA ${quoted}`);
     }
-    await db.query(`CREATE TABLE ${schema}.sales_order_lines (${LIVE_TABLE_COLUMNS})`);
+    await db.query(`CREATE TABLE ${quoted}.sales_order_lines (${LIVE_TABLE_COLUMNS})`);
     await db.query(
-      `INSERT INTO ${schema}.sales_order_lines
+      `INSERT INTO ${quoted}.sales_order_lines
        SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, CAST(amount / quantity AS numeric(12, 4))
          FROM source.sales_order_lines WHERE ordered_at < $1`,
       [sampleDay(liveDays).toISOString().slice(0, 19)],

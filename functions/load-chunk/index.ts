@@ -31,7 +31,7 @@ const RUNNING = new Set(['SUBMITTED', 'PICKED', 'STARTED']);
 
 /**
  * Replace-in-staging for one interval: mark the chunk LOADING, clear what an
- * earlier attempt may have left (only a chunk found LOADING can have any),
+ * earlier attempt may have left (only a chunk found LOADING or STALE can have any),
  * insert the source rows, mark the chunk DONE with the rows the insert
  * reported. A replay (a retry, a resumed batch) ends with the same staging
  * rows; a chunk already DONE is skipped. An INSERT an earlier attempt
@@ -62,7 +62,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   }
 
   await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));
-  if (current?.status === 'LOADING') {
+  if (current?.status === 'LOADING' || current?.status === 'STALE') {
     await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
   }
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));

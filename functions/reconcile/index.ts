@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { CheckFailedError } from '../../domain/errors.ts';
-import { type ChunkCount, reconcile as evaluate } from '../../domain/reconcile.ts';
+import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
 import type { BatchRef, CheckResult } from '../../domain/sql.ts';
 import { chunkCounts, recordChecks, stagingOutsideInterval } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -37,18 +37,19 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const result = evaluate(counts, Number(outside?.n ?? 0), pipeline.checks.allowEmpty);
 
   await warehouse.batch(
-    recordChecks(batch.batchId, result.checks, { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten }, new Date()),
+    recordChecks(
+      batch.batchId,
+      result.checks,
+      { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten },
+      new Date(),
+      // Chunks whose staging rows no longer match: the re-run reloads them.
+      result.mismatches.filter((c) => c.status === 'DONE').map((c) => c.index),
+    ),
     name('record'),
   );
   logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten: result.rowsWritten });
 
-  if (!result.passed) {
-    const failed = result.checks.filter((c) => !c.passed);
-    throw new CheckFailedError(
-      `${failed.length} check(s) failed for batch ${batch.batchId}: ` +
-        failed.map((c) => `${c.check}: observed ${c.observed}, expected ${c.expected}${c.details ? ` [${c.details}]` : ''}`).join(' | '),
-    );
-  }
+  if (!result.passed) throw new CheckFailedError(describeFailure(batch.batchId, result));
   return {
     passed: true,
     rowsRead: result.rowsRead,

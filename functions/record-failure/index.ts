@@ -82,7 +82,7 @@ export function failureReport(event: RecordFailureEvent, recorded: boolean, reco
   lines.push(`Execution:  ${event.executionId} (started ${event.executionStartedAt})`);
   if (batch && !state.publish) {
     lines.push(
-      `Re-run:     start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, to: batch.to })}; it resumes this batch and skips chunks already loaded.`,
+      `Re-run:     start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, to: batch.to })}; it resumes this batch, skipping the chunks already loaded and reloading those that failed or no longer match the source.`,
     );
   }
   return {

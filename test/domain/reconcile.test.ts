@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChunkCount } from '../../domain/reconcile.ts';
-import { reconcile } from '../../domain/reconcile.ts';
+import { describeFailure, reconcile } from '../../domain/reconcile.ts';
 
 function chunk(index: number, rows: number, overrides: Partial<ChunkCount> = {}): ChunkCount {
   return {
@@ -117,5 +117,21 @@ describe('reconcile', () => {
 
     expect(details.split('; ')).toHaveLength(21);
     expect(details).toMatch(/; \.\.\. and 5 more$/);
+  });
+});
+
+describe('describeFailure', () => {
+  it('lists the failed checks and draws the differing chunks as a table', () => {
+    const counts = [
+      { index: 0, start: '2026-01-01 00:00:00', status: 'DONE', recordedRows: 40, sourceRows: 40, stagingRows: 40 },
+      { index: 1, start: '2026-01-02 00:00:00', status: 'DONE', recordedRows: 40, sourceRows: 41, stagingRows: 40 },
+    ];
+    const text = describeFailure('abc', reconcile(counts, 0, false));
+
+    expect(text.split('\n')[0]).toBe('1 check(s) failed for batch abc:');
+    expect(text).toContain('staging_rows_match_source: observed 80 staging rows; 1 chunk(s) differ; expected 81 source rows; 0 chunks differ');
+    expect(text).toContain('Chunks that differ (1 of 1):');
+    expect(text).toMatch(/│ +1 │ 2026-01-02 00:00:00 │ DONE +│ +41 │ +40 │ +40 │ +-1 │/);
+    expect(text).not.toMatch(/│ +0 │ 2026-01-01/);
   });
 });

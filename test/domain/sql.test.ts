@@ -362,11 +362,19 @@ describe('recordChecks', () => {
   it('records each result and moves a RUNNING batch to CHECKED when all passed', () => {
     const statements = recordChecks(batchId, [passed, passed], { rowsRead: 10, rowsWritten: 10 }, NOW);
 
-    expect(statements).toHaveLength(3);
-    expect(statements[0]).toContain("'31 of 31 chunks ''done'''");
-    expect(statements[2]).toContain("status = 'CHECKED'");
-    expect(statements[2]).toContain("status = 'RUNNING'");
-    expect(statements[2]).toContain('rows_read = 10, rows_written = 10');
+    expect(statements).toHaveLength(4);
+    expect(statements[1]).toContain("'31 of 31 chunks ''done'''");
+    expect(statements[3]).toContain("status = 'CHECKED'");
+    expect(statements[3]).toContain("status = 'RUNNING'");
+    expect(statements[3]).toContain('rows_read = 10, rows_written = 10');
+  });
+
+  it("first removes this attempt's earlier results, so a retried Reconcile records each check once", () => {
+    const [first] = recordChecks(batchId, [passed], { rowsRead: 1, rowsWritten: 1 }, NOW);
+
+    expect(first).toBe(
+      `DELETE FROM "atomic_publish".check_results WHERE batch_id = '${batchId}' AND attempt = (SELECT attempt FROM "atomic_publish".batches WHERE batch_id = '${batchId}')`,
+    );
   });
 
   it('leaves the batch unchecked when one check failed', () => {

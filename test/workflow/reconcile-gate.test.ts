@@ -1,0 +1,88 @@
+// The reconciliation gate on real parts: when staging no longer matches the
+// source, the batch is not published, every check result is recorded, and
+// the alert carries a table of the chunks that differ.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleDay } from '../../local/sample-data.ts';
+import { LIVE, caughtError, inputFor, namesFor, visited, useWorkflow, type Workflow } from '../support/workflow.ts';
+
+const ROWS_PER_DAY = 30;
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_gate');
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 8, liveDays: 5 });
+});
+afterAll(() => wf?.close());
+
+describe('a source that changed while the batch loaded', () => {
+  it('blocks the publish, records the failed checks and pages with the differing chunk in a table', async () => {
+    const old = await wf.fingerprint(LIVE);
+    const { batchId } = namesFor(7);
+    // Two late order lines arrive for day 3 after its chunk was loaded.
+    wf.faults.Reconcile = async (input, next) => {
+      await wf.query(
+        `INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00),
+                                                   (900000002, 1, $1::timestamp + interval '2 hours', 1, 1, 1, 5.00)`,
+        [sampleDay(3).toISOString().slice(0, 19)],
+      );
+      return next(input);
+    };
+
+    const result = await wf.run(inputFor(7), 'late-rows');
+
+    expect(result.status).toBe('FAILED');
+    expect(visited(result)).not.toContain('Publish');
+    expect(caughtError(result)?.Error).toBe('CheckFailedError');
+    expect(await wf.fingerprint(LIVE)).toEqual(old);
+    expect(await wf.publications()).toEqual([]);
+
+    const checks = await wf.query<{ check_name: string; passed: boolean; observed: string; expected: string; details: string }>(
+      'SELECT check_name, passed, observed, expected, details FROM atomic_publish.check_results WHERE batch_id = $1 ORDER BY check_name',
+      [batchId],
+    );
+    expect(checks.map((c) => [c.check_name, c.passed])).toEqual([
+      ['all_chunks_loaded', true],
+      ['staging_not_empty', true],
+      ['staging_rows_match_load_record', true],
+      ['staging_rows_match_source', false],
+      ['staging_within_interval', true],
+    ]);
+    const mismatch = checks.find((c) => c.check_name === 'staging_rows_match_source')!;
+    expect(mismatch.observed).toBe(`${7 * ROWS_PER_DAY} staging rows; 1 chunk(s) differ`);
+    expect(mismatch.expected).toBe(`${7 * ROWS_PER_DAY + 2} source rows; 0 chunks differ`);
+    expect(mismatch.details).toBe(`#3 2026-01-04 00:00:00: source ${ROWS_PER_DAY + 2}, staging ${ROWS_PER_DAY}, recorded ${ROWS_PER_DAY}`);
+
+    expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED' });
+    const [attempt] = await wf.query<{ status: string; error: string }>('SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId]);
+    expect(attempt!.status).toBe('FAILED');
+    expect(attempt!.error).toMatch(/^CheckFailedError: 1 check\(s\) failed for batch /);
+
+    expect(result.alerts).toHaveLength(1);
+    const { message } = result.alerts[0]!;
+    expect(message).toContain('staging_rows_match_source: observed');
+    expect(message).toContain('Chunks that differ (1 of 1):');
+    expect(message).toMatch(new RegExp(`│ +3 │ 2026-01-04 00:00:00 │ DONE +│ +${ROWS_PER_DAY + 2} │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ +-2 │`));
+    expect(message).toContain('Live table: analytics.sales_order_lines untouched');
+  });
+
+  it('marks the differing chunk STALE, so the re-run the alert suggests reloads just that chunk and publishes', async () => {
+    const { batchId } = namesFor(7);
+    expect(await wf.chunkStatuses(batchId)).toEqual({ DONE: 6, STALE: 1 });
+    wf.reset();
+
+    const rerun = await wf.run(inputFor(7), 'late-rows-rerun');
+
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(wf.loads.started).toEqual([3]);
+    // The late rows are in: live is exactly the source as it is now.
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    expect((await wf.fingerprint(LIVE)).rows).toBe(7 * ROWS_PER_DAY + 2);
+    const attempts = await wf.query<{ attempt: number; status: string }>(
+      'SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1 ORDER BY attempt',
+      [batchId],
+    );
+    expect(attempts).toEqual([
+      { attempt: 1, status: 'FAILED' },
+      { attempt: 2, status: 'PUBLISHED' },
+    ]);
+  });
+});

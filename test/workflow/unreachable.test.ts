@@ -1,0 +1,57 @@
+// An unreachable warehouse: Plan retries (locally without the waits), then the run fails
+// with an error that says so, pages, and has written nothing.
+import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalRunner } from '../../local/runner.ts';
+import { caughtError, caughtMessage, inputFor, stateEvents, visited } from '../support/workflow.ts';
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let runner: LocalRunner;
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'wf-unreachable-'));
+  runner = await LocalRunner.create({
+    env: {
+      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      WAREHOUSE_DATABASE: 'dev',
+      WAREHOUSE_WORKGROUP: 'local',
+      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
+    },
+    retryIntervalMs: 1,
+    outboxFile: join(dir, 'alerts.jsonl'),
+  });
+});
+afterAll(() => {
+  runner?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a warehouse that cannot be reached', () => {
+  it('retries Plan six times, then fails saying the warehouse is unreachable, pages, and writes nothing', async () => {
+    const result = await runner.run(inputFor(5), { name: 'unreachable' });
+
+    expect(result.status).toBe('FAILED');
+    expect(visited(result)).toEqual(expect.arrayContaining(['Plan', 'RecordFailure', 'Notify', 'Failed']));
+    expect(visited(result)).not.toContain('LoadChunks');
+    // 6 retries of the transient error: 7 attempts in all.
+    expect(stateEvents(result, 'StateRetried', 'Plan')).toHaveLength(6);
+    expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
+    expect(caughtMessage(result)).toMatch(/^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:live-columns:[0-9a-f]{16} \(ECONNREFUSED\)/);
+
+    expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');
+    expect(result.alerts[0]!.message).toContain('the run stopped before a batch was created and nothing was written');
+    expect(result.metrics.find((m) => 'BatchFailed' in m.values)?.dimensions).toEqual({ service: 'atomic-publish', Pipeline: 'sales_order_lines' });
+  }, 60_000);
+});
