@@ -4,11 +4,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/project.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'atomic-publish-synth-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
+const bundles: Record<string, string> = {};
 
 describe('cdk synth', () => {
   it('produces the deployable template offline with every Lambda handler bundled', () => {
@@ -31,6 +33,7 @@ describe('cdk synth', () => {
     ]);
     for (const fn of functions) {
       const asset = join(out, fn.Metadata!['aws:asset:path']!);
+      bundles[fn.Metadata!['atomic-publish:entry']!] = asset;
       expect(existsSync(asset), asset).toBe(true);
       const bundle = readdirSync(asset).find((f) => f.endsWith('.mjs'));
       expect(bundle, `bundle in ${asset}`).toBeDefined();
@@ -38,4 +41,22 @@ describe('cdk synth', () => {
       expect(readFileSync(join(asset, bundle!), 'utf8')).toContain('RedshiftDataClient');
     }
   }, 180_000);
+
+  it('bundles a Plan handler that loads as an ES module and rejects bad input with the error name Step Functions matches', async () => {
+    const asset = bundles['functions/plan/index.ts'];
+    expect(asset, 'the synth test above produced the bundle').toBeDefined();
+    const bundle = readdirSync(asset!).find((f) => f.endsWith('.mjs'))!;
+    const { handler } = (await import(pathToFileURL(join(asset!, bundle)).href)) as { handler: (event: unknown, context: unknown) => Promise<unknown> };
+    process.env.WAREHOUSE_DATABASE = 'dev';
+    process.env.WAREHOUSE_WORKGROUP = 'analytics';
+    const context = { functionName: 'Plan', awsRequestId: 'test', getRemainingTimeInMillis: () => 60_000 };
+
+    const error = await handler({ input: { pipeline: 'no_such_pipeline' }, startedAt: '2026-04-01T06:00:00Z' }, context).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+
+    expect(error?.name).toBe('ValidationError');
+    expect(error?.message).toBe('unknown pipeline "no_such_pipeline"; known pipelines: sales_order_lines');
+  });
 });
