@@ -123,7 +123,9 @@ export function manifestDdl(): string[] {
       END IF;
       SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
       IF batch_status IS NULL OR batch_status <> 'CHECKED' THEN
-        RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, COALESCE(batch_status, 'missing');
+        -- Redshift's RAISE takes variables only, not expressions.
+        batch_status := COALESCE(batch_status, 'missing');
+        RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, batch_status;
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
@@ -234,22 +236,32 @@ export function startBatch(record: BatchRecord): string[] {
       WHERE b.batch_id = ${id} AND b.status = 'RUNNING'
         AND NOT EXISTS (SELECT 1 FROM ${M}.batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)`,
   ];
-  // Chunk rows in as few statements as fit the SQL size limit.
-  const rows = record.chunks.map(
-    (c) => `(${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, 'PENDING', 0)`,
-  );
+  // Chunk rows in as few statements as fit the SQL size limit. Rows are
+  // SELECTs joined by UNION ALL: Redshift has no VALUES list in FROM.
+  const row = (c: Chunk, first: boolean) =>
+    first
+      ? `SELECT CAST(${id} AS varchar(32)), ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, CAST('PENDING' AS varchar(16)), 0`
+      : `SELECT ${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, 'PENDING', 0`;
   const head = `INSERT INTO ${M}.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt)
-     SELECT v.* FROM (VALUES `;
+     SELECT v.* FROM (`;
   const tail = `) AS v (batch_id, chunk_index, interval_start, interval_end, status, attempt)
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.chunks c WHERE c.batch_id = v.batch_id AND c.chunk_index = v.chunk_index)`;
+  const separator = '\nUNION ALL ';
   let group: string[] = [];
+  let size = 0;
   const flush = () => {
-    if (group.length > 0) statements.push(head + group.join(',\n') + tail);
+    if (group.length > 0) statements.push(head + group.join(separator) + tail);
     group = [];
+    size = 0;
   };
-  for (const row of rows) {
-    if ((head.length + tail.length + (group.join(',\n').length + row.length)) > MAX_SQL_BYTES / 2) flush();
-    group.push(row);
+  for (const chunk of record.chunks) {
+    let line = row(chunk, group.length === 0);
+    if (group.length > 0 && head.length + tail.length + size + line.length > MAX_SQL_BYTES / 2) {
+      flush();
+      line = row(chunk, true);
+    }
+    group.push(line);
+    size += line.length + separator.length;
   }
   flush();
   return statements;

@@ -342,12 +342,21 @@ describe('startBatch', () => {
     const id = batchIdFor(hourly, big);
 
     const result = startBatch({ ...record, pipeline: hourly, batchId: id, interval: big, chunks: thousand });
-    const indexes = result.flatMap((s) => [...s.matchAll(new RegExp(`\\('${id}', (\\d+), `, 'g'))].map((m) => Number(m[1])));
+    const indexes = result.flatMap((s) =>
+      [...s.matchAll(new RegExp(`SELECT (?:CAST\\()?'${id}'(?: AS varchar\\(32\\)\\))?, (\\d+), `, 'g'))].map((m) => Number(m[1])),
+    );
 
     expect(thousand).toHaveLength(1000);
     expect(result.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
     for (const sql of result) expect(Buffer.byteLength(sql, 'utf8')).toBeLessThanOrEqual(MAX_SQL_BYTES);
     expect(indexes.sort((a, b) => a - b)).toEqual([...Array(1000).keys()]);
+  });
+
+  it('lists chunk rows as SELECTs joined by UNION ALL, since Redshift has no VALUES list in FROM', () => {
+    const insert = statements.find((s) => s.startsWith('INSERT INTO "atomic_publish".chunks'))!;
+
+    expect(insert).not.toContain('VALUES');
+    expect(insert).toContain('UNION ALL SELECT');
   });
 
   it('refuses a hostile value rather than escaping it', () => {
@@ -439,6 +448,15 @@ describe('dropRetired', () => {
 });
 
 describe('manifestDdl', () => {
+  it("passes RAISE only variables after the format, as Redshift's PL/pgSQL requires", () => {
+    const raises = manifestDdl().flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '[^']*'((?:, *[^;]+)?);/g)].map((m) => m[1]!));
+
+    expect(raises.length).toBeGreaterThanOrEqual(2);
+    for (const args of raises) {
+      for (const arg of args.split(',').map((a) => a.trim()).filter(Boolean)) expect(arg).toMatch(/^[a-z_][a-z0-9_]*$/);
+    }
+  });
+
   it('is safe to run again: every statement creates if not exists or replaces', () => {
     for (const sql of manifestDdl()) expect(sql).toMatch(/^CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) /);
   });
