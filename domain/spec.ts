@@ -63,7 +63,7 @@ export interface Pipeline {
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
-  /** sha256 of the canonical spec: frozen into every batch. */
+  /** sha256 of the fields that decide the published rows: frozen into every batch. */
   readonly specHash: string;
 }
 
@@ -184,16 +184,36 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     ...(schedule ? { schedule } : {}),
     retention: { keepVersions },
   };
-  return { ...normalized, specHash: sha256(canonicalJson(normalized)) };
+  // The hash covers what decides the published rows, so tuning concurrency,
+  // the SLA, the schedule, retention or the description neither fails a run
+  // in flight (SpecChangedError) nor turns a failed batch into a new one.
+  const dataDefinition = {
+    name,
+    target: normalized.target,
+    sourceSql,
+    timeColumn,
+    chunk: { grain, timezone },
+    historyStart: historyStart.toISOString(),
+    businessKey,
+    publishMode,
+    checks: normalized.checks,
+  };
+  return { ...normalized, specHash: sha256(canonicalJson(dataDefinition)) };
 }
 
-/** Validates a list of specs and rejects duplicate names. */
+/** Validates a list of specs and rejects duplicate names and shared target tables. */
 export function definePipelines(specs: readonly PipelineSpec[]): Pipeline[] {
   const pipelines = specs.map(definePipeline);
   const seen = new Set<string>();
+  const targets = new Map<string, string>();
   for (const pipeline of pipelines) {
     if (seen.has(pipeline.name)) throw new ValidationError(`pipeline ${pipeline.name}: name is used twice`);
     seen.add(pipeline.name);
+    // The publish guard serializes publishers per pipeline: two pipelines on one table would race.
+    const target = `${pipeline.target.schema}.${pipeline.target.table}`;
+    const other = targets.get(target);
+    if (other) throw new ValidationError(`pipeline ${pipeline.name}: target ${target} is already published by pipeline ${other}`);
+    targets.set(target, pipeline.name);
   }
   return pipelines;
 }

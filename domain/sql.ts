@@ -4,6 +4,7 @@
  * parameters, except in BatchExecuteStatement batches (which take no
  * parameters), where the tool's own values go through sqlLiteral.
  */
+import { ValidationError } from './errors.ts';
 import { formatTimestamp, qualifiedName, quoteIdent, sqlLiteral } from './identifiers.ts';
 import type { Chunk } from './plan.ts';
 import type { Pipeline } from './spec.ts';
@@ -37,10 +38,34 @@ export const MAX_SQL_BYTES = 100_000;
 
 // ---------------------------------------------------------------- manifest
 
-/** Idempotent DDL of the manifest, run as one batch before a batch is planned. */
-export function manifestDdl(): string[] {
+/**
+ * Version of the manifest's DDL. Plan installs the DDL only when the
+ * warehouse has an older version, so a replay writes nothing and no Plan
+ * replaces the guard procedure while another pipeline's Publish runs it.
+ */
+export const MANIFEST_VERSION = 2;
+
+/** The installed manifest version: 0 when the manifest does not exist yet. */
+export function installedManifestVersion(): Statement[] {
+  return [
+    {
+      sql: `SELECT COUNT(*) AS present FROM information_schema.tables
+             WHERE table_schema = :schema AND table_name = 'manifest_version'`,
+      parameters: { schema: MANIFEST_SCHEMA },
+    },
+    { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` },
+  ];
+}
+
+/** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
+export function manifestDdl(now: Date): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS ${M}`,
+    `CREATE TABLE IF NOT EXISTS ${M}.manifest_version (
+      version int NOT NULL,
+      installed_at timestamp NOT NULL,
+      PRIMARY KEY (version)
+    )`,
     `CREATE TABLE IF NOT EXISTS ${M}.batches (
       batch_id varchar(32) NOT NULL,
       pipeline varchar(128) NOT NULL,
@@ -110,25 +135,44 @@ export function manifestDdl(): string[] {
       PRIMARY KEY (pipeline, seq)
     )`,
     // The publish guard runs inside the swap transaction, after LOCK on
-    // publications, so of two concurrent publishers exactly one passes.
-    `CREATE OR REPLACE PROCEDURE ${M}.assert_publishable(p_pipeline varchar, p_batch_id varchar, p_base int)
+    // publications (one publisher at a time) and on staging (no late
+    // writer). Every check raises, so the whole swap rolls back.
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_publishable(
+      p_pipeline varchar, p_batch_id varchar, p_base int, p_schema varchar, p_staging varchar)
     AS $$
     DECLARE
       latest int;
+      latest_end timestamp;
+      batch_end timestamp;
       batch_status varchar(16);
+      checked_rows bigint;
+      staged_rows bigint;
     BEGIN
       SELECT INTO latest COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = p_pipeline;
       IF latest <> p_base THEN
         RAISE EXCEPTION 'publish guard: pipeline % is at publication % but batch % was planned on publication %', p_pipeline, latest, p_batch_id, p_base;
       END IF;
       SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
+      SELECT INTO batch_end interval_end FROM ${M}.batches WHERE batch_id = p_batch_id;
+      SELECT INTO checked_rows rows_written FROM ${M}.batches WHERE batch_id = p_batch_id;
       IF batch_status IS NULL OR batch_status <> 'CHECKED' THEN
         -- Redshift's RAISE takes variables only, not expressions.
         batch_status := COALESCE(batch_status, 'missing');
         RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, batch_status;
       END IF;
+      SELECT INTO latest_end b.interval_end FROM ${M}.publications p JOIN ${M}.batches b ON b.batch_id = p.batch_id
+       WHERE p.pipeline = p_pipeline ORDER BY p.seq DESC LIMIT 1;
+      IF latest_end IS NOT NULL AND latest_end > batch_end THEN
+        RAISE EXCEPTION 'publish guard: pipeline % already publishes data up to %, later than the % of batch %', p_pipeline, latest_end, batch_end, p_batch_id;
+      END IF;
+      EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
+      IF staged_rows <> checked_rows THEN
+        RAISE EXCEPTION 'publish guard: staging %.% holds % rows but Reconcile checked %', p_schema, p_staging, staged_rows, checked_rows;
+      END IF;
     END;
     $$ LANGUAGE plpgsql`,
+    `INSERT INTO ${M}.manifest_version (version, installed_at)
+     SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];
 }
 
@@ -137,7 +181,7 @@ export function manifestDdl(): string[] {
 /** Columns of a table, in order; empty when the table does not exist. */
 export function tableColumns(schema: string, table: string): Statement {
   return {
-    sql: `SELECT column_name FROM information_schema.columns
+    sql: `SELECT column_name, data_type FROM information_schema.columns
            WHERE table_schema = :schema AND table_name = :table
            ORDER BY ordinal_position`,
     parameters: { schema, table },
@@ -264,6 +308,9 @@ export function startBatch(record: BatchRecord): string[] {
     size += line.length + separator.length;
   }
   flush();
+  if (statements.length > MAX_BATCH_STATEMENTS) {
+    throw new ValidationError(`a batch of ${record.chunks.length} chunks needs ${statements.length} statements, more than the Data API's ${MAX_BATCH_STATEMENTS}`);
+  }
   return statements;
 }
 
@@ -324,7 +371,7 @@ export function markChunkLoading(batchId: string, chunk: Chunk, now: Date): Stat
   return {
     sql: `UPDATE ${M}.chunks
              SET status = 'LOADING', statement_id = NULL, attempt = attempt + 1, started_at = :now
-           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int) AND status <> 'DONE'`,
     parameters: { batch_id: batchId, chunk_index: String(chunk.index), now: timestampParam(now) },
   };
 }
@@ -343,12 +390,21 @@ export function recordChunkStatement(batchId: string, chunk: Chunk, statementId:
  * compares this record with what staging holds (reading staging here would
  * make concurrent chunk loads conflict under serializable isolation).
  */
-export function markChunkDone(batchId: string, chunk: Chunk, rowsWritten: number, now: Date): Statement {
+export function markChunkDone(batchId: string, chunk: Chunk, statementId: string, rowsWritten: number, now: Date): Statement {
   return {
+    // Only the attempt whose INSERT this was may close the chunk: a late or
+    // overtaken attempt updates nothing.
     sql: `UPDATE ${M}.chunks
              SET status = 'DONE', finished_at = :now, rows_written = CAST(:rows_written AS bigint)
-           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
-    parameters: { batch_id: batchId, chunk_index: String(chunk.index), rows_written: String(rowsWritten), now: timestampParam(now) },
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)
+             AND status = 'LOADING' AND statement_id = :statement_id`,
+    parameters: {
+      batch_id: batchId,
+      chunk_index: String(chunk.index),
+      statement_id: statementId,
+      rows_written: String(rowsWritten),
+      now: timestampParam(now),
+    },
   };
 }
 
@@ -467,8 +523,10 @@ export function batchState(batchId: string): Statement {
 
 /**
  * The swap, as ONE transaction: lock the publications (one publisher at a
- * time), check nothing was published since this batch was planned, rename
- * live to its retained old version and staging to live, record it all.
+ * time) and staging (no late writer); check nothing was published since
+ * this batch was planned, nothing newer is live, and staging still holds
+ * the rows Reconcile checked; rename live to its retained old version and
+ * staging to live; record it all.
  */
 export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersionTable: string, now: Date): string[] {
   const { schema, table } = pipeline.target;
@@ -476,7 +534,8 @@ export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersion
   const name = sqlLiteral(pipeline.name);
   return [
     `LOCK ${M}.publications`,
-    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)})`,
+    `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
+    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
     `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)

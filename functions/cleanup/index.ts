@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { ValidationError } from '../../domain/errors.ts';
@@ -5,7 +6,7 @@ import type { BatchRef } from '../../domain/sql.ts';
 import { cleanupCandidates, dropRetired } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface CleanupEvent {
   readonly batch: BatchRef;
@@ -40,4 +41,4 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
   return { dropped };
 }
 
-export const handler = middy((event: CleanupEvent) => cleanup(event)).use(injectLambdaContext(logger));
+export const handler = middy((event: CleanupEvent, context: Context) => cleanup(event, warehouseFor(context))).use(injectLambdaContext(logger));

@@ -28,8 +28,9 @@ export function warehouseTargetFromEnv(env: NodeJS.ProcessEnv = process.env): Wa
   if (Boolean(clusterIdentifier) === Boolean(workgroupName)) {
     throw new ValidationError('set exactly one of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP');
   }
-  if (workgroupName) return { database, workgroupName };
   const secretArn = optionalEnv('WAREHOUSE_SECRET_ARN', env);
+  // Serverless: the IAM identity's own database user, or the secret's.
+  if (workgroupName) return { database, workgroupName, ...(secretArn ? { secretArn } : {}) };
   const dbUser = optionalEnv('WAREHOUSE_DB_USER', env);
   if (!secretArn && !dbUser) throw new ValidationError('a cluster needs WAREHOUSE_SECRET_ARN or WAREHOUSE_DB_USER');
   return { database, clusterIdentifier, ...(secretArn ? { secretArn } : { dbUser }) };
@@ -76,7 +77,7 @@ export interface StatementOutcome {
  * in the catalog: a retry finds the object there).
  */
 const TRANSIENT_SQL_ERROR =
-  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)|tuple concurrently updated|duplicate key value violates unique constraint "pg_/i;
+  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
 
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([
@@ -134,7 +135,19 @@ export class Warehouse {
     private readonly client: RedshiftDataClient,
     private readonly target: WarehouseTarget,
     private readonly poll: PollOptions = DEFAULT_POLL,
+    /** Epoch ms after which no wait goes on (the invocation is about to end). */
+    private readonly deadline: number = Number.POSITIVE_INFINITY,
   ) {}
+
+  /**
+   * The same warehouse, waiting no longer than `deadline` (epoch ms): a wait
+   * that would outlast the Lambda invocation ends with a
+   * TransientWarehouseError instead, which Step Functions retries and the
+   * retry re-attaches to the statement.
+   */
+  until(deadline: number): Warehouse {
+    return new Warehouse(this.client, this.target, this.poll, deadline);
+  }
 
   /** Submits one statement with `:name` parameters; returns its id without waiting. */
   async submit(statement: Statement, name: string): Promise<string> {
@@ -203,7 +216,7 @@ export class Warehouse {
         default:
           break;
       }
-      if (Date.now() - started + delay > this.poll.timeoutMs) {
+      if (Date.now() - started + delay > this.poll.timeoutMs || Date.now() + delay > this.deadline) {
         throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((Date.now() - started) / 1000)} s`);
       }
       await sleep(delay);
@@ -290,4 +303,14 @@ export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehous
     cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay }) };
   }
   return cached.warehouse;
+}
+
+/** Time kept back from the end of an invocation: enough to report and return. */
+export const INVOCATION_MARGIN_MS = 30_000;
+
+/** The handlers' warehouse for one invocation: waits end before the Lambda does. */
+export function warehouseFor(context: { getRemainingTimeInMillis?: () => number } | undefined, env: NodeJS.ProcessEnv = process.env): Warehouse {
+  const remaining = context?.getRemainingTimeInMillis?.();
+  const warehouse = warehouseFromEnv(env);
+  return remaining === undefined ? warehouse : warehouse.until(Date.now() + Math.max(1_000, remaining - INVOCATION_MARGIN_MS));
 }

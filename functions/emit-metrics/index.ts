@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -6,7 +7,7 @@ import type { BatchRef } from '../../domain/sql.ts';
 import { latestEventTime } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
 import type { ReconcileResult } from '../reconcile/index.ts';
 
@@ -55,6 +56,6 @@ export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse 
   return values;
 }
 
-export const handler = middy((event: EmitMetricsEvent) => emitMetrics(event))
+export const handler = middy((event: EmitMetricsEvent, context: Context) => emitMetrics(event, warehouseFor(context)))
   .use(injectLambdaContext(logger))
   .use(logMetrics(metrics));

@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk } from '../../domain/plan.ts';
@@ -12,7 +13,7 @@ import {
 } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
   readonly batch: BatchRef;
@@ -56,7 +57,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
       logger.info('re-attached to the insert of an earlier attempt', { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
       const inserted = await warehouse.wait(earlierId, name('insert'));
-      await warehouse.execute(markChunkDone(batch.batchId, chunk, inserted.resultRows, new Date()), name('mark-done'));
+      await warehouse.execute(markChunkDone(batch.batchId, chunk, earlierId, inserted.resultRows, new Date()), name('mark-done'));
       return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId: earlierId, durationMs: Date.now() - started };
     }
   }
@@ -68,7 +69,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));
   await warehouse.execute(recordChunkStatement(batch.batchId, chunk, statementId), name('record-statement'));
   const inserted = await warehouse.wait(statementId, name('insert'));
-  await warehouse.execute(markChunkDone(batch.batchId, chunk, inserted.resultRows, new Date()), name('mark-done'));
+  await warehouse.execute(markChunkDone(batch.batchId, chunk, statementId, inserted.resultRows, new Date()), name('mark-done'));
 
   logger.info('chunk loaded', {
     batchId: batch.batchId,
@@ -81,4 +82,4 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId, durationMs: Date.now() - started };
 }
 
-export const handler = middy((event: LoadChunkEvent) => loadChunk(event)).use(injectLambdaContext(logger));
+export const handler = middy((event: LoadChunkEvent, context: Context) => loadChunk(event, warehouseFor(context))).use(injectLambdaContext(logger));

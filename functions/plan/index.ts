@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { ValidationError } from '../../domain/errors.ts';
@@ -7,7 +8,9 @@ import type { BatchRef } from '../../domain/sql.ts';
 import {
   doneChunks,
   findBatch,
+  installedManifestVersion,
   latestPublication,
+  MANIFEST_VERSION,
   manifestDdl,
   sourceShape,
   startBatch,
@@ -16,7 +19,7 @@ import {
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface PlanEvent {
   readonly input: unknown;
@@ -32,6 +35,14 @@ export interface PlanResult {
   readonly chunks: readonly Chunk[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
+}
+
+/** Installs the manifest's DDL when the warehouse has none or an older version; otherwise only reads. */
+async function ensureManifest(warehouse: Warehouse, name: string): Promise<void> {
+  const [presence, version] = installedManifestVersion();
+  const [present] = await warehouse.query(presence!, `${name}:present`);
+  const installed = Number(present?.present ?? 0) > 0 ? Number((await warehouse.query(version!, `${name}:version`))[0]?.version ?? 0) : 0;
+  if (installed < MANIFEST_VERSION) await warehouse.batch(manifestDdl(new Date()), `${name}:install`);
 }
 
 /**
@@ -53,7 +64,8 @@ export async function plan(
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
   const { schema, table } = pipeline.target;
 
-  const liveColumns = (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => String(r.column_name));
+  const live = await warehouse.query(tableColumns(schema, table), name('live-columns'));
+  const liveColumns = live.map((r) => String(r.column_name));
   if (liveColumns.length === 0) {
     throw new ValidationError(
       `live table ${schema}.${table} does not exist: create it once with its DDL (columns, keys, encodings); atomic-publish then rebuilds it`,
@@ -64,6 +76,14 @@ export async function plan(
       throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} is not a column of ${schema}.${table}`);
     }
   }
+  // Chunk boundaries are UTC instants compared with the column as stored:
+  // a column with a time zone would place rows by a different clock.
+  const timeType = String(live.find((r) => r.column_name === pipeline.timeColumn)?.data_type ?? '');
+  if (timeType !== 'timestamp without time zone') {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: timeColumn ${pipeline.timeColumn} of ${schema}.${table} is ${timeType}; it must be a timestamp without time zone holding UTC`,
+    );
+  }
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
   const missing = liveColumns.filter((c) => !sourceColumns.includes(c));
   if (missing.length > 0) {
@@ -72,7 +92,7 @@ export async function plan(
     );
   }
 
-  await warehouse.batch(manifestDdl(), name('manifest'));
+  await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
   const basePublication = Number((await warehouse.query(latestPublication(pipeline.name), name('base')))[0]?.seq ?? 0);
   const batch: BatchRef = {
@@ -119,4 +139,4 @@ export async function plan(
   return { alreadyPublished: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
 }
 
-export const handler = middy((event: PlanEvent) => plan(event)).use(injectLambdaContext(logger));
+export const handler = middy((event: PlanEvent, context: Context) => plan(event, warehouseFor(context))).use(injectLambdaContext(logger));

@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
@@ -6,7 +7,7 @@ import type { BatchRef } from '../../domain/sql.ts';
 import { batchState, swapPublish } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { type Row, type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface PublishEvent {
   readonly batch: BatchRef;
@@ -53,11 +54,14 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   try {
     await warehouse.batch(swapPublish(pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), new Date()), name('swap'));
   } catch (error) {
-    if (error instanceof WarehouseError && /publish guard/.test(error.message)) {
-      // An earlier attempt whose response was lost (or whose wait timed out)
-      // may have committed in the meantime: that is this batch's own publish.
-      const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
-      if (now?.status === 'PUBLISHED') return toResult(now, liveTable, true);
+    if (!(error instanceof WarehouseError)) throw error;
+    // An earlier attempt whose response was lost (or whose wait was
+    // abandoned) may have committed meanwhile: then the guard, or the
+    // staging table already renamed away, fails this one. That publish is
+    // this batch's own.
+    const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
+    if (now?.status === 'PUBLISHED') return toResult(now, liveTable, true);
+    if (/publish guard/.test(error.message)) {
       throw new PublishConflictError(error.message.replace(/^.*?(publish guard)/, '$1'), { cause: error });
     }
     throw error;
@@ -68,4 +72,4 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   return result;
 }
 
-export const handler = middy((event: PublishEvent) => publish(event)).use(injectLambdaContext(logger));
+export const handler = middy((event: PublishEvent, context: Context) => publish(event, warehouseFor(context))).use(injectLambdaContext(logger));

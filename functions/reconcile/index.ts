@@ -1,3 +1,4 @@
+import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { CheckFailedError } from '../../domain/errors.ts';
@@ -6,7 +7,7 @@ import type { BatchRef, CheckResult } from '../../domain/sql.ts';
 import { chunkCounts, recordChecks, stagingOutsideInterval } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface ReconcileEvent {
   readonly batch: BatchRef;
@@ -58,4 +59,4 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   };
 }
 
-export const handler = middy((event: ReconcileEvent) => reconcile(event)).use(injectLambdaContext(logger));
+export const handler = middy((event: ReconcileEvent, context: Context) => reconcile(event, warehouseFor(context))).use(injectLambdaContext(logger));

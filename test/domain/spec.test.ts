@@ -231,6 +231,17 @@ describe('specHash', () => {
   });
 
   it.each([
+    ['the description', { description: 'now with a better description' }],
+    ['the freshness SLA', { freshness: { slaMinutes: 90 } }],
+    ['the schedule', { schedule: { expression: 'cron(30 5 * * ? *)' } }],
+    ['the retention', { retention: { keepVersions: 7 } }],
+    ['the load concurrency', { chunk: { grain: 'day' as const, maxConcurrency: 8 } }],
+    ['the spelling of historyStart', { historyStart: '2026-01-01T00:00:00.000Z' }],
+  ])('stays the same when %s changes, which does not change the published rows', (_what, overrides) => {
+    expect(definePipeline(specWith(overrides)).specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it.each([
     ['the business key', { businessKey: ['order_id', 'line_no'] }],
     ['the grain', { chunk: { grain: 'month' as const } }],
     ['the history start', { historyStart: '2025-01-01T00:00:00Z' }],
@@ -268,9 +279,15 @@ describe('definePipelines', () => {
   });
 
   it('returns the pipelines in order when names are distinct', () => {
-    const result = definePipelines([ordersSpec, specWith({ name: 'returns' })]);
+    const result = definePipelines([ordersSpec, specWith({ name: 'returns', target: { schema: 'analytics', table: 'returns' } })]);
 
     expect(result.map((p) => p.name)).toEqual(['orders', 'returns']);
+  });
+
+  it('rejects two pipelines publishing the same table, naming both', () => {
+    expect(() => definePipelines([ordersSpec, specWith({ name: 'orders_copy' })])).toThrow(
+      'pipeline orders_copy: target analytics.orders is already published by pipeline orders',
+    );
   });
 });
 

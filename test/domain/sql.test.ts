@@ -15,6 +15,7 @@ import {
   latestPublication,
   loadStagingInterval,
   manifestDdl,
+  MANIFEST_VERSION,
   markBatchFailed,
   markChunkDone,
   markChunkLoading,
@@ -119,7 +120,7 @@ const singleStatements: [string, Statement][] = [
   ['loadStagingInterval', loadStagingInterval(pipeline, batch, chunk)],
   ['markChunkLoading', markChunkLoading(batchId, chunk, NOW)],
   ['recordChunkStatement', recordChunkStatement(batchId, chunk, 'stmt-0001')],
-  ['markChunkDone', markChunkDone(batchId, chunk, 42, NOW)],
+  ['markChunkDone', markChunkDone(batchId, chunk, 'stmt-0001', 42, NOW)],
   ['chunkCounts (hour grain)', chunkCounts(pipelineWith({ chunk: { grain: 'hour' } }), batch)],
   ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
   ['chunkCounts', chunkCounts(pipeline, batch)],
@@ -192,10 +193,17 @@ describe('single statements (ExecuteStatement)', () => {
   });
 
   it('records the rows the Data API reported for a chunk as a parameter', () => {
-    const statement = markChunkDone(batchId, chunk, 42, NOW);
+    const statement = markChunkDone(batchId, chunk, 'stmt-0001', 42, NOW);
 
     expect(statement.parameters).toMatchObject({ rows_written: '42', chunk_index: '1', batch_id: batchId, now: '2026-03-15 10:20:30.456' });
     expect(statement.sql).toContain("status = 'DONE'");
+  });
+
+  it('closes a chunk only for the attempt whose INSERT it was, and never reopens a DONE chunk', () => {
+    const done = markChunkDone(batchId, chunk, 'stmt-0001', 42, NOW);
+    expect(done.sql).toContain("AND status = 'LOADING' AND statement_id = :statement_id");
+    expect(done.parameters?.statement_id).toBe('stmt-0001');
+    expect(markChunkLoading(batchId, chunk, NOW).sql).toContain("AND status <> 'DONE'");
   });
 
   it('passes the keep count for cleanup as a parameter', () => {
@@ -396,10 +404,11 @@ describe('recordChecks', () => {
 describe('swapPublish', () => {
   const statements = swapPublish(pipeline, batch, previous, NOW);
 
-  it('locks, guards, renames live away, renames staging in, records the publication and the batch, in that order', () => {
+  it('locks publications and staging, guards, renames live away, renames staging in, records the publication, attempt and batch, in that order', () => {
     const expected = [
       /^LOCK "atomic_publish"\.publications$/,
-      new RegExp(`^CALL "atomic_publish"\\.assert_publishable\\('orders', '${batchId}', 2\\)$`),
+      new RegExp(`^LOCK "analytics"\\."${staging}"$`),
+      new RegExp(`^CALL "atomic_publish"\\.assert_publishable\\('orders', '${batchId}', 2, 'analytics', '${staging}'\\)$`),
       new RegExp(`^ALTER TABLE "analytics"\\."orders" RENAME TO "${previous}"$`),
       new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME TO "orders"$`),
       /^INSERT INTO "atomic_publish"\.publications /,
@@ -418,7 +427,7 @@ describe('swapPublish', () => {
   it('records the old version under the name cleanup later matches', () => {
     const [, recordDrop] = dropRetired(pipeline, 'old_version', previous, batchId, NOW);
 
-    expect(statements[4]).toContain(`'analytics.${previous}'`);
+    expect(statements.find((sql) => sql.startsWith('INSERT INTO "atomic_publish".publications'))).toContain(`'analytics.${previous}'`);
     expect(recordDrop).toContain(`old_version_table = 'analytics.${previous}'`);
   });
 
@@ -449,7 +458,7 @@ describe('dropRetired', () => {
 
 describe('manifestDdl', () => {
   it("passes RAISE only variables after the format, as Redshift's PL/pgSQL requires", () => {
-    const raises = manifestDdl().flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '[^']*'((?:, *[^;]+)?);/g)].map((m) => m[1]!));
+    const raises = manifestDdl(NOW).flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '[^']*'((?:, *[^;]+)?);/g)].map((m) => m[1]!));
 
     expect(raises.length).toBeGreaterThanOrEqual(2);
     for (const args of raises) {
@@ -457,7 +466,20 @@ describe('manifestDdl', () => {
     }
   });
 
-  it('is safe to run again: every statement creates if not exists or replaces', () => {
-    for (const sql of manifestDdl()) expect(sql).toMatch(/^CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) /);
+  it('is safe to run again: every statement creates if not exists, replaces, or inserts its version once', () => {
+    for (const sql of manifestDdl(NOW)) {
+      expect(sql).toMatch(/^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) |INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s);
+    }
+  });
+
+  it('records the manifest version it installs, which Plan compares before installing again', () => {
+    expect(manifestDdl(NOW).at(-1)).toContain(`SELECT ${MANIFEST_VERSION}, CAST('2026-03-15 10:20:30.456' AS timestamp)`);
+  });
+
+  it('guards the publish against an older batch, a changed staging table and a moved base, all by raising', () => {
+    const procedure = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE'))!;
+    expect(procedure).toContain('latest_end > batch_end');
+    expect(procedure).toContain('staged_rows <> checked_rows');
+    expect(procedure).toContain('latest <> p_base');
   });
 });

@@ -75,7 +75,7 @@ describe('describeError', () => {
 
 describe('failureReport', () => {
   it('subject is printable ASCII of at most 100 characters naming the pipeline and the error', () => {
-    const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), true);
+    const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), { recorded: true });
 
     expect(report.subject).toBe('atomic-publish: orders failed (CheckFailedError)');
     expect(report.subject).toMatch(/^[\x20-\x7e]{1,100}$/);
@@ -83,7 +83,7 @@ describe('failureReport', () => {
   });
 
   it('subject stays ASCII and within 100 characters for a long, non-ASCII pipeline and error name', () => {
-    const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), false);
+    const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), { recorded: false });
 
     expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
     expect(report.subject.length).toBeLessThanOrEqual(100);
@@ -91,21 +91,21 @@ describe('failureReport', () => {
     expect(report.subject).toContain('atomic-publish: bestellungen_');
   });
 
-  it('a failure before planning says nothing was written and offers no re-run', () => {
-    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), false);
+  it('a failure in Plan says nothing was loaded and offers no re-run', () => {
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), { recorded: false });
 
     expect(report.subject).toBe('atomic-publish: orders failed (ValidationError)');
     expect(report.message).toContain('atomic-publish: pipeline orders failed');
     expect(report.message).toContain('Error:      ValidationError: to must be after from');
-    expect(report.message).toContain('Live table: untouched; the run stopped before a batch was created and nothing was written.');
-    expect(report.message).toContain('Manifest:   not updated');
+    expect(report.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
+    expect(report.message).toContain('Manifest:   not updated (no batch was created)');
     expect(report.message).not.toContain('Re-run:');
     expect(report.message).not.toContain('Staging:');
     expect(report.batchId).toBeUndefined();
   });
 
   it('a failure with no pipeline at all still reads sensibly', () => {
-    const report = failureReport(eventWith({ error: { Error: 'States.Runtime', Cause: 'bad input' } }), false);
+    const report = failureReport(eventWith({ error: { Error: 'States.Runtime', Cause: 'bad input' } }), { recorded: false });
 
     expect(report.subject).toBe('atomic-publish: run failed (States.Runtime)');
     expect(report.message).toContain('pipeline (unknown) failed');
@@ -115,13 +115,13 @@ describe('failureReport', () => {
   it('a load failure names the live table as untouched, keeps the staging table and gives a re-run input', () => {
     const report = failureReport(
       eventWith({ input: { pipeline: 'orders' }, plan, error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') } }),
-      true,
+      { recorded: true, batchStatus: 'FAILED', latestPublication: 4 },
     );
 
     expect(report.message).toContain('Batch:      b-0001, interval 2026-01-01T00:00:00.000Z to 2026-01-02T00:00:00.000Z');
     expect(report.message).toContain('Live table: analytics.orders untouched; readers still see publication 4.');
     expect(report.message).toContain('Staging:    orders__stage_b_0001 is kept for diagnosis');
-    expect(report.message).toContain('Manifest:   batch marked FAILED in atomic_publish.batches');
+    expect(report.message).toContain('Manifest:   batch and attempt marked FAILED in atomic_publish.batches / batch_attempts');
     expect(report.message).toContain(`Execution:  ${eventWith({}).executionId} (started 2026-01-02T00:00:05.000Z)`);
     const rerun = /Re-run:     start an execution with input (\{.*?\});/.exec(report.message);
     expect(rerun).not.toBeNull();
@@ -131,8 +131,7 @@ describe('failureReport', () => {
   it('a load failure of a first batch says readers see the version before atomic-publish, and reports an unwritten manifest', () => {
     const report = failureReport(
       eventWith({ plan: { ...plan, batch: { ...batch, basePublication: 0 } }, error: { Error: 'TransientWarehouseError', Cause: 'busy' } }),
-      false,
-      'warehouse unreachable',
+      { recorded: false, recordError: 'warehouse unreachable' },
     );
 
     expect(report.message).toContain('readers still see the version before atomic-publish.');
@@ -140,12 +139,53 @@ describe('failureReport', () => {
   });
 
   it('a failure after publishing says the live table was published and offers no re-run', () => {
-    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), false);
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), {
+      recorded: false,
+      batchStatus: 'PUBLISHED',
+      ownPublication: 5,
+      latestPublication: 5,
+    });
 
-    expect(report.message).toContain('Live table: published (publication 5); a step after publishing failed.');
+    expect(report.message).toContain('Live table: analytics.orders was published by this batch (publication 5); a step after publishing failed.');
+    expect(report.message).toContain('Manifest:   the batch is PUBLISHED and was left as it is');
     expect(report.message).not.toContain('untouched');
     expect(report.message).not.toContain('Staging:');
     expect(report.message).not.toContain('Re-run:');
     expect(report.batchId).toBe('b-0001');
+  });
+
+  it('a Publish that failed but whose swap committed anyway is reported as published, from the manifest', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'Sandbox.Timedout', Cause: 'Task timed out' } }), {
+      recorded: false,
+      batchStatus: 'PUBLISHED',
+      ownPublication: 5,
+      latestPublication: 5,
+    });
+
+    expect(report.message).toContain('was published by this batch (publication 5)');
+    expect(report.message).not.toContain('untouched');
+    expect(report.message).not.toContain('Re-run:');
+  });
+
+  it('a batch another batch overtook is reported as superseded, with the live publication and no re-run', () => {
+    const report = failureReport(
+      eventWith({ plan, error: { Error: 'PublishConflictError', Cause: lambdaCause('PublishConflictError', 'publish guard: pipeline orders is at publication 6') } }),
+      { recorded: true, batchStatus: 'FAILED', latestPublication: 6 },
+    );
+
+    expect(report.message).toContain('Live table: analytics.orders shows publication 6, published by another batch; this batch was not published and is superseded');
+    expect(report.message).not.toContain('untouched');
+    expect(report.message).not.toContain('Re-run:');
+  });
+
+  it('a spec change asks for a new run instead of resuming the batch', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'SpecChangedError', Cause: 'pipeline orders changed' } }), {
+      recorded: true,
+      batchStatus: 'FAILED',
+      latestPublication: 4,
+    });
+
+    expect(report.message).toContain('Re-run:     start a new run: the pipeline spec changed, so it plans a new batch.');
+    expect(report.message).not.toContain('it resumes this batch');
   });
 });

@@ -47,7 +47,7 @@ function expectRejected(result: ExecutionResult, message: RegExp, pipeline = 'sa
   const [alert] = result.alerts;
   expect(alert!.subject).toBe(`atomic-publish: ${pipeline} failed (ValidationError)`);
   expect(alert!.message).toContain(`ValidationError: ${caughtMessage(result)}`);
-  expect(alert!.message).toContain('Live table: untouched; the run stopped before a batch was created and nothing was written.');
+  expect(alert!.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
   expect(alert!.message).toContain('Manifest:   not updated');
   const failures = result.metrics.filter((m) => 'BatchFailed' in m.values);
   expect(failures).toHaveLength(1);

@@ -96,7 +96,7 @@ describe('a run that fails in LoadChunk', () => {
     expect(alert!.message).toContain(`Live table: ${LIVE} untouched`);
     expect(alert!.message).toContain(`Batch:      ${names.batchId}`);
     expect(alert!.message).toContain(`Re-run:     start an execution with input ${JSON.stringify(inputFor(TO_DAY))}`);
-    expect(alert!.message).toContain('batch marked FAILED');
+    expect(alert!.message).toContain('batch and attempt marked FAILED');
     expect(alert!.executionId).toBe(failed.executionId);
     const outbox = readFileSync(wf.outboxFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as unknown);
     expect(outbox).toEqual([alert]);

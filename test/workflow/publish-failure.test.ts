@@ -142,14 +142,20 @@ describe('another batch publishing after this one was planned', () => {
     expect(await wf.tableExists(loser.previous)).toBe(false);
   });
 
-  it('re-running the loser re-plans it on the new publication and publishes on top of the winner', async () => {
+  it("refuses to publish the loser on a re-run: the winner's newer data stays live, and the alert says the batch is superseded", async () => {
     const winnerData = await wf.fingerprint(LIVE);
     const rerun = await wf.run(inputFor(10), 'planned-again');
-    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(rerun.status).toBe('FAILED');
     expect(planOf(rerun).batch).toMatchObject({ batchId: loser.batchId, basePublication: publicationsBefore + 1 });
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
-    expect(await wf.fingerprint(loser.previous)).toEqual(winnerData);
-    expect((await wf.publications()).at(-1)).toMatchObject({ seq: publicationsBefore + 2, batch_id: loser.batchId });
+    expect(caughtError(rerun)?.Error).toBe('PublishConflictError');
+    expect(caughtMessage(rerun)).toMatch(
+      new RegExp(`^publish guard: pipeline sales_order_lines already publishes data up to 2026-01-13 00:00:00, later than the 2026-01-11 00:00:00 of batch ${loser.batchId}$`),
+    );
+    expect(await wf.fingerprint(LIVE)).toEqual(winnerData);
+    expect((await wf.publications()).at(-1)).toMatchObject({ seq: publicationsBefore + 1, batch_id: winner.batchId });
+    const alert = rerun.alerts.find((a) => a.executionId === rerun.executionId)!;
+    expect(alert.message).toContain(`shows publication ${publicationsBefore + 1}, published by another batch; this batch was not published and is superseded`);
+    expect(alert.message).not.toContain('Re-run:');
   });
 });
 
@@ -161,14 +167,15 @@ describe('another batch publishing after this one was planned', () => {
 // every attempt: the batch can never be published again. Expected: a re-run
 // whose staging was dropped (batches.staging_dropped_at set) reloads its chunks.
 describe('a failed batch whose staging a later successful run cleaned up', () => {
-  const failedBatch = namesFor(11);
+  const failedBatch = namesFor(14);
   it('is re-run from scratch and publishes, instead of skipping chunks whose rows are gone', async () => {
     wf.reset();
     await wf.query(`CREATE TABLE ${failedBatch.previous} (blocker int)`);
-    const failed = await wf.run(inputFor(11), 'fails-first');
+    const failed = await wf.run(inputFor(14), 'fails-first');
     expect(failed.status).toBe('FAILED');
     await wf.query(`DROP TABLE ${failedBatch.previous}`);
 
+    // A later run with an earlier `to` publishes (newer than what is live) and cleans up.
     const later = await wf.run(inputFor(13), 'later-success');
     expect(later.status, `${later.error}: ${later.cause}`).toBe('SUCCEEDED');
     expect((later.output as { cleanup: { dropped: string[] } }).cleanup.dropped).toContain(failedBatch.staging);
@@ -176,9 +183,9 @@ describe('a failed batch whose staging a later successful run cleaned up', () =>
     expect((await wf.batch(failedBatch.batchId))!.staging_dropped_at).not.toBeNull();
 
     const newest = await wf.fingerprint(LIVE);
-    const rerun = await wf.run(inputFor(11), 'fails-first-rerun');
+    const rerun = await wf.run(inputFor(14), 'fails-first-rerun');
     expect(rerun.status, `${caughtError(rerun)?.Error}: ${caughtMessage(rerun).slice(0, 300)}`).toBe('SUCCEEDED');
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(11));
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(14));
     expect(await wf.fingerprint(failedBatch.previous)).toEqual(newest);
     expect(await wf.batch(failedBatch.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 2 });
   });
