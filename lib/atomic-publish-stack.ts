@@ -1,6 +1,6 @@
 import { ArnFormat, CfnOutput, type Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
-import { PolicyStatement, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
@@ -43,6 +43,8 @@ export class AtomicPublishStack extends Stack {
   public readonly topic: Topic;
   /** The step handlers keyed by the Task state that invokes them. */
   public readonly functions: Record<LambdaStateName, StepHandler>;
+  /** The one execution role of all step handlers (one database user for every step). */
+  public readonly handlerRole: Role;
   /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
@@ -80,6 +82,7 @@ export class AtomicPublishStack extends Stack {
     });
     this.stateMachine = workflow.stateMachine;
     this.functions = workflow.functions;
+    this.handlerRole = workflow.role;
     this.logGroup = workflow.logGroup;
 
     this.alarms = new PublishMonitoring(this, 'Monitoring', {

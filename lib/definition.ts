@@ -67,15 +67,12 @@ const PSEUDO_PARAMETERS: Record<string, string> = {
 /** What `Ref` returns for resource types whose Ref is an ARN; other resources resolve to their logical id. */
 const REF_ARN: Record<string, (id: string) => string> = {
   'AWS::SNS::Topic': (id) => `arn:${LOCAL_PARTITION}:sns:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`,
-  'AWS::SQS::Queue': (id) => `https://sqs.${LOCAL_REGION}.amazonaws.com/${LOCAL_ACCOUNT}/${id}`,
   'AWS::StepFunctions::StateMachine': (id) => `arn:${LOCAL_PARTITION}:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${id}`,
 };
 
 const GETATT_ARN: Record<string, (id: string) => string> = {
   'AWS::Lambda::Function': localFunctionArn,
-  'AWS::SQS::Queue': (id) => `arn:${LOCAL_PARTITION}:sqs:${LOCAL_REGION}:${LOCAL_ACCOUNT}:${id}`,
   'AWS::SNS::Topic': REF_ARN['AWS::SNS::Topic']!,
-  'AWS::DynamoDB::Table': (id) => `arn:${LOCAL_PARTITION}:dynamodb:${LOCAL_REGION}:${LOCAL_ACCOUNT}:table/${id}`,
 };
 
 function resolveToken(part: unknown, resources: Record<string, CfnResource>): string {

@@ -5,10 +5,10 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
+import { METRICS_NAMESPACE, SERVICE_NAME } from './project.ts';
 
-/** Where the EmitMetrics handler puts its metrics (Powertools, EMF). */
-export const METRICS_NAMESPACE = 'AtomicPublish';
-export const METRICS_SERVICE = 'atomic-publish';
+// Where the EmitMetrics handler puts its metrics (Powertools, EMF): one definition, in project.ts.
+export { METRICS_NAMESPACE, SERVICE_NAME as METRICS_SERVICE };
 
 export interface PublishMonitoringProps {
   readonly stateMachine: IStateMachine;
@@ -33,7 +33,10 @@ export class PublishMonitoring extends Construct {
     const alarms: Record<string, Alarm> = {};
 
     alarms.ExecutionsFailed = new Alarm(this, 'ExecutionsFailed', {
-      alarmDescription: 'atomic-publish: an execution failed. The live table is unchanged; see the failure alert and atomic_publish.batches.',
+      // A failure after Publish (EmitMetrics, Cleanup) leaves the new table published: the alert says which.
+      alarmDescription:
+        'atomic-publish: an execution failed. See the failure alert for the error and whether the live table was published, ' +
+        'and atomic_publish.batch_attempts for the attempt.',
       metric: props.stateMachine.metricFailed({ period: Duration.minutes(5), statistic: Stats.SUM }),
       threshold: 1,
       evaluationPeriods: 1,
@@ -41,7 +44,9 @@ export class PublishMonitoring extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
     alarms.ExecutionsTimedOut = new Alarm(this, 'ExecutionsTimedOut', {
-      alarmDescription: 'atomic-publish: an execution hit the state machine timeout (no failure alert was sent). The live table is unchanged.',
+      alarmDescription:
+        'atomic-publish: an execution hit the state machine timeout, so no failure alert was sent. ' +
+        'Check atomic_publish.batch_attempts and the execution history for how far it got (the live table may already be published).',
       metric: props.stateMachine.metricTimedOut({ period: Duration.minutes(5), statistic: Stats.SUM }),
       threshold: 1,
       evaluationPeriods: 1,
@@ -57,7 +62,7 @@ export class PublishMonitoring extends Construct {
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
           metricName: 'Published',
-          dimensionsMap: { service: METRICS_SERVICE, Pipeline: pipeline.name },
+          dimensionsMap: { service: SERVICE_NAME, Pipeline: pipeline.name },
           statistic: Stats.SAMPLE_COUNT,
           period: Duration.minutes(pipeline.freshness.slaMinutes),
         }),

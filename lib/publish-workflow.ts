@@ -1,4 +1,5 @@
 import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import {
@@ -40,16 +41,27 @@ export interface PublishWorkflowProps {
   readonly logRetention?: RetentionDays;
 }
 
+/** Subject of the page sent when RecordFailure itself failed (plain ASCII, under SNS's 100 characters). */
+export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details unavailable)';
+
 /**
  * The one Standard state machine that runs every pipeline:
  * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
- * any failure -> RecordFailure -> Notify -> Failed.
+ * any failure -> RecordFailure -> Notify -> Failed
+ * (RecordFailure failing -> DescribeFailure -> Notify -> Failed).
  * State names, paths and payloads are a contract with the handlers and the local runner.
  */
 export class PublishWorkflow extends Construct {
   public readonly stateMachine: StateMachine;
   /** The step handlers keyed by the Task state that invokes them. */
   public readonly functions: Record<LambdaStateName, StepHandler>;
+  /**
+   * The one execution role of every step handler. On Redshift Serverless (and
+   * a cluster without a secret) the Data API maps an IAM role to its own
+   * database user (`IAMR:<role>`), so one role keeps the tables Plan creates
+   * writable, renamable (ownership) and droppable by the later steps.
+   */
+  public readonly role: Role;
   /** The execution log (level ALL, with execution data). */
   public readonly logGroup: LogGroup;
 
@@ -58,11 +70,16 @@ export class PublishWorkflow extends Construct {
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
     const environment = warehouseEnvironment(props.warehouse);
 
+    // Logging: each StepHandler grants its own log group to this role (no
+    // managed policy, whose logs permissions cover every log group).
+    this.role = new Role(this, 'HandlerRole', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'atomic-publish step handlers: one role, so every step is the same database user',
+    });
+    grantWarehouseAccess(this.role, props.warehouse);
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {
-      const fn = new StepHandler(this, `${state}Function`, { state, environment, logRetention });
-      grantWarehouseAccess(fn, props.warehouse);
-      functions[state] = fn;
+      functions[state] = new StepHandler(this, `${state}Function`, { state, environment, logRetention, role: this.role });
     }
     this.functions = functions;
 
@@ -75,12 +92,15 @@ export class PublishWorkflow extends Construct {
         retryOnServiceExceptions: false,
         ...options,
       });
+      // Waits of 2, 4, ..., 64, 120, 120 s: at most about 6 minutes in all (full
+      // jitter: half that on average), enough for a Serverless workgroup to
+      // resume or a short maintenance window.
       invoke.addRetry({
         errors: [...TRANSIENT_ERROR_NAMES],
         interval: Duration.seconds(2),
-        maxAttempts: 6,
+        maxAttempts: 8,
         backoffRate: 2,
-        maxDelay: Duration.seconds(60),
+        maxDelay: Duration.seconds(120),
         jitterStrategy: JitterType.FULL,
       });
       invoke.addRetry({
@@ -122,6 +142,24 @@ export class PublishWorkflow extends Construct {
       cause: 'See the on-call alert and the manifest (atomic_publish.batches) for details',
     });
     recordFailure.next(notify).next(failed);
+    // If RecordFailure itself fails (times out, cannot reach the warehouse),
+    // page anyway with what the execution still knows.
+    const describeFailure = new Pass(this, 'DescribeFailure', {
+      parameters: {
+        subject: FALLBACK_ALERT_SUBJECT,
+        message: JsonPath.format(
+          'atomic-publish: a run failed, and recording the failure in the manifest failed too ({}). Error: {} Execution: {}. ' +
+            'See atomic_publish.batches, atomic_publish.batch_attempts and the execution history; ' +
+            'the live table may already be published if the run failed after Publish.',
+          JsonPath.stringAt('$.recordFailureError.Error'),
+          JsonPath.jsonToString(JsonPath.objectAt('$.error')),
+          JsonPath.stringAt('$$.Execution.Id'),
+        ),
+      },
+      resultPath: '$.failure',
+    });
+    recordFailure.addCatch(describeFailure, { errors: ['States.ALL'], resultPath: '$.recordFailureError' });
+    describeFailure.next(notify);
     const catchAll = { errors: ['States.ALL'], resultPath: '$.error' };
 
     // The execution input moves under $.input first, so every later result

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import type { IRole } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { CODE_VERSION, PROJECT_ROOT } from './project.ts';
+import { CODE_VERSION, METRICS_NAMESPACE, PROJECT_ROOT, SERVICE_NAME } from './project.ts';
 import { ENTRY_METADATA_KEY, LAMBDA_STEPS, type LambdaStateName, stepEntry } from './workflow-steps.ts';
 
 export interface StepHandlerProps {
@@ -12,6 +13,12 @@ export interface StepHandlerProps {
   readonly state: LambdaStateName;
   /** Extra environment (the warehouse target); merged over the common variables. */
   readonly environment?: Record<string, string>;
+  /**
+   * Execution role, shared by the steps so that they act as one database user
+   * (see PublishWorkflow). The function's log group is granted to it.
+   * @default - a role of its own with the AWSLambdaBasicExecutionRole managed policy (CDK's default)
+   */
+  readonly role?: IRole;
   /**
    * Retention of the function's log group.
    * @default RetentionDays.THREE_MONTHS
@@ -50,9 +57,10 @@ export class StepHandler extends NodejsFunction {
       memorySize: 256,
       timeout: Duration.minutes(LAMBDA_STEPS[props.state].timeoutMinutes),
       logGroup,
+      ...(props.role ? { role: props.role } : {}),
       environment: {
-        POWERTOOLS_SERVICE_NAME: 'atomic-publish',
-        POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         CODE_VERSION,
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,
@@ -69,6 +77,9 @@ export class StepHandler extends NodejsFunction {
       },
     });
     this.entryPath = entryPath;
+    // A given role gets no logging permissions from CDK: allow writing to this
+    // function's own log group only (the group exists, so no CreateLogGroup).
+    if (props.role) logGroup.grantWrite(props.role);
     (this.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, entryPath);
   }
 }

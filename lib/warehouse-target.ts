@@ -6,8 +6,8 @@ import type { IConstruct } from 'constructs';
 /**
  * The Redshift the step handlers send SQL to through the Data API: a
  * provisioned cluster (with a Secrets Manager secret or a database user) or
- * a serverless workgroup. Set exactly one of `clusterIdentifier` and
- * `workgroupName`.
+ * a serverless workgroup (with the role's IAM identity or a secret). Set
+ * exactly one of `clusterIdentifier` and `workgroupName`.
  */
 export interface WarehouseTarget {
   /** Database holding the target schemas and the `atomic_publish` manifest. */
@@ -18,14 +18,17 @@ export interface WarehouseTarget {
    */
   readonly clusterIdentifier?: string;
   /**
-   * Secret with the database credentials (cluster only). The functions may read it.
+   * Secret with the database credentials. The functions may read it, and the
+   * Data API authenticates as the secret's database user. With a workgroup
+   * it is optional: without it the Data API maps the functions' IAM role to
+   * the database user `IAMR:<role name>`.
    * @default - none: `dbUser` (or `secretArn`) must be set for a cluster
    */
   readonly secret?: ISecret;
   /**
-   * Complete ARN of the credentials secret (cluster only), for apps that
-   * configure the target from strings (cdk.json context); the stack imports it
-   * with `Secret.fromSecretCompleteArn`. Mutually exclusive with `secret`.
+   * Complete ARN of the credentials secret (cluster or workgroup), for apps
+   * that configure the target from strings (cdk.json context); the stack
+   * imports it with `Secret.fromSecretCompleteArn`. Mutually exclusive with `secret`.
    * @default - none
    */
   readonly secretArn?: string;
@@ -69,10 +72,12 @@ export function validateWarehouseTarget(target: WarehouseTarget, where = 'wareho
   }
   const credentials = (['secret', 'secretArn', 'dbUser'] as const).filter((key) => isSet(target[key]));
   if (serverless) {
-    if (credentials.length > 0) {
-      throw new Error(
-        `${credentials.map((key) => `${where}.${key}`).join(', ')} only apply to a cluster (${where}.clusterIdentifier), not to ${where}.workgroupName`,
-      );
+    // The Data API takes WorkgroupName with SecretArn (or neither), never with DbUser.
+    if (isSet(target.dbUser)) {
+      throw new Error(`${where}.dbUser only applies to a cluster (${where}.clusterIdentifier), not to ${where}.workgroupName: use ${where}.secret or ${where}.secretArn, or neither`);
+    }
+    if (credentials.length > 1) {
+      throw new Error(`${where}.secret and ${where}.secretArn are mutually exclusive: set at most one`);
     }
     const arn = target.workgroupArn;
     if (isSet(arn) && !Token.isUnresolved(arn) && !WORKGROUP_ARN.test(arn!)) {
@@ -95,7 +100,11 @@ export function validateWarehouseTarget(target: WarehouseTarget, where = 'wareho
 /** The environment the handlers read (functions/commons/warehouse.ts). `secret` must be resolved (no `secretArn`). */
 export function warehouseEnvironment(target: WarehouseTarget): Record<string, string> {
   if (target.workgroupName) {
-    return { WAREHOUSE_DATABASE: target.database, WAREHOUSE_WORKGROUP: target.workgroupName };
+    return {
+      WAREHOUSE_DATABASE: target.database,
+      WAREHOUSE_WORKGROUP: target.workgroupName,
+      ...(target.secret ? { WAREHOUSE_SECRET_ARN: target.secret.secretArn } : {}),
+    };
   }
   return {
     WAREHOUSE_DATABASE: target.database,
@@ -108,7 +117,7 @@ export function warehouseEnvironment(target: WarehouseTarget): Record<string, st
 /**
  * Least privilege for the Data API: submit statements only to this warehouse;
  * read, cancel and list only statements this role submitted; get credentials
- * only for this database.
+ * only for this database (or read only the one secret).
  */
 export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: WarehouseTarget): void {
   const stack = Stack.of(grantee);
@@ -138,10 +147,12 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: W
     conditions: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
   });
 
-  if (target.workgroupName) {
-    Grant.addToPrincipal({ grantee, actions: ['redshift-serverless:GetCredentials'], resourceArns: [workgroupArn] });
-  } else if (target.secret) {
+  if (target.secret) {
+    // Cluster or workgroup: the Data API reads the secret and logs in as its user.
     target.secret.grantRead(grantee);
+  } else if (target.workgroupName) {
+    // Without a secret the Data API gets temporary credentials for the role's own database user.
+    Grant.addToPrincipal({ grantee, actions: ['redshift-serverless:GetCredentials'], resourceArns: [workgroupArn] });
   } else if (target.dbUser) {
     // Data API with DbUser calls GetClusterCredentials for that user and database.
     const cluster = target.clusterIdentifier!;

@@ -4,13 +4,18 @@
  * follows a step from the diagram to the code in one hop.
  */
 export const LAMBDA_STEPS = {
-  Plan: { folder: 'plan', timeoutMinutes: 5 },
+  // The warehouse steps wait on Data API statements; the handlers bound each
+  // wait by the time the invocation has left, so the Lambda maximum is a
+  // ceiling, not an expected duration.
+  Plan: { folder: 'plan', timeoutMinutes: 15 },
   LoadChunk: { folder: 'load-chunk', timeoutMinutes: 15 },
   Reconcile: { folder: 'reconcile', timeoutMinutes: 15 },
-  Publish: { folder: 'publish', timeoutMinutes: 5 },
-  EmitMetrics: { folder: 'emit-metrics', timeoutMinutes: 1 },
-  Cleanup: { folder: 'cleanup', timeoutMinutes: 5 },
-  RecordFailure: { folder: 'record-failure', timeoutMinutes: 1 },
+  Publish: { folder: 'publish', timeoutMinutes: 15 },
+  EmitMetrics: { folder: 'emit-metrics', timeoutMinutes: 15 },
+  Cleanup: { folder: 'cleanup', timeoutMinutes: 15 },
+  // Short: the page must not wait long on a manifest write (DescribeFailure
+  // pages without it if this step fails or times out).
+  RecordFailure: { folder: 'record-failure', timeoutMinutes: 2 },
 } as const satisfies Record<string, { folder: string; timeoutMinutes: number }>;
 
 /** Name of a Task state that invokes one of the step handlers. */

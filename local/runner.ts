@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSy
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { captureLambdaOutput, type LambdaOutputSink, type MetricRecord } from './lambda-output.ts';
 
 // aws-local-stepfunctions calls Promise.withResolvers, which Node 20 lacks.
@@ -95,14 +96,13 @@ export async function synthesizeTemplate(): Promise<Template> {
 export async function loadWorkflow(template?: Template): Promise<SynthesizedWorkflow> {
   const tpl = template ?? (await synthesizeTemplate());
   const { stateMachineDefinition } = await import('../lib/definition.ts');
-  const { definition, taskFunctions } = stateMachineDefinition(tpl) as {
-    definition: StateMachineDefinition;
-    taskFunctions: Record<string, string>;
-  };
+  const { ENTRY_METADATA_KEY } = await import('../lib/workflow-steps.ts');
+  const parsed = stateMachineDefinition(tpl);
+  const definition = parsed.definition as unknown as StateMachineDefinition;
   const entries: Record<string, string> = {};
-  for (const [state, logicalId] of Object.entries(taskFunctions)) {
-    const entry = tpl.Resources[logicalId]?.Metadata?.['atomic-publish:entry'];
-    if (typeof entry !== 'string') throw new Error(`function ${logicalId} of state ${state} has no atomic-publish:entry metadata`);
+  for (const [state, logicalId] of Object.entries(parsed.taskFunctions)) {
+    const entry = parsed.taskEntries[state];
+    if (entry === undefined) throw new Error(`function ${logicalId} of state ${state} has no ${ENTRY_METADATA_KEY} metadata`);
     entries[state] = entry;
   }
   const serviceTasks: Record<string, string> = {};
@@ -205,8 +205,8 @@ export class LocalRunner {
       AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
       AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
-      POWERTOOLS_SERVICE_NAME: 'atomic-publish',
-      POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
+      POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+      POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...options.env,
     });

@@ -1,13 +1,12 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../../domain/errors.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { buildApp } from '../../lib/app.ts';
 import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
-import { LAMBDA_STATE_NAMES, LAMBDA_STEPS, type LambdaStateName, stepEntry } from '../../lib/workflow-steps.ts';
+import { LAMBDA_STATE_NAMES, type LambdaStateName, stepEntry } from '../../lib/workflow-steps.ts';
 
 let stack: AtomicPublishStack;
 let template: Template;
@@ -45,7 +44,7 @@ describe('state machine', () => {
 
   it('has exactly the contract states, with LoadChunk inside the Map', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
-      ['AlreadyPublished', 'Cleanup', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
+      ['AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
     );
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
   });
@@ -105,10 +104,24 @@ describe('state machine', () => {
   });
 
   it('retries only transient warehouse errors and Lambda service errors, with full jitter, on every Lambda task (no CDK default retrier)', () => {
+    // Literal on purpose: the budget is a decision (a Serverless resume or a short
+    // maintenance fits in 2 + 4 + ... + 64 + 120 + 120 s), not whatever the code computes.
     for (const name of LAMBDA_STATE_NAMES) {
       expect(state(name).Retry, name).toEqual([
-        { ErrorEquals: [...TRANSIENT_ERROR_NAMES], IntervalSeconds: 2, MaxAttempts: 6, BackoffRate: 2, MaxDelaySeconds: 60, JitterStrategy: 'FULL' },
-        { ErrorEquals: [...LAMBDA_SERVICE_ERROR_NAMES], IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: 'FULL' },
+        { ErrorEquals: ['TransientWarehouseError'], IntervalSeconds: 2, MaxAttempts: 8, BackoffRate: 2, MaxDelaySeconds: 120, JitterStrategy: 'FULL' },
+        {
+          ErrorEquals: [
+            'Lambda.ServiceException',
+            'Lambda.AWSLambdaException',
+            'Lambda.SdkClientException',
+            'Lambda.ClientExecutionTimeoutException',
+            'Lambda.TooManyRequestsException',
+          ],
+          IntervalSeconds: 1,
+          MaxAttempts: 3,
+          BackoffRate: 2,
+          JitterStrategy: 'FULL',
+        },
       ]);
     }
   });
@@ -118,7 +131,26 @@ describe('state machine', () => {
       expect(state(name).Catch, name).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }]);
     }
     expect(state('LoadChunk').Catch).toBeUndefined();
-    expect(state('RecordFailure').Catch).toBeUndefined();
+  });
+
+  it('pages with a fallback alert built by DescribeFailure when RecordFailure itself fails', () => {
+    expect(state('RecordFailure').Catch).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.recordFailureError', Next: 'DescribeFailure' }]);
+    const fallback = state('DescribeFailure');
+    expect(fallback).toEqual({
+      Type: 'Pass',
+      Parameters: {
+        subject: 'atomic-publish: a run failed (details unavailable)',
+        'message.$': expect.stringMatching(/^States\.Format\('atomic-publish: a run failed, [^']*', \$\.recordFailureError\.Error, States\.JsonToString\(\$\.error\), \$\$\.Execution\.Id\)$/),
+      },
+      ResultPath: '$.failure',
+      Next: 'Notify',
+    });
+    const message = (fallback.Parameters as Record<string, string>)['message.$']!;
+    // Plain ASCII, and it must not claim the live table is untouched (a failure after Publish leaves it published).
+    expect(message).toMatch(/^[\x20-\x7e]+$/);
+    expect(message).toContain('atomic_publish.batch_attempts');
+    expect(message).not.toMatch(/unchanged|untouched/);
+    expect(message.match(/\{\}/g)).toHaveLength(3);
   });
 
   it('pages the on-call topic with the recorded subject and message, then fails with AtomicPublishFailed', () => {
@@ -165,6 +197,16 @@ describe('step handlers', () => {
   });
 
   it('runs Node.js 22 on arm64 with 256 MB, the step timeout, and the warehouse and Powertools environment', () => {
+    // The warehouse steps bound their waits by the invocation's remaining time; RecordFailure must be quick.
+    const timeoutSeconds: Record<LambdaStateName, number> = {
+      Plan: 900,
+      LoadChunk: 900,
+      Reconcile: 900,
+      Publish: 900,
+      EmitMetrics: 900,
+      Cleanup: 900,
+      RecordFailure: 120,
+    };
     for (const name of LAMBDA_STATE_NAMES) {
       template.hasResource('AWS::Lambda::Function', {
         Metadata: Match.objectLike({ 'atomic-publish:entry': stepEntry(name) }),
@@ -173,7 +215,7 @@ describe('step handlers', () => {
           Runtime: 'nodejs22.x',
           Architectures: ['arm64'],
           MemorySize: 256,
-          Timeout: LAMBDA_STEPS[name].timeoutMinutes * 60,
+          Timeout: timeoutSeconds[name],
           Environment: {
             Variables: {
               WAREHOUSE_DATABASE: 'dev',
@@ -196,6 +238,52 @@ describe('permissions', () => {
     const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
     return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
   };
+
+  it('runs every Lambda function of the stack under one role, so every step is the same database user', () => {
+    const roleId = logicalId(stack.handlerRole.node.defaultChild);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function'));
+    expect(functions).toHaveLength(LAMBDA_STATE_NAMES.length);
+    for (const fn of functions) expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
+    for (const name of LAMBDA_STATE_NAMES) expect(stack.functions[name].role).toBe(stack.handlerRole);
+    // Only the handler role is assumed by Lambda (no per-function ServiceRole left over).
+    const lambdaRoles = Object.keys(
+      template.findResources('AWS::IAM::Role', {
+        Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: 'lambda.amazonaws.com' } })] } },
+      }),
+    );
+    expect(lambdaRoles).toEqual([roleId]);
+  });
+
+  it('attaches the Data API permissions once, to the handler role', () => {
+    const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) =>
+      (p.Properties.PolicyDocument.Statement as { Action: unknown }[]).map((statement) => ({ statement, roles: p.Properties.Roles })),
+    );
+    const withAction = (action: string) => statements.filter(({ statement }) => JSON.stringify(statement.Action).includes(`"${action}"`));
+    const roleRef = [{ Ref: logicalId(stack.handlerRole.node.defaultChild) }];
+    for (const action of ['redshift-data:ExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-serverless:GetCredentials']) {
+      expect(withAction(action), action).toHaveLength(1);
+      expect(withAction(action)[0]!.roles, action).toEqual(roleRef);
+    }
+  });
+
+  it('lets the role write only to the seven step handlers\' own log groups, without a managed policy', () => {
+    const roleId = logicalId(stack.handlerRole.node.defaultChild);
+    expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
+    const logStatements = policyOf('Plan').filter((s) => JSON.stringify(s.Action).includes('logs:'));
+    expect(logStatements).toHaveLength(LAMBDA_STATE_NAMES.length);
+    const logGroupIds = new Set(Object.keys(template.findResources('AWS::Logs::LogGroup')));
+    for (const statement of logStatements) {
+      expect(statement.Action).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
+      const [groupId, attribute] = (statement.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+      expect(attribute).toBe('Arn');
+      expect(logGroupIds.has(groupId)).toBe(true);
+    }
+    const loggingGroups = LAMBDA_STATE_NAMES.map((name) => {
+      const fn = template.toJSON().Resources[functionId(name)];
+      return (fn.Properties.LoggingConfig.LogGroup as { Ref: string }).Ref;
+    });
+    expect(logStatements.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort()).toEqual(loggingGroups.sort());
+  });
 
   it('lets the handlers read, cancel and list only the statements they submitted themselves', () => {
     for (const name of LAMBDA_STATE_NAMES) {
@@ -272,6 +360,20 @@ describe('on-call topic and alarms', () => {
       TreatMissingData: 'notBreaching',
       AlarmActions: [{ Ref: topicId() }],
     });
+  });
+
+  it('tells on-call where to look after a failed or timed-out execution, without claiming the live table is unchanged', () => {
+    const descriptions = ['ExecutionsFailed', 'ExecutionsTimedOut'].map((metric) => {
+      const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: metric } }));
+      expect(alarms, metric).toHaveLength(1);
+      return alarms[0]!.Properties.AlarmDescription as string;
+    });
+    for (const description of descriptions) {
+      expect(description).toContain('atomic_publish.batch_attempts');
+      expect(description).not.toMatch(/unchanged|untouched/);
+    }
+    expect(descriptions[0]).toContain('failure alert');
+    expect(descriptions[1]).toContain('no failure alert was sent');
   });
 
   it('pages per pipeline when nothing was published within its freshness SLA, counting no data as breaching', () => {

@@ -19,8 +19,8 @@ describe('AtomicPublishStack props', () => {
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupName: 'wg' }, /warehouse\.clusterIdentifier and warehouse\.workgroupName are mutually exclusive/],
     [{ database: 'dev' }, /exactly one of warehouse\.clusterIdentifier and warehouse\.workgroupName/],
     [{ clusterIdentifier: 'c1', dbUser: 'u' }, /warehouse\.database is required/],
-    [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN }, /warehouse\.secretArn only apply to a cluster.*warehouse\.workgroupName/],
-    [{ database: 'dev', workgroupName: 'wg', dbUser: 'u' }, /warehouse\.dbUser only apply to a cluster/],
+    [{ database: 'dev', workgroupName: 'wg', dbUser: 'u' }, /warehouse\.dbUser only applies to a cluster \(warehouse\.clusterIdentifier\), not to warehouse\.workgroupName/],
+    [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, dbUser: 'u' }, /warehouse\.dbUser only applies to a cluster/],
     [{ database: 'dev', clusterIdentifier: 'c1' }, /warehouse\.clusterIdentifier needs exactly one of warehouse\.secret, warehouse\.secretArn and warehouse\.dbUser/],
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', secretArn: SECRET_ARN }, /got warehouse\.secretArn and warehouse\.dbUser/],
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupArn: WORKGROUP_ARN }, /warehouse\.workgroupArn only applies to warehouse\.workgroupName/],
@@ -36,6 +36,18 @@ describe('AtomicPublishStack props', () => {
     );
   });
 
+  it('rejects both a secret and a secretArn with a workgroup', () => {
+    const secret = Secret.fromSecretCompleteArn(new Stack(), 'Secret', SECRET_ARN);
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secret })).toThrow(
+      /^AtomicPublishStack: warehouse\.secret and warehouse\.secretArn are mutually exclusive: set at most one$/,
+    );
+  });
+
+  it('accepts a secret with a serverless workgroup (the Data API takes SecretArn with WorkgroupName)', () => {
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN })).not.toThrow();
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg', workgroupArn: WORKGROUP_ARN, secretArn: SECRET_ARN })).not.toThrow();
+  });
+
   it('reads the warehouse from context, also as a JSON string, and rejects unknown keys', () => {
     expect(warehouseFromContext('{"workgroupName":"wg","database":"dev"}')).toEqual({ workgroupName: 'wg', database: 'dev' });
     expect(warehouseFromContext({ clusterIdentifier: 'c1', database: 'dev' }, SECRET_ARN)).toEqual({
@@ -43,12 +55,14 @@ describe('AtomicPublishStack props', () => {
       database: 'dev',
       secretArn: SECRET_ARN,
     });
+    expect(warehouseFromContext({ workgroupName: 'wg', database: 'dev' }, SECRET_ARN)).toEqual({ workgroupName: 'wg', database: 'dev', secretArn: SECRET_ARN });
     expect(() => warehouseFromContext({ workgroup: 'wg', database: 'dev' })).toThrow(/unknown keys workgroup/);
   });
 });
 
 describe('warehouse permissions and environment', () => {
-  // One app, one synth: a cluster with a secret, a cluster with a database user, a workgroup with its ARN.
+  // One app, one synth: a cluster with a secret, a cluster with a database user, a workgroup with its ARN,
+  // a workgroup with a secret, a cluster with a secret object from another stack.
   const templates: Record<string, Template> = {};
   const stacks: Record<string, AtomicPublishStack> = {};
 
@@ -59,6 +73,7 @@ describe('warehouse permissions and environment', () => {
       ClusterSecret: { database: 'dev', clusterIdentifier: 'analytics-cluster', secretArn: SECRET_ARN },
       ClusterUser: { database: 'dev', clusterIdentifier: 'analytics-cluster', dbUser: 'publisher' },
       Workgroup: { database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN },
+      WorkgroupSecret: { database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN, secretArn: SECRET_ARN },
       SecretObject: { database: 'dev', clusterIdentifier: 'analytics-cluster', secret },
     };
     for (const [name, warehouse] of Object.entries(targets)) {
@@ -120,6 +135,27 @@ describe('warehouse permissions and environment', () => {
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: WORKGROUP_ARN });
     expect(variablesOf('Workgroup')).toMatchObject({ WAREHOUSE_WORKGROUP: 'analytics', WAREHOUSE_DATABASE: 'dev' });
     expect(variablesOf('Workgroup')).not.toHaveProperty('WAREHOUSE_CLUSTER_ID');
+    expect(variablesOf('Workgroup')).not.toHaveProperty('WAREHOUSE_SECRET_ARN');
+    expect(JSON.stringify(statements)).not.toContain('secretsmanager');
+  });
+
+  it('with a workgroup and a secret, reads only that secret instead of getting IAM credentials, and passes its ARN with the workgroup', () => {
+    const statements = statementsOf('WorkgroupSecret');
+    expect(executeStatement(statements)).toEqual([
+      { Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: WORKGROUP_ARN },
+    ]);
+    expect(statements).toContainEqual({
+      Effect: 'Allow',
+      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Resource: SECRET_ARN,
+    });
+    expect(JSON.stringify(statements)).not.toContain('redshift-serverless:GetCredentials');
+    expect(JSON.stringify(statements)).not.toContain('GetClusterCredentials');
+    expect(variablesOf('WorkgroupSecret')).toEqual(
+      expect.objectContaining({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_WORKGROUP: 'analytics', WAREHOUSE_SECRET_ARN: SECRET_ARN }),
+    );
+    expect(variablesOf('WorkgroupSecret')).not.toHaveProperty('WAREHOUSE_CLUSTER_ID');
+    expect(variablesOf('WorkgroupSecret')).not.toHaveProperty('WAREHOUSE_DB_USER');
   });
 
   it('accepts a secret object from another stack: reads it by reference and puts its ARN in the environment', () => {

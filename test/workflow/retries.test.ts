@@ -109,7 +109,7 @@ describe('LoadChunk retries', () => {
     expect(await wf.publications()).toHaveLength(1);
   });
 
-  it('gives up on a transient error that persists after 6 retries, and pages', async () => {
+  it('gives up on a transient error that persists after 8 retries, and pages', async () => {
     wf.reset();
     const before = await wf.fingerprint(LIVE);
     wf.faults.LoadChunk = async (input, next) => {
@@ -120,8 +120,8 @@ describe('LoadChunk retries', () => {
     await wf.quiesce();
 
     expect(result.status).toBe('FAILED');
-    expect(wf.loads.started.filter((i) => i === 0)).toHaveLength(7);
-    expect(stateEvents(result, 'StateRetried', 'LoadChunk').map((e) => chunkOf(e.state!.input))).toEqual(Array(6).fill(0));
+    expect(wf.loads.started.filter((i) => i === 0)).toHaveLength(9);
+    expect(stateEvents(result, 'StateRetried', 'LoadChunk').map((e) => chunkOf(e.state!.input))).toEqual(Array(8).fill(0));
     expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
     expect(result.alerts).toHaveLength(1);
     expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');

@@ -38,14 +38,14 @@ afterAll(() => {
 });
 
 describe('a warehouse that cannot be reached', () => {
-  it('retries Plan six times, then fails saying the warehouse is unreachable, pages, and writes nothing', async () => {
+  it('retries Plan eight times, then fails saying the warehouse is unreachable, pages, and writes nothing', async () => {
     const result = await runner.run(inputFor(5), { name: 'unreachable' });
 
     expect(result.status).toBe('FAILED');
     expect(visited(result)).toEqual(expect.arrayContaining(['Plan', 'RecordFailure', 'Notify', 'Failed']));
     expect(visited(result)).not.toContain('LoadChunks');
-    // 6 retries of the transient error: 7 attempts in all.
-    expect(stateEvents(result, 'StateRetried', 'Plan')).toHaveLength(6);
+    // 8 retries of the transient error: 9 attempts in all.
+    expect(stateEvents(result, 'StateRetried', 'Plan')).toHaveLength(8);
     expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
     expect(caughtMessage(result)).toMatch(/^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:live-columns:[0-9a-f]{16} \(ECONNREFUSED\)/);
 

@@ -1,0 +1,73 @@
+// RecordFailure itself fails (here: a Lambda error no Retry matches, as a
+// timeout would be): the run still pages once, with the fallback alert that
+// DescribeFailure builds from what the execution knows, and ends FAILED.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalRunner } from '../../local/runner.ts';
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let runner: LocalRunner;
+let dir: string;
+let recordFailureCalls = 0;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'lib-fallback-alert-'));
+  runner = await LocalRunner.create({
+    env: {
+      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      WAREHOUSE_DATABASE: 'dev',
+      WAREHOUSE_WORKGROUP: 'local',
+      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
+    },
+    retryIntervalMs: 1,
+    outboxFile: join(dir, 'alerts.jsonl'),
+    taskOverrides: {
+      RecordFailure: async () => {
+        recordFailureCalls += 1;
+        throw Object.assign(new Error('boom'), { name: 'Lambda.Unknown' });
+      },
+    },
+  });
+});
+afterAll(() => {
+  runner?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('RecordFailure failing', () => {
+  it('is not retried (Lambda.Unknown is no retried error name)', () => {
+    expect(runner.workflow.retriers.RecordFailure?.flat()).not.toContain('Lambda.Unknown');
+    expect(runner.workflow.retriers.RecordFailure?.flat()).not.toContain('States.ALL');
+  });
+
+  it('still pages exactly once, with the fallback alert, and the run ends FAILED', async () => {
+    const result = await runner.run({ pipeline: 'sales_order_lines' }, { name: 'fallback-alert' });
+
+    expect(result.status).toBe('FAILED');
+    expect(result.error).toBe('AtomicPublishFailed');
+    const entered = result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name);
+    expect(entered.slice(-4)).toEqual(['RecordFailure', 'DescribeFailure', 'Notify', 'Failed']);
+    expect(recordFailureCalls).toBe(1);
+
+    expect(result.alerts).toHaveLength(1);
+    const alert = result.alerts[0]!;
+    expect(alert.subject).toBe('atomic-publish: a run failed (details unavailable)');
+    expect(alert.message).toMatch(/^atomic-publish: a run failed, and recording the failure in the manifest failed too \(Lambda\.Unknown\)\. Error: /);
+    // The original error (Plan could not reach the warehouse) and the execution are named.
+    expect(alert.message).toContain('TransientWarehouseError');
+    expect(alert.message).toContain(`Execution: ${result.executionId}. See`);
+    expect(alert.message).toContain('atomic_publish.batch_attempts');
+    // eslint-disable-next-line no-control-regex
+    expect(alert.message).toMatch(/^[\x20-\x7e]*$/);
+  }, 60_000);
+});
