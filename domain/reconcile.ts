@@ -33,9 +33,19 @@ function listChunks(chunks: readonly ChunkCount[]): string {
 /**
  * The foundation's gate: every chunk loaded, staging matches the source
  * chunk by chunk (and what each load recorded), nothing outside the
- * interval, and not empty unless the pipeline allows it.
+ * interval, the business key unique, and not empty unless the pipeline
+ * allows it.
  */
-export function reconcile(counts: readonly ChunkCount[], outsideInterval: number, allowEmpty: boolean): Reconciliation {
+/** Whole-table facts about staging (sql.stagingProblems). */
+export interface StagingProblems {
+  /** Rows outside the batch interval or without a time. */
+  readonly outsideInterval: number;
+  /** Business-key values held by more than one row. */
+  readonly duplicateKeys: number;
+}
+
+export function reconcile(counts: readonly ChunkCount[], staging: StagingProblems, allowEmpty: boolean, businessKey: readonly string[] = []): Reconciliation {
+  const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
   const rowsWritten = counts.reduce((sum, c) => sum + c.stagingRows, 0) + outsideInterval;
   const notDone = counts.filter((c) => c.status !== 'DONE');
@@ -70,6 +80,13 @@ export function reconcile(counts: readonly ChunkCount[], outsideInterval: number
       passed: outsideInterval === 0,
       observed: `${outsideInterval} row(s) outside the batch interval or with no time`,
       expected: '0 rows',
+      details: '',
+    },
+    {
+      check: 'business_key_unique',
+      passed: duplicateKeys === 0,
+      observed: `${duplicateKeys} key value(s) on more than one row`,
+      expected: `each (${businessKey.join(', ') || 'business key'}) on one row`,
       details: '',
     },
     {

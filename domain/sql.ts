@@ -460,12 +460,18 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
   };
 }
 
-/** Rows of staging outside the batch interval: a load that escaped its chunk. */
-export function stagingOutsideInterval(pipeline: Pipeline, batch: BatchRef): Statement {
+/**
+ * Whole-table checks of staging: rows outside the batch interval (a load
+ * that escaped its chunk) and business-key values on more than one row (a
+ * duplicated load, or a source that breaks the key).
+ */
+export function stagingProblems(pipeline: Pipeline, batch: BatchRef): Statement {
   const t = quoteIdent(pipeline.timeColumn);
+  const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
+  const key = pipeline.businessKey.map(quoteIdent).join(', ');
   return {
-    sql: `SELECT COUNT(*) AS n FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
-           WHERE ${t} IS NULL OR ${t} < :start OR ${t} >= :end`,
+    sql: `SELECT (SELECT COUNT(*) FROM ${staging} WHERE ${t} IS NULL OR ${t} < :start OR ${t} >= :end) AS outside_interval,
+                 (SELECT COUNT(*) FROM (SELECT 1 AS one FROM ${staging} GROUP BY ${key} HAVING COUNT(*) > 1) AS d) AS duplicate_keys`,
     parameters: { start: timestampParam(batch.from), end: timestampParam(batch.to) },
   };
 }

@@ -4,7 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
 import type { BatchRef, CheckResult } from '../../domain/sql.ts';
-import { chunkCounts, recordChecks, stagingOutsideInterval } from '../../domain/sql.ts';
+import { chunkCounts, recordChecks, stagingProblems } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -34,8 +34,13 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     sourceRows: Number(r.source_rows),
     stagingRows: Number(r.staging_rows),
   }));
-  const [outside] = await warehouse.query(stagingOutsideInterval(pipeline, batch), name('outside-interval'));
-  const result = evaluate(counts, Number(outside?.n ?? 0), pipeline.checks.allowEmpty);
+  const [problems] = await warehouse.query(stagingProblems(pipeline, batch), name('staging-problems'));
+  const result = evaluate(
+    counts,
+    { outsideInterval: Number(problems?.outside_interval ?? 0), duplicateKeys: Number(problems?.duplicate_keys ?? 0) },
+    pipeline.checks.allowEmpty,
+    pipeline.businessKey,
+  );
 
   await warehouse.batch(
     recordChecks(

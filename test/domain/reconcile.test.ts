@@ -24,7 +24,7 @@ function check(result: ReturnType<typeof reconcile>, name: string) {
 
 describe('reconcile', () => {
   it('passes every check when all chunks are loaded and all counts match', () => {
-    const result = reconcile(matching, 0, false);
+    const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0 }, false);
 
     expect(result.passed).toBe(true);
     expect(result.checks.map((c) => [c.check, c.passed])).toEqual([
@@ -32,13 +32,14 @@ describe('reconcile', () => {
       ['staging_rows_match_source', true],
       ['staging_rows_match_load_record', true],
       ['staging_within_interval', true],
+      ['business_key_unique', true],
       ['staging_not_empty', true],
     ]);
     expect(result.mismatches).toEqual([]);
   });
 
   it('totals rows read from the source and rows written to staging', () => {
-    const result = reconcile(matching, 0, false);
+    const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0 }, false);
 
     expect(result.rowsRead).toBe(60);
     expect(result.rowsWritten).toBe(60);
@@ -47,7 +48,7 @@ describe('reconcile', () => {
   it('fails staging_rows_match_source for one short chunk and lists that chunk', () => {
     const counts = [chunk(0, 10), chunk(1, 20, { stagingRows: 19, recordedRows: 19 }), chunk(2, 30)];
 
-    const result = reconcile(counts, 0, false);
+    const result = reconcile(counts, { outsideInterval: 0, duplicateKeys: 0 }, false);
     const failed = check(result, 'staging_rows_match_source');
 
     expect(result.passed).toBe(false);
@@ -62,7 +63,7 @@ describe('reconcile', () => {
   it('fails all_chunks_loaded for a chunk that never finished loading', () => {
     const counts = [chunk(0, 10), chunk(1, 0, { status: 'PENDING', recordedRows: null, sourceRows: 20 }), chunk(2, 30)];
 
-    const result = reconcile(counts, 0, false);
+    const result = reconcile(counts, { outsideInterval: 0, duplicateKeys: 0 }, false);
     const failed = check(result, 'all_chunks_loaded');
 
     expect(failed.passed).toBe(false);
@@ -72,14 +73,14 @@ describe('reconcile', () => {
   });
 
   it('fails all_chunks_loaded for a chunk still LOADING even if its counts match', () => {
-    const result = reconcile([chunk(0, 10), chunk(1, 20, { status: 'LOADING' })], 0, false);
+    const result = reconcile([chunk(0, 10), chunk(1, 20, { status: 'LOADING' })], { outsideInterval: 0, duplicateKeys: 0 }, false);
 
     expect(check(result, 'all_chunks_loaded').passed).toBe(false);
     expect(result.mismatches.map((c) => c.index)).toEqual([1]);
   });
 
   it('fails staging_rows_match_load_record when staging differs from what the load recorded', () => {
-    const result = reconcile([chunk(0, 10, { recordedRows: 12 })], 0, false);
+    const result = reconcile([chunk(0, 10, { recordedRows: 12 })], { outsideInterval: 0, duplicateKeys: 0 }, false);
 
     expect(check(result, 'staging_rows_match_load_record').passed).toBe(false);
     expect(check(result, 'staging_rows_match_load_record').details).toContain('#0');
@@ -87,7 +88,7 @@ describe('reconcile', () => {
   });
 
   it('fails staging_within_interval for rows outside the interval and counts them as written', () => {
-    const result = reconcile(matching, 3, false);
+    const result = reconcile(matching, { outsideInterval: 3, duplicateKeys: 0 }, false);
 
     expect(check(result, 'staging_within_interval').passed).toBe(false);
     expect(check(result, 'staging_within_interval').observed).toBe('3 row(s) outside the batch interval or with no time');
@@ -96,14 +97,14 @@ describe('reconcile', () => {
   });
 
   it('fails staging_not_empty for an empty staging table', () => {
-    const result = reconcile([chunk(0, 0), chunk(1, 0)], 0, false);
+    const result = reconcile([chunk(0, 0), chunk(1, 0)], { outsideInterval: 0, duplicateKeys: 0 }, false);
 
     expect(check(result, 'staging_not_empty').passed).toBe(false);
     expect(result.passed).toBe(false);
   });
 
   it('passes an empty staging table when the pipeline allows empty', () => {
-    const result = reconcile([chunk(0, 0), chunk(1, 0)], 0, true);
+    const result = reconcile([chunk(0, 0), chunk(1, 0)], { outsideInterval: 0, duplicateKeys: 0 }, true);
 
     expect(check(result, 'staging_not_empty').passed).toBe(true);
     expect(check(result, 'staging_not_empty').expected).toBe('any number of rows (allowEmpty)');
@@ -113,7 +114,7 @@ describe('reconcile', () => {
   it('lists at most 20 differing chunks and says how many more', () => {
     const counts = Array.from({ length: 25 }, (_, i) => chunk(i, 5, { stagingRows: 4, recordedRows: 4 }));
 
-    const details = check(reconcile(counts, 0, false), 'staging_rows_match_source').details;
+    const details = check(reconcile(counts, { outsideInterval: 0, duplicateKeys: 0 }, false), 'staging_rows_match_source').details;
 
     expect(details.split('; ')).toHaveLength(21);
     expect(details).toMatch(/; \.\.\. and 5 more$/);
@@ -126,12 +127,25 @@ describe('describeFailure', () => {
       { index: 0, start: '2026-01-01 00:00:00', status: 'DONE', recordedRows: 40, sourceRows: 40, stagingRows: 40 },
       { index: 1, start: '2026-01-02 00:00:00', status: 'DONE', recordedRows: 40, sourceRows: 41, stagingRows: 40 },
     ];
-    const text = describeFailure('abc', reconcile(counts, 0, false));
+    const text = describeFailure('abc', reconcile(counts, { outsideInterval: 0, duplicateKeys: 0 }, false));
 
     expect(text.split('\n')[0]).toBe('1 check(s) failed for batch abc:');
     expect(text).toContain('staging_rows_match_source: observed 80 staging rows; 1 chunk(s) differ; expected 81 source rows; 0 chunks differ');
     expect(text).toContain('Chunks that differ (1 of 1):');
     expect(text).toMatch(/│ +1 │ 2026-01-02 00:00:00 │ DONE +│ +41 │ +40 │ +40 │ +-1 │/);
     expect(text).not.toMatch(/│ +0 │ 2026-01-01/);
+  });
+});
+
+describe('business key', () => {
+  it('fails business_key_unique when key values repeat, naming the key', () => {
+    const result = reconcile([chunk(0, 10)], { outsideInterval: 0, duplicateKeys: 2 }, false, ['order_id', 'line_no']);
+
+    expect(result.passed).toBe(false);
+    expect(check(result, 'business_key_unique')).toMatchObject({
+      passed: false,
+      observed: '2 key value(s) on more than one row',
+      expected: 'each (order_id, line_no) on one row',
+    });
   });
 });

@@ -25,7 +25,7 @@ import {
   recordChecks,
   sourceShape,
   startBatch,
-  stagingOutsideInterval,
+  stagingProblems,
   swapPublish,
   tableColumns,
   timestampParam,
@@ -124,7 +124,7 @@ const singleStatements: [string, Statement][] = [
   ['chunkCounts (hour grain)', chunkCounts(pipelineWith({ chunk: { grain: 'hour' } }), batch)],
   ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
   ['chunkCounts', chunkCounts(pipeline, batch)],
-  ['stagingOutsideInterval', stagingOutsideInterval(pipeline, batch)],
+  ['stagingProblems', stagingProblems(pipeline, batch)],
   ['batchState', batchState(batchId)],
   ['latestEventTime', latestEventTime(pipeline)],
   ['cleanupCandidates', cleanupCandidates(pipeline, batchId)],
@@ -181,10 +181,11 @@ describe('single statements (ExecuteStatement)', () => {
     expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
   });
 
-  it('counts rows outside the batch interval, including rows with no time', () => {
-    const statement = stagingOutsideInterval(pipeline, batch);
+  it('counts rows outside the batch interval, including rows with no time, and duplicated business keys', () => {
+    const statement = stagingProblems(pipeline, batch);
 
     expect(statement.sql).toContain('"ordered_at" IS NULL OR "ordered_at" < :start OR "ordered_at" >= :end');
+    expect(statement.sql).toMatch(/GROUP BY "order_id"(, "line_no")? HAVING COUNT\(\*\) > 1/);
     expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
   });
 

@@ -3,7 +3,7 @@
 // the alert carries a table of the chunks that differ.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, caughtError, inputFor, namesFor, visited, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, caughtError, caughtMessage, inputFor, namesFor, visited, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
 let wf: Workflow;
@@ -41,6 +41,7 @@ describe('a source that changed while the batch loaded', () => {
     );
     expect(checks.map((c) => [c.check_name, c.passed])).toEqual([
       ['all_chunks_loaded', true],
+      ['business_key_unique', true],
       ['staging_not_empty', true],
       ['staging_rows_match_load_record', true],
       ['staging_rows_match_source', false],
@@ -84,5 +85,23 @@ describe('a source that changed while the batch loaded', () => {
       { attempt: 1, status: 'FAILED' },
       { attempt: 2, status: 'PUBLISHED' },
     ]);
+  });
+
+  it('refuses a source that breaks the business key, though every count matches', async () => {
+    wf.reset();
+    const live = await wf.fingerprint(LIVE);
+    // An upstream bug sends order line (1, 1) again, a week later.
+    await wf.query(
+      `INSERT INTO source.sales_order_lines SELECT order_id, line_no, ordered_at + interval '6 days', customer_id, product_id, quantity, amount
+         FROM source.sales_order_lines WHERE order_id = 1 AND line_no = 1`,
+    );
+
+    const result = await wf.run(inputFor(8), 'duplicate-key');
+
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('CheckFailedError');
+    expect(caughtMessage(result)).toContain('business_key_unique: observed 1 key value(s) on more than one row; expected each (order_id, line_no) on one row');
+    expect(caughtMessage(result)).not.toContain('Chunks that differ');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
   });
 });
