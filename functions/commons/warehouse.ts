@@ -314,3 +314,19 @@ export function warehouseFor(context: { getRemainingTimeInMillis?: () => number 
   const warehouse = warehouseFromEnv(env);
   return remaining === undefined ? warehouse : warehouse.until(Date.now() + Math.max(1_000, remaining - INVOCATION_MARGIN_MS));
 }
+
+/**
+ * Runs `step` again after a TransientWarehouseError, a few times with a
+ * short backoff, inside this invocation. For bookkeeping that must not be
+ * left to a Step Functions retry (which would start the whole step over).
+ */
+export async function retryTransient<T>(step: () => Promise<T>, attempts = 5, baseDelayMs = 50): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (!(error instanceof TransientWarehouseError) || attempt >= attempts) throw error;
+      await sleep(baseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2));
+    }
+  }
+}

@@ -13,7 +13,7 @@ import {
 } from '../../domain/sql.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { retryTransient, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
   readonly batch: BatchRef;
@@ -57,7 +57,9 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
       logger.info('re-attached to the insert of an earlier attempt', { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
       const inserted = await warehouse.wait(earlierId, name('insert'));
-      await warehouse.execute(markChunkDone(batch.batchId, chunk, earlierId, inserted.resultRows, new Date()), name('mark-done'));
+      await retryTransient(() =>
+        warehouse.execute(markChunkDone(batch.batchId, chunk, earlierId, inserted.resultRows, new Date()), name('mark-done')),
+      );
       return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId: earlierId, durationMs: Date.now() - started };
     }
   }
@@ -67,9 +69,20 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
   }
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));
-  await warehouse.execute(recordChunkStatement(batch.batchId, chunk, statementId), name('record-statement'));
+  // From here until the INSERT's id is in the manifest, a retry of this step
+  // could not see the INSERT and would run a second one beside it: record
+  // the id with retries of its own, and if that still fails, let the INSERT
+  // finish before failing (a retry then clears its rows and loads again).
+  const record = () => retryTransient(() => warehouse.execute(recordChunkStatement(batch.batchId, chunk, statementId), name('record-statement')));
+  const recorded = await record().then(
+    () => undefined,
+    (error: unknown) => error,
+  );
   const inserted = await warehouse.wait(statementId, name('insert'));
-  await warehouse.execute(markChunkDone(batch.batchId, chunk, statementId, inserted.resultRows, new Date()), name('mark-done'));
+  if (recorded !== undefined) await record();
+  await retryTransient(() =>
+    warehouse.execute(markChunkDone(batch.batchId, chunk, statementId, inserted.resultRows, new Date()), name('mark-done')),
+  );
 
   logger.info('chunk loaded', {
     batchId: batch.batchId,

@@ -104,6 +104,70 @@ describe('a LoadChunk retry after the wait gave up', () => {
   });
 });
 
+/** A warehouse whose manifest write of the INSERT's id fails `times` times with a transient error. */
+class RecordingFails extends DataApiWarehouse {
+  failures = 0;
+  constructor(private readonly times: number, ...args: ConstructorParameters<typeof DataApiWarehouse>) {
+    super(...args);
+  }
+  override async execute(statement: Parameters<DataApiWarehouse['execute']>[0], name: string): Promise<StatementOutcome> {
+    if (name.includes(':record-statement:') && this.failures < this.times) {
+      this.failures += 1;
+      throw new TransientWarehouseError(`${name}: ERROR: could not serialize access due to concurrent update`);
+    }
+    return super.execute(statement, name);
+  }
+}
+
+const recordingFails = (times: number) =>
+  new RecordingFails(
+    times,
+    new RedshiftDataClient({ endpoint: wf.wh.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+    { database: wf.wh.pg.database, workgroupName: 'local' },
+    DEFAULT_POLL,
+  );
+
+describe('a failure to record the INSERT it just submitted', () => {
+  it('is retried inside the step, so the chunk is loaded once by one INSERT', async () => {
+    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
+    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    wf.reset();
+    const flaky = recordingFails(2);
+    wf.faults.LoadChunk = async (input, next) => ((input as LoadChunkEvent).chunk.index === 4 ? loadChunk(input as LoadChunkEvent, flaky) : next(input));
+
+    const result = await wf.run(inputFor(7), 'record-retried');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(flaky.failures).toBe(2);
+    expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(0);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  });
+
+  it('that persists fails the step only after its INSERT finished, so the retry replaces those rows instead of doubling them', async () => {
+    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
+    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    wf.reset();
+    const broken = recordingFails(1_000);
+    let first = true;
+    wf.faults.LoadChunk = async (input, next) => {
+      if ((input as LoadChunkEvent).chunk.index !== 4 || !first) return next(input);
+      first = false;
+      return loadChunk(input as LoadChunkEvent, broken);
+    };
+
+    const result = await wf.run(inputFor(7), 'record-broken');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(1);
+    const [chunk] = await wf.query<{ attempt: number; rows_written: string }>(
+      'SELECT attempt, rows_written::text FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 4',
+      [namesFor(7).batchId],
+    );
+    expect(chunk).toMatchObject({ attempt: 2, rows_written: '40' });
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  });
+});
+
 describe('a Publish retry after its own commit', () => {
   it('returns the publication it made instead of failing as a conflict', async () => {
     await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
