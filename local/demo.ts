@@ -283,7 +283,11 @@ async function main(): Promise<number> {
       | undefined)?.plan;
     if (plan) {
       const done = plan.chunkCount - plan.chunks.length;
-      out(`Plan: batch ${plan.batch.batchId}, ${plan.chunkCount} chunks${done > 0 ? `, ${done} already loaded by an earlier attempt, ${plan.chunks.length} to load` : ''}`);
+      const retries = r.execution.events.filter((e) => e.type === 'StateRetried').length;
+      out(
+        `Plan: batch ${plan.batch.batchId}, ${plan.chunkCount} chunks${done > 0 ? `, ${done} already loaded by an earlier attempt, ${plan.chunks.length} to load` : ''}; ` +
+          `${retries} step(s) retried after a transient error`,
+      );
     }
     if (r.execution.alerts.length > 0) {
       out('');

@@ -39,7 +39,7 @@ describe('npm start (the demo)', () => {
     expect(out).toMatch(/^Tuesday atomic readers: \d+ reads, distinct counts 18,000 /m);
     expect(out).toMatch(/^Tuesday re-run atomic readers: \d+ reads, distinct counts 18,000, 18,200 /m);
     expect(out).toContain('Subject: atomic-publish: sales_order_lines failed (WarehouseError)');
-    expect(out).toMatch(/Plan: batch [0-9a-f]{16}, 91 chunks, (\d+) already loaded by an earlier attempt, \d+ to load/);
+    expect(out).toMatch(/Plan: batch [0-9a-f]{16}, 91 chunks, (\d+) already loaded by an earlier attempt, \d+ to load; \d+ step\(s\) retried/);
     // The manifest: both batches published, the Tuesday batch on its second attempt after a failed first.
     expect(out).toMatch(/│ [0-9a-f]{16} │ PUBLISHED │ +2 │ 2026-01-01 \.\. 2026-04-02 │/);
     expect(out).toMatch(/│ [0-9a-f]{16} │ +1 │ FAILED +│ demo-tuesday-\d+ +│ +[\d.]+ │ ERROR: division by zero/);
