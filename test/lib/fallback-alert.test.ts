@@ -1,48 +1,24 @@
 // RecordFailure itself fails (here: a Lambda error no Retry matches, as a
 // timeout would be): the run still pages once, with the fallback alert that
 // DescribeFailure builds from what the execution knows, and ends FAILED.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalRunner } from '../../local/runner.ts';
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import type { LocalRunner } from '../../local/runner.ts';
+import { unreachableRunner } from '../support/unreachable.ts';
 
 let runner: LocalRunner;
-let dir: string;
+let close: () => void = () => undefined;
 let recordFailureCalls = 0;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'lib-fallback-alert-'));
-  runner = await LocalRunner.create({
-    env: {
-      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
-      WAREHOUSE_DATABASE: 'dev',
-      WAREHOUSE_WORKGROUP: 'local',
-      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
-    },
-    retryIntervalMs: 1,
-    outboxFile: join(dir, 'alerts.jsonl'),
+  ({ runner, close } = await unreachableRunner({
     taskOverrides: {
       RecordFailure: async () => {
         recordFailureCalls += 1;
         throw Object.assign(new Error('boom'), { name: 'Lambda.Unknown' });
       },
     },
-  });
+  }));
 });
-afterAll(() => {
-  runner?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => close());
 
 describe('RecordFailure failing', () => {
   it('is not retried (Lambda.Unknown is no retried error name)', () => {

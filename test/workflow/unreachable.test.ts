@@ -1,41 +1,16 @@
 // An unreachable warehouse: Plan retries (locally without the waits), then the run fails
 // with an error that says so, pages, and has written nothing.
-import { createServer } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LocalRunner } from '../../local/runner.ts';
+import type { LocalRunner } from '../../local/runner.ts';
+import { unreachableRunner } from '../support/unreachable.ts';
 import { caughtError, caughtMessage, inputFor, stateEvents, visited } from '../support/workflow.ts';
 
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 let runner: LocalRunner;
-let dir: string;
+let close: () => void = () => undefined;
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'wf-unreachable-'));
-  runner = await LocalRunner.create({
-    env: {
-      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
-      WAREHOUSE_DATABASE: 'dev',
-      WAREHOUSE_WORKGROUP: 'local',
-      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
-    },
-    retryIntervalMs: 1,
-    outboxFile: join(dir, 'alerts.jsonl'),
-  });
+  ({ runner, close } = await unreachableRunner());
 });
-afterAll(() => {
-  runner?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+afterAll(() => close());
 
 describe('a warehouse that cannot be reached', () => {
   it('retries Plan eight times, then fails saying the warehouse is unreachable, pages, and writes nothing', async () => {

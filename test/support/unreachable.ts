@@ -1,0 +1,38 @@
+// A LocalRunner whose warehouse cannot be reached: the Data API endpoint is a
+// loopback port nothing listens on. Alerts go to a temporary outbox.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalRunner, type LocalRunnerOptions } from '../../local/runner.ts';
+
+/** A loopback port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function unreachableRunner(options: Pick<LocalRunnerOptions, 'taskOverrides'> = {}): Promise<{ runner: LocalRunner; close: () => void }> {
+  const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-unreachable-'));
+  const runner = await LocalRunner.create({
+    env: {
+      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+      WAREHOUSE_DATABASE: 'dev',
+      WAREHOUSE_WORKGROUP: 'local',
+      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
+    },
+    retryIntervalMs: 1,
+    outboxFile: join(dir, 'alerts.jsonl'),
+    ...options,
+  });
+  return {
+    runner,
+    close: () => {
+      runner.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
