@@ -564,16 +564,33 @@ export function latestEventTime(pipeline: Pipeline): Statement {
 
 // ---------------------------------------------------------------- cleanup
 
-/** Old versions past retention and staging tables of failed batches: what Cleanup drops. */
-export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string): Statement {
+/**
+ * A batch still RUNNING or CHECKED this long after it (re)started belongs to
+ * an execution that ended without RecordFailure (aborted, or past the state
+ * machine's 12-hour timeout): its staging table is abandoned.
+ */
+export const ABANDONED_AFTER_MS = 24 * 3_600_000;
+
+/**
+ * Old versions past retention, and staging tables of earlier failed or
+ * abandoned batches: what Cleanup drops. A dropped staging table is
+ * recorded, and a re-run of that batch reloads every chunk.
+ */
+export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, now: Date): Statement {
   return {
     sql: `SELECT 'old_version' AS kind, old_version_table AS name, batch_id FROM ${M}.publications
            WHERE pipeline = :pipeline AND dropped_at IS NULL
              AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = :pipeline) - CAST(:keep AS int)
           UNION ALL
           SELECT 'staging' AS kind, staging_table AS name, batch_id FROM ${M}.batches
-           WHERE pipeline = :pipeline AND status = 'FAILED' AND staging_dropped_at IS NULL AND batch_id <> :batch_id`,
-    parameters: { pipeline: pipeline.name, keep: String(pipeline.retention.keepVersions), batch_id: currentBatchId },
+           WHERE pipeline = :pipeline AND staging_dropped_at IS NULL AND batch_id <> :batch_id
+             AND (status = 'FAILED' OR (status IN ('RUNNING', 'CHECKED') AND started_at < :abandoned_before))`,
+    parameters: {
+      pipeline: pipeline.name,
+      keep: String(pipeline.retention.keepVersions),
+      batch_id: currentBatchId,
+      abandoned_before: timestampParam(new Date(now.getTime() - ABANDONED_AFTER_MS)),
+    },
   };
 }
 

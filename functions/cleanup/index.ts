@@ -18,14 +18,14 @@ export interface CleanupResult {
 
 /**
  * Drops old versions past `retention.keepVersions` and staging tables of
- * earlier failed batches. Only tables named after the live table with a
+ * earlier failed or abandoned batches. Only tables named after the live table with a
  * `__` suffix are ever dropped, and never with CASCADE.
  */
 export async function cleanup(event: CleanupEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<CleanupResult> {
   const pipeline = frozenPipeline(event.batch);
   const { schema, table } = pipeline.target;
   const name = (step: string) => `atomic-publish:${pipeline.name}:cleanup:${step}:${event.batch.batchId}`;
-  const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId), name('candidates'));
+  const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId, new Date()), name('candidates'));
   const dropped: string[] = [];
   for (const candidate of candidates) {
     const full = String(candidate.name);

@@ -127,7 +127,7 @@ const singleStatements: [string, Statement][] = [
   ['stagingProblems', stagingProblems(pipeline, batch)],
   ['batchState', batchState(batchId)],
   ['latestEventTime', latestEventTime(pipeline)],
-  ['cleanupCandidates', cleanupCandidates(pipeline, batchId)],
+  ['cleanupCandidates', cleanupCandidates(pipeline, batchId, NOW)],
   ...markBatchFailed(batchId, "CheckFailedError: it's \\ broken", NOW).map((statement, i) => [`markBatchFailed[${i}]`, statement] as [string, Statement]),
 ];
 
@@ -210,7 +210,7 @@ describe('single statements (ExecuteStatement)', () => {
   it('passes the keep count for cleanup as a parameter', () => {
     const keepNone = pipelineWith({ retention: { keepVersions: 0 } });
 
-    expect(cleanupCandidates(keepNone, batchId).parameters).toMatchObject({ keep: '0', pipeline: 'orders', batch_id: batchId });
+    expect(cleanupCandidates(keepNone, batchId, NOW).parameters).toMatchObject({ keep: '0', pipeline: 'orders', batch_id: batchId });
   });
 
   it('refuses a hostile column name instead of quoting it', () => {
