@@ -13,14 +13,14 @@
  * Options: --rows N (default 600000), --repeat N (default 3).
  */
 import pg from 'pg';
-import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql.ts';
-import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
-import { LocalRunner, PROJECT_ROOT, silenceSdkNodeNotice, type ExecutionEvent } from '../local/runner.ts';
+import { PROJECT_ROOT } from '../lib/project.ts';
+import { localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
+import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
 
@@ -58,8 +58,7 @@ async function main(): Promise<void> {
   await createSampleWarehouse(db, { rowsPerDay, sourceDays: DAYS, liveDays: DAYS - 1 });
   await db.query(`CREATE SCHEMA bench`);
 
-  const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  const warehouse = localWarehouse(api.endpoint, DATABASE);
   let publishWindow: { start: number; end: number } | undefined;
   const runner = await LocalRunner.create({
     env: { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' },

@@ -14,11 +14,11 @@
  * path saw anything but the old or the new row count.
  */
 import pg from 'pg';
-import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
-import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
+import type { Warehouse } from '../functions/commons/warehouse.ts';
+import { localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
-import { LocalRunner, silenceSdkNodeNotice, type ExecutionEvent, type ExecutionResult } from './runner.ts';
+import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
 import { addBadSourceRow, createSampleWarehouse, removeBadSourceRows, sampleDay } from './sample-data.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
@@ -227,8 +227,7 @@ async function main(): Promise<number> {
   const env = { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' };
   err('Loading the state machine from the synthesized CDK template...');
   const runner = await LocalRunner.create({ env, onEvent: (event) => runnerEvents.handler?.(event) });
-  const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  const warehouse = localWarehouse(api.endpoint, DATABASE);
   const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
 
   const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult }[] = [];

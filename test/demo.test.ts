@@ -4,7 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../local/runner.ts';
+import { PROJECT_ROOT } from '../lib/project.ts';
 
 describe('npm start (the demo)', () => {
   it('shows naive readers a half-built table and atomic readers only the old or the new one, resumes the failed batch after the fix, then prints the manifest', () => {

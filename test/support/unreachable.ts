@@ -24,7 +24,7 @@ export async function unreachableRunner(options: Pick<LocalRunnerOptions, 'taskO
       WAREHOUSE_WORKGROUP: 'local',
       POWERTOOLS_LOG_LEVEL: 'CRITICAL',
     },
-    retryIntervalMs: 1,
+    timeScale: 0.001,
     outboxFile: join(dir, 'alerts.jsonl'),
     ...options,
   });

@@ -25,9 +25,16 @@ import { useWarehouse, type Warehouse } from './warehouse.ts';
 export const PIPELINE: Pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
 export const LIVE = 'analytics.sales_order_lines';
 
+/** Retry waits in workflow tests, as a fraction of the declared ones (a 2 s interval waits 4 ms). */
+export const WORKFLOW_TIME_SCALE = 0.002;
+
 export type TaskOverride = (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>;
 const TASK_STATES = ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'RecordFailure'] as const;
 export type TaskState = (typeof TASK_STATES)[number];
+export interface TaskCall {
+  readonly state: TaskState;
+  readonly chunk?: number;
+}
 
 /** A full-content fingerprint of the live table's shape: row count, key sum and an ordered digest of every column. */
 export interface Fingerprint {
@@ -91,12 +98,14 @@ export interface Workflow {
   readonly runner: LocalRunner;
   /** Per-test fault injection, keyed by Task state; `reset()` clears it. */
   readonly faults: Partial<Record<TaskState, TaskOverride>>;
-  /** LoadChunk invocations since the last `reset()`: chunk indexes in the order they started, when, and how many still run. */
-  readonly loads: { started: number[]; startedAt: number[]; inFlight: number };
+  /** LoadChunk invocations since the last `reset()`: chunk indexes in the order they started, and how many still run. */
+  readonly loads: { started: number[]; inFlight: number };
+  /** Every task invocation since the last `reset()`, in the order the handlers were entered. */
+  readonly calls: readonly TaskCall[];
   /** Creates the sample source and live table (replacing any earlier ones). */
   sample(options: SampleOptions): Promise<void>;
   run(input: unknown, name?: string): Promise<ExecutionResult>;
-  /** Waits until no LoadChunk invocation is running (a failed Map leaves its in-flight iterations to finish). */
+  /** After an execution ended: waits until no LoadChunk invocation is running (a failed Map leaves its in-flight iterations to finish). */
   quiesce(): Promise<void>;
   reset(): void;
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
@@ -114,25 +123,32 @@ export interface Workflow {
   close(): Promise<void>;
 }
 
-export async function useWorkflow(prefix: string, options: { retryIntervalMs?: number } = {}): Promise<Workflow> {
+export async function useWorkflow(prefix: string, options: { timeScale?: number } = {}): Promise<Workflow> {
   const wh = await useWarehouse(prefix);
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   const outboxFile = join(dir, 'alerts.jsonl');
   const faults: Partial<Record<TaskState, TaskOverride>> = {};
-  const loads = { started: [] as number[], startedAt: [] as number[], inFlight: 0 };
+  const loads = { started: [] as number[], inFlight: 0 };
+  const calls: TaskCall[] = [];
+  const idle: (() => void)[] = [];
 
   const taskOverrides: Record<string, TaskOverride> = {};
   for (const state of TASK_STATES) {
     taskOverrides[state] = async (input, next) => {
       const fault = faults[state];
-      if (state !== 'LoadChunk') return fault ? fault(input, next) : next(input);
-      loads.started.push((input as { chunk: { index: number } }).chunk.index);
-      loads.startedAt.push(Date.now());
+      if (state !== 'LoadChunk') {
+        calls.push({ state });
+        return fault ? fault(input, next) : next(input);
+      }
+      const chunk = (input as { chunk: { index: number } }).chunk.index;
+      calls.push({ state, chunk });
+      loads.started.push(chunk);
       loads.inFlight += 1;
       try {
         return await (fault ? fault(input, next) : next(input));
       } finally {
         loads.inFlight -= 1;
+        if (loads.inFlight === 0) for (const resolve of idle.splice(0)) resolve();
       }
     };
   }
@@ -144,7 +160,7 @@ export async function useWorkflow(prefix: string, options: { retryIntervalMs?: n
       POWERTOOLS_LOG_LEVEL: 'WARN',
       WAREHOUSE_POLL_MAX_MS: '100',
     },
-    retryIntervalMs: options.retryIntervalMs ?? 5,
+    timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
     taskOverrides,
     outboxFile,
   });
@@ -156,6 +172,7 @@ export async function useWorkflow(prefix: string, options: { retryIntervalMs?: n
     runner,
     faults,
     loads,
+    calls,
     outboxFile,
     async sample(sampleOptions) {
       const client = new pg.Client(wh.pg);
@@ -167,24 +184,17 @@ export async function useWorkflow(prefix: string, options: { retryIntervalMs?: n
       }
     },
     run: (input, name) => runner.run(input, name ? { name } : {}),
-    async quiesce() {
-      // An iteration queued behind the failed one may still start: wait until nothing ran for a while.
-      let quietSince = Date.now();
-      let seen = loads.started.length;
-      const deadline = Date.now() + 20_000;
-      while (Date.now() - quietSince < 300) {
-        if (Date.now() > deadline) throw new Error(`LoadChunk invocations still running after 20 s (${loads.inFlight} in flight)`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        if (loads.inFlight > 0 || loads.started.length !== seen) {
-          quietSince = Date.now();
-          seen = loads.started.length;
-        }
-      }
+    quiesce() {
+      // Once the execution has ended, the runner lets no further LoadChunk
+      // iteration of a failed Map start (it fails them before they reach
+      // this counter), so the iterations still in flight are all there is.
+      if (loads.inFlight === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
     },
     reset() {
       for (const state of TASK_STATES) delete faults[state];
       loads.started.length = 0;
-      loads.startedAt.length = 0;
+      calls.length = 0;
     },
     query,
     fingerprint: (table) => one<Fingerprint>(`${FINGERPRINT} FROM ${table}`),

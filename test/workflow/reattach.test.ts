@@ -2,13 +2,14 @@
 // retry waits for the INSERT an earlier attempt submitted (or counts it, if
 // it finished) instead of running it twice, and a Publish retry recognises
 // its own earlier commit instead of calling it a conflict.
-import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
 import { loadChunk, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
 import { publish, type PublishEvent } from '../../functions/publish/index.ts';
 import pg from 'pg';
+import { localRedshiftDataClient } from '../../local/aws-clients.ts';
+import { until } from '../support/until.ts';
 import { LIVE, inputFor, namesFor, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 /** A Lambda whose wait for the INSERT gives up once (as at its 15-minute limit) while the statement keeps running. */
@@ -23,6 +24,9 @@ class GivesUpOnce extends DataApiWarehouse {
   }
 }
 
+/** What LoadChunk logs when it waits for an earlier attempt's INSERT instead of submitting one. */
+const REATTACHED = 're-attached to the insert of an earlier attempt';
+
 let wf: Workflow;
 beforeAll(async () => {
   wf = await useWorkflow('wf_reattach');
@@ -32,7 +36,7 @@ afterAll(() => wf?.close());
 
 const warehouse = () =>
   new GivesUpOnce(
-    new RedshiftDataClient({ endpoint: wf.wh.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+    localRedshiftDataClient(wf.wh.endpoint),
     { database: wf.wh.pg.database, workgroupName: 'local' },
     DEFAULT_POLL,
   );
@@ -44,28 +48,31 @@ describe('a LoadChunk retry after the wait gave up', () => {
     const blocker = new pg.Client(wf.wh.pg);
     await blocker.connect();
     let slowChunk: number | undefined;
-    let releasedAt = 0;
+    let released = false;
     try {
       // Chunk 3's first attempt: the INSERT waits on a lock held here, its
-      // Lambda gives up waiting; the retry must re-attach to that INSERT.
+      // Lambda gives up waiting; the retry must re-attach to that INSERT,
+      // which is released only once the retry is seen waiting for it.
       wf.faults.LoadChunk = async (input, next) => {
         const event = input as LoadChunkEvent;
-        if (event.chunk.index !== 3 || slowChunk !== undefined) return next(input);
-        slowChunk = 3;
-        await blocker.query('BEGIN');
-        await blocker.query(`LOCK TABLE ${staging} IN ACCESS EXCLUSIVE MODE`);
-        const attempt = warehouse();
-        await expect(loadChunk(event, attempt)).rejects.toThrow(/still STARTED/);
-        setTimeout(() => {
-          releasedAt = Date.now();
-          void blocker.query('COMMIT');
-        }, 300);
-        throw new TransientWarehouseError('the Lambda gave up waiting');
+        if (event.chunk.index !== 3) return next(input);
+        if (slowChunk === undefined) {
+          slowChunk = 3;
+          await blocker.query('BEGIN');
+          await blocker.query(`LOCK TABLE ${staging} IN ACCESS EXCLUSIVE MODE`);
+          await expect(loadChunk(event, warehouse())).rejects.toThrow(/still STARTED/);
+          throw new TransientWarehouseError('the Lambda gave up waiting');
+        }
+        const retry = next(input);
+        await until(() => wf.runner.logs.some((l) => l.message === REATTACHED && l.chunk === 3));
+        await blocker.query('COMMIT');
+        released = true;
+        return retry;
       };
       const result = await wf.run(inputFor(7), 'reattach-running');
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
       expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(1);
-      expect(releasedAt).toBeGreaterThan(0);
+      expect(released).toBe(true);
     } finally {
       await blocker.end();
     }
@@ -89,8 +96,12 @@ describe('a LoadChunk retry after the wait gave up', () => {
       inserts += 1;
       const attempt = warehouse();
       await expect(loadChunk(event, attempt)).rejects.toThrow(/still STARTED/);
-      // Let the abandoned INSERT finish before the retry looks at it.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // The abandoned INSERT finishes before the retry looks at it.
+      const [{ statement_id: id }] = await wf.query<{ statement_id: string }>(
+        'SELECT statement_id FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 2',
+        [namesFor(7).batchId],
+      ) as [{ statement_id: string }];
+      await until(async () => (await attempt.status(id, 'abandoned insert'))?.status === 'FINISHED');
       throw new TransientWarehouseError('the Lambda gave up waiting');
     };
     const result = await wf.run(inputFor(7), 'reattach-finished');
@@ -122,7 +133,7 @@ class RecordingFails extends DataApiWarehouse {
 const recordingFails = (times: number) =>
   new RecordingFails(
     times,
-    new RedshiftDataClient({ endpoint: wf.wh.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }),
+    localRedshiftDataClient(wf.wh.endpoint),
     { database: wf.wh.pg.database, workgroupName: 'local' },
     DEFAULT_POLL,
   );

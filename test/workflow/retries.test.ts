@@ -11,6 +11,7 @@ import {
   stateEvents,
   useWorkflow,
   visited,
+  WORKFLOW_TIME_SCALE,
   type Workflow,
 } from '../support/workflow.ts';
 
@@ -127,5 +128,39 @@ describe('LoadChunk retries', () => {
     expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');
     expect(await wf.fingerprint(LIVE)).toEqual(before);
     expect(await wf.batch(namesFor(8).batchId)).toMatchObject({ status: 'FAILED' });
+  });
+});
+
+describe('retry waits on this machine', () => {
+  // Fixed bug, kept as a regression test (local/runner.ts): every retry waited a fixed 10 ms locally, so the
+  // declared backoff and jitter were never exercised, and an outage the deployed retries would ride out
+  // failed the local run. The runner now scales the declared waits and keeps their shape.
+  it('take the declared backoff and full jitter, scaled, and ride out a warehouse that is unreachable for six attempts', async () => {
+    wf.reset();
+    let refused = 0;
+    wf.faults.Plan = async (input, next) => {
+      if (refused < 6) {
+        refused += 1;
+        throw named('TransientWarehouseError', 'warehouse unreachable while trying to submit plan (ECONNREFUSED)');
+      }
+      return next(input);
+    };
+    const result = await wf.run(inputFor(9), 'outage');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    const retries = stateEvents(result, 'StateRetried', 'Plan');
+    expect(retries.map((e) => e.retry!.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (const event of retries) {
+      expect(event.retry!.retrier).toEqual({
+        ErrorEquals: ['TransientWarehouseError'],
+        IntervalSeconds: 2 * WORKFLOW_TIME_SCALE,
+        MaxAttempts: 8,
+        BackoffRate: 2,
+        MaxDelaySeconds: 120 * WORKFLOW_TIME_SCALE,
+        JitterStrategy: 'FULL',
+      });
+    }
+    expect(visited(result)).not.toContain('RecordFailure');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
   });
 });

@@ -1,0 +1,37 @@
+/**
+ * The real AWS SDK clients, pointed at the local endpoints: one factory for
+ * the demo, the bench and the tests. Only the endpoint differs from AWS;
+ * the loopback endpoints accept any credentials.
+ */
+import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
+
+/** Region and credentials the local endpoints accept (they check no signature). */
+export const LOCAL_AWS_ENV = {
+  AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+  AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+  AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+};
+
+/** The workgroup name local statements carry (the local endpoint needs a target, and ignores which). */
+export const LOCAL_WORKGROUP = 'local';
+
+/** The deployed functions run Node 22; on a local Node 20 the SDK's support notice is noise. */
+export function silenceSdkNodeNotice(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
+}
+
+/** The real Redshift Data API client, talking to a local endpoint. */
+export function localRedshiftDataClient(endpoint: string): RedshiftDataClient {
+  silenceSdkNodeNotice();
+  return new RedshiftDataClient({
+    endpoint,
+    region: LOCAL_AWS_ENV.AWS_REGION,
+    credentials: { accessKeyId: LOCAL_AWS_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_AWS_ENV.AWS_SECRET_ACCESS_KEY },
+  });
+}
+
+/** The handlers' warehouse client on a local endpoint and database. */
+export function localWarehouse(endpoint: string, database: string, poll: PollOptions = DEFAULT_POLL): Warehouse {
+  return new Warehouse(localRedshiftDataClient(endpoint), { database, workgroupName: LOCAL_WORKGROUP }, poll);
+}

@@ -1,0 +1,79 @@
+/**
+ * What the Lambda service does around a handler, on one machine: the module
+ * named by the function's `atomic-publish:entry` metadata is imported (the
+ * same module esbuild bundles for AWS), each call crosses a JSON boundary
+ * with a context whose remaining time is the function's timeout. The
+ * payload limit Step Functions puts on a state's input and output is
+ * checked here too (the runner applies it to every task).
+ */
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { PROJECT_ROOT } from '../lib/project.ts';
+
+export type Handler = (event: unknown, context: unknown) => Promise<unknown>;
+
+/** Step Functions' limit on a state's input (after Parameters) and output, and on an execution's input. */
+export const PAYLOAD_LIMIT_BYTES = 262_144;
+
+/**
+ * `States.DataLimitExceeded`: terminal, as on AWS: no Retry and no Catch
+ * (not even States.ALL) takes it (aws-local-stepfunctions reads
+ * isRetryable and isCatchable).
+ */
+export class DataLimitExceededError extends Error {
+  override name = 'States.DataLimitExceeded';
+  readonly isRetryable = false;
+  readonly isCatchable = false;
+}
+
+/** Bytes of a value as the JSON text Step Functions measures. */
+export function payloadBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value ?? null), 'utf8');
+}
+
+/** Throws DataLimitExceededError when `value` is larger than a state may carry. */
+export function checkPayload(value: unknown, what: string): void {
+  const bytes = payloadBytes(value);
+  if (bytes > PAYLOAD_LIMIT_BYTES) {
+    throw new DataLimitExceededError(`${what} is ${bytes} bytes, more than the ${PAYLOAD_LIMIT_BYTES} bytes a state may carry`);
+  }
+}
+
+/** Imports the handler of every entry (state name -> module path relative to the project root). */
+export async function loadHandlers(entries: Record<string, string>): Promise<Map<string, Handler>> {
+  const handlers = new Map<string, Handler>();
+  for (const [state, entry] of Object.entries(entries)) {
+    const module = (await import(pathToFileURL(join(PROJECT_ROOT, entry)).href)) as { handler?: Handler };
+    if (typeof module.handler !== 'function') throw new Error(`${entry} exports no handler`);
+    handlers.set(state, module.handler);
+  }
+  return handlers;
+}
+
+function lambdaContext(functionName: string, deadlineMs: number) {
+  return {
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
+    memoryLimitInMB: '256',
+    awsRequestId: randomUUID(),
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: 'local',
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => Math.max(0, deadlineMs - Date.now()),
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}
+
+/**
+ * One invocation: the event and the result cross as JSON (no shared
+ * objects), and errors keep their `name` (what ErrorEquals matches).
+ */
+export async function invoke(handler: Handler, functionName: string, input: unknown, timeoutSeconds: number): Promise<unknown> {
+  const event = JSON.parse(JSON.stringify(input ?? null)) as unknown;
+  const result = await handler(event, lambdaContext(functionName, Date.now() + timeoutSeconds * 1000));
+  return result === undefined ? null : (JSON.parse(JSON.stringify(result)) as unknown);
+}

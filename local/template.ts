@@ -1,0 +1,134 @@
+/**
+ * The state machine that `cdk synth` produces, ready to run on this machine:
+ * the CDK app is synthesized in-process (no bundling: the handlers run from
+ * source) and cached by a hash of the sources that decide it, the ASL is
+ * taken out of the template, and every Task state is mapped to what runs
+ * it locally (a handler module, or the SNS outbox).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import { PROJECT_ROOT } from '../lib/project.ts';
+
+/** Where the local engine keeps its state (git-ignored). */
+export const STATE_DIR = join(PROJECT_ROOT, '.atomic-publish');
+
+export type Template = {
+  Resources: Record<string, { Type: string; Metadata?: Record<string, unknown>; Properties?: Record<string, unknown> }>;
+};
+
+export interface SynthesizedWorkflow {
+  readonly template: Template;
+  /** The ASL exactly as synthesized. */
+  readonly definition: StateMachineDefinition;
+  /** Task state name -> handler module entry (relative to the project root). */
+  readonly entries: Record<string, string>;
+  /** Task state name -> the function's timeout in seconds (Lambda ends the invocation there). */
+  readonly timeoutsSeconds: Record<string, number>;
+  /** Task state name -> kind of task without a Lambda (e.g. SNS publish). */
+  readonly serviceTasks: Record<string, string>;
+  /** States that run inside a Map's item processor. */
+  readonly mapStates: ReadonlySet<string>;
+  /** Task state name -> the ErrorEquals lists of its Retry. */
+  readonly retriers: Record<string, string[][]>;
+}
+
+/** Files whose content decides the template; the cached template is reused while they are unchanged. */
+function sourceFingerprint(): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else if (name.endsWith('.ts') || name.endsWith('.json')) hash.update(relative(PROJECT_ROOT, path)).update(readFileSync(path));
+    }
+  };
+  for (const dir of ['lib', 'bin', 'pipelines', 'domain', 'functions']) if (existsSync(join(PROJECT_ROOT, dir))) walk(join(PROJECT_ROOT, dir));
+  for (const file of ['package.json', 'cdk.json']) if (existsSync(join(PROJECT_ROOT, file))) hash.update(readFileSync(join(PROJECT_ROOT, file)));
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** Synthesizes the CDK app in-process (no bundling) and caches the template. */
+export async function synthesizeTemplate(): Promise<Template> {
+  const cacheFile = join(STATE_DIR, 'cache', `template-${sourceFingerprint()}.json`);
+  if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Template;
+  const { buildApp } = await import('../lib/app.ts');
+  const { app, stack } = buildApp({ bundling: false });
+  const assembly = app.synth();
+  const template = assembly.getStackByName(stack.stackName).template as Template;
+  mkdirSync(dirname(cacheFile), { recursive: true });
+  // Written whole, then renamed: a concurrent reader never sees half a file.
+  const partial = `${cacheFile}.${process.pid}.tmp`;
+  writeFileSync(partial, JSON.stringify(template));
+  renameSync(partial, cacheFile);
+  return template;
+}
+
+type AslStates = Record<string, Record<string, unknown>>;
+
+/** Visits every state, those inside Map item processors too. */
+function visitStates(states: AslStates, visit: (name: string, state: Record<string, unknown>, inMap: boolean) => void, inMap = false): void {
+  for (const [name, state] of Object.entries(states)) {
+    visit(name, state, inMap);
+    const inner = (state.ItemProcessor ?? state.Iterator) as { States: AslStates } | undefined;
+    if (inner) visitStates(inner.States, visit, true);
+  }
+}
+
+/** The state machine definition and, for every Task state, what runs it locally. */
+export async function loadWorkflow(template?: Template): Promise<SynthesizedWorkflow> {
+  const tpl = template ?? (await synthesizeTemplate());
+  const { stateMachineDefinition } = await import('../lib/definition.ts');
+  const { ENTRY_METADATA_KEY } = await import('../lib/workflow-steps.ts');
+  const parsed = stateMachineDefinition(tpl);
+  const definition = parsed.definition as unknown as StateMachineDefinition;
+  const entries: Record<string, string> = {};
+  const timeoutsSeconds: Record<string, number> = {};
+  for (const [state, logicalId] of Object.entries(parsed.taskFunctions)) {
+    const entry = parsed.taskEntries[state];
+    if (entry === undefined) throw new Error(`function ${logicalId} of state ${state} has no ${ENTRY_METADATA_KEY} metadata`);
+    entries[state] = entry;
+    // Lambda's own default when the template sets none.
+    timeoutsSeconds[state] = Number(tpl.Resources[logicalId]?.Properties?.Timeout ?? 3);
+  }
+  const serviceTasks: Record<string, string> = {};
+  const mapStates = new Set<string>();
+  const retriers: Record<string, string[][]> = {};
+  visitStates(definition.States as unknown as AslStates, (name, state, inMap) => {
+    if (inMap) mapStates.add(name);
+    if (Array.isArray(state.Retry)) retriers[name] = (state.Retry as { ErrorEquals: string[] }[]).map((r) => r.ErrorEquals);
+    if (state.Type === 'Task' && !(name in entries)) {
+      const resource = String(state.Resource);
+      if (!resource.includes(':states:::sns:publish')) throw new Error(`state ${name} uses ${resource}, which has no local equivalent`);
+      serviceTasks[name] = 'sns:publish';
+    }
+  });
+  return { template: tpl, definition, entries, timeoutsSeconds, serviceTasks, mapStates, retriers };
+}
+
+/**
+ * The definition as the local run executes it. Retry waits are scaled by
+ * `timeScale` (IntervalSeconds and MaxDelaySeconds; BackoffRate, MaxAttempts
+ * and JitterStrategy stay), so a local run takes the same backoff and
+ * jitter path as AWS, only faster. A Lambda Task without TimeoutSeconds
+ * gets its function's timeout: on AWS the function's timeout bounds it
+ * (aws-local-stepfunctions would apply 60 s).
+ */
+export function localDefinition(workflow: SynthesizedWorkflow, timeScale: number): StateMachineDefinition {
+  if (!(timeScale > 0 && timeScale <= 1)) throw new Error(`timeScale must be in (0, 1], got ${timeScale}`);
+  const copy = JSON.parse(JSON.stringify(workflow.definition)) as StateMachineDefinition;
+  visitStates(copy.States as unknown as AslStates, (name, state) => {
+    if (Array.isArray(state.Retry)) {
+      for (const retrier of state.Retry as Record<string, unknown>[]) {
+        retrier.IntervalSeconds = Number(retrier.IntervalSeconds ?? 1) * timeScale;
+        if (retrier.MaxDelaySeconds !== undefined) retrier.MaxDelaySeconds = Number(retrier.MaxDelaySeconds) * timeScale;
+      }
+    }
+    const timeout = workflow.timeoutsSeconds[name];
+    if (state.Type === 'Task' && timeout !== undefined && state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
+      state.TimeoutSeconds = timeout;
+    }
+  });
+  return copy;
+}
