@@ -12,6 +12,7 @@ import {
   LogLevel,
   Map as MapState,
   Pass,
+  Result,
   StateMachine,
   StateMachineType,
   Succeed,
@@ -118,6 +119,7 @@ export class PublishWorkflow extends Construct {
     const recordFailure = task('RecordFailure', {
       payload: TaskInput.fromObject({
         state: JsonPath.entirePayload,
+        input: JsonPath.objectAt('$$.Execution.Input'),
         executionId: JsonPath.stringAt('$$.Execution.Id'),
         executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
       }),
@@ -162,13 +164,16 @@ export class PublishWorkflow extends Construct {
     describeFailure.next(notify);
     const catchAll = { errors: ['States.ALL'], resultPath: '$.error' };
 
-    // The execution input moves under $.input first, so every later result
-    // and the Catch's $.error have an object to land in even when the input
-    // is a string, an array or null (Plan then rejects it and pages).
-    const input = new Pass(this, 'Input', { parameters: { input: JsonPath.entirePayload } });
+    // The state starts as an empty object whatever the input is (a string,
+    // an array, null, 0, ""), so every later result and the Catch's $.error
+    // have an object to land in. The input itself is read from the context
+    // object by the two steps that need it and never rides in the state:
+    // a large one would push later payloads over Step Functions' 256 KB,
+    // and States.DataLimitExceeded is terminal (no Catch takes it).
+    const input = new Pass(this, 'Input', { result: Result.fromObject({}) });
     const plan = task('Plan', {
       payload: TaskInput.fromObject({
-        input: JsonPath.objectAt('$.input'),
+        input: JsonPath.objectAt('$$.Execution.Input'),
         startedAt: JsonPath.stringAt('$$.Execution.StartTime'),
         executionId: JsonPath.stringAt('$$.Execution.Id'),
       }),

@@ -21,6 +21,8 @@ export interface FailedState {
 
 export interface RecordFailureEvent {
   readonly state: FailedState;
+  /** The execution input as given (possibly not even an object): `$$.Execution.Input`. */
+  readonly input?: unknown;
   readonly executionId: string;
   readonly executionStartedAt: string;
 }
@@ -79,7 +81,7 @@ const NO_RERUN = new Set(['PublishConflictError', 'SpecChangedError']);
 export function failureReport(event: RecordFailureEvent, facts: FailureFacts): FailureReport {
   const { state } = event;
   const batch: BatchRef | undefined = state.plan?.batch;
-  const pipeline = batch?.pipeline ?? inputPipeline(state.input);
+  const pipeline = batch?.pipeline ?? inputPipeline(event.input ?? state.input);
   const { name, message } = describeError(state.error);
   const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
   lines.push(`Error:      ${name}: ${message}`);

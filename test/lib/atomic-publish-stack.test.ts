@@ -59,8 +59,9 @@ describe('state machine', () => {
   });
 
   it('passes each task the payload its handler expects and stores its result where later states read it', () => {
-    expect(state('Input')).toEqual({ Type: 'Pass', Parameters: { 'input.$': '$' }, Next: 'Plan' });
-    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$.input', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
+    // The state starts empty whatever the input; the input comes from the context object, never from the state.
+    expect(state('Input')).toEqual({ Type: 'Pass', Result: {}, Next: 'Plan' });
+    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$$.Execution.Input', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
     for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
       expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
     }
@@ -74,7 +75,7 @@ describe('state machine', () => {
       ResultPath: '$.metrics',
     });
     expect(state('RecordFailure')).toMatchObject({
-      Parameters: { 'state.$': '$', 'executionId.$': '$$.Execution.Id', 'executionStartedAt.$': '$$.Execution.StartTime' },
+      Parameters: { 'state.$': '$', 'input.$': '$$.Execution.Input', 'executionId.$': '$$.Execution.Id', 'executionStartedAt.$': '$$.Execution.StartTime' },
       ResultPath: '$.failure',
       Next: 'Notify',
     });

@@ -77,24 +77,30 @@ describe('execution input rejected before anything is written', () => {
     await expectNothingWritten();
   });
 
-  // Fixed bug, kept as a regression test (lib/publish-workflow.ts: Plan's Catch uses ResultPath "$.error"): an
-  // execution input that is not a JSON object cannot take `$.error`, so the
-  // Catch itself fails with States.ResultPathMatchFailure (null: States.Runtime)
-  // and the execution ends without RecordFailure: no alert, no BatchFailed
-  // metric, and the ValidationError Plan raised is lost. Step Functions
-  // behaves the same way. Expected: rejected like any other bad input.
+  // Fixed bugs, kept as regression tests (lib/publish-workflow.ts, the Input state): an execution input
+  // that is not a JSON object cannot take `$.error`, so the Catch itself failed with
+  // States.ResultPathMatchFailure and the execution ended without RecordFailure: no alert, no
+  // BatchFailed metric, the ValidationError lost. Then null, 0, "" and false still failed in the first
+  // state with States.Runtime (a JSONPath `$` over them points to no value). The state now starts empty
+  // and the input is read from the context object: every input is rejected like any other bad input.
   it.each([
-    ['a string', 'sales_order_lines'],
-    ['an array', [{ pipeline: 'sales_order_lines' }]],
-    ['a number', 42],
-  ] as [string, unknown][])('rejects %s as execution input with a ValidationError and an alert', async (_what, input) => {
+    ['a string', 'sales_order_lines', '"sales_order_lines"'],
+    ['an array', [{ pipeline: 'sales_order_lines' }], '[{"pipeline":"sales_order_lines"}]'],
+    ['a number', 42, '42'],
+    ['JSON null', null, 'null'],
+    ['zero', 0, '0'],
+    ['an empty string', '', '""'],
+    ['false', false, 'false'],
+  ] as [string, unknown, string][])('rejects %s as execution input with a ValidationError and an alert', async (_what, input, shown) => {
     const result = await wf.run(input);
     expect(result.status).toBe('FAILED');
     await expectNothingWritten();
     expect(result.error).toBe('AtomicPublishFailed');
+    expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
     expect(caughtError(result)?.Error).toBe('ValidationError');
-    expect(caughtMessage(result)).toMatch(/^execution input must be a JSON object like \{"pipeline": "name"\}, got /);
+    expect(caughtMessage(result)).toBe(`execution input must be a JSON object like {"pipeline": "name"}, got ${shown}`);
     expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.message).toContain(`got ${shown}`);
   });
 });
 
