@@ -14,14 +14,15 @@ const DAY_MS = 86_400_000;
 export async function naiveRebuild(
   warehouse: Warehouse,
   target: { table: string; days: number; firstDay: Date },
-  onProgress: (done: number, total: number) => void,
+  /** Awaited after each step: a caller may hold the rebuild there (readers taking a read first). */
+  onProgress: (done: number, total: number) => void | Promise<void>,
 ): Promise<{ failed: boolean; message: string }> {
   const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
   const [schema, table] = target.table.split('.') as [string, string];
   const live = qualifiedName(schema, table);
   try {
     await warehouse.execute({ sql: `DELETE FROM ${live}` }, 'naive:delete');
-    onProgress(0, target.days);
+    await onProgress(0, target.days);
     for (let day = 0; day < target.days; day++) {
       const start = new Date(target.firstDay.getTime() + day * DAY_MS);
       const end = new Date(start.getTime() + DAY_MS);
@@ -29,7 +30,7 @@ export async function naiveRebuild(
         { sql: `INSERT INTO ${live} ${pipeline.sourceSql}`, parameters: { start: timestampParam(start), end: timestampParam(end) } },
         `naive:insert-day-${day + 1}`,
       );
-      onProgress(day + 1, target.days);
+      await onProgress(day + 1, target.days);
     }
     return { failed: false, message: 'completed' };
   } catch (error) {

@@ -181,8 +181,9 @@ describe('a failed Map', () => {
     const result = await wf.run(inputFor(11), 'bad-first-day');
     await wf.quiesce();
     expect(result.status).toBe('FAILED');
-    const failureAt = stateEvents(result, 'StateEntered', 'RecordFailure')[0]!.timestamp;
-    const late = wf.loads.started.filter((_, i) => wf.loads.startedAt[i]! > failureAt);
+    const recording = wf.calls.findIndex((c) => c.state === 'RecordFailure');
+    expect(recording).toBeGreaterThan(0);
+    const late = wf.calls.slice(recording).filter((c) => c.state === 'LoadChunk');
     expect(late, 'chunks whose load started after the failure was recorded').toEqual([]);
   });
 });

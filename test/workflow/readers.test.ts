@@ -4,7 +4,7 @@
 // an error, and once a reader has seen the new table it never sees the old.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../local/aws-clients.ts';
 import { naiveRebuild } from '../../local/naive-rebuild.ts';
 import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
 import { inputFor, LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
@@ -14,36 +14,65 @@ const TO_DAY = 30;
 
 interface Read {
   readonly reader: number;
-  readonly at: number;
+  /** What the test was doing while the read ran (set with `readers.phase`); `a -> b` when the phase changed during the read. */
+  readonly phase: string;
   readonly version?: string;
   readonly error?: string;
 }
 
+interface Readers {
+  /** Labels the reads that start from now on. */
+  phase(label: string): void;
+  /** Resolves once every reader has finished a read that started after this call. */
+  readAll(): Promise<void>;
+  stop(): Promise<Read[]>;
+}
+
 /** Readers counting rows and summing keys of the live table in a loop until stopped. */
-async function startReaders(conn: pg.ClientConfig, count: number, table = LIVE): Promise<{ stop: () => Promise<Read[]> }> {
+async function startReaders(conn: pg.ClientConfig, count: number, table = LIVE): Promise<Readers> {
   const clients = await Promise.all(
     Array.from({ length: count }, async () => {
       const client = new pg.Client(conn);
+      client.on('error', () => undefined);
       await client.connect();
       return client;
     }),
   );
   const reads: Read[] = [];
+  const started = clients.map(() => 0);
+  const finished = clients.map(() => 0);
+  const waiters: { after: number[]; resolve: () => void }[] = [];
+  let phase = 'before';
   let running = true;
   const loops = clients.map(async (client, reader) => {
     while (running) {
+      started[reader]! += 1;
+      const startPhase = phase;
+      const during = () => (phase === startPhase ? phase : `${startPhase} -> ${phase}`);
       try {
         const { rows } = await client.query<{ n: number; s: string }>(
           `SELECT count(*)::int AS n, COALESCE(sum(order_id * 1000 + line_no), 0)::text AS s FROM ${table}`,
         );
-        reads.push({ reader, at: Date.now(), version: `${rows[0]!.n}/${rows[0]!.s}` });
+        reads.push({ reader, phase: during(), version: `${rows[0]!.n}/${rows[0]!.s}` });
       } catch (error) {
-        reads.push({ reader, at: Date.now(), error: (error as Error).message });
+        reads.push({ reader, phase: during(), error: (error as Error).message });
       }
-      await new Promise((resolve) => setTimeout(resolve, 3));
+      finished[reader]! += 1;
+      for (const waiter of [...waiters]) {
+        if (waiter.after.every((n, i) => finished[i]! > n)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          waiter.resolve();
+        }
+      }
+      await new Promise((resolve) => setImmediate(resolve));
     }
   });
   return {
+    phase: (label) => {
+      phase = label;
+    },
+    // A read started after this call is one numbered above every read started so far.
+    readAll: () => new Promise<void>((resolve) => waiters.push({ after: [...started], resolve })),
     stop: async () => {
       running = false;
       await Promise.all(loops);
@@ -64,13 +93,24 @@ afterAll(() => wf?.close());
 
 describe('readers during a run', () => {
   it('do catch a mix: an in-place rebuild (DELETE, then INSERT day by day) shows them partial tables', async () => {
+    const old = versionOf(await wf.fingerprint('naive.sales_order_lines'));
     const readers = await startReaders(wf.wh.pg, 2, 'naive.sales_order_lines');
-    const outcome = await naiveRebuild(warehouseFromEnv(), { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) }, () => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await readers.readAll();
+    readers.phase('rebuilding');
+    // After 10 of 30 days every reader takes a read before the rebuild goes on.
+    const outcome = await naiveRebuild(localWarehouse(wf.wh.endpoint, wf.wh.pg.database), { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) }, async (done) => {
+      if (done !== 10) return;
+      readers.phase('after day 10');
+      await readers.readAll();
+      readers.phase('rebuilding');
+    });
     const reads = await readers.stop();
     expect(outcome.failed).toBe(false);
-    // Old (20 days), new (30 days) and the partial states in between.
-    expect(new Set(reads.map((r) => r.version)).size).toBeGreaterThan(2);
+    const partial = reads.filter((r) => r.phase === 'after day 10').map((r) => Number(r.version!.split('/')[0]));
+    expect(partial.length).toBeGreaterThanOrEqual(2);
+    // 10 days of rows: neither the old table (20 days) nor the new one (30 days).
+    expect(new Set(partial)).toEqual(new Set([10 * ROWS_PER_DAY]));
+    expect(reads.find((r) => r.phase === 'before')?.version).toBe(old);
   });
 
   it('see the old table or the new one, never a mix, during a 30-chunk run that publishes', async () => {
@@ -80,17 +120,36 @@ describe('readers during a run', () => {
     expect(fresh).not.toBe(old);
 
     const readers = await startReaders(wf.wh.pg, 2);
-    const started = Date.now();
+    await readers.readAll();
+    // Every reader reads while chunks load (halfway) and again once all are loaded, before the swap.
+    wf.faults.LoadChunk = async (input, next) => {
+      if ((input as { chunk: { index: number } }).chunk.index === TO_DAY / 2) {
+        readers.phase('loading');
+        await readers.readAll();
+      }
+      return next(input);
+    };
+    wf.faults.Publish = async (input, next) => {
+      readers.phase('before the swap');
+      await readers.readAll();
+      readers.phase('swapping');
+      return next(input);
+    };
     const result = await wf.run(inputFor(TO_DAY), 'readers-publish');
-    const ended = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    readers.phase('after');
+    await readers.readAll();
     const reads = await readers.stop();
+    wf.reset();
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(expected);
     expect(reads.filter((r) => r.error)).toEqual([]);
-    const during = reads.filter((r) => r.at >= started && r.at <= ended);
-    expect(during.length, 'reads while the run executed').toBeGreaterThan(50);
+    for (const phase of ['before', 'loading', 'before the swap']) {
+      const inPhase = reads.filter((r) => r.phase === phase);
+      expect(inPhase.length, `reads ${phase}`).toBeGreaterThanOrEqual(2);
+      expect(new Set(inPhase.map((r) => r.version)), `reads ${phase}`).toEqual(new Set([old]));
+    }
+    expect(new Set(reads.filter((r) => r.phase === 'after').map((r) => r.version))).toEqual(new Set([fresh]));
     const seen = new Set(reads.map((r) => r.version));
     expect([...seen].sort()).toEqual([old, fresh].sort());
     for (const reader of [0, 1]) {
@@ -114,12 +173,23 @@ describe('readers during a run', () => {
     }
     wf.reset();
     const readers = await startReaders(wf.wh.pg, 2);
+    await readers.readAll();
+    wf.faults.LoadChunk = async (input, next) => {
+      if ((input as { chunk: { index: number } }).chunk.index === 20) {
+        readers.phase('loading');
+        await readers.readAll();
+      }
+      return next(input);
+    };
     const result = await wf.run(inputFor(TO_DAY + 1), 'readers-failure');
     await wf.quiesce();
+    readers.phase('after');
+    await readers.readAll();
     const reads = await readers.stop();
+    wf.reset();
 
     expect(result.status).toBe('FAILED');
-    expect(reads.length).toBeGreaterThan(20);
+    for (const phase of ['before', 'loading', 'after']) expect(reads.filter((r) => r.phase === phase).length, `reads ${phase}`).toBeGreaterThanOrEqual(2);
     expect(reads.filter((r) => r.error)).toEqual([]);
     expect(new Set(reads.map((r) => r.version))).toEqual(new Set([current]));
     expect(versionOf(await wf.fingerprint(LIVE))).toBe(current);
