@@ -60,60 +60,79 @@ interface PathRun {
   readonly message: string;
 }
 
-/** What a reader saw once the load had reached each checkpoint (100% = after the run ended). */
+/** What the first read that started once the load had reached a checkpoint returned (100% = after the run ended). */
 function seenAt(run: PathRun, checkpoint: number): string {
   const reached = checkpoint >= 1 ? run.endedAt : run.progress.find((p) => p.fraction >= checkpoint)?.at;
   if (reached === undefined) return 'never got there';
-  const sample = run.samples.find((s) => s.at >= reached && s.count !== undefined);
-  return sample?.count === undefined ? '-' : fmt(sample.count);
+  const sample = run.samples.find((s) => s.at >= reached);
+  return sample === undefined ? '-' : sample.count === undefined ? 'error' : fmt(sample.count);
+}
+
+/**
+ * Progress of one path: marks each step, and when the load crosses a
+ * checkpoint it waits until every reader has read, so the table shows what
+ * a reader saw at that point however busy the machine is.
+ */
+function progressOf(label: string, readers: ReaderPool) {
+  const progress: PathRun['progress'] = [];
+  const report = progressReporter(label);
+  let next = 0;
+  return {
+    progress,
+    async step(done: number, total: number): Promise<void> {
+      const fraction = total === 0 ? 1 : done / total;
+      progress.push({ at: Date.now(), fraction });
+      report(done, total);
+      let crossed = false;
+      while (next < CHECKPOINTS.length - 1 && fraction >= CHECKPOINTS[next]!) {
+        next += 1;
+        crossed = true;
+      }
+      if (crossed) await readers.readAll();
+    },
+  };
+}
+
+/** After a run: every reader reads the table once more, and the reads are done. */
+async function readersAfter(readers: ReaderPool): Promise<{ endedAt: number; samples: ReaderSample[] }> {
+  const endedAt = Date.now();
+  await readers.readAll();
+  return { endedAt, samples: await readers.stop() };
 }
 
 async function runNaive(warehouse: Warehouse, readers: ReaderPool, days: number, label: string): Promise<PathRun> {
-  const progress: PathRun['progress'] = [];
-  const report = progressReporter(`${label}: naive in place`);
+  const { progress, step } = progressOf(`${label}: naive in place`, readers);
   readers.watch('naive.sales_order_lines');
-  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days, firstDay: sampleDay(0) }, (done, total) => {
-    progress.push({ at: Date.now(), fraction: done / total });
-    report(done, total);
-  });
-  const endedAt = Date.now();
-  await readers.settle();
-  const samples = await readers.stop();
+  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days, firstDay: sampleDay(0) }, step);
   if (result.failed && process.stderr.isTTY) process.stderr.write('\n');
+  const { endedAt, samples } = await readersAfter(readers);
   return { label, progress, samples, endedAt, failed: result.failed, message: result.message };
 }
 
 async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, label: string): Promise<{ run: PathRun; execution: ExecutionResult }> {
-  const progress: PathRun['progress'] = [];
-  const report = progressReporter(`${label}: atomic-publish`);
+  const { progress, step } = progressOf(`${label}: atomic-publish`, readers);
   let total = 0;
   let done = 0;
   readers.watch('analytics.sales_order_lines');
-  const started = Date.now();
-  progress.push({ at: started, fraction: 0 });
-  const onEvent = (event: ExecutionEvent) => {
+  progress.push({ at: Date.now(), fraction: 0 });
+  hooks.onEvent = (event: ExecutionEvent) => {
     if (event.type === 'StateExited' && event.state?.name === 'Plan') {
       total = ((event.state.output as { plan?: { chunks?: unknown[] } })?.plan?.chunks ?? []).length;
-      report(0, total);
-    }
-    if (event.type === 'StateExited' && event.state?.name === 'LoadChunk') {
-      done += 1;
-      progress.push({ at: Date.now(), fraction: done / Math.max(1, total) });
-      report(done, total);
+      void step(0, total);
     }
   };
-  runnerEvents.handler = onEvent;
+  hooks.chunkLoaded = () => step(++done, total);
   const execution = await runner.run({ pipeline: 'sales_order_lines', to: to.toISOString() }, { name: `demo-${label.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}` });
-  runnerEvents.handler = undefined;
-  const endedAt = Date.now();
+  hooks.onEvent = undefined;
+  hooks.chunkLoaded = undefined;
   if (execution.status === 'FAILED' && process.stderr.isTTY) process.stderr.write('\n');
-  await readers.settle();
-  const samples = await readers.stop();
+  const { endedAt, samples } = await readersAfter(readers);
   const message = execution.status === 'SUCCEEDED' ? 'published' : (execution.alerts[0]?.subject ?? `${execution.error}`);
   return { run: { label, progress, samples, endedAt, failed: execution.status === 'FAILED', message }, execution };
 }
 
-const runnerEvents: { handler?: (event: ExecutionEvent) => void } = {};
+/** What the current atomic run wants to hear about: execution events, and each chunk loaded (awaited before the chunk's step ends). */
+const hooks: { onEvent?: (event: ExecutionEvent) => void; chunkLoaded?: () => Promise<void> } = {};
 
 function timelineOf(execution: ExecutionResult): string {
   const steps: { name: string; start: number; end: number; failed?: boolean }[] = [];
@@ -226,7 +245,17 @@ async function main(): Promise<number> {
 
   const env = { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' };
   err('Loading the state machine from the synthesized CDK template...');
-  const runner = await LocalRunner.create({ env, onEvent: (event) => runnerEvents.handler?.(event) });
+  const runner = await LocalRunner.create({
+    env,
+    onEvent: (event) => hooks.onEvent?.(event),
+    taskOverrides: {
+      LoadChunk: async (input, next) => {
+        const loaded = await next(input);
+        await hooks.chunkLoaded?.();
+        return loaded;
+      },
+    },
+  });
   const warehouse = localWarehouse(api.endpoint, DATABASE);
   const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
 

@@ -26,10 +26,11 @@ describe('the definition a local run executes', () => {
     const original = workflow.definition.States as unknown as States;
     const local = localDefinition(workflow, 0.01).States as unknown as States;
     const loadChunk = (states: States) => states.LoadChunks!.ItemProcessor!.States.LoadChunk!;
-    for (const [declared, scaled] of [
+    const pairs: [States[string], States[string]][] = [
       [original.Plan!, local.Plan!],
       [loadChunk(original), loadChunk(local)],
-    ]) {
+    ];
+    for (const [declared, scaled] of pairs) {
       expect(scaled.Retry).toHaveLength(declared.Retry!.length);
       declared.Retry!.forEach((retrier, i) => {
         expect(scaled.Retry![i]).toEqual({

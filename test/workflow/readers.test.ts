@@ -6,83 +6,23 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { naiveRebuild } from '../../local/naive-rebuild.ts';
+import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
 import { inputFor, LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 200;
 const TO_DAY = 30;
 
-interface Read {
-  readonly reader: number;
-  /** What the test was doing while the read ran (set with `readers.phase`); `a -> b` when the phase changed during the read. */
-  readonly phase: string;
-  readonly version?: string;
-  readonly error?: string;
-}
-
-interface Readers {
-  /** Labels the reads that start from now on. */
-  phase(label: string): void;
-  /** Resolves once every reader has finished a read that started after this call. */
-  readAll(): Promise<void>;
-  stop(): Promise<Read[]>;
-}
-
-/** Readers counting rows and summing keys of the live table in a loop until stopped. */
-async function startReaders(conn: pg.ClientConfig, count: number, table = LIVE): Promise<Readers> {
-  const clients = await Promise.all(
-    Array.from({ length: count }, async () => {
-      const client = new pg.Client(conn);
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    }),
-  );
-  const reads: Read[] = [];
-  const started = clients.map(() => 0);
-  const finished = clients.map(() => 0);
-  const waiters: { after: number[]; resolve: () => void }[] = [];
-  let phase = 'before';
-  let running = true;
-  const loops = clients.map(async (client, reader) => {
-    while (running) {
-      started[reader]! += 1;
-      const startPhase = phase;
-      const during = () => (phase === startPhase ? phase : `${startPhase} -> ${phase}`);
-      try {
-        const { rows } = await client.query<{ n: number; s: string }>(
-          `SELECT count(*)::int AS n, COALESCE(sum(order_id * 1000 + line_no), 0)::text AS s FROM ${table}`,
-        );
-        reads.push({ reader, phase: during(), version: `${rows[0]!.n}/${rows[0]!.s}` });
-      } catch (error) {
-        reads.push({ reader, phase: during(), error: (error as Error).message });
-      }
-      finished[reader]! += 1;
-      for (const waiter of [...waiters]) {
-        if (waiter.after.every((n, i) => finished[i]! > n)) {
-          waiters.splice(waiters.indexOf(waiter), 1);
-          waiter.resolve();
-        }
-      }
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-  });
-  return {
-    phase: (label) => {
-      phase = label;
-    },
-    // A read started after this call is one numbered above every read started so far.
-    readAll: () => new Promise<void>((resolve) => waiters.push({ after: [...started], resolve })),
-    stop: async () => {
-      running = false;
-      await Promise.all(loops);
-      await Promise.all(clients.map((c) => c.end()));
-      return reads;
-    },
-  };
+/** Readers of `table` (the live table by default) that tell tables apart by row count and key sum. */
+function startReaders(table = LIVE): ReaderPool {
+  const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
+  readers.phase('before');
+  readers.watch(table);
+  return readers;
 }
 
 const versionOf = (f: { rows: number; keySum: string }) => `${f.rows}/${f.keySum}`;
+const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
 
 let wf: Workflow;
 beforeAll(async () => {
@@ -94,7 +34,7 @@ afterAll(() => wf?.close());
 describe('readers during a run', () => {
   it('do catch a mix: an in-place rebuild (DELETE, then INSERT day by day) shows them partial tables', async () => {
     const old = versionOf(await wf.fingerprint('naive.sales_order_lines'));
-    const readers = await startReaders(wf.wh.pg, 2, 'naive.sales_order_lines');
+    const readers = startReaders('naive.sales_order_lines');
     await readers.readAll();
     readers.phase('rebuilding');
     // After 10 of 30 days every reader takes a read before the rebuild goes on.
@@ -104,13 +44,14 @@ describe('readers during a run', () => {
       await readers.readAll();
       readers.phase('rebuilding');
     });
-    const reads = await readers.stop();
+    const reads = await readers.close();
     expect(outcome.failed).toBe(false);
-    const partial = reads.filter((r) => r.phase === 'after day 10').map((r) => Number(r.version!.split('/')[0]));
+    const partial = reads.filter((r) => r.phase === 'after day 10').map((r) => Number(r.count));
     expect(partial.length).toBeGreaterThanOrEqual(2);
     // 10 days of rows: neither the old table (20 days) nor the new one (30 days).
     expect(new Set(partial)).toEqual(new Set([10 * ROWS_PER_DAY]));
-    expect(reads.find((r) => r.phase === 'before')?.version).toBe(old);
+    const first = reads.find((r) => r.phase === 'before');
+    expect(first && versionRead(first)).toBe(old);
   });
 
   it('see the old table or the new one, never a mix, during a 30-chunk run that publishes', async () => {
@@ -119,7 +60,7 @@ describe('readers during a run', () => {
     const fresh = versionOf(expected);
     expect(fresh).not.toBe(old);
 
-    const readers = await startReaders(wf.wh.pg, 2);
+    const readers = startReaders();
     await readers.readAll();
     // Every reader reads while chunks load (halfway) and again once all are loaded, before the swap.
     wf.faults.LoadChunk = async (input, next) => {
@@ -138,7 +79,7 @@ describe('readers during a run', () => {
     const result = await wf.run(inputFor(TO_DAY), 'readers-publish');
     readers.phase('after');
     await readers.readAll();
-    const reads = await readers.stop();
+    const reads = await readers.close();
     wf.reset();
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
@@ -147,13 +88,13 @@ describe('readers during a run', () => {
     for (const phase of ['before', 'loading', 'before the swap']) {
       const inPhase = reads.filter((r) => r.phase === phase);
       expect(inPhase.length, `reads ${phase}`).toBeGreaterThanOrEqual(2);
-      expect(new Set(inPhase.map((r) => r.version)), `reads ${phase}`).toEqual(new Set([old]));
+      expect(new Set(inPhase.map((r) => versionRead(r))), `reads ${phase}`).toEqual(new Set([old]));
     }
-    expect(new Set(reads.filter((r) => r.phase === 'after').map((r) => r.version))).toEqual(new Set([fresh]));
-    const seen = new Set(reads.map((r) => r.version));
+    expect(new Set(reads.filter((r) => r.phase === 'after').map((r) => versionRead(r)))).toEqual(new Set([fresh]));
+    const seen = new Set(reads.map((r) => versionRead(r)));
     expect([...seen].sort()).toEqual([old, fresh].sort());
     for (const reader of [0, 1]) {
-      const versions = reads.filter((r) => r.reader === reader).map((r) => r.version);
+      const versions = reads.filter((r) => r.reader === reader).map((r) => versionRead(r));
       expect(versions[0], `reader ${reader} first read`).toBe(old);
       expect(versions.at(-1), `reader ${reader} last read`).toBe(fresh);
       // One switch from old to new, never back.
@@ -172,7 +113,7 @@ describe('readers during a run', () => {
       await client.end();
     }
     wf.reset();
-    const readers = await startReaders(wf.wh.pg, 2);
+    const readers = startReaders();
     await readers.readAll();
     wf.faults.LoadChunk = async (input, next) => {
       if ((input as { chunk: { index: number } }).chunk.index === 20) {
@@ -185,13 +126,13 @@ describe('readers during a run', () => {
     await wf.quiesce();
     readers.phase('after');
     await readers.readAll();
-    const reads = await readers.stop();
+    const reads = await readers.close();
     wf.reset();
 
     expect(result.status).toBe('FAILED');
     for (const phase of ['before', 'loading', 'after']) expect(reads.filter((r) => r.phase === phase).length, `reads ${phase}`).toBeGreaterThanOrEqual(2);
     expect(reads.filter((r) => r.error)).toEqual([]);
-    expect(new Set(reads.map((r) => r.version))).toEqual(new Set([current]));
+    expect(new Set(reads.map((r) => versionRead(r)))).toEqual(new Set([current]));
     expect(versionOf(await wf.fingerprint(LIVE))).toBe(current);
   });
 });
