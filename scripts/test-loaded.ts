@@ -1,0 +1,94 @@
+/**
+ * `npm run test:loaded`: the whole suite, several times in a row, while
+ * busy loops occupy every core: the conditions of a busy CI machine, where
+ * a test that passes only on an idle machine fails by luck. Prints each
+ * run's outcome and duration, keeps each run's log, and exits non-zero if
+ * any run failed.
+ *
+ *   npm run test:loaded                   5 runs, one busy loop per core
+ *   npm run test:loaded -- --runs 2 --busy 1
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { PROJECT_ROOT } from '../lib/project.ts';
+import { renderTable } from '../local/table.ts';
+
+function option(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number, got ${process.argv[i + 1]}`);
+  return value;
+}
+
+const runs = option('runs', 5);
+const busy = option('busy', availableParallelism());
+const logDir = join(PROJECT_ROOT, '.atomic-publish', 'test-loaded');
+mkdirSync(logDir, { recursive: true });
+
+/** One process per core spinning forever: the load. */
+const loops: ChildProcess[] = Array.from({ length: busy }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
+const stopLoops = () => {
+  for (const loop of loops) loop.kill('SIGKILL');
+};
+process.on('exit', stopLoops);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    stopLoops();
+    process.exit(130);
+  });
+}
+
+interface Outcome {
+  readonly run: number;
+  readonly exitCode: number;
+  readonly seconds: number;
+  readonly summary: string;
+  readonly log: string;
+}
+
+/** `npm test`, exactly as the README and CI run it; output to a log file, the summary line kept. */
+function runSuite(run: number): Promise<Outcome> {
+  const log = join(logDir, `run-${run}.log`);
+  const file = createWriteStream(log);
+  const started = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn('npm', ['test'], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let summary = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      file.write(chunk);
+      const match = /(\d+) passed, (\d+) failed, (\d+) skipped/.exec(chunk.toString());
+      if (match) summary = match[0];
+    });
+    child.stderr.on('data', (chunk: Buffer) => file.write(chunk));
+    child.on('close', (code, signal) => {
+      file.end();
+      resolve({ run, exitCode: code ?? (signal ? 128 : 1), seconds: (Date.now() - started) / 1000, summary: summary || '(no summary line)', log });
+    });
+  });
+}
+
+process.stderr.write(`test:loaded: ${runs} run(s) of npm test with ${busy} busy loop(s) on ${availableParallelism()} core(s); logs in ${logDir}\n`);
+const outcomes: Outcome[] = [];
+for (let run = 1; run <= runs; run++) {
+  process.stderr.write(`  run ${run}/${runs} ...`);
+  const outcome = await runSuite(run);
+  outcomes.push(outcome);
+  process.stderr.write(` ${outcome.exitCode === 0 ? 'green' : `RED (exit ${outcome.exitCode})`} in ${outcome.seconds.toFixed(0)} s: ${outcome.summary}\n`);
+}
+stopLoops();
+
+const failed = outcomes.filter((o) => o.exitCode !== 0);
+const seconds = outcomes.map((o) => o.seconds);
+process.stdout.write(
+  `${renderTable(
+    ['run', 'outcome', 'exit', 'seconds', 'tests', 'log'],
+    outcomes.map((o) => [o.run, o.exitCode === 0 ? 'green' : 'RED', o.exitCode, o.seconds.toFixed(0), o.summary, o.log]),
+    ['r', 'l', 'r', 'r', 'l', 'l'],
+  )}\n`,
+);
+process.stdout.write(
+  `${outcomes.length - failed.length} of ${outcomes.length} runs green under load; ${Math.min(...seconds).toFixed(0)} to ${Math.max(...seconds).toFixed(0)} s per run\n`,
+);
+process.exit(failed.length === 0 ? 0 : 1);
