@@ -6,7 +6,7 @@
  * it locally (a handler module, or the SNS outbox).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { PROJECT_ROOT } from '../lib/project.ts';
@@ -62,6 +62,10 @@ export async function synthesizeTemplate(): Promise<Template> {
   const partial = `${cacheFile}.${process.pid}.tmp`;
   writeFileSync(partial, JSON.stringify(template));
   renameSync(partial, cacheFile);
+  // Templates of sources that no longer exist are never read again.
+  for (const name of readdirSync(dirname(cacheFile))) {
+    if (/^template-[0-9a-f]+\.json$/.test(name) && join(dirname(cacheFile), name) !== cacheFile) rmSync(join(dirname(cacheFile), name), { force: true });
+  }
   return template;
 }
 
