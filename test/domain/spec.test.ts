@@ -209,6 +209,15 @@ describe('historyStart without a zone', () => {
 });
 
 describe('specHash', () => {
+  // Batch ids derive from the hash: a change here turns every failed batch
+  // in a warehouse into a new one and re-runs published ones.
+  it('stays the hash existing batches were planned with, for the sample pipeline and the test fixture', () => {
+    const sample = pipelines.find((p) => p.name === 'sales_order_lines')!;
+
+    expect(sample.specHash).toBe('dd8e738639c1667755c86e0d61a5f5b42c81ec987c53ddb4130ee15b12870254');
+    expect(definePipeline(ordersSpec).specHash).toBe('896a369f64efb94548c07bced5845ab20fcd932bdf21e84931a16daa1e02b33a');
+  });
+
   it('is the same for equal specs written with keys in a different order', () => {
     const spec = specWith({ schedule: { expression: 'rate(1 day)', timezone: 'UTC' }, checks: { allowEmpty: false } });
 
