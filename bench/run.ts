@@ -15,7 +15,7 @@
 import pg from 'pg';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { qualifiedName } from '../domain/identifiers.ts';
-import { timestampParam } from '../domain/sql.ts';
+import { timestampParam } from '../domain/sql/statement.ts';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';

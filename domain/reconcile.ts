@@ -1,4 +1,4 @@
-import type { CheckResult } from './sql.ts';
+import type { CheckResult } from './batch.ts';
 import { renderTable } from './text-table.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */

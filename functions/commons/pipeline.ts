@@ -1,5 +1,5 @@
 import { SpecChangedError, ValidationError } from '../../domain/errors.ts';
-import type { BatchRef } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 

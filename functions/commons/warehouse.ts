@@ -9,7 +9,7 @@ import {
   type Field,
 } from '@aws-sdk/client-redshift-data';
 import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import type { Statement } from '../../domain/sql.ts';
+import type { Statement } from '../../domain/sql/statement.ts';
 import { optionalEnv, requireEnv } from './env.ts';
 
 /** Where statements go: a provisioned cluster (secret or database user) or a serverless workgroup. */

@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
 import {
   chunkStatus,
   clearStagingInterval,
@@ -10,7 +10,7 @@ import {
   markChunkDone,
   markChunkLoading,
   recordChunkStatement,
-} from '../../domain/sql.ts';
+} from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { retryTransient, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';

@@ -4,18 +4,9 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
 import { batchIdFor, planChunks, resolveInterval, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/sql.ts';
-import {
-  doneChunks,
-  findBatch,
-  installedManifestVersion,
-  latestPublication,
-  MANIFEST_VERSION,
-  manifestDdl,
-  sourceShape,
-  startBatch,
-  tableColumns,
-} from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';

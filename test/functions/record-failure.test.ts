@@ -1,7 +1,7 @@
 // The pure parts of functions/record-failure: reading the Catch's error and
 // the alert an on-call engineer gets.
 import { describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
 import { describeError, failureReport, type FailedState, type RecordFailureEvent } from '../../functions/record-failure/index.ts';
 import type { PlanResult } from '../../functions/plan/index.ts';
 import type { PublishResult } from '../../functions/publish/index.ts';
