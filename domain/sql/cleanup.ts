@@ -1,4 +1,5 @@
 /** The SQL of Cleanup: what is past retention or abandoned, and dropping it. */
+import { BatchStatus } from '../batch.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
@@ -23,7 +24,8 @@ export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, no
           UNION ALL
           SELECT 'staging' AS kind, staging_table AS name, batch_id FROM ${M}.batches
            WHERE pipeline = :pipeline AND staging_dropped_at IS NULL AND batch_id <> :batch_id
-             AND (status = 'FAILED' OR (status IN ('RUNNING', 'CHECKED') AND started_at < :abandoned_before))`,
+             AND (status = ${sqlLiteral(BatchStatus.FAILED)}
+                  OR (status IN (${sqlLiteral(BatchStatus.RUNNING)}, ${sqlLiteral(BatchStatus.CHECKED)}) AND started_at < :abandoned_before))`,
     parameters: {
       pipeline: pipeline.name,
       keep: String(pipeline.retention.keepVersions),

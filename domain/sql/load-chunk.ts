@@ -1,9 +1,12 @@
 /** The SQL of LoadChunk: replace-in-staging for one interval, and the chunk's bookkeeping. */
-import type { BatchRef } from '../batch.ts';
-import { qualifiedName, quoteIdent } from '../identifiers.ts';
+import { type BatchRef, ChunkStatus } from '../batch.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
+
+const LOADING = sqlLiteral(ChunkStatus.LOADING);
+const DONE = sqlLiteral(ChunkStatus.DONE);
 
 export function chunkStatus(batchId: string, chunk: Chunk): Statement {
   return {
@@ -45,8 +48,8 @@ export function loadStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: 
 export function markChunkLoading(batchId: string, chunk: Chunk, now: Date): Statement {
   return {
     sql: `UPDATE ${M}.chunks
-             SET status = 'LOADING', statement_id = NULL, attempt = attempt + 1, started_at = :now
-           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int) AND status <> 'DONE'`,
+             SET status = ${LOADING}, statement_id = NULL, attempt = attempt + 1, started_at = :now
+           WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int) AND status <> ${DONE}`,
     parameters: { batch_id: batchId, chunk_index: String(chunk.index), now: timestampParam(now) },
   };
 }
@@ -70,9 +73,9 @@ export function markChunkDone(batchId: string, chunk: Chunk, statementId: string
     // Only the attempt whose INSERT this was may close the chunk: a late or
     // overtaken attempt updates nothing.
     sql: `UPDATE ${M}.chunks
-             SET status = 'DONE', finished_at = :now, rows_written = CAST(:rows_written AS bigint)
+             SET status = ${DONE}, finished_at = :now, rows_written = CAST(:rows_written AS bigint)
            WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)
-             AND status = 'LOADING' AND statement_id = :statement_id`,
+             AND status = ${LOADING} AND statement_id = :statement_id`,
     parameters: {
       batch_id: batchId,
       chunk_index: String(chunk.index),

@@ -1,4 +1,5 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
+import { BatchStatus } from '../batch.ts';
 import { sqlLiteral } from '../identifiers.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
@@ -119,7 +120,7 @@ export function manifestDdl(now: Date): string[] {
       SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
       SELECT INTO batch_end interval_end FROM ${M}.batches WHERE batch_id = p_batch_id;
       SELECT INTO checked_rows rows_written FROM ${M}.batches WHERE batch_id = p_batch_id;
-      IF batch_status IS NULL OR batch_status <> 'CHECKED' THEN
+      IF batch_status IS NULL OR batch_status <> ${sqlLiteral(BatchStatus.CHECKED)} THEN
         -- Redshift's RAISE takes variables only, not expressions.
         batch_status := COALESCE(batch_status, 'missing');
         RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, batch_status;

@@ -1,4 +1,5 @@
 /** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
+import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
@@ -40,7 +41,7 @@ export function latestPublication(pipeline: string): Statement {
 
 export function doneChunks(batchId: string): Statement {
   return {
-    sql: `SELECT chunk_index FROM ${M}.chunks WHERE batch_id = :batch_id AND status = 'DONE' ORDER BY chunk_index`,
+    sql: `SELECT chunk_index FROM ${M}.chunks WHERE batch_id = :batch_id AND status = ${sqlLiteral(ChunkStatus.DONE)} ORDER BY chunk_index`,
     parameters: { batch_id: batchId },
   };
 }
@@ -69,6 +70,8 @@ export function startBatch(record: BatchRecord): string[] {
   const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
   const staging = qualifiedName(pipeline.target.schema, record.stagingTable);
   const id = sqlLiteral(batchId);
+  const RUNNING = sqlLiteral(BatchStatus.RUNNING);
+  const PENDING = sqlLiteral(ChunkStatus.PENDING);
   const statements = [
     `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
@@ -82,7 +85,7 @@ export function startBatch(record: BatchRecord): string[] {
        sqlLiteral(pipeline.specHash),
        sqlLiteral(record.codeVersion),
        sqlLiteral(record.executionId),
-       `'RUNNING'`,
+       sqlLiteral(BatchStatus.RUNNING),
        '1',
        sqlLiteral(record.basePublication),
        sqlLiteral(record.stagingTable),
@@ -92,27 +95,27 @@ export function startBatch(record: BatchRecord): string[] {
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
     // Cleanup of a later run may have dropped this failed batch's staging
     // table: it was created empty again above, so every chunk reloads.
-    `UPDATE ${M}.chunks SET status = 'PENDING', rows_written = NULL, statement_id = NULL
+    `UPDATE ${M}.chunks SET status = ${PENDING}, rows_written = NULL, statement_id = NULL
       WHERE batch_id = ${id}
         AND EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id} AND staging_dropped_at IS NOT NULL)`,
     `UPDATE ${M}.batches
-        SET status = 'RUNNING', attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
+        SET status = ${RUNNING}, attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
             base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
             finished_at = NULL, error = NULL, staging_dropped_at = NULL
-      WHERE batch_id = ${id} AND status <> 'PUBLISHED'${
+      WHERE batch_id = ${id} AND status <> ${sqlLiteral(BatchStatus.PUBLISHED)}${
         record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})` : ''
       }`,
     `INSERT INTO ${M}.batch_attempts (batch_id, attempt, execution_id, status, started_at)
-     SELECT b.batch_id, b.attempt, b.execution_id, 'RUNNING', ${sqlLiteral(now)} FROM ${M}.batches b
-      WHERE b.batch_id = ${id} AND b.status = 'RUNNING'
+     SELECT b.batch_id, b.attempt, b.execution_id, ${sqlLiteral(AttemptStatus.RUNNING)}, ${sqlLiteral(now)} FROM ${M}.batches b
+      WHERE b.batch_id = ${id} AND b.status = ${RUNNING}
         AND NOT EXISTS (SELECT 1 FROM ${M}.batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)`,
   ];
   // Chunk rows in as few statements as fit the SQL size limit. Rows are
   // SELECTs joined by UNION ALL: Redshift has no VALUES list in FROM.
   const row = (c: Chunk, first: boolean) =>
     first
-      ? `SELECT CAST(${id} AS varchar(32)), ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, CAST('PENDING' AS varchar(16)), 0`
-      : `SELECT ${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, 'PENDING', 0`;
+      ? `SELECT CAST(${id} AS varchar(32)), ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, CAST(${PENDING} AS varchar(16)), 0`
+      : `SELECT ${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, ${PENDING}, 0`;
   const head = `INSERT INTO ${M}.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt)
      SELECT v.* FROM (`;
   const tail = `) AS v (batch_id, chunk_index, interval_start, interval_end, status, attempt)

@@ -1,5 +1,5 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
-import type { BatchRef } from '../batch.ts';
+import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
@@ -35,8 +35,8 @@ export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersion
             ${sqlLiteral(`${schema}.${previousVersionTable}`)},
             (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
        FROM ${M}.publications WHERE pipeline = ${name}`,
-    `UPDATE ${M}.batch_attempts SET status = 'PUBLISHED', finished_at = ${sqlLiteral(now)}
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
       WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
-    `UPDATE ${M}.batches SET status = 'PUBLISHED', finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
   ];
 }

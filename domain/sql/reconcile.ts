@@ -1,5 +1,5 @@
 /** The SQL of Reconcile: counts per chunk, whole-table checks of staging, and the recorded results. */
-import type { BatchRef, CheckResult } from '../batch.ts';
+import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
@@ -90,14 +90,14 @@ export function recordChecks(
   const allPassed = results.every((r) => r.passed);
   if (staleChunks.length > 0) {
     statements.push(
-      `UPDATE ${M}.chunks SET status = 'STALE'
-        WHERE batch_id = ${id} AND status = 'DONE' AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
+      `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}
+        WHERE batch_id = ${id} AND status = ${sqlLiteral(ChunkStatus.DONE)} AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
     );
   }
   statements.push(
     `UPDATE ${M}.batches SET rows_read = ${sqlLiteral(totals.rowsRead)}, rows_written = ${sqlLiteral(totals.rowsWritten)},
-            rows_rejected = 0${allPassed ? `, status = 'CHECKED'` : ''}
-      WHERE batch_id = ${id} AND status = 'RUNNING'`,
+            rows_rejected = 0${allPassed ? `, status = ${sqlLiteral(BatchStatus.CHECKED)}` : ''}
+      WHERE batch_id = ${id} AND status = ${sqlLiteral(BatchStatus.RUNNING)}`,
   );
   return statements;
 }

@@ -4,7 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { ValidationError } from '../../domain/errors.ts';
 import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
 import { batchIdFor, planChunks, resolveInterval, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/batch.ts';
+import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
@@ -97,7 +97,7 @@ export async function plan(
     columns: liveColumns,
     basePublication,
   };
-  if (existing?.status === 'PUBLISHED') {
+  if (existing?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });
     return { alreadyPublished: true, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }
