@@ -1,6 +1,6 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
 import { BatchStatus } from '../batch.ts';
-import { sqlLiteral } from '../identifiers.ts';
+import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
 /**
@@ -20,6 +20,33 @@ export function installedManifestVersion(): Statement[] {
     },
     { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` },
   ];
+}
+
+/** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
+export const PUBLISH_GUARD = 'publish guard';
+
+/**
+ * The guard's refusal within a failed swap's error message (the database
+ * prefixes its own words): from the guard's prefix on, or undefined when the
+ * swap failed for another reason.
+ */
+export function publishGuardRefusal(message: string): string | undefined {
+  const at = message.indexOf(`${PUBLISH_GUARD}: `);
+  return at < 0 ? undefined : message.slice(at);
+}
+
+/**
+ * One RAISE of the guard procedure. Its text is rendered here, at
+ * generation time, by sqlLiteral; after it come only variables, one per
+ * `%`, because Redshift's RAISE takes variables, not expressions.
+ */
+function guardRaise(format: string, ...variables: string[]): string {
+  const placeholders = format.split('%').length - 1;
+  if (placeholders !== variables.length) {
+    throw new Error(`RAISE format "${format}" has ${placeholders} placeholder(s) for ${variables.length} variable(s)`);
+  }
+  for (const variable of variables) validateIdentifier(variable, 'RAISE variable');
+  return `RAISE EXCEPTION ${sqlLiteral(`${PUBLISH_GUARD}: ${format}`)}, ${variables.join(', ')};`;
 }
 
 /** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
@@ -115,7 +142,7 @@ export function manifestDdl(now: Date): string[] {
     BEGIN
       SELECT INTO latest COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = p_pipeline;
       IF latest <> p_base THEN
-        RAISE EXCEPTION 'publish guard: pipeline % is at publication % but batch % was planned on publication %', p_pipeline, latest, p_batch_id, p_base;
+        ${guardRaise('pipeline % is at publication % but batch % was planned on publication %', 'p_pipeline', 'latest', 'p_batch_id', 'p_base')}
       END IF;
       SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
       SELECT INTO batch_end interval_end FROM ${M}.batches WHERE batch_id = p_batch_id;
@@ -123,16 +150,16 @@ export function manifestDdl(now: Date): string[] {
       IF batch_status IS NULL OR batch_status <> ${sqlLiteral(BatchStatus.CHECKED)} THEN
         -- Redshift's RAISE takes variables only, not expressions.
         batch_status := COALESCE(batch_status, 'missing');
-        RAISE EXCEPTION 'publish guard: batch % is %, not CHECKED', p_batch_id, batch_status;
+        ${guardRaise(`batch % is %, not ${BatchStatus.CHECKED}`, 'p_batch_id', 'batch_status')}
       END IF;
       SELECT INTO latest_end b.interval_end FROM ${M}.publications p JOIN ${M}.batches b ON b.batch_id = p.batch_id
        WHERE p.pipeline = p_pipeline ORDER BY p.seq DESC LIMIT 1;
       IF latest_end IS NOT NULL AND latest_end > batch_end THEN
-        RAISE EXCEPTION 'publish guard: pipeline % already publishes data up to %, later than the % of batch %', p_pipeline, latest_end, batch_end, p_batch_id;
+        ${guardRaise('pipeline % already publishes data up to %, later than the % of batch %', 'p_pipeline', 'latest_end', 'batch_end', 'p_batch_id')}
       END IF;
       EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
       IF staged_rows <> checked_rows THEN
-        RAISE EXCEPTION 'publish guard: staging %.% holds % rows but Reconcile checked %', p_schema, p_staging, staged_rows, checked_rows;
+        ${guardRaise('staging %.% holds % rows but Reconcile checked %', 'p_schema', 'p_staging', 'staged_rows', 'checked_rows')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

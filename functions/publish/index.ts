@@ -4,6 +4,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, swapPublish } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -61,9 +62,8 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     // this batch's own.
     const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
     if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
-    if (/publish guard/.test(error.message)) {
-      throw new PublishConflictError(error.message.replace(/^.*?(publish guard)/, '$1'), { cause: error });
-    }
+    const refusal = publishGuardRefusal(error.message);
+    if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
     throw error;
   }
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));

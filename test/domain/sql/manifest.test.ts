@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MANIFEST_VERSION, manifestDdl } from '../../../domain/sql/manifest.ts';
+import { MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
 import { NOW } from './support.ts';
 
 describe('manifestDdl', () => {
@@ -27,5 +27,24 @@ describe('manifestDdl', () => {
     expect(procedure).toContain('latest_end > batch_end');
     expect(procedure).toContain('staged_rows <> checked_rows');
     expect(procedure).toContain('latest <> p_base');
+  });
+});
+
+describe('the publish guard prefix', () => {
+  it('starts every refusal the guard procedure raises', () => {
+    const formats = manifestDdl(NOW).flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '([^']*)'/g)].map((m) => m[1]!));
+
+    expect(formats).toHaveLength(4);
+    for (const format of formats) expect(format.startsWith(`${PUBLISH_GUARD}: `)).toBe(true);
+  });
+
+  it("finds the guard's refusal behind the database's own words", () => {
+    const message = 'atomic-publish:orders:publish:swap:b1 failed: ERROR: publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1';
+
+    expect(publishGuardRefusal(message)).toBe('publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1');
+  });
+
+  it('finds no refusal in a swap that failed for another reason', () => {
+    expect(publishGuardRefusal('atomic-publish:orders:publish:swap:b1 failed: ERROR: relation "analytics.orders" does not exist')).toBeUndefined();
   });
 });
