@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { echo } from './text.ts';
 
 /**
  * The one place identifiers and literal values become SQL text.
@@ -16,11 +17,11 @@ export function validateIdentifier(name: unknown, what = 'identifier'): string {
     throw new ValidationError(`${what} must be a non-empty string`);
   }
   if (name.length > MAX_IDENTIFIER_LENGTH) {
-    throw new ValidationError(`${what} "${name}" is longer than ${MAX_IDENTIFIER_LENGTH} characters`);
+    throw new ValidationError(`${what} ${echo(name)} is longer than ${MAX_IDENTIFIER_LENGTH} characters`);
   }
   if (!IDENTIFIER.test(name)) {
     throw new ValidationError(
-      `${what} ${JSON.stringify(name)} is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore`,
+      `${what} ${echo(name)} is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore`,
     );
   }
   return name;
