@@ -4,6 +4,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { BatchRef } from '../../domain/batch.ts';
+import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
@@ -19,11 +20,11 @@ export interface EmitMetricsEvent {
 }
 
 export interface EmittedMetrics {
-  readonly Published: number;
-  readonly RowsPublished: number;
-  readonly RunDurationSeconds: number;
+  readonly [MetricName.Published]: number;
+  readonly [MetricName.RowsPublished]: number;
+  readonly [MetricName.RunDurationSeconds]: number;
   /** Now minus the newest event time in the live table; -1 when the table is empty. */
-  readonly DataLagSeconds: number;
+  readonly [MetricName.DataLagSeconds]: number;
 }
 
 /** Parses the warehouse's `2026-01-02 03:04:05[.fff]` (UTC) or an ISO string. */
@@ -42,16 +43,19 @@ export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse 
   const [latest] = await warehouse.query(latestEventTime(pipeline), `atomic-publish:${pipeline.name}:emit-metrics:lag:${event.batch.batchId}`);
   const latestTime = latest?.latest == null ? undefined : parseWarehouseTime(String(latest.latest));
   const values: EmittedMetrics = {
-    Published: 1,
-    RowsPublished: event.publish.rowsPublished,
-    RunDurationSeconds: Math.max(0, (parseWarehouseTime(event.publish.publishedAt).getTime() - new Date(event.executionStartedAt).getTime()) / 1000),
-    DataLagSeconds: latestTime ? Math.max(0, (now.getTime() - latestTime.getTime()) / 1000) : -1,
+    [MetricName.Published]: 1,
+    [MetricName.RowsPublished]: event.publish.rowsPublished,
+    [MetricName.RunDurationSeconds]: Math.max(
+      0,
+      (parseWarehouseTime(event.publish.publishedAt).getTime() - new Date(event.executionStartedAt).getTime()) / 1000,
+    ),
+    [MetricName.DataLagSeconds]: latestTime ? Math.max(0, (now.getTime() - latestTime.getTime()) / 1000) : -1,
   };
-  metrics.addDimension('Pipeline', pipeline.name);
-  metrics.addMetric('Published', MetricUnit.Count, values.Published);
-  metrics.addMetric('RowsPublished', MetricUnit.Count, values.RowsPublished);
-  metrics.addMetric('RunDurationSeconds', MetricUnit.Seconds, values.RunDurationSeconds);
-  if (values.DataLagSeconds >= 0) metrics.addMetric('DataLagSeconds', MetricUnit.Seconds, values.DataLagSeconds);
+  metrics.addDimension(DimensionName.Pipeline, pipeline.name);
+  metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
+  metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);
+  metrics.addMetric(MetricName.RunDurationSeconds, MetricUnit.Seconds, values.RunDurationSeconds);
+  if (values.DataLagSeconds >= 0) metrics.addMetric(MetricName.DataLagSeconds, MetricUnit.Seconds, values.DataLagSeconds);
   logger.info('metrics emitted', { batchId: event.batch.batchId, ...values });
   return values;
 }

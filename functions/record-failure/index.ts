@@ -13,6 +13,7 @@ import {
   failureReport,
   type RecordFailureEvent,
 } from '../../domain/record-failure.ts';
+import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestPublication } from '../../domain/sql/plan.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { markBatchFailed } from '../../domain/sql/record-failure.ts';
@@ -48,8 +49,8 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
     }
   }
   const report = failureReport(event, facts);
-  if (report.pipeline) metrics.addDimension('Pipeline', report.pipeline);
-  metrics.addMetric('BatchFailed', MetricUnit.Count, 1);
+  if (report.pipeline) metrics.addDimension(DimensionName.Pipeline, report.pipeline);
+  metrics.addMetric(MetricName.BatchFailed, MetricUnit.Count, 1);
   logger.error('run failed', { pipeline: report.pipeline, batchId: report.batchId, errorName: report.errorName, error: boundedErrorMessage(message) });
   return report;
 }
