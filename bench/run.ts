@@ -16,6 +16,7 @@ import pg from 'pg';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
+import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
@@ -59,10 +60,11 @@ async function main(): Promise<void> {
   await db.query(`CREATE SCHEMA bench`);
 
   const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  const target = { database: DATABASE, workgroupName: 'local' };
+  const warehouse = new Warehouse(client, target, DEFAULT_POLL);
   let publishWindow: { start: number; end: number } | undefined;
   const runner = await LocalRunner.create({
-    env: { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' },
+    env: { ...warehouseEnvironment(target, { endpoint: api.endpoint }), POWERTOOLS_LOG_LEVEL: 'WARN' },
     onEvent: (event: ExecutionEvent) => {
       if (event.state?.name !== 'Publish') return;
       if (event.type === 'StateEntered') publishWindow = { start: event.timestamp, end: Infinity };

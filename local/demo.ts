@@ -15,6 +15,7 @@
  */
 import pg from 'pg';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
@@ -224,11 +225,12 @@ async function main(): Promise<number> {
   });
   err(`  live table before Monday: ${fmt(sample.liveRows)} rows (the previous build)`);
 
-  const env = { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' };
+  const target = { database: DATABASE, workgroupName: 'local' };
+  const env = { ...warehouseEnvironment(target, { endpoint: api.endpoint }), POWERTOOLS_LOG_LEVEL: 'WARN' };
   err('Loading the state machine from the synthesized CDK template...');
   const runner = await LocalRunner.create({ env, onEvent: (event) => runnerEvents.handler?.(event) });
   const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-  const warehouse = new Warehouse(client, { database: DATABASE, workgroupName: 'local' }, DEFAULT_POLL);
+  const warehouse = new Warehouse(client, target, DEFAULT_POLL);
   const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
 
   const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult }[] = [];

@@ -3,7 +3,6 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipelines } from '../../pipelines/index.ts';
-import { warehouseFromContext } from '../../lib/app.ts';
 import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
 import type { WarehouseTarget } from '../../lib/warehouse-target.ts';
 
@@ -46,17 +45,6 @@ describe('AtomicPublishStack props', () => {
   it('accepts a secret with a serverless workgroup (the Data API takes SecretArn with WorkgroupName)', () => {
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN })).not.toThrow();
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', workgroupArn: WORKGROUP_ARN, secretArn: SECRET_ARN })).not.toThrow();
-  });
-
-  it('reads the warehouse from context, also as a JSON string, and rejects unknown keys', () => {
-    expect(warehouseFromContext('{"workgroupName":"wg","database":"dev"}')).toEqual({ workgroupName: 'wg', database: 'dev' });
-    expect(warehouseFromContext({ clusterIdentifier: 'c1', database: 'dev' }, SECRET_ARN)).toEqual({
-      clusterIdentifier: 'c1',
-      database: 'dev',
-      secretArn: SECRET_ARN,
-    });
-    expect(warehouseFromContext({ workgroupName: 'wg', database: 'dev' }, SECRET_ARN)).toEqual({ workgroupName: 'wg', database: 'dev', secretArn: SECRET_ARN });
-    expect(() => warehouseFromContext({ workgroup: 'wg', database: 'dev' })).toThrow(/unknown keys workgroup/);
   });
 });
 
