@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { contextString, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { pipelines } from '../pipelines/index.ts';
@@ -16,6 +18,13 @@ export interface BuildAppOptions {
    * @default true
    */
   readonly bundling?: boolean;
+  /**
+   * Where the cloud assembly goes. An App makes its directory when it is
+   * created, synthesized or not, so an in-process caller that does not want
+   * one left behind passes a directory it removes itself.
+   * @default - the CDK CLI's output directory under the CLI; otherwise a new `cdk.out*` directory in the system temp directory, left there
+   */
+  readonly outdir?: string;
 }
 
 function cdkJsonContext(): Record<string, unknown> {
@@ -31,6 +40,7 @@ function cdkJsonContext(): Record<string, unknown> {
 export function buildApp(options: BuildAppOptions = {}): { app: App; stack: AtomicPublishStack } {
   const app = new App({
     context: { ...cdkJsonContext(), ...options.context },
+    ...(options.outdir !== undefined ? { outdir: options.outdir } : {}),
     // Applied after the CLI's context, so "no bundling" always wins.
     ...(options.bundling === false ? { postCliContext: { 'aws:cdk:bundling-stacks': [] } } : {}),
   });
@@ -43,4 +53,18 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
     ...(alarmEmail ? { alarmEmail } : {}),
   });
   return { app, stack };
+}
+
+/**
+ * The stack's template, synthesized in-process (the local runner's way):
+ * the cloud assembly goes to a temporary directory that is removed again.
+ */
+export function synthesizeStackTemplate(options: Omit<BuildAppOptions, 'outdir'> = {}): unknown {
+  const outdir = mkdtempSync(join(tmpdir(), 'atomic-publish-synth-'));
+  try {
+    const { app, stack } = buildApp({ ...options, outdir });
+    return app.synth().getStackByName(stack.stackName).template;
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 }
