@@ -1,5 +1,6 @@
 /** The SQL of Cleanup: what is past retention or abandoned, and dropping it. */
 import { BatchStatus } from '../batch.ts';
+import type { RetiredKind } from '../cleanup.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
@@ -18,11 +19,11 @@ export const ABANDONED_AFTER_MS = 24 * 3_600_000;
  */
 export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, now: Date): Statement {
   return {
-    sql: `SELECT 'old_version' AS kind, old_version_table AS name, batch_id FROM ${M}.publications
+    sql: `SELECT ${sqlLiteral('old_version' satisfies RetiredKind)} AS kind, old_version_table AS name, batch_id FROM ${M}.publications
            WHERE pipeline = :pipeline AND dropped_at IS NULL
              AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = :pipeline) - CAST(:keep AS int)
           UNION ALL
-          SELECT 'staging' AS kind, staging_table AS name, batch_id FROM ${M}.batches
+          SELECT ${sqlLiteral('staging' satisfies RetiredKind)} AS kind, staging_table AS name, batch_id FROM ${M}.batches
            WHERE pipeline = :pipeline AND staging_dropped_at IS NULL AND batch_id <> :batch_id
              AND (status = ${sqlLiteral(BatchStatus.FAILED)}
                   OR (status IN (${sqlLiteral(BatchStatus.RUNNING)}, ${sqlLiteral(BatchStatus.CHECKED)}) AND started_at < :abandoned_before))`,
@@ -36,7 +37,7 @@ export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, no
 }
 
 /** Drops one table (never CASCADE: a dependent view makes this fail loudly instead of vanishing) and records it. */
-export function dropRetired(pipeline: Pipeline, kind: 'old_version' | 'staging', table: string, batchId: string, now: Date): string[] {
+export function dropRetired(pipeline: Pipeline, kind: RetiredKind, table: string, batchId: string, now: Date): string[] {
   const qualified = `${pipeline.target.schema}.${table}`;
   const record =
     kind === 'old_version'

@@ -4,6 +4,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { BatchRef } from '../../domain/batch.ts';
+import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -19,19 +20,6 @@ export interface EmitMetricsEvent {
   readonly executionStartedAt: string;
 }
 
-export interface EmittedMetrics {
-  readonly [MetricName.Published]: number;
-  readonly [MetricName.RowsPublished]: number;
-  readonly [MetricName.RunDurationSeconds]: number;
-  /** Now minus the newest event time in the live table; -1 when the table is empty. */
-  readonly [MetricName.DataLagSeconds]: number;
-}
-
-/** Parses the warehouse's `2026-01-02 03:04:05[.fff]` (UTC) or an ISO string. */
-function parseWarehouseTime(value: string): Date {
-  return new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
-}
-
 /**
  * Freshness signals for the pipeline's alarms: `Published` (the freshness
  * alarm pages when none arrives within the SLA), rows, run duration and
@@ -39,18 +27,14 @@ function parseWarehouseTime(value: string): Date {
  */
 export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<EmittedMetrics> {
   const pipeline = frozenPipeline(event.batch);
-  const now = new Date();
   const [latest] = await warehouse.query(latestEventTime(pipeline), `atomic-publish:${pipeline.name}:emit-metrics:lag:${event.batch.batchId}`);
-  const latestTime = latest?.latest == null ? undefined : parseWarehouseTime(String(latest.latest));
-  const values: EmittedMetrics = {
-    [MetricName.Published]: 1,
-    [MetricName.RowsPublished]: event.publish.rowsPublished,
-    [MetricName.RunDurationSeconds]: Math.max(
-      0,
-      (parseWarehouseTime(event.publish.publishedAt).getTime() - new Date(event.executionStartedAt).getTime()) / 1000,
-    ),
-    [MetricName.DataLagSeconds]: latestTime ? Math.max(0, (now.getTime() - latestTime.getTime()) / 1000) : -1,
-  };
+  const values = publishMetrics({
+    rowsPublished: event.publish.rowsPublished,
+    publishedAt: event.publish.publishedAt,
+    executionStartedAt: event.executionStartedAt,
+    latestEventTime: latest?.latest == null ? undefined : String(latest.latest),
+    now: new Date(),
+  });
   metrics.addDimension(DimensionName.Pipeline, pipeline.name);
   metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
   metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);
