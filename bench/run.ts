@@ -14,12 +14,12 @@
  */
 import pg from 'pg';
 import { qualifiedName } from '../domain/identifiers.ts';
-import { timestampParam } from '../domain/sql.ts';
+import { timestampParam } from '../domain/sql/statement.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';
-import { localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
+import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
   const warehouse = localWarehouse(api.endpoint, DATABASE);
   let publishWindow: { start: number; end: number } | undefined;
   const runner = await LocalRunner.create({
-    env: { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' },
+    env: { ...localHandlerEnvironment(api.endpoint, DATABASE), POWERTOOLS_LOG_LEVEL: 'WARN' },
     onEvent: (event: ExecutionEvent) => {
       if (event.state?.name !== 'Publish') return;
       if (event.type === 'StateEntered') publishWindow = { start: event.timestamp, end: Infinity };

@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { echo } from './text.ts';
 
 /**
  * The one place identifiers and literal values become SQL text.
@@ -11,19 +12,20 @@ import { ValidationError } from './errors.ts';
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 export const MAX_IDENTIFIER_LENGTH = 63;
 
-export function validateIdentifier(name: unknown, what = 'identifier'): string {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new ValidationError(`${what} must be a non-empty string`);
-  }
-  if (name.length > MAX_IDENTIFIER_LENGTH) {
-    throw new ValidationError(`${what} "${name}" is longer than ${MAX_IDENTIFIER_LENGTH} characters`);
-  }
+/** What is wrong with a name as an identifier, said after the name of the field; undefined when nothing is. */
+export function identifierProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name.length === 0) return 'must be a non-empty string';
+  if (name.length > MAX_IDENTIFIER_LENGTH) return `${echo(name)} is longer than ${MAX_IDENTIFIER_LENGTH} characters`;
   if (!IDENTIFIER.test(name)) {
-    throw new ValidationError(
-      `${what} ${JSON.stringify(name)} is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore`,
-    );
+    return `${echo(name)} is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore`;
   }
-  return name;
+  return undefined;
+}
+
+export function validateIdentifier(name: unknown, what = 'identifier'): string {
+  const problem = identifierProblem(name);
+  if (problem !== undefined) throw new ValidationError(`${what} ${problem}`);
+  return name as string;
 }
 
 /** Validates and double-quotes one identifier: `sales` -> `"sales"`. */

@@ -1,6 +1,7 @@
 import { ValidationError } from './errors.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
+import { clip, echo } from './text.ts';
 import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from './time.ts';
 
 /** One half-open interval `[start, end)` of a batch; ISO 8601 UTC instants. */
@@ -23,6 +24,65 @@ export interface BatchInterval {
 }
 
 /**
+ * "Now" for planning: the execution's start time, so a retried Plan plans
+ * the same interval; the clock when the execution gave none.
+ */
+export function planningTime(startedAt: unknown, clock: Date): Date {
+  if (startedAt === undefined || startedAt === null || startedAt === '') return clock;
+  const now = typeof startedAt === 'string' ? new Date(startedAt) : new Date(Number.NaN);
+  if (Number.isNaN(now.getTime())) throw new ValidationError(`startedAt is not a time: ${clip(String(startedAt))}`);
+  return now;
+}
+
+/** A column of the live table as the warehouse's catalog lists it. */
+export interface LiveColumn {
+  readonly name: string;
+  /** `information_schema.columns.data_type`, e.g. `timestamp without time zone`. */
+  readonly dataType: string;
+}
+
+/**
+ * The live table as the spec needs it, checked before anything is written:
+ * it exists, timeColumn and the businessKey columns are columns of it, and
+ * timeColumn is a `timestamp without time zone` (chunk boundaries are UTC
+ * instants compared with the column as stored: a column with a time zone
+ * would place rows by a different clock). Returns its column names in order.
+ */
+export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColumn[]): string[] {
+  const { schema, table } = pipeline.target;
+  const names = columns.map((c) => c.name);
+  if (names.length === 0) {
+    throw new ValidationError(
+      `live table ${schema}.${table} does not exist: create it once with its DDL (columns, keys, encodings); atomic-publish then rebuilds it`,
+    );
+  }
+  const required: [string, string][] = [['timeColumn', pipeline.timeColumn], ...pipeline.businessKey.map((c): [string, string] => ['businessKey', c])];
+  for (const [field, column] of required) {
+    if (!names.includes(column)) {
+      throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} is not a column of ${schema}.${table}`);
+    }
+  }
+  const timeType = columns.find((c) => c.name === pipeline.timeColumn)?.dataType ?? '';
+  if (timeType !== 'timestamp without time zone') {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: timeColumn ${pipeline.timeColumn} of ${schema}.${table} is ${timeType}; it must be a timestamp without time zone holding UTC`,
+    );
+  }
+  return names;
+}
+
+/** The source query must produce every column of the live table: a load inserts exactly those. */
+export function checkSourceColumns(pipeline: Pipeline, liveColumns: readonly string[], sourceColumns: readonly string[]): void {
+  const missing = liveColumns.filter((c) => !sourceColumns.includes(c));
+  if (missing.length > 0) {
+    const { schema, table } = pipeline.target;
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: the source query does not produce column(s) ${missing.join(', ')} of ${schema}.${table} (it produces: ${sourceColumns.join(', ')})`,
+    );
+  }
+}
+
+/**
  * Chunks per batch. Each chunk rides in the state payload and adds Map
  * history events, so a plan stays well inside 256 KB and 25,000 events.
  */
@@ -32,24 +92,24 @@ function parseInstant(field: string, value: unknown): Date {
   const date = parseIsoInstant(value);
   if (date === 'malformed') {
     throw new ValidationError(
-      `input.${field} must be an ISO 8601 date or a date-time with a zone (e.g. 2026-01-01 or 2026-01-01T00:00:00Z), got ${JSON.stringify(value)}`,
+      `input.${field} must be an ISO 8601 date or a date-time with a zone (e.g. 2026-01-01 or 2026-01-01T00:00:00Z), got ${echo(value)}`,
     );
   }
-  if (date === 'not-a-date') throw new ValidationError(`input.${field} is not a real date: ${String(value)}`);
+  if (date === 'not-a-date') throw new ValidationError(`input.${field} is not a real date: ${clip(String(value))}`);
   return date;
 }
 
 /** Looks up the pipeline named by an execution input; unknown names list the known ones. */
 export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]): Pipeline {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ValidationError(`execution input must be a JSON object like {"pipeline": "name"}, got ${JSON.stringify(input)}`);
+    throw new ValidationError(`execution input must be a JSON object like {"pipeline": "name"}, got ${echo(input)}`);
   }
   const name = (input as { pipeline?: unknown }).pipeline;
   if (typeof name !== 'string' || name === '') throw new ValidationError('input.pipeline is required');
   const pipeline = pipelines.find((p) => p.name === name);
   if (!pipeline) {
     throw new ValidationError(
-      `unknown pipeline ${JSON.stringify(name)}; known pipelines: ${pipelines.map((p) => p.name).join(', ') || '(none)'}`,
+      `unknown pipeline ${echo(name)}; known pipelines: ${pipelines.map((p) => p.name).join(', ') || '(none)'}`,
     );
   }
   return pipeline;
@@ -64,7 +124,7 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
 export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
   const known = new Set(['pipeline', 'from', 'to']);
   const extra = Object.keys(input).filter((key) => !known.has(key));
-  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${extra.join(', ')} (allowed: pipeline, from, to)`);
+  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to)`);
 
   const { grain, timezone } = pipeline.chunk;
   const historyStart = new Date(pipeline.historyStart);

@@ -1,4 +1,4 @@
-import type { CheckResult } from './sql.ts';
+import { type CheckResult, ChunkStatus } from './batch.ts';
 import { renderTable } from './text-table.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
@@ -48,10 +48,10 @@ export function reconcile(counts: readonly ChunkCount[], staging: StagingProblem
   const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
   const rowsWritten = counts.reduce((sum, c) => sum + c.stagingRows, 0) + outsideInterval;
-  const notDone = counts.filter((c) => c.status !== 'DONE');
+  const notDone = counts.filter((c) => c.status !== ChunkStatus.DONE);
   const sourceMismatch = counts.filter((c) => c.sourceRows !== c.stagingRows);
   const recordMismatch = counts.filter((c) => c.recordedRows !== c.stagingRows);
-  const mismatches = counts.filter((c) => c.sourceRows !== c.stagingRows || c.recordedRows !== c.stagingRows || c.status !== 'DONE');
+  const mismatches = counts.filter((c) => c.sourceRows !== c.stagingRows || c.recordedRows !== c.stagingRows || c.status !== ChunkStatus.DONE);
 
   const checks: CheckResult[] = [
     {

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import { ValidationError } from './errors.ts';
-import { validateIdentifier } from './identifiers.ts';
+import { identifierProblem } from './identifiers.ts';
+import { MANIFEST_SCHEMA } from './sql/statement.ts';
+import { clip, echo } from './text.ts';
 import { isOnGrain, parseInstant } from './time.ts';
 
 export type ChunkGrain = 'hour' | 'day' | 'month';
@@ -73,20 +76,10 @@ export interface Pipeline {
  */
 export const MAX_TABLE_NAME_LENGTH = 40;
 export const MAX_MAP_CONCURRENCY = 40;
-const GRAINS: readonly ChunkGrain[] = ['hour', 'day', 'month'];
+const GRAINS = ['hour', 'day', 'month'] as const satisfies readonly ChunkGrain[];
 const SCHEDULE = /^(cron|rate|at)\(.+\)$/;
-
-function fail(pipeline: string, field: string, message: string): never {
-  throw new ValidationError(`pipeline ${pipeline}: ${field} ${message}`);
-}
-
-function identifierField(pipeline: string, field: string, value: unknown): string {
-  try {
-    return validateIdentifier(value, field);
-  } catch (error) {
-    throw new ValidationError(`pipeline ${pipeline}: ${(error as Error).message}`);
-  }
-}
+/** Problems a rejection lists before it only counts the rest. */
+const MAX_LISTED_PROBLEMS = 10;
 
 export function isValidTimeZone(timezone: string): boolean {
   try {
@@ -97,108 +90,194 @@ export function isValidTimeZone(timezone: string): boolean {
   }
 }
 
-/** Validates a spec; every message names the pipeline and the field. */
+// The schema: one piece per section of the spec, each field with the
+// message a pipeline author reads after the field's path ("chunk.grain must
+// be one of hour, day, month"). Defaults are applied here; a section may be
+// left out when all its fields have defaults. New sections (more checks,
+// publish modes, chunk targets) add a piece and a line in pipelineSchema.
+
+/** A field checked by a function that says what is wrong with it (undefined: nothing), or rejects it with that. */
+function checked<T>(problem: (value: unknown) => string | undefined) {
+  return z.unknown().transform((value, ctx) => {
+    const found = problem(value);
+    if (found === undefined) return value as T;
+    ctx.addIssue({ code: 'custom', message: found });
+    return z.NEVER;
+  });
+}
+
+/** A whole number in `[min, max]`, with one message for every way of missing it. */
+function integer(min: number, max: number, why = '') {
+  const message = `must be an integer from ${min} to ${max}${why}`;
+  return z.number({ error: message }).refine((n) => Number.isInteger(n) && n >= min && n <= max, { error: message });
+}
+
+/** A field that takes `fallback` when left out or null (as a JSON-sourced spec may say). */
+function withDefault<S extends z.ZodType>(schema: S, fallback: z.output<S>) {
+  return z.preprocess((value) => value ?? undefined, schema.optional()).transform((value) => value ?? fallback);
+}
+
+/** A section of the spec: an object, or left out (then every field takes its default or reports itself missing). */
+function section<Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  return z.preprocess((value) => value ?? {}, z.object(shape, { error: 'must be an object' }));
+}
+
+const identifier = checked<string>(identifierProblem);
+
+const timezone = checked<string>((value) => (typeof value === 'string' && isValidTimeZone(value) ? undefined : `${echo(value)} is not an IANA time zone`));
+
+const sourceSqlSchema = checked<string>((value) => {
+  if (typeof value !== 'string' || value.trim() === '') return 'must be a SELECT statement';
+  const missing = [':start', ':end'].filter((placeholder) => !new RegExp(`${placeholder}\\b`).test(value));
+  if (missing.length > 0) return `must use the ${missing.join(' and ')} placeholder${missing.length > 1 ? 's' : ''} (rows in [:start, :end))`;
+  if (normalizeSourceSql(value).includes(';')) return 'must be one statement (no ";")';
+  return undefined;
+}).transform(normalizeSourceSql);
+
+/** The source query without surrounding blanks and trailing semicolons: it is wrapped as `(<sourceSql>) AS src`. */
+function normalizeSourceSql(sql: string): string {
+  return sql.replace(/[\s;]+$/, '').trim();
+}
+
+const historyStartSchema = checked<string>((value) =>
+  parseInstant(value) instanceof Date
+    ? undefined
+    : 'must be an ISO 8601 date or time with a zone that exists, e.g. 2026-01-01 (midnight UTC) or 2026-01-01T00:00:00+01:00',
+);
+
+const targetSchema = section({
+  schema: identifier.refine((schema) => schema !== MANIFEST_SCHEMA, { error: `must not be the manifest schema ${MANIFEST_SCHEMA}` }),
+  table: identifier.refine((table) => table.length <= MAX_TABLE_NAME_LENGTH, {
+    error: `must be at most ${MAX_TABLE_NAME_LENGTH} characters (derived staging and old-version names must fit)`,
+  }),
+});
+
+const chunkSchema = section({
+  grain: z.enum(GRAINS, { error: `must be one of ${GRAINS.join(', ')}` }),
+  timezone: withDefault(timezone, 'UTC'),
+  maxConcurrency: withDefault(integer(1, MAX_MAP_CONCURRENCY), 4),
+});
+
+const businessKeySchema = z
+  .array(identifier, { error: 'must list at least one column' })
+  .min(1, { error: 'must list at least one column' });
+
+const publishModeSchema = checked<PublishMode>((value) =>
+  (SUPPORTED_PUBLISH_MODES as readonly unknown[]).includes(value)
+    ? undefined
+    : `${echo(value)} is not supported by this version (supported: ${SUPPORTED_PUBLISH_MODES.join(', ')})`,
+);
+
+const checksSchema = section({
+  allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
+});
+
+const freshnessSchema = section({
+  slaMinutes: integer(1, 24 * 60, ' (one alarm period of at most a day)'),
+});
+
+const scheduleSchema = z
+  .object(
+    {
+      expression: checked<string>((value) =>
+        typeof value === 'string' && SCHEDULE.test(value) ? undefined : 'must be an EventBridge Scheduler expression: cron(...), rate(...) or at(...)',
+      ),
+      timezone: z.preprocess((value) => value ?? undefined, timezone.optional()),
+    },
+    { error: 'must be an object with an expression' },
+  )
+  .optional();
+
+const retentionSchema = section({
+  keepVersions: withDefault(integer(0, 100), 3),
+});
+
+const pipelineSchema = z
+  .object({
+    name: identifier,
+    description: withDefault(z.string({ error: 'must be a string' }), ''),
+    target: targetSchema,
+    sourceSql: sourceSqlSchema,
+    timeColumn: identifier,
+    chunk: chunkSchema,
+    historyStart: historyStartSchema,
+    businessKey: businessKeySchema,
+    publishMode: withDefault(publishModeSchema, 'swap'),
+    checks: checksSchema,
+    freshness: freshnessSchema,
+    schedule: scheduleSchema,
+    retention: retentionSchema,
+  })
+  .superRefine(
+    (spec, ctx) => {
+      const { grain, timezone } = spec.chunk;
+      if (!isOnGrain(parseInstant(spec.historyStart) as Date, grain, timezone)) {
+        ctx.addIssue({ code: 'custom', path: ['historyStart'], message: `${clip(spec.historyStart)} is not on a ${grain} boundary in ${timezone}` });
+      }
+    },
+    // Checked whenever the fields it compares are valid, whatever else is wrong.
+    { when: (payload) => !payload.issues.some((issue) => ['chunk', 'historyStart'].includes(String(issue.path?.[0]))) },
+  );
+
+/** `chunk.grain`, `businessKey[1]`: a field as the author wrote it. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  return path.map((key, i) => (typeof key === 'number' ? `[${key}]` : `${i === 0 ? '' : '.'}${String(key)}`)).join('');
+}
+
+/** One message for every wrong field: `pipeline x: chunk.grain must be ...`, or `pipeline x: 2 problems: ...; ...`. */
+function rejection(name: unknown, issues: readonly z.core.$ZodIssue[]): ValidationError {
+  const problems = issues.map((issue) => `${fieldPath(issue.path)} ${issue.message}`);
+  const label = `pipeline ${clip(String(name), 128)}:`;
+  if (problems.length === 1) return new ValidationError(`${label} ${problems[0]}`);
+  const listed = problems.slice(0, MAX_LISTED_PROBLEMS);
+  if (problems.length > listed.length) listed.push(`and ${problems.length - listed.length} more`);
+  return new ValidationError(`${label} ${problems.length} problems: ${listed.join('; ')}`);
+}
+
+/** Validates a spec and applies its defaults; a rejection names the pipeline and every wrong field. */
 export function definePipeline(spec: PipelineSpec): Pipeline {
-  if (typeof spec !== 'object' || spec === null) throw new ValidationError('pipeline spec must be an object');
-  const name = typeof spec.name === 'string' ? spec.name : String(spec.name);
-  identifierField(name, 'name', spec.name);
-
-  const schema = identifierField(name, 'target.schema', spec.target?.schema);
-  const table = identifierField(name, 'target.table', spec.target?.table);
-  if (table.length > MAX_TABLE_NAME_LENGTH) {
-    fail(name, 'target.table', `must be at most ${MAX_TABLE_NAME_LENGTH} characters (derived staging and old-version names must fit)`);
-  }
-  if (schema === 'atomic_publish') fail(name, 'target.schema', 'must not be the manifest schema atomic_publish');
-
-  if (typeof spec.sourceSql !== 'string' || spec.sourceSql.trim() === '') fail(name, 'sourceSql', 'must be a SELECT statement');
-  for (const placeholder of [':start', ':end']) {
-    if (!new RegExp(`${placeholder}\\b`).test(spec.sourceSql)) {
-      fail(name, 'sourceSql', `must use the ${placeholder} placeholder (rows in [:start, :end))`);
-    }
-  }
-  const sourceSql = spec.sourceSql.replace(/[\s;]+$/, '').trim();
-  if (sourceSql.includes(';')) fail(name, 'sourceSql', 'must be one statement (no ";")');
-
-  const timeColumn = identifierField(name, 'timeColumn', spec.timeColumn);
-
-  const grain = spec.chunk?.grain;
-  if (!GRAINS.includes(grain)) fail(name, 'chunk.grain', `must be one of ${GRAINS.join(', ')}`);
-  const timezone = spec.chunk.timezone ?? 'UTC';
-  if (!isValidTimeZone(timezone)) fail(name, 'chunk.timezone', `"${timezone}" is not an IANA time zone`);
-  const maxConcurrency = spec.chunk.maxConcurrency ?? 4;
-  if (!Number.isInteger(maxConcurrency) || maxConcurrency < 1 || maxConcurrency > MAX_MAP_CONCURRENCY) {
-    fail(name, 'chunk.maxConcurrency', `must be an integer from 1 to ${MAX_MAP_CONCURRENCY}`);
-  }
-
-  const historyStart = parseInstant(spec.historyStart);
-  if (!(historyStart instanceof Date)) {
-    fail(name, 'historyStart', 'must be an ISO 8601 date or time with a zone that exists, e.g. 2026-01-01 (midnight UTC) or 2026-01-01T00:00:00+01:00');
-  }
-  if (!isOnGrain(historyStart, grain, timezone)) {
-    fail(name, 'historyStart', `${spec.historyStart} is not on a ${grain} boundary in ${timezone}`);
-  }
-
-  if (!Array.isArray(spec.businessKey) || spec.businessKey.length === 0) {
-    fail(name, 'businessKey', 'must list at least one column');
-  }
-  const businessKey = spec.businessKey.map((column, i) => identifierField(name, `businessKey[${i}]`, column));
-
-  const publishMode = spec.publishMode ?? 'swap';
-  if (!SUPPORTED_PUBLISH_MODES.includes(publishMode)) {
-    fail(name, 'publishMode', `"${publishMode}" is not supported by this version (supported: ${SUPPORTED_PUBLISH_MODES.join(', ')})`);
-  }
-
-  const slaMinutes = spec.freshness?.slaMinutes;
-  if (!Number.isInteger(slaMinutes) || slaMinutes < 1 || slaMinutes > 24 * 60) {
-    fail(name, 'freshness.slaMinutes', 'must be an integer from 1 to 1440 (one alarm period of at most a day)');
-  }
-
-  let schedule: Pipeline['schedule'];
-  if (spec.schedule !== undefined) {
-    if (typeof spec.schedule !== 'object' || spec.schedule === null) fail(name, 'schedule', 'must be an object with an expression');
-    if (typeof spec.schedule.expression !== 'string' || !SCHEDULE.test(spec.schedule.expression)) {
-      fail(name, 'schedule.expression', 'must be an EventBridge Scheduler expression: cron(...), rate(...) or at(...)');
-    }
-    const scheduleTimezone = spec.schedule.timezone ?? timezone;
-    if (!isValidTimeZone(scheduleTimezone)) fail(name, 'schedule.timezone', `"${scheduleTimezone}" is not an IANA time zone`);
-    schedule = { expression: spec.schedule.expression, timezone: scheduleTimezone };
-  }
-
-  const keepVersions = spec.retention?.keepVersions ?? 3;
-  if (!Number.isInteger(keepVersions) || keepVersions < 0 || keepVersions > 100) {
-    fail(name, 'retention.keepVersions', 'must be an integer from 0 to 100');
-  }
-
-  const normalized = {
-    name,
-    description: spec.description ?? '',
-    target: { schema, table },
-    sourceSql,
-    timeColumn,
-    chunk: { grain, timezone, maxConcurrency },
-    historyStart: spec.historyStart,
-    businessKey,
-    publishMode,
-    checks: { allowEmpty: spec.checks?.allowEmpty ?? false },
-    freshness: { slaMinutes },
-    ...(schedule ? { schedule } : {}),
-    retention: { keepVersions },
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new ValidationError('pipeline spec must be an object');
+  const parsed = pipelineSchema.safeParse(spec);
+  if (!parsed.success) throw rejection(spec.name, parsed.error.issues);
+  const valid = parsed.data;
+  const { schedule } = valid;
+  const normalized: Omit<Pipeline, 'specHash'> = {
+    name: valid.name,
+    description: valid.description,
+    target: valid.target,
+    sourceSql: valid.sourceSql,
+    timeColumn: valid.timeColumn,
+    chunk: valid.chunk,
+    historyStart: valid.historyStart,
+    businessKey: valid.businessKey,
+    publishMode: valid.publishMode,
+    checks: valid.checks,
+    freshness: valid.freshness,
+    // A schedule runs in the chunk zone unless it says otherwise.
+    ...(schedule ? { schedule: { expression: schedule.expression, timezone: schedule.timezone ?? valid.chunk.timezone } } : {}),
+    retention: valid.retention,
   };
-  // The hash covers what decides the published rows, so tuning concurrency,
-  // the SLA, the schedule, retention or the description neither fails a run
-  // in flight (SpecChangedError) nor turns a failed batch into a new one.
+  return { ...normalized, specHash: specHash(normalized) };
+}
+
+/**
+ * sha256 of what decides the published rows, so tuning concurrency, the
+ * SLA, the schedule, retention or the description neither fails a run in
+ * flight (SpecChangedError) nor turns a failed batch into a new one.
+ */
+function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {
   const dataDefinition = {
-    name,
-    target: normalized.target,
-    sourceSql,
-    timeColumn,
-    chunk: { grain, timezone },
-    historyStart: historyStart.toISOString(),
-    businessKey,
-    publishMode,
-    checks: normalized.checks,
+    name: pipeline.name,
+    target: pipeline.target,
+    sourceSql: pipeline.sourceSql,
+    timeColumn: pipeline.timeColumn,
+    chunk: { grain: pipeline.chunk.grain, timezone: pipeline.chunk.timezone },
+    historyStart: (parseInstant(pipeline.historyStart) as Date).toISOString(),
+    businessKey: pipeline.businessKey,
+    publishMode: pipeline.publishMode,
+    checks: pipeline.checks,
   };
-  return { ...normalized, specHash: sha256(canonicalJson(dataDefinition)) };
+  return sha256(canonicalJson(dataDefinition));
 }
 
 /** Validates a list of specs and rejects duplicate names and shared target tables. */

@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
+import { contextString, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { AtomicPublishStack } from './atomic-publish-stack.ts';
 import { PROJECT_ROOT } from './project.ts';
-import type { WarehouseTarget } from './warehouse-target.ts';
 
 export const STACK_NAME = 'AtomicPublish';
 
@@ -16,38 +18,13 @@ export interface BuildAppOptions {
    * @default true
    */
   readonly bundling?: boolean;
-}
-
-const WAREHOUSE_KEYS = ['database', 'clusterIdentifier', 'secretArn', 'dbUser', 'workgroupName', 'workgroupArn'] as const;
-
-/** Context values given on the command line (`-c warehouse='{...}'`) arrive as strings. */
-function contextObject(value: unknown, key: string): Record<string, unknown> {
-  const parsed = typeof value === 'string' ? (JSON.parse(value) as unknown) : value;
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new Error(`context ${key} must be an object like {"workgroupName": "analytics", "database": "dev"}`);
-  }
-  return parsed as Record<string, unknown>;
-}
-
-function optionalString(value: unknown, key: string): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  if (typeof value !== 'string') throw new Error(`context ${key} must be a string`);
-  return value;
-}
-
-/** The warehouse target from context `warehouse` (plus `secretArn`); unknown keys are rejected. */
-export function warehouseFromContext(warehouse: unknown, secretArn?: unknown): WarehouseTarget {
-  const raw = contextObject(warehouse ?? {}, 'warehouse');
-  const unknown = Object.keys(raw).filter((key) => !(WAREHOUSE_KEYS as readonly string[]).includes(key));
-  if (unknown.length > 0) throw new Error(`context warehouse: unknown keys ${unknown.join(', ')} (allowed: ${WAREHOUSE_KEYS.join(', ')})`);
-  const target: Record<string, string> = {};
-  for (const key of WAREHOUSE_KEYS) {
-    const value = optionalString(raw[key], `warehouse.${key}`);
-    if (value !== undefined) target[key] = value;
-  }
-  const arn = optionalString(secretArn, 'secretArn');
-  if (arn !== undefined) target.secretArn = arn;
-  return target as unknown as WarehouseTarget;
+  /**
+   * Where the cloud assembly goes. An App makes its directory when it is
+   * created, synthesized or not, so an in-process caller that does not want
+   * one left behind passes a directory it removes itself.
+   * @default - the CDK CLI's output directory under the CLI; otherwise a new `cdk.out*` directory in the system temp directory, left there
+   */
+  readonly outdir?: string;
 }
 
 function cdkJsonContext(): Record<string, unknown> {
@@ -63,16 +40,31 @@ function cdkJsonContext(): Record<string, unknown> {
 export function buildApp(options: BuildAppOptions = {}): { app: App; stack: AtomicPublishStack } {
   const app = new App({
     context: { ...cdkJsonContext(), ...options.context },
+    ...(options.outdir !== undefined ? { outdir: options.outdir } : {}),
     // Applied after the CLI's context, so "no bundling" always wins.
     ...(options.bundling === false ? { postCliContext: { 'aws:cdk:bundling-stacks': [] } } : {}),
   });
   const node = app.node;
-  const alarmEmail = optionalString(node.tryGetContext('alarmEmail'), 'alarmEmail');
+  const alarmEmail = contextString(node.tryGetContext('alarmEmail'), 'alarmEmail');
   const stack = new AtomicPublishStack(app, STACK_NAME, {
     description: 'atomic-publish: rebuild Redshift tables so readers see old data or new data, never a mix',
-    warehouse: warehouseFromContext(node.tryGetContext('warehouse'), node.tryGetContext('secretArn')),
+    warehouse: warehouseTargetFromContext(node.tryGetContext('warehouse'), node.tryGetContext('secretArn')),
     pipelines,
     ...(alarmEmail ? { alarmEmail } : {}),
   });
   return { app, stack };
+}
+
+/**
+ * The stack's template, synthesized in-process (the local runner's way):
+ * the cloud assembly goes to a temporary directory that is removed again.
+ */
+export function synthesizeStackTemplate(options: Omit<BuildAppOptions, 'outdir'> = {}): unknown {
+  const outdir = mkdtempSync(join(tmpdir(), 'atomic-publish-synth-'));
+  try {
+    const { app, stack } = buildApp({ ...options, outdir });
+    return app.synth().getStackByName(stack.stackName).template;
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
 }

@@ -1,4 +1,4 @@
-import { ArnFormat, CfnOutput, type Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, type Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
@@ -12,7 +12,8 @@ import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
-import { validateWarehouseTarget, type WarehouseTarget } from './warehouse-target.ts';
+import { validateWarehouseTarget } from '../domain/warehouse-target.ts';
+import type { WarehouseTarget } from './warehouse-target.ts';
 import type { LambdaStateName } from './workflow-steps.ts';
 
 export interface AtomicPublishStackProps extends StackProps {
@@ -100,7 +101,7 @@ export class AtomicPublishStack extends Stack {
 function validateProps(props: AtomicPublishStackProps): void {
   if (props === undefined || props === null) throw new Error('AtomicPublishStack: props are required (warehouse, pipelines)');
   try {
-    validateWarehouseTarget(props.warehouse, 'warehouse');
+    validateWarehouseTarget(props.warehouse, 'warehouse', { isUnresolved: (value) => Token.isUnresolved(value) });
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }

@@ -8,5 +8,3 @@ export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url)).replac
 export const CODE_VERSION: string = (
   JSON.parse(readFileSync(`${PROJECT_ROOT}/package.json`, 'utf8')) as { version: string }
 ).version;
-
-export { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';

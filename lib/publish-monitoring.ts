@@ -5,10 +5,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
-import { METRICS_NAMESPACE, SERVICE_NAME } from './project.ts';
-
-// Where the EmitMetrics handler puts its metrics (Powertools, EMF): one definition, in project.ts.
-export { METRICS_NAMESPACE, SERVICE_NAME as METRICS_SERVICE };
+import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 
 export interface PublishMonitoringProps {
   readonly stateMachine: IStateMachine;
@@ -61,8 +58,8 @@ export class PublishMonitoring extends Construct {
           `(freshness SLA); ${pipeline.target.schema}.${pipeline.target.table} is getting stale.`,
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
-          metricName: 'Published',
-          dimensionsMap: { service: SERVICE_NAME, Pipeline: pipeline.name },
+          metricName: MetricName.Published,
+          dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
           statistic: Stats.SAMPLE_COUNT,
           period: Duration.minutes(pipeline.freshness.slaMinutes),
         }),

@@ -21,8 +21,9 @@ import {
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
 import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
+import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
-import { grantWarehouseAccess, type WarehouseTarget, warehouseEnvironment } from './warehouse-target.ts';
+import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
 import { FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
 
 export interface PublishWorkflowProps {

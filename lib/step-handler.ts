@@ -5,7 +5,8 @@ import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda'
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
-import { CODE_VERSION, METRICS_NAMESPACE, PROJECT_ROOT, SERVICE_NAME } from './project.ts';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
+import { CODE_VERSION, PROJECT_ROOT } from './project.ts';
 import { ENTRY_METADATA_KEY, LAMBDA_STEPS, type LambdaStateName, stepEntry } from './workflow-steps.ts';
 
 export interface StepHandlerProps {

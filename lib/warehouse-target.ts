@@ -1,117 +1,23 @@
-import { ArnFormat, Stack, Token } from 'aws-cdk-lib';
+import { ArnFormat, Stack } from 'aws-cdk-lib';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IConstruct } from 'constructs';
+import type { WarehouseTarget as DomainWarehouseTarget } from '../domain/warehouse-target.ts';
 
 /**
- * The Redshift the step handlers send SQL to through the Data API: a
- * provisioned cluster (with a Secrets Manager secret or a database user) or
- * a serverless workgroup (with the role's IAM identity or a secret). Set
- * exactly one of `clusterIdentifier` and `workgroupName`.
+ * The warehouse target as the stack takes it: the strings of
+ * domain/warehouse-target.ts (validated there, and there turned into the
+ * handlers' environment), plus the credentials secret as a construct.
  */
-export interface WarehouseTarget {
-  /** Database holding the target schemas and the `atomic_publish` manifest. */
-  readonly database: string;
+export interface WarehouseTarget extends DomainWarehouseTarget {
   /**
-   * Provisioned cluster identifier.
-   * @default - none: `workgroupName` must be set
-   */
-  readonly clusterIdentifier?: string;
-  /**
-   * Secret with the database credentials. The functions may read it, and the
-   * Data API authenticates as the secret's database user. With a workgroup
-   * it is optional: without it the Data API maps the functions' IAM role to
-   * the database user `IAMR:<role name>`.
-   * @default - none: `dbUser` (or `secretArn`) must be set for a cluster
+   * Secret with the database credentials, as a construct (for a secret
+   * defined or imported in CDK code). The functions may read it, and the
+   * Data API authenticates as the secret's database user. Mutually exclusive
+   * with `secretArn`, which the stack imports with `Secret.fromSecretCompleteArn`.
+   * @default - none: `secretArn`, `dbUser` or (with a workgroup) the functions' IAM identity
    */
   readonly secret?: ISecret;
-  /**
-   * Complete ARN of the credentials secret (cluster or workgroup), for apps
-   * that configure the target from strings (cdk.json context); the stack
-   * imports it with `Secret.fromSecretCompleteArn`. Mutually exclusive with `secret`.
-   * @default - none
-   */
-  readonly secretArn?: string;
-  /**
-   * Database user the Data API gets temporary credentials for (cluster only;
-   * `redshift:GetClusterCredentials`).
-   * @default - none: a secret must be set for a cluster
-   */
-  readonly dbUser?: string;
-  /**
-   * Redshift Serverless workgroup name.
-   * @default - none: `clusterIdentifier` must be set
-   */
-  readonly workgroupName?: string;
-  /**
-   * ARN of the serverless workgroup. IAM names a workgroup by its ID (a UUID),
-   * not by its name, so only the ARN allows scoping the Data API permissions
-   * to the one workgroup.
-   * @default - every workgroup of the account in the stack's region (`workgroup/*`)
-   */
-  readonly workgroupArn?: string;
-}
-
-const WORKGROUP_ARN = /^arn:[\w-]+:redshift-serverless:[\w-]*:\d*:workgroup\/[\w-]+$/;
-
-function isSet(value: unknown): boolean {
-  return value !== undefined && value !== null && value !== '';
-}
-
-/** Rejects missing or conflicting settings; every message names the props (`where` is the prop's path). */
-export function validateWarehouseTarget(target: WarehouseTarget, where = 'warehouse'): void {
-  if (typeof target !== 'object' || target === null) throw new Error(`${where} must be an object`);
-  if (!isSet(target.database)) throw new Error(`${where}.database is required`);
-  const cluster = isSet(target.clusterIdentifier);
-  const serverless = isSet(target.workgroupName);
-  if (cluster && serverless) {
-    throw new Error(`${where}.clusterIdentifier and ${where}.workgroupName are mutually exclusive: set exactly one`);
-  }
-  if (!cluster && !serverless) {
-    throw new Error(`${where}: set exactly one of ${where}.clusterIdentifier and ${where}.workgroupName`);
-  }
-  const credentials = (['secret', 'secretArn', 'dbUser'] as const).filter((key) => isSet(target[key]));
-  if (serverless) {
-    // The Data API takes WorkgroupName with SecretArn (or neither), never with DbUser.
-    if (isSet(target.dbUser)) {
-      throw new Error(`${where}.dbUser only applies to a cluster (${where}.clusterIdentifier), not to ${where}.workgroupName: use ${where}.secret or ${where}.secretArn, or neither`);
-    }
-    if (credentials.length > 1) {
-      throw new Error(`${where}.secret and ${where}.secretArn are mutually exclusive: set at most one`);
-    }
-    const arn = target.workgroupArn;
-    if (isSet(arn) && !Token.isUnresolved(arn) && !WORKGROUP_ARN.test(arn!)) {
-      throw new Error(`${where}.workgroupArn must look like arn:aws:redshift-serverless:<region>:<account>:workgroup/<workgroup id>, got ${arn}`);
-    }
-    return;
-  }
-  if (isSet(target.workgroupArn)) {
-    throw new Error(`${where}.workgroupArn only applies to ${where}.workgroupName, not to ${where}.clusterIdentifier`);
-  }
-  // The handlers pass SecretArn or DbUser with every statement, never neither.
-  if (credentials.length !== 1) {
-    throw new Error(
-      `${where}.clusterIdentifier needs exactly one of ${where}.secret, ${where}.secretArn and ${where}.dbUser` +
-        (credentials.length > 1 ? ` (got ${credentials.map((key) => `${where}.${key}`).join(' and ')})` : ''),
-    );
-  }
-}
-
-/** The environment the handlers read (functions/commons/warehouse.ts). `secret` must be resolved (no `secretArn`). */
-export function warehouseEnvironment(target: WarehouseTarget): Record<string, string> {
-  if (target.workgroupName) {
-    return {
-      WAREHOUSE_DATABASE: target.database,
-      WAREHOUSE_WORKGROUP: target.workgroupName,
-      ...(target.secret ? { WAREHOUSE_SECRET_ARN: target.secret.secretArn } : {}),
-    };
-  }
-  return {
-    WAREHOUSE_DATABASE: target.database,
-    WAREHOUSE_CLUSTER_ID: target.clusterIdentifier!,
-    ...(target.secret ? { WAREHOUSE_SECRET_ARN: target.secret.secretArn } : {}),
-    ...(target.dbUser ? { WAREHOUSE_DB_USER: target.dbUser } : {}),
-  };
 }
 
 /**

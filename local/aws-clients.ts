@@ -4,6 +4,7 @@
  * the loopback endpoints accept any credentials.
  */
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
 
 /** Region and credentials the local endpoints accept (they check no signature). */
@@ -31,7 +32,17 @@ export function localRedshiftDataClient(endpoint: string): RedshiftDataClient {
   });
 }
 
+/** A database behind the local endpoint, as the handlers name their target. */
+export function localTarget(database: string): WarehouseTarget {
+  return { database, workgroupName: LOCAL_WORKGROUP };
+}
+
+/** The environment the handlers read to reach `database` through a local endpoint. */
+export function localHandlerEnvironment(endpoint: string, database: string, settings: Omit<DataApiSettings, 'endpoint'> = {}): Record<string, string> {
+  return warehouseEnvironment(localTarget(database), { ...settings, endpoint });
+}
+
 /** The handlers' warehouse client on a local endpoint and database. */
 export function localWarehouse(endpoint: string, database: string, poll: PollOptions = DEFAULT_POLL): Warehouse {
-  return new Warehouse(localRedshiftDataClient(endpoint), { database, workgroupName: LOCAL_WORKGROUP }, poll);
+  return new Warehouse(localRedshiftDataClient(endpoint), localTarget(database), poll);
 }

@@ -15,7 +15,7 @@
  */
 import pg from 'pg';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
-import { localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
+import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
@@ -243,7 +243,7 @@ async function main(): Promise<number> {
   });
   err(`  live table before Monday: ${fmt(sample.liveRows)} rows (the previous build)`);
 
-  const env = { REDSHIFT_DATA_ENDPOINT: api.endpoint, WAREHOUSE_DATABASE: DATABASE, WAREHOUSE_WORKGROUP: 'local', POWERTOOLS_LOG_LEVEL: 'WARN' };
+  const env = { ...localHandlerEnvironment(api.endpoint, DATABASE), POWERTOOLS_LOG_LEVEL: 'WARN' };
   err('Loading the state machine from the synthesized CDK template...');
   const runner = await LocalRunner.create({
     env,

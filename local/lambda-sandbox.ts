@@ -9,12 +9,11 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { STATE_PAYLOAD_MAX_BYTES } from '../domain/aws-limits.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';
 
 export type Handler = (event: unknown, context: unknown) => Promise<unknown>;
 
-/** Step Functions' limit on a state's input (after Parameters) and output, and on an execution's input. */
-export const PAYLOAD_LIMIT_BYTES = 262_144;
 
 /**
  * `States.DataLimitExceeded`: terminal, as on AWS: no Retry and no Catch
@@ -35,8 +34,8 @@ export function payloadBytes(value: unknown): number {
 /** Throws DataLimitExceededError when `value` is larger than a state may carry. */
 export function checkPayload(value: unknown, what: string): void {
   const bytes = payloadBytes(value);
-  if (bytes > PAYLOAD_LIMIT_BYTES) {
-    throw new DataLimitExceededError(`${what} is ${bytes} bytes, more than the ${PAYLOAD_LIMIT_BYTES} bytes a state may carry`);
+  if (bytes > STATE_PAYLOAD_MAX_BYTES) {
+    throw new DataLimitExceededError(`${what} is ${bytes} bytes, more than the ${STATE_PAYLOAD_MAX_BYTES} bytes a state may carry`);
   }
 }
 

@@ -5,7 +5,7 @@
  * (Do not copy this; it is what atomic-publish exists to replace.)
  */
 import { qualifiedName } from '../domain/identifiers.ts';
-import { timestampParam } from '../domain/sql.ts';
+import { timestampParam } from '../domain/sql/statement.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 

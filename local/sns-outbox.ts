@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS } from '../domain/aws-limits.ts';
 
 export interface Alert {
   readonly topicArn: string;
@@ -15,9 +16,7 @@ export interface Alert {
   readonly at: string;
 }
 
-/** SNS Publish: a message of at most 256 KB of UTF-8; a subject of printable ASCII, "less than 100 characters long". */
-export const SNS_MESSAGE_MAX_BYTES = 262_144;
-export const SNS_SUBJECT_MAX_CHARACTERS = 99;
+export { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS };
 
 /** SNS's InvalidParameter error, as the SNS task would report it. */
 export class SnsInvalidParameterError extends Error {

@@ -53,10 +53,8 @@ function sourceFingerprint(): string {
 export async function synthesizeTemplate(): Promise<Template> {
   const cacheFile = join(STATE_DIR, 'cache', `template-${sourceFingerprint()}.json`);
   if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Template;
-  const { buildApp } = await import('../lib/app.ts');
-  const { app, stack } = buildApp({ bundling: false });
-  const assembly = app.synth();
-  const template = assembly.getStackByName(stack.stackName).template as Template;
+  const { synthesizeStackTemplate } = await import('../lib/app.ts');
+  const template = synthesizeStackTemplate({ bundling: false }) as Template;
   mkdirSync(dirname(cacheFile), { recursive: true });
   // Written whole, then renamed: a concurrent reader never sees half a file.
   const partial = `${cacheFile}.${process.pid}.tmp`;

@@ -1,9 +1,9 @@
 import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { ValidationError } from '../../domain/errors.ts';
-import type { BatchRef } from '../../domain/sql.ts';
-import { cleanupCandidates, dropRetired } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
+import { retiredTable } from '../../domain/cleanup.ts';
+import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -23,19 +23,14 @@ export interface CleanupResult {
  */
 export async function cleanup(event: CleanupEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<CleanupResult> {
   const pipeline = frozenPipeline(event.batch);
-  const { schema, table } = pipeline.target;
+  const { schema } = pipeline.target;
   const name = (step: string) => `atomic-publish:${pipeline.name}:cleanup:${step}:${event.batch.batchId}`;
   const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId, new Date()), name('candidates'));
   const dropped: string[] = [];
   for (const candidate of candidates) {
-    const full = String(candidate.name);
-    const bare = full.startsWith(`${schema}.`) ? full.slice(schema.length + 1) : full;
-    if (!bare.startsWith(`${table}__`)) {
-      throw new ValidationError(`cleanup refused to drop ${full}: not a retired version or staging table of ${schema}.${table}`);
-    }
-    const kind = candidate.kind === 'old_version' ? 'old_version' : 'staging';
-    await warehouse.batch(dropRetired(pipeline, kind, bare, String(candidate.batch_id), new Date()), name('drop'));
-    dropped.push(`${schema}.${bare}`);
+    const retired = retiredTable(pipeline, { kind: candidate.kind, name: candidate.name, batchId: candidate.batch_id });
+    await warehouse.batch(dropRetired(pipeline, retired.kind, retired.table, retired.batchId, new Date()), name('drop'));
+    dropped.push(`${schema}.${retired.table}`);
   }
   logger.info('cleanup done', { batchId: event.batch.batchId, dropped });
   return { dropped };

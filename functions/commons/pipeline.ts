@@ -1,6 +1,7 @@
 import { SpecChangedError, ValidationError } from '../../domain/errors.ts';
-import type { BatchRef } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { echo } from '../../domain/text.ts';
 import { pipelines } from '../../pipelines/index.ts';
 
 /**
@@ -13,7 +14,7 @@ export function frozenPipeline(batch: BatchRef, registry: readonly Pipeline[] = 
     throw new ValidationError('step input has no batch: expected {"batch": {"pipeline": ..., "batchId": ...}}');
   }
   const pipeline = registry.find((p) => p.name === batch.pipeline);
-  if (!pipeline) throw new ValidationError(`unknown pipeline ${JSON.stringify(batch.pipeline)}`);
+  if (!pipeline) throw new ValidationError(`unknown pipeline ${echo(batch.pipeline)}`);
   if (pipeline.specHash !== batch.specHash) {
     throw new SpecChangedError(
       `pipeline ${pipeline.name} changed since batch ${batch.batchId} was planned (spec ${batch.specHash.slice(0, 12)} then, ${pipeline.specHash.slice(0, 12)} now): start a new run`,

@@ -9,32 +9,8 @@ import {
   type Field,
 } from '@aws-sdk/client-redshift-data';
 import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import type { Statement } from '../../domain/sql.ts';
-import { optionalEnv, requireEnv } from './env.ts';
-
-/** Where statements go: a provisioned cluster (secret or database user) or a serverless workgroup. */
-export interface WarehouseTarget {
-  readonly database: string;
-  readonly clusterIdentifier?: string;
-  readonly secretArn?: string;
-  readonly dbUser?: string;
-  readonly workgroupName?: string;
-}
-
-export function warehouseTargetFromEnv(env: NodeJS.ProcessEnv = process.env): WarehouseTarget {
-  const database = requireEnv('WAREHOUSE_DATABASE', env);
-  const clusterIdentifier = optionalEnv('WAREHOUSE_CLUSTER_ID', env);
-  const workgroupName = optionalEnv('WAREHOUSE_WORKGROUP', env);
-  if (Boolean(clusterIdentifier) === Boolean(workgroupName)) {
-    throw new ValidationError('set exactly one of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP');
-  }
-  const secretArn = optionalEnv('WAREHOUSE_SECRET_ARN', env);
-  // Serverless: the IAM identity's own database user, or the secret's.
-  if (workgroupName) return { database, workgroupName, ...(secretArn ? { secretArn } : {}) };
-  const dbUser = optionalEnv('WAREHOUSE_DB_USER', env);
-  if (!secretArn && !dbUser) throw new ValidationError('a cluster needs WAREHOUSE_SECRET_ARN or WAREHOUSE_DB_USER');
-  return { database, clusterIdentifier, ...(secretArn ? { secretArn } : { dbUser }) };
-}
+import type { Statement } from '../../domain/sql/statement.ts';
+import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 
 /** The target as the Data API's request fields. */
 function targetFields(target: WarehouseTarget) {
@@ -287,16 +263,13 @@ export class Warehouse {
 let cached: { key: string; warehouse: Warehouse } | undefined;
 
 /**
- * The handlers' warehouse, built from the environment. `REDSHIFT_DATA_ENDPOINT`
- * points the real SDK client at the local Data API; on AWS it is unset.
+ * The handlers' warehouse, built from the environment the stack set
+ * (domain/warehouse-target.ts). Locally REDSHIFT_DATA_ENDPOINT points the
+ * real SDK client at the local Data API; on AWS it is unset.
  */
 export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehouse {
   const target = warehouseTargetFromEnv(env);
-  const endpoint = optionalEnv('REDSHIFT_DATA_ENDPOINT', env);
-  const maxDelay = Number(optionalEnv('WAREHOUSE_POLL_MAX_MS', env) ?? DEFAULT_POLL.maxDelayMs);
-  if (!Number.isFinite(maxDelay) || maxDelay < 1) {
-    throw new ValidationError(`WAREHOUSE_POLL_MAX_MS must be a positive number of milliseconds, got ${env.WAREHOUSE_POLL_MAX_MS}`);
-  }
+  const { endpoint, pollMaxDelayMs: maxDelay = DEFAULT_POLL.maxDelayMs } = dataApiSettingsFromEnv(env);
   const key = JSON.stringify({ target, endpoint, maxDelay });
   if (cached?.key !== key) {
     const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });

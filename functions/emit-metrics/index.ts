@@ -3,8 +3,10 @@ import middy from '@middy/core';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import type { BatchRef } from '../../domain/sql.ts';
-import { latestEventTime } from '../../domain/sql.ts';
+import type { BatchRef } from '../../domain/batch.ts';
+import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics.ts';
+import { DimensionName, MetricName } from '../../domain/names.ts';
+import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -18,19 +20,6 @@ export interface EmitMetricsEvent {
   readonly executionStartedAt: string;
 }
 
-export interface EmittedMetrics {
-  readonly Published: number;
-  readonly RowsPublished: number;
-  readonly RunDurationSeconds: number;
-  /** Now minus the newest event time in the live table; -1 when the table is empty. */
-  readonly DataLagSeconds: number;
-}
-
-/** Parses the warehouse's `2026-01-02 03:04:05[.fff]` (UTC) or an ISO string. */
-function parseWarehouseTime(value: string): Date {
-  return new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
-}
-
 /**
  * Freshness signals for the pipeline's alarms: `Published` (the freshness
  * alarm pages when none arrives within the SLA), rows, run duration and
@@ -38,20 +27,19 @@ function parseWarehouseTime(value: string): Date {
  */
 export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<EmittedMetrics> {
   const pipeline = frozenPipeline(event.batch);
-  const now = new Date();
   const [latest] = await warehouse.query(latestEventTime(pipeline), `atomic-publish:${pipeline.name}:emit-metrics:lag:${event.batch.batchId}`);
-  const latestTime = latest?.latest == null ? undefined : parseWarehouseTime(String(latest.latest));
-  const values: EmittedMetrics = {
-    Published: 1,
-    RowsPublished: event.publish.rowsPublished,
-    RunDurationSeconds: Math.max(0, (parseWarehouseTime(event.publish.publishedAt).getTime() - new Date(event.executionStartedAt).getTime()) / 1000),
-    DataLagSeconds: latestTime ? Math.max(0, (now.getTime() - latestTime.getTime()) / 1000) : -1,
-  };
-  metrics.addDimension('Pipeline', pipeline.name);
-  metrics.addMetric('Published', MetricUnit.Count, values.Published);
-  metrics.addMetric('RowsPublished', MetricUnit.Count, values.RowsPublished);
-  metrics.addMetric('RunDurationSeconds', MetricUnit.Seconds, values.RunDurationSeconds);
-  if (values.DataLagSeconds >= 0) metrics.addMetric('DataLagSeconds', MetricUnit.Seconds, values.DataLagSeconds);
+  const values = publishMetrics({
+    rowsPublished: event.publish.rowsPublished,
+    publishedAt: event.publish.publishedAt,
+    executionStartedAt: event.executionStartedAt,
+    latestEventTime: latest?.latest == null ? undefined : String(latest.latest),
+    now: new Date(),
+  });
+  metrics.addDimension(DimensionName.Pipeline, pipeline.name);
+  metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
+  metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);
+  metrics.addMetric(MetricName.RunDurationSeconds, MetricUnit.Seconds, values.RunDurationSeconds);
+  if (values.DataLagSeconds >= 0) metrics.addMetric(MetricName.DataLagSeconds, MetricUnit.Seconds, values.DataLagSeconds);
   logger.info('metrics emitted', { batchId: event.batch.batchId, ...values });
   return values;
 }

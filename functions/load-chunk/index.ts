@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/sql.ts';
+import { type BatchRef, ChunkStatus } from '../../domain/batch.ts';
 import {
   chunkStatus,
   clearStagingInterval,
@@ -10,7 +10,7 @@ import {
   markChunkDone,
   markChunkLoading,
   recordChunkStatement,
-} from '../../domain/sql.ts';
+} from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { retryTransient, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -46,12 +46,12 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   const started = Date.now();
 
   const [current] = await warehouse.query(chunkStatus(batch.batchId, chunk), name('status'));
-  if (current?.status === 'DONE') {
+  if (current?.status === ChunkStatus.DONE) {
     logger.info('chunk already loaded; skipped', { batchId: batch.batchId, chunk: chunk.index });
     return { index: chunk.index, skipped: true, rowsInserted: 0, durationMs: Date.now() - started };
   }
 
-  if (current?.status === 'LOADING' && current.statement_id) {
+  if (current?.status === ChunkStatus.LOADING && current.statement_id) {
     const earlierId = String(current.statement_id);
     const earlier = await warehouse.status(earlierId, name('insert'));
     if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
@@ -65,7 +65,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   }
 
   await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));
-  if (current?.status === 'LOADING' || current?.status === 'STALE') {
+  if (current?.status === ChunkStatus.LOADING || current?.status === ChunkStatus.STALE) {
     await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
   }
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));

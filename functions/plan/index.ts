@@ -1,21 +1,20 @@
 import type { Context } from 'aws-lambda';
 import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { ValidationError } from '../../domain/errors.ts';
 import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
-import { batchIdFor, planChunks, resolveInterval, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/sql.ts';
 import {
-  doneChunks,
-  findBatch,
-  installedManifestVersion,
-  latestPublication,
-  MANIFEST_VERSION,
-  manifestDdl,
-  sourceShape,
-  startBatch,
-  tableColumns,
-} from '../../domain/sql.ts';
+  batchIdFor,
+  checkSourceColumns,
+  liveTableColumns,
+  planChunks,
+  planningTime,
+  resolveInterval,
+  resolvePipeline,
+  stagingTableFor,
+} from '../../domain/plan.ts';
+import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
@@ -55,8 +54,7 @@ export async function plan(
   registry: readonly Pipeline[] = pipelines,
 ): Promise<PlanResult> {
   const pipeline = resolvePipeline(event?.input, registry);
-  const now = event.startedAt ? new Date(event.startedAt) : new Date();
-  if (Number.isNaN(now.getTime())) throw new ValidationError(`startedAt is not a time: ${event.startedAt}`);
+  const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
   const chunks = planChunks(interval, pipeline);
   const batchId = batchIdFor(pipeline, interval);
@@ -65,32 +63,9 @@ export async function plan(
   const { schema, table } = pipeline.target;
 
   const live = await warehouse.query(tableColumns(schema, table), name('live-columns'));
-  const liveColumns = live.map((r) => String(r.column_name));
-  if (liveColumns.length === 0) {
-    throw new ValidationError(
-      `live table ${schema}.${table} does not exist: create it once with its DDL (columns, keys, encodings); atomic-publish then rebuilds it`,
-    );
-  }
-  for (const [field, column] of [['timeColumn', pipeline.timeColumn], ...pipeline.businessKey.map((c) => ['businessKey', c])]) {
-    if (!liveColumns.includes(column!)) {
-      throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} is not a column of ${schema}.${table}`);
-    }
-  }
-  // Chunk boundaries are UTC instants compared with the column as stored:
-  // a column with a time zone would place rows by a different clock.
-  const timeType = String(live.find((r) => r.column_name === pipeline.timeColumn)?.data_type ?? '');
-  if (timeType !== 'timestamp without time zone') {
-    throw new ValidationError(
-      `pipeline ${pipeline.name}: timeColumn ${pipeline.timeColumn} of ${schema}.${table} is ${timeType}; it must be a timestamp without time zone holding UTC`,
-    );
-  }
+  const liveColumns = liveTableColumns(pipeline, live.map((r) => ({ name: String(r.column_name), dataType: String(r.data_type ?? '') })));
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
-  const missing = liveColumns.filter((c) => !sourceColumns.includes(c));
-  if (missing.length > 0) {
-    throw new ValidationError(
-      `pipeline ${pipeline.name}: the source query does not produce column(s) ${missing.join(', ')} of ${schema}.${table} (it produces: ${sourceColumns.join(', ')})`,
-    );
-  }
+  checkSourceColumns(pipeline, liveColumns, sourceColumns);
 
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
@@ -106,7 +81,7 @@ export async function plan(
     columns: liveColumns,
     basePublication,
   };
-  if (existing?.status === 'PUBLISHED') {
+  if (existing?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });
     return { alreadyPublished: true, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }

@@ -3,8 +3,9 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
-import type { BatchRef } from '../../domain/sql.ts';
-import { batchState, swapPublish } from '../../domain/sql.ts';
+import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
+import { batchState, swapPublish } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -46,7 +47,7 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   const name = (step: string) => `atomic-publish:${pipeline.name}:publish:${step}:${batch.batchId}`;
 
   const [before] = await warehouse.query(batchState(batch.batchId), name('state'));
-  if (before?.status === 'PUBLISHED') {
+  if (before?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId: batch.batchId });
     return toResult(before, liveTable, true);
   }
@@ -60,10 +61,9 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     // staging table already renamed away, fails this one. That publish is
     // this batch's own.
     const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
-    if (now?.status === 'PUBLISHED') return toResult(now, liveTable, true);
-    if (/publish guard/.test(error.message)) {
-      throw new PublishConflictError(error.message.replace(/^.*?(publish guard)/, '$1'), { cause: error });
-    }
+    if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+    const refusal = publishGuardRefusal(error.message);
+    if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
     throw error;
   }
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));

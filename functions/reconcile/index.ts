@@ -3,8 +3,8 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
-import type { BatchRef, CheckResult } from '../../domain/sql.ts';
-import { chunkCounts, recordChecks, stagingProblems } from '../../domain/sql.ts';
+import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
+import { chunkCounts, recordChecks, stagingProblems } from '../../domain/sql/reconcile.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -49,7 +49,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
       { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten },
       new Date(),
       // Chunks whose staging rows no longer match: the re-run reloads them.
-      result.mismatches.filter((c) => c.status === 'DONE').map((c) => c.index),
+      result.mismatches.filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index),
     ),
     name('record'),
   );

@@ -25,6 +25,16 @@ export function pipelineWith(overrides: Partial<PipelineSpec> = {}): Pipeline {
   return definePipeline(specWith(overrides));
 }
 
+/** The error `act` throws; fails the test when it throws none. */
+export function errorOf(act: () => unknown): Error {
+  try {
+    act();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected the call to throw');
+}
+
 /** Seeded PRNG (mulberry32): property-style tests that fail the same way every run. */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

@@ -8,15 +8,7 @@ import {
   sqlLiteral,
   validateIdentifier,
 } from '../../domain/identifiers.ts';
-
-function errorOf(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected the call to throw');
-}
+import { errorOf } from './fixtures.ts';
 
 describe('quoteIdent', () => {
   it.each(['sales_2026', '_private', 'a', 'order', 'x'.repeat(MAX_IDENTIFIER_LENGTH)])(
@@ -61,6 +53,13 @@ describe('quoteIdent', () => {
 
   it('names the field being validated in the message', () => {
     expect(() => validateIdentifier('Bad', 'target.table')).toThrow(/^target\.table "Bad" is not allowed/);
+  });
+
+  it('quotes a bounded part of a megabyte-long name and says how long it was', () => {
+    const error = errorOf(() => validateIdentifier('n'.repeat(1024 * 1024), 'timeColumn'));
+
+    expect(error.message.length).toBeLessThan(400);
+    expect(error.message).toMatch(/^timeColumn "n+\.\.\. \(1048578 characters\) is longer than 63 characters$/);
   });
 
   it('returns a valid name unchanged from validateIdentifier', () => {

@@ -4,8 +4,12 @@ import { quoteIdent } from '../../domain/identifiers.ts';
 import type { BatchInterval, Chunk, ExecutionInput } from '../../domain/plan.ts';
 import {
   batchIdFor,
+  checkSourceColumns,
+  type LiveColumn,
+  liveTableColumns,
   MAX_CHUNKS_PER_BATCH,
   planChunks,
+  planningTime,
   previousVersionTableFor,
   resolveInterval,
   resolvePipeline,
@@ -14,7 +18,7 @@ import {
 import type { ChunkGrain, Pipeline } from '../../domain/spec.ts';
 import { MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
 import { floorToGrain } from '../../domain/time.ts';
-import { HOUR_MS, localParts, pipelineWith, seededRandom } from './fixtures.ts';
+import { errorOf, HOUR_MS, localParts, pipelineWith, seededRandom } from './fixtures.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 const at = (iso: string) => new Date(iso);
@@ -25,13 +29,10 @@ function interval(from: string, to: string): BatchInterval {
   return { from: at(from), to: at(to) };
 }
 
+const MEGABYTE = 1024 * 1024;
+
 function rejectionOf(input: ExecutionInput, pipeline: Pipeline = orders, now: Date = NOW): Error {
-  try {
-    resolveInterval(input, pipeline, now);
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected resolveInterval to reject the input');
+  return errorOf(() => resolveInterval(input, pipeline, now));
 }
 
 describe('resolvePipeline', () => {
@@ -56,6 +57,20 @@ describe('resolvePipeline', () => {
 
   it('returns the pipeline the input names', () => {
     expect(resolvePipeline({ pipeline: 'returns' }, known).name).toBe('returns');
+  });
+
+  it('quotes at most a bounded part of a megabyte-long input that is not an object, and says how long it was', () => {
+    const error = errorOf(() => resolvePipeline('x'.repeat(MEGABYTE), known));
+
+    expect(error.message.length).toBeLessThan(400);
+    expect(error.message).toMatch(/got "x{100,}\.\.\. \(1048578 characters\)$/);
+  });
+
+  it('quotes at most a bounded part of a megabyte-long pipeline name', () => {
+    const error = errorOf(() => resolvePipeline({ pipeline: 'p'.repeat(MEGABYTE) }, known));
+
+    expect(error.message.length).toBeLessThan(400);
+    expect(error.message).toMatch(/^unknown pipeline "p{100,}\.\.\. \(1048578 characters\); known pipelines: orders, returns$/);
   });
 });
 
@@ -173,6 +188,18 @@ describe('resolveInterval', () => {
     const result = resolveInterval({ pipeline: 'orders', from: '2026-02-01', to: '2026-03-01' }, intervals, NOW);
 
     expect(result).toEqual(interval('2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'));
+  });
+
+  it.each([
+    ['to', { pipeline: 'orders', to: '9'.repeat(MEGABYTE) }],
+    ['from', { pipeline: 'orders', from: { nested: 'y'.repeat(MEGABYTE) } }],
+    ['an unknown field', { pipeline: 'orders', ['z'.repeat(MEGABYTE)]: true }],
+  ])('keeps the message bounded when %s carries a megabyte', (_what, input) => {
+    const error = rejectionOf(input as unknown as ExecutionInput);
+
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message.length).toBeLessThan(400);
+    expect(error.message).toMatch(/\.\.\. \(\d{7} characters\)/);
   });
 
   it('rejects unknown extra fields and lists them', () => {
@@ -379,5 +406,83 @@ describe('derived table names', () => {
     const names = new Set([stagingTableFor(orders, batchId), previousVersionTableFor(orders, batchId), orders.target.table]);
 
     expect(names.size).toBe(3);
+  });
+});
+
+describe('planningTime', () => {
+  const clock = at('2026-03-15T10:20:00Z');
+
+  it("takes the execution's start time, so a retried Plan plans the same interval", () => {
+    expect(planningTime('2026-03-15T06:00:00.123Z', clock)).toEqual(at('2026-03-15T06:00:00.123Z'));
+  });
+
+  it.each([undefined, null, ''])('takes the clock when the execution gave no start time (%j)', (startedAt) => {
+    expect(planningTime(startedAt, clock)).toBe(clock);
+  });
+
+  it.each([['a word', 'soon'], ['a number', 42]])('rejects %s as a start time, naming the field', (_what, startedAt) => {
+    expect(() => planningTime(startedAt, clock)).toThrow(new ValidationError(`startedAt is not a time: ${String(startedAt)}`));
+  });
+
+  it('quotes at most a bounded part of a megabyte-long start time', () => {
+    const error = errorOf(() => planningTime('t'.repeat(MEGABYTE), clock));
+
+    expect(error.message.length).toBeLessThan(400);
+    expect(error.message).toMatch(/\(1048576 characters\)$/);
+  });
+});
+
+describe('liveTableColumns', () => {
+  const column = (name: string, dataType = 'integer'): LiveColumn => ({ name, dataType });
+  const live = [column('order_id'), column('ordered_at', 'timestamp without time zone'), column('amount', 'numeric')];
+
+  it('returns the live columns in catalog order when the table fits the spec', () => {
+    expect(liveTableColumns(orders, live)).toEqual(['order_id', 'ordered_at', 'amount']);
+  });
+
+  it('rejects a live table that does not exist (no columns) and says to create it', () => {
+    expect(() => liveTableColumns(orders, [])).toThrow(
+      new ValidationError(
+        'live table analytics.orders does not exist: create it once with its DDL (columns, keys, encodings); atomic-publish then rebuilds it',
+      ),
+    );
+  });
+
+  it('rejects a timeColumn the live table does not have, naming the pipeline and the field', () => {
+    const withoutTime = live.filter((c) => c.name !== 'ordered_at');
+
+    expect(() => liveTableColumns(orders, withoutTime)).toThrow(
+      new ValidationError('pipeline orders: timeColumn ordered_at is not a column of analytics.orders'),
+    );
+  });
+
+  it('rejects a businessKey column the live table does not have', () => {
+    const keyed = pipelineWith({ businessKey: ['order_id', 'line_no'] });
+
+    expect(() => liveTableColumns(keyed, live)).toThrow(new ValidationError('pipeline orders: businessKey line_no is not a column of analytics.orders'));
+  });
+
+  it.each(['timestamp with time zone', 'date', 'character varying'])('rejects a timeColumn of type %s: it must hold UTC timestamps', (dataType) => {
+    const zoned = live.map((c) => (c.name === 'ordered_at' ? column('ordered_at', dataType) : c));
+
+    expect(() => liveTableColumns(orders, zoned)).toThrow(
+      new ValidationError(
+        `pipeline orders: timeColumn ordered_at of analytics.orders is ${dataType}; it must be a timestamp without time zone holding UTC`,
+      ),
+    );
+  });
+});
+
+describe('checkSourceColumns', () => {
+  it('accepts a source that produces every live column, in any order and with more besides', () => {
+    expect(() => checkSourceColumns(orders, ['order_id', 'ordered_at'], ['ordered_at', 'extra', 'order_id'])).not.toThrow();
+  });
+
+  it('rejects a source missing live columns, naming them and what the source produces', () => {
+    expect(() => checkSourceColumns(orders, ['order_id', 'ordered_at', 'discount', 'amount'], ['order_id', 'ordered_at'])).toThrow(
+      new ValidationError(
+        'pipeline orders: the source query does not produce column(s) discount, amount of analytics.orders (it produces: order_id, ordered_at)',
+      ),
+    );
   });
 });

@@ -76,6 +76,30 @@ describe('definePipeline defaults', () => {
     expect(pipeline.retention.keepVersions).toBe(0);
   });
 
+  it('gives a field written as null its default, as if it were left out', () => {
+    const nulls = null as unknown as undefined;
+    const pipeline = definePipeline(
+      specWith({
+        description: nulls,
+        chunk: { grain: 'day', timezone: nulls, maxConcurrency: nulls },
+        publishMode: nulls,
+        checks: { allowEmpty: nulls },
+        schedule: { expression: 'rate(1 day)', timezone: nulls },
+        retention: { keepVersions: nulls },
+      }),
+    );
+
+    expect(pipeline).toMatchObject({
+      description: '',
+      chunk: { grain: 'day', timezone: 'UTC', maxConcurrency: 4 },
+      publishMode: 'swap',
+      checks: { allowEmpty: false },
+      schedule: { expression: 'rate(1 day)', timezone: 'UTC' },
+      retention: { keepVersions: 3 },
+    });
+    expect(pipeline.specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
   it('accepts a table name of exactly the maximum length', () => {
     const table = 't'.repeat(MAX_TABLE_NAME_LENGTH);
 
@@ -88,7 +112,11 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['an upper-case name', { name: 'Orders' }, /^pipeline Orders: name "Orders" is not allowed/],
     ['an empty name', { name: '' }, /name must be a non-empty string/],
     ['a hostile target.schema', { target: { schema: 'a"b', table: 'orders' } }, /^pipeline orders: target\.schema "a\\"b" is not allowed/],
-    ['a missing target', { target: undefined as unknown as PipelineSpec['target'] }, /^pipeline orders: target\.schema must be a non-empty string/],
+    [
+      'a missing target, naming both of its fields',
+      { target: undefined as unknown as PipelineSpec['target'] },
+      /^pipeline orders: 2 problems: target\.schema must be a non-empty string; target\.table must be a non-empty string$/,
+    ],
     ['the manifest schema as target.schema', { target: { schema: 'atomic_publish', table: 'orders' } }, /^pipeline orders: target\.schema must not be the manifest schema/],
     [
       'a target.table longer than 40 characters',
@@ -101,7 +129,7 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     [
       'a sourceSql whose placeholders are only prefixes of other names',
       { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start_at AND ordered_at < :end_at' },
-      /^pipeline orders: sourceSql must use the :start placeholder/,
+      /^pipeline orders: sourceSql must use the :start and :end placeholders/,
     ],
     [
       'a sourceSql with two statements',
@@ -177,6 +205,62 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
   });
 });
 
+describe('definePipeline reports every wrong field at once', () => {
+  it('names the pipeline, counts the problems and lists each with its path, in the order of the spec', () => {
+    const error = rejection(
+      specWith({
+        name: 'sales',
+        chunk: { grain: 'week' as 'day', maxConcurrency: 0 },
+        businessKey: ['order_id', 'Line'],
+        freshness: { slaMinutes: 0 },
+      }),
+    );
+
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toBe(
+      'pipeline sales: 4 problems: chunk.grain must be one of hour, day, month; chunk.maxConcurrency must be an integer from 1 to 40; ' +
+        'businessKey[1] "Line" is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore; ' +
+        'freshness.slaMinutes must be an integer from 1 to 1440 (one alarm period of at most a day)',
+    );
+  });
+
+  it('still checks historyStart against the chunk grain when other fields are wrong', () => {
+    const error = rejection(specWith({ historyStart: '2026-01-01T06:00:00Z', retention: { keepVersions: -1 } }));
+
+    expect(error.message).toBe(
+      'pipeline orders: 2 problems: retention.keepVersions must be an integer from 0 to 100; historyStart 2026-01-01T06:00:00Z is not on a day boundary in UTC',
+    );
+  });
+
+  it('lists ten problems and counts the rest', () => {
+    const error = rejection(specWith({ businessKey: Array.from({ length: 15 }, (_, i) => `Key${i}`) }));
+
+    expect(error.message).toMatch(/^pipeline orders: 15 problems: businessKey\[0\] "Key0" is not allowed/);
+    expect(error.message).toContain('businessKey[9] "Key9"');
+    expect(error.message).not.toContain('Key10');
+    expect(error.message).toMatch(/; and 5 more$/);
+  });
+
+  it('says a section that is not an object must be one', () => {
+    expect(rejection(specWith({ chunk: 'day' as unknown as PipelineSpec['chunk'] })).message).toBe('pipeline orders: chunk must be an object');
+  });
+
+  it('applies the defaults of a section given as null', () => {
+    const pipeline = definePipeline(specWith({ checks: null as unknown as PipelineSpec['checks'], retention: null as unknown as PipelineSpec['retention'] }));
+
+    expect(pipeline.checks).toEqual({ allowEmpty: false });
+    expect(pipeline.retention).toEqual({ keepVersions: 3 });
+  });
+
+  it('keeps the message bounded when fields and the name carry megabytes', () => {
+    const huge = 'x'.repeat(1024 * 1024);
+    const error = rejection(specWith({ name: huge, chunk: { grain: 'day', timezone: huge }, publishMode: huge as 'swap', historyStart: huge }));
+
+    expect(error.message.length).toBeLessThan(2_000);
+    expect(error.message).toMatch(/^pipeline x+\.\.\. \(1048576 characters\): 4 problems: name "x+\.\.\. \(1048578 characters\) is longer than 63 characters; /);
+  });
+});
+
 describe('historyStart without a zone', () => {
   const savedTz = process.env.TZ;
   afterEach(() => {
@@ -209,6 +293,15 @@ describe('historyStart without a zone', () => {
 });
 
 describe('specHash', () => {
+  // Batch ids derive from the hash: a change here turns every failed batch
+  // in a warehouse into a new one and re-runs published ones.
+  it('stays the hash existing batches were planned with, for the sample pipeline and the test fixture', () => {
+    const sample = pipelines.find((p) => p.name === 'sales_order_lines')!;
+
+    expect(sample.specHash).toBe('dd8e738639c1667755c86e0d61a5f5b42c81ec987c53ddb4130ee15b12870254');
+    expect(definePipeline(ordersSpec).specHash).toBe('896a369f64efb94548c07bced5845ab20fcd932bdf21e84931a16daa1e02b33a');
+  });
+
   it('is the same for equal specs written with keys in a different order', () => {
     const spec = specWith({ schedule: { expression: 'rate(1 day)', timezone: 'UTC' }, checks: { allowEmpty: false } });
 

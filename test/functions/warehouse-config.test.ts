@@ -1,53 +1,9 @@
-// The pure parts of functions/commons/warehouse.ts: the target from the
-// environment and the mapping of errors to transient/permanent classes.
+// The pure parts of functions/commons/warehouse.ts: the mapping of errors to
+// transient/permanent classes and the settings read from the environment.
 import { ActiveStatementsExceededException, ValidationException } from '@aws-sdk/client-redshift-data';
 import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import { classifyApiError, classifySqlError, warehouseFromEnv, warehouseTargetFromEnv } from '../../functions/commons/warehouse.ts';
-
-const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
-
-describe('warehouseTargetFromEnv', () => {
-  it.each([{}, { WAREHOUSE_DATABASE: '' }])('a missing or empty WAREHOUSE_DATABASE (%j) is a ValidationError naming the variable', (env) => {
-    expect(() => warehouseTargetFromEnv({ ...env, WAREHOUSE_WORKGROUP: 'wg' })).toThrow(ValidationError);
-    expect(() => warehouseTargetFromEnv({ ...env, WAREHOUSE_WORKGROUP: 'wg' })).toThrow('environment variable WAREHOUSE_DATABASE is not set');
-  });
-
-  it.each([
-    ['neither', { WAREHOUSE_DATABASE: 'dev' }],
-    ['both', { WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_DB_USER: 'u', WAREHOUSE_WORKGROUP: 'wg' }],
-    ['neither (empty strings)', { WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: '', WAREHOUSE_WORKGROUP: '' }],
-  ])('rejects %s of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP', (_, env) => {
-    expect(() => warehouseTargetFromEnv(env)).toThrow(ValidationError);
-    expect(() => warehouseTargetFromEnv(env)).toThrow('set exactly one of WAREHOUSE_CLUSTER_ID and WAREHOUSE_WORKGROUP');
-  });
-
-  it('rejects a cluster with neither WAREHOUSE_SECRET_ARN nor WAREHOUSE_DB_USER', () => {
-    expect(() => warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1' })).toThrow(
-      new ValidationError('a cluster needs WAREHOUSE_SECRET_ARN or WAREHOUSE_DB_USER'),
-    );
-  });
-
-  it('builds a cluster target with a secret', () => {
-    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_SECRET_ARN: SECRET_ARN })).toEqual({
-      database: 'dev',
-      clusterIdentifier: 'c1',
-      secretArn: SECRET_ARN,
-    });
-  });
-
-  it('builds a cluster target with a database user', () => {
-    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_CLUSTER_ID: 'c1', WAREHOUSE_DB_USER: 'loader' })).toEqual({
-      database: 'dev',
-      clusterIdentifier: 'c1',
-      dbUser: 'loader',
-    });
-  });
-
-  it('builds a serverless target from the workgroup alone', () => {
-    expect(warehouseTargetFromEnv({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_WORKGROUP: 'wg' })).toEqual({ database: 'dev', workgroupName: 'wg' });
-  });
-});
+import { classifyApiError, classifySqlError, warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 
 describe('classifySqlError', () => {
   it.each([

@@ -7,7 +7,9 @@ import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
 import { LAMBDA_STATE_NAMES, type LambdaStateName, stepEntry } from '../../lib/workflow-steps.ts';
+import { useCdkOutdir } from './cdk-outdir.ts';
 
+const outdir = useCdkOutdir();
 let stack: AtomicPublishStack;
 let template: Template;
 let asl: AslDefinition;
@@ -24,7 +26,7 @@ const state = (name: string): AslState => {
 
 beforeAll(() => {
   // The cdk.json default target (serverless workgroup "analytics", database "dev") and an on-call address.
-  ({ stack } = buildApp({ bundling: false, context: { alarmEmail: 'oncall@example.com' } }));
+  ({ stack } = buildApp({ bundling: false, outdir, context: { alarmEmail: 'oncall@example.com' } }));
   template = Template.fromStack(stack);
   ({ definition: asl, taskFunctions } = stateMachineDefinition(template.toJSON()));
 });

@@ -3,14 +3,15 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipelines } from '../../pipelines/index.ts';
-import { warehouseFromContext } from '../../lib/app.ts';
 import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
 import type { WarehouseTarget } from '../../lib/warehouse-target.ts';
+import { useCdkOutdir } from './cdk-outdir.ts';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
 const WORKGROUP_ARN = 'arn:aws:redshift-serverless:eu-central-1:111122223333:workgroup/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
 
-const noBundling = () => new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+const outdir = useCdkOutdir();
+const noBundling = () => new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
 const stackWith = (warehouse: WarehouseTarget, extra: Partial<AtomicPublishStackProps> = {}) =>
   new AtomicPublishStack(noBundling(), 'Test', { warehouse, pipelines: [], ...extra });
 
@@ -37,7 +38,7 @@ describe('AtomicPublishStack props', () => {
   });
 
   it('rejects both a secret and a secretArn with a workgroup', () => {
-    const secret = Secret.fromSecretCompleteArn(new Stack(), 'Secret', SECRET_ARN);
+    const secret = Secret.fromSecretCompleteArn(new Stack(noBundling(), 'Secrets'), 'Secret', SECRET_ARN);
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secret })).toThrow(
       /^AtomicPublishStack: warehouse\.secret and warehouse\.secretArn are mutually exclusive: set at most one$/,
     );
@@ -46,17 +47,6 @@ describe('AtomicPublishStack props', () => {
   it('accepts a secret with a serverless workgroup (the Data API takes SecretArn with WorkgroupName)', () => {
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN })).not.toThrow();
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', workgroupArn: WORKGROUP_ARN, secretArn: SECRET_ARN })).not.toThrow();
-  });
-
-  it('reads the warehouse from context, also as a JSON string, and rejects unknown keys', () => {
-    expect(warehouseFromContext('{"workgroupName":"wg","database":"dev"}')).toEqual({ workgroupName: 'wg', database: 'dev' });
-    expect(warehouseFromContext({ clusterIdentifier: 'c1', database: 'dev' }, SECRET_ARN)).toEqual({
-      clusterIdentifier: 'c1',
-      database: 'dev',
-      secretArn: SECRET_ARN,
-    });
-    expect(warehouseFromContext({ workgroupName: 'wg', database: 'dev' }, SECRET_ARN)).toEqual({ workgroupName: 'wg', database: 'dev', secretArn: SECRET_ARN });
-    expect(() => warehouseFromContext({ workgroup: 'wg', database: 'dev' })).toThrow(/unknown keys workgroup/);
   });
 });
 

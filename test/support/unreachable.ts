@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { LocalRunner, type LocalRunnerOptions } from '../../local/runner.ts';
 
 /** A loopback port nothing listens on. */
@@ -18,12 +19,7 @@ export async function closedPort(): Promise<number> {
 export async function unreachableRunner(options: Pick<LocalRunnerOptions, 'taskOverrides'> = {}): Promise<{ runner: LocalRunner; close: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-unreachable-'));
   const runner = await LocalRunner.create({
-    env: {
-      REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
-      WAREHOUSE_DATABASE: 'dev',
-      WAREHOUSE_WORKGROUP: 'local',
-      POWERTOOLS_LOG_LEVEL: 'CRITICAL',
-    },
+    env: { ...localHandlerEnvironment(`http://127.0.0.1:${await closedPort()}`, 'dev'), POWERTOOLS_LOG_LEVEL: 'CRITICAL' },
     timeScale: 0.001,
     outboxFile: join(dir, 'alerts.jsonl'),
     ...options,

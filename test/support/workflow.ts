@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, type SampleOptions } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
@@ -153,13 +154,7 @@ export async function useWorkflow(prefix: string, options: { timeScale?: number 
     };
   }
   const runner = await LocalRunner.create({
-    env: {
-      REDSHIFT_DATA_ENDPOINT: wh.endpoint,
-      WAREHOUSE_DATABASE: wh.pg.database,
-      WAREHOUSE_WORKGROUP: 'local',
-      POWERTOOLS_LOG_LEVEL: 'WARN',
-      WAREHOUSE_POLL_MAX_MS: '100',
-    },
+    env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN' },
     timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
     taskOverrides,
     outboxFile,

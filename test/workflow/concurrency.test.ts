@@ -2,7 +2,7 @@
 // for the swap, and a Plan overlapping another Plan's manifest DDL.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { manifestDdl } from '../../domain/sql.ts';
+import { manifestDdl } from '../../domain/sql/manifest.ts';
 import {
   caughtError,
   caughtMessage,
@@ -75,7 +75,7 @@ describe('two executions publishing at the same moment', () => {
   });
 });
 
-// Fixed bug, kept as a regression test (domain/sql.ts manifestDdl; functions/plan): every Plan used to run the
+// Fixed bug, kept as a regression test (domain/sql/manifest.ts manifestDdl; functions/plan): every Plan used to run the
 // manifest DDL (`CREATE OR REPLACE PROCEDURE ...`), and two Plans doing so at once collided in the catalog
 // ("tuple concurrently updated"), failing a run only because another execution was planning at the same
 // moment. Plan now reads the installed manifest version and runs the DDL only when it is older.

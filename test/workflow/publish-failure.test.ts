@@ -159,7 +159,7 @@ describe('another batch publishing after this one was planned', () => {
   });
 });
 
-// Fixed bug, kept as a regression test (domain/sql.ts startBatch + cleanupCandidates/dropRetired): Cleanup of a
+// Fixed bug, kept as a regression test (domain/sql/plan.ts startBatch + domain/sql/cleanup.ts cleanupCandidates/dropRetired): Cleanup of a
 // later successful run drops the staging table of an earlier FAILED batch but
 // leaves that batch's chunk rows DONE. Re-running the failed batch (as its
 // alert says to) recreates an empty staging table, skips every chunk as

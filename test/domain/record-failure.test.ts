@@ -1,10 +1,16 @@
-// The pure parts of functions/record-failure: reading the Catch's error and
-// the alert an on-call engineer gets.
+// RecordFailure's domain: reading the Catch's error and the alert an
+// on-call engineer gets.
 import { describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../domain/sql.ts';
-import { describeError, failureReport, type FailedState, type RecordFailureEvent } from '../../functions/record-failure/index.ts';
-import type { PlanResult } from '../../functions/plan/index.ts';
-import type { PublishResult } from '../../functions/publish/index.ts';
+import type { BatchRef } from '../../domain/batch.ts';
+import {
+  describeError,
+  type FailedState,
+  failureFacts,
+  failureReport,
+  MAX_ALERT_MESSAGE_BYTES,
+  MAX_ALERT_SUBJECT_CHARS,
+  type RecordFailureEvent,
+} from '../../domain/record-failure.ts';
 
 const batch: BatchRef = {
   pipeline: 'orders',
@@ -18,7 +24,8 @@ const batch: BatchRef = {
   basePublication: 4,
 };
 
-const plan: PlanResult = {
+// Plan's and Publish's results as the state carries them.
+const plan = {
   alreadyPublished: false,
   maxConcurrency: 4,
   chunks: [{ index: 0, start: batch.from, end: batch.to }],
@@ -26,7 +33,7 @@ const plan: PlanResult = {
   batch,
 };
 
-const publish: PublishResult = {
+const publish = {
   publication: 5,
   publishedAt: '2026-01-02T00:10:00.000Z',
   liveTable: 'analytics.orders',
@@ -38,8 +45,10 @@ const publish: PublishResult = {
 const lambdaCause = (errorType: string, errorMessage: string) =>
   JSON.stringify({ errorType, errorMessage, trace: [`${errorType}: ${errorMessage}`, '    at handler (index.js:1:1)'] });
 
-const eventWith = (state: FailedState): RecordFailureEvent => ({
+/** An event as the state machine builds it: the execution input beside the state (it never rides in the state). */
+const eventWith = ({ input, ...state }: FailedState & { input?: unknown }): RecordFailureEvent => ({
   state,
+  ...(input === undefined ? {} : { input }),
   executionId: 'arn:aws:states:eu-central-1:111122223333:execution:atomic-publish:run-1',
   executionStartedAt: '2026-01-02T00:00:05.000Z',
 });
@@ -74,19 +83,19 @@ describe('describeError', () => {
 });
 
 describe('failureReport', () => {
-  it('subject is printable ASCII of at most 100 characters naming the pipeline and the error', () => {
+  it('subject is printable ASCII of less than 100 characters naming the pipeline and the error', () => {
     const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), { recorded: true });
 
     expect(report.subject).toBe('atomic-publish: orders failed (CheckFailedError)');
-    expect(report.subject).toMatch(/^[\x20-\x7e]{1,100}$/);
+    expect(report.subject).toMatch(/^[\x20-\x7e]{1,99}$/);
     expect(report).toMatchObject({ pipeline: 'orders', batchId: 'b-0001', errorName: 'CheckFailedError', recorded: true });
   });
 
-  it('subject stays ASCII and within 100 characters for a long, non-ASCII pipeline and error name', () => {
+  it('subject stays ASCII and under 100 characters for a long, non-ASCII pipeline and error name', () => {
     const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), { recorded: false });
 
     expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
-    expect(report.subject.length).toBeLessThanOrEqual(100);
+    expect(report.subject.length).toBeLessThan(100);
     expect(report.subject.endsWith('...')).toBe(true);
     expect(report.subject).toContain('atomic-publish: bestellungen_');
   });
@@ -187,5 +196,86 @@ describe('failureReport', () => {
 
     expect(report.message).toContain('Re-run:     start a new run: the pipeline spec changed, so it plans a new batch.');
     expect(report.message).not.toContain('it resumes this batch');
+  });
+});
+
+describe('failureReport bounds', () => {
+  const MEGABYTES = 3 * 1024 * 1024;
+  const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+
+  it('keeps the message under 64 KB for a megabytes-long plain-text Cause and a huge input, and still says what to do', () => {
+    const huge = { pipeline: 'orders', to: '2026-01-02', payload: 'p'.repeat(MEGABYTES) };
+    const event = eventWith({ input: huge, plan, error: { Error: 'WarehouseError', Cause: `ERROR: ${'€'.repeat(MEGABYTES)}` } });
+
+    const report = failureReport(event, { recorded: true, batchStatus: 'FAILED', latestPublication: 4 });
+
+    expect(bytes(report.message)).toBeLessThanOrEqual(MAX_ALERT_MESSAGE_BYTES);
+    expect(report.message).toMatch(/^Error: {6}WarehouseError: ERROR: €+\.\.\. \(\d+ bytes in all\)$/m);
+    expect(report.message).toContain('Live table: analytics.orders untouched; readers still see publication 4.');
+    expect(report.message).toContain('Re-run:     start an execution with input');
+    expect(report.subject).toBe('atomic-publish: orders failed (WarehouseError)');
+  });
+
+  it('keeps the message under 64 KB for a Lambda-style Cause whose errorMessage is megabytes long', () => {
+    const event = eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'v'.repeat(MEGABYTES)) } });
+
+    const report = failureReport(event, { recorded: false });
+
+    expect(bytes(report.message)).toBeLessThanOrEqual(MAX_ALERT_MESSAGE_BYTES);
+    expect(report.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
+  });
+
+  it('keeps the message and the subject bounded for a megabyte-long error name, pipeline name and manifest error', () => {
+    const event = eventWith({ input: { pipeline: 'n'.repeat(MEGABYTES) }, plan, error: { Error: 'E'.repeat(MEGABYTES), Cause: 'c'.repeat(MEGABYTES) } });
+
+    const report = failureReport(event, { recorded: false, recordError: 'r'.repeat(MEGABYTES) });
+
+    expect(bytes(report.message)).toBeLessThanOrEqual(MAX_ALERT_MESSAGE_BYTES);
+    expect(report.message).toMatch(/^Manifest: {3}not updated \(r+\.\.\. \(\d+ bytes in all\)\)$/m);
+    expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
+    expect(report.subject.length).toBeLessThanOrEqual(MAX_ALERT_SUBJECT_CHARS);
+    expect(report.errorName.length).toBeLessThan(200);
+  });
+
+  it.each([null, 0, '', 'orders', [1, 2]])('reads sensibly when the execution input was %j', (input) => {
+    const report = failureReport(eventWith({ input, error: { Error: 'ValidationError', Cause: 'execution input must be a JSON object' } }), { recorded: false });
+
+    expect(report.subject).toBe('atomic-publish: run failed (ValidationError)');
+    expect(report.message).toContain('Error:      ValidationError: execution input must be a JSON object');
+    expect(report.pipeline).toBeUndefined();
+  });
+
+  it('builds an alert from a state that is not an object at all', () => {
+    const report = failureReport({ ...eventWith({}), state: null as unknown as FailedState }, { recorded: false });
+
+    expect(report.subject).toBe('atomic-publish: run failed (UnknownError)');
+    expect(report.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
+  });
+});
+
+describe('describeError with odd shapes', () => {
+  it.each([
+    ['a Cause that is not a string', { Error: 'States.Runtime', Cause: { nested: true } }, { name: 'States.Runtime', message: 'States.Runtime' }],
+    ['an empty Error', { Error: '', Cause: 'boom' }, { name: 'UnknownError', message: 'boom' }],
+    ['an errorMessage that is not a string', { Error: 'X', Cause: JSON.stringify({ errorMessage: 42 }) }, { name: 'X', message: '{"errorMessage":42}' }],
+    ['not an object', 'broken', { name: 'UnknownError', message: 'UnknownError' }],
+  ])('copes with %s', (_what, error, expected) => {
+    expect(describeError(error)).toEqual(expected);
+  });
+});
+
+describe('failureFacts', () => {
+  it('reads the batch status, its own publication and the latest publication from the rows read back', () => {
+    expect(failureFacts(false, { status: 'PUBLISHED', seq: 5 }, { seq: 5 })).toEqual({
+      recorded: false,
+      batchStatus: 'PUBLISHED',
+      ownPublication: 5,
+      latestPublication: 5,
+    });
+  });
+
+  it('leaves out what the manifest does not have: no batch row, no publication of its own, none at all', () => {
+    expect(failureFacts(true, undefined, undefined)).toEqual({ recorded: true, latestPublication: 0 });
+    expect(failureFacts(true, { status: 'FAILED', seq: null }, { seq: 3 })).toEqual({ recorded: true, batchStatus: 'FAILED', latestPublication: 3 });
   });
 });

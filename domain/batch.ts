@@ -1,0 +1,51 @@
+/**
+ * What a batch is between the steps: the facts each step receives in the
+ * state payload, and the statuses the manifest records. The status values
+ * are the words the generated SQL writes and compares, so the SQL takes
+ * them from here.
+ */
+
+/** Batch facts each step after Plan receives in the state payload. */
+export interface BatchRef {
+  readonly pipeline: string;
+  readonly batchId: string;
+  readonly specHash: string;
+  /** `schema.table` readers query. */
+  readonly liveTable: string;
+  readonly from: string;
+  readonly to: string;
+  readonly stagingTable: string;
+  readonly columns: readonly string[];
+  readonly basePublication: number;
+}
+
+/** One reconciliation check as `check_results` records it. */
+export interface CheckResult {
+  readonly check: string;
+  readonly passed: boolean;
+  readonly observed: string;
+  readonly expected: string;
+  readonly details: string;
+}
+
+/** Status words as constants named by themselves: `ChunkStatus.DONE` is `'DONE'`. */
+function statuses<const T extends string>(...words: T[]): { readonly [K in T]: K } {
+  return Object.freeze(Object.fromEntries(words.map((w) => [w, w]))) as { readonly [K in T]: K };
+}
+
+/** `batches.status`: RUNNING while loading, CHECKED once Reconcile passed, then PUBLISHED or FAILED. */
+export const BatchStatus = statuses('RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED');
+export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
+
+/** `batch_attempts.status`: one row per execution of a batch. */
+export const AttemptStatus = statuses('RUNNING', 'PUBLISHED', 'FAILED');
+export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
+
+/**
+ * `chunks.status`. PENDING: never loaded (staging holds none of its rows).
+ * LOADING: an INSERT may have run. DONE: loaded and counted. STALE:
+ * Reconcile found its staging rows no longer match the source (late rows, a
+ * changed source): the next run clears and reloads it.
+ */
+export const ChunkStatus = statuses('PENDING', 'LOADING', 'DONE', 'STALE');
+export type ChunkStatus = (typeof ChunkStatus)[keyof typeof ChunkStatus];

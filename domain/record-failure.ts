@@ -1,0 +1,177 @@
+/**
+ * The alert an on-call engineer reads when a run fails: what failed, what
+ * readers see now, what to do. Built from the execution state the Catch
+ * left and from what the manifest says after the failure was recorded.
+ * Whatever the state holds (a megabyte-long error, a huge input), the alert
+ * stays far below SNS's 256 KB.
+ */
+import { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS } from './aws-limits.ts';
+import { type BatchRef, BatchStatus } from './batch.ts';
+import { MANIFEST_SCHEMA } from './sql/statement.ts';
+import { clip, clipUtf8 } from './text.ts';
+
+/** The execution state as the Catch left it: `error` from Step Functions, results of earlier steps. */
+export interface FailedState {
+  /** Plan's result, once Plan succeeded. */
+  readonly plan?: { readonly batch?: BatchRef };
+  /** Publish's result, once Publish succeeded. */
+  readonly publish?: { readonly publication?: number };
+  readonly error?: { readonly Error?: string; readonly Cause?: string };
+}
+
+export interface RecordFailureEvent {
+  readonly state: FailedState;
+  /** The execution input as given (`$$.Execution.Input`, possibly not even an object); it never rides in the state. */
+  readonly input?: unknown;
+  readonly executionId: string;
+  readonly executionStartedAt: string;
+}
+
+/** What the manifest says after the failure was recorded (read back, not assumed). */
+export interface FailureFacts {
+  /** The batch row was moved to FAILED. */
+  readonly recorded: boolean;
+  /** Why the manifest could not be read or written. */
+  readonly recordError?: string;
+  /** The batch's status now (PUBLISHED if a publish committed despite the error). */
+  readonly batchStatus?: string;
+  /** The publication this batch made, if it did. */
+  readonly ownPublication?: number;
+  /** The pipeline's latest publication now (0: none). */
+  readonly latestPublication?: number;
+}
+
+export interface FailureReport {
+  /** SNS subject: printable ASCII, at most SNS_SUBJECT_MAX_CHARACTERS. */
+  readonly subject: string;
+  /** At most MAX_ALERT_MESSAGE_BYTES of UTF-8. */
+  readonly message: string;
+  readonly pipeline?: string;
+  readonly batchId?: string;
+  readonly errorName: string;
+  readonly recorded: boolean;
+}
+
+/** An alert's message: a quarter of what SNS takes (256 KB), so it also fits a state payload beside the state. */
+export const MAX_ALERT_MESSAGE_BYTES = SNS_MESSAGE_MAX_BYTES / 4;
+/** SNS subjects: ASCII, no line breaks, less than 100 characters. */
+export const MAX_ALERT_SUBJECT_CHARS = SNS_SUBJECT_MAX_CHARACTERS;
+/** The error's message in an alert; a reconciliation table of 20 chunks takes about 3 KB. */
+const MAX_ERROR_MESSAGE_BYTES = 32 * 1024;
+/** Why the manifest could not be written, in an alert. */
+const MAX_RECORD_ERROR_BYTES = 4 * 1024;
+/** Pipeline names from the input, error names: far longer than any real one. */
+const MAX_NAME_CHARS = 128;
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The error's name and message. Lambda puts `{"errorType","errorMessage","trace"}`
+ * in Cause; other failures put plain text. Both come back whole (the
+ * manifest bounds what it stores; the alert bounds what it shows).
+ */
+export function describeError(error: unknown): { name: string; message: string } {
+  const fields = isObject(error) ? error : {};
+  const name = typeof fields.Error === 'string' && fields.Error !== '' ? fields.Error : 'UnknownError';
+  const cause = typeof fields.Cause === 'string' ? fields.Cause : '';
+  try {
+    const parsed = JSON.parse(cause) as { errorMessage?: unknown };
+    if (isObject(parsed) && typeof parsed.errorMessage === 'string') return { name, message: parsed.errorMessage };
+  } catch {
+    // plain text cause
+  }
+  return { name, message: cause || name };
+}
+
+/** The error as one bounded line of text, for the alert and the logs. */
+export function boundedErrorMessage(message: string): string {
+  return clipUtf8(message, MAX_ERROR_MESSAGE_BYTES);
+}
+
+function inputPipeline(input: unknown): string | undefined {
+  const name = isObject(input) ? input.pipeline : undefined;
+  return typeof name === 'string' && name !== '' ? name.slice(0, MAX_NAME_CHARS) : undefined;
+}
+
+/** SNS subjects: printable ASCII, no line breaks, less than 100 characters. */
+export function subjectLine(text: string): string {
+  const ascii = text.replace(/[^\x20-\x7e]/g, '?');
+  return ascii.length <= MAX_ALERT_SUBJECT_CHARS ? ascii : `${ascii.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
+}
+
+/** Errors after which re-running the same batch cannot help. */
+const NO_RERUN = new Set(['PublishConflictError', 'SpecChangedError']);
+
+/** What the manifest says about the batch and the pipeline, from the rows RecordFailure read back. */
+export function failureFacts(
+  recorded: boolean,
+  batch: { readonly status?: unknown; readonly seq?: unknown } | undefined,
+  latest: { readonly seq?: unknown } | undefined,
+): FailureFacts {
+  return {
+    recorded,
+    ...(batch ? { batchStatus: String(batch.status) } : {}),
+    ...(batch?.seq != null ? { ownPublication: Number(batch.seq) } : {}),
+    latestPublication: Number(latest?.seq ?? 0),
+  };
+}
+
+/** The batch Plan created, if the run got that far. */
+export function failedBatch(state: unknown): BatchRef | undefined {
+  const plan = isObject(state) ? state.plan : undefined;
+  return isObject(plan) && isObject(plan.batch) ? (plan.batch as unknown as BatchRef) : undefined;
+}
+
+/** The alert an on-call engineer reads: what failed, what readers see now, what to do. */
+export function failureReport(event: RecordFailureEvent, facts: FailureFacts): FailureReport {
+  const state: FailedState = isObject(event?.state) ? event.state : {};
+  const batch = failedBatch(state);
+  const pipeline = batch?.pipeline ?? inputPipeline(event?.input);
+  const described = describeError(state.error);
+  const name = clip(described.name, MAX_NAME_CHARS);
+  const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
+  lines.push(`Error:      ${name}: ${boundedErrorMessage(described.message)}`);
+  let rerun: string | undefined;
+  if (!batch) {
+    lines.push('Live table: untouched; the run stopped in Plan, before loading anything.');
+  } else {
+    lines.push(`Batch:      ${batch.batchId}, interval ${batch.from} to ${batch.to}`);
+    const publication = isObject(state.publish) ? state.publish.publication : undefined;
+    const published = publication ?? (facts.batchStatus === BatchStatus.PUBLISHED ? facts.ownPublication : undefined);
+    const latest = facts.latestPublication;
+    if (published !== undefined || facts.batchStatus === BatchStatus.PUBLISHED) {
+      lines.push(`Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}); a step after publishing failed.`);
+    } else if ((latest !== undefined && latest > batch.basePublication) || name === 'PublishConflictError') {
+      lines.push(
+        `Live table: ${batch.liveTable} shows publication ${latest ?? '?'}, published by another batch; this batch was not published and is superseded.`,
+      );
+    } else {
+      const seen = (latest ?? batch.basePublication) > 0 ? `publication ${latest ?? batch.basePublication}` : 'the version before atomic-publish';
+      lines.push(`Live table: ${batch.liveTable} untouched; readers still see ${seen}.`);
+      lines.push(`Staging:    ${batch.stagingTable} is kept for diagnosis until the next successful run.`);
+      if (name === 'SpecChangedError') {
+        rerun = 'start a new run: the pipeline spec changed, so it plans a new batch.';
+      } else if (!NO_RERUN.has(name)) {
+        rerun = `start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, to: batch.to })}; it resumes this batch, skipping the chunks already loaded and reloading those that failed or no longer match the source.`;
+      }
+    }
+  }
+  const recordError = facts.recordError ? clipUtf8(facts.recordError, MAX_RECORD_ERROR_BYTES) : undefined;
+  const manifest = facts.recorded
+    ? `batch and attempt marked FAILED in ${MANIFEST_SCHEMA}.batches / batch_attempts`
+    : facts.batchStatus === BatchStatus.PUBLISHED
+      ? 'the batch is PUBLISHED and was left as it is'
+      : `not updated${recordError ? ` (${recordError})` : batch ? '' : ' (no batch was created)'}`;
+  lines.push(`Manifest:   ${manifest}`);
+  lines.push(`Execution:  ${clip(String(event?.executionId))} (started ${clip(String(event?.executionStartedAt))})`);
+  if (rerun) lines.push(`Re-run:     ${rerun}`);
+  return {
+    subject: subjectLine(`atomic-publish: ${pipeline ?? 'run'} failed (${name})`),
+    // The parts are bounded; this bounds their sum, whatever a later line adds.
+    message: clipUtf8(lines.join('\n'), MAX_ALERT_MESSAGE_BYTES),
+    ...(pipeline ? { pipeline } : {}),
+    ...(batch ? { batchId: batch.batchId } : {}),
+    errorName: name,
+    recorded: facts.recorded,
+  };
+}

@@ -1,0 +1,169 @@
+/** The manifest's DDL and the publish guard procedure, installed by Plan. */
+import { BatchStatus } from '../batch.ts';
+import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
+import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
+
+/**
+ * Version of the manifest's DDL. Plan installs the DDL only when the
+ * warehouse has an older version, so a replay writes nothing and no Plan
+ * replaces the guard procedure while another pipeline's Publish runs it.
+ */
+export const MANIFEST_VERSION = 2;
+
+/** The installed manifest version: 0 when the manifest does not exist yet. */
+export function installedManifestVersion(): Statement[] {
+  return [
+    {
+      sql: `SELECT COUNT(*) AS present FROM information_schema.tables
+             WHERE table_schema = :schema AND table_name = 'manifest_version'`,
+      parameters: { schema: MANIFEST_SCHEMA },
+    },
+    { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` },
+  ];
+}
+
+/** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
+export const PUBLISH_GUARD = 'publish guard';
+
+/**
+ * The guard's refusal within a failed swap's error message (the database
+ * prefixes its own words): from the guard's prefix on, or undefined when the
+ * swap failed for another reason.
+ */
+export function publishGuardRefusal(message: string): string | undefined {
+  const at = message.indexOf(`${PUBLISH_GUARD}: `);
+  return at < 0 ? undefined : message.slice(at);
+}
+
+/**
+ * One RAISE of the guard procedure. Its text is rendered here, at
+ * generation time, by sqlLiteral; after it come only variables, one per
+ * `%`, because Redshift's RAISE takes variables, not expressions.
+ */
+function guardRaise(format: string, ...variables: string[]): string {
+  const placeholders = format.split('%').length - 1;
+  if (placeholders !== variables.length) {
+    throw new Error(`RAISE format "${format}" has ${placeholders} placeholder(s) for ${variables.length} variable(s)`);
+  }
+  for (const variable of variables) validateIdentifier(variable, 'RAISE variable');
+  return `RAISE EXCEPTION ${sqlLiteral(`${PUBLISH_GUARD}: ${format}`)}, ${variables.join(', ')};`;
+}
+
+/** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
+export function manifestDdl(now: Date): string[] {
+  return [
+    `CREATE SCHEMA IF NOT EXISTS ${M}`,
+    `CREATE TABLE IF NOT EXISTS ${M}.manifest_version (
+      version int NOT NULL,
+      installed_at timestamp NOT NULL,
+      PRIMARY KEY (version)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.batches (
+      batch_id varchar(32) NOT NULL,
+      pipeline varchar(128) NOT NULL,
+      mode varchar(32) NOT NULL,
+      interval_start timestamp NOT NULL,
+      interval_end timestamp NOT NULL,
+      spec_hash varchar(64) NOT NULL,
+      code_version varchar(64) NOT NULL,
+      execution_id varchar(512),
+      status varchar(16) NOT NULL,
+      attempt int NOT NULL,
+      base_publication int NOT NULL,
+      staging_table varchar(128) NOT NULL,
+      chunk_count int NOT NULL,
+      started_at timestamp NOT NULL,
+      finished_at timestamp,
+      rows_read bigint,
+      rows_written bigint,
+      rows_rejected bigint,
+      error varchar(65535),
+      staging_dropped_at timestamp,
+      PRIMARY KEY (batch_id)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.batch_attempts (
+      batch_id varchar(32) NOT NULL,
+      attempt int NOT NULL,
+      execution_id varchar(512),
+      status varchar(16) NOT NULL,
+      started_at timestamp NOT NULL,
+      finished_at timestamp,
+      error varchar(65535),
+      PRIMARY KEY (batch_id, attempt)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.chunks (
+      batch_id varchar(32) NOT NULL,
+      chunk_index int NOT NULL,
+      interval_start timestamp NOT NULL,
+      interval_end timestamp NOT NULL,
+      status varchar(16) NOT NULL,
+      attempt int NOT NULL,
+      rows_written bigint,
+      statement_id varchar(128),
+      started_at timestamp,
+      finished_at timestamp,
+      PRIMARY KEY (batch_id, chunk_index)
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.check_results (
+      batch_id varchar(32) NOT NULL,
+      attempt int NOT NULL,
+      check_name varchar(128) NOT NULL,
+      passed boolean NOT NULL,
+      observed varchar(65535),
+      expected varchar(65535),
+      details varchar(65535),
+      checked_at timestamp NOT NULL
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${M}.publications (
+      pipeline varchar(128) NOT NULL,
+      seq int NOT NULL,
+      batch_id varchar(32) NOT NULL,
+      published_at timestamp NOT NULL,
+      live_table varchar(256) NOT NULL,
+      old_version_table varchar(256) NOT NULL,
+      rows_published bigint,
+      rolled_back_at timestamp,
+      dropped_at timestamp,
+      PRIMARY KEY (pipeline, seq)
+    )`,
+    // The publish guard runs inside the swap transaction, after LOCK on
+    // publications (one publisher at a time) and on staging (no late
+    // writer). Every check raises, so the whole swap rolls back.
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_publishable(
+      p_pipeline varchar, p_batch_id varchar, p_base int, p_schema varchar, p_staging varchar)
+    AS $$
+    DECLARE
+      latest int;
+      latest_end timestamp;
+      batch_end timestamp;
+      batch_status varchar(16);
+      checked_rows bigint;
+      staged_rows bigint;
+    BEGIN
+      SELECT INTO latest COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = p_pipeline;
+      IF latest <> p_base THEN
+        ${guardRaise('pipeline % is at publication % but batch % was planned on publication %', 'p_pipeline', 'latest', 'p_batch_id', 'p_base')}
+      END IF;
+      SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
+      SELECT INTO batch_end interval_end FROM ${M}.batches WHERE batch_id = p_batch_id;
+      SELECT INTO checked_rows rows_written FROM ${M}.batches WHERE batch_id = p_batch_id;
+      IF batch_status IS NULL OR batch_status <> ${sqlLiteral(BatchStatus.CHECKED)} THEN
+        -- Redshift's RAISE takes variables only, not expressions.
+        batch_status := COALESCE(batch_status, 'missing');
+        ${guardRaise(`batch % is %, not ${BatchStatus.CHECKED}`, 'p_batch_id', 'batch_status')}
+      END IF;
+      SELECT INTO latest_end b.interval_end FROM ${M}.publications p JOIN ${M}.batches b ON b.batch_id = p.batch_id
+       WHERE p.pipeline = p_pipeline ORDER BY p.seq DESC LIMIT 1;
+      IF latest_end IS NOT NULL AND latest_end > batch_end THEN
+        ${guardRaise('pipeline % already publishes data up to %, later than the % of batch %', 'p_pipeline', 'latest_end', 'batch_end', 'p_batch_id')}
+      END IF;
+      EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
+      IF staged_rows <> checked_rows THEN
+        ${guardRaise('staging %.% holds % rows but Reconcile checked %', 'p_schema', 'p_staging', 'staged_rows', 'checked_rows')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    `INSERT INTO ${M}.manifest_version (version, installed_at)
+     SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
+  ];
+}

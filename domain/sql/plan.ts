@@ -1,0 +1,145 @@
+/** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
+import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
+import { ValidationError } from '../errors.ts';
+import { qualifiedName, sqlLiteral } from '../identifiers.ts';
+import type { Chunk } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from './statement.ts';
+
+/** Columns of a table, in order; empty when the table does not exist. */
+export function tableColumns(schema: string, table: string): Statement {
+  return {
+    sql: `SELECT column_name, data_type FROM information_schema.columns
+           WHERE table_schema = :schema AND table_name = :table
+           ORDER BY ordinal_position`,
+    parameters: { schema, table },
+  };
+}
+
+/** Compiles the source query without reading rows: its result's columns are what a load would insert. */
+export function sourceShape(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
+  return {
+    sql: `SELECT * FROM (${pipeline.sourceSql}
+) AS src LIMIT 0`,
+    parameters: { start: timestampParam(interval.from), end: timestampParam(interval.to) },
+  };
+}
+
+export function findBatch(batchId: string): Statement {
+  return {
+    sql: `SELECT status, attempt, base_publication FROM ${M}.batches WHERE batch_id = :batch_id`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+export function latestPublication(pipeline: string): Statement {
+  return {
+    sql: `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${M}.publications WHERE pipeline = :pipeline`,
+    parameters: { pipeline },
+  };
+}
+
+export function doneChunks(batchId: string): Statement {
+  return {
+    sql: `SELECT chunk_index FROM ${M}.chunks WHERE batch_id = :batch_id AND status = ${sqlLiteral(ChunkStatus.DONE)} ORDER BY chunk_index`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+export interface BatchRecord {
+  readonly batchId: string;
+  readonly pipeline: Pipeline;
+  readonly interval: { from: Date; to: Date };
+  readonly codeVersion: string;
+  readonly executionId: string;
+  readonly basePublication: number;
+  readonly stagingTable: string;
+  readonly chunks: readonly Chunk[];
+  readonly now: Date;
+}
+
+/**
+ * One transaction that (re)starts a batch: staging created LIKE live, the
+ * batch row inserted or, for a new execution of it, moved back to RUNNING
+ * with the attempt counted, the attempt recorded, and chunk rows inserted
+ * where missing. Running it twice in one execution (a retried Plan) leaves
+ * the same rows.
+ */
+export function startBatch(record: BatchRecord): string[] {
+  const { pipeline, batchId, now } = record;
+  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const staging = qualifiedName(pipeline.target.schema, record.stagingTable);
+  const id = sqlLiteral(batchId);
+  const RUNNING = sqlLiteral(BatchStatus.RUNNING);
+  const PENDING = sqlLiteral(ChunkStatus.PENDING);
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})`,
+    `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
+        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at)
+     SELECT ${[
+       id,
+       sqlLiteral(pipeline.name),
+       sqlLiteral(pipeline.publishMode),
+       sqlLiteral(record.interval.from),
+       sqlLiteral(record.interval.to),
+       sqlLiteral(pipeline.specHash),
+       sqlLiteral(record.codeVersion),
+       sqlLiteral(record.executionId),
+       sqlLiteral(BatchStatus.RUNNING),
+       '1',
+       sqlLiteral(record.basePublication),
+       sqlLiteral(record.stagingTable),
+       sqlLiteral(record.chunks.length),
+       sqlLiteral(now),
+     ].join(', ')}
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
+    // Cleanup of a later run may have dropped this failed batch's staging
+    // table: it was created empty again above, so every chunk reloads.
+    `UPDATE ${M}.chunks SET status = ${PENDING}, rows_written = NULL, statement_id = NULL
+      WHERE batch_id = ${id}
+        AND EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id} AND staging_dropped_at IS NOT NULL)`,
+    `UPDATE ${M}.batches
+        SET status = ${RUNNING}, attempt = attempt + 1, execution_id = ${sqlLiteral(record.executionId)},
+            base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
+            finished_at = NULL, error = NULL, staging_dropped_at = NULL
+      WHERE batch_id = ${id} AND status <> ${sqlLiteral(BatchStatus.PUBLISHED)}${
+        record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})` : ''
+      }`,
+    `INSERT INTO ${M}.batch_attempts (batch_id, attempt, execution_id, status, started_at)
+     SELECT b.batch_id, b.attempt, b.execution_id, ${sqlLiteral(AttemptStatus.RUNNING)}, ${sqlLiteral(now)} FROM ${M}.batches b
+      WHERE b.batch_id = ${id} AND b.status = ${RUNNING}
+        AND NOT EXISTS (SELECT 1 FROM ${M}.batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)`,
+  ];
+  // Chunk rows in as few statements as fit the SQL size limit. Rows are
+  // SELECTs joined by UNION ALL: Redshift has no VALUES list in FROM.
+  const row = (c: Chunk, first: boolean) =>
+    first
+      ? `SELECT CAST(${id} AS varchar(32)), ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, CAST(${PENDING} AS varchar(16)), 0`
+      : `SELECT ${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, ${PENDING}, 0`;
+  const head = `INSERT INTO ${M}.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt)
+     SELECT v.* FROM (`;
+  const tail = `) AS v (batch_id, chunk_index, interval_start, interval_end, status, attempt)
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.chunks c WHERE c.batch_id = v.batch_id AND c.chunk_index = v.chunk_index)`;
+  const separator = '\nUNION ALL ';
+  let group: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (group.length > 0) statements.push(head + group.join(separator) + tail);
+    group = [];
+    size = 0;
+  };
+  for (const chunk of record.chunks) {
+    let line = row(chunk, group.length === 0);
+    if (group.length > 0 && head.length + tail.length + size + line.length > MAX_SQL_BYTES / 2) {
+      flush();
+      line = row(chunk, true);
+    }
+    group.push(line);
+    size += line.length + separator.length;
+  }
+  flush();
+  if (statements.length > MAX_BATCH_STATEMENTS) {
+    throw new ValidationError(`a batch of ${record.chunks.length} chunks needs ${statements.length} statements, more than the Data API's ${MAX_BATCH_STATEMENTS}`);
+  }
+  return statements;
+}

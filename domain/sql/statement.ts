@@ -1,0 +1,28 @@
+/**
+ * What every SQL module shares. SQL is generated only under domain/sql/, a
+ * module per step (mirroring functions/<step>/). Identifiers go through
+ * quoteIdent/qualifiedName; values are `:name` parameters, except in
+ * BatchExecuteStatement batches (which take no parameters), where the
+ * tool's own values go through sqlLiteral.
+ */
+import { formatTimestamp, quoteIdent } from '../identifiers.ts';
+
+/** One statement for ExecuteStatement. Parameter values are strings, as the Data API takes them. */
+export interface Statement {
+  readonly sql: string;
+  readonly parameters?: Readonly<Record<string, string>>;
+}
+
+/** Timestamps travel as `2026-01-02 03:04:05.000` (UTC), which Redshift and PostgreSQL both read. */
+export function timestampParam(instant: Date | string): string {
+  return formatTimestamp(typeof instant === 'string' ? new Date(instant) : instant);
+}
+
+/** Schema of the manifest (batches, chunks, check results, publications) in the target database. */
+export const MANIFEST_SCHEMA = 'atomic_publish';
+/** The manifest schema as SQL: `"atomic_publish"`. */
+export const MANIFEST = quoteIdent(MANIFEST_SCHEMA);
+
+/** Data API batches hold at most 40 statements and 100 KB of SQL each. */
+export const MAX_BATCH_STATEMENTS = 40;
+export const MAX_SQL_BYTES = 100_000;

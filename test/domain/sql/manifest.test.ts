@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
+import { NOW } from './support.ts';
+
+describe('manifestDdl', () => {
+  it("passes RAISE only variables after the format, as Redshift's PL/pgSQL requires", () => {
+    const raises = manifestDdl(NOW).flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '[^']*'((?:, *[^;]+)?);/g)].map((m) => m[1]!));
+
+    expect(raises.length).toBeGreaterThanOrEqual(2);
+    for (const args of raises) {
+      for (const arg of args.split(',').map((a) => a.trim()).filter(Boolean)) expect(arg).toMatch(/^[a-z_][a-z0-9_]*$/);
+    }
+  });
+
+  it('is safe to run again: every statement creates if not exists, replaces, or inserts its version once', () => {
+    for (const sql of manifestDdl(NOW)) {
+      expect(sql).toMatch(/^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) |INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s);
+    }
+  });
+
+  it('records the manifest version it installs, which Plan compares before installing again', () => {
+    expect(manifestDdl(NOW).at(-1)).toContain(`SELECT ${MANIFEST_VERSION}, CAST('2026-03-15 10:20:30.456' AS timestamp)`);
+  });
+
+  it('guards the publish against an older batch, a changed staging table and a moved base, all by raising', () => {
+    const procedure = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE'))!;
+    expect(procedure).toContain('latest_end > batch_end');
+    expect(procedure).toContain('staged_rows <> checked_rows');
+    expect(procedure).toContain('latest <> p_base');
+  });
+});
+
+describe('the publish guard prefix', () => {
+  it('starts every refusal the guard procedure raises', () => {
+    const formats = manifestDdl(NOW).flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '([^']*)'/g)].map((m) => m[1]!));
+
+    expect(formats).toHaveLength(4);
+    for (const format of formats) expect(format.startsWith(`${PUBLISH_GUARD}: `)).toBe(true);
+  });
+
+  it("finds the guard's refusal behind the database's own words", () => {
+    const message = 'atomic-publish:orders:publish:swap:b1 failed: ERROR: publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1';
+
+    expect(publishGuardRefusal(message)).toBe('publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1');
+  });
+
+  it('finds no refusal in a swap that failed for another reason', () => {
+    expect(publishGuardRefusal('atomic-publish:orders:publish:swap:b1 failed: ERROR: relation "analytics.orders" does not exist')).toBeUndefined();
+  });
+});

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import type { BatchRef, CheckResult } from '../../../domain/batch.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { chunkCounts, recordChecks, stagingProblems } from '../../../domain/sql/reconcile.ts';
+import { pipelineWith } from '../fixtures.ts';
+import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from './support.ts';
+
+describe('single statements of Reconcile', () => {
+  itIsASafeSingleStatement([
+    ['chunkCounts (hour grain)', chunkCounts(pipelineWith({ chunk: { grain: 'hour' } }), batch)],
+    ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
+    ['chunkCounts', chunkCounts(pipeline, batch)],
+    ['stagingProblems', stagingProblems(pipeline, batch)],
+  ]);
+
+  it('counts rows outside the batch interval, including rows with no time, and duplicated business keys', () => {
+    const statement = stagingProblems(pipeline, batch);
+
+    expect(statement.sql).toContain('"ordered_at" IS NULL OR "ordered_at" < :start OR "ordered_at" >= :end');
+    expect(statement.sql).toMatch(/GROUP BY "order_id"(, "line_no")? HAVING COUNT\(\*\) > 1/);
+    expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
+  });
+
+  it('binds the batch interval (not a chunk) when counting source rows per chunk', () => {
+    expect(chunkCounts(pipeline, batch).parameters).toEqual({ batch_id: batchId, start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
+  });
+
+  it('refuses a hostile staging table name', () => {
+    const hostile: BatchRef = { ...batch, stagingTable: 'orders"; DROP TABLE "analytics"."orders' };
+
+    expect(() => chunkCounts(pipeline, hostile)).toThrow(ValidationError);
+  });
+
+  itKeepsTheSourceQueryClosed([['chunkCounts', () => chunkCounts(commented, batch)]]);
+});
+
+describe('recordChecks', () => {
+  const passed: CheckResult = { check: 'all_chunks_loaded', passed: true, observed: "31 of 31 chunks 'done'", expected: '31 of 31', details: '' };
+  const failed: CheckResult = { check: 'staging_within_interval', passed: false, observed: '3 row(s)', expected: '0 rows', details: '' };
+
+  it('records each result and moves a RUNNING batch to CHECKED when all passed', () => {
+    const statements = recordChecks(batchId, [passed, passed], { rowsRead: 10, rowsWritten: 10 }, NOW);
+
+    expect(statements).toHaveLength(4);
+    expect(statements[1]).toContain("'31 of 31 chunks ''done'''");
+    expect(statements[3]).toContain("status = 'CHECKED'");
+    expect(statements[3]).toContain("status = 'RUNNING'");
+    expect(statements[3]).toContain('rows_read = 10, rows_written = 10');
+  });
+
+  it("first removes this attempt's earlier results, so a retried Reconcile records each check once", () => {
+    const [first] = recordChecks(batchId, [passed], { rowsRead: 1, rowsWritten: 1 }, NOW);
+
+    expect(first).toBe(
+      `DELETE FROM "atomic_publish".check_results WHERE batch_id = '${batchId}' AND attempt = (SELECT attempt FROM "atomic_publish".batches WHERE batch_id = '${batchId}')`,
+    );
+  });
+
+  it('leaves the batch unchecked when one check failed', () => {
+    const statements = recordChecks(batchId, [passed, failed], { rowsRead: 10, rowsWritten: 13 }, NOW);
+
+    expect(statements.at(-1)).not.toContain('CHECKED');
+  });
+});
