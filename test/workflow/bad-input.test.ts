@@ -104,6 +104,40 @@ describe('execution input rejected before anything is written', () => {
   });
 });
 
+// Fixed bug, kept as a regression test (domain/text.ts echo, domain/record-failure.ts): a 1 MB input value
+// was copied whole into the error and the alert (1,049,114 bytes), which SNS (256 KB) would have refused,
+// so on AWS the page itself would have failed. Step Functions takes at most 256 KB of input, and the
+// local runner refuses more the same way; what it takes is echoed in bounded form.
+describe('a huge execution input', () => {
+  const HUGE = 200_000;
+
+  it.each([
+    ['a `to` value', { pipeline: 'sales_order_lines', to: 'x'.repeat(HUGE) }, /^input\.to must be an ISO 8601 date .*got "x{100,}\.\.\. \(200002 characters\)$/, 'sales_order_lines'],
+    ['a pipeline name', { pipeline: 'p'.repeat(HUGE) }, /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines$/, undefined],
+    ['an unknown field name', { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 }, /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to\)$/, 'sales_order_lines'],
+  ] as [string, unknown, RegExp, string | undefined][])('with %s of 200 KB is rejected, pages, and the error and alert stay small', async (_what, input, message, pipeline) => {
+    const result = await wf.run(input);
+    expect(result.status).toBe('FAILED');
+    expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+    expect(caughtError(result)?.Error).toBe('ValidationError');
+    expect(caughtMessage(result)).toMatch(message);
+    expect(Buffer.byteLength(caughtMessage(result))).toBeLessThan(1_024);
+    expect(result.alerts).toHaveLength(1);
+    const [alert] = result.alerts;
+    expect(Buffer.byteLength(alert!.message)).toBeLessThan(4_096);
+    expect(alert!.subject!.length).toBeLessThan(100);
+    if (pipeline) expect(alert!.subject).toBe(`atomic-publish: ${pipeline} failed (ValidationError)`);
+    await expectNothingWritten();
+  });
+
+  it('over 256 KB is refused at start, as StartExecution refuses it, and nothing runs', async () => {
+    const alerts = wf.runner.alerts.length;
+    await expect(wf.run({ pipeline: 'sales_order_lines', to: 'x'.repeat(300_000) })).rejects.toThrow(/the execution input is \d+ bytes, more than the 262144 bytes/);
+    expect(wf.runner.alerts).toHaveLength(alerts);
+    await expectNothingWritten();
+  });
+});
+
 describe('a warehouse that does not fit the pipeline', () => {
   it('rejects a run whose live table does not exist, naming the table, and writes nothing', async () => {
     await wf.query(`ALTER TABLE ${LIVE} RENAME TO sales_order_lines_moved`);
