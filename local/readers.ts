@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
+import { newClient } from './pg-clients.ts';
 import type { PgConnection } from './postgres.ts';
 
 export interface ReaderSample {
@@ -50,7 +51,8 @@ export class ReaderPool {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client(this.conn);
+    // A lost connection fails the next read, which is recorded as a sample.
+    const client = newClient(this.conn);
     await client.connect();
     return client;
   }
