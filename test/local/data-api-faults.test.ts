@@ -31,7 +31,8 @@ const IDLE_LOST = /^local data api: idle connection to \S+ lost, dropped from th
 let own: PrivatePostgres;
 let wh: Warehouse;
 beforeAll(async () => {
-  own = await startPrivatePostgres();
+  // Prepared transactions: a durable gate holds its lock through a restart.
+  own = await startPrivatePostgres({ settings: { max_prepared_transactions: '4' } });
   wh = await useWarehouse('faults', { postgres: own.conn });
 });
 afterAll(async () => {
@@ -39,10 +40,32 @@ afterAll(async () => {
   await own?.close();
 });
 
-/** An endpoint of this test's own, recording what it logs. */
-async function endpoint(maxConnectionsPerDatabase = 8): Promise<Endpoint & { logged: string[] }> {
-  const logged: string[] = [];
-  const started = await wh.otherEndpoint({ maxConnectionsPerDatabase, log: (line) => logged.push(line) });
+/** Lines logged so far, and promises kept when the lines logged satisfy a condition. */
+function logWatch() {
+  const lines: string[] = [];
+  const waiting = new Set<{ met: (lines: string[]) => boolean; resolve: () => void }>();
+  return {
+    lines,
+    log(line: string) {
+      lines.push(line);
+      for (const waiter of waiting) {
+        if (waiter.met(lines)) {
+          waiting.delete(waiter);
+          waiter.resolve();
+        }
+      }
+    },
+    until(met: (lines: string[]) => boolean): Promise<void> {
+      return met(lines) ? Promise.resolve() : new Promise((resolve) => waiting.add({ met, resolve }));
+    },
+  };
+}
+type LogWatch = ReturnType<typeof logWatch>;
+
+/** An endpoint of this test's own, watching what it logs. */
+async function endpoint(maxConnectionsPerDatabase = 8): Promise<Endpoint & { logged: LogWatch }> {
+  const logged = logWatch();
+  const started = await wh.otherEndpoint({ maxConnectionsPerDatabase, log: logged.log });
   return { ...started, logged };
 }
 
@@ -81,8 +104,8 @@ async function idleConnections(client: RedshiftDataClient, count: number): Promi
 }
 
 /** Resolves once the endpoint has logged `count` dropped idle connections. */
-async function idleDropped(logged: string[], count: number): Promise<void> {
-  while (logged.filter((line) => IDLE_LOST.test(line)).length < count) await new Promise((resolve) => setTimeout(resolve, 10));
+function idleDropped(logged: LogWatch, count: number): Promise<void> {
+  return logged.until((lines) => lines.filter((line) => IDLE_LOST.test(line)).length >= count);
 }
 
 describe('PostgreSQL restarted', () => {
@@ -90,7 +113,7 @@ describe('PostgreSQL restarted', () => {
     const { client, logged } = await endpoint();
     await wh.query('CREATE TABLE restarted (x int)');
     const idle = await idleConnections(client, 4);
-    const gate = await wh.gate();
+    const gate = await wh.gate({ durable: true });
     const single = await submit(client, gate.sql);
     const { Id: batch } = await client.send(new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['INSERT INTO restarted VALUES (1)', gate.sql] }));
     const running = await gate.waiting(2);
@@ -114,6 +137,7 @@ describe('PostgreSQL restarted', () => {
     expect(running.concat(idle)).not.toContain(after.RedshiftPid);
     // The batch's INSERT was rolled back with its transaction.
     expect(await wh.query('SELECT count(*)::int AS n FROM restarted')).toEqual([{ n: 0 }]);
+    await gate.release();
   });
 });
 
@@ -141,8 +165,8 @@ describe('PostgreSQL down', () => {
   });
 
   it('keeps a cancel trying while the server cannot be reached, and ends it, without an error, once the statement has ended', async () => {
-    const logged: string[] = [];
-    const runner = new StatementRunner(own.conn, { maxConnectionsPerDatabase: 1, isolationLevel: 'serializable', maxResultBytes: 1024, log: (line) => logged.push(line) });
+    const logged = logWatch();
+    const runner = new StatementRunner(own.conn, { maxConnectionsPerDatabase: 1, isolationLevel: 'serializable', maxResultBytes: 1024, log: logged.log });
     const id = randomUUID();
     const part = new StatementPart(id, 'SELECT 1', { text: 'SELECT 1', values: [] });
     const statement = new Statement({ id, isBatch: false, target: { database: wh.pg.database }, parameters: [], executionMode: 'AUTO_COMMIT', withEvent: false, parts: [part] });
@@ -153,8 +177,8 @@ describe('PostgreSQL down', () => {
     await own.server.stop();
     try {
       const cancelling = runner.cancel(statement);
-      while (!logged.some((line) => line.startsWith(`local data api: cancel of ${id}: `))) await new Promise((resolve) => setTimeout(resolve, 10));
-      expect(logged[0]).toMatch(/ECONNREFUSED/);
+      await logged.until((lines) => lines.some((line) => line.startsWith(`local data api: cancel of ${id}: `)));
+      expect(logged.lines[0]).toMatch(/ECONNREFUSED/);
       // Its connection is lost: the statement fails, and the cancel stops trying.
       part.fail(TERMINATED);
       statement.conclude();

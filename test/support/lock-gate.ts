@@ -8,8 +8,12 @@
 //   const { Id } = await client.send(new ExecuteStatementCommand({ ...wh.target, Sql: gate.sql }));
 //   const [pid] = await gate.waiting();   // the statement is provably running now
 //   await gate.release();                 // ... and may finish now
+//
+// A durable gate holds its lock in a prepared transaction, which outlives
+// its session and a server restart: a restart cannot let a statement slip
+// through the gate before the restart has terminated it.
 import { randomBytes } from 'node:crypto';
-import { newClient } from '../../local/pg-clients.ts';
+import { newClient, withClient } from '../../local/pg-clients.ts';
 import type { PgConnection } from '../../local/postgres.ts';
 
 export interface LockGate {
@@ -18,20 +22,30 @@ export interface LockGate {
   readonly sql: string;
   /** The pids of the backends waiting for the gate's lock, once there are at least `count`. */
   waiting(count?: number): Promise<number[]>;
-  /** Lets the waiting statements go; nothing when already released or the connection was lost. */
+  /** Lets the waiting statements go; nothing when already released, or when a gate that is not durable lost its session. */
   release(): Promise<void>;
+}
+
+export interface GateOptions {
+  /**
+   * Keeps the lock across a lost session and a server restart, in a
+   * prepared transaction (needs max_prepared_transactions > 0).
+   * @default false - the lock goes with the test's session
+   */
+  durable?: boolean;
 }
 
 const POLL_MS = 10;
 
-export async function holdGate(conn: PgConnection & { database: string }): Promise<LockGate> {
+export async function holdGate(conn: PgConnection & { database: string }, options: GateOptions = {}): Promise<LockGate> {
   const table = `gate_${randomBytes(4).toString('hex')}`;
-  // The connection may be lost on purpose (a server restart in a fault test): that releases the gate too.
+  // The connection may be lost on purpose (a server restart in a fault test).
   const client = newClient(conn);
   await client.connect();
   await client.query(`CREATE TABLE ${table} (x int)`);
   await client.query('BEGIN');
   await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  if (options.durable) await client.query(`PREPARE TRANSACTION '${table}'`);
   let released = false;
   return {
     table,
@@ -50,7 +64,8 @@ export async function holdGate(conn: PgConnection & { database: string }): Promi
     async release() {
       if (released) return;
       released = true;
-      await client.query('COMMIT').catch(() => undefined);
+      if (options.durable) await withClient(conn, (admin) => admin.query(`COMMIT PREPARED '${table}'`));
+      else await client.query('COMMIT').catch(() => undefined);
       await client.end().catch(() => undefined);
     },
   };

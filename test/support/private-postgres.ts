@@ -10,6 +10,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { quoteIdent } from '../../domain/identifiers.ts';
+import { withClient } from '../../local/pg-clients.ts';
 import { relocatedDataDir } from '../../local/postgres-host.ts';
 import { startLocalPostgres, type LocalPostgres, type PgConnection } from '../../local/postgres.ts';
 
@@ -49,11 +51,23 @@ export async function privateDataDir(prefix = 'atomic-publish-pg-'): Promise<Pri
   };
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export interface PrivatePostgresOptions {
+  /** Server settings beyond the local engine's (ALTER SYSTEM, then a restart). @default - none */
+  settings?: Record<string, string>;
+}
+
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const dir = await privateDataDir();
   let server: LocalPostgres;
   try {
     server = await startLocalPostgres({ dataDir: dir.dataDir, log: () => undefined });
+    const settings = Object.entries(options.settings ?? {});
+    if (settings.length > 0) {
+      await withClient({ ...server, database: 'postgres' }, async (client) => {
+        for (const [name, value] of settings) await client.query(`ALTER SYSTEM SET ${quoteIdent(name)} = '${value.replace(/'/g, "''")}'`);
+      });
+      await server.restart();
+    }
   } catch (error) {
     await dir.remove();
     throw error;

@@ -25,7 +25,7 @@ import { inject } from 'vitest';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
 import { endPool, newPool } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
-import { holdGate, type LockGate } from './lock-gate.ts';
+import { holdGate, type GateOptions, type LockGate } from './lock-gate.ts';
 
 export interface UseWarehouseOptions extends Omit<LocalDataApiOptions, 'postgres'> {
   /** The server to create the database on. @default - the suite's shared server */
@@ -46,7 +46,7 @@ export interface Warehouse {
   /** ExecuteStatement through the Data API, then DescribeStatement until it ends. */
   run(sql: string, parameters?: Record<string, string>): Promise<DescribeStatementResponse>;
   /** A lock gate on a new table of this database (see lock-gate.ts); close() releases it if the test did not. */
-  gate(): Promise<LockGate>;
+  gate(options?: GateOptions): Promise<LockGate>;
   /** Another endpoint on this server with other options (limits, log); close() closes it if the test did not. */
   otherEndpoint(options: Omit<LocalDataApiOptions, 'postgres'>): Promise<Endpoint>;
   /** Closes the endpoint and every connection, then drops the database. */
@@ -135,8 +135,8 @@ export async function useWarehouse(prefix: string, options: UseWarehouseOptions 
       );
       return untilEnded(client, Id!);
     },
-    gate: async () => {
-      const gate = await holdGate({ ...server, database });
+    gate: async (gateOptions) => {
+      const gate = await holdGate({ ...server, database }, gateOptions);
       gates.push(gate);
       return gate;
     },
