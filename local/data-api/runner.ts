@@ -127,7 +127,8 @@ export class StatementRunner {
           await client?.end().catch(() => undefined);
           client = undefined;
         }
-        await Promise.race([statement.settled, sleep(CANCEL_RETRY_MS)]);
+        // Not `settled`: the connection goes back only after this cancel has returned.
+        await Promise.race([statement.ended, sleep(CANCEL_RETRY_MS)]);
       }
     } finally {
       await client?.end().catch(() => undefined);
