@@ -210,6 +210,23 @@ describe('sessions terminated (pg_terminate_backend)', () => {
     expect(after.RedshiftPid).not.toBe(pid);
   });
 
+  it('does not run the rest of an AUTO_COMMIT batch on a terminated session', async () => {
+    const { client } = await endpoint();
+    await wh.query('CREATE TABLE auto_committed (x int)');
+    const gate = await wh.gate();
+    const { Id } = await client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, ExecutionMode: 'AUTO_COMMIT', Sqls: ['INSERT INTO auto_committed VALUES (1)', gate.sql, 'INSERT INTO auto_committed VALUES (3)'] }),
+    );
+    const [pid] = await gate.waiting();
+
+    await terminate([pid!]);
+
+    const done = await untilEnded(client, Id!);
+    expect(done).toMatchObject({ Status: 'FAILED', Error: TERMINATED });
+    expect(done.SubStatements?.map((s) => s.Status)).toEqual(['FINISHED', 'FAILED', 'ABORTED']);
+    expect(await wh.query('SELECT x FROM auto_committed')).toEqual([{ x: 1 }]);
+  });
+
   it('drops idle connections from the pool with a log line, and the next statements run on new ones', async () => {
     const { client, logged } = await endpoint();
     const idle = await idleConnections(client, 3);
