@@ -19,7 +19,6 @@ import {
   ExecuteStatementCommand,
   RedshiftDataClient,
   type DescribeStatementResponse,
-  type StatusString,
 } from '@aws-sdk/client-redshift-data';
 import { inject } from 'vitest';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
@@ -63,25 +62,12 @@ export interface Endpoint {
 const TERMINAL: ReadonlySet<string> = new Set(['FINISHED', 'FAILED', 'ABORTED']);
 /** Long polls: the endpoint answers as soon as the statement ends. */
 const WAIT_SECONDS = 20;
-const POLL_MS = 10;
 
 /** DescribeStatement until the statement has ended. */
 export async function untilEnded(client: RedshiftDataClient, Id: string): Promise<DescribeStatementResponse> {
   for (;;) {
     const described = await client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: WAIT_SECONDS }));
     if (TERMINAL.has(described.Status ?? '')) return described;
-  }
-}
-
-/** DescribeStatement until the statement is in `status`; fails if it ends in another. */
-export async function untilStatus(client: RedshiftDataClient, Id: string, status: StatusString): Promise<DescribeStatementResponse> {
-  for (;;) {
-    const described = await client.send(new DescribeStatementCommand({ Id }));
-    if (described.Status === status) return described;
-    if (TERMINAL.has(described.Status ?? '')) {
-      throw new Error(`${Id} ended ${described.Status} (${described.Error ?? 'no error'}) instead of reaching ${status}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }
 
