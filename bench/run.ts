@@ -23,6 +23,7 @@ import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '.
 import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
+import { benchDataApi } from './data-api.ts';
 
 const DATABASE = 'atomic_publish_bench';
 const DAYS = 60;
@@ -134,6 +135,8 @@ async function main(): Promise<void> {
       ['l', 'r', 'r', 'r'],
     )}\n`,
   );
+
+  process.stdout.write(await benchDataApi({ postgres: conn, database: DATABASE, endpoint: api.endpoint, repeat }));
 
   runner.close();
   await db.end();

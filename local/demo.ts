@@ -13,7 +13,6 @@
  * both live tables all the while. Exits non-zero if a reader of the atomic
  * path saw anything but the old or the new row count.
  */
-import pg from 'pg';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
 import { startLocalDataApi } from './data-api/server.ts';
@@ -22,6 +21,7 @@ import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner
 import { addBadSourceRow, createSampleWarehouse, removeBadSourceRows, sampleDay } from './sample-data.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
+import { newClient } from './pg-clients.ts';
 import { ReaderPool, type ReaderSample } from './readers.ts';
 
 const DATABASE = 'atomic_publish_demo';
@@ -232,7 +232,7 @@ async function main(): Promise<number> {
   err(`  PostgreSQL on ${postgres.host}:${postgres.port}, data in ${postgres.dataDir}`);
   err(`  Redshift Data API on ${api.endpoint}`);
 
-  const db = new pg.Client({ ...conn, database: DATABASE });
+  const db = newClient({ ...conn, database: DATABASE }, (error) => err(`  lost the connection to PostgreSQL: ${error.message}`));
   await db.connect();
   err(`Creating the sample source: ${fmt(ROWS_PER_DAY * (MONDAY_DAYS + 1))} sales order lines over ${MONDAY_DAYS + 1} days...`);
   const sample = await createSampleWarehouse(db, {

@@ -11,8 +11,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
+import { withClient } from './pg-clients.ts';
 import { mkdirReachable, projectRoot, resolvePostgresHost, type PostgresHost } from './postgres-host.ts';
 import { isAlive, sleep, withLock } from './process-lock.ts';
 
@@ -27,6 +27,10 @@ export interface LocalPostgres extends PgConnection {
   dataDir: string;
   /** Stops the server for this data directory (also when this process only reused it). */
   stop(): Promise<void>;
+  /** Starts the server again after stop(), on the same port; nothing when it runs. */
+  start(): Promise<void>;
+  /** Stops the server (fast: open sessions are terminated) and starts it again on the same port. */
+  restart(): Promise<void>;
   /**
    * Stops the server unless another live process that got it from
    * startLocalPostgres still uses it (e.g. two test runs in one checkout).
@@ -114,42 +118,47 @@ export async function startLocalPostgres(opts: StartLocalPostgresOptions = {}): 
 /** CREATE DATABASE `name` unless it exists; safe against a concurrent creator. */
 export async function ensureDatabase(conn: PgConnection, name: string): Promise<void> {
   const quoted = quoteIdent(name);
-  const client = new pg.Client({ ...conn, database: 'postgres' });
-  await client.connect();
-  try {
+  await withClient({ ...conn, database: 'postgres' }, async (client) => {
     const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (rowCount) return;
     await client.query(`CREATE DATABASE ${quoted}`).catch((error: { code?: string }) => {
       // 42P04 duplicate_database; 23505 when a concurrent CREATE won the catalog race.
       if (error.code !== '42P04' && error.code !== '23505') throw error;
     });
-  } finally {
-    await client.end();
-  }
+  });
+}
+
+/** Drops database `name` if it exists, terminating its connections. */
+export async function dropDatabase(conn: PgConnection, name: string): Promise<void> {
+  await withClient({ ...conn, database: 'postgres' }, (client) => client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
 }
 
 /** A new, empty database `name`, dropping one of that name first (its connections too). */
 export async function recreateDatabase(conn: PgConnection, name: string): Promise<void> {
-  const client = new pg.Client({ ...conn, database: 'postgres' });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`);
-  } finally {
-    await client.end();
-  }
+  await dropDatabase(conn, name);
   await ensureDatabase(conn, name);
 }
 
 function handle(host: PostgresHost, state: State): LocalPostgres {
+  const locked = (fn: () => Promise<void>) => withLock(`${host.dataDir}.lock`, LOCK_TIMEOUT_MS, fn);
+  const start = async () => {
+    if ((await runningServerPort(host.dataDir, state)) === undefined) await startServer(host, state.port);
+  };
   return {
     host: HOST,
     port: state.port,
     user: state.user,
     password: state.password,
     dataDir: host.dataDir,
-    stop: () => withLock(`${host.dataDir}.lock`, LOCK_TIMEOUT_MS, () => stopServer(host)),
+    stop: () => locked(() => stopServer(host)),
+    start: () => locked(start),
+    restart: () =>
+      locked(async () => {
+        await stopServer(host);
+        await start();
+      }),
     release: () =>
-      withLock(`${host.dataDir}.lock`, LOCK_TIMEOUT_MS, async () => {
+      locked(async () => {
         const users = usersDir(host.dataDir);
         await fs.rm(path.join(users, String(process.pid)), { force: true });
         let others = 0;
@@ -263,16 +272,12 @@ async function runningServerPort(dataDir: string, state: State): Promise<number 
       return undefined;
     }
     if (port) {
-      const client = new pg.Client({ host: HOST, port, user: state.user, password: state.password, database: 'postgres' });
       try {
-        await client.connect();
-        await client.query('SELECT 1');
+        await withClient({ host: HOST, port, user: state.user, password: state.password, database: 'postgres' }, (client) => client.query('SELECT 1'));
         return port;
       } catch (error) {
         // Wrong credentials will not get better by waiting; starting up or recovering will.
         if ((error as { code?: string }).code === '28P01') throw error;
-      } finally {
-        await client.end().catch(() => undefined);
       }
     }
     if (Date.now() > deadline) {

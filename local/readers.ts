@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import pg from 'pg';
+import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
+import { newClient } from './pg-clients.ts';
 import type { PgConnection } from './postgres.ts';
 
 export interface ReaderSample {
@@ -98,9 +99,8 @@ export class ReaderPool {
   }
 
   private async connect(): Promise<pg.Client> {
-    const client = new pg.Client(this.conn);
-    // A connection the server drops while idle must not take the process down; the next read reports it.
-    client.on('error', () => undefined);
+    // A lost connection fails the next read, which is recorded as a sample.
+    const client = newClient(this.conn);
     await client.connect();
     return client;
   }

@@ -30,6 +30,10 @@ export interface PollOptions {
   readonly factor: number;
   /** Give up waiting (the statement keeps running) after this long. */
   readonly timeoutMs: number;
+  /** Waits between two polls. @default - a timer */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** The clock (epoch ms) the timeout and the deadline are measured on. @default Date.now */
+  readonly now?: () => number;
 }
 
 export const DEFAULT_POLL: PollOptions = { initialDelayMs: 20, maxDelayMs: 2_000, factor: 1.5, timeoutMs: 12 * 60_000 };
@@ -48,12 +52,13 @@ export interface StatementOutcome {
 
 /**
  * Database messages that mean "try again": serialization conflicts, lock
- * waits, lost connections, and two sessions running the same idempotent DDL
- * at once (the manifest's CREATE ... IF NOT EXISTS / CREATE OR REPLACE race
- * in the catalog: a retry finds the object there).
+ * waits, lost or refused connections, a server starting, stopping or
+ * recovering, and two sessions running the same idempotent DDL at once (the
+ * manifest's CREATE ... IF NOT EXISTS / CREATE OR REPLACE race in the
+ * catalog: a retry finds the object there).
  */
 const TRANSIENT_SQL_ERROR =
-  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated)|too many clients|the database system is (?:starting up|shutting down)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
+  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated|timed out)|too many clients|the database system is (?:starting up|shutting down|in recovery mode|not yet accepting connections)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
 
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([
@@ -100,7 +105,7 @@ function decodeField(field: Field): Row[string] {
   return null;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The warehouse as the handlers see it: every statement goes through the
@@ -157,7 +162,8 @@ export class Warehouse {
 
   /** Waits for a statement to finish; FAILED and ABORTED become classified errors. */
   async wait(id: string, name: string): Promise<StatementOutcome> {
-    const started = Date.now();
+    const now = this.poll.now ?? Date.now;
+    const started = now();
     let delay = this.poll.initialDelayMs;
     let polls = 0;
     for (;;) {
@@ -192,10 +198,10 @@ export class Warehouse {
         default:
           break;
       }
-      if (Date.now() - started + delay > this.poll.timeoutMs || Date.now() + delay > this.deadline) {
-        throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((Date.now() - started) / 1000)} s`);
+      if (now() - started + delay > this.poll.timeoutMs || now() + delay > this.deadline) {
+        throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((now() - started) / 1000)} s`);
       }
-      await sleep(delay);
+      await (this.poll.sleep ?? sleep)(delay);
       delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
     }
   }

@@ -5,7 +5,14 @@
 // transaction is rolled back and session state discarded before the
 // connection is reused, so a `BEGIN` never carries over to the next call.
 // When all connections are busy, statements wait in SUBMITTED.
-import pg from 'pg';
+//
+// A lost connection (the server restarted, the session terminated) fails
+// the statement running on it with the database's message and is never
+// reused; one lost while idle leaves the pool quietly. While the server is
+// down, statements fail with the connection error, as they would on a
+// cluster that cannot be reached.
+import type pg from 'pg';
+import { endPool, newClient, newPool } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StoredResult } from './statement.ts';
@@ -25,9 +32,23 @@ interface PgError extends Error {
   detail?: string;
 }
 
+/** The application_name of every session the endpoint opens. */
+export const APPLICATION_NAME = 'local-data-api';
+
 const QUERY_CANCELED = '57014';
 const CANCEL_RETRY_MS = 100;
 const CANCEL_TIMEOUT_MS = 10_000;
+
+// Node's socket errors in the words of libpq and of Redshift's drivers
+// ("Connection refused"), which is what callers recognise as transient.
+const SOCKET_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'Connection refused',
+  ECONNRESET: 'Connection reset by peer',
+  ETIMEDOUT: 'Connection timed out',
+  EHOSTUNREACH: 'No route to host',
+  ENETUNREACH: 'Network is unreachable',
+  EPIPE: 'Broken pipe',
+};
 
 // Column facts RowDescription lacks: table, NOT NULL, default; and names of
 // types not built in.
@@ -44,6 +65,8 @@ SELECT 'type', t.oid::int8, 0, NULL, t.typname, NULL, NULL FROM pg_type t WHERE 
 
 export class StatementRunner {
   private readonly pools = new Map<string, pg.Pool>();
+  /** Checked-out connections that were lost, with the error that said so. */
+  private readonly lost = new WeakMap<pg.PoolClient, Error>();
   private queryIds = 0;
 
   constructor(
@@ -56,7 +79,7 @@ export class StatementRunner {
     try {
       await this.execute(statement);
     } catch (error) {
-      if (!statement.isTerminal) statement.conclude(`ERROR: ${(error as Error).message}`);
+      if (!statement.isTerminal) statement.conclude(this.databaseMessage(error as PgError));
     } finally {
       statement.settle();
     }
@@ -79,22 +102,36 @@ export class StatementRunner {
   async close(): Promise<void> {
     const pools = [...this.pools.values()];
     this.pools.clear();
-    await Promise.all(pools.map((p) => p.end()));
+    await Promise.all(pools.map(endPool));
   }
 
+  /**
+   * Interrupts until the statement ends. When the server cannot be reached
+   * (restarting, down), the statement's own connection is lost as well and
+   * it ends by itself; the cancel keeps trying until then, never longer
+   * than CANCEL_TIMEOUT_MS, and never throws.
+   */
   private async interrupt(statement: Statement): Promise<void> {
-    const client = new pg.Client({ ...this.connection, database: statement.target.database });
+    const deadline = Date.now() + CANCEL_TIMEOUT_MS;
+    let client: pg.Client | undefined;
     try {
-      await client.connect();
-      const deadline = Date.now() + CANCEL_TIMEOUT_MS;
       while (!statement.isTerminal && Date.now() < deadline) {
-        await client.query('SELECT pg_cancel_backend($1)', [statement.pid]);
-        await Promise.race([statement.settled, sleep(CANCEL_RETRY_MS)]);
+        try {
+          if (!client) {
+            client = newClient({ ...this.connection, database: statement.target.database, connectionTimeoutMillis: CANCEL_TIMEOUT_MS });
+            await client.connect();
+          }
+          await client.query('SELECT pg_cancel_backend($1)', [statement.pid]);
+        } catch (error) {
+          this.options.log(`local data api: cancel of ${statement.id}: ${(error as Error).message}`);
+          await client?.end().catch(() => undefined);
+          client = undefined;
+        }
+        // Not `settled`: the connection goes back only after this cancel has returned.
+        await Promise.race([statement.ended, sleep(CANCEL_RETRY_MS)]);
       }
-    } catch (error) {
-      this.options.log(`local data api: cancel of ${statement.id} failed: ${(error as Error).message}`);
     } finally {
-      await client.end().catch(() => undefined);
+      await client?.end().catch(() => undefined);
     }
   }
 
@@ -105,7 +142,7 @@ export class StatementRunner {
     } catch (error) {
       // As on Redshift, a missing database or refused connection is the statement's failure.
       if (!statement.isTerminal) {
-        statement.parts[0]!.fail(databaseMessage(error as PgError));
+        statement.parts[0]!.fail(this.databaseMessage(error as PgError));
         statement.conclude();
       }
       return;
@@ -117,7 +154,11 @@ export class StatementRunner {
       if (statement.isBatch && statement.executionMode === 'TRANSACTION') {
         await this.runTransaction(client, statement);
       } else {
-        for (const part of statement.parts) await this.runPart(client, statement, part);
+        for (const part of statement.parts) {
+          await this.runPart(client, statement, part);
+          // The rest of an AUTO_COMMIT batch never runs on a lost session (conclude() aborts it).
+          if (this.lost.has(client)) break;
+        }
         statement.conclude();
       }
     } catch (error) {
@@ -125,7 +166,8 @@ export class StatementRunner {
       throw error;
     } finally {
       await statement.cancelling;
-      broken ??= await reset(client);
+      broken ??= this.lost.get(client) ?? (await reset(client));
+      // An error discards the connection instead of returning it to the pool.
       client.release(broken ?? false);
     }
   }
@@ -134,7 +176,8 @@ export class StatementRunner {
     await client.query('BEGIN');
     for (const part of statement.parts) {
       if (!(await this.runPart(client, statement, part))) {
-        await client.query('ROLLBACK');
+        // A lost connection has rolled back already; reset() then discards it.
+        await client.query('ROLLBACK').catch(() => undefined);
         statement.conclude();
         return;
       }
@@ -143,7 +186,7 @@ export class StatementRunner {
       await client.query('COMMIT');
       statement.conclude();
     } catch (error) {
-      statement.conclude(databaseMessage(error as PgError));
+      statement.conclude(this.databaseMessage(error as PgError));
     }
   }
 
@@ -178,7 +221,8 @@ export class StatementRunner {
     } catch (error) {
       const pgError = error as PgError;
       if (statement.abortRequested && pgError.code === QUERY_CANCELED) part.abort();
-      else part.fail(databaseMessage(pgError));
+      else part.fail(this.databaseMessage(pgError));
+      if (endsSession(pgError)) this.lost.set(client, pgError);
       return false;
     }
   }
@@ -186,23 +230,48 @@ export class StatementRunner {
   private pool(database: string): pg.Pool {
     let pool = this.pools.get(database);
     if (!pool) {
-      pool = new pg.Pool({
-        ...this.connection,
-        database,
-        max: this.options.maxConnectionsPerDatabase,
-        idleTimeoutMillis: 30_000,
-        application_name: 'local-data-api',
-        // Redshift's session defaults: UTC, ISO dates; its default isolation
-        // is serializable (error 1023 where PostgreSQL says SQLSTATE 40001).
-        options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${this.options.isolationLevel.replace(' ', '\\ ')}`,
-        // Every value as PostgreSQL's text; fields.ts types them.
-        types: { getTypeParser: () => (value: string) => value },
-      });
-      pool.on('error', (error) => this.options.log(`local data api: idle connection to ${database} failed: ${error.message}`));
+      pool = newPool(
+        {
+          ...this.connection,
+          database,
+          max: this.options.maxConnectionsPerDatabase,
+          idleTimeoutMillis: 30_000,
+          application_name: APPLICATION_NAME,
+          // Redshift's session defaults: UTC, ISO dates; its default isolation
+          // is serializable (error 1023 where PostgreSQL says SQLSTATE 40001).
+          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${this.options.isolationLevel.replace(' ', '\\ ')}`,
+          // Every value as PostgreSQL's text; fields.ts types them.
+          types: { getTypeParser: () => (value: string) => value },
+        },
+        {
+          onIdleLost: (error) => this.options.log(`local data api: idle connection to ${database} lost, dropped from the pool: ${error.message}`),
+          onBusyLost: (client, error) => this.lost.set(client, error),
+        },
+      );
       this.pools.set(database, pool);
     }
     return pool;
   }
+
+  /** The database's message the way Redshift reports it: "ERROR: division by zero". */
+  private databaseMessage(error: PgError): string {
+    const socketError = error.code ? SOCKET_ERRORS[error.code] : undefined;
+    if (socketError) {
+      return `FATAL: connection to server at "${this.connection.host}", port ${this.connection.port} failed: ${socketError}`;
+    }
+    const severity = error.severity ?? (hasSqlState(error) ? 'ERROR' : 'FATAL');
+    return `${severity}: ${error.message}${error.detail ? ` DETAIL: ${error.detail}` : ''}`;
+  }
+}
+
+/** FATAL (the server ends the session) or no SQLSTATE at all (the client lost the socket). */
+function endsSession(error: PgError): boolean {
+  return error.severity === 'FATAL' || error.severity === 'PANIC' || !hasSqlState(error);
+}
+
+/** Errors from the server carry a SQLSTATE; the client's own (socket, protocol) do not. */
+function hasSqlState(error: PgError): boolean {
+  return error.code !== undefined && /^[0-9A-Z]{5}$/.test(error.code);
 }
 
 /** Leaves the connection as new; an error means it must not be reused. */
@@ -244,12 +313,6 @@ async function describeColumns(client: pg.PoolClient, fields: pg.FieldDef[]): Pr
     typeName: typeNames.get(f.dataTypeID),
     table: f.tableID > 0 ? columns.get(`${f.tableID}:${f.columnID}`) : undefined,
   }));
-}
-
-/** The database's message the way Redshift reports it: "ERROR: division by zero". */
-function databaseMessage(error: PgError): string {
-  const severity = error.severity ?? (error.code && /^[0-9A-Z]{5}$/.test(error.code) ? 'ERROR' : 'FATAL');
-  return `${severity}: ${error.message}${error.detail ? ` DETAIL: ${error.detail}` : ''}`;
 }
 
 function resultSize(rows: (string | null)[][]): number {

@@ -190,12 +190,17 @@ function validateTarget(input: Input): StatementTarget {
   return { database, clusterIdentifier, workgroupName, dbUser, secretArn };
 }
 
+/**
+ * Waits until the statement has ended and given its connection back (a
+ * caller that sees it ended may count on the connection being idle), or
+ * until `seconds` have passed.
+ */
 async function waitFor(statement: Statement, seconds: unknown): Promise<void> {
   if (seconds === undefined || seconds === null) return;
   if (typeof seconds !== 'number' || !Number.isInteger(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) {
     throw validation(`WaitTimeSeconds must be between 0 and ${MAX_WAIT_SECONDS}.`);
   }
-  if (seconds === 0 || statement.isTerminal) return;
+  if (seconds === 0) return;
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([statement.settled, new Promise((resolve) => (timer = setTimeout(resolve, seconds * 1000)))]);
   clearTimeout(timer);

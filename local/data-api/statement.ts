@@ -113,10 +113,13 @@ export class Statement {
   abortRequested = false;
   /** A CancelStatement in progress: the runner keeps the connection until it is done. */
   cancelling?: Promise<void>;
+  /** Resolves once the statement is terminal (its connection may still be in use). */
+  readonly ended: Promise<void>;
   /** Resolves once the statement is terminal and its connection released. */
   readonly settled: Promise<void>;
   private readonly startedNs = process.hrtime.bigint();
   private endedNs?: bigint;
+  private resolveEnded!: () => void;
   private resolveSettled!: () => void;
 
   constructor(props: StatementProps) {
@@ -128,6 +131,7 @@ export class Statement {
     this.executionMode = props.executionMode;
     this.withEvent = props.withEvent;
     this.parts = props.parts;
+    this.ended = new Promise((resolve) => (this.resolveEnded = resolve));
     this.settled = new Promise((resolve) => (this.resolveSettled = resolve));
   }
 
@@ -173,6 +177,7 @@ export class Statement {
   private end(status: StatementStatus): void {
     this.endedNs = process.hrtime.bigint();
     this.set(status);
+    this.resolveEnded();
   }
 
   private set(status: StatementStatus): void {

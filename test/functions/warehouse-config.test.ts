@@ -15,6 +15,12 @@ describe('classifySqlError', () => {
     'FATAL: terminating connection due to administrator command',
     'FATAL: sorry, too many clients already',
     'FATAL: the database system is starting up',
+    'FATAL: the database system is shutting down',
+    'FATAL: the database system is in recovery mode',
+    // What the local Data API reports for a server that is down or went away mid-statement.
+    'FATAL: connection to server at "127.0.0.1", port 5432 failed: Connection refused',
+    'FATAL: connection to server at "127.0.0.1", port 5432 failed: Connection reset by peer',
+    'FATAL: Connection terminated unexpectedly',
     // Two Plans running the manifest's idempotent DDL at once; a retry finds the objects in place.
     'ERROR: tuple concurrently updated',
     'ERROR: duplicate key value violates unique constraint "pg_namespace_nspname_index" DETAIL: Key (nspname)=(atomic_publish) already exists.',
@@ -33,6 +39,8 @@ describe('classifySqlError', () => {
     'ERROR: canceling statement due to statement timeout',
     'ERROR: value too long for type character varying(1023)',
     'ERROR: invalid input syntax for type integer: "1023.5"',
+    'FATAL: database "no_such_db" does not exist',
+    'FATAL: password authentication failed for user "loader"',
   ])('a database message retrying cannot fix is a permanent WarehouseError: %s', (message) => {
     const error = classifySqlError(message, 'load chunk 3');
 

@@ -11,21 +11,18 @@ import {
   type RedshiftDataClientConfig,
 } from '@aws-sdk/client-redshift-data';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import { startLocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
+import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
-import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
+import { untilEnded, useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
 const clients: RedshiftDataClient[] = [];
-const closers: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   wh = await useWarehouse('warehouse_client', { resultPageRows: 1000 });
 });
 afterAll(async () => {
   for (const client of clients) client.destroy();
-  for (const close of closers) await close();
   await wh?.close();
 });
 
@@ -45,25 +42,28 @@ function warehouseAt(endpoint: string, poll: PollOptions = DEFAULT_POLL, extra: 
   return { client, warehouse: new Warehouse(client, { database: wh.pg.database, workgroupName: 'local' }, poll) };
 }
 
-/** A second endpoint on this file's database with other limits; closed after all tests. */
-async function endpointWith(options: Omit<LocalDataApiOptions, 'postgres'>): Promise<string> {
-  const api = await startLocalDataApi({ ...options, postgres: wh.pg });
-  closers.push(() => api.close());
-  return api.endpoint;
-}
-
 const fastPoll: PollOptions = { initialDelayMs: 10, maxDelayMs: 50, factor: 2, timeoutMs: 30_000 };
 let main: { client: RedshiftDataClient; warehouse: Warehouse };
 beforeAll(() => {
   main = warehouseAt(wh.endpoint, fastPoll);
 });
 
-async function untilRunning(client: RedshiftDataClient, Id: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if ((await client.send(new DescribeStatementCommand({ Id }))).Status === 'STARTED') return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`${Id} never started`);
+/**
+ * A clock that moves only when the Warehouse sleeps between polls, recording
+ * each delay it asked for; `onSleep` runs after each (the n-th is `delays.length`).
+ */
+function pollClock(onSleep: (delays: number[]) => Promise<void> = async () => undefined) {
+  let now = 1_000_000;
+  const delays: number[] = [];
+  return {
+    delays,
+    now: () => now,
+    sleep: async (ms: number) => {
+      delays.push(ms);
+      now += ms;
+      await onSleep(delays);
+    },
+  };
 }
 
 /** The rejection of a promise that must reject. */
@@ -201,14 +201,17 @@ describe('errors', () => {
   it('write skew between two concurrent serializable batches fails one of them with a TransientWarehouseError', async () => {
     await wh.query('CREATE TABLE skew (id int PRIMARY KEY, v int NOT NULL)');
     await wh.query('INSERT INTO skew VALUES (1, 0), (2, 0)');
+    const gate = await wh.gate();
 
-    // Each reads one row, waits for the other to read too, then writes the row the other read.
-    const results = await Promise.allSettled([
-      main.warehouse.batch(['SELECT v FROM skew WHERE id = 1', 'SELECT pg_sleep(0.3)', 'UPDATE skew SET v = v + 1 WHERE id = 2'], 'skew a'),
-      main.warehouse.batch(['SELECT v FROM skew WHERE id = 2', 'SELECT pg_sleep(0.3)', 'UPDATE skew SET v = v + 1 WHERE id = 1'], 'skew b'),
+    // Each reads one row, waits at the gate until the other has read too, then writes the row the other read.
+    const results = Promise.allSettled([
+      main.warehouse.batch(['SELECT v FROM skew WHERE id = 1', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 2'], 'skew a'),
+      main.warehouse.batch(['SELECT v FROM skew WHERE id = 2', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 1'], 'skew b'),
     ]);
+    await gate.waiting(2);
+    await gate.release();
 
-    const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const failed = (await results).filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(failed).toHaveLength(1);
     const error = failed[0]!.reason as Error;
     expect(error).toBeInstanceOf(TransientWarehouseError);
@@ -217,15 +220,18 @@ describe('errors', () => {
     expect(await wh.query('SELECT sum(v)::int AS total FROM skew')).toEqual([{ total: 1 }]);
   });
 
-  it('ActiveStatementsExceededException (limit 1, one pg_sleep running) is a TransientWarehouseError', async () => {
-    const { client, warehouse } = warehouseAt(await endpointWith({ maxActiveStatements: 1 }), fastPoll);
-    const running = await warehouse.submit({ sql: 'SELECT pg_sleep(1)' }, 'occupies the slot');
+  it('ActiveStatementsExceededException (limit 1, one statement running) is a TransientWarehouseError', async () => {
+    const { client, warehouse } = warehouseAt((await wh.otherEndpoint({ maxActiveStatements: 1 })).api.endpoint, fastPoll);
+    const gate = await wh.gate();
+    const running = await warehouse.submit({ sql: gate.sql }, 'occupies the slot');
+    await gate.waiting();
 
     const error = await rejectionOf(warehouse.submit({ sql: 'SELECT 1' }, 'one too many'));
 
     expect(error).toBeInstanceOf(TransientWarehouseError);
     expect(error.message).toMatch(/busy or unavailable while trying to submit one too many: ActiveStatementsExceededException/);
     await client.send(new CancelStatementCommand({ Id: running }));
+    await gate.release();
   });
 
   it('an unreachable endpoint (closed port) is a TransientWarehouseError saying the warehouse is unreachable', async () => {
@@ -247,9 +253,10 @@ describe('errors', () => {
   });
 
   it('a statement cancelled with CancelStatement while running is a WarehouseError saying it was cancelled', async () => {
-    const id = await main.warehouse.submit({ sql: 'SELECT pg_sleep(5)' }, 'to be cancelled');
+    const gate = await wh.gate();
+    const id = await main.warehouse.submit({ sql: gate.sql }, 'to be cancelled');
     const waited = rejectionOf(main.warehouse.wait(id, 'to be cancelled'));
-    await untilRunning(main.client, id);
+    await gate.waiting();
 
     await main.client.send(new CancelStatementCommand({ Id: id }));
     const error = await waited;
@@ -257,21 +264,42 @@ describe('errors', () => {
     expect(error).toBeInstanceOf(WarehouseError);
     expect(error).not.toBeInstanceOf(TransientWarehouseError);
     expect(error.message).toBe(`to be cancelled (${id}) was cancelled`);
+    await gate.release();
   });
 
   it('wait gives up after PollOptions.timeoutMs with a TransientWarehouseError "still ..." and leaves the statement running', async () => {
-    const { client, warehouse } = warehouseAt(wh.endpoint, { initialDelayMs: 10, maxDelayMs: 20, factor: 2, timeoutMs: 100 });
-    const id = await warehouse.submit({ sql: 'SELECT pg_sleep(3)' }, 'slow');
-    const started = Date.now();
+    const clock = pollClock();
+    const { client, warehouse } = warehouseAt(wh.endpoint, { initialDelayMs: 20, maxDelayMs: 100, factor: 1.5, timeoutMs: 500, ...clock });
+    const gate = await wh.gate();
+    const id = await warehouse.submit({ sql: gate.sql }, 'slow');
+    await gate.waiting(); // it cannot finish while the gate is held
 
     const error = await rejectionOf(warehouse.wait(id, 'slow'));
 
-    expect(Date.now() - started).toBeLessThan(1000);
     expect(error).toBeInstanceOf(TransientWarehouseError);
-    expect(error.message).toMatch(new RegExp(`^slow \\(${id}\\) still (SUBMITTED|PICKED|STARTED) after 0 s$`));
-    const described = await client.send(new DescribeStatementCommand({ Id: id }));
-    expect(['SUBMITTED', 'PICKED', 'STARTED']).toContain(described.Status);
-    await client.send(new CancelStatementCommand({ Id: id }));
+    expect(error.message).toBe(`slow (${id}) still STARTED after 0 s`);
+    // Waited 462.5 ms of the clock; one more 100 ms poll would pass 500.
+    expect(clock.delays).toEqual([20, 30, 45, 67.5, 100, 100, 100]);
+    expect((await client.send(new DescribeStatementCommand({ Id: id }))).Status).toBe('STARTED');
+    await gate.release();
+    expect((await untilEnded(client, id)).Status).toBe('FINISHED');
+  });
+
+  it('a wait that would outlast the deadline given to until() is a TransientWarehouseError, and the statement keeps running', async () => {
+    const clock = pollClock();
+    const { client, warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, ...clock });
+    const gate = await wh.gate();
+    const id = await warehouse.submit({ sql: gate.sql }, 'long load');
+    await gate.waiting();
+
+    const error = await rejectionOf(warehouse.until(clock.now() + 250).wait(id, 'long load'));
+
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toBe(`long load (${id}) still STARTED after 0 s`);
+    // 162.5 ms waited; the next 101.25 ms poll would end after the deadline.
+    expect(clock.delays).toEqual([20, 30, 45, 67.5]);
+    expect((await client.send(new DescribeStatementCommand({ Id: id }))).Status).toBe('STARTED');
+    await gate.release();
   });
 
   it('query of a statement without a result set is a permanent WarehouseError from GetStatementResult', async () => {
@@ -283,26 +311,51 @@ describe('errors', () => {
 });
 
 describe('adaptive polling', () => {
-  const adaptive: PollOptions = { initialDelayMs: 20, maxDelayMs: 200, factor: 2, timeoutMs: 30_000 };
+  it('polls after initialDelayMs, then factor times later each time up to maxDelayMs, until the statement has finished', async () => {
+    const gate = await wh.gate();
+    let id = '';
+    // The statement runs until the seventh wait, then is let go and seen FINISHED by the next poll.
+    const clock = pollClock(async (delays) => {
+      if (delays.length !== 7) return;
+      await gate.release();
+      await untilEnded(wh.client, id);
+    });
+    const { warehouse } = warehouseAt(wh.endpoint, { initialDelayMs: 20, maxDelayMs: 100, factor: 1.5, timeoutMs: 30_000, ...clock });
+    id = await warehouse.submit({ sql: gate.sql }, 'gated');
+    await gate.waiting();
 
-  it('a ~1 s statement is seen through with few DescribeStatement polls (backs off to 200 ms)', async () => {
-    const { warehouse } = warehouseAt(wh.endpoint, adaptive);
+    const outcome = await warehouse.wait(id, 'gated');
 
-    const outcome = await warehouse.execute({ sql: 'SELECT pg_sleep(1)' }, 'one second');
-
-    // 20+40+80+160 ms, then every 200 ms: about 9; a fixed 20 ms poll would need about 50.
-    expect(outcome.polls).toBeGreaterThanOrEqual(5);
-    expect(outcome.polls).toBeLessThan(15);
-    expect(outcome.durationMs).toBeGreaterThanOrEqual(990);
+    expect(clock.delays).toEqual([20, 30, 45, 67.5, 100, 100, 100]);
+    expect(outcome.polls).toBe(8);
+    expect(outcome.resultRows).toBe(1);
   });
 
-  it('a trivial statement is seen finished within 1-3 polls', async () => {
-    const { warehouse } = warehouseAt(wh.endpoint, adaptive);
+  it('a statement that has already finished is seen by the first poll, without waiting', async () => {
+    const clock = pollClock();
+    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, ...clock });
+    const id = await warehouse.submit({ sql: 'SELECT 1' }, 'trivial');
+    await untilEnded(wh.client, id);
 
-    const outcome = await warehouse.execute({ sql: 'SELECT 1' }, 'trivial');
+    const outcome = await warehouse.wait(id, 'trivial');
 
-    expect(outcome.polls).toBeGreaterThanOrEqual(1);
-    expect(outcome.polls).toBeLessThanOrEqual(3);
+    expect(outcome.polls).toBe(1);
+    expect(clock.delays).toEqual([]);
+  });
+
+  it('the handlers poll from 20 ms, half as long again each time, up to 2 s', async () => {
+    const clock = pollClock();
+    const gate = await wh.gate();
+    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, timeoutMs: 10_000, ...clock });
+    const id = await warehouse.submit({ sql: gate.sql }, 'default schedule');
+    await gate.waiting();
+
+    await rejectionOf(warehouse.wait(id, 'default schedule'));
+
+    expect(clock.delays.slice(0, 4)).toEqual([20, 30, 45, 67.5]);
+    expect(Math.max(...clock.delays)).toBe(2_000);
+    expect(clock.delays.filter((d) => d === 2_000).length).toBeGreaterThan(1);
+    await gate.release();
   });
 });
 

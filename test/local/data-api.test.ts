@@ -10,12 +10,11 @@ import {
   RedshiftDataClient,
   ResourceNotFoundException,
   ValidationException,
-  type DescribeStatementResponse,
 } from '@aws-sdk/client-redshift-data';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
-import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { RedshiftDataService } from '../../local/data-api/service.ts';
+import { untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 let wh: Warehouse;
 beforeAll(async () => {
@@ -24,44 +23,27 @@ beforeAll(async () => {
 afterAll(() => wh?.close());
 
 const describeId = (client: RedshiftDataClient, Id: string) => client.send(new DescribeStatementCommand({ Id }));
-
-async function untilEnded(client: RedshiftDataClient, Id: string): Promise<DescribeStatementResponse> {
-  for (;;) {
-    const d = await describeId(client, Id);
-    if (d.Status === 'FINISHED' || d.Status === 'FAILED' || d.Status === 'ABORTED') return d;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function untilStatus(client: RedshiftDataClient, Id: string, status: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if ((await describeId(client, Id)).Status === status) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`${Id} never reached ${status}`);
-}
-
-/** A second endpoint on the same database with other limits; closed by the caller. */
-async function endpointWith(options: Omit<LocalDataApiOptions, 'postgres'>) {
-  const api: LocalDataApi = await startLocalDataApi({ ...options, postgres: wh.pg });
-  const client = new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'l', secretAccessKey: 'l' } });
-  return { api, client, close: async () => (client.destroy(), await api.close()) };
-}
+const submit = async (client: RedshiftDataClient, Sql: string) => (await client.send(new ExecuteStatementCommand({ ...wh.target, Sql }))).Id!;
 
 describe('statement lifecycle', () => {
   it('returns an Id before the SQL has run, then reports FINISHED with its duration', async () => {
-    const started = Date.now();
-    const out = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT pg_sleep(0.3)' }));
-    expect(Date.now() - started).toBeLessThan(250);
+    const gate = await wh.gate();
+    // Returns while the statement cannot have run: it waits for the gate the test holds.
+    const out = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: gate.sql }));
     expect(out.Id).toMatch(/^[a-z0-9]{8}(-[a-z0-9]{4}){3}-[a-z0-9]{12}$/);
     expect(out.CreatedAt).toBeInstanceOf(Date);
     expect(out).toMatchObject({ Database: wh.target.Database, ClusterIdentifier: 'local', DbUser: wh.target.DbUser });
-    expect(['SUBMITTED', 'PICKED', 'STARTED']).toContain((await describeId(wh.client, out.Id!)).Status);
+    const [pid] = await gate.waiting();
+    const seenRunning = performance.now();
+    expect((await describeId(wh.client, out.Id!)).Status).toBe('STARTED');
 
+    const released = performance.now();
+    await gate.release();
     const done = await untilEnded(wh.client, out.Id!);
-    expect(done).toMatchObject({ Status: 'FINISHED', HasResultSet: true, ResultRows: 1, QueryString: 'SELECT pg_sleep(0.3)' });
-    expect(done.Duration).toBeGreaterThanOrEqual(300_000_000);
-    expect(done.RedshiftPid).toBeGreaterThan(0);
+
+    expect(done).toMatchObject({ Status: 'FINISHED', HasResultSet: true, ResultRows: 1, QueryString: gate.sql, RedshiftPid: pid });
+    // It ran from before it was seen waiting until after the gate opened.
+    expect(done.Duration).toBeGreaterThanOrEqual(Math.floor((released - seenRunning) * 1e6));
     expect(done.UpdatedAt!.getTime()).toBeGreaterThanOrEqual(done.CreatedAt!.getTime());
   });
 
@@ -77,12 +59,15 @@ describe('statement lifecycle', () => {
   });
 
   it('ends ABORTED after CancelStatement of a running statement', async () => {
-    const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT pg_sleep(5)' }));
-    await untilStatus(wh.client, Id!, 'STARTED');
-    const started = Date.now();
+    const gate = await wh.gate();
+    const Id = await submit(wh.client, gate.sql);
+    await gate.waiting();
+
     expect(await wh.client.send(new CancelStatementCommand({ Id }))).toMatchObject({ Status: true });
-    expect((await untilEnded(wh.client, Id!)).Status).toBe('ABORTED');
-    expect(Date.now() - started).toBeLessThan(2000);
+
+    // CancelStatement returns once the statement has ended; the gate is still held, so the cancel ended it.
+    expect((await describeId(wh.client, Id)).Status).toBe('ABORTED');
+    await gate.release();
     await expect(wh.client.send(new CancelStatementCommand({ Id }))).rejects.toThrow(/already in ABORTED state/);
   });
 
@@ -106,9 +91,31 @@ describe('statement lifecycle', () => {
     expect(second.Id).toBe(first.Id);
   });
 
-  it('waits up to WaitTimeSeconds in DescribeStatement', async () => {
-    const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT pg_sleep(0.2)' }));
-    expect((await wh.client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: 5 }))).Status).toBe('FINISHED');
+  it('waits up to WaitTimeSeconds in DescribeStatement: answers when the statement ends, or with its status when the wait expires', async () => {
+    const gate = await wh.gate();
+    const Id = await submit(wh.client, gate.sql);
+    await gate.waiting();
+
+    // The gate is held: only the expiry can end this wait.
+    expect((await wh.client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: 1 }))).Status).toBe('STARTED');
+
+    // The request is inside the endpoint, waiting, before the gate opens.
+    const describe = RedshiftDataService.prototype.describeStatement;
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const spy = vi.spyOn(RedshiftDataService.prototype, 'describeStatement').mockImplementation(function (this: RedshiftDataService, input) {
+      const answer = describe.call(this, input);
+      entered();
+      return answer;
+    });
+    try {
+      const waited = wh.client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: 30 }));
+      await inside;
+      await gate.release();
+      expect((await waited).Status).toBe('FINISHED');
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('lists statements newest first, filtered by name prefix', async () => {
@@ -261,10 +268,10 @@ describe('GetStatementResult', () => {
 
 describe('connections and limits', () => {
   it('does not carry a BEGIN over to the next statement on the same connection', async () => {
-    const one = await endpointWith({ maxConnectionsPerDatabase: 1 });
+    const one = await wh.otherEndpoint({ maxConnectionsPerDatabase: 1 });
     try {
       await wh.query('CREATE TABLE begin_t (x int)');
-      const run = async (Sql: string) => untilEnded(one.client, (await one.client.send(new ExecuteStatementCommand({ ...wh.target, Sql }))).Id!);
+      const run = async (Sql: string) => untilEnded(one.client, await submit(one.client, Sql));
       expect((await run('BEGIN')).Status).toBe('FINISHED');
       expect((await run('INSERT INTO begin_t VALUES (1)')).Status).toBe('FINISHED');
       // Had the BEGIN survived, the insert would sit uncommitted in an open transaction.
@@ -277,50 +284,58 @@ describe('connections and limits', () => {
   });
 
   it('queues statements in SUBMITTED while every connection is busy', async () => {
-    const one = await endpointWith({ maxConnectionsPerDatabase: 1 });
-    try {
-      const slow = await one.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT pg_sleep(0.4)' }));
-      await untilStatus(one.client, slow.Id!, 'STARTED');
-      const queued = await one.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
-      const cancelled = await one.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'CREATE TABLE never_created (x int)' }));
-      expect((await describeId(one.client, queued.Id!)).Status).toBe('SUBMITTED');
-      await one.client.send(new CancelStatementCommand({ Id: cancelled.Id }));
-      expect((await describeId(one.client, cancelled.Id!)).Status).toBe('ABORTED');
-      expect((await untilEnded(one.client, queued.Id!)).Status).toBe('FINISHED');
-      expect(await wh.query("SELECT to_regclass('never_created') AS t")).toEqual([{ t: null }]);
-      expect((await describeId(one.client, slow.Id!)).Status).toBe('FINISHED');
-    } finally {
-      await one.close();
-    }
+    const one = await wh.otherEndpoint({ maxConnectionsPerDatabase: 1 });
+    const gate = await wh.gate();
+    const slow = await submit(one.client, gate.sql);
+    await gate.waiting(); // holds the only connection
+
+    const queued = await submit(one.client, 'SELECT 1');
+    const cancelled = await submit(one.client, 'CREATE TABLE never_created (x int)');
+    expect((await describeId(one.client, queued)).Status).toBe('SUBMITTED');
+    await one.client.send(new CancelStatementCommand({ Id: cancelled }));
+    expect((await describeId(one.client, cancelled)).Status).toBe('ABORTED');
+
+    await gate.release();
+    expect((await untilEnded(one.client, queued)).Status).toBe('FINISHED');
+    expect(await wh.query("SELECT to_regclass('never_created') AS t")).toEqual([{ t: null }]);
+    // The queued statement had to wait for this one's connection.
+    expect((await describeId(one.client, slow)).Status).toBe('FINISHED');
+    await one.close();
   });
 
   it('refuses statements beyond the active limit with ActiveStatementsExceededException', async () => {
-    const limited = await endpointWith({ maxActiveStatements: 2 });
-    try {
-      const ids = [];
-      for (let i = 0; i < 2; i++) ids.push((await limited.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT pg_sleep(5)' }))).Id!);
-      const third = limited.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
-      await expect(third).rejects.toBeInstanceOf(ActiveStatementsExceededException);
-      await limited.client.send(new CancelStatementCommand({ Id: ids[0] }));
-      await untilEnded(limited.client, ids[0]!);
-      const fourth = await limited.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
-      expect(fourth.Id).toBeDefined();
-      expect(limited.api.statements()).toBe(3);
-    } finally {
-      await limited.close();
-    }
+    const limited = await wh.otherEndpoint({ maxActiveStatements: 2 });
+    const gate = await wh.gate();
+    const ids = [await submit(limited.client, gate.sql), await submit(limited.client, gate.sql)];
+    await gate.waiting(2); // both active until the gate opens
+
+    const third = limited.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
+    await expect(third).rejects.toBeInstanceOf(ActiveStatementsExceededException);
+    await limited.client.send(new CancelStatementCommand({ Id: ids[0] }));
+    const fourth = await limited.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
+    expect(fourth.Id).toBeDefined();
+    expect(limited.api.statements()).toBe(3);
+
+    await gate.release();
+    await limited.close();
   });
 
   it('runs transactions serializable, failing a write skew with a serialization error', async () => {
     await wh.query('CREATE TABLE skew_t (k int)');
+    const gate = await wh.gate();
+    // Each reads what the other writes; both wait at the gate between their read and their write.
     const batch = (read: number, write: number) =>
       wh.client.send(
         new BatchExecuteStatementCommand({
           ...wh.target,
-          Sqls: [`SELECT count(*) FROM skew_t WHERE k = ${read}`, 'SELECT pg_sleep(0.2)', `INSERT INTO skew_t VALUES (${write})`],
+          Sqls: [`SELECT count(*) FROM skew_t WHERE k = ${read}`, gate.sql, `INSERT INTO skew_t VALUES (${write})`],
         }),
       );
     const [a, b] = await Promise.all([batch(1, 2), batch(2, 1)]);
+    await gate.waiting(2); // both transactions have read: they overlap for certain
+
+    await gate.release();
+
     const outcomes = await Promise.all([untilEnded(wh.client, a.Id!), untilEnded(wh.client, b.Id!)]);
     expect(outcomes.map((o) => o.Status).sort()).toEqual(['FAILED', 'FINISHED']);
     expect(outcomes.find((o) => o.Status === 'FAILED')?.Error).toMatch(/^ERROR: could not serialize access/);

@@ -5,24 +5,31 @@ import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { withClient } from '../../local/pg-clients.ts';
 import { canReach, projectRoot, relocatedDataDir } from '../../local/postgres-host.ts';
 import { ensureDatabase, startLocalPostgres, type LocalPostgres, type PgConnection } from '../../local/postgres.ts';
+import { privateDataDir, type PrivateDataDir } from '../support/private-postgres.ts';
 
-const dataDir = path.join(projectRoot(), '.atomic-publish', 'test-pg-lifecycle');
-const quiet = { dataDir, log: () => undefined };
+let dir: PrivateDataDir;
+let dataDir: string;
+let quiet: { dataDir: string; log: () => void };
 let last: LocalPostgres | undefined;
-afterAll(() => last?.stop());
+beforeAll(async () => {
+  dir = await privateDataDir();
+  dataDir = dir.dataDir;
+  quiet = { dataDir, log: () => undefined };
+});
+afterAll(async () => {
+  try {
+    await last?.stop();
+  } finally {
+    await dir?.remove(last?.dataDir);
+  }
+});
 
 async function sql<T>(conn: PgConnection, text: string): Promise<T[]> {
-  const client = new pg.Client({ ...conn, database: 'postgres' });
-  await client.connect();
-  try {
-    return (await client.query(text)).rows as T[];
-  } finally {
-    await client.end();
-  }
+  return withClient({ ...conn, database: 'postgres' }, async (client) => (await client.query(text)).rows as T[]);
 }
 
 const postmasterPid = (dir: string) => Number(readFileSync(path.join(dir, 'postmaster.pid'), 'utf8').split('\n')[0]);

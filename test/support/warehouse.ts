@@ -1,6 +1,7 @@
 // A fresh warehouse for one test file: its own database on the shared test
-// PostgreSQL (see test/global-setup.ts) and a local Redshift Data API
-// endpoint on a random port, with a real SDK client pointed at it.
+// PostgreSQL (see test/global-setup.ts), or on a server given in the options,
+// and a local Redshift Data API endpoint on a random port, with a real SDK
+// client pointed at it.
 //
 //   let wh: Warehouse;
 //   beforeAll(async () => { wh = await useWarehouse('publish'); });
@@ -9,6 +10,9 @@
 //   const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
 //   const done = await wh.run('INSERT INTO t VALUES (:v)', { v: '1' }); // submit and wait
 //   expect(await wh.query('SELECT count(*)::int AS n FROM t')).toEqual([{ n: 1 }]);
+//
+//   const own = await startPrivatePostgres();                        // a server the test may restart
+//   const wh = await useWarehouse('faults', { postgres: own.conn });
 import { randomBytes } from 'node:crypto';
 import {
   DescribeStatementCommand,
@@ -16,10 +20,16 @@ import {
   RedshiftDataClient,
   type DescribeStatementResponse,
 } from '@aws-sdk/client-redshift-data';
-import pg from 'pg';
 import { inject } from 'vitest';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
-import { ensureDatabase, type PgConnection } from '../../local/postgres.ts';
+import { endPool, newPool } from '../../local/pg-clients.ts';
+import { dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
+import { holdGate, type GateOptions, type LockGate } from './lock-gate.ts';
+
+export interface UseWarehouseOptions extends Omit<LocalDataApiOptions, 'postgres'> {
+  /** The server to create the database on. @default - the suite's shared server */
+  postgres?: PgConnection;
+}
 
 export interface Warehouse {
   /** Direct connection details of this file's database. */
@@ -34,30 +44,65 @@ export interface Warehouse {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** ExecuteStatement through the Data API, then DescribeStatement until it ends. */
   run(sql: string, parameters?: Record<string, string>): Promise<DescribeStatementResponse>;
-  /** Closes the endpoint and drops the database. */
+  /** A lock gate on a new table of this database (see lock-gate.ts); close() releases it if the test did not. */
+  gate(options?: GateOptions): Promise<LockGate>;
+  /** Another endpoint on this server with other options (limits, log); close() closes it if the test did not. */
+  otherEndpoint(options: Omit<LocalDataApiOptions, 'postgres'>): Promise<Endpoint>;
+  /** Closes the endpoint and every connection, then drops the database. */
   close(): Promise<void>;
 }
 
-export async function useWarehouse(prefix: string, options: Omit<LocalDataApiOptions, 'postgres'> = {}): Promise<Warehouse> {
-  const server = inject('pg');
-  const database = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_')}_${randomBytes(4).toString('hex')}`.slice(-63);
-  await ensureDatabase(server, database);
-  const api = await startLocalDataApi({ ...options, postgres: server });
+export interface Endpoint {
+  api: LocalDataApi;
+  client: RedshiftDataClient;
+  /** Idempotent. */
+  close(): Promise<void>;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['FINISHED', 'FAILED', 'ABORTED']);
+/** Long polls: the endpoint answers as soon as the statement ends. */
+const WAIT_SECONDS = 20;
+
+/** DescribeStatement until the statement has ended. */
+export async function untilEnded(client: RedshiftDataClient, Id: string): Promise<DescribeStatementResponse> {
+  for (;;) {
+    const described = await client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: WAIT_SECONDS }));
+    if (TERMINAL.has(described.Status ?? '')) return described;
+  }
+}
+
+/** A local Data API endpoint and an SDK client for it. */
+export async function startEndpoint(options: LocalDataApiOptions): Promise<Endpoint> {
+  const api = await startLocalDataApi(options);
   const client = new RedshiftDataClient({
     endpoint: api.endpoint,
     region: 'us-east-1',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
-  const pool = new pg.Pool({ ...server, database, max: 4 });
-  const target = { Database: database, ClusterIdentifier: 'local', DbUser: server.user };
-
-  const waitForEnd = async (id: string): Promise<DescribeStatementResponse> => {
-    for (;;) {
-      const described = await client.send(new DescribeStatementCommand({ Id: id }));
-      if (described.Status === 'FINISHED' || described.Status === 'FAILED' || described.Status === 'ABORTED') return described;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+  let closed: Promise<void> | undefined;
+  return {
+    api,
+    client,
+    close: () =>
+      (closed ??= (async () => {
+        client.destroy();
+        await api.close();
+      })()),
   };
+}
+
+export async function useWarehouse(prefix: string, options: UseWarehouseOptions = {}): Promise<Warehouse> {
+  const { postgres, ...apiOptions } = options;
+  const server = postgres ?? inject('pg');
+  const database = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_')}_${randomBytes(4).toString('hex')}`.slice(-63);
+  await ensureDatabase(server, database);
+  const main = await startEndpoint({ ...apiOptions, postgres: server });
+  const { api, client } = main;
+  const endpoints = [main];
+  // Its connections may be lost on purpose (fault tests restart the server): the pool reconnects.
+  const pool = newPool({ ...server, database, max: 4 });
+  const target = { Database: database, ClusterIdentifier: 'local', DbUser: server.user };
+  const gates: LockGate[] = [];
 
   return {
     pg: { ...server, database },
@@ -74,19 +119,25 @@ export async function useWarehouse(prefix: string, options: Omit<LocalDataApiOpt
           ...(parameters ? { Parameters: Object.entries(parameters).map(([name, value]) => ({ name, value })) } : {}),
         }),
       );
-      return waitForEnd(Id!);
+      return untilEnded(client, Id!);
+    },
+    gate: async (gateOptions) => {
+      const gate = await holdGate({ ...server, database }, gateOptions);
+      gates.push(gate);
+      return gate;
+    },
+    otherEndpoint: async (endpointOptions) => {
+      const endpoint = await startEndpoint({ ...endpointOptions, postgres: server });
+      endpoints.push(endpoint);
+      return endpoint;
     },
     close: async () => {
-      client.destroy();
-      await api.close();
-      await pool.end();
-      const admin = new pg.Client({ ...server, database: 'postgres' });
-      await admin.connect();
-      try {
-        await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
-      } finally {
-        await admin.end();
-      }
+      // Everything that holds a connection to the database ends, sockets closed,
+      // before DROP DATABASE ... WITH (FORCE) would terminate it.
+      await Promise.all(gates.map((gate) => gate.release()));
+      await Promise.all(endpoints.map((endpoint) => endpoint.close()));
+      await endPool(pool);
+      await dropDatabase(server, database);
     },
   };
 }

@@ -1,0 +1,72 @@
+// A statement that is running and stays running until the test lets it go,
+// without guessing durations: a table locked ACCESS EXCLUSIVE by a
+// connection of the test's own. A statement that reads the table (`sql`)
+// blocks on the lock; waiting() resolves once the blocked backends are seen
+// in pg_locks, and release() commits the lock's transaction.
+//
+//   const gate = await holdGate(wh.pg);
+//   const { Id } = await client.send(new ExecuteStatementCommand({ ...wh.target, Sql: gate.sql }));
+//   const [pid] = await gate.waiting();   // the statement is provably running now
+//   await gate.release();                 // ... and may finish now
+//
+// A durable gate holds its lock in a prepared transaction, which outlives
+// its session and a server restart: a restart cannot let a statement slip
+// through the gate before the restart has terminated it.
+import { randomBytes } from 'node:crypto';
+import { newClient, withClient } from '../../local/pg-clients.ts';
+import type { PgConnection } from '../../local/postgres.ts';
+
+export interface LockGate {
+  readonly table: string;
+  /** A statement that blocks while the gate is held, and returns one row (0) after. */
+  readonly sql: string;
+  /** The pids of the backends waiting for the gate's lock, once there are at least `count`. */
+  waiting(count?: number): Promise<number[]>;
+  /** Lets the waiting statements go; nothing when already released, or when a gate that is not durable lost its session. */
+  release(): Promise<void>;
+}
+
+export interface GateOptions {
+  /**
+   * Keeps the lock across a lost session and a server restart, in a
+   * prepared transaction (needs max_prepared_transactions > 0).
+   * @default false - the lock goes with the test's session
+   */
+  durable?: boolean;
+}
+
+const POLL_MS = 10;
+
+export async function holdGate(conn: PgConnection & { database: string }, options: GateOptions = {}): Promise<LockGate> {
+  const table = `gate_${randomBytes(4).toString('hex')}`;
+  // The connection may be lost on purpose (a server restart in a fault test).
+  const client = newClient(conn);
+  await client.connect();
+  await client.query(`CREATE TABLE ${table} (x int)`);
+  await client.query('BEGIN');
+  await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+  if (options.durable) await client.query(`PREPARE TRANSACTION '${table}'`);
+  let released = false;
+  return {
+    table,
+    sql: `SELECT count(*) AS gate FROM ${table}`,
+    async waiting(count = 1) {
+      for (;;) {
+        // pg_locks is read afresh by every query, also inside the lock's own transaction.
+        const { rows } = await client.query<{ pid: number }>(
+          `SELECT pid FROM pg_locks WHERE locktype = 'relation' AND relation = $1::regclass AND NOT granted ORDER BY pid`,
+          [table],
+        );
+        if (rows.length >= count) return rows.map((r) => r.pid);
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      if (options.durable) await withClient(conn, (admin) => admin.query(`COMMIT PREPARED '${table}'`));
+      else await client.query('COMMIT').catch(() => undefined);
+      await client.end().catch(() => undefined);
+    },
+  };
+}
