@@ -14,8 +14,9 @@
  *               makes for a statement held for a given time, against the
  *               polls a fixed 20 ms poll would need for the same wait
  */
-import { CancelStatementCommand, DescribeStatementCommand, ExecuteStatementCommand, RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { CancelStatementCommand, DescribeStatementCommand, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
+import { localRedshiftDataClient } from '../local/aws-clients.ts';
 import { withClient } from '../local/pg-clients.ts';
 import type { PgConnection } from '../local/postgres.ts';
 import { renderTable } from '../local/table.ts';
@@ -37,7 +38,7 @@ const FIXED_POLL_MS = 20;
 /** Runs the measurements and returns them as a table. */
 export async function benchDataApi(opts: DataApiBenchOptions): Promise<string> {
   const conn = { ...opts.postgres, database: opts.database };
-  const client = new RedshiftDataClient({ endpoint: opts.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = localRedshiftDataClient(opts.endpoint);
   const target = { Database: opts.database, ClusterIdentifier: 'local', DbUser: opts.postgres.user };
   const submit = async (Sql: string) => (await client.send(new ExecuteStatementCommand({ ...target, Sql }))).Id!;
   const samples = SAMPLES_PER_ROUND * opts.repeat;

@@ -12,14 +12,14 @@
  *
  * Options: --rows N (default 600000), --repeat N (default 3).
  */
-import pg from 'pg';
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
-import { PROJECT_ROOT } from '../lib/project.ts';
+import { STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
+import { newClient } from '../local/pg-clients.ts';
 import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
@@ -50,11 +50,11 @@ async function main(): Promise<void> {
   const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
 
   log(`bench: ${rowsPerDay * DAYS} rows over ${DAYS} days, ${repeat} repetitions of each measurement`);
-  const postgres = await startLocalPostgres({ dataDir: `${PROJECT_ROOT}/.atomic-publish/bench-pg` });
+  const postgres = await startLocalPostgres({ dataDir: `${STATE_DIR}/bench-pg` });
   const conn = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
   await recreateDatabase(conn, DATABASE);
   const api = await startLocalDataApi({ postgres: conn });
-  const db = new pg.Client({ ...conn, database: DATABASE });
+  const db = newClient({ ...conn, database: DATABASE });
   await db.connect();
   await createSampleWarehouse(db, { rowsPerDay, sourceDays: DAYS, liveDays: DAYS - 1 });
   await db.query(`CREATE SCHEMA bench`);
@@ -92,7 +92,7 @@ async function main(): Promise<void> {
     await db.query(`DROP SCHEMA IF EXISTS atomic_publish CASCADE`);
     const leftovers = await db.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'analytics' AND tablename LIKE 'sales_order_lines\\_\\_%'`);
     for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
-    const reader = new pg.Client({ ...conn, database: DATABASE });
+    const reader = newClient({ ...conn, database: DATABASE });
     await reader.connect();
     const latencies: { at: number; ms: number }[] = [];
     let reading = true;

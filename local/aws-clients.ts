@@ -3,7 +3,7 @@
  * the demo, the bench and the tests. Only the endpoint differs from AWS;
  * the loopback endpoints accept any credentials.
  */
-import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
 import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
 
@@ -22,13 +22,14 @@ export function silenceSdkNodeNotice(): void {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 }
 
-/** The real Redshift Data API client, talking to a local endpoint. */
-export function localRedshiftDataClient(endpoint: string): RedshiftDataClient {
+/** The real Redshift Data API client, talking to a local endpoint (`config` for what a test varies, e.g. maxAttempts). */
+export function localRedshiftDataClient(endpoint: string, config: Partial<RedshiftDataClientConfig> = {}): RedshiftDataClient {
   silenceSdkNodeNotice();
   return new RedshiftDataClient({
     endpoint,
     region: LOCAL_AWS_ENV.AWS_REGION,
     credentials: { accessKeyId: LOCAL_AWS_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_AWS_ENV.AWS_SECRET_ACCESS_KEY },
+    ...config,
   });
 }
 

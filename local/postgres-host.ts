@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 
 export interface OsUser {
   uid: number;
@@ -27,17 +27,6 @@ export interface PostgresHost {
 }
 
 const RELOCATION_ROOT = '/var/tmp/atomic-publish';
-
-/** Folder holding package.json above this module: the project root. */
-export function projectRoot(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('atomic-publish: no package.json above local/postgres-host.ts');
-    dir = parent;
-  }
-}
 
 export async function resolvePostgresHost(dataDir: string, log: (line: string) => void): Promise<PostgresHost> {
   const binaries = await embeddedBinaries();
@@ -104,9 +93,8 @@ export function nearestExistingAncestor(dir: string): string {
 
 /** Inside the project: keyed by a hash of the project root; elsewhere by a hash of the parent folder. */
 export function relocatedDataDir(dataDir: string): string {
-  const root = projectRoot();
-  const inProject = path.resolve(dataDir).startsWith(path.join(root, '.atomic-publish') + path.sep);
-  const keyDir = inProject ? root : path.dirname(path.resolve(dataDir));
+  const inProject = path.resolve(dataDir).startsWith(STATE_DIR + path.sep);
+  const keyDir = inProject ? PROJECT_ROOT : path.dirname(path.resolve(dataDir));
   const hash = createHash('sha256').update(keyDir).digest('hex').slice(0, 12);
   return path.join(RELOCATION_ROOT, hash, path.basename(dataDir));
 }

@@ -11,10 +11,12 @@ import { existsSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { quoteIdent } from '../domain/identifiers.ts';
 import { withClient } from './pg-clients.ts';
-import { mkdirReachable, projectRoot, resolvePostgresHost, type PostgresHost } from './postgres-host.ts';
-import { isAlive, sleep, withLock } from './process-lock.ts';
+import { STATE_DIR } from '../lib/project.ts';
+import { mkdirReachable, resolvePostgresHost, type PostgresHost } from './postgres-host.ts';
+import { isAlive, withLock } from './process-lock.ts';
 
 export interface PgConnection {
   host: string;
@@ -85,7 +87,7 @@ lc_messages = 'C'
 export async function startLocalPostgres(opts: StartLocalPostgresOptions = {}): Promise<LocalPostgres> {
   const log = opts.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   if (opts.dataDir === '') throw new Error('atomic-publish: dataDir must not be empty');
-  const requested = path.resolve(opts.dataDir ?? path.join(projectRoot(), '.atomic-publish', 'pg'));
+  const requested = path.resolve(opts.dataDir ?? path.join(STATE_DIR, 'pg'));
   const host = await resolvePostgresHost(requested, log);
   const { dataDir } = host;
   const stateFile = `${dataDir}.json`;

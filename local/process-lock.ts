@@ -2,6 +2,7 @@
 // that a crashed owner does not keep forever.
 import { readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export function isAlive(pid: number): boolean {
   try {
@@ -43,6 +44,3 @@ export async function withLock<T>(lockFile: string, timeoutMs: number, fn: () =>
   }
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -14,7 +14,8 @@ import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
-import { loadWorkflow, localDefinition, STATE_DIR, type SynthesizedWorkflow } from './template.ts';
+import { STATE_DIR } from '../lib/project.ts';
+import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from './template.ts';
 
 export type { Alert } from './sns-outbox.ts';
 

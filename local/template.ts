@@ -9,10 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
-import { PROJECT_ROOT } from '../lib/project.ts';
-
-/** Where the local engine keeps its state (git-ignored). */
-export const STATE_DIR = join(PROJECT_ROOT, '.atomic-publish');
+import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 
 export type Template = {
   Resources: Record<string, { Type: string; Metadata?: Record<string, unknown>; Properties?: Record<string, unknown> }>;

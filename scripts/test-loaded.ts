@@ -12,7 +12,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../lib/project.ts';
+import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 import { renderTable } from '../local/table.ts';
 
 function option(name: string, fallback: number): number {
@@ -24,7 +24,7 @@ function option(name: string, fallback: number): number {
 
 const runs = option('runs', 5);
 const busy = option('busy', availableParallelism());
-const logDir = join(PROJECT_ROOT, '.atomic-publish', 'test-loaded');
+const logDir = join(STATE_DIR, 'test-loaded');
 mkdirSync(logDir, { recursive: true });
 
 /** One process per core spinning forever: the load. */

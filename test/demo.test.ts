@@ -4,13 +4,13 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../lib/project.ts';
+import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 
 describe('npm start (the demo)', () => {
   it('shows naive readers a half-built table and atomic readers only the old or the new one, resumes the failed batch after the fix, then prints the manifest', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'local', 'demo.ts')], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(PROJECT_ROOT, '.atomic-publish', 'demo-test-pg') },
+      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(STATE_DIR, 'demo-test-pg') },
       encoding: 'utf8',
       timeout: 150_000,
     });

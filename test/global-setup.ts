@@ -5,7 +5,7 @@
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startLocalPostgres, type PgConnection } from '../local/postgres.ts';
-import { projectRoot } from '../local/postgres-host.ts';
+import { STATE_DIR } from '../lib/project.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,7 +14,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const server = await startLocalPostgres({ dataDir: path.join(projectRoot(), '.atomic-publish', 'test-pg') });
+  const server = await startLocalPostgres({ dataDir: path.join(STATE_DIR, 'test-pg') });
   const { host, port, user, password } = server;
   project.provide('pg', { host, port, user, password });
   // Another test run in this checkout may still use the server: release, not stop.

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchExecuteStatementCommand,
   DescribeStatementCommand,
@@ -105,7 +106,6 @@ function decodeField(field: Field): Row[string] {
   return null;
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The warehouse as the handlers see it: every statement goes through the

@@ -11,6 +11,7 @@
 // reused; one lost while idle leaves the pool quietly. While the server is
 // down, statements fail with the connection error, as they would on a
 // cluster that cannot be reached.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { endPool, newClient, newPool } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
@@ -321,6 +322,3 @@ function resultSize(rows: (string | null)[][]): number {
   return size;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}

@@ -13,6 +13,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
+import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { untilEnded, useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
@@ -27,12 +28,7 @@ afterAll(async () => {
 });
 
 function clientFor(endpoint: string, extra: Partial<RedshiftDataClientConfig> = {}): RedshiftDataClient {
-  const client = new RedshiftDataClient({
-    endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    ...extra,
-  });
+  const client = localRedshiftDataClient(endpoint, extra);
   clients.push(client);
   return client;
 }

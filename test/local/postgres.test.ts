@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { withClient } from '../../local/pg-clients.ts';
-import { canReach, projectRoot, relocatedDataDir } from '../../local/postgres-host.ts';
+import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
+import { canReach, relocatedDataDir } from '../../local/postgres-host.ts';
 import { ensureDatabase, startLocalPostgres, type LocalPostgres, type PgConnection } from '../../local/postgres.ts';
 import { privateDataDir, type PrivateDataDir } from '../support/private-postgres.ts';
 
@@ -36,8 +37,8 @@ const postmasterPid = (dir: string) => Number(readFileSync(path.join(dir, 'postm
 
 /** Starts the server from a separate Node process and returns once it printed its port. */
 function startInChild(): Promise<{ child: ReturnType<typeof spawn>; port: number; dataDir: string }> {
-  const script = path.join(projectRoot(), 'test', 'support', 'start-postgres.ts');
-  const child = spawn(process.execPath, ['--import', 'tsx', script, dataDir], { cwd: projectRoot(), stdio: ['ignore', 'pipe', 'inherit'] });
+  const script = path.join(PROJECT_ROOT, 'test', 'support', 'start-postgres.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx', script, dataDir], { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -129,8 +130,8 @@ describe.runIf(process.getuid?.() === 0)('as root', () => {
   });
 
   it('relocates a project data directory to a stable place keyed by the project root', () => {
-    const relocated = relocatedDataDir(path.join(projectRoot(), '.atomic-publish', 'pg'));
+    const relocated = relocatedDataDir(path.join(STATE_DIR, 'pg'));
     expect(relocated).toMatch(/^\/var\/tmp\/atomic-publish\/[0-9a-f]{12}\/pg$/);
-    expect(relocatedDataDir(path.join(projectRoot(), '.atomic-publish', 'test-pg'))).toBe(path.join(path.dirname(relocated), 'test-pg'));
+    expect(relocatedDataDir(path.join(STATE_DIR, 'test-pg'))).toBe(path.join(path.dirname(relocated), 'test-pg'));
   });
 });

@@ -21,6 +21,7 @@ import {
   type DescribeStatementResponse,
 } from '@aws-sdk/client-redshift-data';
 import { inject } from 'vitest';
+import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
 import { endPool, newPool } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
@@ -74,11 +75,7 @@ export async function untilEnded(client: RedshiftDataClient, Id: string): Promis
 /** A local Data API endpoint and an SDK client for it. */
 export async function startEndpoint(options: LocalDataApiOptions): Promise<Endpoint> {
   const api = await startLocalDataApi(options);
-  const client = new RedshiftDataClient({
-    endpoint: api.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const client = localRedshiftDataClient(api.endpoint);
   let closed: Promise<void> | undefined;
   return {
     api,

@@ -14,10 +14,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { withClient } from '../../local/pg-clients.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, type SampleOptions } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
@@ -103,6 +104,8 @@ export interface Workflow {
   readonly loads: { started: number[]; inFlight: number };
   /** Every task invocation since the last `reset()`, in the order the handlers were entered. */
   readonly calls: readonly TaskCall[];
+  /** Runs `fn` on a direct connection to this workflow's database, closed afterwards. */
+  withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T>;
   /** Creates the sample source and live table (replacing any earlier ones). */
   sample(options: SampleOptions): Promise<void>;
   run(input: unknown, name?: string): Promise<ExecutionResult>;
@@ -170,14 +173,9 @@ export async function useWorkflow(prefix: string, options: { timeScale?: number 
     calls,
     outboxFile,
     async sample(sampleOptions) {
-      const client = new pg.Client(wh.pg);
-      await client.connect();
-      try {
-        await createSampleWarehouse(client, sampleOptions);
-      } finally {
-        await client.end();
-      }
+      await withClient(wh.pg, (client) => createSampleWarehouse(client, sampleOptions));
     },
+    withClient: (fn) => withClient(wh.pg, fn),
     run: (input, name) => runner.run(input, name ? { name } : {}),
     quiesce() {
       // Once the execution has ended, the runner lets no further LoadChunk

@@ -1,6 +1,6 @@
 // Executions of the same pipeline at the same time: two publishers racing
 // for the swap, and a Plan overlapping another Plan's manifest DDL.
-import pg from 'pg';
+import { newClient } from '../../local/pg-clients.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manifestDdl } from '../../domain/sql/manifest.ts';
 import {
@@ -82,7 +82,7 @@ describe('two executions publishing at the same moment', () => {
 describe('a Plan overlapping another session that holds the manifest DDL open', () => {
   it('neither waits for it nor fails: an installed manifest is only read', async () => {
     wf.reset();
-    const other = new pg.Client(wf.wh.pg);
+    const other = newClient(wf.wh.pg);
     await other.connect();
     try {
       await other.query('BEGIN');

@@ -31,15 +31,7 @@ let old: Fingerprint;
 let failed: ExecutionResult;
 const names = namesFor(TO_DAY);
 
-async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client(wf.wh.pg);
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+const withClient = <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => wf.withClient(fn);
 
 beforeAll(async () => {
   wf = await useWorkflow('wf_load_failure');

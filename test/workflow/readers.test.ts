@@ -105,13 +105,7 @@ describe('readers during a run', () => {
 
   it('see only the current table during a run that fails at 80% of its chunks', async () => {
     const current = versionOf(await wf.fingerprint(LIVE));
-    const client = new pg.Client(wf.wh.pg);
-    await client.connect();
-    try {
-      await addBadSourceRow(client, sampleDay(24));
-    } finally {
-      await client.end();
-    }
+    await wf.withClient((client) => addBadSourceRow(client, sampleDay(24)));
     wf.reset();
     const readers = startReaders();
     await readers.readAll();

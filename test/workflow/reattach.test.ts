@@ -7,7 +7,7 @@ import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
 import { loadChunk, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
 import { publish, type PublishEvent } from '../../functions/publish/index.ts';
-import pg from 'pg';
+import { newClient } from '../../local/pg-clients.ts';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { until } from '../support/until.ts';
 import { LIVE, inputFor, namesFor, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
@@ -45,7 +45,7 @@ describe('a LoadChunk retry after the wait gave up', () => {
   it('waits for the INSERT still running instead of running it again, and the chunk holds its rows once', async () => {
     wf.reset();
     const { staging } = namesFor(7);
-    const blocker = new pg.Client(wf.wh.pg);
+    const blocker = newClient(wf.wh.pg);
     await blocker.connect();
     let slowChunk: number | undefined;
     let released = false;
