@@ -28,6 +28,12 @@ export interface LockGate {
 
 export interface GateOptions {
   /**
+   * Lock this existing table (`schema.table`) instead of a new one: what is
+   * held back is then whatever the system under test does with it.
+   * @default - a new table of its own
+   */
+  table?: string;
+  /**
    * Keeps the lock across a lost session and a server restart, in a
    * prepared transaction (needs max_prepared_transactions > 0).
    * @default false - the lock goes with the test's session
@@ -38,14 +44,15 @@ export interface GateOptions {
 const POLL_MS = 10;
 
 export async function holdGate(conn: PgConnection & { database: string }, options: GateOptions = {}): Promise<LockGate> {
-  const table = `gate_${randomBytes(4).toString('hex')}`;
+  const table = options.table ?? `gate_${randomBytes(4).toString('hex')}`;
   // The connection may be lost on purpose (a server restart in a fault test).
   const client = newClient(conn);
   await client.connect();
-  await client.query(`CREATE TABLE ${table} (x int)`);
+  if (!options.table) await client.query(`CREATE TABLE ${table} (x int)`);
   await client.query('BEGIN');
   await client.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
-  if (options.durable) await client.query(`PREPARE TRANSACTION '${table}'`);
+  const prepared = `gate_${randomBytes(4).toString('hex')}`;
+  if (options.durable) await client.query(`PREPARE TRANSACTION '${prepared}'`);
   let released = false;
   return {
     table,
@@ -64,7 +71,7 @@ export async function holdGate(conn: PgConnection & { database: string }, option
     async release() {
       if (released) return;
       released = true;
-      if (options.durable) await withClient(conn, (admin) => admin.query(`COMMIT PREPARED '${table}'`));
+      if (options.durable) await withClient(conn, (admin) => admin.query(`COMMIT PREPARED '${prepared}'`));
       else await client.query('COMMIT').catch(() => undefined);
       await client.end().catch(() => undefined);
     },

@@ -19,6 +19,7 @@ import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor }
 import type { Pipeline } from '../../domain/spec.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
+import type { PgConnection } from '../../local/postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, type SampleOptions } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
@@ -127,8 +128,15 @@ export interface Workflow {
   close(): Promise<void>;
 }
 
-export async function useWorkflow(prefix: string, options: { timeScale?: number } = {}): Promise<Workflow> {
-  const wh = await useWarehouse(prefix);
+export interface UseWorkflowOptions {
+  /** Retry waits as a fraction of the declared ones. @default WORKFLOW_TIME_SCALE */
+  timeScale?: number;
+  /** The server the warehouse database lives on. @default - the suite's shared server */
+  postgres?: PgConnection;
+}
+
+export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
+  const wh = await useWarehouse(prefix, options.postgres ? { postgres: options.postgres } : {});
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   const outboxFile = join(dir, 'alerts.jsonl');
   const faults: Partial<Record<TaskState, TaskOverride>> = {};

@@ -1,0 +1,166 @@
+// The warehouse going away in the middle of a run, through the whole state
+// machine on a PostgreSQL server of this file's own: restarted while chunk
+// INSERTs run, restarted while the swap transaction waits for its lock, and
+// the endpoint's sessions terminated while INSERTs run. The local Data API
+// stays up and reports the lost statements as FAILED with the database's
+// message; the handlers classify that as transient; the state machine
+// retries; the run publishes the source exactly once and the live table is
+// never seen half-swapped.
+//
+// Each fault is placed by observed events: the INSERTs (or the swap) are
+// held at a lock of the test's own until their backends are seen waiting in
+// pg_locks, and only then is the server restarted or the sessions
+// terminated. Retries after a restart wait until the server is back up: the
+// outage ends when the restart has, not after a guessed time.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
+import { withClient } from '../../local/pg-clients.ts';
+import { holdGate } from '../support/lock-gate.ts';
+import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
+import { inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+
+let own: PrivatePostgres;
+let wf: Workflow;
+beforeAll(async () => {
+  own = await startPrivatePostgres();
+  wf = await useWorkflow('wf_pg_faults', { postgres: own.conn });
+  await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 4 });
+});
+afterAll(async () => {
+  await wf?.close();
+  await own?.close();
+});
+
+/** The errors a step failed with before its retries succeeded: what the lost statements were reported as. */
+function failuresOf(result: ExecutionResult, state: string): { Error?: string; Cause?: unknown }[] {
+  return stateEvents(result, 'StateFailed', state).map((e) => ({ Error: e.Error, Cause: e.Cause }));
+}
+
+/** The cause a Lambda-style error carries (`{"errorMessage": ...}`), or the plain text. */
+const causeText = (cause: unknown): string => {
+  const text = typeof cause === 'string' ? cause : JSON.stringify(cause ?? '');
+  try {
+    return (JSON.parse(text) as { errorMessage?: string }).errorMessage ?? text;
+  } catch {
+    return text;
+  }
+};
+
+/** How the endpoint reports a statement whose connection the server lost, or could not open. */
+const LOST_CONNECTION = /terminating connection due to administrator command|Connection terminated|Connection refused|the database system is (starting up|shutting down)/;
+
+/** Every failure of `state` was a lost connection, reported as transient. */
+function expectLostConnections(result: ExecutionResult, state: string): void {
+  const failures = failuresOf(result, state);
+  expect(failures.length, `${state} failures`).toBeGreaterThanOrEqual(1);
+  for (const failure of failures) {
+    expect(failure.Error).toBe('TransientWarehouseError');
+    expect(causeText(failure.Cause)).toMatch(LOST_CONNECTION);
+  }
+  expect(stateEvents(result, 'StateRetried', state)).toHaveLength(failures.length);
+}
+
+async function expectEndpointAnswers(): Promise<void> {
+  const done = await wf.wh.run('SELECT 1 AS one');
+  expect(done.Status).toBe('FINISHED');
+}
+
+describe('PostgreSQL restarted while chunk INSERTs run', () => {
+  it('fails the running INSERTs as transient, keeps the endpoint up, and the retried run publishes the source exactly once', async () => {
+    wf.reset();
+    const day = 8;
+    let outage: Promise<void> = Promise.resolve();
+    let gate: ReturnType<typeof holdGate> | undefined;
+    // The first LoadChunk locks the staging table Plan created, so every chunk's INSERT waits on it;
+    // once two are seen waiting the server restarts. Invocations after that (the retries) wait for it to be back.
+    wf.faults.LoadChunk = async (input, next) => {
+      await outage;
+      if (!gate) {
+        gate = holdGate(wf.wh.pg, { table: namesFor(day).staging });
+        void gate.then((held) => held.waiting(2)).then(() => {
+          outage = own.server.restart();
+        });
+      }
+      await gate;
+      return next(input);
+    };
+
+    const result = await wf.run(inputFor(day), 'restart-while-loading');
+    await outage;
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expectLostConnections(result, 'LoadChunk');
+    expect(visited(result)).not.toContain('RecordFailure');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    await expectEndpointAnswers();
+  });
+});
+
+describe('PostgreSQL restarted inside the swap transaction, after its renames', () => {
+  it('rolls the renames back with the session, and the retry publishes once: the live table is never left half-swapped', async () => {
+    wf.reset();
+    const day = 9;
+    const before = await wf.publications();
+    let outage: Promise<void> = Promise.resolve();
+    let restarted = false;
+    // The swap renames live and staging, records the publication, then updates batch_attempts:
+    // that table is held, so the transaction waits there with both renames done and uncommitted.
+    wf.faults.Publish = async (input, next) => {
+      await outage;
+      if (!restarted) {
+        restarted = true;
+        const gate = await holdGate(wf.wh.pg, { table: 'atomic_publish.batch_attempts' });
+        void gate.waiting(1).then(() => {
+          outage = own.server.restart();
+        });
+      }
+      return next(input);
+    };
+
+    const result = await wf.run(inputFor(day), 'restart-while-swapping');
+    await outage;
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expectLostConnections(result, 'Publish');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    const publications = await wf.publications();
+    expect(publications).toHaveLength(before.length + 1);
+    expect(publications.at(-1)).toMatchObject({ batch_id: namesFor(day).batchId });
+    expect(await wf.batch(namesFor(day).batchId)).toMatchObject({ status: 'PUBLISHED' });
+    await expectEndpointAnswers();
+  });
+});
+
+describe("the endpoint's sessions terminated while chunk INSERTs run", () => {
+  it('fails those INSERTs as transient, the endpoint carries on, and the retried run publishes the source exactly once', async () => {
+    wf.reset();
+    const day = 10;
+    let terminated: Promise<number> | undefined;
+    wf.faults.LoadChunk = async (input, next) => {
+      terminated ??= holdGate(wf.wh.pg, { table: namesFor(day).staging }).then(async (gate) => {
+        await gate.waiting(2);
+        // Only the endpoint's sessions in this database: the gate's own session keeps its lock until released.
+        const killed = await withClient({ ...wf.wh.pg, database: 'postgres' }, async (admin) => {
+          const { rows } = await admin.query<{ pid: number }>(
+            'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
+            [wf.wh.pg.database, APPLICATION_NAME],
+          );
+          for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+          return rows.length;
+        });
+        await gate.release();
+        return killed;
+      });
+      return next(input);
+    };
+
+    const result = await wf.run(inputFor(day), 'terminate-while-loading');
+
+    expect(await terminated).toBeGreaterThanOrEqual(2);
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expectLostConnections(result, 'LoadChunk');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    await expectEndpointAnswers();
+  });
+});
