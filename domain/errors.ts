@@ -1,3 +1,17 @@
+import { clipUtf8 } from './text.ts';
+
+/**
+ * An error's message as it leaves a step: at most 32 KB of UTF-8. The
+ * Catch puts it into the state (Step Functions refuses a state over
+ * 256 KB, terminally) and the alert quotes it (SNS refuses 256 KB).
+ */
+export const MAX_ERROR_MESSAGE_BYTES = 32 * 1024;
+
+/** An error message cut to MAX_ERROR_MESSAGE_BYTES, saying how long it was. */
+export function boundedErrorMessage(message: string): string {
+  return clipUtf8(message, MAX_ERROR_MESSAGE_BYTES);
+}
+
 /**
  * One base error; each subclass sets `name` to a fixed string, which is what
  * a Step Functions Retry or Catch matches (`ErrorEquals`). The names are

@@ -7,6 +7,7 @@
  */
 import { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS } from './aws-limits.ts';
 import { type BatchRef, BatchStatus } from './batch.ts';
+import { boundedErrorMessage } from './errors.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, clipUtf8 } from './text.ts';
 
@@ -56,8 +57,6 @@ export interface FailureReport {
 export const MAX_ALERT_MESSAGE_BYTES = SNS_MESSAGE_MAX_BYTES / 4;
 /** SNS subjects: ASCII, no line breaks, less than 100 characters. */
 export const MAX_ALERT_SUBJECT_CHARS = SNS_SUBJECT_MAX_CHARACTERS;
-/** The error's message in an alert; a reconciliation table of 20 chunks takes about 3 KB. */
-const MAX_ERROR_MESSAGE_BYTES = 32 * 1024;
 /** Why the manifest could not be written, in an alert. */
 const MAX_RECORD_ERROR_BYTES = 4 * 1024;
 /** Pipeline names from the input, error names: far longer than any real one. */
@@ -81,11 +80,6 @@ export function describeError(error: unknown): { name: string; message: string }
     // plain text cause
   }
   return { name, message: cause || name };
-}
-
-/** The error as one bounded line of text, for the alert and the logs. */
-export function boundedErrorMessage(message: string): string {
-  return clipUtf8(message, MAX_ERROR_MESSAGE_BYTES);
 }
 
 function inputPipeline(input: unknown): string | undefined {

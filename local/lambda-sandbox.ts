@@ -76,3 +76,23 @@ export async function invoke(handler: Handler, functionName: string, input: unkn
   const result = await handler(event, lambdaContext(functionName, Date.now() + timeoutSeconds * 1000));
   return result === undefined ? null : (JSON.parse(JSON.stringify(result)) as unknown);
 }
+
+/**
+ * A function's error as Step Functions receives it from Lambda: the error
+ * name, and a Cause that is the JSON Lambda's Node.js runtime writes
+ * (`{"errorType", "errorMessage", "trace"}`), so a Catch's `$.error` and
+ * everything built from it have the size and shape they have on AWS.
+ */
+export class LambdaFunctionError extends Error {
+  constructor(error: unknown) {
+    const { name = 'Error', message = String(error), stack = '' } = (error ?? {}) as { name?: string; message?: string; stack?: string };
+    super(JSON.stringify({ errorType: name, errorMessage: message, trace: stack.split('\n').filter((line) => line !== '') }));
+    this.name = name;
+  }
+}
+
+/** Whether an error comes from Step Functions itself (States.*), not from a function. */
+export function isStatesError(error: unknown): boolean {
+  const name = (error as { name?: unknown })?.name;
+  return typeof name === 'string' && name.startsWith('States.');
+}

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
-import { checkPayload, type Handler, invoke, loadHandlers } from './lambda-sandbox.ts';
+import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from './template.ts';
@@ -157,7 +157,7 @@ export class LocalRunner {
         } catch (error) {
           const name = (error as Error)?.name;
           if (inMap && !retried.has(name) && !retried.has('States.ALL')) mapFailed = true;
-          throw error;
+          throw isStatesError(error) ? error : new LambdaFunctionError(error);
         }
       };
     }

@@ -1,11 +1,10 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
 import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface CleanupEvent {
@@ -36,4 +35,4 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
   return { dropped };
 }
 
-export const handler = middy((event: CleanupEvent, context: Context) => cleanup(event, warehouseFor(context))).use(injectLambdaContext(logger));
+export const handler = stepHandler((event: CleanupEvent, context: Context) => cleanup(event, warehouseFor(context)));

@@ -1,14 +1,12 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { BatchRef } from '../../domain/batch.ts';
 import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
 import type { ReconcileResult } from '../reconcile/index.ts';
@@ -44,6 +42,4 @@ export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse 
   return values;
 }
 
-export const handler = middy((event: EmitMetricsEvent, context: Context) => emitMetrics(event, warehouseFor(context)))
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics));
+export const handler = stepHandler((event: EmitMetricsEvent, context: Context) => emitMetrics(event, warehouseFor(context)), { metrics: true });

@@ -1,6 +1,4 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk } from '../../domain/plan.ts';
 import { type BatchRef, ChunkStatus } from '../../domain/batch.ts';
 import {
@@ -13,6 +11,7 @@ import {
 } from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { retryTransient, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
@@ -95,4 +94,4 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId, durationMs: Date.now() - started };
 }
 
-export const handler = middy((event: LoadChunkEvent, context: Context) => loadChunk(event, warehouseFor(context))).use(injectLambdaContext(logger));
+export const handler = stepHandler((event: LoadChunkEvent, context: Context) => loadChunk(event, warehouseFor(context)));

@@ -1,6 +1,4 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
 import {
   batchIdFor,
@@ -18,6 +16,7 @@ import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tabl
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface PlanEvent {
@@ -114,4 +113,4 @@ export async function plan(
   return { alreadyPublished: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
 }
 
-export const handler = middy((event: PlanEvent, context: Context) => plan(event, warehouseFor(context))).use(injectLambdaContext(logger));
+export const handler = stepHandler((event: PlanEvent, context: Context) => plan(event, warehouseFor(context)));

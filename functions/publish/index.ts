@@ -1,6 +1,4 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
@@ -8,6 +6,7 @@ import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, swapPublish } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface PublishEvent {
@@ -72,4 +71,4 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   return result;
 }
 
-export const handler = middy((event: PublishEvent, context: Context) => publish(event, warehouseFor(context))).use(injectLambdaContext(logger));
+export const handler = stepHandler((event: PublishEvent, context: Context) => publish(event, warehouseFor(context)));

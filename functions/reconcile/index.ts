@@ -1,12 +1,11 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
 import { chunkCounts, recordChecks, stagingProblems } from '../../domain/sql/reconcile.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface ReconcileEvent {
@@ -64,4 +63,4 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   };
 }
 
-export const handler = middy((event: ReconcileEvent, context: Context) => reconcile(event, warehouseFor(context))).use(injectLambdaContext(logger));
+export const handler = stepHandler((event: ReconcileEvent, context: Context) => reconcile(event, warehouseFor(context)));

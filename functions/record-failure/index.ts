@@ -1,10 +1,6 @@
 import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
-import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import {
-  boundedErrorMessage,
   describeError,
   failedBatch,
   type FailureFacts,
@@ -13,11 +9,13 @@ import {
   failureReport,
   type RecordFailureEvent,
 } from '../../domain/record-failure.ts';
+import { boundedErrorMessage } from '../../domain/errors.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestPublication } from '../../domain/sql/plan.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { logger, metrics } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 /**
@@ -55,6 +53,4 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   return report;
 }
 
-export const handler = middy((event: RecordFailureEvent, context: Context) => recordFailure(event, () => warehouseFor(context)))
-  .use(injectLambdaContext(logger))
-  .use(logMetrics(metrics));
+export const handler = stepHandler((event: RecordFailureEvent, context: Context) => recordFailure(event, () => warehouseFor(context)), { metrics: true });

@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES } from '../../domain/aws-limits.ts';
 import { DataLimitExceededError, checkPayload, invoke } from '../../local/lambda-sandbox.ts';
 import { StartExecutionError, type LocalRunner } from '../../local/runner.ts';
+import { MAX_ERROR_MESSAGE_BYTES, WarehouseError } from '../../domain/errors.ts';
+import { stepHandler } from '../../functions/commons/handler.ts';
 import { SNS_MESSAGE_MAX_BYTES, SnsInvalidParameterError, SnsOutbox } from '../../local/sns-outbox.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from '../../local/template.ts';
 import { unreachableRunner } from '../support/unreachable.ts';
@@ -136,12 +138,11 @@ describe('the local SNS outbox', () => {
 describe('an execution on the local runner', () => {
   let runner: LocalRunner;
   let close: () => void;
+  /** What Plan does in the test at hand (the real handler when unset). */
+  let plan: ((input: unknown) => Promise<unknown>) | undefined;
   beforeAll(async () => {
     ({ runner, close } = await unreachableRunner({
-      taskOverrides: {
-        // A Plan whose result is too large for the state: Step Functions fails the execution at once.
-        Plan: async () => ({ chunks: 'x'.repeat(PAYLOAD_LIMIT_BYTES) }),
-      },
+      taskOverrides: { Plan: (input, next) => (plan ? plan(input) : next(input)) },
     }));
   });
   afterAll(() => close?.());
@@ -153,10 +154,50 @@ describe('an execution on the local runner', () => {
   });
 
   it('fails with States.DataLimitExceeded, which no Catch takes, when a task returns more than 256 KB', async () => {
+    plan = async () => ({ chunks: 'x'.repeat(PAYLOAD_LIMIT_BYTES) });
     const result = await runner.run({ pipeline: 'sales_order_lines' });
     expect(result.status).toBe('FAILED');
     expect(result.error).toBe('States.DataLimitExceeded');
     expect(result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name)).toEqual(['Input', 'Plan']);
+    expect(result.alerts).toEqual([]);
+  });
+
+  it("hands a function's error to the Catch as Lambda does: its name, and a Cause of errorType, errorMessage and trace", async () => {
+    plan = async () => {
+      throw new WarehouseError('plan:source-shape failed: ERROR: column "quantity" does not exist');
+    };
+    const result = await runner.run({ pipeline: 'sales_order_lines' });
+    const caught = (result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Error: string; Cause: string } }).error;
+    expect(caught.Error).toBe('WarehouseError');
+    const cause = JSON.parse(caught.Cause) as { errorType: string; errorMessage: string; trace: string[] };
+    expect(cause).toMatchObject({ errorType: 'WarehouseError', errorMessage: 'plan:source-shape failed: ERROR: column "quantity" does not exist' });
+    expect(cause.trace[0]).toBe('WarehouseError: plan:source-shape failed: ERROR: column "quantity" does not exist');
+    expect(result.alerts).toHaveLength(1);
+  });
+
+  // Fixed bug, kept as a regression test (functions/commons/handler.ts): a step's error travelled whole into the
+  // Catch's $.error; a database error quoting a long statement could push the state over 256 KB, which ends the
+  // execution with the terminal States.DataLimitExceeded before any alert.
+  it("pages with a bounded alert when a step's error is megabytes long, because the step bounds it as it leaves", async () => {
+    const longError = stepHandler(async () => {
+      throw new WarehouseError(`load-chunk:insert failed: ERROR: ${'€'.repeat(1_000_000)}`);
+    });
+    plan = (input) => invoke(longError as never, 'Plan', input, 900);
+    const result = await runner.run({ pipeline: 'sales_order_lines' });
+    expect(result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+    const caught = (result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Cause: string } }).error;
+    expect(Buffer.byteLength(caught.Cause)).toBeLessThan(2 * MAX_ERROR_MESSAGE_BYTES + 4_096);
+    expect(JSON.parse(caught.Cause).errorMessage).toMatch(/^load-chunk:insert failed: ERROR: €+\.\.\. \(3000033 bytes in all\)$/);
+    expect(result.alerts).toHaveLength(1);
+    expect(Buffer.byteLength(result.alerts[0]!.message)).toBeLessThan(MAX_ERROR_MESSAGE_BYTES + 4_096);
+  });
+
+  it('ends without an alert, as on AWS, when an unbounded error would carry the state over 256 KB', async () => {
+    plan = async () => {
+      throw new WarehouseError('x'.repeat(PAYLOAD_LIMIT_BYTES));
+    };
+    const result = await runner.run({ pipeline: 'sales_order_lines' });
+    expect(result.error).toBe('States.DataLimitExceeded');
     expect(result.alerts).toEqual([]);
   });
 });
