@@ -27,6 +27,9 @@ export interface LoadChunkResult {
   readonly durationMs: number;
 }
 
+/** Logged when a retry waits for (or counts) the INSERT an earlier attempt submitted, instead of submitting one. */
+export const REATTACHED_MESSAGE = 're-attached to the insert of an earlier attempt';
+
 const RUNNING = new Set(['SUBMITTED', 'PICKED', 'STARTED']);
 
 /**
@@ -54,7 +57,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     const earlierId = String(current.statement_id);
     const earlier = await warehouse.status(earlierId, name('insert'));
     if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
-      logger.info('re-attached to the insert of an earlier attempt', { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
+      logger.info(REATTACHED_MESSAGE, { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
       const inserted = await warehouse.wait(earlierId, name('insert'));
       await retryTransient(() =>
         warehouse.execute(markChunkDone(batch.batchId, chunk, earlierId, inserted.resultRows, new Date()), name('mark-done')),

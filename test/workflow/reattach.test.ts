@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
-import { loadChunk, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
+import { loadChunk, REATTACHED_MESSAGE, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
 import { publish, type PublishEvent } from '../../functions/publish/index.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
@@ -23,9 +23,6 @@ class GivesUpOnce extends DataApiWarehouse {
     return super.wait(id, name);
   }
 }
-
-/** What LoadChunk logs when it waits for an earlier attempt's INSERT instead of submitting one. */
-const REATTACHED = 're-attached to the insert of an earlier attempt';
 
 let wf: Workflow;
 beforeAll(async () => {
@@ -64,7 +61,7 @@ describe('a LoadChunk retry after the wait gave up', () => {
           throw new TransientWarehouseError('the Lambda gave up waiting');
         }
         const retry = next(input);
-        await until(() => wf.runner.logs.some((l) => l.message === REATTACHED && l.chunk === 3));
+        await until(() => wf.runner.logs.some((l) => l.message === REATTACHED_MESSAGE && l.chunk === 3));
         await blocker.query('COMMIT');
         released = true;
         return retry;
