@@ -67,6 +67,9 @@ const TRANSIENT_API_ERRORS = new Set([
   'ActiveSessionsExceededException',
   'InternalServerException',
   'DatabaseConnectionException',
+  // HTTP 500 "environmental error while running" the submitted SQL: the SDK's own retries did not get through.
+  'ExecuteStatementException',
+  'BatchExecuteStatementException',
   'ThrottlingException',
   'TooManyRequestsException',
   'ServiceUnavailableException',
@@ -105,7 +108,6 @@ function decodeField(field: Field): Row[string] {
   if (field.blobValue !== undefined) return field.blobValue;
   return null;
 }
-
 
 /**
  * The warehouse as the handlers see it: every statement goes through the

@@ -164,7 +164,8 @@ export class StatementRunner {
       }
     } catch (error) {
       broken = error as Error;
-      throw error;
+      // A lost session: what ended it is the statement's error (see runPart).
+      throw this.lost.get(client) ?? error;
     } finally {
       await statement.cancelling;
       broken ??= this.lost.get(client) ?? (await reset(client));
@@ -220,7 +221,9 @@ export class StatementRunner {
       part.finish(result.rowCount, stored, size);
       return true;
     } catch (error) {
-      const pgError = error as PgError;
+      // A session the server ended between checkout and this query fails it with the client's
+      // "not queryable"; the statement failed because of what ended the session, so that is reported.
+      const pgError = (this.lost.get(client) as PgError | undefined) ?? (error as PgError);
       if (statement.abortRequested && pgError.code === QUERY_CANCELED) part.abort();
       else part.fail(this.databaseMessage(pgError));
       if (endsSession(pgError)) this.lost.set(client, pgError);

@@ -59,6 +59,8 @@ describe('classifyApiError', () => {
     'ActiveSessionsExceededException',
     'InternalServerException',
     'DatabaseConnectionException',
+    'ExecuteStatementException',
+    'BatchExecuteStatementException',
     'ThrottlingException',
     'TooManyRequestsException',
     'ServiceUnavailableException',

@@ -17,7 +17,7 @@ import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { holdGate } from '../support/lock-gate.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
-import { inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 
 let own: PrivatePostgres;
@@ -89,7 +89,7 @@ describe('PostgreSQL restarted while chunk INSERTs run', () => {
     const result = await wf.run(inputFor(day), 'restart-while-loading');
     await outage;
 
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expectLostConnections(result, 'LoadChunk');
     expect(visited(result)).not.toContain('RecordFailure');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
@@ -121,7 +121,7 @@ describe('PostgreSQL restarted inside the swap transaction, after its renames', 
     const result = await wf.run(inputFor(day), 'restart-while-swapping');
     await outage;
 
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expectLostConnections(result, 'Publish');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
     const publications = await wf.publications();
@@ -158,7 +158,7 @@ describe("the endpoint's sessions terminated while chunk INSERTs run", () => {
     const result = await wf.run(inputFor(day), 'terminate-while-loading');
 
     expect(await terminated).toBeGreaterThanOrEqual(2);
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expectLostConnections(result, 'LoadChunk');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
     await expectEndpointAnswers();
