@@ -15,6 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { newClient, withClient } from '../../local/pg-clients.ts';
 import type { PgConnection } from '../../local/postgres.ts';
+import { until } from './until.ts';
 
 export interface LockGate {
   readonly table: string;
@@ -41,8 +42,6 @@ export interface GateOptions {
   durable?: boolean;
 }
 
-const POLL_MS = 10;
-
 export async function holdGate(conn: PgConnection & { database: string }, options: GateOptions = {}): Promise<LockGate> {
   const table = options.table ?? `gate_${randomBytes(4).toString('hex')}`;
   // The connection may be lost on purpose (a server restart in a fault test).
@@ -58,15 +57,17 @@ export async function holdGate(conn: PgConnection & { database: string }, option
     table,
     sql: `SELECT count(*) AS gate FROM ${table}`,
     async waiting(count = 1) {
-      for (;;) {
+      let pids: number[] = [];
+      await until(async () => {
         // pg_locks is read afresh by every query, also inside the lock's own transaction.
         const { rows } = await client.query<{ pid: number }>(
           `SELECT pid FROM pg_locks WHERE locktype = 'relation' AND relation = $1::regclass AND NOT granted ORDER BY pid`,
           [table],
         );
-        if (rows.length >= count) return rows.map((r) => r.pid);
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      }
+        pids = rows.map((r) => r.pid);
+        return pids.length >= count;
+      }, `${count} statement(s) waiting for the lock on ${table}`);
+      return pids;
     },
     async release() {
       if (released) return;
