@@ -1,15 +1,16 @@
-import { clipUtf8 } from './text.ts';
+import { clipJsonUtf8 } from './text.ts';
 
 /**
- * An error's message as it leaves a step: at most 32 KB of UTF-8. The
- * Catch puts it into the state (Step Functions refuses a state over
- * 256 KB, terminally) and the alert quotes it (SNS refuses 256 KB).
+ * An error's message as it leaves a step: at most 32 KB of UTF-8 once
+ * JSON-encoded, as it travels in Lambda's Cause. The Catch puts it into the
+ * state (Step Functions refuses a state over 256 KB, terminally) and the
+ * alert quotes it (SNS refuses 256 KB).
  */
 export const MAX_ERROR_MESSAGE_BYTES = 32 * 1024;
 
-/** An error message cut to MAX_ERROR_MESSAGE_BYTES, saying how long it was. */
+/** An error message cut so that its JSON encoding fits MAX_ERROR_MESSAGE_BYTES, saying how long it was. */
 export function boundedErrorMessage(message: string): string {
-  return clipUtf8(message, MAX_ERROR_MESSAGE_BYTES);
+  return clipJsonUtf8(message, MAX_ERROR_MESSAGE_BYTES);
 }
 
 /**

@@ -31,6 +31,27 @@ export function clipUtf8(text: string, maxBytes: number): string {
   return truncateUtf8(text, Math.max(0, maxBytes - note.length)) + note;
 }
 
+/**
+ * Text cut so that its JSON string (quotes and escapes included, as it
+ * travels inside a JSON document) is at most `maxBytes` of UTF-8, saying
+ * how long it was. A quote or a control character takes 2 to 6 bytes there.
+ */
+export function clipJsonUtf8(text: string, maxBytes: number): string {
+  const encoded = (t: string) => Buffer.byteLength(JSON.stringify(t), 'utf8');
+  if (encoded(text) <= maxBytes) return text;
+  const note = `... (${Buffer.byteLength(text, 'utf8')} bytes in all)`;
+  const head = (chars: number) => text.slice(0, chars > 0 && isHighSurrogate(text.charCodeAt(chars - 1)) ? chars - 1 : chars);
+  // The longest head whose encoding, with the note, fits.
+  let fits = 0;
+  let tooLong = Math.min(text.length, maxBytes) + 1;
+  while (tooLong - fits > 1) {
+    const mid = Math.floor((fits + tooLong) / 2);
+    if (encoded(head(mid) + note) <= maxBytes) fits = mid;
+    else tooLong = mid;
+  }
+  return head(fits) + note;
+}
+
 /** Cuts text to at most `maxBytes` of UTF-8 (Redshift measures varchar in bytes) without splitting a character. */
 export function truncateUtf8(text: string, maxBytes: number): string {
   if (Buffer.byteLength(text, 'utf8') <= maxBytes) return text;

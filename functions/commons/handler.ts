@@ -3,17 +3,18 @@ import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { boundedErrorMessage } from '../../domain/errors.ts';
+import { clip } from '../../domain/text.ts';
 import { logger, metrics } from './powertools.ts';
 
 /**
  * An error leaves the step with a bounded message, and a stack whose first
- * line says the same. Lambda reports both in the Cause Step Functions
- * catches ({"errorType", "errorMessage", "trace"}); the Catch puts that
- * into the state, where more than 256 KB would end the execution with the
- * terminal States.DataLimitExceeded, before any alert. A database error
- * can be that long (it may quote the statement).
+ * line quotes only its start. Lambda reports both in the Cause Step
+ * Functions catches ({"errorType", "errorMessage", "trace"}); the Catch
+ * puts that into the state, where more than 256 KB would end the execution
+ * with the terminal States.DataLimitExceeded, before any alert. A database
+ * error can be that long (it may quote the statement).
  */
-export function boundedErrors(): middy.MiddlewareObj {
+function boundedErrors(): middy.MiddlewareObj {
   return {
     onError: (request) => {
       const error = request.error;
@@ -22,7 +23,7 @@ export function boundedErrors(): middy.MiddlewareObj {
       if (bounded === error.message) return;
       const frames = (error.stack ?? '').split('\n').filter((line) => /^\s+at /.test(line));
       error.message = bounded;
-      error.stack = [`${error.name}: ${bounded}`, ...frames].join('\n');
+      error.stack = [`${error.name}: ${clip(bounded)}`, ...frames].join('\n');
     },
   };
 }

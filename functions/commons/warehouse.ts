@@ -67,9 +67,6 @@ const TRANSIENT_API_ERRORS = new Set([
   'ActiveSessionsExceededException',
   'InternalServerException',
   'DatabaseConnectionException',
-  // HTTP 500 "environmental error while running" the submitted SQL: the SDK's own retries did not get through.
-  'ExecuteStatementException',
-  'BatchExecuteStatementException',
   'ThrottlingException',
   'TooManyRequestsException',
   'ServiceUnavailableException',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clip, clipUtf8, echo, ECHO_MAX_CHARS, truncateUtf8 } from '../../domain/text.ts';
+import { clip, clipJsonUtf8, clipUtf8, echo, ECHO_MAX_CHARS, truncateUtf8 } from '../../domain/text.ts';
 
 const MEGABYTE = 1024 * 1024;
 
@@ -55,6 +55,32 @@ describe('clipUtf8', () => {
 
   it('leaves text within the bound alone', () => {
     expect(clipUtf8('€€', 6)).toBe('€€');
+  });
+});
+
+describe('clipJsonUtf8', () => {
+  const encoded = (text: string) => Buffer.byteLength(JSON.stringify(text), 'utf8');
+
+  it('leaves text whose JSON encoding fits as it is', () => {
+    expect(clipJsonUtf8('say "hi"', 12)).toBe('say "hi"');
+  });
+
+  it.each([
+    ['plain letters', 'x'],
+    ['double quotes (2 bytes each once encoded)', '"'],
+    ['control characters (6 bytes each once encoded)', '\u0001'],
+    ['3-byte characters', '€'],
+  ])('cuts %s so that the JSON encoding, note included, fits the bound, and says how long the text was', (_what, char) => {
+    const text = char.repeat(100_000);
+    const clipped = clipJsonUtf8(text, 1_000);
+    expect(encoded(clipped)).toBeLessThanOrEqual(1_000);
+    expect(encoded(clipped)).toBeGreaterThan(900);
+    expect(clipped).toMatch(new RegExp(`^(${char === '"' ? '"' : char})+\\.\\.\\. \\(${Buffer.byteLength(text)} bytes in all\\)$`));
+  });
+
+  it('never splits a surrogate pair', () => {
+    const clipped = clipJsonUtf8('😀'.repeat(1_000), 203);
+    expect(clipped.replace(/\.\.\. \(\d+ bytes in all\)$/, '')).toMatch(/^(😀)+$/);
   });
 });
 

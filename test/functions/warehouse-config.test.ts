@@ -59,8 +59,6 @@ describe('classifyApiError', () => {
     'ActiveSessionsExceededException',
     'InternalServerException',
     'DatabaseConnectionException',
-    'ExecuteStatementException',
-    'BatchExecuteStatementException',
     'ThrottlingException',
     'TooManyRequestsException',
     'ServiceUnavailableException',

@@ -185,7 +185,6 @@ describe('PostgreSQL down', () => {
       statement.settle();
 
       await expect(cancelling).resolves.toBeUndefined();
-      expect(statement.status).toBe('FAILED');
     } finally {
       await own.server.start();
       await runner.close();
