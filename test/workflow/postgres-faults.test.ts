@@ -10,8 +10,9 @@
 // Each fault is placed by observed events: the INSERTs (or the swap) are
 // held at a lock of the test's own until their backends are seen waiting in
 // pg_locks, and only then is the server restarted or the sessions
-// terminated. Retries after a restart wait until the server is back up: the
-// outage ends when the restart has, not after a guessed time.
+// terminated. Retries after a restart wait until the server is back up and
+// the lock released: the outage ends when the restart has, not after a
+// guessed time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
 import { withClient } from '../../local/pg-clients.ts';
@@ -23,7 +24,8 @@ import type { ExecutionResult } from '../../local/runner.ts';
 let own: PrivatePostgres;
 let wf: Workflow;
 beforeAll(async () => {
-  own = await startPrivatePostgres();
+  // Gates that must outlive a restart hold their lock in a prepared transaction.
+  own = await startPrivatePostgres({ settings: { max_prepared_transactions: '4' } });
   wf = await useWorkflow('wf_pg_faults', { postgres: own.conn });
   await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 4 });
 });
@@ -77,9 +79,11 @@ describe('PostgreSQL restarted while chunk INSERTs run', () => {
     wf.faults.LoadChunk = async (input, next) => {
       await outage;
       if (!gate) {
-        gate = holdGate(wf.wh.pg, { table: namesFor(day).staging });
-        void gate.then((held) => held.waiting(2)).then(() => {
-          outage = own.server.restart();
+        // Durable: the restart cannot let a blocked INSERT take the lock and commit before it is terminated.
+        gate = holdGate(wf.wh.pg, { table: namesFor(day).staging, durable: true });
+        void gate.then(async (held) => {
+          await held.waiting(2);
+          outage = own.server.restart().then(() => held.release());
         });
       }
       await gate;
@@ -110,9 +114,9 @@ describe('PostgreSQL restarted inside the swap transaction, after its renames', 
       await outage;
       if (!restarted) {
         restarted = true;
-        const gate = await holdGate(wf.wh.pg, { table: 'atomic_publish.batch_attempts' });
+        const gate = await holdGate(wf.wh.pg, { table: 'atomic_publish.batch_attempts', durable: true });
         void gate.waiting(1).then(() => {
-          outage = own.server.restart();
+          outage = own.server.restart().then(() => gate.release());
         });
       }
       return next(input);
