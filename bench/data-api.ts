@@ -17,6 +17,7 @@
 import { CancelStatementCommand, DescribeStatementCommand, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { localRedshiftDataClient } from '../local/aws-clients.ts';
+import { median, quantile } from './stats.ts';
 import { withClient } from '../local/pg-clients.ts';
 import type { PgConnection } from '../local/postgres.ts';
 import { renderTable } from '../local/table.ts';
@@ -130,11 +131,5 @@ async function timed(samples: number, fn: () => Promise<unknown>): Promise<numbe
   return times;
 }
 
-function quantile(values: number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-const median = (values: number[]) => quantile(values, 0.5);
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 const ratio = (value: number, baseline: number) => `${(value / baseline).toFixed(2)}x`;

@@ -23,6 +23,7 @@ import { newClient } from '../local/pg-clients.ts';
 import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
+import { median } from './stats.ts';
 import { benchDataApi } from './data-api.ts';
 
 const DATABASE = 'atomic_publish_bench';
@@ -35,11 +36,6 @@ function option(name: string, fallback: number): number {
   return value;
 }
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 async function main(): Promise<void> {

@@ -55,8 +55,6 @@ export interface FailureReport {
 
 /** An alert's message: a quarter of what SNS takes (256 KB), so it also fits a state payload beside the state. */
 export const MAX_ALERT_MESSAGE_BYTES = SNS_MESSAGE_MAX_BYTES / 4;
-/** SNS subjects: ASCII, no line breaks, less than 100 characters. */
-export const MAX_ALERT_SUBJECT_CHARS = SNS_SUBJECT_MAX_CHARACTERS;
 /** Why the manifest could not be written, in an alert. */
 const MAX_RECORD_ERROR_BYTES = 4 * 1024;
 /** Pipeline names from the input, error names: far longer than any real one. */
@@ -90,7 +88,7 @@ function inputPipeline(input: unknown): string | undefined {
 /** SNS subjects: printable ASCII, no line breaks, less than 100 characters. */
 export function subjectLine(text: string): string {
   const ascii = text.replace(/[^\x20-\x7e]/g, '?');
-  return ascii.length <= MAX_ALERT_SUBJECT_CHARS ? ascii : `${ascii.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
+  return ascii.length <= SNS_SUBJECT_MAX_CHARACTERS ? ascii : `${ascii.slice(0, SNS_SUBJECT_MAX_CHARACTERS - 3)}...`;
 }
 
 /** Errors after which re-running the same batch cannot help. */

@@ -52,69 +52,65 @@ function progressReporter(label: string) {
 
 interface PathRun {
   readonly label: string;
-  /** (time, fraction of the load done) marks, from the start of the run to its end. */
-  readonly progress: { at: number; fraction: number }[];
+  /** Every read, labelled with the checkpoint it was taken at (see progressOf). */
   readonly samples: ReaderSample[];
-  readonly endedAt: number;
   readonly failed: boolean;
   readonly message: string;
 }
 
-/** What the first read that started once the load had reached a checkpoint returned (100% = after the run ended). */
+/** The reader phase of a checkpoint: `at 30%`, or `after the run` for 100%. */
+const checkpointLabel = (checkpoint: number) => (checkpoint >= 1 ? 'after the run' : `at ${Math.round(checkpoint * 100)}%`);
+
+/** What a read taken at a checkpoint returned (every reader reads there; they all agree on either path but the naive one mid-step). */
 function seenAt(run: PathRun, checkpoint: number): string {
-  const reached = checkpoint >= 1 ? run.endedAt : run.progress.find((p) => p.fraction >= checkpoint)?.at;
-  if (reached === undefined) return 'never got there';
-  const sample = run.samples.find((s) => s.at >= reached);
-  return sample === undefined ? '-' : sample.count === undefined ? 'error' : fmt(sample.count);
+  const sample = run.samples.find((s) => s.phase === checkpointLabel(checkpoint));
+  if (sample === undefined) return 'never got there';
+  return sample.count === undefined ? 'error' : fmt(sample.count);
 }
 
 /**
- * Progress of one path: marks each step, and when the load crosses a
- * checkpoint it waits until every reader has read, so the table shows what
- * a reader saw at that point however busy the machine is.
+ * Progress of one path, reported as it goes. When the load crosses a
+ * checkpoint, the path waits until every reader has read (labelled with
+ * the checkpoint), so the table shows what readers saw at that point
+ * however busy the machine is. Steps run one after another.
  */
-function progressOf(label: string, readers: ReaderPool) {
-  const progress: PathRun['progress'] = [];
+function progressOf(label: string, readers: ReaderPool): (done: number, total: number) => Promise<void> {
   const report = progressReporter(label);
   let next = 0;
-  return {
-    progress,
-    async step(done: number, total: number): Promise<void> {
+  let steps = Promise.resolve();
+  return (done, total) =>
+    (steps = steps.then(async () => {
       const fraction = total === 0 ? 1 : done / total;
-      progress.push({ at: Date.now(), fraction });
       report(done, total);
-      let crossed = false;
-      while (next < CHECKPOINTS.length - 1 && fraction >= CHECKPOINTS[next]!) {
-        next += 1;
-        crossed = true;
+      for (; next < CHECKPOINTS.length - 1 && fraction >= CHECKPOINTS[next]!; next += 1) {
+        readers.phase(checkpointLabel(CHECKPOINTS[next]!));
+        await readers.readAll();
       }
-      if (crossed) await readers.readAll();
-    },
-  };
+      readers.phase('loading');
+    }));
 }
 
 /** After a run: every reader reads the table once more, and the reads are done. */
-async function readersAfter(readers: ReaderPool): Promise<{ endedAt: number; samples: ReaderSample[] }> {
-  const endedAt = Date.now();
+async function readersAfter(readers: ReaderPool): Promise<ReaderSample[]> {
+  readers.phase(checkpointLabel(1));
   await readers.readAll();
-  return { endedAt, samples: await readers.stop() };
+  return readers.stop();
 }
 
 async function runNaive(warehouse: Warehouse, readers: ReaderPool, days: number, label: string): Promise<PathRun> {
-  const { progress, step } = progressOf(`${label}: naive in place`, readers);
+  const step = progressOf(`${label}: naive in place`, readers);
   readers.watch('naive.sales_order_lines');
   const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days, firstDay: sampleDay(0) }, step);
   if (result.failed && process.stderr.isTTY) process.stderr.write('\n');
-  const { endedAt, samples } = await readersAfter(readers);
-  return { label, progress, samples, endedAt, failed: result.failed, message: result.message };
+  const samples = await readersAfter(readers);
+  return { label, samples, failed: result.failed, message: result.message };
 }
 
 async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, label: string): Promise<{ run: PathRun; execution: ExecutionResult }> {
-  const { progress, step } = progressOf(`${label}: atomic-publish`, readers);
+  const step = progressOf(`${label}: atomic-publish`, readers);
   let total = 0;
   let done = 0;
   readers.watch('analytics.sales_order_lines');
-  progress.push({ at: Date.now(), fraction: 0 });
   hooks.onEvent = (event: ExecutionEvent) => {
     if (event.type === 'StateExited' && event.state?.name === 'Plan') {
       total = ((event.state.output as { plan?: { chunks?: unknown[] } })?.plan?.chunks ?? []).length;
@@ -126,9 +122,9 @@ async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, lab
   hooks.onEvent = undefined;
   hooks.chunkLoaded = undefined;
   if (execution.status === 'FAILED' && process.stderr.isTTY) process.stderr.write('\n');
-  const { endedAt, samples } = await readersAfter(readers);
+  const samples = await readersAfter(readers);
   const message = execution.status === 'SUCCEEDED' ? 'published' : (execution.alerts[0]?.subject ?? `${execution.error}`);
-  return { run: { label, progress, samples, endedAt, failed: execution.status === 'FAILED', message }, execution };
+  return { run: { label, samples, failed: execution.status === 'FAILED', message }, execution };
 }
 
 /** What the current atomic run wants to hear about: execution events, and each chunk loaded (awaited before the chunk's step ends). */

@@ -51,8 +51,9 @@ export class ReaderPool {
     this.finished = Array.from({ length: size }, () => 0);
   }
 
-  /** Starts reading `schema.table` in a loop (replacing any earlier watch). */
-  watch(table: string): void {
+  /** Starts reading `schema.table` in a loop (replacing any earlier watch), the reads labelled `phase` until told otherwise. */
+  watch(table: string, phase = 'start'): void {
+    this.currentPhase = phase;
     const [schema, name] = table.split('.');
     const key = this.options.keyExpression ? `, COALESCE(SUM(${this.options.keyExpression}), 0) AS k` : '';
     const sql = `SELECT COUNT(*) AS n${key} FROM ${quoteIdent(schema!)}.${quoteIdent(name!)}`;

@@ -8,6 +8,7 @@
  * endpoint by the environment.
  */
 import { randomUUID } from 'node:crypto';
+import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
@@ -16,8 +17,6 @@ import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError,
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from './template.ts';
-
-export type { Alert } from './sns-outbox.ts';
 
 // aws-local-stepfunctions calls Promise.withResolvers, which Node 20 lacks.
 if (typeof (Promise as unknown as { withResolvers?: unknown }).withResolvers !== 'function') {
@@ -91,6 +90,8 @@ export class LocalRunner {
 
   private constructor(
     readonly workflow: SynthesizedWorkflow,
+    /** What runs: the synthesized definition with its retry waits scaled (validated as synthesized, in create()). */
+    private readonly definition: StateMachineDefinition,
     private readonly handlers: Map<string, Handler>,
     private readonly options: LocalRunnerOptions,
   ) {
@@ -107,7 +108,13 @@ export class LocalRunner {
       ...options.env,
     });
     const workflow = await loadWorkflow();
-    return new LocalRunner(workflow, await loadHandlers(workflow.entries), options);
+    // The synthesized definition is validated as it is; the run uses the copy
+    // with scaled retry waits, which the validator's integer rule for
+    // IntervalSeconds would refuse.
+    const { StateMachine } = await import('aws-local-stepfunctions');
+    new StateMachine(workflow.definition, { validationOptions: { checkArn: false } });
+    const definition = localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE);
+    return new LocalRunner(workflow, definition, await loadHandlers(workflow.entries), options);
   }
 
   /** Every alert the outbox received, oldest first. */
@@ -165,13 +172,7 @@ export class LocalRunner {
       taskResourceLocalHandlers[state] = async (input) => this.outbox.publish(input as Record<string, unknown>, executionId);
     }
 
-    // The synthesized definition is validated as it is; the run uses the
-    // copy with scaled retry waits, which the validator's integer rule for
-    // IntervalSeconds would refuse.
-    new StateMachine(this.workflow.definition, { validationOptions: { checkArn: false } });
-    const machine = new StateMachine(localDefinition(this.workflow, this.options.timeScale ?? DEFAULT_TIME_SCALE), {
-      validationOptions: { noValidate: true },
-    });
+    const machine = new StateMachine(this.definition, { validationOptions: { noValidate: true } });
     const startedAt = new Date().toISOString();
     const execution = machine.run(input as never, {
       overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never },

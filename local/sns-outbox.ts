@@ -16,8 +16,6 @@ export interface Alert {
   readonly at: string;
 }
 
-export { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS };
-
 /** SNS's InvalidParameter error, as the SNS task would report it. */
 export class SnsInvalidParameterError extends Error {
   override name = 'SNS.InvalidParameterException';

@@ -1,9 +1,8 @@
 // A local Redshift Data API endpoint backed by PostgreSQL. The real
 // @aws-sdk/client-redshift-data client works against it unchanged except for
-// `endpoint`:
+// `endpoint` (local/aws-clients.ts builds such clients):
 //
-//   new RedshiftDataClient({ endpoint: api.endpoint, region: 'us-east-1',
-//     credentials: { accessKeyId: 'local', secretAccessKey: 'local' } })
+//   const client = localRedshiftDataClient(api.endpoint);
 //
 // Wire: AWS JSON 1.1 (`POST /`, `X-Amz-Target: RedshiftData.<Operation>`),
 // timestamps as epoch seconds, errors as `{"__type", "message"}` with HTTP

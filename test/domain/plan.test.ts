@@ -339,7 +339,7 @@ describe('planChunks', () => {
     }
   });
 
-  // Fixed bug, kept as a regression test (domain/time.ts nextBoundary line 74): hour chunks
+  // Fixed bug, kept as a regression test (domain/time.ts nextBoundary): hour chunks
   // in Australia/Lord_Howe drift off the local hour after the 30-minute DST
   // change, so the last chunk ends at 18:00Z, past `to` (17:30Z, itself a
   // valid local-hour boundary): the union is not [from, to).
@@ -351,7 +351,7 @@ describe('planChunks', () => {
     expect(chunks.at(-1)!.end).toBe('2025-04-05T17:30:00.000Z');
   });
 
-  // Fixed bug, kept as a regression test (domain/time.ts fromWallClock lines 51-60): across
+  // Fixed bug, kept as a regression test (domain/time.ts fromWallClock): across
   // Cairo's DST start at local midnight (2025-04-25) nextBoundary stops
   // advancing, so planChunks emits zero-length chunks and throws "needs more
   // than 1000 day chunks" for a 10-day interval. Every swap run of a Cairo or

@@ -1,6 +1,7 @@
 // RecordFailure's domain: reading the Catch's error and the alert an
 // on-call engineer gets.
 import { describe, expect, it } from 'vitest';
+import { SNS_SUBJECT_MAX_CHARACTERS } from '../../domain/aws-limits.ts';
 import type { BatchRef } from '../../domain/batch.ts';
 import {
   describeError,
@@ -8,7 +9,6 @@ import {
   failureFacts,
   failureReport,
   MAX_ALERT_MESSAGE_BYTES,
-  MAX_ALERT_SUBJECT_CHARS,
   type RecordFailureEvent,
 } from '../../domain/record-failure.ts';
 
@@ -233,7 +233,7 @@ describe('failureReport bounds', () => {
     expect(bytes(report.message)).toBeLessThanOrEqual(MAX_ALERT_MESSAGE_BYTES);
     expect(report.message).toMatch(/^Manifest: {3}not updated \(r+\.\.\. \(\d+ bytes in all\)\)$/m);
     expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
-    expect(report.subject.length).toBeLessThanOrEqual(MAX_ALERT_SUBJECT_CHARS);
+    expect(report.subject.length).toBeLessThanOrEqual(SNS_SUBJECT_MAX_CHARACTERS);
     expect(report.errorName.length).toBeLessThan(200);
   });
 

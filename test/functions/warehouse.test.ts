@@ -13,7 +13,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
-import { localRedshiftDataClient } from '../../local/aws-clients.ts';
+import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
 import { untilEnded, useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
@@ -35,7 +35,7 @@ function clientFor(endpoint: string, extra: Partial<RedshiftDataClientConfig> = 
 
 function warehouseAt(endpoint: string, poll: PollOptions = DEFAULT_POLL, extra: Partial<RedshiftDataClientConfig> = {}) {
   const client = clientFor(endpoint, extra);
-  return { client, warehouse: new Warehouse(client, { database: wh.pg.database, workgroupName: 'local' }, poll) };
+  return { client, warehouse: new Warehouse(client, localTarget(wh.pg.database), poll) };
 }
 
 const fastPoll: PollOptions = { initialDelayMs: 10, maxDelayMs: 50, factor: 2, timeoutMs: 30_000 };

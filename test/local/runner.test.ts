@@ -7,12 +7,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES } from '../../domain/aws-limits.ts';
+import { SNS_MESSAGE_MAX_BYTES, STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES } from '../../domain/aws-limits.ts';
 import { DataLimitExceededError, checkPayload, invoke } from '../../local/lambda-sandbox.ts';
 import { StartExecutionError, type LocalRunner } from '../../local/runner.ts';
 import { MAX_ERROR_MESSAGE_BYTES, WarehouseError } from '../../domain/errors.ts';
 import { stepHandler } from '../../functions/commons/handler.ts';
-import { SNS_MESSAGE_MAX_BYTES, SnsInvalidParameterError, SnsOutbox } from '../../local/sns-outbox.ts';
+import { SnsInvalidParameterError, SnsOutbox } from '../../local/sns-outbox.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from '../../local/template.ts';
 import { unreachableRunner } from '../support/unreachable.ts';
 

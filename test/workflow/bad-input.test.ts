@@ -77,12 +77,10 @@ describe('execution input rejected before anything is written', () => {
     await expectNothingWritten();
   });
 
-  // Fixed bugs, kept as regression tests (lib/publish-workflow.ts, the Input state): an execution input
-  // that is not a JSON object cannot take `$.error`, so the Catch itself failed with
-  // States.ResultPathMatchFailure and the execution ended without RecordFailure: no alert, no
-  // BatchFailed metric, the ValidationError lost. Then null, 0, "" and false still failed in the first
-  // state with States.Runtime (a JSONPath `$` over them points to no value). The state now starts empty
-  // and the input is read from the context object: every input is rejected like any other bad input.
+  // An input that is not a JSON object cannot take the Catch's `$.error` (States.ResultPathMatchFailure),
+  // and a JSONPath `$` over null, 0, "" or false points to no value (States.Runtime): both are terminal,
+  // so the run would end with no RecordFailure and no page. The state starts empty instead, and Plan and
+  // RecordFailure read the input from the context object (lib/publish-workflow.ts, the Input state).
   it.each([
     ['a string', 'sales_order_lines', '"sales_order_lines"'],
     ['an array', [{ pipeline: 'sales_order_lines' }], '[{"pipeline":"sales_order_lines"}]'],
@@ -104,10 +102,10 @@ describe('execution input rejected before anything is written', () => {
   });
 });
 
-// Fixed bug, kept as a regression test (domain/text.ts echo, domain/record-failure.ts): a 1 MB input value
-// was copied whole into the error and the alert (1,049,114 bytes), which SNS (256 KB) would have refused,
-// so on AWS the page itself would have failed. Step Functions takes at most 256 KB of input, and the
-// local runner refuses more the same way; what it takes is echoed in bounded form.
+// An error or alert that quoted a huge input whole would be refused by SNS (256 KB), so the page itself
+// would fail: errors quote outside values through domain/text.ts echo, and the alert is bounded
+// (domain/record-failure.ts). Step Functions takes at most 256 KB of input; the local runner refuses
+// more the same way.
 describe('a huge execution input', () => {
   const HUGE = 200_000;
 

@@ -16,8 +16,7 @@ const TO_DAY = 30;
 /** Readers of `table` (the live table by default) that tell tables apart by row count and key sum. */
 function startReaders(table = LIVE): ReaderPool {
   const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
-  readers.phase('before');
-  readers.watch(table);
+  readers.watch(table, 'before');
   return readers;
 }
 

@@ -8,7 +8,7 @@ import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } fr
 import { loadChunk, REATTACHED_MESSAGE, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
 import { publish, type PublishEvent } from '../../functions/publish/index.ts';
 import { newClient } from '../../local/pg-clients.ts';
-import { localRedshiftDataClient } from '../../local/aws-clients.ts';
+import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
 import { until } from '../support/until.ts';
 import { LIVE, inputFor, namesFor, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
 
@@ -34,7 +34,7 @@ afterAll(() => wf?.close());
 const warehouse = () =>
   new GivesUpOnce(
     localRedshiftDataClient(wf.wh.endpoint),
-    { database: wf.wh.pg.database, workgroupName: 'local' },
+    localTarget(wf.wh.pg.database),
     DEFAULT_POLL,
   );
 
@@ -131,7 +131,7 @@ const recordingFails = (times: number) =>
   new RecordingFails(
     times,
     localRedshiftDataClient(wf.wh.endpoint),
-    { database: wf.wh.pg.database, workgroupName: 'local' },
+    localTarget(wf.wh.pg.database),
     DEFAULT_POLL,
   );
 

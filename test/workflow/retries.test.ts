@@ -132,10 +132,9 @@ describe('LoadChunk retries', () => {
 });
 
 describe('retry waits on this machine', () => {
-  // Fixed bug, kept as a regression test (local/runner.ts): every retry waited a fixed 10 ms locally, so the
-  // declared backoff and jitter were never exercised, and an outage the deployed retries would ride out
-  // failed the local run. The runner now scales the declared waits and keeps their shape.
-  it('take the declared backoff and full jitter, scaled, and ride out a warehouse that is unreachable for six attempts', async () => {
+  // The local run executes the declared retriers with their waits scaled (local/template.ts localDefinition):
+  // the same backoff, attempts and jitter as on AWS, where a fixed local wait would exercise none of them.
+  it('run the declared retrier with its waits scaled and its backoff, attempts and full jitter kept, and ride out six failed attempts', async () => {
     wf.reset();
     let refused = 0;
     wf.faults.Plan = async (input, next) => {
