@@ -3,7 +3,6 @@
 // it was, the failure is recorded and paged, and a re-run after the source
 // is fixed resumes the same batch, loading only the chunks not yet done.
 import { readFileSync } from 'node:fs';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
@@ -31,12 +30,11 @@ let old: Fingerprint;
 let failed: ExecutionResult;
 const names = namesFor(TO_DAY);
 
-const withClient = <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => wf.withClient(fn);
 
 beforeAll(async () => {
   wf = await useWorkflow('wf_load_failure');
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 7 });
-  await withClient((client) => addBadSourceRow(client, sampleDay(BAD_DAY)));
+  await wf.withClient((client) => addBadSourceRow(client, sampleDay(BAD_DAY)));
   old = await wf.fingerprint(LIVE);
   failed = await wf.run(inputFor(TO_DAY), 'bad-row');
   // Iterations already running when the Map failed finish on their own (as Lambda invocations do).
@@ -168,7 +166,7 @@ describe('a failed Map', () => {
   // once races those orphan loads.
   it('starts no LoadChunk iteration after the run has moved on to RecordFailure', async () => {
     await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 7 });
-    await withClient((client) => addBadSourceRow(client, sampleDay(0)));
+    await wf.withClient((client) => addBadSourceRow(client, sampleDay(0)));
     wf.reset();
     const result = await wf.run(inputFor(11), 'bad-first-day');
     await wf.quiesce();
