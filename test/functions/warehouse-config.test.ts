@@ -20,6 +20,8 @@ describe('classifySqlError', () => {
     // What the local Data API reports for a server that is down or went away mid-statement.
     'FATAL: connection to server at "127.0.0.1", port 5432 failed: Connection refused',
     'FATAL: connection to server at "127.0.0.1", port 5432 failed: Connection reset by peer',
+    'FATAL: connection to server at "127.0.0.1", port 5432 failed: Broken pipe',
+    'FATAL: connection to server at "127.0.0.1", port 5432 failed: Network is unreachable',
     'FATAL: Connection terminated unexpectedly',
     // Two Plans running the manifest's idempotent DDL at once; a retry finds the objects in place.
     'ERROR: tuple concurrently updated',

@@ -50,7 +50,7 @@ const causeText = (cause: unknown): string => {
 };
 
 /** How the endpoint reports a statement whose connection the server lost, or could not open. */
-const LOST_CONNECTION = /terminating connection due to administrator command|Connection terminated|Connection refused|the database system is (starting up|shutting down)/;
+const LOST_CONNECTION = /terminating connection due to administrator command|Connection terminated|connection to server at "[^"]*", port \d+ failed: |the database system is (starting up|shutting down)/;
 
 /** Every failure of `state` was a lost connection, reported as transient. */
 function expectLostConnections(result: ExecutionResult, state: string): void {
