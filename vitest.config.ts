@@ -1,8 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
+// The workflow tests run twice, once under each of Redshift's isolation
+// levels (test/support/warehouse.ts reads ATOMIC_PUBLISH_ISOLATION); the
+// rest once, under the default (SNAPSHOT).
+const WORKFLOW = 'test/workflow/**/*.test.ts';
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     reporters: ['default', './test/support/summary-reporter.ts'],
     // The deployed functions run Node 22; the SDK's notice about Node 20 is noise here.
@@ -12,5 +16,10 @@ export default defineConfig({
     // Tests share one PostgreSQL server; files run in parallel on separate databases.
     pool: 'forks',
     maxWorkers: 2,
+    projects: [
+      { extends: true, test: { name: 'unit and local', include: ['test/**/*.test.ts'], exclude: [WORKFLOW] } },
+      { extends: true, test: { name: 'workflow snapshot', include: [WORKFLOW], env: { ATOMIC_PUBLISH_ISOLATION: 'snapshot' } } },
+      { extends: true, test: { name: 'workflow serializable', include: [WORKFLOW], env: { ATOMIC_PUBLISH_ISOLATION: 'serializable' } } },
+    ],
   },
 });

@@ -52,14 +52,15 @@ export interface StatementOutcome {
 }
 
 /**
- * Database messages that mean "try again": serialization conflicts, lock
+ * Database messages that mean "try again": serialization conflicts (in
+ * Redshift's words: error 1023, under either isolation level), lock
  * waits, lost or refused connections, a server starting, stopping or
  * recovering, and two sessions running the same idempotent DDL at once (the
  * manifest's CREATE ... IF NOT EXISTS / CREATE OR REPLACE race in the
  * catalog: a retry finds the object there).
  */
 const TRANSIENT_SQL_ERROR =
-  /could not serialize|serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated|timed out)|connection to server at "[^"]*", port \d+ failed|too many clients|the database system is (?:starting up|shutting down|in recovery mode|not yet accepting connections)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
+  /serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated|timed out)|connection to server at "[^"]*", port \d+ failed|too many clients|the database system is (?:starting up|shutting down|in recovery mode|not yet accepting connections)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
 
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([

@@ -18,11 +18,26 @@ import type { PgConnection } from '../postgres.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StoredResult } from './statement.ts';
 
-export type IsolationLevel = 'serializable' | 'repeatable read' | 'read committed';
+/**
+ * Redshift's two isolation levels, both snapshot-based: a transaction's
+ * snapshot is taken at its first statement. SNAPSHOT is the default of
+ * Serverless workgroups and of clusters created since May 2024; SERIALIZABLE
+ * also refuses read/write dependency cycles. Locally they are PostgreSQL's
+ * REPEATABLE READ (snapshot isolation) and SERIALIZABLE.
+ * https://docs.aws.amazon.com/redshift/latest/dg/c_serial_isolation.html
+ */
+export type Isolation = 'snapshot' | 'serializable';
+
+export const ISOLATIONS: readonly Isolation[] = ['snapshot', 'serializable'];
+
+const PG_ISOLATION: Record<Isolation, string> = { snapshot: 'repeatable\\ read', serializable: 'serializable' };
+
+/** PostgreSQL's SQLSTATE for a serialization failure: Redshift's error 1023. */
+const SERIALIZATION_FAILURE = '40001';
 
 export interface StatementRunnerOptions {
   maxConnectionsPerDatabase: number;
-  isolationLevel: IsolationLevel;
+  isolation: Isolation;
   maxResultBytes: number;
   log: (line: string) => void;
 }
@@ -241,9 +256,8 @@ export class StatementRunner {
           max: this.options.maxConnectionsPerDatabase,
           idleTimeoutMillis: 30_000,
           application_name: APPLICATION_NAME,
-          // Redshift's session defaults: UTC, ISO dates; its default isolation
-          // is serializable (error 1023 where PostgreSQL says SQLSTATE 40001).
-          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${this.options.isolationLevel.replace(' ', '\\ ')}`,
+          // Redshift's session defaults: UTC, ISO dates, the database's isolation level.
+          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]}`,
           // Every value as PostgreSQL's text; fields.ts types them.
           types: { getTypeParser: () => (value: string) => value },
         },
@@ -262,6 +276,11 @@ export class StatementRunner {
     const socketError = error.code ? SOCKET_ERRORS[error.code] : undefined;
     if (socketError) {
       return `FATAL: connection to server at "${this.connection.host}", port ${this.connection.port} failed: ${socketError}`;
+    }
+    if (error.code === SERIALIZATION_FAILURE) {
+      // Redshift's words for a conflict between concurrent transactions, under
+      // either isolation level; PostgreSQL's own reason follows in brackets.
+      return `ERROR: 1023 DETAIL: Serializable isolation violation on table in Redshift (${error.message})`;
     }
     const severity = error.severity ?? (hasSqlState(error) ? 'ERROR' : 'FATAL');
     return `${severity}: ${error.message}${error.detail ? ` DETAIL: ${error.detail}` : ''}`;

@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
-import { StatementRunner, type IsolationLevel } from './runner.ts';
+import { StatementRunner, type Isolation } from './runner.ts';
 import { RedshiftDataService } from './service.ts';
 import { StatementStore } from './statement-store.ts';
 
@@ -44,8 +44,8 @@ export interface LocalDataApiOptions {
   resultRetentionSeconds?: number;
   /** A result larger than this fails the statement. @default 104857600 (100 MB, as the real API) */
   maxResultBytes?: number;
-  /** Default isolation of every transaction. @default 'serializable' (Redshift's default) */
-  isolationLevel?: IsolationLevel;
+  /** The database's isolation level (Redshift sets it per database). @default 'snapshot' (Redshift's default since May 2024) */
+  isolation?: Isolation;
 }
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
@@ -60,7 +60,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   });
   const runner = new StatementRunner(opts.postgres, {
     maxConnectionsPerDatabase: opts.maxConnectionsPerDatabase ?? 32,
-    isolationLevel: opts.isolationLevel ?? 'serializable',
+    isolation: opts.isolation ?? 'snapshot',
     maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
     log,
   });

@@ -7,9 +7,10 @@ import { classifyApiError, classifySqlError, warehouseFromEnv } from '../../func
 
 describe('classifySqlError', () => {
   it.each([
-    'ERROR: could not serialize access due to read/write dependencies among transactions DETAIL: Reason code: Canceled on identification as a pivot, during commit attempt.',
     'ERROR: 1023 DETAIL: Serializable isolation violation on table - 123456, transactions forming the cycle are: 1, 2 (pid:3)',
     'ERROR: 1023',
+    // The local endpoint's wording of a PostgreSQL serialization failure.
+    'ERROR: 1023 DETAIL: Serializable isolation violation on table in Redshift (could not serialize access due to concurrent update)',
     'ERROR: deadlock detected DETAIL: Process 1 waits for AccessExclusiveLock',
     'ERROR: canceling statement due to lock timeout',
     'FATAL: terminating connection due to administrator command',

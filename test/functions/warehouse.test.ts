@@ -194,15 +194,16 @@ describe('errors', () => {
     expect(error.message).toContain(`${name} failed`);
   });
 
-  it('write skew between two concurrent serializable batches fails one of them with a TransientWarehouseError', async () => {
+  it('under SERIALIZABLE, write skew between two concurrent batches fails one of them with Redshift\'s error 1023, a TransientWarehouseError', async () => {
+    const { warehouse } = warehouseAt((await wh.otherEndpoint({ isolation: 'serializable' })).api.endpoint, fastPoll);
     await wh.query('CREATE TABLE skew (id int PRIMARY KEY, v int NOT NULL)');
     await wh.query('INSERT INTO skew VALUES (1, 0), (2, 0)');
     const gate = await wh.gate();
 
     // Each reads one row, waits at the gate until the other has read too, then writes the row the other read.
     const results = Promise.allSettled([
-      main.warehouse.batch(['SELECT v FROM skew WHERE id = 1', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 2'], 'skew a'),
-      main.warehouse.batch(['SELECT v FROM skew WHERE id = 2', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 1'], 'skew b'),
+      warehouse.batch(['SELECT v FROM skew WHERE id = 1', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 2'], 'skew a'),
+      warehouse.batch(['SELECT v FROM skew WHERE id = 2', gate.sql, 'UPDATE skew SET v = v + 1 WHERE id = 1'], 'skew b'),
     ]);
     await gate.waiting(2);
     await gate.release();
@@ -211,9 +212,38 @@ describe('errors', () => {
     expect(failed).toHaveLength(1);
     const error = failed[0]!.reason as Error;
     expect(error).toBeInstanceOf(TransientWarehouseError);
-    expect(error.message).toMatch(/^skew [ab]: ERROR: could not serialize access/);
+    expect(error.message).toMatch(/^skew [ab]: ERROR: 1023 DETAIL: Serializable isolation violation on table/);
     // The survivor committed its write; the loser's was rolled back.
     expect(await wh.query('SELECT sum(v)::int AS total FROM skew')).toEqual([{ total: 1 }]);
+  });
+
+  it('under SNAPSHOT, write skew commits both batches, and two batches updating one row fail the later with error 1023', async () => {
+    const { warehouse } = warehouseAt((await wh.otherEndpoint({ isolation: 'snapshot' })).api.endpoint, fastPoll);
+    await wh.query('CREATE TABLE snap (id int PRIMARY KEY, v int NOT NULL)');
+    await wh.query('INSERT INTO snap VALUES (1, 0), (2, 0)');
+    let gate = await wh.gate();
+    const skew = Promise.allSettled([
+      warehouse.batch(['SELECT v FROM snap WHERE id = 1', gate.sql, 'UPDATE snap SET v = v + 1 WHERE id = 2'], 'skew a'),
+      warehouse.batch(['SELECT v FROM snap WHERE id = 2', gate.sql, 'UPDATE snap SET v = v + 1 WHERE id = 1'], 'skew b'),
+    ]);
+    await gate.waiting(2);
+    await gate.release();
+    expect((await skew).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
+    expect(await wh.query('SELECT sum(v)::int AS total FROM snap')).toEqual([{ total: 2 }]);
+
+    // Both take their snapshot, wait at the gate, then write the same row: the second writer conflicts.
+    gate = await wh.gate();
+    const same = Promise.allSettled([
+      warehouse.batch(['SELECT v FROM snap WHERE id = 1', gate.sql, 'UPDATE snap SET v = v + 10 WHERE id = 1'], 'same a'),
+      warehouse.batch(['SELECT v FROM snap WHERE id = 1', gate.sql, 'UPDATE snap SET v = v + 10 WHERE id = 1'], 'same b'),
+    ]);
+    await gate.waiting(2);
+    await gate.release();
+    const failed = (await same).filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.reason).toBeInstanceOf(TransientWarehouseError);
+    expect((failed[0]!.reason as Error).message).toMatch(/^same [ab]: ERROR: 1023 DETAIL: Serializable isolation violation on table/);
+    expect(await wh.query('SELECT v FROM snap WHERE id = 1')).toEqual([{ v: 11 }]);
   });
 
   it('ActiveStatementsExceededException (limit 1, one statement running) is a TransientWarehouseError', async () => {

@@ -22,6 +22,7 @@ import {
 } from '@aws-sdk/client-redshift-data';
 import { inject } from 'vitest';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
+import { ISOLATIONS, type Isolation } from '../../local/data-api/runner.ts';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
 import { endPool, newPool } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
@@ -72,9 +73,22 @@ export async function untilEnded(client: RedshiftDataClient, Id: string): Promis
   }
 }
 
+/**
+ * The isolation level of the endpoints a test starts without choosing one:
+ * ATOMIC_PUBLISH_ISOLATION, which vitest.config.ts sets per project so that
+ * the workflow tests run under both of Redshift's levels.
+ */
+export function suiteIsolation(env: NodeJS.ProcessEnv = process.env): Isolation {
+  const value = env.ATOMIC_PUBLISH_ISOLATION ?? 'snapshot';
+  if (!(ISOLATIONS as readonly string[]).includes(value)) {
+    throw new Error(`ATOMIC_PUBLISH_ISOLATION must be one of ${ISOLATIONS.join(', ')}, not ${JSON.stringify(value)}`);
+  }
+  return value as Isolation;
+}
+
 /** A local Data API endpoint and an SDK client for it. */
 export async function startEndpoint(options: LocalDataApiOptions): Promise<Endpoint> {
-  const api = await startLocalDataApi(options);
+  const api = await startLocalDataApi({ isolation: suiteIsolation(), ...options });
   const client = localRedshiftDataClient(api.endpoint);
   let closed: Promise<void> | undefined;
   return {
