@@ -22,6 +22,21 @@ export function installedManifestVersion(): Statement[] {
   ];
 }
 
+/**
+ * The manifest's lease: the first statement of every transaction that
+ * inserts manifest rows guarded by `WHERE NOT EXISTS` (Plan's batch start,
+ * Reconcile's check results). Redshift does not enforce primary keys, so two
+ * such transactions of one batch running at once would both insert; the
+ * table lock makes the second wait until the first has committed. It must
+ * come first: a transaction's snapshot is taken at its first SELECT, DML or
+ * CREATE TABLE, not at LOCK, so the waiting transaction then sees the rows
+ * the first committed (and under SERIALIZABLE, locking first is what Redshift
+ * recommends against error 1023).
+ * https://docs.aws.amazon.com/redshift/latest/dg/c_serial_isolation.html
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
+ */
+export const LOCK_MANIFEST = `LOCK ${M}.batches`;
+
 /** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
 export const PUBLISH_GUARD = 'publish guard';
 

@@ -4,6 +4,7 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from './statement.ts';
 
 /** Columns of a table, in order; empty when the table does not exist. */
@@ -59,7 +60,9 @@ export interface BatchRecord {
 }
 
 /**
- * One transaction that (re)starts a batch: staging created LIKE live, the
+ * One transaction that (re)starts a batch, under the manifest's lease (two
+ * executions of one batch at once leave one row per batch, attempt and
+ * chunk): staging created LIKE live, the
  * batch row inserted or, for a new execution of it, moved back to RUNNING
  * with the attempt counted, the attempt recorded, and chunk rows inserted
  * where missing. Running it twice in one execution (a retried Plan) leaves
@@ -73,6 +76,7 @@ export function startBatch(record: BatchRecord): string[] {
   const RUNNING = sqlLiteral(BatchStatus.RUNNING);
   const PENDING = sqlLiteral(ChunkStatus.PENDING);
   const statements = [
+    LOCK_MANIFEST,
     `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
         execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at)

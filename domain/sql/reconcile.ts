@@ -2,6 +2,7 @@
 import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
@@ -80,8 +81,9 @@ export function recordChecks(
 ): string[] {
   const id = sqlLiteral(batchId);
   const attempt = `(SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`;
-  // Replaces this attempt's results, so a retried Reconcile records them once.
-  const statements = [`DELETE FROM ${M}.check_results WHERE batch_id = ${id} AND attempt = ${attempt}`];
+  // Replaces this attempt's results, so a retried Reconcile records them
+  // once, also when an earlier invocation's transaction is still running.
+  const statements = [LOCK_MANIFEST, `DELETE FROM ${M}.check_results WHERE batch_id = ${id} AND attempt = ${attempt}`];
   statements.push(...results.map(
     (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at)
             SELECT ${id}, ${attempt}, ${sqlLiteral(r.check)}, ${sqlLiteral(r.passed)}, ${sqlLiteral(r.observed)},

@@ -1,14 +1,20 @@
 // Executions of the same pipeline at the same time: two publishers racing
-// for the swap, and a Plan overlapping another Plan's manifest DDL.
+// for the swap, a Plan overlapping another Plan's manifest DDL, and two
+// executions of one batch at once (keys are not enforced on Redshift: the
+// manifest's lease keeps one row per key).
 import { newClient } from '../../local/pg-clients.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { manifestDdl } from '../../domain/sql/manifest.ts';
+import { startBatch } from '../../domain/sql/plan.ts';
+import { localWarehouse } from '../../local/aws-clients.ts';
 import {
   caughtError,
   caughtMessage,
   inputFor,
   LIVE,
   namesFor,
+  PIPELINE,
   useWorkflow,
   visited,
   type TaskOverride,
@@ -94,5 +100,82 @@ describe('a Plan overlapping another session that holds the manifest DDL open', 
       await other.query('COMMIT');
       await other.end();
     }
+  });
+});
+
+/** Rows per key of the manifest tables for one batch: every count must be 1. */
+async function manifestRowsPerKey(batchId: string) {
+  const counts = async (sql: string) => (await wf.query<{ n: number }>(sql, [batchId])).map((r) => r.n);
+  return {
+    batches: await counts('SELECT count(*)::int AS n FROM atomic_publish.batches WHERE batch_id = $1'),
+    attempts: await counts('SELECT count(*)::int AS n FROM atomic_publish.batch_attempts WHERE batch_id = $1 GROUP BY attempt ORDER BY attempt'),
+    chunks: await counts('SELECT count(*)::int AS n FROM atomic_publish.chunks WHERE batch_id = $1 GROUP BY chunk_index ORDER BY chunk_index'),
+  };
+}
+
+describe('two executions of one batch at once', () => {
+  it("their batch starts, held together at the manifest's lease and released at once, leave one row per batch, attempt and chunk", async () => {
+    wf.reset();
+    await wf.run(inputFor(6), 'installs-the-manifest');
+    const interval = resolveInterval(inputFor(11), PIPELINE, new Date());
+    const batchId = batchIdFor(PIPELINE, interval);
+    const chunks = planChunks(interval, PIPELINE);
+    const start = (executionId: string) =>
+      startBatch({
+        batchId,
+        pipeline: PIPELINE,
+        interval,
+        codeVersion: 'test',
+        executionId,
+        basePublication: 0,
+        stagingTable: stagingTableFor(PIPELINE, batchId),
+        chunks,
+        now: new Date(),
+      });
+    const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
+    // Both transactions are submitted while the manifest is locked and seen waiting for it; then they go at once.
+    const gate = await wf.wh.gate({ table: 'atomic_publish.batches' });
+    const both = Promise.allSettled([warehouse.batch(start('execution-a'), 'start a'), warehouse.batch(start('execution-b'), 'start b')]);
+    await gate.waiting(2);
+    await gate.release();
+
+    expect((await both).map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(['fulfilled', 'fulfilled']);
+    expect(await manifestRowsPerKey(batchId)).toEqual({ batches: [1], attempts: [1, 1], chunks: chunks.map(() => 1) });
+    expect(await wf.query('SELECT attempt, execution_id FROM atomic_publish.batches WHERE batch_id = $1', [batchId])).toEqual([
+      { attempt: 2, execution_id: expect.stringMatching(/^execution-[ab]$/) },
+    ]);
+  });
+
+  it('two whole executions of one batch started together leave one row per key, and the next execution publishes it', async () => {
+    wf.reset();
+    const day = 12;
+    const { batchId } = namesFor(day);
+    // Both Plans start only when both executions have reached Plan.
+    let arrived = 0;
+    let release!: () => void;
+    const bothThere = new Promise<void>((resolve) => (release = resolve));
+    wf.faults.Plan = async (input, next) => {
+      arrived += 1;
+      if (arrived === 2) release();
+      await bothThere;
+      return next(input);
+    };
+    const results = await Promise.all(['twin-a', 'twin-b'].map((name) => wf.run(inputFor(day), name).finally(release)));
+    wf.reset();
+
+    expect(arrived).toBe(2);
+    // Whichever published, the other found the batch published or its staging changed: never two publications.
+    expect(results).toHaveLength(2);
+    expect((await wf.publications()).filter((p) => p.batch_id === batchId).length).toBeLessThanOrEqual(1);
+    const rows = await manifestRowsPerKey(batchId);
+    expect(rows.batches).toEqual([1]);
+    expect(rows.attempts.every((n) => n === 1)).toBe(true);
+    expect(rows.chunks.every((n) => n === 1)).toBe(true);
+
+    const after = await wf.run(inputFor(day), 'after-twins');
+    expect(after.status, `${caughtError(after)?.Error}: ${caughtMessage(after)}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    expect((await wf.publications()).filter((p) => p.batch_id === batchId)).toHaveLength(1);
+    expect(await manifestRowsPerKey(batchId)).toMatchObject({ batches: [1] });
   });
 });

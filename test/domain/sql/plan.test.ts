@@ -39,8 +39,13 @@ describe('single statements of Plan', () => {
 describe('startBatch', () => {
   const statements = startBatch(record);
 
+  it("takes the manifest's lease first, before any statement that takes the transaction's snapshot", () => {
+    expect(statements[0]).toBe('LOCK "atomic_publish".batches');
+    expect(statements.filter((s) => s.startsWith('LOCK'))).toHaveLength(1);
+  });
+
   it('creates staging like live, if it does not exist yet', () => {
-    expect(statements[0]).toBe(`CREATE TABLE IF NOT EXISTS "analytics"."${staging}" (LIKE "analytics"."orders")`);
+    expect(statements[1]).toBe(`CREATE TABLE IF NOT EXISTS "analytics"."${staging}" (LIKE "analytics"."orders")`);
   });
 
   it('guards every INSERT with WHERE NOT EXISTS, so a re-run inserts nothing twice', () => {
@@ -85,9 +90,9 @@ describe('startBatch', () => {
   });
 
   it('records the interval as UTC timestamps and the chunk count', () => {
-    expect(statements[1]).toContain("CAST('2026-01-01 00:00:00.000' AS timestamp)");
-    expect(statements[1]).toContain("CAST('2026-02-01 00:00:00.000' AS timestamp)");
-    expect(statements[1]).toContain(`, ${chunks.length}, `);
+    expect(statements[2]).toContain("CAST('2026-01-01 00:00:00.000' AS timestamp)");
+    expect(statements[2]).toContain("CAST('2026-02-01 00:00:00.000' AS timestamp)");
+    expect(statements[2]).toContain(`, ${chunks.length}, `);
   });
 
   it('inserts 1000 chunks in a batch within the Data API limits, each chunk exactly once', () => {

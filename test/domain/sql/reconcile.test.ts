@@ -41,16 +41,17 @@ describe('recordChecks', () => {
   it('records each result and moves a RUNNING batch to CHECKED when all passed', () => {
     const statements = recordChecks(batchId, [passed, passed], { rowsRead: 10, rowsWritten: 10 }, NOW);
 
-    expect(statements).toHaveLength(4);
-    expect(statements[1]).toContain("'31 of 31 chunks ''done'''");
-    expect(statements[3]).toContain("status = 'CHECKED'");
-    expect(statements[3]).toContain("status = 'RUNNING'");
-    expect(statements[3]).toContain('rows_read = 10, rows_written = 10');
+    expect(statements).toHaveLength(5);
+    expect(statements[2]).toContain("'31 of 31 chunks ''done'''");
+    expect(statements[4]).toContain("status = 'CHECKED'");
+    expect(statements[4]).toContain("status = 'RUNNING'");
+    expect(statements[4]).toContain('rows_read = 10, rows_written = 10');
   });
 
-  it("first removes this attempt's earlier results, so a retried Reconcile records each check once", () => {
-    const [first] = recordChecks(batchId, [passed], { rowsRead: 1, rowsWritten: 1 }, NOW);
+  it("takes the manifest's lease, then removes this attempt's earlier results, so a retried Reconcile records each check once", () => {
+    const [lease, first] = recordChecks(batchId, [passed], { rowsRead: 1, rowsWritten: 1 }, NOW);
 
+    expect(lease).toBe('LOCK "atomic_publish".batches');
     expect(first).toBe(
       `DELETE FROM "atomic_publish".check_results WHERE batch_id = '${batchId}' AND attempt = (SELECT attempt FROM "atomic_publish".batches WHERE batch_id = '${batchId}')`,
     );
