@@ -62,8 +62,16 @@ export interface StatementOutcome {
 const TRANSIENT_SQL_ERROR =
   /serializable isolation violation|ERROR:\s*1023\b|deadlock detected|lock timeout|canceling statement due to lock|terminating connection|connection (?:reset|refused|terminated|timed out)|connection to server at "[^"]*", port \d+ failed|too many clients|the database system is (?:starting up|shutting down|in recovery mode|not yet accepting connections)|tuple concurrently updated|duplicate key value violates unique constraint "pg_|conflict with concurrent transaction|server closed the connection unexpectedly|SSL SYSCALL error/i;
 
+/**
+ * The Data API's "environmental error while running" a submitted statement:
+ * it carries the statement's id, and the SDK's standard retry may already
+ * have submitted it again.
+ */
+const ENVIRONMENTAL_ERRORS: ReadonlySet<string> = new Set(['ExecuteStatementException', 'BatchExecuteStatementException']);
+
 /** Data API errors that mean "busy or briefly unavailable" (the SDK already retried the 5xx ones). */
 const TRANSIENT_API_ERRORS = new Set([
+  ...ENVIRONMENTAL_ERRORS,
   'ActiveStatementsExceededException',
   'ActiveSessionsExceededException',
   'InternalServerException',
@@ -144,7 +152,7 @@ export class Warehouse {
       );
       return out.Id!;
     } catch (error) {
-      throw classifyApiError(error, `submit ${name}`);
+      return this.reattachOrThrow(error, name);
     }
   }
 
@@ -156,8 +164,24 @@ export class Warehouse {
       );
       return out.Id!;
     } catch (error) {
-      throw classifyApiError(error, `submit ${name}`);
+      return this.reattachOrThrow(error, name);
     }
+  }
+
+  /**
+   * After an environmental error of a submit, the statement it names may run
+   * all the same: then its id is the submit's answer (waiting for it is
+   * re-attaching, never running the statement twice). Otherwise, and for
+   * every other error, the classified error is thrown: an environmental
+   * error is transient, so a retry submits the statement again.
+   */
+  private async reattachOrThrow(error: unknown, name: string): Promise<string> {
+    const { name: errorName, StatementId: id } = (error ?? {}) as { name?: string; StatementId?: string };
+    if (errorName && ENVIRONMENTAL_ERRORS.has(errorName) && id) {
+      const earlier = await this.status(id, name);
+      if (earlier && earlier.status !== 'FAILED' && earlier.status !== 'ABORTED') return id;
+    }
+    throw classifyApiError(error, `submit ${name}`);
   }
 
   /** Waits for a statement to finish; FAILED and ABORTED become classified errors. */

@@ -5,9 +5,14 @@ export type ErrorShape =
   | 'ValidationException'
   | 'ResourceNotFoundException'
   | 'ActiveStatementsExceededException'
+  | 'ExecuteStatementException'
+  | 'BatchExecuteStatementException'
   | 'InternalServerException'
   | 'UnknownOperationException'
   | 'SerializationException';
+
+/** The shapes the Data API answers with HTTP 500 (the SDK's standard retry retries them). */
+const SERVER_ERRORS: ReadonlySet<ErrorShape> = new Set(['InternalServerException', 'ExecuteStatementException', 'BatchExecuteStatementException']);
 
 export class DataApiError extends Error {
   readonly shape: ErrorShape;
@@ -19,7 +24,7 @@ export class DataApiError extends Error {
     super(message);
     this.name = shape;
     this.shape = shape;
-    this.httpStatus = shape === 'InternalServerException' ? 500 : 400;
+    this.httpStatus = SERVER_ERRORS.has(shape) ? 500 : 400;
     this.members = members;
   }
 }

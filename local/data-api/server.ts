@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
 import { StatementRunner, type Isolation } from './runner.ts';
-import { RedshiftDataService } from './service.ts';
+import { type EnvironmentalFault, RedshiftDataService } from './service.ts';
 import { StatementStore } from './statement-store.ts';
 
 export interface LocalDataApi {
@@ -44,6 +44,13 @@ export interface LocalDataApiOptions {
   resultRetentionSeconds?: number;
   /** A result larger than this fails the statement. @default 104857600 (100 MB, as the real API) */
   maxResultBytes?: number;
+  /**
+   * Fault injection for the Data API's environmental errors
+   * (ExecuteStatementException, BatchExecuteStatementException): the call
+   * fails with the statement's id while the statement runs ('accepted') or
+   * has failed ('failed'). @default - none
+   */
+  environmentalError?: EnvironmentalFault;
   /** The database's isolation level (Redshift sets it per database). @default 'snapshot' (Redshift's default since May 2024) */
   isolation?: Isolation;
 }
@@ -64,7 +71,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
     log,
   });
-  const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000 });
+  const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000, environmentalError: opts.environmentalError });
 
   const server = http.createServer((req, res) => {
     handle(service, req)

@@ -1,7 +1,7 @@
 // The Data API operations: request validation, and responses in the shapes of
 // the redshift-data model (timestamps as Date; server.ts writes epoch seconds).
 import { randomUUID } from 'node:crypto';
-import { validation } from './errors.ts';
+import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
 import { checkAllReferenced, translate, validateParameters, type SqlParameter } from './params.ts';
 import type { StatementRunner } from './runner.ts';
@@ -11,7 +11,18 @@ import type { StatementStore } from './statement-store.ts';
 export interface RedshiftDataServiceOptions {
   /** Records per GetStatementResult page. */
   resultPageRows: number;
+  /** Fault injection: see LocalDataApiOptions.environmentalError. */
+  environmentalError?: EnvironmentalFault;
 }
+
+/**
+ * Decides, per submitted statement, whether the call answers the Data API's
+ * "environmental error" (ExecuteStatementException or
+ * BatchExecuteStatementException, HTTP 500, with the StatementId) instead of
+ * its Id: 'accepted' when the statement was accepted and runs all the same,
+ * 'failed' when it ended FAILED without running; undefined for no fault.
+ */
+export type EnvironmentalFault = (statement: { sqls: readonly string[]; name?: string }) => 'accepted' | 'failed' | undefined;
 
 type Input = Record<string, unknown>;
 type Output = Record<string, unknown>;
@@ -151,7 +162,18 @@ export class RedshiftDataService {
       withEvent: input.WithEvent === true,
     });
     this.store.add(statement, clientToken, fingerprint);
-    void this.runner.run(statement);
+    const fault = this.options.environmentalError?.({ sqls: spec.parts.map((p) => p.queryString), name: statementName });
+    if (fault === 'failed') {
+      statement.conclude('ERROR: the statement could not be run: environmental error (local fault injection)');
+      statement.settle();
+    } else {
+      void this.runner.run(statement);
+    }
+    if (fault) {
+      throw new DataApiError(spec.isBatch ? 'BatchExecuteStatementException' : 'ExecuteStatementException', 'The SQL statement encountered an environmental error while running.', {
+        StatementId: statement.id,
+      });
+    }
     await waitFor(statement, input.WaitTimeSeconds);
     return executeOutput(statement);
   }

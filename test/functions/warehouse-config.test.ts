@@ -60,6 +60,9 @@ describe('classifyApiError', () => {
   it.each([
     'ActiveStatementsExceededException',
     'ActiveSessionsExceededException',
+    // The Data API's "environmental error while running" (after the Warehouse found the statement did not run).
+    'ExecuteStatementException',
+    'BatchExecuteStatementException',
     'InternalServerException',
     'DatabaseConnectionException',
     'ThrottlingException',

@@ -246,6 +246,42 @@ describe('errors', () => {
     expect(await wh.query('SELECT v FROM snap WHERE id = 1')).toEqual([{ v: 11 }]);
   });
 
+  describe("the Data API's environmental errors (ExecuteStatementException, BatchExecuteStatementException)", () => {
+    // Injected by the local endpoint (no SQL makes the real service answer them); the SDK's own
+    // retry is off so that the first answer reaches the Warehouse.
+    async function faulty(fault: 'accepted' | 'failed') {
+      const endpoint = await wh.otherEndpoint({ environmentalError: ({ name }) => (name?.startsWith('faulty') ? fault : undefined) });
+      return { endpoint, ...warehouseAt(endpoint.api.endpoint, fastPoll, { maxAttempts: 1 }) };
+    }
+
+    it('a statement the error names that runs all the same is re-attached to: it runs once and its outcome is the answer', async () => {
+      await wh.query('CREATE TABLE env_accepted (k int)');
+      const { endpoint, warehouse } = await faulty('accepted');
+
+      const single = await warehouse.execute({ sql: 'INSERT INTO env_accepted VALUES (1), (2)' }, 'faulty insert');
+      const batch = await warehouse.batch(['INSERT INTO env_accepted VALUES (3)', 'DELETE FROM env_accepted WHERE k = 1'], 'faulty batch');
+
+      expect(single.resultRows).toBe(2);
+      expect(batch.subStatements.map((s) => s.resultRows)).toEqual([1, 1]);
+      expect(endpoint.api.statements()).toBe(2);
+      expect(await wh.query('SELECT k FROM env_accepted ORDER BY k')).toEqual([{ k: 2 }, { k: 3 }]);
+    });
+
+    it('a statement the error names that did not run is a TransientWarehouseError naming the error: a retry submits it again', async () => {
+      await wh.query('CREATE TABLE env_failed (k int)');
+      const { warehouse } = await faulty('failed');
+
+      const single = await rejectionOf(warehouse.execute({ sql: 'INSERT INTO env_failed VALUES (1)' }, 'faulty insert'));
+      const batch = await rejectionOf(warehouse.batch(['INSERT INTO env_failed VALUES (2)'], 'faulty batch'));
+
+      expect(single).toBeInstanceOf(TransientWarehouseError);
+      expect(single.message).toMatch(/^Data API is busy or unavailable while trying to submit faulty insert: ExecuteStatementException: /);
+      expect(batch).toBeInstanceOf(TransientWarehouseError);
+      expect(batch.message).toContain('BatchExecuteStatementException');
+      expect(await wh.query('SELECT count(*)::int AS n FROM env_failed')).toEqual([{ n: 0 }]);
+    });
+  });
+
   it('ActiveStatementsExceededException (limit 1, one statement running) is a TransientWarehouseError', async () => {
     const { client, warehouse } = warehouseAt((await wh.otherEndpoint({ maxActiveStatements: 1 })).api.endpoint, fastPoll);
     const gate = await wh.gate();
