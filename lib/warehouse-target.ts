@@ -72,15 +72,16 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: W
   });
 
   if (target.secret) {
-    // Cluster or workgroup: the Data API reads the secret and logs in as its user.
-    target.secret.grantRead(grantee);
-    if (target.secretKmsKeyArn) {
-      // The Data API reads the secret with the caller's credentials, and Secrets
-      // Manager decrypts it with them: only through Secrets Manager in this region.
+    // Cluster or workgroup: the Data API reads the secret with the caller's
+    // credentials (GetSecretValue, nothing more) and logs in as its user.
+    Grant.addToPrincipal({ grantee, actions: ['secretsmanager:GetSecretValue'], resourceArns: [target.secret.secretArn] });
+    const keyArn = target.secretKmsKeyArn ?? target.secret.encryptionKey?.keyArn;
+    if (keyArn) {
+      // Secrets Manager decrypts it with the caller's credentials too: only through Secrets Manager in this region.
       Grant.addToPrincipal({
         grantee,
         actions: ['kms:Decrypt'],
-        resourceArns: [target.secretKmsKeyArn],
+        resourceArns: [keyArn],
         conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.${stack.urlSuffix}` } },
       });
     }

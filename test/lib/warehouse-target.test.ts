@@ -105,7 +105,7 @@ describe('warehouse permissions and environment', () => {
     ]);
     expect(statements).toContainEqual({
       Effect: 'Allow',
-      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Action: 'secretsmanager:GetSecretValue',
       Resource: SECRET_ARN,
     });
     expect(JSON.stringify(statements)).not.toContain('GetClusterCredentials');
@@ -144,7 +144,7 @@ describe('warehouse permissions and environment', () => {
     ]);
     expect(statements).toContainEqual({
       Effect: 'Allow',
-      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Action: 'secretsmanager:GetSecretValue',
       Resource: SECRET_ARN,
     });
     expect(JSON.stringify(statements)).not.toContain('redshift-serverless:GetCredentials');
