@@ -81,9 +81,9 @@ export class StepHandler extends NodejsFunction {
     Validations.of(this).acknowledge({
       id: 'AwsSolutions-L1',
       reason:
-        'The runtime is pinned, not floated: Node.js 22 is what the bundle targets (esbuild node22) and the pinned dependencies support; ' +
-        'a newer runtime (nodejs24.x) would run code no test here has run. Lambda supports nodejs22.x until 30 April 2027 ' +
-        '(Lambda runtimes, https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html).',
+        'The runtime is pinned, not floated: the bundle is built for Node.js 22 (esbuild target node22), so a newer runtime ' +
+        '(nodejs24.x) is a deliberate change of the build target, not a side effect of the next synth. Lambda supports nodejs22.x ' +
+        'until 30 April 2027 (Lambda runtimes, https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtimes.html).',
     });
     // A given role gets no logging permissions from CDK: allow writing to this
     // function's own log group only (the group exists, so no CreateLogGroup).
