@@ -216,3 +216,56 @@ export function dataApiSettingsFromEnv(env: Environment): DataApiSettings {
   }
   return { ...(endpoint ? { endpoint } : {}), ...(pollMaxDelayMs !== undefined ? { pollMaxDelayMs } : {}) };
 }
+
+/**
+ * IAM's role-name characters, lower-case only: the database user's name is
+ * `IAMR:<role name>` with the name's case, and Redshift folds unquoted names
+ * to lower case, so a lower-case role name is one name however the setup SQL
+ * or an operator writes it.
+ */
+const HANDLER_ROLE_NAME = /^[a-z0-9+=,.@_-]{1,64}$/;
+
+/** The step handlers' role name when the context gives none: `<stack name, lower-cased>-handlers`, within IAM's 64 characters. */
+export function defaultHandlerRoleName(stackName: string): string {
+  const suffix = '-handlers';
+  return `${stackName.toLowerCase().slice(0, 64 - suffix.length)}${suffix}`;
+}
+
+/** Rejects a role name IAM would refuse or that is not lower-case (`where` names the setting). */
+export function validateHandlerRoleName(name: unknown, where = 'handlerRoleName'): asserts name is string {
+  if (typeof name !== 'string' || !HANDLER_ROLE_NAME.test(name)) {
+    throw new ValidationError(`${where} must be 1 to 64 of a-z 0-9 + = , . @ _ - (an IAM role name in lower case), got ${echo(name)}`);
+  }
+}
+
+/** Who the step handlers are in the database, by how the Data API signs them in. */
+export type DatabaseUser =
+  /** Serverless without a secret: the Data API maps the functions' IAM role to `IAMR:<role name>`. */
+  | { readonly kind: 'iam-role'; readonly name: string }
+  /** Cluster with `dbUser`: GetClusterCredentials signs in as that existing user (the `IAM:` prefix is only the login form). */
+  | { readonly kind: 'db-user'; readonly name: string }
+  /** Cluster or workgroup with a secret: the secret's `username`, which only the secret knows. */
+  | { readonly kind: 'secret'; readonly secretArn: string };
+
+/**
+ * The database user a deployment's step handlers act as: the user the setup
+ * SQL grants to and makes the owner of the live tables. See "Authorizing
+ * access to the Amazon Redshift Data API"
+ * (https://docs.aws.amazon.com/redshift/latest/mgmt/data-api-access.html):
+ * an IAM role `sample_role` is the database user `IAMR:sample_role`; and
+ * "Generating IAM database credentials using the Amazon Redshift CLI or API"
+ * (https://docs.aws.amazon.com/redshift/latest/mgmt/generating-iam-credentials-cli-api.html)
+ * for GetClusterCredentials' database user.
+ */
+export function databaseUserFor(
+  target: WarehouseTargetWithSecret,
+  handlerRoleName: string,
+  options: ValidateWarehouseTargetOptions = {},
+): DatabaseUser {
+  validateWarehouseTarget(target, 'warehouse', options);
+  const secretArn = target.secret?.secretArn ?? target.secretArn;
+  if (secretArn) return { kind: 'secret', secretArn };
+  if (target.dbUser) return { kind: 'db-user', name: target.dbUser };
+  validateHandlerRoleName(handlerRoleName);
+  return { kind: 'iam-role', name: `IAMR:${handlerRoleName}` };
+}

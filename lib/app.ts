@@ -1,7 +1,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App } from 'aws-cdk-lib';
+import { App, Validations } from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { contextString, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { AtomicPublishStack } from './atomic-publish-stack.ts';
@@ -10,7 +11,10 @@ import { PROJECT_ROOT } from './project.ts';
 export const STACK_NAME = 'AtomicPublish';
 
 export interface BuildAppOptions {
-  /** Context over cdk.json's (and, under the CDK CLI, under the CLI's): `warehouse`, `secretArn`, `alarmEmail`. */
+  /**
+   * Context over cdk.json's (and, under the CDK CLI, under the CLI's):
+   * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail`.
+   */
   readonly context?: Record<string, unknown>;
   /**
    * Bundle the handlers with esbuild. Off in tests and for the local runner,
@@ -46,12 +50,21 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
   });
   const node = app.node;
   const alarmEmail = contextString(node.tryGetContext('alarmEmail'), 'alarmEmail');
+  const handlerRoleName = contextString(node.tryGetContext('handlerRoleName'), 'handlerRoleName');
+  const secretKmsKeyArn = contextString(node.tryGetContext('secretKmsKeyArn'), 'secretKmsKeyArn');
   const stack = new AtomicPublishStack(app, STACK_NAME, {
     description: 'atomic-publish: rebuild Redshift tables so readers see old data or new data, never a mix',
-    warehouse: warehouseTargetFromContext(node.tryGetContext('warehouse'), node.tryGetContext('secretArn')),
+    warehouse: {
+      ...warehouseTargetFromContext(node.tryGetContext('warehouse'), node.tryGetContext('secretArn')),
+      ...(secretKmsKeyArn ? { secretKmsKeyArn } : {}),
+    },
     pipelines,
+    ...(handlerRoleName ? { handlerRoleName } : {}),
     ...(alarmEmail ? { alarmEmail } : {}),
   });
+  // cdk-nag's AWS Solutions rules run at every synthesis; an unacknowledged
+  // finding fails it (each acknowledgement sits on its construct, with its reason).
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
 }
 

@@ -12,7 +12,7 @@ import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
-import { validateWarehouseTarget } from '../domain/warehouse-target.ts';
+import { databaseUserFor, defaultHandlerRoleName, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
 import type { LambdaStateName } from './workflow-steps.ts';
 
@@ -21,6 +21,16 @@ export interface AtomicPublishStackProps extends StackProps {
   readonly warehouse: WarehouseTarget;
   /** Validated pipeline specs (see pipelines/index.ts): alarms and schedules per pipeline. */
   readonly pipelines: readonly Pipeline[];
+  /**
+   * Name of the IAM role every step handler runs as. It is fixed because on
+   * Redshift Serverless without a secret the Data API signs the handlers in as
+   * the database user `IAMR:<role name>`: a role CloudFormation renamed on a
+   * replacement would be a new user that owns none of the tables. Lower case
+   * (see validateHandlerRoleName); IAM role names are global to the account,
+   * so two deployments in one account need two names.
+   * @default - `<stack name in lower case>-handlers`, e.g. `atomicpublish-handlers`
+   */
+  readonly handlerRoleName?: string;
   /**
    * Address subscribed to the on-call topic.
    * @default - no subscription: subscribe a pager or chat endpoint to the topic yourself
@@ -46,6 +56,8 @@ export class AtomicPublishStack extends Stack {
   public readonly functions: Record<LambdaStateName, StepHandler>;
   /** The one execution role of all step handlers (one database user for every step). */
   public readonly handlerRole: Role;
+  /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
+  public readonly handlerRoleName: string;
   /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
@@ -59,6 +71,8 @@ export class AtomicPublishStack extends Stack {
     const warehouse: WarehouseTarget = secretArn
       ? { ...target, secret: Secret.fromSecretCompleteArn(this, 'WarehouseSecret', secretArn) }
       : target;
+    this.handlerRoleName = props.handlerRoleName ?? defaultHandlerRoleName(this.stackName);
+    validateHandlerRoleName(this.handlerRoleName);
 
     this.topic = new Topic(this, 'OnCallTopic', { displayName: 'atomic-publish on-call', enforceSSL: true });
     // A topic policy replaces SNS's default one, so CloudWatch alarms need an explicit allow.
@@ -79,6 +93,7 @@ export class AtomicPublishStack extends Stack {
     const workflow = new PublishWorkflow(this, 'Workflow', {
       warehouse,
       topic: this.topic,
+      handlerRoleName: this.handlerRoleName,
       ...(props.executionTimeout ? { executionTimeout: props.executionTimeout } : {}),
     });
     this.stateMachine = workflow.stateMachine;
@@ -95,6 +110,11 @@ export class AtomicPublishStack extends Stack {
 
     new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
     new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });
+    const user = databaseUserFor(props.warehouse, this.handlerRoleName, { isUnresolved: (value) => Token.isUnresolved(value) });
+    new CfnOutput(this, 'DatabaseUser', {
+      value: user.kind === 'secret' ? `the username in ${user.secretArn}` : user.name,
+      description: 'The database user the step handlers act as: grant to it and make it the owner of the live tables',
+    });
   }
 }
 
@@ -102,6 +122,8 @@ function validateProps(props: AtomicPublishStackProps): void {
   if (props === undefined || props === null) throw new Error('AtomicPublishStack: props are required (warehouse, pipelines)');
   try {
     validateWarehouseTarget(props.warehouse, 'warehouse', { isUnresolved: (value) => Token.isUnresolved(value) });
+    validateSecretKmsKey(props.warehouse);
+    if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }
@@ -113,5 +135,19 @@ function validateProps(props: AtomicPublishStackProps): void {
   }
   if (props.executionTimeout && !props.executionTimeout.isUnresolved() && props.executionTimeout.toSeconds() < 60) {
     throw new Error('AtomicPublishStack: executionTimeout must be at least one minute');
+  }
+}
+
+const KMS_KEY_ARN = /^arn:[\w-]+:kms:[\w-]+:\d{12}:key\/[\w-]+$/;
+
+/** The key must be a key ARN (IAM does not match a key by its alias ARN) and only goes with a secret. */
+function validateSecretKmsKey(target: WarehouseTarget): void {
+  const arn = target.secretKmsKeyArn;
+  if (arn === undefined) return;
+  if (!target.secret && !target.secretArn) {
+    throw new Error('warehouse.secretKmsKeyArn only applies with a secret (secretArn or warehouse.secret): without one nothing is decrypted');
+  }
+  if (!Token.isUnresolved(arn) && !KMS_KEY_ARN.test(arn)) {
+    throw new Error(`warehouse.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key/<key id> (a key ARN, not an alias), got ${JSON.stringify(arn)}`);
   }
 }

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -31,6 +31,12 @@ export interface PublishWorkflowProps {
   readonly warehouse: WarehouseTarget;
   /** On-call topic the Notify state publishes failures to. */
   readonly topic: ITopic;
+  /**
+   * Name of the step handlers' shared IAM role. Fixed, so that the database
+   * user the Data API maps the role to (`IAMR:<name>` on Serverless) survives
+   * a replacement of the role; validated by validateHandlerRoleName.
+   */
+  readonly handlerRoleName: string;
   /**
    * Longest an execution may run before Step Functions stops it.
    * @default Duration.hours(12)
@@ -75,6 +81,7 @@ export class PublishWorkflow extends Construct {
     // Logging: each StepHandler grants its own log group to this role (no
     // managed policy, whose logs permissions cover every log group).
     this.role = new Role(this, 'HandlerRole', {
+      roleName: props.handlerRoleName,
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
       description: 'atomic-publish step handlers: one role, so every step is the same database user',
     });
@@ -220,8 +227,13 @@ export class PublishWorkflow extends Construct {
       .otherwise(loadChunks);
 
     // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.
+    // The group is retained when the stack is deleted, so its name ends with the
+    // stack's own id (a UUID per stack creation): a deploy after `cdk destroy`
+    // creates a new group instead of colliding with the retained one.
+    const stack = Stack.of(this);
+    const stackUuid = Fn.select(2, Fn.split('/', stack.stackId));
     this.logGroup = new LogGroup(this, 'ExecutionLogs', {
-      logGroupName: `/aws/vendedlogs/states/${Stack.of(this).stackName}-${id}`,
+      logGroupName: `/aws/vendedlogs/states/${stack.stackName}-${id}-${stackUuid}`,
       retention: logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     });
@@ -232,6 +244,14 @@ export class PublishWorkflow extends Construct {
       timeout: props.executionTimeout ?? Duration.hours(12),
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: true },
+    });
+    Validations.of(this.stateMachine.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'CDK\'s grants for X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) and for ' +
+        'execution logging (logs:CreateLogDelivery and the other log-delivery actions) name Resource "*": those actions take no ' +
+        'resource-level permissions; Step Functions documents Resource "*" for them ' +
+        '("Logging using CloudWatch Logs", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).',
     });
   }
 }

@@ -1,4 +1,4 @@
-import { ArnFormat, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Stack, Validations } from 'aws-cdk-lib';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import type { IConstruct } from 'constructs';
@@ -18,12 +18,21 @@ export interface WarehouseTarget extends DomainWarehouseTarget {
    * @default - none: `secretArn`, `dbUser` or (with a workgroup) the functions' IAM identity
    */
   readonly secret?: ISecret;
+  /**
+   * ARN of the customer-managed KMS key the secret is encrypted with
+   * (`arn:aws:kms:<region>:<account>:key/<key id>`, not an alias). Reading
+   * such a secret needs `kms:Decrypt` on the key as well; the functions get it
+   * only through Secrets Manager (`kms:ViaService`). Deployment only.
+   * @default - none: the secret uses the AWS managed key `aws/secretsmanager`, which needs no grant
+   */
+  readonly secretKmsKeyArn?: string;
 }
 
 /**
  * Least privilege for the Data API: submit statements only to this warehouse;
- * read, cancel and list only statements this role submitted; get credentials
- * only for this database (or read only the one secret).
+ * describe and read only statements this role submitted (the handlers never
+ * cancel or list); get credentials only for this database (or read only the
+ * one secret, and decrypt it only through Secrets Manager).
  */
 export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: WarehouseTarget): void {
   const stack = Stack.of(grantee);
@@ -40,22 +49,42 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: W
     actions: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'],
     resourceArns: [warehouseArn],
   });
+  if (target.workgroupName && !target.workgroupArn) {
+    Validations.of(grantee).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',
+      reason:
+        'IAM names a Redshift Serverless workgroup by its id, which the stack is not given (warehouse.workgroupArn unset): ' +
+        'ExecuteStatement and GetCredentials are scoped to the workgroups of this account and region. Set warehouse.workgroupArn to scope them to one.',
+    });
+  }
   // These actions have no resource type; the owner condition limits them to our own statements.
   Grant.addToPrincipal({
     grantee,
-    actions: [
-      'redshift-data:DescribeStatement',
-      'redshift-data:GetStatementResult',
-      'redshift-data:CancelStatement',
-      'redshift-data:ListStatements',
-    ],
+    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult'],
     resourceArns: ['*'],
     conditions: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
   });
+  Validations.of(grantee).acknowledge({
+    id: 'AwsSolutions-IAM5[Resource::*]',
+    reason:
+      'redshift-data:DescribeStatement and GetStatementResult have no resource type, so IAM takes only Resource "*"; ' +
+      'the condition redshift-data:statement-owner-iam-userid = ${aws:userid} limits them to statements this role submitted.',
+  });
 
   if (target.secret) {
-    // Cluster or workgroup: the Data API reads the secret and logs in as its user.
-    target.secret.grantRead(grantee);
+    // Cluster or workgroup: the Data API reads the secret with the caller's
+    // credentials (GetSecretValue, nothing more) and logs in as its user.
+    Grant.addToPrincipal({ grantee, actions: ['secretsmanager:GetSecretValue'], resourceArns: [target.secret.secretArn] });
+    const keyArn = target.secretKmsKeyArn ?? target.secret.encryptionKey?.keyArn;
+    if (keyArn) {
+      // Secrets Manager decrypts it with the caller's credentials too: only through Secrets Manager in this region.
+      Grant.addToPrincipal({
+        grantee,
+        actions: ['kms:Decrypt'],
+        resourceArns: [keyArn],
+        conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.${stack.urlSuffix}` } },
+      });
+    }
   } else if (target.workgroupName) {
     // Without a secret the Data API gets temporary credentials for the role's own database user.
     Grant.addToPrincipal({ grantee, actions: ['redshift-serverless:GetCredentials'], resourceArns: [workgroupArn] });

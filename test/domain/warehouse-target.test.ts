@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
+  databaseUserFor,
   dataApiSettingsFromEnv,
+  defaultHandlerRoleName,
+  validateHandlerRoleName,
   validateWarehouseTarget,
   type WarehouseTarget,
   warehouseEnvironment,
@@ -136,5 +139,54 @@ describe('the handler environment, written by the stack and read by the handlers
     expect(() => dataApiSettingsFromEnv({ WAREHOUSE_POLL_MAX_MS: value })).toThrow(
       new ValidationError(`WAREHOUSE_POLL_MAX_MS must be a positive number of milliseconds, got ${JSON.stringify(value)}`),
     );
+  });
+});
+
+describe('databaseUserFor: the database user the step handlers act as', () => {
+  it('is IAMR:<role name> on a workgroup without a secret, whether or not the workgroup ARN is known', () => {
+    expect(databaseUserFor({ database: 'dev', workgroupName: 'analytics' }, 'atomicpublish-handlers')).toEqual({
+      kind: 'iam-role',
+      name: 'IAMR:atomicpublish-handlers',
+    });
+    expect(databaseUserFor({ database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN }, 'publisher')).toEqual({ kind: 'iam-role', name: 'IAMR:publisher' });
+  });
+
+  it('is the dbUser itself on a cluster with a database user (IAM: is only the prefix of its login name)', () => {
+    expect(databaseUserFor({ database: 'dev', clusterIdentifier: 'c1', dbUser: 'publisher' }, 'atomicpublish-handlers')).toEqual({
+      kind: 'db-user',
+      name: 'publisher',
+    });
+  });
+
+  it.each<[string, WarehouseTarget | { database: string; workgroupName: string; secret: { secretArn: string } }]>([
+    ['a cluster with a secret', { database: 'dev', clusterIdentifier: 'c1', secretArn: SECRET_ARN }],
+    ['a workgroup with a secret', { database: 'dev', workgroupName: 'analytics', secretArn: SECRET_ARN }],
+    ['a secret object', { database: 'dev', workgroupName: 'analytics', secret: { secretArn: SECRET_ARN } }],
+  ])("is the secret's username with %s, which only the secret knows", (_, target) => {
+    expect(databaseUserFor(target, 'atomicpublish-handlers')).toEqual({ kind: 'secret', secretArn: SECRET_ARN });
+  });
+
+  it('rejects a target the stack would reject, and a role name IAM would or that is not lower case', () => {
+    expect(() => databaseUserFor({ database: 'dev', clusterIdentifier: 'c1' }, 'x')).toThrow(/warehouse\.clusterIdentifier needs exactly one of/);
+    expect(() => databaseUserFor({ database: 'dev', workgroupName: 'analytics' }, 'AtomicPublish-Handlers')).toThrow(ValidationError);
+  });
+});
+
+describe('the handler role name', () => {
+  it('defaults to the stack name in lower case with -handlers, cut to IAM\'s 64 characters', () => {
+    expect(defaultHandlerRoleName('AtomicPublish')).toBe('atomicpublish-handlers');
+    const long = defaultHandlerRoleName(`Stack${'x'.repeat(120)}`);
+    expect(long).toHaveLength(64);
+    expect(long.endsWith('-handlers')).toBe(true);
+    expect(() => validateHandlerRoleName(long)).not.toThrow();
+  });
+
+  it.each(['publisher', 'team.a+b=c,d@e_f-g', 'x'.repeat(64)])('accepts %j', (name) => {
+    expect(() => validateHandlerRoleName(name)).not.toThrow();
+  });
+
+  it.each(['', 'Publisher', 'x'.repeat(65), 'team/publisher', 'a b', 42])('rejects %j, naming the setting', (name) => {
+    expect(() => validateHandlerRoleName(name)).toThrow(ValidationError);
+    expect(() => validateHandlerRoleName(name)).toThrow(/^handlerRoleName must be 1 to 64 of/);
   });
 });

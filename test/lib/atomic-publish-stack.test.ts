@@ -288,11 +288,11 @@ describe('permissions', () => {
     expect(logStatements.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort()).toEqual(loggingGroups.sort());
   });
 
-  it('lets the handlers read, cancel and list only the statements they submitted themselves', () => {
+  it('lets the handlers describe and read only the statements they submitted themselves (they never cancel or list)', () => {
     for (const name of LAMBDA_STATE_NAMES) {
       expect(policyOf(name)).toContainEqual({
         Effect: 'Allow',
-        Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement', 'redshift-data:ListStatements'],
+        Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult'],
         Resource: '*',
         Condition: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
       });
@@ -309,16 +309,38 @@ describe('permissions', () => {
     expect(statements.filter((s) => s.Resource === '*').every((s) => s.Condition !== undefined)).toBe(true);
   });
 
-  it('lets the state machine invoke exactly the seven step handlers and publish to the on-call topic', () => {
+  it('lets the state machine invoke exactly the seven step handlers by their unqualified ARNs and publish to the on-call topic', () => {
     const roleId = logicalId(stack.stateMachine.role.node.defaultChild);
     const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
     const statements = Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as { Action: unknown; Resource: unknown }[]);
-    const invoked = statements
-      .filter((s) => s.Action === 'lambda:InvokeFunction')
-      .map((s) => ((s.Resource as { 'Fn::GetAtt'?: [string, string] }[])[0]!['Fn::GetAtt']![0]))
-      .sort();
+    const invokes = statements.filter((s) => s.Action === 'lambda:InvokeFunction');
+    // One ARN per function, no `<arn>:*` (versions and aliases, which the Task states never name).
+    for (const s of invokes) expect(s.Resource).toEqual({ 'Fn::GetAtt': [expect.any(String), 'Arn'] });
+    const invoked = invokes.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort();
     expect(invoked).toEqual(LAMBDA_STATE_NAMES.map(functionId).sort());
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'sns:Publish', Resource: { Ref: topicId() } });
+  });
+});
+
+describe('deploying again', () => {
+  it('names the handler role after the stack, so the database user IAMR:<role> outlives a replacement of the role', () => {
+    const roleId = logicalId(stack.handlerRole.node.defaultChild);
+    expect(template.toJSON().Resources[roleId].Properties.RoleName).toBe('atomicpublish-handlers');
+    expect(stack.handlerRoleName).toBe('atomicpublish-handlers');
+    template.hasOutput('DatabaseUser', { Value: 'IAMR:atomicpublish-handlers' });
+  });
+
+  it('ends the retained execution log group\'s name with the stack\'s own id, so a deploy after cdk destroy does not collide with it', () => {
+    const group = template.toJSON().Resources[logicalId(stack.logGroup.node.defaultChild)];
+    expect(group.DeletionPolicy).toBe('Retain');
+    expect(group.Properties.LogGroupName).toEqual({
+      'Fn::Join': ['', ['/aws/vendedlogs/states/AtomicPublish-Workflow-', { 'Fn::Select': [2, { 'Fn::Split': ['/', { Ref: 'AWS::StackId' }] }] }]],
+    });
+    // No log group of the stack has a fixed name.
+    for (const [id, resource] of Object.entries(template.findResources('AWS::Logs::LogGroup'))) {
+      const name = resource.Properties.LogGroupName;
+      expect(name === undefined || JSON.stringify(name).includes('AWS::StackId'), id).toBe(true);
+    }
   });
 });
 

@@ -9,6 +9,7 @@ import { useCdkOutdir } from './cdk-outdir.ts';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
 const WORKGROUP_ARN = 'arn:aws:redshift-serverless:eu-central-1:111122223333:workgroup/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+const KEY_ARN = 'arn:aws:kms:eu-central-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
 
 const outdir = useCdkOutdir();
 const noBundling = () => new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
@@ -26,6 +27,8 @@ describe('AtomicPublishStack props', () => {
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', secretArn: SECRET_ARN }, /got warehouse\.secretArn and warehouse\.dbUser/],
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupArn: WORKGROUP_ARN }, /warehouse\.workgroupArn only applies to warehouse\.workgroupName/],
     [{ database: 'dev', workgroupName: 'wg', workgroupArn: 'arn:aws:redshift-serverless:eu-central-1:111122223333:namespace/x' }, /warehouse\.workgroupArn must look like/],
+    [{ database: 'dev', workgroupName: 'wg', secretKmsKeyArn: KEY_ARN }, /warehouse\.secretKmsKeyArn only applies with a secret/],
+    [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secretKmsKeyArn: 'arn:aws:kms:eu-central-1:111122223333:alias/warehouse' }, /warehouse\.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key\/<key id> \(a key ARN, not an alias\)/],
   ] as [WarehouseTarget, RegExp][])('rejects the conflicting or missing warehouse props %j with a message naming them', (warehouse, message) => {
     expect(() => stackWith(warehouse)).toThrow(message);
     expect(() => stackWith(warehouse)).toThrow(/^AtomicPublishStack: /);
@@ -42,6 +45,10 @@ describe('AtomicPublishStack props', () => {
     expect(() => stackWith({ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secret })).toThrow(
       /^AtomicPublishStack: warehouse\.secret and warehouse\.secretArn are mutually exclusive: set at most one$/,
     );
+  });
+
+  it('rejects a handler role name that is not an IAM role name in lower case', () => {
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg' }, { handlerRoleName: 'Publisher' })).toThrow(/^AtomicPublishStack: handlerRoleName must be 1 to 64 of/);
   });
 
   it('accepts a secret with a serverless workgroup (the Data API takes SecretArn with WorkgroupName)', () => {
@@ -65,9 +72,10 @@ describe('warehouse permissions and environment', () => {
       Workgroup: { database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN },
       WorkgroupSecret: { database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN, secretArn: SECRET_ARN },
       SecretObject: { database: 'dev', clusterIdentifier: 'analytics-cluster', secret },
+      SecretKms: { database: 'dev', workgroupName: 'analytics', secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN },
     };
     for (const [name, warehouse] of Object.entries(targets)) {
-      stacks[name] = new AtomicPublishStack(app, name, { warehouse, pipelines: [] });
+      stacks[name] = new AtomicPublishStack(app, name, { warehouse, pipelines: [], ...(name === 'ClusterUser' ? { handlerRoleName: 'analytics-publisher' } : {}) });
     }
     const assembly = app.synth();
     for (const name of Object.keys(targets)) templates[name] = Template.fromJSON(assembly.getStackByName(name).template);
@@ -97,7 +105,7 @@ describe('warehouse permissions and environment', () => {
     ]);
     expect(statements).toContainEqual({
       Effect: 'Allow',
-      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Action: 'secretsmanager:GetSecretValue',
       Resource: SECRET_ARN,
     });
     expect(JSON.stringify(statements)).not.toContain('GetClusterCredentials');
@@ -136,7 +144,7 @@ describe('warehouse permissions and environment', () => {
     ]);
     expect(statements).toContainEqual({
       Effect: 'Allow',
-      Action: ['secretsmanager:GetSecretValue', 'secretsmanager:DescribeSecret'],
+      Action: 'secretsmanager:GetSecretValue',
       Resource: SECRET_ARN,
     });
     expect(JSON.stringify(statements)).not.toContain('redshift-serverless:GetCredentials');
@@ -153,5 +161,27 @@ describe('warehouse permissions and environment', () => {
     const secretRead = statements.find((s) => JSON.stringify(s.Action).includes('secretsmanager:GetSecretValue'));
     expect(JSON.stringify(secretRead?.Resource)).toContain('Fn::ImportValue');
     expect(JSON.stringify(variablesOf('SecretObject').WAREHOUSE_SECRET_ARN)).toContain('Fn::ImportValue');
+  });
+
+  it('with a customer-managed key on the secret, may decrypt with that key only through Secrets Manager', () => {
+    expect(statementsOf('SecretKms')).toContainEqual({
+      Effect: 'Allow',
+      Action: 'kms:Decrypt',
+      Resource: KEY_ARN,
+      Condition: { StringEquals: { 'kms:ViaService': { 'Fn::Join': ['', ['secretsmanager.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }]] } } },
+    });
+    for (const name of ['ClusterSecret', 'WorkgroupSecret', 'ClusterUser', 'Workgroup']) expect(JSON.stringify(statementsOf(name)), name).not.toContain('kms:');
+  });
+
+  it('names the handler role as given and reports the database user it maps to, or where the user name is', () => {
+    const roleOf = (name: string) => {
+      const stack = stacks[name]!;
+      return templates[name]!.toJSON().Resources[stack.getLogicalId(stack.handlerRole.node.defaultChild as CfnElement)].Properties.RoleName;
+    };
+    expect(roleOf('ClusterUser')).toBe('analytics-publisher');
+    expect(roleOf('Workgroup')).toBe('workgroup-handlers');
+    templates.Workgroup!.hasOutput('DatabaseUser', { Value: 'IAMR:workgroup-handlers' });
+    templates.ClusterUser!.hasOutput('DatabaseUser', { Value: 'publisher' });
+    templates.ClusterSecret!.hasOutput('DatabaseUser', { Value: `the username in ${SECRET_ARN}` });
   });
 });

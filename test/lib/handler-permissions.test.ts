@@ -1,0 +1,192 @@
+// Every AWS API call a step handler makes is allowed by the policies of the
+// role it runs as, in the synthesized template, for every way of signing in to
+// the warehouse. The calls come from the handlers' source (sdk-calls.ts: every
+// command imported from an SDK client, through every module an entry imports)
+// plus the calls the Data API makes with the caller's credentials for the
+// target in the function's environment; the policies are evaluated by
+// iam-policy.ts. A command added to the code without a grant fails here.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
+import { buildApp } from '../../lib/app.ts';
+import { ENTRY_METADATA_KEY, LAMBDA_STATE_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
+import { useCdkOutdir } from './cdk-outdir.ts';
+import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
+import { scanSdkCalls } from './sdk-calls.ts';
+
+const outdir = useCdkOutdir();
+const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
+const WORKGROUP_ARN = 'arn:aws:redshift-serverless:eu-central-1:111122223333:workgroup/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+/** The workgroup "analytics" as IAM names it when the stack is not told its ARN. */
+const SOME_WORKGROUP_ARN = 'arn:aws:redshift-serverless:eu-central-1:111122223333:workgroup/9a8b7c6d-0000-4000-8000-000000000001';
+const KEY_ARN = 'arn:aws:kms:eu-central-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+const { 'AWS::Region': REGION, 'AWS::AccountId': ACCOUNT } = PSEUDO;
+
+interface AuthPath {
+  readonly context: Record<string, unknown>;
+  /** The workgroup's real ARN (the stack may not know it). */
+  readonly workgroupArn?: string;
+  readonly kmsKeyArn?: string;
+}
+
+const AUTH_PATHS: Record<string, AuthPath> = {
+  'workgroup, IAM credentials, ARN unknown (cdk.json default)': { context: {}, workgroupArn: SOME_WORKGROUP_ARN },
+  'workgroup, IAM credentials, ARN given': { context: { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN } }, workgroupArn: WORKGROUP_ARN },
+  'workgroup with a secret under a customer-managed key': {
+    context: { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN }, secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN },
+    workgroupArn: WORKGROUP_ARN,
+    kmsKeyArn: KEY_ARN,
+  },
+  'cluster with a secret': { context: { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev' }, secretArn: SECRET_ARN } },
+  'cluster with a database user (DbUser)': { context: { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev', dbUser: 'publisher' } } },
+};
+
+/** The caller's aws:userid: the role's id and the session (Lambda names it after the function). */
+const userId = (fn: string) => `AROAEXAMPLEROLEID:${fn}`;
+
+/** The request an explicit SDK call makes, with the resource IAM authorizes it against. */
+function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath, fn: string): Request {
+  const own = { 'aws:userid': userId(fn), 'redshift-data:statement-owner-iam-userid': userId(fn) };
+  switch (action) {
+    case 'redshift-data:ExecuteStatement':
+    case 'redshift-data:BatchExecuteStatement':
+      return { action, resource: target.workgroupName ? path.workgroupArn! : `arn:aws:redshift:${REGION}:${ACCOUNT}:cluster:${target.clusterIdentifier}`, context: own };
+    // No resource type: authorized on "*", for statements the caller submitted itself.
+    case 'redshift-data:DescribeStatement':
+    case 'redshift-data:GetStatementResult':
+    case 'redshift-data:CancelStatement':
+    case 'redshift-data:ListStatements':
+      return { action, resource: '*', context: own };
+    default:
+      throw new Error(`no resource known for ${action}: add it to explicitRequest, and grant it`);
+  }
+}
+
+/**
+ * What the Data API does with the caller's credentials to sign in: read the
+ * secret (decrypting it with its key through Secrets Manager), or get
+ * temporary credentials for the cluster's DbUser or the workgroup's IAM user
+ * ("Authorizing access to the Amazon Redshift Data API",
+ * https://docs.aws.amazon.com/redshift/latest/mgmt/data-api-access.html).
+ */
+function implicitRequests(target: WarehouseTarget, path: AuthPath, fn: string): Request[] {
+  const context = { 'aws:userid': userId(fn) };
+  if (target.secretArn) {
+    return [
+      { action: 'secretsmanager:GetSecretValue', resource: target.secretArn, context },
+      ...(path.kmsKeyArn ? [{ action: 'kms:Decrypt', resource: path.kmsKeyArn, context: { ...context, 'kms:ViaService': `secretsmanager.${REGION}.amazonaws.com` } }] : []),
+    ];
+  }
+  if (target.dbUser) {
+    const cluster = `arn:aws:redshift:${REGION}:${ACCOUNT}`;
+    return [
+      { action: 'redshift:GetClusterCredentials', resource: `${cluster}:dbuser:${target.clusterIdentifier}/${target.dbUser}`, context },
+      { action: 'redshift:GetClusterCredentials', resource: `${cluster}:dbname:${target.clusterIdentifier}/${target.database}`, context },
+    ];
+  }
+  return [{ action: 'redshift-serverless:GetCredentials', resource: path.workgroupArn!, context }];
+}
+
+type TemplateJson = { Resources: Record<string, { Type: string; Metadata?: Record<string, string>; Properties: Record<string, unknown> }> };
+
+interface FunctionUnderTest {
+  readonly entry: string;
+  readonly functionName: string;
+  readonly requests: Request[];
+  readonly statements: Statement[];
+}
+
+const synthesized: Record<string, FunctionUnderTest[]> = {};
+const scans = Object.fromEntries(LAMBDA_STATE_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
+
+beforeAll(() => {
+  for (const [name, path] of Object.entries(AUTH_PATHS)) {
+    const { app, stack } = buildApp({ bundling: false, outdir: join(outdir, String(Object.keys(synthesized).length)), context: path.context });
+    const template = app.synth().getStackByName(stack.stackName).template as TemplateJson;
+    synthesized[name] = Object.entries(template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.[ENTRY_METADATA_KEY])
+      .map(([functionName, r]) => {
+        const entry = r.Metadata![ENTRY_METADATA_KEY]!;
+        const env = resolveValue((r.Properties.Environment as { Variables: unknown }).Variables) as Record<string, string>;
+        const target = warehouseTargetFromEnv(env);
+        const [roleId] = (r.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+        return {
+          entry,
+          functionName,
+          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, functionName)), ...implicitRequests(target, path, functionName)],
+          statements: roleStatements(template, roleId),
+        };
+      });
+  }
+}, 120_000);
+
+describe('the SDK calls in the handlers\' code', () => {
+  it('are all commands of SDK clients the scan can map to IAM actions, in every handler', () => {
+    for (const [entry, scan] of Object.entries(scans)) {
+      expect(scan.unmapped, entry).toEqual([]);
+      // The scan reached the shared Data API client and found its commands.
+      expect(scan.files, entry).toContain('functions/commons/warehouse.ts');
+      expect(new Set(scan.calls.map((c) => c.action)), entry).toEqual(
+        new Set(['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-data:GetStatementResult']),
+      );
+    }
+  });
+
+  it('finds a command a module adds, and flags what it cannot map', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-scan-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, 'cancel.ts'), "import { CancelStatementCommand, type ColumnMetadata } from '@aws-sdk/client-redshift-data';\nexport const cancel = (id: string) => new CancelStatementCommand({ Id: id });\n");
+    writeFileSync(
+      join(dir, 'entry.ts'),
+      [
+        "export { cancel } from './cancel.ts';",
+        "import * as s3 from '@aws-sdk/client-s3';",
+        "import * as rd from '@aws-sdk/client-redshift-data';",
+        "import { getParameter } from '@aws-lambda-powertools/parameters/ssm';",
+        "export const later = () => import('./cancel.ts');",
+      ].join('\n'),
+    );
+
+    const scan = scanSdkCalls(join(dir, 'entry.ts'));
+
+    expect(scan.calls.map((c) => c.action)).toEqual(['redshift-data:CancelStatement']);
+    expect(scan.unmapped).toEqual([
+      expect.stringMatching(/entry\.ts:2: @aws-sdk\/client-s3 has no IAM prefix/),
+      expect.stringMatching(/entry\.ts:3: import commands from @aws-sdk\/client-redshift-data by name/),
+      expect.stringMatching(/entry\.ts:4: @aws-lambda-powertools\/parameters\/ssm is not known to make no AWS API call/),
+      expect.stringMatching(/entry\.ts:5: a dynamic import the scan cannot follow/),
+    ]);
+  });
+});
+
+describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
+  it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
+    const functions = synthesized[name]!;
+    expect(functions.map((f) => f.entry).sort()).toEqual(LAMBDA_STATE_NAMES.map(stepEntry).sort());
+    for (const fn of functions) {
+      for (const request of fn.requests) expect(isAllowed(fn.statements, request), `${fn.entry}: ${request.action} on ${request.resource}`).toBe(true);
+    }
+  });
+
+  it('allows nothing else: every action it grants beyond writing its logs is one a handler needs', () => {
+    for (const fn of synthesized[name]!) {
+      const needed = new Set(synthesized[name]!.flatMap((f) => f.requests.map((r) => r.action)));
+      const granted = fn.statements.filter((s) => s.Effect === 'Allow').flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action!]));
+      const extra = granted.filter((action) => !needed.has(action) && !['logs:CreateLogStream', 'logs:PutLogEvents'].includes(action));
+      expect(extra, fn.entry).toEqual([]);
+    }
+  });
+
+  it('refuses a call no handler makes: cancelling a statement, or describing another caller\'s', () => {
+    const fn = synthesized[name]![0]!;
+    const other = { 'aws:userid': userId(fn.functionName), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
+    const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.functionName) };
+    expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: own })).toBe(true);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
+  });
+});
+
