@@ -46,6 +46,14 @@ export interface LocalDataApiOptions {
   maxResultBytes?: number;
   /** Default isolation of every transaction. @default 'serializable' (Redshift's default) */
   isolationLevel?: IsolationLevel;
+  /**
+   * The database user of SecretArn and WorkgroupName requests (a cluster
+   * request with DbUser runs as that user). A role other than the
+   * superuser must exist, with the password localUserPassword gives it
+   * (local/database-users.ts).
+   * @default - the `postgres` connection's user
+   */
+  defaultUser?: string;
 }
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
@@ -62,6 +70,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     maxConnectionsPerDatabase: opts.maxConnectionsPerDatabase ?? 32,
     isolationLevel: opts.isolationLevel ?? 'serializable',
     maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
+    defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
   });
   const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000 });
