@@ -14,14 +14,15 @@
  */
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
-import { pipelines } from '../pipelines/index.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { newClient } from '../local/pg-clients.ts';
 import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
-import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay } from '../local/sample-data.ts';
+import { DEFAULT_POLL } from '../functions/commons/warehouse.ts';
+import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../local/database-users.ts';
 import { renderTable } from '../local/table.ts';
 import { median } from './stats.ts';
 import { benchDataApi } from './data-api.ts';
@@ -43,19 +44,22 @@ async function main(): Promise<void> {
   const rows = option('rows', 600_000);
   const repeat = option('repeat', 3);
   const rowsPerDay = Math.max(1, Math.round(rows / DAYS));
-  const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+  const pipeline = samplePipeline();
 
   log(`bench: ${rowsPerDay * DAYS} rows over ${DAYS} days, ${repeat} repetitions of each measurement`);
   const postgres = await startLocalPostgres({ dataDir: `${STATE_DIR}/bench-pg` });
   const conn = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
   await recreateDatabase(conn, DATABASE);
-  const api = await startLocalDataApi({ postgres: conn });
+  await ensureLocalUser(conn);
+  const api = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
   const db = newClient({ ...conn, database: DATABASE });
   await db.connect();
   await createSampleWarehouse(db, { rowsPerDay, sourceDays: DAYS, liveDays: DAYS - 1 });
+  await applyPipelineSetup(db, pipeline);
   await db.query(`CREATE SCHEMA bench`);
 
-  const warehouse = localWarehouse(api.endpoint, DATABASE);
+  // The baselines run as the superuser; the state machine's handlers as the pipeline's role.
+  const warehouse = localWarehouse(api.endpoint, DATABASE, DEFAULT_POLL, conn.user);
   let publishWindow: { start: number; end: number } | undefined;
   const runner = await LocalRunner.create({
     env: { ...localHandlerEnvironment(api.endpoint, DATABASE), POWERTOOLS_LOG_LEVEL: 'WARN' },

@@ -67,3 +67,11 @@ export const LAMBDA_SERVICE_ERROR_NAMES = [
   'Lambda.ClientExecutionTimeoutException',
   'Lambda.TooManyRequestsException',
 ] as const;
+
+/**
+ * The database user lacks a privilege the pipeline needs (the setup SQL
+ * grants it): found by Plan before anything is written; never retried.
+ */
+export class MissingPrivilegeError extends AtomicPublishError {
+  override name = 'MissingPrivilegeError';
+}

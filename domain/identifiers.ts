@@ -69,3 +69,34 @@ export function sqlLiteral(value: LiteralValue): string {
 export function formatTimestamp(date: Date): string {
   return date.toISOString().replace('T', ' ').replace('Z', '');
 }
+
+/**
+ * Database user names, the one kind of name that may hold more than the
+ * identifier rule allows: on Redshift Serverless the Data API connects an
+ * IAM role as the user `IAMR:<role name>` (an IAM user as `IAM:<user name>`),
+ * with a colon and IAM's characters (letters, digits, `+=,.@_-`, at most 64).
+ * Either that, or a plain lower-case identifier. At most 127 bytes, Redshift's
+ * limit for names ("Names and identifiers",
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_names.html). Always
+ * double-quoted; a double quote can never be part of one.
+ */
+const IAM_USER = /^IAMR?:[A-Za-z0-9+=,.@_-]{1,64}$/;
+export const MAX_USER_NAME_LENGTH = 127;
+
+/** What is wrong with a database user name; undefined when nothing is. */
+export function databaseUserProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name.length === 0) return 'must be a non-empty string';
+  if (IAM_USER.test(name)) return undefined;
+  if (name.length > MAX_USER_NAME_LENGTH) return `${echo(name)} is longer than ${MAX_USER_NAME_LENGTH} characters`;
+  if (!IDENTIFIER.test(name)) {
+    return `${echo(name)} is not allowed: use lower-case letters, digits and underscores, or IAMR:<IAM role name> (IAM:<IAM user name>) as the Data API names an IAM identity`;
+  }
+  return undefined;
+}
+
+/** Validates and double-quotes a database user: `"IAMR:atomic-publish-steps"`. */
+export function quoteUser(name: string): string {
+  const problem = databaseUserProblem(name);
+  if (problem !== undefined) throw new ValidationError(`database user ${problem}`);
+  return `"${name}"`;
+}

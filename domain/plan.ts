@@ -187,3 +187,64 @@ export function stagingTableFor(pipeline: Pipeline, batchId: string): string {
 export function previousVersionTableFor(pipeline: Pipeline, batchId: string): string {
   return `${pipeline.target.table}__prev_${batchId}`;
 }
+
+/**
+ * Type families, for comparing a source column with the live column it is
+ * inserted into. Both spellings appear: information_schema's `data_type` of
+ * the live table (`character varying`) and the Data API's ColumnMetadata
+ * `typeName` of the source query (`varchar`). Redshift's type names and
+ * aliases: "Data types", https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html.
+ */
+const TYPE_FAMILIES: Record<string, string> = {
+  smallint: 'integer', integer: 'integer', bigint: 'integer', int: 'integer', int2: 'integer', int4: 'integer', int8: 'integer',
+  numeric: 'exact numeric', decimal: 'exact numeric',
+  real: 'float', 'double precision': 'float', float: 'float', float4: 'float', float8: 'float',
+  'character varying': 'string', character: 'string', varchar: 'string', char: 'string', bpchar: 'string', text: 'string',
+  nvarchar: 'string', nchar: 'string', name: 'string',
+  boolean: 'boolean', bool: 'boolean',
+  date: 'date',
+  'timestamp without time zone': 'timestamp', timestamp: 'timestamp',
+  'timestamp with time zone': 'timestamp with time zone', timestamptz: 'timestamp with time zone',
+  'time without time zone': 'time', time: 'time',
+  'time with time zone': 'time with time zone', timetz: 'time with time zone',
+  varbyte: 'binary', 'binary varying': 'binary', bytea: 'binary',
+};
+
+/** Families a value may come from and still fit the family it goes into: an integer fits exact numerics and floats. */
+const WIDENS_TO: Record<string, readonly string[]> = { integer: ['exact numeric', 'float'] };
+
+/** The family of a type name; a type outside the table (SUPER, GEOMETRY...) is its own family. */
+export function typeFamily(typeName: string): string {
+  const name = typeName.toLowerCase().trim();
+  return TYPE_FAMILIES[name] ?? name;
+}
+
+/**
+ * Every live column the source query produces must come in a type of the
+ * same family (or an integer where the live column is an exact numeric or a
+ * float): a load inserts the source's values as they are, and text for an
+ * integer column, a timestamp for a date, or a float for a numeric would be
+ * converted (or refused) row by row in the middle of the load instead.
+ */
+export function checkSourceTypes(
+  pipeline: Pipeline,
+  liveColumns: readonly LiveColumn[],
+  sourceColumns: readonly { name: string; typeName: string }[],
+): void {
+  const { schema, table } = pipeline.target;
+  const wrong: string[] = [];
+  for (const live of liveColumns) {
+    const source = sourceColumns.find((c) => c.name === live.name);
+    if (!source) continue;
+    const from = typeFamily(source.typeName);
+    const to = typeFamily(live.dataType);
+    if (from !== to && !(WIDENS_TO[from] ?? []).includes(to)) {
+      wrong.push(`column ${live.name} is ${source.typeName} (${from}) where ${schema}.${table}.${live.name} is ${live.dataType} (${to})`);
+    }
+  }
+  if (wrong.length > 0) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: field sourceSql produces values that do not fit the live table: ${wrong.join('; ')}. Cast them in the source query to the live column's type`,
+    );
+  }
+}

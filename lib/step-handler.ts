@@ -33,6 +33,9 @@ export interface StepHandlerProps {
  */
 const REQUIRE_BANNER = "import { createRequire as __atomicPublishCreateRequire } from 'node:module'; const require = __atomicPublishCreateRequire(import.meta.url);";
 
+/** The parser's WebAssembly, relative to the project root. */
+const PARSER_WASM = 'node_modules/libpg-query/wasm/libpg-query.wasm';
+
 /**
  * One step handler: bundled locally with esbuild into one ES module (the AWS
  * SDK included, so the deployed code runs the SDK version it was tested with).
@@ -75,6 +78,12 @@ export class StepHandler extends NodejsFunction {
         minify: false,
         sourceMap: true,
         forceDockerBundling: false,
+        // PostgreSQL's parser (libpg-query) loads its WebAssembly from beside the bundle.
+        commandHooks: {
+          beforeBundling: () => [],
+          beforeInstall: () => [],
+          afterBundling: (inputDir: string, outputDir: string) => [`cp "${join(inputDir, PARSER_WASM)}" "${outputDir}/"`],
+        },
       },
     });
     this.entryPath = entryPath;

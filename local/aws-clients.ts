@@ -33,9 +33,14 @@ export function localRedshiftDataClient(endpoint: string, config: Partial<Redshi
   });
 }
 
-/** A database behind the local endpoint, as the handlers name their target. */
-export function localTarget(database: string): WarehouseTarget {
-  return { database, workgroupName: LOCAL_WORKGROUP };
+/**
+ * A database behind the local endpoint, as the handlers name their target:
+ * a workgroup, which the endpoint serves as its default user (the
+ * least-privilege role of local/database-users.ts in the demo and the
+ * tests). With `dbUser`, a cluster target that runs as that user instead.
+ */
+export function localTarget(database: string, dbUser?: string): WarehouseTarget {
+  return dbUser === undefined ? { database, workgroupName: LOCAL_WORKGROUP } : { database, clusterIdentifier: LOCAL_WORKGROUP, dbUser };
 }
 
 /** The environment the handlers read to reach `database` through a local endpoint. */
@@ -43,7 +48,7 @@ export function localHandlerEnvironment(endpoint: string, database: string, sett
   return warehouseEnvironment(localTarget(database), { ...settings, endpoint });
 }
 
-/** The handlers' warehouse client on a local endpoint and database. */
-export function localWarehouse(endpoint: string, database: string, poll: PollOptions = DEFAULT_POLL): Warehouse {
-  return new Warehouse(localRedshiftDataClient(endpoint), localTarget(database), poll);
+/** The handlers' warehouse client on a local endpoint and database (as `dbUser` when given, see localTarget). */
+export function localWarehouse(endpoint: string, database: string, poll: PollOptions = DEFAULT_POLL, dbUser?: string): Warehouse {
+  return new Warehouse(localRedshiftDataClient(endpoint), localTarget(database, dbUser), poll);
 }

@@ -13,12 +13,13 @@
  * both live tables all the while. Exits non-zero if a reader of the atomic
  * path saw anything but the old or the new row count.
  */
-import type { Warehouse } from '../functions/commons/warehouse.ts';
+import { DEFAULT_POLL, type Warehouse } from '../functions/commons/warehouse.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
-import { addBadSourceRow, createSampleWarehouse, removeBadSourceRows, sampleDay } from './sample-data.ts';
+import { addBadSourceRow, createSampleWarehouse, removeBadSourceRows, sampleDay, samplePipeline } from './sample-data.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from './database-users.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
 import { newClient } from './pg-clients.ts';
@@ -224,7 +225,9 @@ async function main(): Promise<number> {
   });
   const conn: PgConnection = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
   await recreateDatabase(conn, DATABASE);
-  const api = await startLocalDataApi({ postgres: conn });
+  await ensureLocalUser(conn);
+  // The handlers run as the least-privilege role; the naive path as the superuser who owns its copy.
+  const api = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
   err(`  PostgreSQL on ${postgres.host}:${postgres.port}, data in ${postgres.dataDir}`);
   err(`  Redshift Data API on ${api.endpoint}`);
 
@@ -237,6 +240,7 @@ async function main(): Promise<number> {
     liveDays: LIVE_DAYS_BEFORE,
     copies: ['naive'],
   });
+  await applyPipelineSetup(db, samplePipeline());
   err(`  live table before Monday: ${fmt(sample.liveRows)} rows (the previous build)`);
 
   const env = { ...localHandlerEnvironment(api.endpoint, DATABASE), POWERTOOLS_LOG_LEVEL: 'WARN' };
@@ -252,7 +256,7 @@ async function main(): Promise<number> {
       },
     },
   });
-  const warehouse = localWarehouse(api.endpoint, DATABASE);
+  const warehouse = localWarehouse(api.endpoint, DATABASE, DEFAULT_POLL, conn.user);
   const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
 
   const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult }[] = [];

@@ -6,7 +6,7 @@
  */
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
-import { pipelines } from '../pipelines/index.ts';
+import { samplePipeline } from './sample-data.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 
 const DAY_MS = 86_400_000;
@@ -17,7 +17,7 @@ export async function naiveRebuild(
   /** Awaited after each step: a caller may hold the rebuild there (readers taking a read first). */
   onProgress: (done: number, total: number) => void | Promise<void>,
 ): Promise<{ failed: boolean; message: string }> {
-  const pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+  const pipeline = samplePipeline();
   const [schema, table] = target.table.split('.') as [string, string];
   const live = qualifiedName(schema, table);
   try {

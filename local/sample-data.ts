@@ -7,9 +7,16 @@
  */
 import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
+import type { Pipeline } from '../domain/spec.ts';
+import { pipelines } from '../pipelines/index.ts';
 
 export const SAMPLE_HISTORY_START = new Date('2026-01-01T00:00:00Z');
 const DAY_MS = 86_400_000;
+
+/** The pipeline that publishes the sample live table. */
+export function samplePipeline(): Pipeline {
+  return pipelines.find((p) => p.name === 'sales_order_lines')!;
+}
 
 export function sampleDay(index: number): Date {
   return new Date(SAMPLE_HISTORY_START.getTime() + index * DAY_MS);

@@ -147,3 +147,51 @@ export function startBatch(record: BatchRecord): string[] {
   }
   return statements;
 }
+
+// The privilege checks run before anything is written. They read only the
+// catalog (PG_NAMESPACE, PG_CLASS, PG_USER) and call Redshift's leader-node
+// functions HAS_DATABASE_PRIVILEGE, HAS_SCHEMA_PRIVILEGE and
+// HAS_TABLE_PRIVILEGE (https://docs.aws.amazon.com/redshift/latest/dg/r_HAS_TABLE_PRIVILEGE.html,
+// whose example joins pg_tables and pg_user the same way), which PostgreSQL
+// has under the same names. Redshift's HAS_DATABASE_PRIVILEGE and
+// HAS_SCHEMA_PRIVILEGE return 'true' as text, PostgreSQL a boolean:
+// readers accept both (isGranted).
+
+/** The current user, whether it is a superuser, and CREATE on the current database. */
+export function databasePrivileges(): Statement {
+  return {
+    sql: `SELECT current_user AS db_user,
+                 (SELECT usesuper FROM pg_user WHERE usename = current_user) AS is_superuser,
+                 HAS_DATABASE_PRIVILEGE(current_database(), 'CREATE') AS can_create`,
+  };
+}
+
+/** USAGE and CREATE of the current user on each schema that exists. */
+export function schemaPrivileges(schemas: readonly string[]): Statement {
+  const names = schemas.map((_, i) => `:schema_${i}`);
+  return {
+    sql: `SELECT nspname AS schema_name,
+                 HAS_SCHEMA_PRIVILEGE(nspname, 'USAGE') AS can_use,
+                 HAS_SCHEMA_PRIVILEGE(nspname, 'CREATE') AS can_create
+            FROM pg_namespace WHERE nspname IN (${names.join(', ')})`,
+    parameters: Object.fromEntries(schemas.map((s, i) => [`schema_${i}`, s])),
+  };
+}
+
+/**
+ * Owner and SELECT of the current user on each table or view that exists.
+ * Run only once USAGE on their schemas is known: without it, naming a table
+ * of the schema is an error rather than false.
+ */
+export function relationPrivileges(relations: readonly { schema: string; table: string }[]): Statement {
+  const match = relations.map((_, i) => `(n.nspname = :schema_${i} AND c.relname = :table_${i})`);
+  return {
+    sql: `SELECT n.nspname AS schema_name, c.relname AS table_name, u.usename AS owner,
+                 HAS_TABLE_PRIVILEGE(QUOTE_IDENT(n.nspname) || '.' || QUOTE_IDENT(c.relname), 'SELECT') AS can_select
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace
+            JOIN pg_user u ON u.usesysid = c.relowner
+           WHERE c.relkind IN ('r', 'v', 'm', 'p') AND (${match.join(' OR ')})`,
+    parameters: Object.fromEntries(relations.flatMap((r, i) => [[`schema_${i}`, r.schema], [`table_${i}`, r.table]])),
+  };
+}

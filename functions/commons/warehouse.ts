@@ -24,6 +24,12 @@ function targetFields(target: WarehouseTarget) {
   };
 }
 
+/** A column of a statement's result: its name and the type name the Data API reports (`int4`, `varchar`, `numeric`...). */
+export interface ResultColumn {
+  readonly name: string;
+  readonly typeName: string;
+}
+
 /** Adaptive polling: fast first (most statements are short), backing off to a cap. */
 export interface PollOptions {
   readonly initialDelayMs: number;
@@ -259,15 +265,16 @@ export class Warehouse {
     return (await this.results(outcome.id, name)).rows;
   }
 
-  /** Column names of a statement's result (works for `LIMIT 0`). */
-  async columns(statement: Statement, name: string): Promise<string[]> {
+  /** Columns of a statement's result, with the type names of its ColumnMetadata (works for `LIMIT 0`). */
+  async columns(statement: Statement, name: string): Promise<ResultColumn[]> {
     const outcome = await this.execute(statement, name);
-    return (await this.results(outcome.id, name)).columns;
+    return (await this.results(outcome.id, name)).types;
   }
 
-  private async results(id: string, name: string): Promise<{ columns: string[]; rows: Row[] }> {
+  private async results(id: string, name: string): Promise<{ columns: string[]; types: ResultColumn[]; rows: Row[] }> {
     const rows: Row[] = [];
     let columns: string[] = [];
+    let types: ResultColumn[] = [];
     let nextToken: string | undefined;
     do {
       let page;
@@ -276,7 +283,10 @@ export class Warehouse {
       } catch (error) {
         throw classifyApiError(error, `read results of ${name} (${id})`);
       }
-      if (page.ColumnMetadata) columns = page.ColumnMetadata.map((c: ColumnMetadata) => c.name ?? c.label ?? '');
+      if (page.ColumnMetadata) {
+        types = page.ColumnMetadata.map((c: ColumnMetadata) => ({ name: c.name ?? c.label ?? '', typeName: c.typeName ?? '' }));
+        columns = types.map((c) => c.name);
+      }
       for (const record of page.Records ?? []) {
         const row: Row = {};
         record.forEach((field, i) => {
@@ -286,7 +296,7 @@ export class Warehouse {
       }
       nextToken = page.NextToken;
     } while (nextToken);
-    return { columns, rows };
+    return { columns, types, rows };
   }
 }
 

@@ -3,6 +3,7 @@ import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
+  checkSourceTypes,
   liveTableColumns,
   planChunks,
   planningTime,
@@ -12,7 +13,25 @@ import {
 } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
-import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tableColumns } from '../../domain/sql/plan.ts';
+import {
+  databasePrivileges,
+  doneChunks,
+  findBatch,
+  latestPublication,
+  relationPrivileges,
+  schemaPrivileges,
+  sourceShape,
+  startBatch,
+  tableColumns,
+} from '../../domain/sql/plan.ts';
+import {
+  isGranted,
+  missingPrivilegeError,
+  missingPrivileges,
+  type PrivilegeFacts,
+  relationKey,
+  requiredPrivileges,
+} from '../../domain/privileges.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
@@ -44,8 +63,42 @@ async function ensureManifest(warehouse: Warehouse, name: string): Promise<void>
 }
 
 /**
- * Validates the input and the warehouse side (live table, source query,
- * columns) before writing anything; then creates or resumes the batch.
+ * Fails with MissingPrivilegeError, naming every privilege missing, when the
+ * database user lacks one the setup SQL grants. Schemas first: naming a
+ * table in a schema the user may not use is an error, not an answer.
+ */
+async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<void> {
+  const required = requiredPrivileges(pipeline);
+  const [database] = await warehouse.query(databasePrivileges(), name('privileges'));
+  if (isGranted(database?.is_superuser)) return;
+  const schemas = [...new Set(required.flatMap((r) => (r.kind === 'schema' ? [r.schema] : [])))];
+  const schemaRows = await warehouse.query(schemaPrivileges(schemas), name('schema-privileges'));
+  let facts: PrivilegeFacts = {
+    user: String(database?.db_user ?? ''),
+    databaseCreate: isGranted(database?.can_create),
+    schemas: new Map(schemaRows.map((r) => [String(r.schema_name), { usage: isGranted(r.can_use), create: isGranted(r.can_create) }])),
+  };
+  let missing = missingPrivileges(required, facts);
+  if (missing.length === 0) {
+    const relations = required.flatMap((r) => (r.kind === 'owner' || r.kind === 'table' ? [{ schema: r.schema, table: r.table }] : []));
+    const relationRows = await warehouse.query(relationPrivileges(relations), name('table-privileges'));
+    facts = {
+      ...facts,
+      relations: new Map(
+        relationRows.map((r) => [
+          relationKey({ schema: String(r.schema_name), table: String(r.table_name) }),
+          { owner: String(r.owner), select: isGranted(r.can_select) },
+        ]),
+      ),
+    };
+    missing = missingPrivileges(required, facts);
+  }
+  if (missing.length > 0) throw missingPrivilegeError(pipeline, facts, missing);
+}
+
+/**
+ * Validates the input and the warehouse side (privileges, live table,
+ * source query, columns and their types) before writing anything; then creates or resumes the batch.
  */
 export async function plan(
   event: PlanEvent,
@@ -61,10 +114,15 @@ export async function plan(
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
   const { schema, table } = pipeline.target;
 
-  const live = await warehouse.query(tableColumns(schema, table), name('live-columns'));
-  const liveColumns = liveTableColumns(pipeline, live.map((r) => ({ name: String(r.column_name), dataType: String(r.data_type ?? '') })));
+  await checkPrivileges(warehouse, pipeline, name);
+  const live = (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => ({
+    name: String(r.column_name),
+    dataType: String(r.data_type ?? ''),
+  }));
+  const liveColumns = liveTableColumns(pipeline, live);
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
-  checkSourceColumns(pipeline, liveColumns, sourceColumns);
+  checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
+  checkSourceTypes(pipeline, live, sourceColumns);
 
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));

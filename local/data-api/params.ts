@@ -1,8 +1,8 @@
 // The Data API's `:name` parameters, translated to PostgreSQL's `$n`.
 // Values stay untyped strings: PostgreSQL infers each one's type from its
 // context, as Redshift converts implicitly.
+import { referencedNames, toPositional } from '../../domain/redshift-sql/parameters.ts';
 import { validation } from './errors.ts';
-import { codeSpans } from './sql-lexer.ts';
 
 export interface SqlParameter {
   name: string;
@@ -15,7 +15,6 @@ export interface TranslatedSql {
 }
 
 const NAME = /^[0-9A-Za-z_]+$/;
-const REFERENCE = /:([0-9A-Za-z_]+)/y;
 
 /** Checks the request's parameter list itself (the API's own constraints). */
 export function validateParameters(parameters: unknown): SqlParameter[] {
@@ -37,13 +36,6 @@ export function validateParameters(parameters: unknown): SqlParameter[] {
   });
 }
 
-/** Names referenced as `:name` in code (not in literals, identifiers, comments; `::` is a cast). */
-export function referencedNames(sql: string): Set<string> {
-  const names = new Set<string>();
-  forEachReference(sql, (name) => names.add(name));
-  return names;
-}
-
 /**
  * Rewrites `:name` to `$n`. Every referenced name must be supplied; checking
  * that every supplied parameter is referenced is up to the caller (a batch
@@ -51,23 +43,13 @@ export function referencedNames(sql: string): Set<string> {
  */
 export function translate(sql: string, parameters: SqlParameter[]): TranslatedSql {
   const byName = new Map(parameters.map((p) => [p.name, p.value]));
-  const positions = new Map<string, number>();
-  const values: string[] = [];
-  let text = '';
-  let copied = 0;
-  forEachReference(sql, (name, start, end) => {
+  const { text, names } = toPositional(sql);
+  const values = names.map((name) => {
     const value = byName.get(name);
     if (value === undefined) throw validation(`Parameter '${name}' is referenced in the SQL statement but no value is supplied.`);
-    let position = positions.get(name);
-    if (position === undefined) {
-      values.push(value);
-      position = values.length;
-      positions.set(name, position);
-    }
-    text += `${sql.slice(copied, start)}$${position}`;
-    copied = end;
+    return value;
   });
-  return { text: text + sql.slice(copied), values };
+  return { text, values };
 }
 
 /** Fails when a supplied parameter is referenced by none of the statements. */
@@ -75,21 +57,4 @@ export function checkAllReferenced(sqls: string[], parameters: SqlParameter[]): 
   const referenced = new Set(sqls.flatMap((sql) => [...referencedNames(sql)]));
   const unused = parameters.find((p) => !referenced.has(p.name));
   if (unused) throw validation(`Parameter '${unused.name}' is supplied but not referenced in the SQL statement.`);
-}
-
-function forEachReference(sql: string, visit: (name: string, start: number, end: number) => void): void {
-  for (const span of codeSpans(sql)) {
-    for (let i = span.start; i < span.end; i++) {
-      if (sql[i] !== ':') continue;
-      if (sql[i + 1] === ':') {
-        i++; // a `::` cast
-        continue;
-      }
-      REFERENCE.lastIndex = i;
-      const match = REFERENCE.exec(sql);
-      if (!match?.[1] || REFERENCE.lastIndex > span.end) continue;
-      visit(match[1], i, REFERENCE.lastIndex);
-      i = REFERENCE.lastIndex - 1;
-    }
-  }
 }

@@ -1,4 +1,11 @@
-// Runs statements on pooled PostgreSQL connections, one database per pool.
+// Runs statements on pooled PostgreSQL connections, one pool per database
+// and database user.
+//
+// The user is the request's DbUser for a cluster with DbUser, as the real
+// API connects through GetClusterCredentials; for a SecretArn or a
+// WorkgroupName (the secret's user, the caller's IAM identity) it is the
+// endpoint's default user. A local role logs in with the password
+// localUserPassword gives it.
 //
 // Like the real API without a session, every statement (or batch) gets a
 // connection of its own for its duration and leaves nothing behind: an open
@@ -13,10 +20,12 @@
 // cluster that cannot be reached.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { endPool, newClient, newPool } from '../pg-clients.ts';
+import { endPool, newClient, newPool, withClient } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
+import { localUserPassword } from '../database-users.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
-import type { Statement, StatementPart, StoredResult } from './statement.ts';
+import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
+import { installSystemViews, SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 
 /**
  * Redshift's two isolation levels, both snapshot-based: a transaction's
@@ -39,6 +48,8 @@ export interface StatementRunnerOptions {
   maxConnectionsPerDatabase: number;
   isolation: Isolation;
   maxResultBytes: number;
+  /** The user of SecretArn and WorkgroupName requests. */
+  defaultUser: string;
   log: (line: string) => void;
 }
 
@@ -81,6 +92,8 @@ SELECT 'type', t.oid::int8, 0, NULL, t.typname, NULL, NULL FROM pg_type t WHERE 
 
 export class StatementRunner {
   private readonly pools = new Map<string, pg.Pool>();
+  /** Databases whose system views are installed (or being installed) by this runner. */
+  private readonly systemViews = new Map<string, Promise<void>>();
   /** Checked-out connections that were lost, with the error that said so. */
   private readonly lost = new WeakMap<pg.PoolClient, Error>();
   private queryIds = 0;
@@ -154,7 +167,8 @@ export class StatementRunner {
   private async execute(statement: Statement): Promise<void> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool(statement.target.database).connect();
+      await this.ensureSystemViews(statement.target.database);
+      client = await this.pool(statement.target.database, this.userOf(statement.target)).connect();
     } catch (error) {
       // As on Redshift, a missing database or refused connection is the statement's failure.
       if (!statement.isTerminal) {
@@ -246,18 +260,38 @@ export class StatementRunner {
     }
   }
 
-  private pool(database: string): pg.Pool {
-    let pool = this.pools.get(database);
+  /** The database user a request runs as. */
+  private userOf(target: StatementTarget): string {
+    return target.clusterIdentifier !== undefined && target.dbUser !== undefined ? target.dbUser : this.options.defaultUser;
+  }
+
+  /** Installs the system views once per database; a failed attempt is tried again by the next statement. */
+  private ensureSystemViews(database: string): Promise<void> {
+    let installed = this.systemViews.get(database);
+    if (!installed) {
+      installed = withClient({ ...this.connection, database }, installSystemViews);
+      installed.catch(() => this.systemViews.delete(database));
+      this.systemViews.set(database, installed);
+    }
+    return installed;
+  }
+
+  private pool(database: string, user: string): pg.Pool {
+    const key = JSON.stringify([database, user]);
+    let pool = this.pools.get(key);
     if (!pool) {
       pool = newPool(
         {
           ...this.connection,
+          user,
+          password: localUserPassword(this.connection, user),
           database,
           max: this.options.maxConnectionsPerDatabase,
           idleTimeoutMillis: 30_000,
           application_name: APPLICATION_NAME,
-          // Redshift's session defaults: UTC, ISO dates, the database's isolation level.
-          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]}`,
+          // Redshift's session defaults: UTC, ISO dates, the database's isolation
+          // level; Redshift's system views (system-views.ts) after the user's schemas.
+          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]} -c search_path=$user,public,${SYSTEM_VIEWS_SCHEMA}`,
           // Every value as PostgreSQL's text; fields.ts types them.
           types: { getTypeParser: () => (value: string) => value },
         },
@@ -266,7 +300,7 @@ export class StatementRunner {
           onBusyLost: (client, error) => this.lost.set(client, error),
         },
       );
-      this.pools.set(database, pool);
+      this.pools.set(key, pool);
     }
     return pool;
   }

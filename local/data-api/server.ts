@@ -53,6 +53,14 @@ export interface LocalDataApiOptions {
   environmentalError?: EnvironmentalFault;
   /** The database's isolation level (Redshift sets it per database). @default 'snapshot' (Redshift's default since May 2024) */
   isolation?: Isolation;
+  /**
+   * The database user of SecretArn and WorkgroupName requests (a cluster
+   * request with DbUser runs as that user). A role other than the
+   * superuser must exist, with the password localUserPassword gives it
+   * (local/database-users.ts).
+   * @default - the `postgres` connection's user
+   */
+  defaultUser?: string;
 }
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
@@ -69,6 +77,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     maxConnectionsPerDatabase: opts.maxConnectionsPerDatabase ?? 32,
     isolation: opts.isolation ?? 'snapshot',
     maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
+    defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
   });
   const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000, environmentalError: opts.environmentalError });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
+  databaseUserProblem,
+  quoteUser,
   formatTimestamp,
   MAX_IDENTIFIER_LENGTH,
   qualifiedName,
@@ -64,6 +66,26 @@ describe('quoteIdent', () => {
 
   it('returns a valid name unchanged from validateIdentifier', () => {
     expect(validateIdentifier('sales_2026')).toBe('sales_2026');
+  });
+});
+
+describe('quoteUser', () => {
+  it('quotes a plain user and the names the Data API gives IAM identities', () => {
+    expect(quoteUser('etl_user')).toBe('"etl_user"');
+    expect(quoteUser('IAMR:atomic-publish-steps')).toBe('"IAMR:atomic-publish-steps"');
+    expect(quoteUser('IAM:ops.admin@example+1')).toBe('"IAM:ops.admin@example+1"');
+  });
+
+  it.each([
+    ['a double quote', 'IAMR:x"y'],
+    ['an upper-case plain name', 'EtlUser'],
+    ['a role name longer than IAM allows', `IAMR:${'r'.repeat(65)}`],
+    ['an unknown prefix', 'IAMX:role'],
+    ['an empty role name', 'IAMR:'],
+    ['a space', 'etl user'],
+  ])('refuses %s', (_, name) => {
+    expect(errorOf(() => quoteUser(name))).toBeInstanceOf(ValidationError);
+    expect(databaseUserProblem(name)).toBeDefined();
   });
 });
 

@@ -141,7 +141,12 @@ describe('execute, query and columns', () => {
   it('columns returns the column names of a LIMIT 0 query, in order', async () => {
     await wh.query('CREATE TABLE shaped (event_time timestamp, customer_id int8, amount numeric(12,2), note varchar(50))');
 
-    expect(await main.warehouse.columns({ sql: 'SELECT * FROM shaped LIMIT 0' }, 'shape')).toEqual(['event_time', 'customer_id', 'amount', 'note']);
+    expect(await main.warehouse.columns({ sql: 'SELECT * FROM shaped LIMIT 0' }, 'shape')).toEqual([
+      { name: 'event_time', typeName: 'timestamp' },
+      { name: 'customer_id', typeName: 'int8' },
+      { name: 'amount', typeName: 'numeric' },
+      { name: 'note', typeName: 'varchar' },
+    ]);
   });
 });
 

@@ -26,6 +26,7 @@ export const PACKAGES_WITHOUT_AWS_CALLS: Record<string, string> = {
   '@aws-lambda-powertools/metrics/middleware': 'the metrics as a middy middleware',
   '@middy/core': 'the middleware engine',
   zod: 'schema validation',
+  'libpg-query': "PostgreSQL's parser compiled to WebAssembly, loaded from the bundle's folder",
   'aws-lambda': 'types only',
 };
 

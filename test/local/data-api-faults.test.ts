@@ -166,7 +166,7 @@ describe('PostgreSQL down', () => {
 
   it('keeps a cancel trying while the server cannot be reached, and ends it, without an error, once the statement has ended', async () => {
     const logged = logWatch();
-    const runner = new StatementRunner(own.conn, { maxConnectionsPerDatabase: 1, isolation: 'serializable', maxResultBytes: 1024, log: logged.log });
+    const runner = new StatementRunner(own.conn, { maxConnectionsPerDatabase: 1, isolation: 'serializable', maxResultBytes: 1024, defaultUser: own.conn.user, log: logged.log });
     const id = randomUUID();
     const part = new StatementPart(id, 'SELECT 1', { text: 'SELECT 1', values: [] });
     const statement = new Statement({ id, isBatch: false, target: { database: wh.pg.database }, parameters: [], executionMode: 'AUTO_COMMIT', withEvent: false, parts: [part] });

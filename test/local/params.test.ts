@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DataApiError } from '../../local/data-api/errors.ts';
-import { checkAllReferenced, referencedNames, translate, validateParameters } from '../../local/data-api/params.ts';
+import { referencedNames } from '../../domain/redshift-sql/parameters.ts';
+import { checkAllReferenced, translate, validateParameters } from '../../local/data-api/params.ts';
 
 const p = (entries: Record<string, string>) => Object.entries(entries).map(([name, value]) => ({ name, value }));
 

@@ -21,11 +21,11 @@ import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { PgConnection } from '../../local/postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
-import { createSampleWarehouse, sampleDay, type SampleOptions } from '../../local/sample-data.ts';
-import { pipelines } from '../../pipelines/index.ts';
+import { createSampleWarehouse, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
 
-export const PIPELINE: Pipeline = pipelines.find((p) => p.name === 'sales_order_lines')!;
+export const PIPELINE: Pipeline = samplePipeline();
 export const LIVE = 'analytics.sales_order_lines';
 
 /** Retry waits in workflow tests, as a fraction of the declared ones (a 2 s interval waits 4 ms). */
@@ -107,7 +107,7 @@ export interface Workflow {
   readonly calls: readonly TaskCall[];
   /** Runs `fn` on a direct connection to this workflow's database, closed afterwards. */
   withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T>;
-  /** Creates the sample source and live table (replacing any earlier ones). */
+  /** Creates the sample source and live table (replacing any earlier ones), then applies the pipeline's setup SQL for the handlers' role. */
   sample(options: SampleOptions): Promise<void>;
   run(input: unknown, name?: string): Promise<ExecutionResult>;
   /** After an execution ended: waits until no LoadChunk invocation is running (a failed Map leaves its in-flight iterations to finish). */
@@ -136,7 +136,9 @@ export interface UseWorkflowOptions {
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
-  const wh = await useWarehouse(prefix, options.postgres ? { postgres: options.postgres } : {});
+  // The handlers run as the least-privilege role (workgroup requests); arranging and asserting through wh as the superuser.
+  const wh = await useWarehouse(prefix, { ...(options.postgres ? { postgres: options.postgres } : {}), defaultUser: LOCAL_PIPELINE_USER });
+  await ensureLocalUser(wh.pg);
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   const outboxFile = join(dir, 'alerts.jsonl');
   const faults: Partial<Record<TaskState, TaskOverride>> = {};
@@ -181,7 +183,10 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     calls,
     outboxFile,
     async sample(sampleOptions) {
-      await withClient(wh.pg, (client) => createSampleWarehouse(client, sampleOptions));
+      await withClient(wh.pg, async (client) => {
+        await createSampleWarehouse(client, sampleOptions);
+        await applyPipelineSetup(client, PIPELINE);
+      });
     },
     withClient: (fn) => withClient(wh.pg, fn),
     run: (input, name) => runner.run(input, name ? { name } : {}),

@@ -4,6 +4,7 @@
 // an error, and once a reader has seen the new table it never sees the old.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { naiveRebuild } from '../../local/naive-rebuild.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
@@ -37,7 +38,7 @@ describe('readers during a run', () => {
     await readers.readAll();
     readers.phase('rebuilding');
     // After 10 of 30 days every reader takes a read before the rebuild goes on.
-    const outcome = await naiveRebuild(localWarehouse(wf.wh.endpoint, wf.wh.pg.database), { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) }, async (done) => {
+    const outcome = await naiveRebuild(localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, wf.wh.pg.user), { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) }, async (done) => {
       if (done !== 10) return;
       readers.phase('after day 10');
       await readers.readAll();

@@ -22,7 +22,7 @@ describe('a warehouse that cannot be reached', () => {
     // 8 retries of the transient error: 9 attempts in all.
     expect(stateEvents(result, 'StateRetried', 'Plan')).toHaveLength(8);
     expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
-    expect(caughtMessage(result)).toMatch(/^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:live-columns:[0-9a-f]{16} \(ECONNREFUSED\)/);
+    expect(caughtMessage(result)).toMatch(/^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:privileges:[0-9a-f]{16} \(ECONNREFUSED\)/);
 
     expect(result.alerts).toHaveLength(1);
     expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');

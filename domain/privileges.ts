@@ -1,0 +1,135 @@
+/**
+ * What the database user the handlers run as needs, for one pipeline: the
+ * one list that the setup SQL grants (domain/sql/setup.ts) and Plan checks
+ * before it writes anything (functions/plan).
+ *
+ * On Redshift (GRANT, https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html;
+ * ALTER TABLE, https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html):
+ * creating a schema needs CREATE on the database; creating a table in a
+ * schema needs CREATE on it, and reaching anything in it needs USAGE, which
+ * CREATE does not include; renaming or dropping a table needs its owner;
+ * reading a table needs SELECT on it.
+ */
+import { MissingPrivilegeError, ValidationError } from './errors.ts';
+import { sourceTables } from './redshift-sql/source-sql.ts';
+import type { Pipeline } from './spec.ts';
+import { MANIFEST_SCHEMA } from './sql/statement.ts';
+
+export type Requirement =
+  | { readonly kind: 'database'; readonly privilege: 'CREATE'; readonly reason: string }
+  | { readonly kind: 'schema'; readonly privilege: 'USAGE' | 'CREATE'; readonly schema: string; readonly reason: string }
+  | { readonly kind: 'owner'; readonly schema: string; readonly table: string; readonly reason: string }
+  | { readonly kind: 'table'; readonly privilege: 'SELECT'; readonly schema: string; readonly table: string; readonly reason: string };
+
+export interface Relation {
+  readonly schema: string;
+  readonly table: string;
+}
+
+/**
+ * The tables and views a pipeline's source query reads. Each must name its
+ * schema: the grants and the check must name the table the query reads, and
+ * an unqualified name resolves through the user's search_path, which the
+ * setup cannot see.
+ */
+export function sourceRelations(pipeline: Pipeline): Relation[] {
+  return sourceTables(pipeline.sourceSql).map(({ schema, table }) => {
+    if (schema === undefined) {
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: sourceSql reads ${table} without a schema; qualify it (schema.${table}) so that the grants name the table the query reads`,
+      );
+    }
+    return { schema, table };
+  });
+}
+
+/** Every privilege the pipeline's database user needs, each once, in the order the setup grants them. */
+export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
+  const { schema, table } = pipeline.target;
+  const sources = sourceRelations(pipeline);
+  const required: Requirement[] = [
+    { kind: 'database', privilege: 'CREATE', reason: `to create the ${MANIFEST_SCHEMA} schema` },
+    { kind: 'schema', privilege: 'USAGE', schema, reason: 'to reach the live and staging tables' },
+    { kind: 'schema', privilege: 'CREATE', schema, reason: 'to create staging tables' },
+    { kind: 'owner', schema, table, reason: 'to rename it in the publish and drop its old versions' },
+  ];
+  for (const source of sources) {
+    if (!required.some((r) => r.kind === 'schema' && r.privilege === 'USAGE' && r.schema === source.schema)) {
+      required.push({ kind: 'schema', privilege: 'USAGE', schema: source.schema, reason: 'to reach the source tables' });
+    }
+  }
+  for (const source of sources) {
+    required.push({ kind: 'table', privilege: 'SELECT', ...source, reason: 'to read the source' });
+  }
+  return required;
+}
+
+/** What the warehouse says the current user holds; an object it does not list (absent, or not asked yet) is not judged. */
+export interface PrivilegeFacts {
+  readonly user: string;
+  readonly databaseCreate: boolean;
+  readonly schemas: ReadonlyMap<string, { readonly usage: boolean; readonly create: boolean }>;
+  readonly relations?: ReadonlyMap<string, { readonly owner: string; readonly select: boolean }>;
+}
+
+export function relationKey(relation: Relation): string {
+  return `${relation.schema}.${relation.table}`;
+}
+
+/** The requirements the facts show missing. */
+export function missingPrivileges(required: readonly Requirement[], facts: PrivilegeFacts): Requirement[] {
+  return required.filter((r) => {
+    switch (r.kind) {
+      case 'database':
+        return !facts.databaseCreate;
+      case 'schema': {
+        const held = facts.schemas.get(r.schema);
+        return held !== undefined && !(r.privilege === 'USAGE' ? held.usage : held.create);
+      }
+      case 'owner': {
+        const held = facts.relations?.get(relationKey(r));
+        return held !== undefined && held.owner !== facts.user;
+      }
+      case 'table': {
+        const held = facts.relations?.get(relationKey(r));
+        return held !== undefined && !held.select;
+      }
+    }
+  });
+}
+
+/** One requirement in words: `USAGE on schema analytics`. */
+export function describeRequirement(r: Requirement): string {
+  switch (r.kind) {
+    case 'database':
+      return 'CREATE on the database';
+    case 'schema':
+      return `${r.privilege} on schema ${r.schema}`;
+    case 'owner':
+      return `ownership of table ${relationKey(r)}`;
+    case 'table':
+      return `SELECT on ${relationKey(r)}`;
+  }
+}
+
+/** The command that prints the setup SQL for a pipeline and user. */
+export function setupCommand(pipeline: string, user: string): string {
+  return `npm run setup-sql -- --pipeline ${pipeline} --user '${user}'`;
+}
+
+/** The error naming every missing privilege, the object, the user, and the setup that grants them. */
+export function missingPrivilegeError(pipeline: Pipeline, facts: PrivilegeFacts, missing: readonly Requirement[]): MissingPrivilegeError {
+  const items = missing.map((r) => {
+    const owner = r.kind === 'owner' ? ` (owned by ${facts.relations?.get(relationKey(r))?.owner})` : '';
+    return `${describeRequirement(r)}${owner}, ${r.reason}`;
+  });
+  return new MissingPrivilegeError(
+    `pipeline ${pipeline.name}: database user "${facts.user}" lacks ${items.join('; ')}. ` +
+      `Run the SQL printed by \`${setupCommand(pipeline.name, facts.user)}\` as a superuser (it is safe to run again).`,
+  );
+}
+
+/** A privilege function's answer: PostgreSQL's boolean, or Redshift's 'true' / 't' as text. */
+export function isGranted(value: unknown): boolean {
+  return value === true || value === 't' || value === 'true';
+}

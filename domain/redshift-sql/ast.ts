@@ -1,0 +1,47 @@
+// Walking libpg-query's JSON parse trees: every node is an object with one
+// key, its kind (`{ RangeVar: { relname: ... } }`); fields hold nodes, lists
+// of nodes, or plain values.
+import type { AstNode } from './parser.ts';
+
+const KIND = /^[A-Z]/;
+
+/** A node of the tree with its kind and fields. */
+export interface Visited {
+  kind: string;
+  fields: Record<string, unknown>;
+}
+
+/** Calls `visit` for every node under `root`, depth first, parents before children. */
+export function walk(root: unknown, visit: (node: Visited) => void): void {
+  if (Array.isArray(root)) {
+    for (const item of root) walk(item, visit);
+    return;
+  }
+  if (root === null || typeof root !== 'object') return;
+  for (const [key, value] of Object.entries(root)) {
+    if (KIND.test(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      visit({ kind: key, fields: value as Record<string, unknown> });
+    }
+    walk(value, visit);
+  }
+}
+
+/** Every node of one kind under `root`. */
+export function nodesOf(root: unknown, kind: string): Record<string, unknown>[] {
+  const found: Record<string, unknown>[] = [];
+  walk(root, (node) => {
+    if (node.kind === kind) found.push(node.fields);
+  });
+  return found;
+}
+
+/** The kind of a statement node, e.g. `SelectStmt`. */
+export function kindOf(node: AstNode): string {
+  return Object.keys(node)[0] ?? '';
+}
+
+/** The `sval` strings of a name list (`[{ String: { sval } }]`), e.g. a qualified function name. */
+export function names(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((item) => String((item as { String?: { sval?: unknown } }).String?.sval ?? ''));
+}

@@ -1,0 +1,53 @@
+// The Data API's `:name` parameters in a SQL text. PostgreSQL's grammar has
+// no such syntax: a text is parsed (and run locally) with `$n` in their place.
+import { codeSpans } from './lexer.ts';
+
+const REFERENCE = /:([0-9A-Za-z_]+)/y;
+
+export interface PositionalSql {
+  /** The text with every `:name` replaced by `$n`. */
+  text: string;
+  /** Parameter names in the order of their positions: `$1` is `names[0]`. */
+  names: string[];
+}
+
+/** Names referenced as `:name` in code (not in literals, identifiers, comments; `::` is a cast). */
+export function referencedNames(sql: string): Set<string> {
+  const names = new Set<string>();
+  forEachReference(sql, (name) => names.add(name));
+  return names;
+}
+
+/** Rewrites `:name` to `$n`, one position per distinct name, in order of first use. */
+export function toPositional(sql: string): PositionalSql {
+  const positions = new Map<string, number>();
+  let text = '';
+  let copied = 0;
+  forEachReference(sql, (name, start, end) => {
+    let position = positions.get(name);
+    if (position === undefined) {
+      position = positions.size + 1;
+      positions.set(name, position);
+    }
+    text += `${sql.slice(copied, start)}$${position}`;
+    copied = end;
+  });
+  return { text: text + sql.slice(copied), names: [...positions.keys()] };
+}
+
+function forEachReference(sql: string, visit: (name: string, start: number, end: number) => void): void {
+  for (const span of codeSpans(sql)) {
+    for (let i = span.start; i < span.end; i++) {
+      if (sql[i] !== ':') continue;
+      if (sql[i + 1] === ':') {
+        i++; // a `::` cast
+        continue;
+      }
+      REFERENCE.lastIndex = i;
+      const match = REFERENCE.exec(sql);
+      if (!match?.[1] || REFERENCE.lastIndex > span.end) continue;
+      visit(match[1], i, REFERENCE.lastIndex);
+      i = REFERENCE.lastIndex - 1;
+    }
+  }
+}

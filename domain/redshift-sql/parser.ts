@@ -1,0 +1,69 @@
+// PostgreSQL's own parser (libpg-query, compiled to WebAssembly) for the SQL
+// this project sends to Redshift. Redshift's dialect descends from
+// PostgreSQL 8.0: what it accepts parses here, and what it refuses is then
+// recognised in the tree (see unsupported.ts).
+import { loadModule, parsePlPgSQLSync, parseSync } from 'libpg-query';
+import { toPositional } from './parameters.ts';
+
+// The WebAssembly module loads once, when this module is first imported, so
+// that parsing is synchronous everywhere after (spec validation runs at
+// import time of pipelines/index.ts).
+await loadModule();
+
+/** A parse tree node as libpg-query returns it: `{ Kind: fields }`. */
+export type AstNode = Record<string, unknown>;
+
+export interface ParsedStatement {
+  /** The statement's node, e.g. `{ SelectStmt: {...} }`. */
+  node: AstNode;
+  /** The statement's own text (without the separating `;`). */
+  text: string;
+}
+
+export interface ParsedSql {
+  statements: ParsedStatement[];
+  /** The text that was parsed: `:name` parameters replaced by `$n`. */
+  text: string;
+  /** Data API parameter names in the order of their `$n` positions. */
+  parameterNames: string[];
+}
+
+/** The text is not SQL PostgreSQL's grammar accepts. */
+export class SqlSyntaxError extends Error {
+  override readonly name = 'SqlSyntaxError';
+}
+
+/**
+ * Parses a SQL text as the Data API receives it (`:name` parameters allowed)
+ * into its statements. Throws `SqlSyntaxError` when it does not parse.
+ */
+export function parseSql(sql: string): ParsedSql {
+  const { text, names } = toPositional(sql);
+  return { statements: parsePositional(text), text, parameterNames: names };
+}
+
+/** Parses a text that already uses `$n` parameters (what the local engine runs). */
+export function parsePositional(text: string): ParsedStatement[] {
+  let tree: { stmts?: { stmt?: AstNode; stmt_location?: number; stmt_len?: number }[] };
+  try {
+    tree = parseSync(text);
+  } catch (error) {
+    throw new SqlSyntaxError((error as Error).message, { cause: error });
+  }
+  return (tree.stmts ?? []).map(({ stmt, stmt_location: start = 0, stmt_len: length = 0 }) => ({
+    node: stmt ?? {},
+    text: text.slice(start, length === 0 ? undefined : start + length).trim(),
+  }));
+}
+
+/**
+ * The PL/pgSQL functions of a CREATE FUNCTION or CREATE PROCEDURE text
+ * (`{ PLpgSQL_function: {...} }`), their bodies as PL/pgSQL statement nodes.
+ */
+export function parsePlPgSql(createRoutine: string): AstNode[] {
+  try {
+    return (parsePlPgSQLSync(createRoutine) as unknown as { plpgsql_funcs?: AstNode[] }).plpgsql_funcs ?? [];
+  } catch (error) {
+    throw new SqlSyntaxError((error as Error).message, { cause: error });
+  }
+}

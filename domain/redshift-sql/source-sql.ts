@@ -1,0 +1,29 @@
+// What a pipeline's sourceSql reads.
+import { nodesOf } from './ast.ts';
+import { parseSql } from './parser.ts';
+
+export interface SourceTable {
+  schema?: string;
+  table: string;
+}
+
+/**
+ * Every table or view the query reads (its range variables other than the
+ * names of its common table expressions), each once, in order of first
+ * appearance in the text. Unquoted names come back folded to lower case, as the
+ * warehouse resolves them. Throws `SqlSyntaxError` if the text does not parse.
+ */
+export function sourceTables(sourceSql: string): SourceTable[] {
+  const { statements } = parseSql(sourceSql);
+  const cteNames = new Set(nodesOf(statements, 'CommonTableExpr').map((cte) => String(cte.ctename)));
+  const seen = new Map<string, SourceTable>();
+  const ranges = nodesOf(statements, 'RangeVar').sort((a, b) => Number(a.location) - Number(b.location));
+  for (const range of ranges) {
+    const table = String(range.relname);
+    const schema = typeof range.schemaname === 'string' ? range.schemaname : undefined;
+    if (schema === undefined && cteNames.has(table)) continue;
+    const key = JSON.stringify([schema ?? null, table]);
+    if (!seen.has(key)) seen.set(key, schema === undefined ? { table } : { schema, table });
+  }
+  return [...seen.values()];
+}

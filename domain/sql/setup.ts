@@ -1,0 +1,54 @@
+/**
+ * The setup SQL of a pipeline: the grants and the ownership transfer its
+ * database user needs (domain/privileges.ts), run once by a superuser
+ * before the first run, and again safely (GRANT of a held privilege and
+ * OWNER TO the owner change nothing).
+ *
+ * Syntax as in Redshift's GRANT (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html:
+ * `GRANT CREATE ON DATABASE`, `GRANT USAGE | CREATE ON SCHEMA`,
+ * `GRANT SELECT ON TABLE`) and ALTER TABLE
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html: `OWNER TO new_owner`).
+ */
+import { qualifiedName, quoteIdent, quoteUser } from '../identifiers.ts';
+import { describeRequirement, type Requirement, requiredPrivileges } from '../privileges.ts';
+import type { Pipeline } from '../spec.ts';
+
+export interface SetupTarget {
+  /** The database holding the target schema, the sources and the manifest. */
+  readonly database: string;
+  /** The database user the step functions run as, e.g. `IAMR:<role name>` on Serverless. */
+  readonly user: string;
+}
+
+/** The statement that grants one requirement. */
+export function grantStatement(r: Requirement, target: SetupTarget): string {
+  const user = quoteUser(target.user);
+  switch (r.kind) {
+    case 'database':
+      return `GRANT CREATE ON DATABASE ${quoteIdent(target.database)} TO ${user}`;
+    case 'schema':
+      return `GRANT ${r.privilege} ON SCHEMA ${quoteIdent(r.schema)} TO ${user}`;
+    case 'owner':
+      return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${user}`;
+    case 'table':
+      return `GRANT SELECT ON TABLE ${qualifiedName(r.schema, r.table)} TO ${user}`;
+  }
+}
+
+/** The setup statements, in order, without comments: what the local engine runs. */
+export function setupStatements(pipeline: Pipeline, target: SetupTarget): string[] {
+  return requiredPrivileges(pipeline).map((r) => grantStatement(r, target));
+}
+
+/** The setup as a script to read and run: each statement with what it is for. */
+export function setupScript(pipeline: Pipeline, target: SetupTarget): string {
+  const lines = [
+    `-- atomic-publish setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
+    '-- Run as a superuser (or the owner of each object) before the first run; safe to run again.',
+    '-- The live table must exist; the manifest schema is created by the first run.',
+  ];
+  for (const r of requiredPrivileges(pipeline)) {
+    lines.push('', `-- ${describeRequirement(r)}: ${r.reason}`, `${grantStatement(r, target)};`);
+  }
+  return `${lines.join('\n')}\n`;
+}

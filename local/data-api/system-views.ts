@@ -1,0 +1,143 @@
+// Redshift's system views the project queries, or is about to, for
+// privileges, locks and running queries and table facts, as views over
+// PostgreSQL's catalog with Redshift's column names and types. They live in
+// the schema SYSTEM_VIEWS_SCHEMA of every database the endpoint serves,
+// which is on the search_path of the endpoint's sessions (last, as Redshift
+// searches pg_catalog first), so one SQL text runs on both engines.
+//
+// Who sees which rows follows Redshift ("Visibility of data in system tables
+// and views", https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data):
+// a regular user sees only its own rows; a superuser, or a user with
+// SYSLOG ACCESS UNRESTRICTED, every row. Locally a member of
+// pg_read_all_stats stands for SYSLOG ACCESS UNRESTRICTED (superusers are
+// members of every role). SVV_TABLE_INFO is visible only to superusers
+// unless SELECT on it is granted, as on Redshift.
+import type pg from 'pg';
+
+export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
+
+/** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
+const VERSION = 'atomic-publish local Redshift system views, version 1';
+
+const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
+
+const VIEWS: Record<string, string> = {
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RELATION_PRIVILEGES.html
+  // Privileges granted explicitly (an owner's own are implicit), of the kinds Redshift lists.
+  svv_relation_privileges: `
+    SELECT n.nspname::text AS namespace_name,
+           c.relname::text AS relation_name,
+           a.privilege_type::text AS privilege_type,
+           a.grantee::int4 AS identity_id,
+           CASE WHEN a.grantee = 0 THEN 'public' ELSE r.rolname::text END AS identity_name,
+           CASE WHEN a.grantee = 0 THEN 'public' WHEN r.rolcanlogin THEN 'user' ELSE 'role' END AS identity_type,
+           a.is_grantable AS admin_option
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     CROSS JOIN LATERAL aclexplode(c.relacl) a
+      LEFT JOIN pg_roles r ON r.oid = a.grantee
+     WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND a.grantee <> c.relowner
+       AND a.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE', 'REFERENCES', 'TRUNCATE')
+       AND (${SEES_ALL} OR a.grantee = 0 OR pg_has_role(current_user, a.grantee, 'USAGE'))`,
+
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TRANSACTIONS.html
+  // Open transactions and the locks they hold or wait for: on user relations
+  // (catalog locks of the query itself would be noise) and on transaction ids.
+  svv_transactions: `
+    SELECT a.usename::text AS txn_owner,
+           a.datname::text AS txn_db,
+           COALESCE(l.transactionid, a.backend_xid)::text::int8 AS xid,
+           l.pid::int4 AS pid,
+           (a.xact_start AT TIME ZONE 'UTC')::timestamp AS txn_start,
+           l.mode::text AS lock_mode,
+           l.locktype::text AS lockable_object_type,
+           CASE WHEN l.locktype = 'relation' THEN l.relation::int4 END AS relation,
+           l.granted AS granted
+      FROM pg_locks l
+      JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE a.xact_start IS NOT NULL
+       AND (l.locktype = 'transactionid' OR (l.locktype = 'relation' AND l.relation >= 16384))
+       AND (${SEES_ALL} OR a.usename = current_user)`,
+
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_STV_RECENTS.html
+  // Every client session's current or last query; pid is -1 once it is done.
+  stv_recents: `
+    SELECT a.usesysid::int4 AS userid,
+           (CASE WHEN a.state = 'active' THEN 'Running' ELSE 'Done' END)::char(20) AS status,
+           (a.query_start AT TIME ZONE 'UTC')::timestamp AS starttime,
+           LEAST(EXTRACT(EPOCH FROM now() - a.backend_start) * 1000000, 2147483647)::int4 AS duration,
+           a.usename::char(50) AS user_name,
+           a.datname::char(50) AS db_name,
+           LEFT(a.query, 600)::char(600) AS query,
+           (CASE WHEN a.state = 'active' THEN a.pid ELSE -1 END)::int4 AS pid
+      FROM pg_stat_activity a
+     WHERE a.backend_type = 'client backend' AND a.query_start IS NOT NULL
+       AND (${SEES_ALL} OR a.usename = current_user)`,
+
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TABLE_INFO.html
+  // PostgreSQL has no sort keys, distribution or column encodings: those
+  // columns are NULL (sortkey_num 0). tbl_rows is the planner's count,
+  // exact after ANALYZE; size in 1 MB blocks.
+  svv_table_info: `
+    SELECT current_database()::text AS database,
+           n.nspname::text AS schema,
+           c.oid AS table_id,
+           c.relname::text AS "table",
+           NULL::text AS encoded,
+           NULL::text AS diststyle,
+           NULL::text AS sortkey1,
+           (SELECT MAX(att.atttypmod - 4) FROM pg_attribute att
+             WHERE att.attrelid = c.oid AND att.attnum > 0 AND NOT att.attisdropped AND att.atttypid = 1043)::int4 AS max_varchar,
+           NULL::char(32) AS sortkey1_enc,
+           0::int4 AS sortkey_num,
+           CEIL(pg_total_relation_size(c.oid) / 1048576.0)::int8 AS size,
+           NULL::numeric(10, 4) AS pct_used,
+           NULL::int8 AS empty,
+           NULL::numeric(5, 2) AS unsorted,
+           NULL::numeric(5, 2) AS stats_off,
+           (CASE WHEN c.reltuples >= 0 THEN c.reltuples END)::numeric(38, 0) AS tbl_rows,
+           NULL::numeric(19, 2) AS skew_sortkey1,
+           NULL::numeric(19, 2) AS skew_rows,
+           (CASE WHEN c.reltuples >= 0 THEN c.reltuples END)::numeric(38, 0) AS estimated_visible_rows,
+           NULL::text AS risk_event,
+           NULL::text AS vacuum_sort_benefit,
+           NULL::timestamp AS create_time
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE c.relkind IN ('r', 'p', 'm')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND n.nspname NOT LIKE 'pg\\_%'`,
+};
+
+/** Views any user may read (each filters its rows); the others only superusers, unless granted. */
+const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents'];
+
+/**
+ * Installs the views in the connected database unless they are there in
+ * this version. `client` must be a superuser's; a concurrent installer waits.
+ */
+export async function installSystemViews(client: pg.ClientBase): Promise<void> {
+  const current = async () =>
+    (await client.query(`SELECT obj_description(oid, 'pg_namespace') AS version FROM pg_namespace WHERE nspname = $1`, [SYSTEM_VIEWS_SCHEMA])).rows[0]
+      ?.version === VERSION;
+  if (await current()) return;
+  await client.query('BEGIN');
+  try {
+    // One installer at a time per database; the lock ends with the transaction.
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [SYSTEM_VIEWS_SCHEMA]);
+    if (!(await current())) {
+      await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
+      await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);
+      for (const [name, sql] of Object.entries(VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
+      await client.query(`GRANT USAGE ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} TO PUBLIC`);
+      for (const name of PUBLIC_VIEWS) await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO PUBLIC`);
+      await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Database users on the local server. The handlers run as a least-privilege
+ * role, as they do on Redshift, holding exactly what the pipeline's setup
+ * SQL grants (domain/sql/setup.ts), which the local engine applies after it
+ * has created the sample tables.
+ *
+ * The role is named as the step functions' IAM role is on Redshift
+ * Serverless (`IAMR:<role name>`), so its quoting is exercised locally too.
+ * Roles belong to the server, not to a database: every database on a server
+ * shares it. Its password is derived from the server's generated superuser
+ * password and the role's name (localUserPassword), so only a process that
+ * can read the server's state file can log in as it.
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { quoteUser, sqlLiteral } from '../domain/identifiers.ts';
+import type { Pipeline } from '../domain/spec.ts';
+import { setupStatements } from '../domain/sql/setup.ts';
+import { withClient } from './pg-clients.ts';
+import type { PgConnection } from './postgres.ts';
+
+/** The database user the handlers are locally. */
+export const LOCAL_PIPELINE_USER = 'IAMR:atomic-publish-local';
+
+/** The password of a local role; the superuser keeps its own. */
+export function localUserPassword(server: PgConnection, user: string): string {
+  if (user === server.user) return server.password;
+  return createHash('sha256').update(`${server.password}\n${user}`).digest('base64url');
+}
+
+/** Creates the role (LOGIN, nothing else) unless the server has it; safe against a concurrent creator. */
+export async function ensureLocalUser(server: PgConnection, user: string = LOCAL_PIPELINE_USER): Promise<void> {
+  await withClient({ ...server, database: 'postgres' }, async (client) => {
+    const { rowCount } = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [user]);
+    if (rowCount) return;
+    await client.query(`CREATE ROLE ${quoteUser(user)} LOGIN PASSWORD ${sqlLiteral(localUserPassword(server, user))}`).catch((error: { code?: string }) => {
+      // 42710 duplicate_object; 23505 when a concurrent CREATE ROLE won the catalog race.
+      if (error.code !== '42710' && error.code !== '23505') throw error;
+    });
+  });
+}
+
+/** Runs the pipeline's setup SQL on `db` (connected as a superuser to the pipeline's database). */
+export async function applyPipelineSetup(db: pg.ClientBase, pipeline: Pipeline, user: string = LOCAL_PIPELINE_USER): Promise<void> {
+  const { rows } = await db.query<{ database: string }>('SELECT current_database() AS database');
+  for (const sql of setupStatements(pipeline, { database: rows[0]!.database, user })) await db.query(sql);
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { SqlSyntaxError } from '../../../domain/redshift-sql/parser.ts';
+import { sourceTables } from '../../../domain/redshift-sql/source-sql.ts';
+
+describe('sourceTables', () => {
+  it('lists every table a query reads, each once, schema-qualified or not', () => {
+    const sql = `SELECT l.id, o.placed_at, p.name
+      FROM sales.order_lines l
+      JOIN sales.orders o ON o.id = l.order_id
+      LEFT JOIN products p ON p.id = l.product_id
+      WHERE o.placed_at >= :start AND o.placed_at < :end
+        AND l.id IN (SELECT line_id FROM sales.order_lines WHERE qty > 0)`;
+    expect(sourceTables(sql)).toEqual([
+      { schema: 'sales', table: 'order_lines' },
+      { schema: 'sales', table: 'orders' },
+      { table: 'products' },
+    ]);
+  });
+
+  it('leaves out common table expressions but keeps what they read', () => {
+    const sql = `WITH recent AS (SELECT * FROM raw.events WHERE ts >= :start AND ts < :end)
+      SELECT r.* FROM recent r JOIN "Ref"."Users" u ON u.id = r.user_id`;
+    expect(sourceTables(sql)).toEqual([
+      { schema: 'raw', table: 'events' },
+      { schema: 'Ref', table: 'Users' },
+    ]);
+  });
+
+  it('folds unquoted names to lower case as the warehouse does', () => {
+    expect(sourceTables('SELECT 1 FROM Sales.Orders WHERE ts >= :start AND ts < :end')).toEqual([{ schema: 'sales', table: 'orders' }]);
+  });
+
+  it('fails on text that does not parse', () => {
+    expect(() => sourceTables('SELECT FROM WHERE')).toThrow(SqlSyntaxError);
+  });
+});

@@ -1,0 +1,117 @@
+// Who the local endpoint runs a statement as, and Redshift's system views
+// over PostgreSQL's catalog, through the real SDK client: the same SQL text
+// as on Redshift, each view with Redshift's columns, its rows filtered as
+// Redshift shows them to a regular user.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { localTarget } from '../../local/aws-clients.ts';
+import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import { newClient } from '../../local/pg-clients.ts';
+import { until } from '../support/until.ts';
+import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
+
+let wh: Warehouse;
+/** Workgroup requests: the endpoint's default user, the least-privilege role. */
+let asPipelineUser: DataApiWarehouse;
+/** Cluster requests with DbUser: the superuser. */
+let asSuperuser: DataApiWarehouse;
+
+beforeAll(async () => {
+  wh = await useWarehouse('system_views', { defaultUser: LOCAL_PIPELINE_USER });
+  await ensureLocalUser(wh.pg);
+  asPipelineUser = new DataApiWarehouse(wh.client, localTarget(wh.pg.database), DEFAULT_POLL);
+  asSuperuser = new DataApiWarehouse(wh.client, localTarget(wh.pg.database, wh.pg.user), DEFAULT_POLL);
+  await wh.query('CREATE TABLE public.facts (id int, label varchar(30))');
+  await wh.query(`INSERT INTO public.facts SELECT n, 'row ' || n FROM generate_series(1, 25) AS n`);
+  await wh.query('ANALYZE public.facts');
+});
+afterAll(() => wh?.close());
+
+describe('the database user of a request', () => {
+  it("is a cluster request's DbUser, and the endpoint's default user for a workgroup or a secret", async () => {
+    const user = { sql: 'SELECT current_user AS name' };
+    expect(await asSuperuser.query(user, 'cluster')).toEqual([{ name: wh.pg.user }]);
+    expect(await asPipelineUser.query(user, 'workgroup')).toEqual([{ name: LOCAL_PIPELINE_USER }]);
+    const secret = new DataApiWarehouse(wh.client, { database: wh.pg.database, clusterIdentifier: 'local', secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:x' }, DEFAULT_POLL);
+    expect(await secret.query(user, 'secret')).toEqual([{ name: LOCAL_PIPELINE_USER }]);
+  });
+
+  it('holds no privilege it was not granted: reading a table fails as on Redshift', async () => {
+    await expect(asPipelineUser.query({ sql: 'SELECT count(*) FROM public.facts' }, 'denied')).rejects.toThrow(/permission denied for table facts/);
+  });
+});
+
+describe('svv_relation_privileges', () => {
+  const privileges = { sql: `SELECT namespace_name, relation_name, privilege_type, identity_name, identity_type, admin_option FROM svv_relation_privileges WHERE relation_name = 'facts'` };
+
+  it('lists a grant once it is made, to the grantee too', async () => {
+    expect(await asSuperuser.query(privileges, 'before')).toEqual([]);
+    await wh.query(`GRANT SELECT ON public.facts TO "${LOCAL_PIPELINE_USER}"`);
+    try {
+      const row = { namespace_name: 'public', relation_name: 'facts', privilege_type: 'SELECT', identity_name: LOCAL_PIPELINE_USER, identity_type: 'user', admin_option: false };
+      expect(await asSuperuser.query(privileges, 'superuser')).toEqual([row]);
+      expect(await asPipelineUser.query(privileges, 'grantee')).toEqual([row]);
+    } finally {
+      await wh.query(`REVOKE SELECT ON public.facts FROM "${LOCAL_PIPELINE_USER}"`);
+    }
+  });
+});
+
+describe('svv_transactions and stv_recents', () => {
+  it('show an open transaction holding a lock, and a query waiting for it, to a superuser only', async () => {
+    const holder = newClient(wh.pg);
+    const waiter = newClient(wh.pg);
+    await holder.connect();
+    await waiter.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`INSERT INTO public.facts VALUES (100, 'held')`);
+      await holder.query('LOCK TABLE public.facts IN ACCESS EXCLUSIVE MODE');
+      const holderPid = (holder as unknown as { processID: number }).processID;
+      const waiterPid = (waiter as unknown as { processID: number }).processID;
+      const xid = Number((await holder.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid);
+      const oid = Number((await wh.query<{ oid: number }>(`SELECT 'public.facts'::regclass::oid::int AS oid`))[0]!.oid);
+      const reading = waiter.query('SELECT count(*) FROM public.facts WHERE label = $1', ['waiting for the lock']);
+      await until(async () => (await wh.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [waiterPid])).length > 0, 'the reader waiting for the lock');
+
+      const transactions = await asSuperuser.query(
+        { sql: `SELECT txn_owner, txn_db, xid, pid, lock_mode, lockable_object_type, relation, granted FROM svv_transactions WHERE pid IN (${holderPid}, ${waiterPid}) ORDER BY pid = ${waiterPid}, lockable_object_type, lock_mode` },
+        'transactions',
+      );
+      const common = { txn_owner: wh.pg.user, txn_db: wh.pg.database };
+      expect(transactions).toEqual(
+        expect.arrayContaining([
+          { ...common, xid, pid: holderPid, lock_mode: 'AccessExclusiveLock', lockable_object_type: 'relation', relation: oid, granted: true },
+          { ...common, xid, pid: holderPid, lock_mode: 'ExclusiveLock', lockable_object_type: 'transactionid', relation: null, granted: true },
+          expect.objectContaining({ ...common, pid: waiterPid, lock_mode: 'AccessShareLock', lockable_object_type: 'relation', relation: oid, granted: false }),
+        ]),
+      );
+
+      const recents = await asSuperuser.query({ sql: `SELECT status, user_name, db_name, query, pid FROM stv_recents WHERE pid = ${waiterPid}` }, 'recents');
+      expect(recents).toHaveLength(1);
+      expect(recents[0]).toMatchObject({ status: 'Running'.padEnd(20), user_name: wh.pg.user.padEnd(50), pid: waiterPid });
+      expect(String(recents[0]!.query)).toMatch(/^SELECT count\(\*\) FROM public\.facts WHERE label = \$1 +$/);
+
+      // A regular user sees only its own rows (Redshift: unless SYSLOG ACCESS UNRESTRICTED).
+      const own = (view: string) => asPipelineUser.query({ sql: `SELECT count(*) AS n FROM ${view} WHERE pid IN (${holderPid}, ${waiterPid})` }, view);
+      expect(await own('svv_transactions')).toEqual([{ n: 0 }]);
+      expect(await own('stv_recents')).toEqual([{ n: 0 }]);
+
+      await holder.query('ROLLBACK');
+      await reading;
+    } finally {
+      await holder.end().catch(() => undefined);
+      await waiter.end().catch(() => undefined);
+    }
+  });
+});
+
+describe('svv_table_info', () => {
+  it("shows a table's rows and no sort key to a superuser, and is refused to a regular user unless granted", async () => {
+    const info = { sql: `SELECT database, schema, "table", tbl_rows, sortkey1, sortkey_num, max_varchar FROM svv_table_info WHERE "table" = 'facts'` };
+    expect(await asSuperuser.query(info, 'superuser')).toEqual([
+      { database: wh.pg.database, schema: 'public', table: 'facts', tbl_rows: '25', sortkey1: null, sortkey_num: 0, max_varchar: 30 },
+    ]);
+    await expect(asPipelineUser.query(info, 'regular user')).rejects.toThrow(/permission denied for view svv_table_info/);
+  });
+});

@@ -1,0 +1,122 @@
+// The documented setup is what the handlers need, and Plan says what is
+// missing before it writes anything. The handlers run as the least-privilege
+// role LOCAL_PIPELINE_USER, which holds only what the pipeline's setup SQL
+// grants (applied by wf.sample). Each grant of that SQL is taken away in
+// turn (the ownership handed back to the superuser): the run fails in Plan
+// with MissingPrivilegeError naming the privilege, the object and the user,
+// and on this fresh database nothing is written. Re-running the setup SQL
+// restores it, and a run then publishes.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quoteIdent, quoteUser, qualifiedName } from '../../domain/identifiers.ts';
+import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/privileges.ts';
+import { applyPipelineSetup, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+
+let wf: Workflow;
+let live: Fingerprint;
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_setup');
+  await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });
+  live = await wf.fingerprint(LIVE);
+});
+afterAll(() => wf?.close());
+
+/** The statement that takes one requirement of the setup away again. */
+function undo(r: Requirement, database: string): string {
+  const user = quoteUser(LOCAL_PIPELINE_USER);
+  switch (r.kind) {
+    case 'database':
+      return `REVOKE CREATE ON DATABASE ${quoteIdent(database)} FROM ${user}`;
+    case 'schema':
+      return `REVOKE ${r.privilege} ON SCHEMA ${quoteIdent(r.schema)} FROM ${user}`;
+    case 'owner':
+      return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${quoteIdent(wf.wh.pg.user)}`;
+    case 'table':
+      return `REVOKE SELECT ON TABLE ${qualifiedName(r.schema, r.table)} FROM ${user}`;
+  }
+}
+
+async function expectNothingWritten(): Promise<void> {
+  expect(await wf.schemaExists('atomic_publish'), 'manifest schema atomic_publish').toBe(false);
+  expect(await wf.derivedTables(), 'staging or old version tables').toEqual([]);
+  expect(await wf.fingerprint(LIVE)).toEqual(live);
+}
+
+function expectFailedInPlan(result: ExecutionResult, error: string): void {
+  expect(result.status).toBe('FAILED');
+  expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+  expect(caughtError(result)?.Error).toBe(error);
+  expect(result.alerts).toHaveLength(1);
+  expect(result.alerts[0]!.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
+}
+
+describe('the setup SQL of a pipeline', () => {
+  const required = requiredPrivileges(PIPELINE);
+
+  it('lists database CREATE, USAGE and CREATE on the target schema, the live table, USAGE and SELECT for the source', () => {
+    expect(required.map(describeRequirement)).toEqual([
+      'CREATE on the database',
+      'USAGE on schema analytics',
+      'CREATE on schema analytics',
+      'ownership of table analytics.sales_order_lines',
+      'USAGE on schema source',
+      'SELECT on source.sales_order_lines',
+    ]);
+  });
+
+  for (const [index, requirement] of required.entries()) {
+    it(`without ${describeRequirement(requirement)}, Plan fails naming it and the user, and writes nothing`, async () => {
+      await wf.query(undo(requirement, wf.wh.pg.database));
+      try {
+        const result = await wf.run(inputFor(4), `setup-missing-${index}`);
+        expectFailedInPlan(result, 'MissingPrivilegeError');
+        const message = caughtMessage(result);
+        expect(message).toContain(`pipeline sales_order_lines: database user "${LOCAL_PIPELINE_USER}" lacks ${describeRequirement(requirement)}`);
+        if (requirement.kind === 'owner') expect(message).toContain(`(owned by ${wf.wh.pg.user})`);
+        expect(message).toContain(`npm run setup-sql -- --pipeline sales_order_lines --user '${LOCAL_PIPELINE_USER}'`);
+        await expectNothingWritten();
+      } finally {
+        // The setup is safe to run again: it restores exactly what was taken.
+        await wf.withClient((client) => applyPipelineSetup(client, PIPELINE));
+      }
+    });
+  }
+
+  it('is enough: with all of it the run publishes, as the pipeline user, who then owns the manifest and the new live table', async () => {
+    const result = await wf.run(inputFor(6), 'setup-complete');
+    expect(result.status).toBe('SUCCEEDED');
+    const owners = await wf.query<{ name: string; owner: string }>(
+      `SELECT 'schema atomic_publish' AS name, pg_get_userbyid(nspowner) AS owner FROM pg_namespace WHERE nspname = 'atomic_publish'
+       UNION ALL SELECT 'live', tableowner FROM pg_tables WHERE schemaname = 'analytics' AND tablename = 'sales_order_lines'`,
+    );
+    expect(owners).toEqual([
+      { name: 'schema atomic_publish', owner: LOCAL_PIPELINE_USER },
+      { name: 'live', owner: LOCAL_PIPELINE_USER },
+    ]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
+  });
+});
+
+describe('source column types', () => {
+  it('refuses a source column whose type does not fit the live column (text for an integer), naming the pipeline, field and column, before any write', async () => {
+    // A fresh live table and no manifest again: the run before published.
+    await wf.query('DROP SCHEMA atomic_publish CASCADE');
+    await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });
+    live = await wf.fingerprint(LIVE);
+    await wf.query(`ALTER TABLE source.sales_order_lines ALTER COLUMN customer_id TYPE varchar(12)`);
+    try {
+      const result = await wf.run(inputFor(4), 'setup-types');
+      expectFailedInPlan(result, 'ValidationError');
+      expect(caughtMessage(result)).toBe(
+        'pipeline sales_order_lines: field sourceSql produces values that do not fit the live table: ' +
+          'column customer_id is varchar (string) where analytics.sales_order_lines.customer_id is integer (integer). ' +
+          "Cast them in the source query to the live column's type",
+      );
+      await expectNothingWritten();
+    } finally {
+      await wf.query(`ALTER TABLE source.sales_order_lines ALTER COLUMN customer_id TYPE int USING customer_id::int`);
+    }
+  });
+});
