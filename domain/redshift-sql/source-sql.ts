@@ -1,5 +1,5 @@
 // What a pipeline's sourceSql reads.
-import { nodesOf } from './ast.ts';
+import { relations } from './ast.ts';
 import { parseSql } from './parser.ts';
 
 export interface SourceTable {
@@ -15,13 +15,10 @@ export interface SourceTable {
  */
 export function sourceTables(sourceSql: string): SourceTable[] {
   const { statements } = parseSql(sourceSql);
-  const cteNames = new Set(nodesOf(statements, 'CommonTableExpr').map((cte) => String(cte.ctename)));
   const seen = new Map<string, SourceTable>();
-  const ranges = nodesOf(statements, 'RangeVar').sort((a, b) => Number(a.location) - Number(b.location));
-  for (const range of ranges) {
+  for (const range of relations(statements.map((s) => s.node))) {
     const table = String(range.relname);
     const schema = typeof range.schemaname === 'string' ? range.schemaname : undefined;
-    if (schema === undefined && cteNames.has(table)) continue;
     const key = JSON.stringify([schema ?? null, table]);
     if (!seen.has(key)) seen.set(key, schema === undefined ? { table } : { schema, table });
   }

@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
-import { checkAllReferenced, translate, validateParameters, type SqlParameter } from './params.ts';
+import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
+import { gate, type GatedSql, type InformationalConstraints } from './redshift-mode.ts';
 import type { StatementRunner } from './runner.ts';
 import { Statement, StatementPart, type ExecutionMode, type StatementStatus, type StatementTarget } from './statement.ts';
 import type { StatementStore } from './statement-store.ts';
@@ -11,6 +12,8 @@ import type { StatementStore } from './statement-store.ts';
 export interface RedshiftDataServiceOptions {
   /** Records per GetStatementResult page. */
   resultPageRows: number;
+  /** Redshift mode (redshift-mode.ts): where key constraints are recorded; undefined turns the mode off. */
+  constraints?: InformationalConstraints;
 }
 
 type Input = Record<string, unknown>;
@@ -42,8 +45,9 @@ export class RedshiftDataService {
     const parameters = validateParameters(input.Parameters);
     checkAllReferenced([sql], parameters);
     const id = randomUUID();
-    const part = new StatementPart(id, sql, translate(sql, parameters));
-    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] });
+    const [gated] = this.gate([sql], parameters, false);
+    const part = new StatementPart(id, sql, gated!.sql);
+    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
   }
 
   async batchExecuteStatement(input: Input): Promise<Output> {
@@ -59,8 +63,9 @@ export class RedshiftDataService {
       throw validation(`1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`);
     }
     const id = randomUUID();
-    const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, translate(sql, parameters)));
-    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts });
+    const gated = this.gate(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
+    const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, gated[i]!.sql));
+    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
   }
 
   async describeStatement(input: Input): Promise<Output> {
@@ -126,9 +131,19 @@ export class RedshiftDataService {
     };
   }
 
+  /** Translated texts, gated when Redshift mode is on. */
+  private gate(sqls: string[], parameters: SqlParameter[], inTransaction: boolean): (GatedSql & { sql: TranslatedSql })[] {
+    const translated = sqls.map((sql) => translate(sql, parameters));
+    const gated: GatedSql[] = this.options.constraints
+      ? gate(translated.map((t) => t.text), inTransaction)
+      : translated.map((t) => ({ text: t.text, constraints: [] }));
+    return gated.map((g, i) => ({ ...g, sql: { text: g.text, values: translated[i]!.values } }));
+  }
+
   private async submit(
     input: Input,
     spec: { id: string; isBatch: boolean; parameters: SqlParameter[]; executionMode: ExecutionMode; parts: StatementPart[] },
+    gated: GatedSql[],
   ): Promise<Output> {
     const target = validateTarget(input);
     const statementName = optionalString(input.StatementName, 'statementName');
@@ -151,9 +166,27 @@ export class RedshiftDataService {
       withEvent: input.WithEvent === true,
     });
     this.store.add(statement, clientToken, fingerprint);
-    void this.runner.run(statement);
+    const refused = gated.findIndex((g) => g.refusal !== undefined);
+    if (refused >= 0) {
+      // Refused before any part runs, as Redshift fails the statement (and a batch as a whole).
+      statement.parts[refused]!.fail(gated[refused]!.refusal!);
+      statement.conclude();
+      statement.settle();
+    } else {
+      void this.runner.run(statement);
+      void statement.ended.then(() => this.recordConstraints(statement, gated));
+    }
     await waitFor(statement, input.WaitTimeSeconds);
     return executeOutput(statement);
+  }
+
+  /** Key constraints of the parts that committed. */
+  private recordConstraints(statement: Statement, gated: GatedSql[]): void {
+    const atomic = statement.isBatch && statement.executionMode === 'TRANSACTION';
+    if (atomic && statement.status !== 'FINISHED') return;
+    statement.parts.forEach((part, i) => {
+      if (part.status === 'FINISHED') this.options.constraints?.record(statement.target.database, gated[i]!.constraints);
+    });
   }
 }
 
