@@ -14,11 +14,6 @@ export function checkSql(sql: string): Finding[] {
   return checkStatements(parseSql(sql).statements);
 }
 
-/** The same for a text that already uses `$n` parameters. */
-export function checkPositional(text: string): Finding[] {
-  return checkStatements(parsePositional(text));
-}
-
 export function checkStatements(statements: readonly ParsedStatement[]): Finding[] {
   const found = new Map<string, Finding>();
   for (const statement of statements) {

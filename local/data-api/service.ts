@@ -45,7 +45,7 @@ export class RedshiftDataService {
     const parameters = validateParameters(input.Parameters);
     checkAllReferenced([sql], parameters);
     const id = randomUUID();
-    const [gated] = this.gate([sql], parameters, false);
+    const [gated] = this.prepare([sql], parameters, false);
     const part = new StatementPart(id, sql, gated!.sql);
     return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
   }
@@ -63,7 +63,7 @@ export class RedshiftDataService {
       throw validation(`1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`);
     }
     const id = randomUUID();
-    const gated = this.gate(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
+    const gated = this.prepare(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
     const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, gated[i]!.sql));
     return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
   }
@@ -132,7 +132,7 @@ export class RedshiftDataService {
   }
 
   /** Translated texts, gated when Redshift mode is on. */
-  private gate(sqls: string[], parameters: SqlParameter[], inTransaction: boolean): (GatedSql & { sql: TranslatedSql })[] {
+  private prepare(sqls: string[], parameters: SqlParameter[], inTransaction: boolean): (GatedSql & { sql: TranslatedSql })[] {
     const translated = sqls.map((sql) => translate(sql, parameters));
     const gated: GatedSql[] = this.options.constraints
       ? gate(translated.map((t) => t.text), inTransaction)
