@@ -1,7 +1,11 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from './errors.ts';
+import type { BatchRef } from './batch.ts';
 import { identifierProblem } from './identifiers.ts';
+import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
+import { loadStagingInterval } from './sql/load-chunk.ts';
+import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
 import { isOnGrain, parseInstant } from './time.ts';
@@ -126,13 +130,33 @@ const identifier = checked<string>(identifierProblem);
 
 const timezone = checked<string>((value) => (typeof value === 'string' && isValidTimeZone(value) ? undefined : `${echo(value)} is not an IANA time zone`));
 
-const sourceSqlSchema = checked<string>((value) => {
-  if (typeof value !== 'string' || value.trim() === '') return 'must be a SELECT statement';
-  const missing = [':start', ':end'].filter((placeholder) => !new RegExp(`${placeholder}\\b`).test(value));
-  if (missing.length > 0) return `must use the ${missing.join(' and ')} placeholder${missing.length > 1 ? 's' : ''} (rows in [:start, :end))`;
-  if (normalizeSourceSql(value).includes(';')) return 'must be one statement (no ";")';
-  return undefined;
-}).transform(normalizeSourceSql);
+const sourceSqlSchema = checked<string>((value) =>
+  typeof value === 'string' ? sourceSqlProblem(value, sourceWrappings(normalizeSourceSql(value))) : 'must be a SELECT statement',
+).transform(normalizeSourceSql);
+
+/**
+ * The statements Plan (sourceShape) and LoadChunk (loadStagingInterval)
+ * build around a source query, for names that do not matter to their shape.
+ */
+function sourceWrappings(sourceSql: string): string[] {
+  const probe = { sourceSql, timeColumn: 'source_time', target: { schema: 'target_schema', table: 'target_table' } } as Pipeline;
+  const [from, to] = ['2000-01-01T00:00:00.000Z', '2000-01-02T00:00:00.000Z'];
+  const batch: BatchRef = {
+    pipeline: 'probe',
+    batchId: 'probe',
+    specHash: '',
+    liveTable: 'target_schema.target_table',
+    from,
+    to,
+    stagingTable: 'staging_table',
+    columns: ['source_time'],
+    basePublication: 0,
+  };
+  return [
+    sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql,
+    loadStagingInterval(probe, batch, { index: 0, start: from, end: to }).sql,
+  ];
+}
 
 /** The source query without surrounding blanks and trailing semicolons: it is wrapped as `(<sourceSql>) AS src`. */
 function normalizeSourceSql(sql: string): string {

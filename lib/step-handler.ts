@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { IRole } from 'aws-cdk-lib/aws-iam';
 import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
@@ -27,14 +27,43 @@ export interface StepHandlerProps {
   readonly logRetention?: RetentionDays;
 }
 
+/** The parser's WebAssembly module, relative to the project root. */
+const PARSER_WASM = 'node_modules/libpg-query/wasm/libpg-query.wasm';
+
 /**
  * ESM banner: esbuild turns a CommonJS dependency's `require` into a shim
- * that throws in an ES module unless a real `require` is in scope.
+ * that throws in an ES module unless a real `require` is in scope; the
+ * parser's loader (CommonJS too) finds its WebAssembly module through
+ * `__dirname`, which an ES module does not define either.
  */
-const REQUIRE_BANNER = "import { createRequire as __atomicPublishCreateRequire } from 'node:module'; const require = __atomicPublishCreateRequire(import.meta.url);";
+const ESM_BANNER = [
+  "import { createRequire as __atomicPublishCreateRequire } from 'node:module';",
+  "import { fileURLToPath as __atomicPublishFileURLToPath } from 'node:url';",
+  'const require = __atomicPublishCreateRequire(import.meta.url);',
+  'const __filename = __atomicPublishFileURLToPath(import.meta.url);',
+  "const __dirname = __filename.slice(0, __filename.lastIndexOf('/'));",
+].join(' ');
 
-/** The parser's WebAssembly, relative to the project root. */
-const PARSER_WASM = 'node_modules/libpg-query/wasm/libpg-query.wasm';
+/**
+ * How every step handler is bundled. The handlers validate the pipeline
+ * specs at import with PostgreSQL's parser (libpg-query, WebAssembly), which
+ * loads `libpg-query.wasm` from beside the bundle: the hook copies it there.
+ */
+export const STEP_BUNDLING = {
+  format: OutputFormat.ESM,
+  target: 'node22',
+  mainFields: ['module', 'main'],
+  banner: ESM_BANNER,
+  externalModules: [],
+  minify: false,
+  sourceMap: true,
+  forceDockerBundling: false,
+  commandHooks: {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (inputDir: string, outputDir: string) => [`cp "${join(inputDir, PARSER_WASM)}" "${outputDir}"`],
+  },
+} satisfies BundlingOptions;
 
 /**
  * One step handler: bundled locally with esbuild into one ES module (the AWS
@@ -69,22 +98,7 @@ export class StepHandler extends NodejsFunction {
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,
       },
-      bundling: {
-        format: OutputFormat.ESM,
-        target: 'node22',
-        mainFields: ['module', 'main'],
-        banner: REQUIRE_BANNER,
-        externalModules: [],
-        minify: false,
-        sourceMap: true,
-        forceDockerBundling: false,
-        // PostgreSQL's parser (libpg-query) loads its WebAssembly from beside the bundle.
-        commandHooks: {
-          beforeBundling: () => [],
-          beforeInstall: () => [],
-          afterBundling: (inputDir: string, outputDir: string) => [`cp "${join(inputDir, PARSER_WASM)}" "${outputDir}/"`],
-        },
-      },
+      bundling: STEP_BUNDLING,
     });
     this.entryPath = entryPath;
     Validations.of(this).acknowledge({

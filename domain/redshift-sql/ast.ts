@@ -1,9 +1,24 @@
-// Walking libpg-query's JSON parse trees: every node is an object with one
-// key, its kind (`{ RangeVar: { relname: ... } }`); fields hold nodes, lists
-// of nodes, or plain values.
+// Walking libpg-query's JSON parse trees: a node is an object with one key,
+// its kind (`{ RangeVar: { relname: ... } }`); fields hold nodes, lists of
+// nodes, or plain values. A field declared with one struct type holds that
+// struct without the kind key (`InsertStmt.relation` is a bare RangeVar):
+// FIELD_KINDS names those.
 import type { AstNode } from './parser.ts';
 
 const KIND = /^[A-Z]/;
+
+const FIELD_KINDS: Record<string, string> = {
+  relation: 'RangeVar',
+  typevar: 'RangeVar',
+  pktable: 'RangeVar',
+  typeName: 'TypeName',
+  onConflictClause: 'OnConflictClause',
+  returningClause: 'ReturningClause',
+  withClause: 'WithClause',
+  intoClause: 'IntoClause',
+  partspec: 'PartitionSpec',
+  partbound: 'PartitionBoundSpec',
+};
 
 /** A node of the tree with its kind and fields. */
 export interface Visited {
@@ -19,8 +34,9 @@ export function walk(root: unknown, visit: (node: Visited) => void): void {
   }
   if (root === null || typeof root !== 'object') return;
   for (const [key, value] of Object.entries(root)) {
-    if (KIND.test(key) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      visit({ kind: key, fields: value as Record<string, unknown> });
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      const kind = KIND.test(key) ? key : FIELD_KINDS[key];
+      if (kind) visit({ kind, fields: value as Record<string, unknown> });
     }
     walk(value, visit);
   }
@@ -44,4 +60,15 @@ export function kindOf(node: AstNode): string {
 export function names(list: unknown): string[] {
   if (!Array.isArray(list)) return [];
   return list.map((item) => String((item as { String?: { sval?: unknown } }).String?.sval ?? ''));
+}
+
+/**
+ * The range variables (tables and views) under `root` other than references
+ * to its common table expressions, in order of appearance in the text.
+ */
+export function relations(root: unknown): Record<string, unknown>[] {
+  const cteNames = new Set(nodesOf(root, 'CommonTableExpr').map((cte) => String(cte.ctename)));
+  return nodesOf(root, 'RangeVar')
+    .filter((range) => range.schemaname !== undefined || !cteNames.has(String(range.relname)))
+    .sort((a, b) => Number(a.location) - Number(b.location));
 }

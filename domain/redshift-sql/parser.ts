@@ -2,7 +2,7 @@
 // this project sends to Redshift. Redshift's dialect descends from
 // PostgreSQL 8.0: what it accepts parses here, and what it refuses is then
 // recognised in the tree (see unsupported.ts).
-import { loadModule, parsePlPgSQLSync, parseSync } from 'libpg-query';
+import { loadModule, parsePlPgSQLSync, parseSync, scanSync } from 'libpg-query';
 import { toPositional } from './parameters.ts';
 
 // The WebAssembly module loads once, when this module is first imported, so
@@ -50,9 +50,10 @@ export function parsePositional(text: string): ParsedStatement[] {
   } catch (error) {
     throw new SqlSyntaxError((error as Error).message, { cause: error });
   }
+  const bytes = Buffer.from(text);
   return (tree.stmts ?? []).map(({ stmt, stmt_location: start = 0, stmt_len: length = 0 }) => ({
     node: stmt ?? {},
-    text: text.slice(start, length === 0 ? undefined : start + length).trim(),
+    text: bytes.subarray(start, length === 0 ? undefined : start + length).toString().trim(),
   }));
 }
 
@@ -66,4 +67,17 @@ export function parsePlPgSql(createRoutine: string): AstNode[] {
   } catch (error) {
     throw new SqlSyntaxError((error as Error).message, { cause: error });
   }
+}
+
+/** A lexical token; offsets, like every parse tree location, count UTF-8 bytes. */
+export interface Token {
+  start: number;
+  /** Exclusive. */
+  end: number;
+  text: string;
+}
+
+/** The tokens of a `$n`-parameter text (comments and whitespace left out). */
+export function scanTokens(text: string): Token[] {
+  return scanSync(text).tokens.map(({ start, end, text: token }) => ({ start, end, text: token }));
 }

@@ -1,6 +1,8 @@
-// What a pipeline's sourceSql reads.
-import { nodesOf } from './ast.ts';
-import { parseSql } from './parser.ts';
+// A pipeline's sourceSql: what it reads, and whether it is a query the
+// warehouse can run inside the statements Plan and LoadChunk build.
+import { kindOf, nodesOf, relations } from './ast.ts';
+import { checkStatements } from './check.ts';
+import { parseSql, SqlSyntaxError, type ParsedSql, type ParsedStatement } from './parser.ts';
 
 export interface SourceTable {
   schema?: string;
@@ -15,15 +17,78 @@ export interface SourceTable {
  */
 export function sourceTables(sourceSql: string): SourceTable[] {
   const { statements } = parseSql(sourceSql);
-  const cteNames = new Set(nodesOf(statements, 'CommonTableExpr').map((cte) => String(cte.ctename)));
   const seen = new Map<string, SourceTable>();
-  const ranges = nodesOf(statements, 'RangeVar').sort((a, b) => Number(a.location) - Number(b.location));
-  for (const range of ranges) {
+  for (const range of relations(statements.map((s) => s.node))) {
     const table = String(range.relname);
     const schema = typeof range.schemaname === 'string' ? range.schemaname : undefined;
-    if (schema === undefined && cteNames.has(table)) continue;
     const key = JSON.stringify([schema ?? null, table]);
     if (!seen.has(key)) seen.set(key, schema === undefined ? { table } : { schema, table });
   }
   return [...seen.values()];
+}
+
+/**
+ * What is wrong with a pipeline's source query, said after the field name
+ * (`sourceSql <problem>`); undefined when nothing is. `wrapped` are the
+ * statements Plan and LoadChunk build around it (the source replaced by
+ * itself inside `(...) AS src`): each must parse as one statement whose
+ * `src` subquery is exactly the source, so nothing in the source escapes
+ * its parentheses.
+ */
+export function sourceSqlProblem(sourceSql: string, wrapped: readonly string[]): string | undefined {
+  if (sourceSql.trim() === '') return 'must be a SELECT statement';
+  let parsed: ParsedSql;
+  try {
+    parsed = parseSql(sourceSql);
+  } catch (error) {
+    if (error instanceof SqlSyntaxError) return `does not parse: ${error.message}`;
+    throw error;
+  }
+  const { statements, parameterNames } = parsed;
+  if (statements.length > 1) return 'must be one statement (no ";")';
+  const [statement] = statements;
+  if (!statement || kindOf(statement.node) !== 'SelectStmt') return 'must be a SELECT statement';
+  const select = statement.node.SelectStmt as Record<string, unknown>;
+  if (select.intoClause) return 'must not use SELECT INTO';
+  if (nodesOf(statement.node, 'LockingClause').length > 0) return 'must not lock rows (FOR UPDATE, FOR SHARE)';
+  if (WRITES.some((kind) => nodesOf(statement.node, kind).length > 0)) return 'must only read (no INSERT, UPDATE, DELETE or MERGE)';
+
+  const missing = BOUND.filter((name) => !parameterNames.includes(name)).map((name) => `:${name}`);
+  if (missing.length > 0) return `must use the ${missing.join(' and ')} placeholder${missing.length > 1 ? 's' : ''} (rows in [:start, :end))`;
+  const extra = parameterNames.filter((name) => !BOUND.includes(name)).map((name) => `:${name}`);
+  if (extra.length > 0) return `uses ${extra.join(', ')}, but only :start and :end are bound`;
+
+  const unsupported = checkStatements(statements)[0];
+  if (unsupported) {
+    return `uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`;
+  }
+  const source = withoutLocations(statement.node);
+  for (const text of wrapped) {
+    if (!wrapsExactly(text, source)) return 'must stay inside the parentheses Plan and LoadChunk wrap it in (as "(<sourceSql>) AS src")';
+  }
+  return undefined;
+}
+
+const BOUND = ['start', 'end'];
+const WRITES = ['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt'];
+const SOURCE_ALIAS = 'src';
+
+function wrapsExactly(text: string, source: string): boolean {
+  let statements: ParsedStatement[];
+  try {
+    statements = parseSql(text).statements;
+  } catch (error) {
+    if (error instanceof SqlSyntaxError) return false;
+    throw error;
+  }
+  if (statements.length !== 1) return false;
+  const subqueries = nodesOf(statements, 'RangeSubselect').filter(
+    (range) => (range.alias as { aliasname?: string } | undefined)?.aliasname === SOURCE_ALIAS,
+  );
+  return subqueries.length === 1 && withoutLocations(subqueries[0]!.subquery) === source;
+}
+
+/** A tree as JSON without text positions, to compare the same SQL at two places. */
+function withoutLocations(node: unknown): string {
+  return JSON.stringify(node, (key, value: unknown) => (key === 'location' || key.endsWith('_location') ? undefined : value));
 }

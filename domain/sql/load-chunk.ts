@@ -3,6 +3,7 @@ import { type BatchRef, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
+import { CHUNKS_LOCK } from './manifest.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 const LOADING = sqlLiteral(ChunkStatus.LOADING);
@@ -47,6 +48,7 @@ export function loadStagingInterval(pipeline: Pipeline, batch: BatchRef, chunk: 
  */
 export function markChunkLoading(batchId: string, chunk: Chunk, now: Date): Statement {
   return {
+    lock: CHUNKS_LOCK,
     sql: `UPDATE ${M}.chunks
              SET status = ${LOADING}, statement_id = NULL, attempt = attempt + 1, started_at = :now
            WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int) AND status <> ${DONE}`,
@@ -57,6 +59,7 @@ export function markChunkLoading(batchId: string, chunk: Chunk, now: Date): Stat
 /** Recorded as soon as the INSERT is submitted, so the running statement can be found from the manifest. */
 export function recordChunkStatement(batchId: string, chunk: Chunk, statementId: string): Statement {
   return {
+    lock: CHUNKS_LOCK,
     sql: `UPDATE ${M}.chunks SET statement_id = :statement_id
            WHERE batch_id = :batch_id AND chunk_index = CAST(:chunk_index AS int)`,
     parameters: { batch_id: batchId, chunk_index: String(chunk.index), statement_id: statementId },
@@ -70,6 +73,7 @@ export function recordChunkStatement(batchId: string, chunk: Chunk, statementId:
  */
 export function markChunkDone(batchId: string, chunk: Chunk, statementId: string, rowsWritten: number, now: Date): Statement {
   return {
+    lock: CHUNKS_LOCK,
     // Only the attempt whose INSERT this was may close the chunk: a late or
     // overtaken attempt updates nothing.
     sql: `UPDATE ${M}.chunks

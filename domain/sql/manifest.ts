@@ -27,15 +27,25 @@ export function installedManifestVersion(): Statement[] {
  * inserts manifest rows guarded by `WHERE NOT EXISTS` (Plan's batch start,
  * Reconcile's check results). Redshift does not enforce primary keys, so two
  * such transactions of one batch running at once would both insert; the
- * table lock makes the second wait until the first has committed. It must
+ * table locks make the second wait until the first has committed. It must
  * come first: a transaction's snapshot is taken at its first SELECT, DML or
  * CREATE TABLE, not at LOCK, so the waiting transaction then sees the rows
- * the first committed (and under SERIALIZABLE, locking first is what Redshift
- * recommends against error 1023).
+ * the first committed. The chunks are locked with the batches (always in
+ * this order) because both transactions write them, as the chunk
+ * bookkeeping does under CHUNKS_LOCK: under SERIALIZABLE, Redshift's advice
+ * against error 1023 is to lock every table a transaction writes, first and
+ * in one order.
  * https://docs.aws.amazon.com/redshift/latest/dg/c_serial_isolation.html
  * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
  */
-export const LOCK_MANIFEST = `LOCK ${M}.batches`;
+export const LOCK_MANIFEST = `LOCK ${M}.batches, ${M}.chunks`;
+
+/**
+ * Taken by each chunk's bookkeeping (LoadChunk's status updates, run by up to
+ * 40 chunks at once): concurrent UPDATEs of one table fail each other under
+ * SERIALIZABLE unless they queue for it.
+ */
+export const CHUNKS_LOCK = `LOCK ${M}.chunks`;
 
 /** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
 export const PUBLISH_GUARD = 'publish guard';

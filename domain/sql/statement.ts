@@ -2,8 +2,8 @@
  * What every SQL module shares. SQL is generated only under domain/sql/, a
  * module per step (mirroring functions/<step>/). Identifiers go through
  * quoteIdent/qualifiedName; values are `:name` parameters, except in
- * BatchExecuteStatement batches (which take no parameters), where the
- * tool's own values go through sqlLiteral.
+ * the multi-statement batches, where the tool's own values go through
+ * sqlLiteral.
  */
 import { formatTimestamp, quoteIdent } from '../identifiers.ts';
 
@@ -11,6 +11,12 @@ import { formatTimestamp, quoteIdent } from '../identifiers.ts';
 export interface Statement {
   readonly sql: string;
   readonly parameters?: Readonly<Record<string, string>>;
+  /**
+   * A LOCK run first, in the same transaction (the statement then goes as a
+   * two-statement BatchExecuteStatement): on Redshift the way to keep
+   * concurrent writers of one table from failing each other with error 1023.
+   */
+  readonly lock?: string;
 }
 
 /** Timestamps travel as `2026-01-02 03:04:05.000` (UTC), which Redshift and PostgreSQL both read. */

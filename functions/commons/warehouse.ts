@@ -144,18 +144,22 @@ export class Warehouse {
     return new Warehouse(this.client, this.target, this.poll, deadline);
   }
 
-  /** Submits one statement with `:name` parameters; returns its id without waiting. */
+  /**
+   * Submits one statement with `:name` parameters; returns its id without
+   * waiting. A statement with a `lock` runs after it, in one transaction
+   * (BatchExecuteStatement with the same parameters).
+   */
   async submit(statement: Statement, name: string): Promise<string> {
     const parameters = Object.entries(statement.parameters ?? {}).map(([n, value]) => ({ name: n, value }));
+    const common = {
+      ...targetFields(this.target),
+      StatementName: name.slice(0, 500),
+      ...(parameters.length > 0 ? { Parameters: parameters } : {}),
+    };
     try {
-      const out = await this.client.send(
-        new ExecuteStatementCommand({
-          ...targetFields(this.target),
-          Sql: statement.sql,
-          StatementName: name.slice(0, 500),
-          ...(parameters.length > 0 ? { Parameters: parameters } : {}),
-        }),
-      );
+      const out = statement.lock
+        ? await this.client.send(new BatchExecuteStatementCommand({ ...common, Sqls: [statement.lock, statement.sql] }))
+        : await this.client.send(new ExecuteStatementCommand({ ...common, Sql: statement.sql }));
       return out.Id!;
     } catch (error) {
       return this.reattachOrThrow(error, name);

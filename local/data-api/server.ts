@@ -12,6 +12,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
+import type { InformationalConstraint } from './informational-keys.ts';
+import { InformationalConstraints } from './redshift-mode.ts';
 import { StatementRunner, type Isolation } from './runner.ts';
 import { type EnvironmentalFault, RedshiftDataService } from './service.ts';
 import { StatementStore } from './statement-store.ts';
@@ -23,6 +25,12 @@ export interface LocalDataApi {
   close(): Promise<void>;
   /** Statements submitted so far (ExecuteStatement and BatchExecuteStatement calls that were accepted). */
   statements(): number;
+  /**
+   * PRIMARY KEY, UNIQUE and FOREIGN KEY constraints that committed statements
+   * declared in `database`, which Redshift mode records instead of enforcing
+   * (kept in this endpoint's memory; empty with the mode off).
+   */
+  informationalConstraints(database: string): InformationalConstraint[];
 }
 
 export interface LocalDataApiOptions {
@@ -61,6 +69,15 @@ export interface LocalDataApiOptions {
    * @default - the `postgres` connection's user
    */
   defaultUser?: string;
+  /**
+   * Fail statements the way Redshift would (redshift-mode.ts): PostgreSQL-only
+   * constructs refused, TRUNCATE and VACUUM refused inside multi-statement
+   * transactions, key constraints recorded, not enforced. Off runs plain
+   * PostgreSQL, for telling whether a refusal comes from the gate or from
+   * the database.
+   * @default true
+   */
+  redshiftMode?: boolean;
 }
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
@@ -80,7 +97,12 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
   });
-  const service = new RedshiftDataService(store, runner, { resultPageRows: opts.resultPageRows ?? 1000, environmentalError: opts.environmentalError });
+  const constraints = new InformationalConstraints();
+  const service = new RedshiftDataService(store, runner, {
+    resultPageRows: opts.resultPageRows ?? 1000,
+    environmentalError: opts.environmentalError,
+    ...(opts.redshiftMode === false ? {} : { constraints }),
+  });
 
   const server = http.createServer((req, res) => {
     handle(service, req)
@@ -103,6 +125,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   return {
     endpoint,
     statements: () => store.submittedCount,
+    informationalConstraints: (database) => constraints.list(database),
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

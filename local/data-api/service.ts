@@ -3,7 +3,8 @@
 import { randomUUID } from 'node:crypto';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
-import { checkAllReferenced, translate, validateParameters, type SqlParameter } from './params.ts';
+import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
+import { gate, type GatedSql, type InformationalConstraints } from './redshift-mode.ts';
 import type { StatementRunner } from './runner.ts';
 import { Statement, StatementPart, type ExecutionMode, type StatementStatus, type StatementTarget } from './statement.ts';
 import type { StatementStore } from './statement-store.ts';
@@ -13,6 +14,8 @@ export interface RedshiftDataServiceOptions {
   resultPageRows: number;
   /** Fault injection: see LocalDataApiOptions.environmentalError. */
   environmentalError?: EnvironmentalFault;
+  /** Redshift mode (redshift-mode.ts): where key constraints are recorded; undefined turns the mode off. */
+  constraints?: InformationalConstraints;
 }
 
 /**
@@ -53,8 +56,9 @@ export class RedshiftDataService {
     const parameters = validateParameters(input.Parameters);
     checkAllReferenced([sql], parameters);
     const id = randomUUID();
-    const part = new StatementPart(id, sql, translate(sql, parameters));
-    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] });
+    const [gated] = this.prepare([sql], parameters, false);
+    const part = new StatementPart(id, sql, gated!.sql);
+    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
   }
 
   async batchExecuteStatement(input: Input): Promise<Output> {
@@ -70,8 +74,9 @@ export class RedshiftDataService {
       throw validation(`1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`);
     }
     const id = randomUUID();
-    const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, translate(sql, parameters)));
-    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts });
+    const gated = this.prepare(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
+    const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, gated[i]!.sql));
+    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
   }
 
   async describeStatement(input: Input): Promise<Output> {
@@ -137,9 +142,19 @@ export class RedshiftDataService {
     };
   }
 
+  /** Translated texts, gated when Redshift mode is on. */
+  private prepare(sqls: string[], parameters: SqlParameter[], inTransaction: boolean): (GatedSql & { sql: TranslatedSql })[] {
+    const translated = sqls.map((sql) => translate(sql, parameters));
+    const gated: GatedSql[] = this.options.constraints
+      ? gate(translated.map((t) => t.text), inTransaction)
+      : translated.map((t) => ({ text: t.text, constraints: [] }));
+    return gated.map((g, i) => ({ ...g, sql: { text: g.text, values: translated[i]!.values } }));
+  }
+
   private async submit(
     input: Input,
     spec: { id: string; isBatch: boolean; parameters: SqlParameter[]; executionMode: ExecutionMode; parts: StatementPart[] },
+    gated: GatedSql[],
   ): Promise<Output> {
     const target = validateTarget(input);
     const statementName = optionalString(input.StatementName, 'statementName');
@@ -162,12 +177,19 @@ export class RedshiftDataService {
       withEvent: input.WithEvent === true,
     });
     this.store.add(statement, clientToken, fingerprint);
-    const fault = this.options.environmentalError?.({ sqls: spec.parts.map((p) => p.queryString), name: statementName });
-    if (fault === 'failed') {
+    const refused = gated.findIndex((g) => g.refusal !== undefined);
+    const fault = refused >= 0 ? undefined : this.options.environmentalError?.({ sqls: spec.parts.map((p) => p.queryString), name: statementName });
+    if (refused >= 0) {
+      // Refused before any part runs, as Redshift fails the statement (and a batch as a whole).
+      statement.parts[refused]!.fail(gated[refused]!.refusal!);
+      statement.conclude();
+      statement.settle();
+    } else if (fault === 'failed') {
       statement.conclude('ERROR: the statement could not be run: environmental error (local fault injection)');
       statement.settle();
     } else {
       void this.runner.run(statement);
+      void statement.ended.then(() => this.recordConstraints(statement, gated));
     }
     if (fault) {
       throw new DataApiError(spec.isBatch ? 'BatchExecuteStatementException' : 'ExecuteStatementException', 'The SQL statement encountered an environmental error while running.', {
@@ -176,6 +198,15 @@ export class RedshiftDataService {
     }
     await waitFor(statement, input.WaitTimeSeconds);
     return executeOutput(statement);
+  }
+
+  /** Key constraints of the parts that committed. */
+  private recordConstraints(statement: Statement, gated: GatedSql[]): void {
+    const atomic = statement.isBatch && statement.executionMode === 'TRANSACTION';
+    if (atomic && statement.status !== 'FINISHED') return;
+    statement.parts.forEach((part, i) => {
+      if (part.status === 'FINISHED') this.options.constraints?.record(statement.target.database, gated[i]!.constraints);
+    });
   }
 }
 

@@ -132,9 +132,47 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
       /^pipeline orders: sourceSql must use the :start and :end placeholders/,
     ],
     [
-      'a sourceSql with two statements',
+      'a sourceSql with two statements, the second a DROP',
       { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end; DROP TABLE analytics.orders' },
       /^pipeline orders: sourceSql must be one statement/,
+    ],
+    [
+      'a sourceSql that closes the wrapping parenthesis',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end) AS x CROSS JOIN (SELECT 1 AS y' },
+      /^pipeline orders: sourceSql does not parse: syntax error at or near "\)"/,
+    ],
+    [
+      'a sourceSql that calls pg_advisory_lock',
+      { sourceSql: 'SELECT *, pg_advisory_lock(1) AS locked FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' },
+      /^pipeline orders: sourceSql uses advisory locks, which Amazon Redshift does not support \(Unsupported PostgreSQL functions: https:\/\/docs\.aws\.amazon\.com\/redshift\/latest\/dg\/c_unsupported-postgresql-functions\.html\)/,
+    ],
+    [
+      'a sourceSql with a second statement after a semicolon',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end; SELECT 1' },
+      /^pipeline orders: sourceSql must be one statement/,
+    ],
+    [
+      'a sourceSql with a parameter other than :start and :end',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end AND region = :foo' },
+      /^pipeline orders: sourceSql uses :foo, but only :start and :end are bound/,
+    ],
+    [
+      'a sourceSql whose :end is only in a string literal',
+      { sourceSql: "SELECT *, ':end' AS note FROM raw.order_events WHERE ordered_at >= :start" },
+      /^pipeline orders: sourceSql must use the :end placeholder/,
+    ],
+    ['a sourceSql that is not a SELECT', { sourceSql: 'DELETE FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' }, /^pipeline orders: sourceSql must be a SELECT statement/],
+    ['a sourceSql with SELECT INTO', { sourceSql: 'SELECT * INTO copy FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' }, /^pipeline orders: sourceSql must not use SELECT INTO/],
+    ['a sourceSql with FOR UPDATE', { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end FOR UPDATE' }, /^pipeline orders: sourceSql must not lock rows/],
+    [
+      'a sourceSql that writes through a common table expression',
+      { sourceSql: 'WITH gone AS (DELETE FROM raw.order_events) SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' },
+      /^pipeline orders: sourceSql must only read/,
+    ],
+    [
+      'a sourceSql with STRING_AGG',
+      { sourceSql: "SELECT order_id, ordered_at, string_agg(sku, ',') AS skus FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end GROUP BY 1, 2" },
+      /^pipeline orders: sourceSql uses STRING_AGG, which Amazon Redshift does not support/,
     ],
     ['a hostile timeColumn', { timeColumn: 'ordered_at; --' }, /^pipeline orders: timeColumn "ordered_at; --" is not allowed/],
     ['an unknown chunk.grain', { chunk: { grain: 'week' as 'day' } }, /^pipeline orders: chunk\.grain must be one of hour, day, month/],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SqlSyntaxError } from '../../../domain/redshift-sql/parser.ts';
-import { sourceTables } from '../../../domain/redshift-sql/source-sql.ts';
+import { sourceSqlProblem, sourceTables } from '../../../domain/redshift-sql/source-sql.ts';
 
 describe('sourceTables', () => {
   it('lists every table a query reads, each once, schema-qualified or not', () => {
@@ -32,5 +32,20 @@ describe('sourceTables', () => {
 
   it('fails on text that does not parse', () => {
     expect(() => sourceTables('SELECT FROM WHERE')).toThrow(SqlSyntaxError);
+  });
+});
+
+describe('sourceSqlProblem', () => {
+  const source = 'SELECT id, ts FROM raw.events WHERE ts >= :start AND ts < :end';
+  const wrap = (sql: string) => `SELECT * FROM (${sql}\n) AS src LIMIT 0`;
+
+  it('accepts a query that stays inside the wrapping as its src subquery', () => {
+    expect(sourceSqlProblem(source, [wrap(source)])).toBeUndefined();
+  });
+
+  it('refuses when a wrapping does not hold the query as its src subquery', () => {
+    expect(sourceSqlProblem(source, [`SELECT * FROM (${source}) AS other`])).toMatch(/^must stay inside the parentheses/);
+    expect(sourceSqlProblem(source, [`${wrap(source)}; SELECT 1`])).toMatch(/^must stay inside the parentheses/);
+    expect(sourceSqlProblem(source, [`SELECT * FROM (${source} WHERE) AS src`])).toMatch(/^must stay inside the parentheses/);
   });
 });

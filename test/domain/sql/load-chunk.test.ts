@@ -50,6 +50,13 @@ describe('single statements of LoadChunk', () => {
     expect(markChunkLoading(batchId, chunk, NOW).sql).toContain("AND status <> 'DONE'");
   });
 
+  it("queues each chunk's bookkeeping for the chunks table (LOCK first, same transaction), and nothing else", () => {
+    const bookkeeping = [markChunkLoading(batchId, chunk, NOW), recordChunkStatement(batchId, chunk, 'stmt-0001'), markChunkDone(batchId, chunk, 'stmt-0001', 42, NOW)];
+    expect(bookkeeping.map((s) => s.lock)).toEqual(Array(3).fill('LOCK "atomic_publish".chunks'));
+    // The staging statements run without it: a chunk's load must not queue behind another's.
+    expect([clearStagingInterval(pipeline, batch, chunk), loadStagingInterval(pipeline, batch, chunk)].map((s) => s.lock)).toEqual([undefined, undefined]);
+  });
+
   it('refuses a hostile column name instead of quoting it', () => {
     const hostile: BatchRef = { ...batch, columns: ['order_id', 'x" FROM pg_user; --'] };
 

@@ -40,7 +40,7 @@ describe('startBatch', () => {
   const statements = startBatch(record);
 
   it("takes the manifest's lease first, before any statement that takes the transaction's snapshot", () => {
-    expect(statements[0]).toBe('LOCK "atomic_publish".batches');
+    expect(statements[0]).toBe('LOCK "atomic_publish".batches, "atomic_publish".chunks');
     expect(statements.filter((s) => s.startsWith('LOCK'))).toHaveLength(1);
   });
 

@@ -51,7 +51,7 @@ describe('recordChecks', () => {
   it("takes the manifest's lease, then removes this attempt's earlier results, so a retried Reconcile records each check once", () => {
     const [lease, first] = recordChecks(batchId, [passed], { rowsRead: 1, rowsWritten: 1 }, NOW);
 
-    expect(lease).toBe('LOCK "atomic_publish".batches');
+    expect(lease).toBe('LOCK "atomic_publish".batches, "atomic_publish".chunks');
     expect(first).toBe(
       `DELETE FROM "atomic_publish".check_results WHERE batch_id = '${batchId}' AND attempt = (SELECT attempt FROM "atomic_publish".batches WHERE batch_id = '${batchId}')`,
     );

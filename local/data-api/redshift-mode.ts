@@ -1,0 +1,67 @@
+// Redshift mode of the local endpoint: each statement is parsed with
+// PostgreSQL's parser before it runs, and
+// - refused when it uses a construct Redshift does not support
+//   (domain/redshift-sql/unsupported.ts),
+// - refused when it is a TRUNCATE or VACUUM inside a multi-statement
+//   TRANSACTION batch (on Redshift it would end the batch's transaction),
+// - run without its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, which
+//   are recorded instead (informational-keys.ts).
+// A text PostgreSQL cannot parse runs unchanged: the database reports it.
+import {
+  checkStatements,
+  endsTransaction,
+  implicitCommitMessage,
+  refusalMessage,
+} from '../../domain/redshift-sql/check.ts';
+import { parsePositional, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
+import { withoutKeyConstraints, type InformationalConstraint } from './informational-keys.ts';
+
+export interface GatedSql {
+  /** What runs: the text, without key constraints. */
+  text: string;
+  /** Set when the statement must fail without running. */
+  refusal?: string;
+  /** Key constraints taken out of the text, recorded once the statement commits. */
+  constraints: InformationalConstraint[];
+}
+
+/**
+ * Gates the `$n`-parameter texts of one request. `inTransaction`: the texts
+ * run as one multi-statement TRANSACTION batch.
+ */
+export function gate(texts: readonly string[], inTransaction: boolean): GatedSql[] {
+  return texts.map((text) => {
+    let statements: ParsedStatement[];
+    try {
+      statements = parsePositional(text);
+    } catch (error) {
+      if (error instanceof SqlSyntaxError) return { text, constraints: [] };
+      throw error;
+    }
+    const unsupported = checkStatements(statements)[0];
+    if (unsupported) return { text, refusal: refusalMessage(unsupported), constraints: [] };
+    const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
+    if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
+    const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
+    return keys ? { text: keys.text, constraints: keys.constraints } : { text, constraints: [] };
+  });
+}
+
+/** Key constraints by database, in the order their statements committed. */
+export class InformationalConstraints {
+  private readonly byDatabase = new Map<string, InformationalConstraint[]>();
+
+  record(database: string, constraints: readonly InformationalConstraint[]): void {
+    if (constraints.length === 0) return;
+    const recorded = this.byDatabase.get(database) ?? [];
+    const known = new Set(recorded.map((c) => JSON.stringify(c)));
+    for (const constraint of constraints) {
+      if (!known.has(JSON.stringify(constraint))) recorded.push(constraint);
+    }
+    this.byDatabase.set(database, recorded);
+  }
+
+  list(database: string): InformationalConstraint[] {
+    return [...(this.byDatabase.get(database) ?? [])];
+  }
+}

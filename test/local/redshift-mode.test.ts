@@ -1,0 +1,217 @@
+// Redshift mode of the local Data API endpoint, through the real SDK client:
+// PostgreSQL-only SQL fails as it would on Redshift, key constraints are
+// recorded and not enforced, TRUNCATE and VACUUM stay out of multi-statement
+// transactions.
+import { BatchExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
+import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
+
+let wh: Warehouse;
+beforeAll(async () => {
+  wh = await useWarehouse('redshift_mode');
+  await wh.query('CREATE TABLE t (a int, b varchar(10), x int[], j text)');
+  await wh.query("INSERT INTO t VALUES (1, 'one', '{1}', '{}')");
+});
+afterAll(() => wh?.close());
+
+const procedure = (body: string, params = '') => `CREATE OR REPLACE PROCEDURE p(${params}) AS $$ ${body} $$ LANGUAGE plpgsql`;
+
+/** One statement per entry of the list that uses exactly that construct. */
+const EXAMPLES: Record<string, string> = {
+  'ON CONFLICT': 'INSERT INTO t (a) VALUES (1) ON CONFLICT DO NOTHING',
+  RETURNING: 'UPDATE t SET a = 2 RETURNING a',
+  'CREATE SEQUENCE': 'CREATE SEQUENCE s',
+  'sequence functions (NEXTVAL, CURRVAL, SETVAL, LASTVAL)': "SELECT nextval('s')",
+  'SERIAL types': 'CREATE TABLE t2 (id bigserial)',
+  'ARRAY constructors': 'SELECT ARRAY[1, 2]',
+  'ARRAY subqueries': 'SELECT ARRAY(SELECT a FROM t)',
+  'array types': 'SELECT CAST(:v AS int[])',
+  ARRAY_AGG: 'SELECT array_agg(a) FROM t',
+  'array functions': 'SELECT unnest(x) FROM t',
+  'JSON types': "SELECT CAST('{}' AS jsonb)",
+  'JSON functions': 'SELECT to_json(a) FROM t',
+  'JSON operators': "SELECT j::text -> 'k' FROM t",
+  'SQL/JSON constructors': "SELECT JSON_OBJECT('k': 1)",
+  'CREATE INDEX': 'CREATE INDEX i ON t (a)',
+  'GENERATE_SERIES over table data': 'INSERT INTO t (a) SELECT generate_series(1, 10)',
+  STRING_AGG: "SELECT string_agg(b, ',') FROM t",
+  PG_SLEEP: 'SELECT pg_sleep(0)',
+  'advisory locks': 'SELECT pg_advisory_xact_lock(1)',
+  'IS DISTINCT FROM': 'SELECT a FROM t WHERE a IS DISTINCT FROM 1',
+  CLOCK_TIMESTAMP: 'SELECT clock_timestamp()',
+  'CREATE TRIGGER': 'CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION f()',
+  'table inheritance': 'CREATE TABLE c (y int) INHERITS (t)',
+  'table partitioning': 'CREATE TABLE pt (a int) PARTITION BY RANGE (a)',
+  'CREATE TYPE AS (composite type)': 'CREATE TYPE pair AS (a int, b int)',
+  'CREATE TYPE AS ENUM': "CREATE TYPE mood AS ENUM ('ok')",
+  'CREATE TYPE AS RANGE': 'CREATE TYPE intrange2 AS RANGE (subtype = int)',
+  'CREATE TYPE (base type)': 'CREATE TYPE shell',
+  'CREATE DOMAIN': 'CREATE DOMAIN positive AS int',
+  'DO blocks': 'DO $$ BEGIN NULL; END $$',
+  LISTEN: 'LISTEN ch',
+  UNLISTEN: 'UNLISTEN ch',
+  NOTIFY: 'NOTIFY ch',
+  PG_NOTIFY: "SELECT pg_notify('ch', 'x')",
+  'PL/pgSQL PERFORM': procedure('BEGIN PERFORM 1; END'),
+  'PL/pgSQL GET DIAGNOSTICS': procedure('DECLARE n int; BEGIN DELETE FROM t WHERE false; GET DIAGNOSTICS n = ROW_COUNT; END'),
+  'PL/pgSQL FOREACH over an array': procedure('DECLARE v int; BEGIN FOREACH v IN ARRAY xs LOOP NULL; END LOOP; END', 'xs int[]'),
+  'PL/pgSQL ASSERT': procedure('BEGIN ASSERT 1 = 1; END'),
+  'PL/pgSQL RETURN NEXT': 'CREATE FUNCTION f() RETURNS SETOF int AS $$ BEGIN RETURN NEXT 1; END $$ LANGUAGE plpgsql',
+  'PL/pgSQL RETURN QUERY': 'CREATE FUNCTION f() RETURNS SETOF int AS $$ BEGIN RETURN QUERY SELECT 1; END $$ LANGUAGE plpgsql',
+  'PL/pgSQL RAISE with expressions': procedure("BEGIN RAISE EXCEPTION 'n is %', n + 1; END", 'n int'),
+};
+
+/** Near misses that Redshift runs, and so does the endpoint. */
+const COUNTER_EXAMPLES: Record<string, string> = {
+  'GENERATE_SERIES reading no table': 'SELECT n FROM generate_series(1, 3) AS n',
+  'GENERATE_SERIES over catalog tables only': "SELECT n FROM pg_catalog.pg_namespace, generate_series(1, 2) AS n WHERE nspname = 'public'",
+  'GENERATE_SERIES with a common table expression': 'WITH k AS (SELECT 2 AS m) SELECT generate_series(1, m) FROM k',
+  'Redshift JSON function': `SELECT json_extract_path_text('{"k": "v"}', 'k')`,
+  'comparison with = and IS NULL': 'SELECT a FROM t WHERE a <> 1 OR a IS NULL',
+  'RAISE with variables only': procedure("BEGIN RAISE EXCEPTION 'n is %', n; END", 'n int'),
+  'SQL inside PL/pgSQL that Redshift runs': procedure("DECLARE s varchar(100); BEGIN SELECT INTO s listagg(b, ',') FROM t; IF s IS NULL THEN RAISE INFO 'none'; END IF; END"),
+};
+
+describe('constructs Redshift does not support', () => {
+  it('has an example statement for every entry of the list', () => {
+    expect(Object.keys(EXAMPLES).sort()).toEqual(UNSUPPORTED.map((e) => e.construct).sort());
+  });
+
+  it.each(UNSUPPORTED.map((entry) => [entry.construct, entry]))('fails a statement using %s, naming it and its Redshift page', async (construct, entry) => {
+    const done = await wh.run(EXAMPLES[construct]!, construct === 'array types' ? { v: '{1}' } : undefined);
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toContain(`ERROR: ${construct} is not supported on Amazon Redshift`);
+    expect(done.Error).toContain(entry.citation.url);
+  });
+
+  it.each(Object.entries(COUNTER_EXAMPLES))('runs %s', async (_, sql) => {
+    const done = await wh.run(sql);
+    expect(done.Error).toBeUndefined();
+    expect(done.Status).toBe('FINISHED');
+  });
+
+  it('lets LISTAGG, the replacement for STRING_AGG, through to the database (PostgreSQL has none)', async () => {
+    const done = await wh.run("SELECT listagg(b, ',') WITHIN GROUP (ORDER BY b) FROM t");
+    expect(done.Error).toMatch(/^ERROR: function listagg\(.*\) does not exist/);
+  });
+
+  it('refuses a whole batch before any part runs when one part is refused', async () => {
+    const { Id } = await wh.client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, Sqls: ["INSERT INTO t (a, b) VALUES (7, 'seven')", "SELECT string_agg(b, ',') FROM t"] }),
+    );
+    const done = await untilEnded(wh.client, Id!);
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(/^ERROR: STRING_AGG is not supported on Amazon Redshift/);
+    expect(done.SubStatements?.map((s) => s.Status)).toEqual(['ABORTED', 'FAILED']);
+    expect(await wh.query('SELECT count(*)::int AS n FROM t WHERE a = 7')).toEqual([{ n: 0 }]);
+  });
+
+  it('runs PostgreSQL-only SQL when Redshift mode is off', async () => {
+    const plain = await wh.otherEndpoint({ redshiftMode: false });
+    const { Id } = await plain.client.send(new BatchExecuteStatementCommand({ ...wh.target, Sqls: ["SELECT string_agg(b, ',') FROM t"] }));
+    expect((await untilEnded(plain.client, Id!)).Status).toBe('FINISHED');
+  });
+});
+
+describe('TRUNCATE and VACUUM', () => {
+  beforeAll(async () => {
+    await wh.query('CREATE TABLE tv (a int)');
+  });
+
+  it.each([
+    ['TRUNCATE', 'TRUNCATE tv', /commits the transaction it runs in/],
+    ['VACUUM', 'VACUUM tv', /cannot run inside a transaction block/],
+  ])('refuses %s inside a multi-statement TRANSACTION batch, with the reason, before any part runs', async (construct, sql, reason) => {
+    await wh.query('INSERT INTO tv VALUES (1)');
+    const { Id } = await wh.client.send(new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['INSERT INTO tv VALUES (2)', sql] }));
+    const done = await untilEnded(wh.client, Id!);
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(new RegExp(`^ERROR: ${construct} cannot run in a multi-statement transaction on Amazon Redshift`));
+    expect(done.Error).toMatch(reason);
+    expect(await wh.query('SELECT a FROM tv ORDER BY a')).toEqual([{ a: 1 }]);
+    await wh.query('DELETE FROM tv');
+  });
+
+  it('runs TRUNCATE as a single statement and in an AUTO_COMMIT batch', async () => {
+    await wh.query('INSERT INTO tv VALUES (1)');
+    expect((await wh.run('TRUNCATE tv')).Status).toBe('FINISHED');
+    expect(await wh.query('SELECT count(*)::int AS n FROM tv')).toEqual([{ n: 0 }]);
+    const { Id } = await wh.client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, ExecutionMode: 'AUTO_COMMIT', Sqls: ['INSERT INTO tv VALUES (3)', 'TRUNCATE tv', 'INSERT INTO tv VALUES (4)'] }),
+    );
+    expect((await untilEnded(wh.client, Id!)).Status).toBe('FINISHED');
+    expect(await wh.query('SELECT a FROM tv')).toEqual([{ a: 4 }]);
+  });
+
+  it('runs a batch of a single TRUNCATE', async () => {
+    const { Id } = await wh.client.send(new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['TRUNCATE tv'] }));
+    expect((await untilEnded(wh.client, Id!)).Status).toBe('FINISHED');
+  });
+});
+
+describe('key constraints', () => {
+  it('accepts a table with a PRIMARY KEY, records it, and lets a duplicate key in', async () => {
+    const created = await wh.run('CREATE TABLE keyed (id int, name varchar(10), PRIMARY KEY (id))');
+    expect(created.Status).toBe('FINISHED');
+    expect((await wh.run("INSERT INTO keyed VALUES (1, 'a')")).Status).toBe('FINISHED');
+    expect((await wh.run("INSERT INTO keyed VALUES (1, 'b')")).Status).toBe('FINISHED');
+
+    expect(await wh.query('SELECT id, name FROM keyed ORDER BY name')).toEqual([{ id: 1, name: 'a' }, { id: 1, name: 'b' }]);
+    expect(wh.api.informationalConstraints(wh.target.Database)).toContainEqual({ table: { table: 'keyed' }, kind: 'PRIMARY KEY', columns: ['id'] });
+  });
+
+  it('keeps the NOT NULL a primary key implies', async () => {
+    await wh.run('CREATE TABLE keyed_nn (id int PRIMARY KEY)');
+    const done = await wh.run('INSERT INTO keyed_nn VALUES (NULL)');
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(/null value in column "id"/);
+  });
+
+  it('records UNIQUE and FOREIGN KEY, column and table constraints, and ALTER TABLE ADD CONSTRAINT, enforcing none', async () => {
+    await wh.run('CREATE TABLE parent_t (id int CONSTRAINT parent_pk PRIMARY KEY)');
+    const created = await wh.run(`CREATE TABLE child_t (
+      id int UNIQUE, parent_id int REFERENCES parent_t (id), code varchar(5),
+      CONSTRAINT child_code UNIQUE (code), FOREIGN KEY (id) REFERENCES parent_t (id))`);
+    expect(created.Status).toBe('FINISHED');
+    expect((await wh.run('ALTER TABLE child_t ADD CONSTRAINT child_pk PRIMARY KEY (id)')).Status).toBe('FINISHED');
+    expect((await wh.run("INSERT INTO child_t VALUES (5, 99, 'x'), (5, 98, 'x')")).Status).toBe('FINISHED');
+
+    const recorded = wh.api.informationalConstraints(wh.target.Database).filter((c) => c.table.table === 'child_t');
+    expect(recorded).toEqual([
+      { table: { table: 'child_t' }, kind: 'UNIQUE', columns: ['id'] },
+      { table: { table: 'child_t' }, kind: 'FOREIGN KEY', columns: ['parent_id'], references: { table: 'parent_t', columns: ['id'] } },
+      { table: { table: 'child_t' }, kind: 'UNIQUE', name: 'child_code', columns: ['code'] },
+      { table: { table: 'child_t' }, kind: 'FOREIGN KEY', columns: ['id'], references: { table: 'parent_t', columns: ['id'] } },
+      { table: { table: 'child_t' }, kind: 'PRIMARY KEY', name: 'child_pk', columns: ['id'] },
+    ]);
+    const enforced = await wh.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'child_t'::regclass AND contype IN ('p', 'u', 'f')");
+    expect(enforced).toEqual([{ n: 0 }]);
+  });
+
+  it('records nothing from a transaction that rolled back', async () => {
+    const { Id } = await wh.client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE rolled_back (id int PRIMARY KEY)', 'SELECT 1/0'] }),
+    );
+    expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
+    expect(wh.api.informationalConstraints(wh.target.Database).filter((c) => c.table.table === 'rolled_back')).toEqual([]);
+  });
+
+  it('works for a role that cannot write the catalog', async () => {
+    const role = `keys_${wh.target.Database}`.slice(0, 63);
+    await wh.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw' NOSUPERUSER`);
+    await wh.query(`CREATE SCHEMA owned AUTHORIZATION ${role}`);
+    const { host, port } = wh.pg;
+    const limited = await startEndpoint({ postgres: { host, port, user: role, password: 'pw' } });
+    try {
+      const { Id } = await limited.client.send(
+        new BatchExecuteStatementCommand({ ...wh.target, DbUser: role, Sqls: ['CREATE TABLE owned.k (id int PRIMARY KEY)', 'INSERT INTO owned.k VALUES (1), (1)'] }),
+      );
+      expect((await untilEnded(limited.client, Id!)).Status).toBe('FINISHED');
+      expect(limited.api.informationalConstraints(wh.target.Database)).toEqual([{ table: { schema: 'owned', table: 'k' }, kind: 'PRIMARY KEY', columns: ['id'] }]);
+    } finally {
+      await limited.close();
+      await wh.query(`DROP SCHEMA owned CASCADE; REVOKE ALL ON DATABASE ${wh.target.Database} FROM ${role}; DROP ROLE ${role}`);
+    }
+  });
+});
