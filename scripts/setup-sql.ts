@@ -15,35 +15,45 @@ import { Command, CommanderError } from 'commander';
 import { databaseUserProblem, identifierProblem } from '../domain/identifiers.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { setupScript } from '../domain/sql/setup.ts';
-import { warehouseTargetFromContext } from '../domain/warehouse-target.ts';
+import { databaseUserFor, defaultHandlerRoleName, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
+import { STACK_NAME } from '../lib/app.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';
 import { pipelines } from '../pipelines/index.ts';
 
-/** The database of the deployment's context, if cdk.json names one. */
-export function contextDatabase(cdkJson = join(PROJECT_ROOT, 'cdk.json')): string | undefined {
+/**
+ * What the deployment's context (cdk.json) says: its database, and the
+ * database user its step functions will be (databaseUserFor), unless that
+ * user is inside a secret.
+ */
+export function contextDefaults(cdkJson = join(PROJECT_ROOT, 'cdk.json')): { database?: string; user?: string } {
   try {
-    const context = (JSON.parse(readFileSync(cdkJson, 'utf8')) as { context?: { warehouse?: unknown } }).context;
-    return context?.warehouse === undefined ? undefined : warehouseTargetFromContext(context.warehouse).database;
+    const context = (JSON.parse(readFileSync(cdkJson, 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+    if (context.warehouse === undefined) return {};
+    const target = warehouseTargetFromContext(context.warehouse, context.secretArn);
+    const roleName = typeof context.handlerRoleName === 'string' ? context.handlerRoleName : defaultHandlerRoleName(STACK_NAME);
+    const user = databaseUserFor(target, roleName);
+    return { database: target.database, ...(user.kind === 'secret' ? {} : { user: user.name }) };
   } catch {
-    return undefined;
+    return {};
   }
 }
 
-/** The setup SQL for the arguments (without node and script), or an error that says what is wrong; `null`: no default database. */
-export function setupSqlFor(args: readonly string[], registry: readonly Pipeline[] = pipelines, defaultDatabase: string | null = contextDatabase() ?? null): string {
+/** The setup SQL for the arguments (without node and script), or an error that says what is wrong. */
+export function setupSqlFor(args: readonly string[], registry: readonly Pipeline[] = pipelines, defaults: { database?: string; user?: string } = contextDefaults()): string {
   const command = new Command('setup-sql')
     .description('Print the grants and ownership transfer a pipeline needs for its database user')
     .requiredOption('--pipeline <name>', 'the pipeline (pipelines/index.ts)')
-    .requiredOption('--user <user>', "the step functions' database user, e.g. IAMR:<role name>")
-    .option('--database <name>', 'the database of the target and source schemas', defaultDatabase ?? undefined)
+    .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)", defaults.user)
+    .option('--database <name>', 'the database of the target and source schemas', defaults.database)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   command.parse(args, { from: 'user' });
-  const options = command.opts<{ pipeline: string; user: string; database?: string }>();
+  const options = command.opts<{ pipeline: string; user?: string; database?: string }>();
   const pipeline = registry.find((p) => p.name === options.pipeline);
   if (!pipeline) {
     throw new Error(`unknown pipeline ${JSON.stringify(options.pipeline)}; known pipelines: ${registry.map((p) => p.name).join(', ') || '(none)'}`);
   }
+  if (options.user === undefined) throw new Error("--user is required: the deployment's database user is inside its secret");
   const userProblem = databaseUserProblem(options.user);
   if (userProblem) throw new Error(`--user ${userProblem}`);
   if (options.database === undefined) throw new Error('--database is required: cdk.json names no warehouse.database');
