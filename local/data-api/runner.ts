@@ -63,6 +63,7 @@ interface PgError extends Error {
 export const APPLICATION_NAME = 'local-data-api';
 
 const QUERY_CANCELED = '57014';
+const NOT_QUERYABLE = /is not queryable/;
 const CANCEL_RETRY_MS = 100;
 const CANCEL_TIMEOUT_MS = 10_000;
 
@@ -204,7 +205,16 @@ export class StatementRunner {
   }
 
   private async runTransaction(client: pg.PoolClient, statement: Statement): Promise<void> {
-    await client.query('BEGIN');
+    try {
+      await client.query('BEGIN');
+    } catch (error) {
+      // As for a part (runPart): a session lost before the batch began fails its first statement.
+      const pgError = (this.lost.get(client) as PgError | undefined) ?? (error as PgError);
+      statement.parts[0]!.fail(this.databaseMessage(pgError));
+      if (endsSession(pgError)) this.lost.set(client, pgError);
+      statement.conclude();
+      return;
+    }
     for (const part of statement.parts) {
       if (!(await this.runPart(client, statement, part))) {
         // A lost connection has rolled back already; reset() then discards it.
@@ -308,8 +318,11 @@ export class StatementRunner {
   /** The database's message the way Redshift reports it: "ERROR: division by zero". */
   private databaseMessage(error: PgError): string {
     const socketError = error.code ? SOCKET_ERRORS[error.code] : undefined;
-    if (socketError) {
-      return `FATAL: connection to server at "${this.connection.host}", port ${this.connection.port} failed: ${socketError}`;
+    // pg's word for a session lost before the query could be sent, when the
+    // socket error that ended it reached no listener first.
+    const unusable = !hasSqlState(error) && NOT_QUERYABLE.test(error.message) ? error.message : undefined;
+    if (socketError ?? unusable) {
+      return `FATAL: connection to server at "${this.connection.host}", port ${this.connection.port} failed: ${socketError ?? unusable}`;
     }
     if (error.code === SERIALIZATION_FAILURE) {
       // Redshift's words for a conflict between concurrent transactions, under
