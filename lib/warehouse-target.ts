@@ -30,8 +30,8 @@ export interface WarehouseTarget extends DomainWarehouseTarget {
 
 /**
  * Least privilege for the Data API: submit statements only to this warehouse;
- * describe and read only statements this role submitted (the handlers never
- * cancel or list); get credentials only for this database (or read only the
+ * describe, read and cancel only statements this role submitted (the
+ * handlers never list); get credentials only for this database (or read only the
  * one secret, and decrypt it only through Secrets Manager).
  */
 export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: WarehouseTarget): void {
@@ -60,14 +60,14 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: W
   // These actions have no resource type; the owner condition limits them to our own statements.
   Grant.addToPrincipal({
     grantee,
-    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult'],
+    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
     resourceArns: ['*'],
     conditions: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
   });
   Validations.of(grantee).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
-      'redshift-data:DescribeStatement and GetStatementResult have no resource type, so IAM takes only Resource "*"; ' +
+      'redshift-data:DescribeStatement, GetStatementResult and CancelStatement have no resource type, so IAM takes only Resource "*"; ' +
       'the condition redshift-data:statement-owner-iam-userid = ${aws:userid} limits them to statements this role submitted.',
   });
 

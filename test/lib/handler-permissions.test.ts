@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 import { buildApp } from '../../lib/app.ts';
-import { ENTRY_METADATA_KEY, LAMBDA_STATE_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
+import { ENTRY_METADATA_KEY, STEP_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
@@ -99,7 +99,7 @@ interface FunctionUnderTest {
 }
 
 const synthesized: Record<string, FunctionUnderTest[]> = {};
-const scans = Object.fromEntries(LAMBDA_STATE_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
+const scans = Object.fromEntries(STEP_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
 
 beforeAll(() => {
   for (const [name, path] of Object.entries(AUTH_PATHS)) {
@@ -129,7 +129,13 @@ describe('the SDK calls in the handlers\' code', () => {
       // The scan reached the shared Data API client and found its commands.
       expect(scan.files, entry).toContain('functions/commons/warehouse.ts');
       expect(new Set(scan.calls.map((c) => c.action)), entry).toEqual(
-        new Set(['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-data:GetStatementResult']),
+        new Set([
+          'redshift-data:ExecuteStatement',
+          'redshift-data:BatchExecuteStatement',
+          'redshift-data:DescribeStatement',
+          'redshift-data:GetStatementResult',
+          'redshift-data:CancelStatement',
+        ]),
       );
     }
   });
@@ -164,7 +170,7 @@ describe('the SDK calls in the handlers\' code', () => {
 describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
     const functions = synthesized[name]!;
-    expect(functions.map((f) => f.entry).sort()).toEqual(LAMBDA_STATE_NAMES.map(stepEntry).sort());
+    expect(functions.map((f) => f.entry).sort()).toEqual(STEP_NAMES.map(stepEntry).sort());
     for (const fn of functions) {
       for (const request of fn.requests) expect(isAllowed(fn.statements, request), `${fn.entry}: ${request.action} on ${request.resource}`).toBe(true);
     }
@@ -179,13 +185,15 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     }
   });
 
-  it('refuses a call no handler makes: cancelling a statement, or describing another caller\'s', () => {
+  it('refuses a call no handler makes: listing statements, or describing or cancelling another caller\'s', () => {
     const fn = synthesized[name]![0]!;
     const other = { 'aws:userid': userId(fn.functionName), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
     const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.functionName) };
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: own })).toBe(true);
-    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(true);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:ListStatements', resource: '*', context: own })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
   });
 });
