@@ -3,6 +3,7 @@ import { BatchStatus } from '../../domain/batch.ts';
 import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
+import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -29,7 +30,9 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   const { executionArn, status } = event.detail;
   const error = stoppedError(status);
   const name = `atomic-publish:cancel-orphans:${executionArn.slice(-200)}`;
-  const [batch] = await warehouse.query(batchOfExecution(executionArn), name);
+  // An execution stopped before the first Plan ever installed the manifest left nothing behind.
+  const [manifest] = await warehouse.query(installedManifestVersion()[0]!, name);
+  const [batch] = Number(manifest?.present) > 0 ? await warehouse.query(batchOfExecution(executionArn), name) : [];
   if (!batch) {
     logger.info('the execution recorded no batch; nothing to cancel', { executionArn, status });
     return { executionArn, status, markedFailed: false };

@@ -8,8 +8,8 @@
 import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
-import type { CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
-import { localRedshiftDataClient } from '../../local/aws-clients.ts';
+import { cancelExecutionOrphans, type CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
+import { localRedshiftDataClient, localWarehouse } from '../../local/aws-clients.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
@@ -149,6 +149,63 @@ describe('an execution aborted while its chunk INSERTs run', () => {
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted: the execution was aborted/) });
     const [attempt] = await wf.query(`SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1`, [batchId]);
     expect(attempt).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/aborted/) });
+    expect(await stagingRows()).toBe(0);
+
+    await rerunPublishesOnce();
+  });
+});
+
+describe('an execution that timed out', () => {
+  it('has the runner end it TIMED_OUT and deliver the status change to CancelOrphans, which finds no batch before Plan recorded one', async () => {
+    let releasePlan!: () => void;
+    const planHeld = new Promise<void>((resolve) => (releasePlan = resolve));
+    // Plan does not even start before the time-out: nothing can reach the warehouse.
+    wf.faults.Plan = async () => {
+      await planHeld;
+      throw new WarehouseError('not run: the execution timed out');
+    };
+    const execution = await wf.runner.start(inputFor(TO_DAY), { name: 'timed-out', timeoutSeconds: 1 });
+    const timedOut = await execution.result;
+    releasePlan();
+
+    expect(timedOut.status).toBe('TIMED_OUT');
+    expect(timedOut.alerts).toEqual([]);
+    expect(timedOut.statusChange).toEqual([
+      { functionLogicalId: expect.stringMatching(/^WorkflowCancelOrphansFunction/), output: { executionArn: timedOut.executionId, status: 'TIMED_OUT', markedFailed: false } },
+    ]);
+  });
+
+  it('has CancelOrphans cancel the running INSERTs and fail the batch as timed out; a second delivery of the event changes nothing', async () => {
+    const takeGate = gateStaging();
+    let stopped!: () => void;
+    const executionStopped = new Promise<void>((resolve) => (stopped = resolve));
+    wf.faults.LoadChunk = async (input, next) => {
+      await takeGate();
+      // A timed-out execution runs no Catch: the cancelled INSERTs' errors reach it only once it has stopped.
+      return next(input).catch(async (error: unknown) => {
+        await executionStopped;
+        throw error;
+      });
+    };
+    const execution = await wf.start(inputFor(TO_DAY), 'timed-out-loading');
+    await until(async () => gate !== undefined && (await recordedInserts()).length === CHUNKS, 'every chunk INSERT recorded');
+    await gate!.waiting(CHUNKS);
+    const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
+    const event = { detail: { executionArn: execution.executionId, status: 'TIMED_OUT' } };
+
+    // The event as EventBridge delivers it for a time-out (the local runner's time-out cannot be timed against the load).
+    const first = await cancelExecutionOrphans(event, warehouse);
+    const again = await cancelExecutionOrphans(event, warehouse);
+    execution.abort();
+    stopped();
+    await execution.result;
+    await gate!.release();
+    await wf.quiesce();
+
+    expect(first).toMatchObject({ batchId, statements: { cancelled: [0, 1, 2], stillRunning: [] }, markedFailed: true });
+    expect(again).toMatchObject({ batchId, statements: { cancelled: [], stillRunning: [] }, markedFailed: false });
+    expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionTimedOut: the execution timed out/) });
+    expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS });
     expect(await stagingRows()).toBe(0);
 
     await rerunPublishesOnce();
