@@ -289,13 +289,18 @@ describe('permissions', () => {
     expect(logStatements.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort()).toEqual(loggingGroups.sort());
   });
 
-  it('lets the handlers describe, read and cancel only the statements they submitted themselves (they never list)', () => {
+  it('lets the handlers describe, read and cancel only the statements their role submitted (they never list)', () => {
     for (const name of STEP_NAMES) {
       expect(policyOf(name)).toContainEqual({
         Effect: 'Allow',
         Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
         Resource: '*',
-        Condition: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
+        // Every session of the role (`<role id>:<function>`): RecordFailure cancels what LoadChunk submitted.
+        Condition: {
+          StringLike: {
+            'redshift-data:statement-owner-iam-userid': { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.handlerRole.node.defaultChild), 'RoleId'] }, ':*']] },
+          },
+        },
       });
     }
   });
