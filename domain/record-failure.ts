@@ -140,11 +140,11 @@ function statementsLine(facts: FailureFacts): string {
     return `could not look for statements left running (${clipUtf8(facts.orphanError ?? 'not tried', MAX_RECORD_ERROR_BYTES)}); see the Data API's ListStatements.`;
   }
   const { cancelled, stillRunning } = facts.orphans;
-  const parts = [
-    cancelled.length === 0
-      ? 'none left running were cancelled'
-      : `cancelled ${cancelled.length} still-running statement(s) of this batch (the INSERTs of chunk(s) ${chunkList(cancelled)}; a re-run reloads them)`,
-  ];
+  if (cancelled.length === 0 && stillRunning.length === 0) return 'no statement of this batch was left running.';
+  const parts: string[] = [];
+  if (cancelled.length > 0) {
+    parts.push(`cancelled ${cancelled.length} still-running statement(s) of this batch (the INSERTs of chunk(s) ${chunkList(cancelled)}; a re-run reloads them)`);
+  }
   if (stillRunning.length > 0) {
     parts.push(`${stillRunning.length} could not be cancelled and may still run (chunk(s) ${chunkList(stillRunning)}; a re-run waits for them)`);
   }

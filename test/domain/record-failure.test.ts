@@ -218,7 +218,7 @@ describe('failureReport on the statements the batch left running', () => {
 
   it('says when none was running, bounds a long list of chunks, and reports why it could not look', () => {
     expect(failureReport(loadFailure, { recorded: true, orphans: { cancelled: [], stillRunning: [] } }).message).toContain(
-      'Statements: none left running were cancelled.',
+      'Statements: no statement of this batch was left running.',
     );
     const many = failureReport(loadFailure, { recorded: true, orphans: { cancelled: Array.from({ length: 1000 }, (_, i) => i), stillRunning: [] } });
     expect(many.message).toContain('cancelled 1000 still-running statement(s) of this batch (the INSERTs of chunk(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 980 more;');

@@ -7,9 +7,12 @@
 // cancelled INSERT is in staging, and a re-run publishes the source once.
 import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { WarehouseError } from '../../domain/errors.ts';
+import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import type { RecordFailureEvent } from '../../domain/record-failure.ts';
+import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { recordFailure } from '../../functions/record-failure/index.ts';
 import { cancelExecutionOrphans, type CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
-import { localRedshiftDataClient, localWarehouse } from '../../local/aws-clients.ts';
+import { localRedshiftDataClient, localTarget, localWarehouse } from '../../local/aws-clients.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
@@ -102,6 +105,42 @@ describe('a chunk that fails while other chunks still load', () => {
     await rerunPublishesOnce();
   });
 
+  it('still pages when the cancels fail, naming the INSERTs that may still run; they stay LOADING, and a re-run publishes the source once', async () => {
+    /** A Data API whose CancelStatement is unavailable. */
+    class CannotCancel extends DataApiWarehouse {
+      override async cancel(id: string): Promise<string | undefined> {
+        throw new TransientWarehouseError(`Data API is busy or unavailable while trying to cancel (${id}): ThrottlingException`);
+      }
+    }
+    const cannotCancel = new CannotCancel(localRedshiftDataClient(wf.wh.endpoint), localTarget(wf.wh.pg.database), DEFAULT_POLL);
+    wf.faults.RecordFailure = (input) => recordFailure(input as RecordFailureEvent, () => cannotCancel);
+    const takeGate = gateStaging();
+    let chunksLoading: Record<string, number> = {};
+    wf.faults.LoadChunk = async (input, next) => {
+      const gated = await takeGate();
+      if ((input as { chunk: { index: number } }).chunk.index !== 0) return next(input);
+      await gated.waiting(CHUNKS - 1);
+      await until(async () => (await recordedInserts()).length === CHUNKS - 1, 'the held INSERTs recorded in the manifest');
+      throw new WarehouseError('chunk 0 failed for good');
+    };
+
+    const failed = await wf.run(inputFor(TO_DAY), 'cancel-fails');
+    chunksLoading = await wf.chunkStatuses(batchId);
+    await gate!.release();
+    await wf.quiesce();
+
+    expect(failed.status).toBe('FAILED');
+    expect(failed.alerts).toHaveLength(1);
+    expect(failed.alerts[0]!.message).toContain(
+      'Statements: 2 could not be cancelled and may still run (chunk(s) 1, 2; a re-run waits for them).',
+    );
+    expect(failed.alerts[0]!.message).toContain('Manifest:   batch and attempt marked FAILED');
+    // Left LOADING with their INSERTs' ids: nothing cleared an interval an INSERT might still write.
+    expect(chunksLoading).toEqual({ LOADING: CHUNKS - 1, PENDING: 1 });
+
+    await rerunPublishesOnce();
+  });
+
   it('says no statement was cancelled when none was running', async () => {
     wf.faults.LoadChunk = async (input, next) => {
       if ((input as { chunk: { index: number } }).chunk.index === 0) throw new WarehouseError('chunk 0 failed for good');
@@ -110,7 +149,7 @@ describe('a chunk that fails while other chunks still load', () => {
     const failed = await wf.run(inputFor(TO_DAY), 'chunk-fails-alone');
     await wf.quiesce();
     expect(failed.status).toBe('FAILED');
-    expect(failed.alerts[0]!.message).toContain('Statements: none left running were cancelled.');
+    expect(failed.alerts[0]!.message).toContain('Statements: no statement of this batch was left running.');
   });
 });
 
