@@ -28,6 +28,14 @@ export interface RecordFailureEvent {
   readonly executionStartedAt: string;
 }
 
+/** The batch's statements still running when the run stopped, by chunk index. */
+export interface OrphanedStatements {
+  /** Chunks whose INSERT was cancelled (it ended ABORTED); marked CANCELLED in the manifest. */
+  readonly cancelled: readonly number[];
+  /** Chunks whose INSERT could not be cancelled or still ran when the wait ended. */
+  readonly stillRunning: readonly number[];
+}
+
 /** What the manifest says after the failure was recorded (read back, not assumed). */
 export interface FailureFacts {
   /** The batch row was moved to FAILED. */
@@ -40,6 +48,10 @@ export interface FailureFacts {
   readonly ownPublication?: number;
   /** The pipeline's latest publication now (0: none). */
   readonly latestPublication?: number;
+  /** What cancelling the batch's running statements did; undefined when it could not be tried. */
+  readonly orphans?: OrphanedStatements;
+  /** Why the running statements could not be looked up. */
+  readonly orphanError?: string;
 }
 
 export interface FailureReport {
@@ -51,6 +63,8 @@ export interface FailureReport {
   readonly batchId?: string;
   readonly errorName: string;
   readonly recorded: boolean;
+  /** Statements of the batch this failure cancelled. */
+  readonly cancelledStatements: number;
 }
 
 /** An alert's message: a quarter of what SNS takes (256 KB), so it also fits a state payload beside the state. */
@@ -114,6 +128,29 @@ export function failedBatch(state: unknown): BatchRef | undefined {
   return isObject(plan) && isObject(plan.batch) ? (plan.batch as unknown as BatchRef) : undefined;
 }
 
+/** A list of chunk indexes, bounded (a batch may have a thousand chunks). */
+function chunkList(chunks: readonly number[]): string {
+  const shown = chunks.slice(0, 20).join(', ');
+  return chunks.length > 20 ? `${shown} and ${chunks.length - 20} more` : shown;
+}
+
+/** What became of the statements the batch still ran when the run failed. */
+function statementsLine(facts: FailureFacts): string {
+  if (!facts.orphans) {
+    return `could not look for statements left running (${clipUtf8(facts.orphanError ?? 'not tried', MAX_RECORD_ERROR_BYTES)}); see the Data API's ListStatements.`;
+  }
+  const { cancelled, stillRunning } = facts.orphans;
+  if (cancelled.length === 0 && stillRunning.length === 0) return 'no statement of this batch was left running.';
+  const parts: string[] = [];
+  if (cancelled.length > 0) {
+    parts.push(`cancelled ${cancelled.length} still-running statement(s) of this batch (the INSERTs of chunk(s) ${chunkList(cancelled)}; a re-run reloads them)`);
+  }
+  if (stillRunning.length > 0) {
+    parts.push(`${stillRunning.length} could not be cancelled and may still run (chunk(s) ${chunkList(stillRunning)}; a re-run waits for them)`);
+  }
+  return `${parts.join('; ')}.`;
+}
+
 /** The alert an on-call engineer reads: what failed, what readers see now, what to do. */
 export function failureReport(event: RecordFailureEvent, facts: FailureFacts): FailureReport {
   const state: FailedState = isObject(event?.state) ? event.state : {};
@@ -155,6 +192,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
       ? 'the batch is PUBLISHED and was left as it is'
       : `not updated${recordError ? ` (${recordError})` : batch ? '' : ' (no batch was created)'}`;
   lines.push(`Manifest:   ${manifest}`);
+  if (batch) lines.push(`Statements: ${statementsLine(facts)}`);
   lines.push(`Execution:  ${clip(String(event?.executionId))} (started ${clip(String(event?.executionStartedAt))})`);
   if (rerun) lines.push(`Re-run:     ${rerun}`);
   return {
@@ -165,5 +203,6 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
     ...(batch ? { batchId: batch.batchId } : {}),
     errorName: name,
     recorded: facts.recorded,
+    cancelledStatements: facts.orphans?.cancelled.length ?? 0,
   };
 }

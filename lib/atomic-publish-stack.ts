@@ -5,6 +5,7 @@ import type { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
@@ -14,7 +15,7 @@ import { PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
 import { databaseUserFor, defaultHandlerRoleName, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
-import type { LambdaStateName } from './workflow-steps.ts';
+import type { StepName } from './workflow-steps.ts';
 
 export interface AtomicPublishStackProps extends StackProps {
   /** The Redshift cluster or serverless workgroup the pipelines publish into. */
@@ -52,8 +53,10 @@ export class AtomicPublishStack extends Stack {
   public readonly stateMachine: StateMachine;
   /** The on-call topic: failure alerts from the workflow and every alarm. */
   public readonly topic: Topic;
-  /** The step handlers keyed by the Task state that invokes them. */
-  public readonly functions: Record<LambdaStateName, StepHandler>;
+  /** The step handlers keyed by the Task state that invokes them (and CancelOrphans, run by stoppedExecutionRule). */
+  public readonly functions: Record<StepName, StepHandler>;
+  /** The EventBridge rule that runs CancelOrphans when an execution is aborted or times out. */
+  public readonly stoppedExecutionRule: Rule;
   /** The one execution role of all step handlers (one database user for every step). */
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
@@ -97,7 +100,8 @@ export class AtomicPublishStack extends Stack {
       ...(props.executionTimeout ? { executionTimeout: props.executionTimeout } : {}),
     });
     this.stateMachine = workflow.stateMachine;
-    this.functions = workflow.functions;
+    this.functions = { ...workflow.functions, CancelOrphans: workflow.cancelOrphans };
+    this.stoppedExecutionRule = workflow.stoppedExecutionRule;
     this.handlerRole = workflow.role;
     this.logGroup = workflow.logGroup;
 

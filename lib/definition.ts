@@ -151,3 +151,42 @@ export function stateMachineDefinition(template: CfnTemplate, stateMachineLogica
   });
   return { definition, stateMachineLogicalId: logicalId, taskFunctions, taskEntries };
 }
+
+/** A Lambda function an EventBridge rule runs on this state machine's execution status changes. */
+export interface StatusChangeTarget {
+  /** Logical id of the AWS::Events::Rule. */
+  readonly ruleLogicalId: string;
+  /** The rule's `detail` pattern, with CloudFormation tokens resolved (e.g. `{ status: ['ABORTED'], stateMachineArn: [...] }`). */
+  readonly detailPattern: Record<string, readonly string[]>;
+  /** Logical id of the target function. */
+  readonly functionLogicalId: string;
+  /** The function's handler module (`atomic-publish:entry` metadata). */
+  readonly entry: string;
+}
+
+/**
+ * The Lambda targets of the template's rules on Step Functions execution
+ * status changes (`source` aws.states, `detail-type` given), so the local
+ * runner sends its executions' status changes where EventBridge would.
+ */
+export function statusChangeTargets(template: CfnTemplate, detailType: string): StatusChangeTarget[] {
+  const resources = template.Resources ?? {};
+  const targets: StatusChangeTarget[] = [];
+  for (const [ruleId, rule] of Object.entries(resources)) {
+    if (rule.Type !== 'AWS::Events::Rule') continue;
+    const pattern = rule.Properties?.EventPattern as { source?: string[]; 'detail-type'?: string[]; detail?: Record<string, unknown[]> } | undefined;
+    if (!pattern?.['detail-type']?.includes(detailType) || !pattern.source?.includes('aws.states')) continue;
+    const detailPattern = Object.fromEntries(
+      Object.entries(pattern.detail ?? {}).map(([key, values]) => [key, values.map((value) => resolveToken(value, resources))]),
+    );
+    for (const target of (rule.Properties?.Targets ?? []) as { Arn?: unknown }[]) {
+      const getAtt = (target.Arn as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt'];
+      const functionLogicalId = getAtt?.[0];
+      if (!functionLogicalId || resources[functionLogicalId]?.Type !== 'AWS::Lambda::Function') continue;
+      const entry = resources[functionLogicalId]?.Metadata?.[ENTRY_METADATA_KEY];
+      if (typeof entry !== 'string') throw new Error(`function ${functionLogicalId} of rule ${ruleId} has no ${ENTRY_METADATA_KEY} metadata`);
+      targets.push({ ruleLogicalId: ruleId, detailPattern, functionLogicalId, entry });
+    }
+  }
+  return targets;
+}

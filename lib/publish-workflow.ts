@@ -19,7 +19,10 @@ import {
   TaskInput,
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
+import { Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
+import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
@@ -72,6 +75,10 @@ export class PublishWorkflow extends Construct {
   public readonly role: Role;
   /** The execution log (level ALL, with execution data). */
   public readonly logGroup: LogGroup;
+  /** Cancels the warehouse statements of an execution that was aborted or timed out (no Catch runs then). */
+  public readonly cancelOrphans: StepHandler;
+  /** Sends this state machine's ABORTED and TIMED_OUT status changes to `cancelOrphans`. */
+  public readonly stoppedExecutionRule: Rule;
 
   constructor(scope: Construct, id: string, props: PublishWorkflowProps) {
     super(scope, id);
@@ -91,6 +98,7 @@ export class PublishWorkflow extends Construct {
       functions[state] = new StepHandler(this, `${state}Function`, { state, environment, logRetention, role: this.role });
     }
     this.functions = functions;
+    this.cancelOrphans = new StepHandler(this, 'CancelOrphansFunction', { state: 'CancelOrphans', environment, logRetention, role: this.role });
 
     const task = (state: LambdaStateName, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }) => {
       const invoke = new LambdaInvoke(this, state, {
@@ -244,6 +252,20 @@ export class PublishWorkflow extends Construct {
       timeout: props.executionTimeout ?? Duration.hours(12),
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: true },
+    });
+    // An aborted or timed-out execution runs no Catch: its statements are
+    // cancelled from the status-change event Step Functions sends to the
+    // default bus. Lambda invokes the target asynchronously; EventBridge
+    // retries a failed delivery.
+    // https://docs.aws.amazon.com/step-functions/latest/dg/eventbridge-integration.html
+    this.stoppedExecutionRule = new Rule(this, 'StoppedExecutionRule', {
+      description: 'atomic-publish: cancel the warehouse statements of an aborted or timed-out execution',
+      eventPattern: {
+        source: [EXECUTION_EVENT_SOURCE],
+        detailType: [EXECUTION_STATUS_CHANGE],
+        detail: { status: [...STOPPED_STATUSES], stateMachineArn: [this.stateMachine.stateMachineArn] },
+      },
+      targets: [new LambdaFunction(this.cancelOrphans, { retryAttempts: 4, maxEventAge: Duration.hours(6) })],
     });
     Validations.of(this.stateMachine.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',

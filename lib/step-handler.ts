@@ -7,11 +7,11 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { CODE_VERSION, PROJECT_ROOT } from './project.ts';
-import { ENTRY_METADATA_KEY, LAMBDA_STEPS, type LambdaStateName, stepEntry } from './workflow-steps.ts';
+import { ENTRY_METADATA_KEY, type StepName, stepEntry, stepSettings } from './workflow-steps.ts';
 
 export interface StepHandlerProps {
-  /** The Task state this function serves; picks `functions/<step>/index.ts` and the timeout. */
-  readonly state: LambdaStateName;
+  /** The Task state (or event-driven step) this function serves; picks `functions/<step>/index.ts` and the timeout. */
+  readonly state: StepName;
   /** Extra environment (the warehouse target); merged over the common variables. */
   readonly environment?: Record<string, string>;
   /**
@@ -88,7 +88,7 @@ export class StepHandler extends NodejsFunction {
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.ARM_64,
       memorySize: 256,
-      timeout: Duration.minutes(LAMBDA_STEPS[props.state].timeoutMinutes),
+      timeout: Duration.minutes(stepSettings(props.state).timeoutMinutes),
       logGroup,
       ...(props.role ? { role: props.role } : {}),
       environment: {

@@ -30,11 +30,11 @@ export interface WarehouseTarget extends DomainWarehouseTarget {
 
 /**
  * Least privilege for the Data API: submit statements only to this warehouse;
- * describe and read only statements this role submitted (the handlers never
- * cancel or list); get credentials only for this database (or read only the
+ * describe, read and cancel only statements this role submitted (the
+ * handlers never list); get credentials only for this database (or read only the
  * one secret, and decrypt it only through Secrets Manager).
  */
-export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: WarehouseTarget): void {
+export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readonly roleId: string }, target: WarehouseTarget): void {
   const stack = Stack.of(grantee);
   const redshiftArn = (resource: string, resourceName: string): string =>
     stack.formatArn({ service: 'redshift', resource, resourceName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
@@ -57,18 +57,26 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct, target: W
         'ExecuteStatement and GetCredentials are scoped to the workgroups of this account and region. Set warehouse.workgroupArn to scope them to one.',
     });
   }
-  // These actions have no resource type; the owner condition limits them to our own statements.
+  // These actions have no resource type; the owner condition limits them to
+  // the statements of this role. A statement's owner is the aws:userid that
+  // submitted it, `<role id>:<session name>`, and Lambda names the session
+  // after the function: RecordFailure and CancelOrphans describe and cancel
+  // the INSERTs LoadChunk submitted, so the condition names every session of
+  // the role (AWS's own example, `${aws:userid}`, is one function only).
+  // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonredshiftdataapi.html
+  // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-userid
   Grant.addToPrincipal({
     grantee,
-    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult'],
+    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
     resourceArns: ['*'],
-    conditions: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
+    conditions: { StringLike: { 'redshift-data:statement-owner-iam-userid': `${grantee.roleId}:*` } },
   });
   Validations.of(grantee).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
-      'redshift-data:DescribeStatement and GetStatementResult have no resource type, so IAM takes only Resource "*"; ' +
-      'the condition redshift-data:statement-owner-iam-userid = ${aws:userid} limits them to statements this role submitted.',
+      'redshift-data:DescribeStatement, GetStatementResult and CancelStatement have no resource type, so IAM takes only Resource "*"; ' +
+      'the condition redshift-data:statement-owner-iam-userid like "<role id>:*" limits them to statements this role submitted ' +
+      '(from any of its functions: the steps that cancel describe and cancel the loads of another).',
   });
 
   if (target.secret) {

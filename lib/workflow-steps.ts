@@ -23,9 +23,30 @@ export type LambdaStateName = keyof typeof LAMBDA_STEPS;
 
 export const LAMBDA_STATE_NAMES = Object.keys(LAMBDA_STEPS) as LambdaStateName[];
 
+/**
+ * Handlers outside the state machine, run by an EventBridge rule:
+ * CancelOrphans on an execution that was aborted or timed out (no Catch
+ * runs then).
+ */
+export const EVENT_STEPS = {
+  CancelOrphans: { folder: 'cancel-orphans', timeoutMinutes: 5 },
+} as const satisfies Record<string, { folder: string; timeoutMinutes: number }>;
+
+export type EventStepName = keyof typeof EVENT_STEPS;
+
+/** Every step handler: the Task states' and the event-driven ones. */
+export type StepName = LambdaStateName | EventStepName;
+
+export const STEP_NAMES = [...LAMBDA_STATE_NAMES, ...(Object.keys(EVENT_STEPS) as EventStepName[])] as const;
+
+/** Folder and timeout of any step handler. */
+export function stepSettings(step: StepName): { readonly folder: string; readonly timeoutMinutes: number } {
+  return step in EVENT_STEPS ? EVENT_STEPS[step as EventStepName] : LAMBDA_STEPS[step as LambdaStateName];
+}
+
 /** The handler module of a step, relative to the project root (also the `atomic-publish:entry` metadata). */
-export function stepEntry(state: LambdaStateName): string {
-  return `functions/${LAMBDA_STEPS[state].folder}/index.ts`;
+export function stepEntry(step: StepName): string {
+  return `functions/${stepSettings(step).folder}/index.ts`;
 }
 
 /** Metadata key on each function's CfnFunction naming its handler module; the local runner reads it. */

@@ -10,7 +10,9 @@
 import { randomUUID } from 'node:crypto';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
+import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
+import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
@@ -46,9 +48,16 @@ export interface ExecutionEvent {
   readonly retry?: { retrier: Record<string, unknown>; attempt: number };
 }
 
+/** What a function run on the execution's status change (an EventBridge rule's target) returned or threw. */
+export interface StatusChangeDelivery {
+  readonly functionLogicalId: string;
+  readonly output?: unknown;
+  readonly error?: string;
+}
+
 export interface ExecutionResult {
   readonly executionId: string;
-  readonly status: 'SUCCEEDED' | 'FAILED';
+  readonly status: 'SUCCEEDED' | 'FAILED' | 'ABORTED' | 'TIMED_OUT';
   readonly output?: Record<string, unknown>;
   readonly error?: string;
   readonly cause?: string;
@@ -57,6 +66,23 @@ export interface ExecutionResult {
   readonly metrics: readonly MetricRecord[];
   readonly startedAt: string;
   readonly stoppedAt: string;
+  /** The rules' targets that ran on an ABORTED or TIMED_OUT status change, as EventBridge would run them. */
+  readonly statusChange: readonly StatusChangeDelivery[];
+}
+
+/** A started execution: abort it (StopExecution), or wait for its result. */
+export interface RunningExecution {
+  readonly executionId: string;
+  /** Stops the execution, as StopExecution does: it ends ABORTED (running Lambda invocations go on, as on AWS). */
+  abort(): void;
+  readonly result: Promise<ExecutionResult>;
+}
+
+export interface StartOptions {
+  /** The execution's name. @default - a random UUID */
+  readonly name?: string;
+  /** The execution's time-out, in place of the definition's TimeoutSeconds. @default - the synthesized one */
+  readonly timeoutSeconds?: number;
 }
 
 /** StartExecution refused the input (as Step Functions does for input over 256 KB). */
@@ -93,6 +119,8 @@ export class LocalRunner {
     /** What runs: the synthesized definition with its retry waits scaled (validated as synthesized, in create()). */
     private readonly definition: StateMachineDefinition,
     private readonly handlers: Map<string, Handler>,
+    /** Status-change targets' handlers, keyed by function logical id. */
+    private readonly eventHandlers: Map<string, Handler>,
     private readonly options: LocalRunnerOptions,
   ) {
     this.outbox = new SnsOutbox(options.outboxFile ?? join(STATE_DIR, 'outbox', 'alerts.jsonl'));
@@ -114,7 +142,8 @@ export class LocalRunner {
     const { StateMachine } = await import('aws-local-stepfunctions');
     new StateMachine(workflow.definition, { validationOptions: { checkArn: false } });
     const definition = localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE);
-    return new LocalRunner(workflow, definition, await loadHandlers(workflow.entries), options);
+    const eventEntries = Object.fromEntries(workflow.statusChangeTargets.map((t) => [t.functionLogicalId, t.entry]));
+    return new LocalRunner(workflow, definition, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options);
   }
 
   /** Every alert the outbox received, oldest first. */
@@ -131,13 +160,18 @@ export class LocalRunner {
   }
 
   /** Starts an execution and waits for it to end. Throws StartExecutionError when Step Functions would refuse the input. */
-  async run(input: unknown, options: { name?: string } = {}): Promise<ExecutionResult> {
+  async run(input: unknown, options: StartOptions = {}): Promise<ExecutionResult> {
+    return (await this.start(input, options)).result;
+  }
+
+  /** Starts an execution. Throws StartExecutionError when Step Functions would refuse the input. */
+  async start(input: unknown, options: StartOptions = {}): Promise<RunningExecution> {
     try {
       checkPayload(input, 'the execution input');
     } catch (error) {
       throw new StartExecutionError((error as Error).message);
     }
-    const { StateMachine, ExecutionError } = await import('aws-local-stepfunctions');
+    const { StateMachine, ExecutionError, ExecutionAbortedError, ExecutionTimeoutError } = await import('aws-local-stepfunctions');
     const name = options.name ?? randomUUID();
     const executionId = `arn:aws:states:local:000000000000:execution:AtomicPublish:${name}`;
     const alertsBefore = this.outbox.alerts.length;
@@ -172,7 +206,8 @@ export class LocalRunner {
       taskResourceLocalHandlers[state] = async (input) => this.outbox.publish(input as Record<string, unknown>, executionId);
     }
 
-    const machine = new StateMachine(this.definition, { validationOptions: { noValidate: true } });
+    const definition = options.timeoutSeconds === undefined ? this.definition : { ...this.definition, TimeoutSeconds: options.timeoutSeconds };
+    const machine = new StateMachine(definition, { validationOptions: { noValidate: true } });
     const startedAt = new Date().toISOString();
     const execution = machine.run(input as never, {
       overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never },
@@ -187,29 +222,91 @@ export class LocalRunner {
         this.options.onEvent?.(event, executionId);
       }
     })();
-    let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt'>;
-    try {
-      const output = (await execution.result) as Record<string, unknown>;
-      result = { executionId, status: 'SUCCEEDED', output, startedAt };
-    } catch (error) {
-      if (!(error instanceof ExecutionError)) throw error;
-      const failed = (error as Error & { cause?: { name?: string; message?: string } }).cause;
-      result = {
-        executionId,
-        status: 'FAILED',
-        error: failed?.name ?? (error as Error).name,
-        cause: failed?.message ?? (error as Error).message,
-        startedAt,
+    const finish = async (): Promise<ExecutionResult> => {
+      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange'>;
+      try {
+        const output = (await execution.result) as Record<string, unknown>;
+        result = { executionId, status: 'SUCCEEDED', output, startedAt };
+      } catch (error) {
+        if (error instanceof ExecutionAbortedError) {
+          result = { executionId, status: 'ABORTED', startedAt };
+        } else if (error instanceof ExecutionTimeoutError) {
+          result = { executionId, status: 'TIMED_OUT', error: 'States.Timeout', startedAt };
+        } else if (error instanceof ExecutionError) {
+          const failed = (error as Error & { cause?: { name?: string; message?: string } }).cause;
+          result = {
+            executionId,
+            status: 'FAILED',
+            error: failed?.name ?? (error as Error).name,
+            cause: failed?.message ?? (error as Error).message,
+            startedAt,
+          };
+        } else {
+          throw error;
+        }
+      }
+      await collecting;
+      const stoppedAt = new Date().toISOString();
+      const statusChange = await this.deliverStatusChange({ executionId, name, status: result.status, input, startedAt, stoppedAt });
+      return {
+        ...result,
+        events,
+        alerts: this.outbox.alerts.slice(alertsBefore),
+        metrics: this.capture.sink.metrics.slice(metricsBefore),
+        stoppedAt,
+        statusChange,
       };
-    }
-    await collecting;
-    return {
-      ...result,
-      events,
-      alerts: this.outbox.alerts.slice(alertsBefore),
-      metrics: this.capture.sink.metrics.slice(metricsBefore),
-      stoppedAt: new Date().toISOString(),
     };
+    return { executionId, abort: () => execution.abort(), result: finish() };
+  }
+
+  /**
+   * What EventBridge does with the execution's "Step Functions Execution
+   * Status Change" event: runs every rule target whose `detail` pattern
+   * matches it, and waits for them (EventBridge invokes them
+   * asynchronously; waiting lets a test see what they did).
+   */
+  private async deliverStatusChange(execution: {
+    executionId: string;
+    name: string;
+    status: string;
+    input: unknown;
+    startedAt: string;
+    stoppedAt: string;
+  }): Promise<StatusChangeDelivery[]> {
+    const detail: Record<string, unknown> = {
+      executionArn: execution.executionId,
+      stateMachineArn: this.workflow.stateMachineArn,
+      name: execution.name,
+      status: execution.status,
+      startDate: Date.parse(execution.startedAt),
+      stopDate: Date.parse(execution.stoppedAt),
+      input: JSON.stringify(execution.input ?? null),
+    };
+    const event = {
+      version: '0',
+      id: randomUUID(),
+      'detail-type': EXECUTION_STATUS_CHANGE,
+      source: EXECUTION_EVENT_SOURCE,
+      account: LOCAL_ACCOUNT,
+      time: execution.stoppedAt,
+      region: LOCAL_REGION,
+      resources: [execution.executionId],
+      detail,
+    };
+    const deliveries: StatusChangeDelivery[] = [];
+    for (const target of this.workflow.statusChangeTargets) {
+      const matches = Object.entries(target.detailPattern).every(([key, values]) => values.includes(String(detail[key])));
+      if (!matches) continue;
+      const handler = this.eventHandlers.get(target.functionLogicalId)!;
+      try {
+        const output = await invoke(handler, target.functionLogicalId, event, target.timeoutSeconds);
+        deliveries.push({ functionLogicalId: target.functionLogicalId, output });
+      } catch (error) {
+        deliveries.push({ functionLogicalId: target.functionLogicalId, error: `${(error as Error).name}: ${(error as Error).message}` });
+      }
+    }
+    return deliveries;
   }
 
   close(): void {

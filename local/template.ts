@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import type { StatusChangeTarget } from '../lib/definition.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 
 export type Template = {
@@ -29,6 +30,10 @@ export interface SynthesizedWorkflow {
   readonly mapStates: ReadonlySet<string>;
   /** Task state name -> the ErrorEquals lists of its Retry. */
   readonly retriers: Record<string, string[][]>;
+  /** ARN of the state machine as the template's tokens resolve locally. */
+  readonly stateMachineArn: string;
+  /** Functions EventBridge rules run on the state machine's execution status changes. */
+  readonly statusChangeTargets: readonly (StatusChangeTarget & { readonly timeoutSeconds: number })[];
 }
 
 /** Files whose content decides the template; the cached template is reused while they are unchanged. */
@@ -78,7 +83,8 @@ function visitStates(states: AslStates, visit: (name: string, state: Record<stri
 /** The state machine definition and, for every Task state, what runs it locally. */
 export async function loadWorkflow(template?: Template): Promise<SynthesizedWorkflow> {
   const tpl = template ?? (await synthesizeTemplate());
-  const { stateMachineDefinition } = await import('../lib/definition.ts');
+  const { stateMachineDefinition, statusChangeTargets, LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } = await import('../lib/definition.ts');
+  const { EXECUTION_STATUS_CHANGE } = await import('../domain/cancel-orphans.ts');
   const { ENTRY_METADATA_KEY } = await import('../lib/workflow-steps.ts');
   const parsed = stateMachineDefinition(tpl);
   const definition = parsed.definition as unknown as StateMachineDefinition;
@@ -103,7 +109,12 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
       serviceTasks[name] = 'sns:publish';
     }
   });
-  return { template: tpl, definition, entries, timeoutsSeconds, serviceTasks, mapStates, retriers };
+  const stateMachineArn = `arn:${LOCAL_PARTITION}:states:${LOCAL_REGION}:${LOCAL_ACCOUNT}:stateMachine:${parsed.stateMachineLogicalId}`;
+  const targets = statusChangeTargets(tpl, EXECUTION_STATUS_CHANGE).map((t) => ({
+    ...t,
+    timeoutSeconds: Number(tpl.Resources[t.functionLogicalId]?.Properties?.Timeout ?? 3),
+  }));
+  return { template: tpl, definition, entries, timeoutsSeconds, serviceTasks, mapStates, retriers, stateMachineArn, statusChangeTargets: targets };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchExecuteStatementCommand,
+  CancelStatementCommand,
   DescribeStatementCommand,
   ExecuteStatementCommand,
   GetStatementResultCommand,
@@ -89,6 +90,9 @@ const TRANSIENT_API_ERRORS = new Set([
 ]);
 
 const NETWORK_ERROR_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
+
+/** DescribeStatement's statuses of a statement that has not ended yet. */
+export const STILL_RUNNING: ReadonlySet<string> = new Set(['SUBMITTED', 'PICKED', 'STARTED']);
 
 /** Maps any error from the SDK into the tool's transient/permanent classes. */
 export function classifyApiError(error: unknown, what: string): Error {
@@ -252,6 +256,35 @@ export class Warehouse {
     } catch (error) {
       if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
       throw classifyApiError(error, `describe ${name} (${id})`);
+    }
+  }
+
+  /**
+   * Cancels a statement this role submitted and waits, no longer than
+   * `timeoutMs` (nor past the deadline), until it no longer runs. Returns
+   * the status it is in then: ABORTED once cancelled, FINISHED or FAILED if
+   * it ended before the cancel took, a running status if it outlasted the
+   * wait; undefined when the Data API no longer knows it. CancelStatement
+   * takes only a running statement; one that already ended is a
+   * ValidationException, answered by its status.
+   * https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_CancelStatement.html
+   */
+  async cancel(id: string, name: string, timeoutMs: number): Promise<string | undefined> {
+    const now = this.poll.now ?? Date.now;
+    const until = Math.min(now() + timeoutMs, this.deadline);
+    try {
+      await this.client.send(new CancelStatementCommand({ Id: id }));
+    } catch (error) {
+      const errorName = (error as { name?: string }).name;
+      if (errorName === 'ResourceNotFoundException') return undefined;
+      if (errorName !== 'ValidationException') throw classifyApiError(error, `cancel ${name} (${id})`);
+    }
+    let delay = this.poll.initialDelayMs;
+    for (;;) {
+      const described = await this.status(id, name);
+      if (!described || !STILL_RUNNING.has(described.status) || now() + delay > until) return described?.status;
+      await (this.poll.sleep ?? sleep)(delay);
+      delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
     }
   }
 

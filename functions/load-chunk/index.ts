@@ -12,7 +12,7 @@ import {
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { retryTransient, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { retryTransient, STILL_RUNNING, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
   readonly batch: BatchRef;
@@ -30,11 +30,9 @@ export interface LoadChunkResult {
 /** Logged when a retry waits for (or counts) the INSERT an earlier attempt submitted, instead of submitting one. */
 export const REATTACHED_MESSAGE = 're-attached to the insert of an earlier attempt';
 
-const RUNNING = new Set(['SUBMITTED', 'PICKED', 'STARTED']);
-
 /**
  * Replace-in-staging for one interval: mark the chunk LOADING, clear what an
- * earlier attempt may have left (only a chunk found LOADING or STALE can have any),
+ * earlier attempt may have left (only a chunk found LOADING, STALE or CANCELLED can have any),
  * insert the source rows, mark the chunk DONE with the rows the insert
  * reported. A replay (a retry, a resumed batch) ends with the same staging
  * rows; a chunk already DONE is skipped. An INSERT an earlier attempt
@@ -56,7 +54,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   if (current?.status === ChunkStatus.LOADING && current.statement_id) {
     const earlierId = String(current.statement_id);
     const earlier = await warehouse.status(earlierId, name('insert'));
-    if (earlier && (RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
+    if (earlier && (STILL_RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
       logger.info(REATTACHED_MESSAGE, { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
       const inserted = await warehouse.wait(earlierId, name('insert'));
       await retryTransient(() =>
@@ -67,7 +65,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   }
 
   await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));
-  if (current?.status === ChunkStatus.LOADING || current?.status === ChunkStatus.STALE) {
+  if (current?.status === ChunkStatus.LOADING || current?.status === ChunkStatus.STALE || current?.status === ChunkStatus.CANCELLED) {
     await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
   }
   const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));

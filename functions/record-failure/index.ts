@@ -14,13 +14,15 @@ import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestPublication } from '../../domain/sql/plan.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { markBatchFailed } from '../../domain/sql/record-failure.ts';
+import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 /**
- * Marks the batch and its attempt FAILED with the error (never a published
- * batch), reads back what the manifest now says, and builds the alert from
+ * Cancels the statements the batch still runs (chunk INSERTs of other
+ * iterations of a failed Map), marks the batch and its attempt FAILED with
+ * the error (never a published batch), reads back what the manifest now says, and builds the alert from
  * that. A manifest that cannot be written or read is reported in the
  * alert, not thrown: the page must go out either way.
  */
@@ -30,8 +32,14 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   let facts: FailureFacts = { recorded: false };
   if (batch) {
     const statementName = `atomic-publish:${batch.pipeline}:record-failure:${batch.batchId}`;
+    let orphans: Pick<FailureFacts, 'orphans' | 'orphanError'> = { orphanError: 'the warehouse was not reached' };
     try {
       const target = warehouse();
+      // First, so the page can say what became of them; a failure here never stops the page.
+      orphans = await cancelOrphans(target, batch.batchId, statementName).then(
+        (found) => ({ orphans: found }),
+        (error: unknown) => ({ orphanError: (error as Error).message }),
+      );
       let recorded = false;
       if (!event.state.publish) {
         const [attempt, batchRow] = markBatchFailed(batch.batchId, `${name}: ${message}`, new Date());
@@ -40,9 +48,9 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
       }
       const [now] = await target.query(batchState(batch.batchId), statementName);
       const [latest] = await target.query(latestPublication(batch.pipeline), statementName);
-      facts = failureFacts(recorded, now, latest);
+      facts = { ...failureFacts(recorded, now, latest), ...orphans };
     } catch (error) {
-      facts = { recorded: false, recordError: (error as Error).message };
+      facts = { recorded: false, recordError: (error as Error).message, ...orphans };
       logger.error('could not record the failure in the manifest', { batchId: batch.batchId, error: error as Error });
     }
   }

@@ -199,6 +199,39 @@ describe('failureReport', () => {
   });
 });
 
+describe('failureReport on the statements the batch left running', () => {
+  const loadFailure = eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'chunk 0 failed' } });
+
+  it('says how many were cancelled, of which chunks, and that a re-run reloads them', () => {
+    const report = failureReport(loadFailure, { recorded: true, batchStatus: 'FAILED', latestPublication: 4, orphans: { cancelled: [1, 2], stillRunning: [] } });
+    expect(report.message).toContain(
+      'Statements: cancelled 2 still-running statement(s) of this batch (the INSERTs of chunk(s) 1, 2; a re-run reloads them).',
+    );
+    expect(report.cancelledStatements).toBe(2);
+  });
+
+  it('names those that could not be cancelled and may still run', () => {
+    const report = failureReport(loadFailure, { recorded: true, batchStatus: 'FAILED', orphans: { cancelled: [3], stillRunning: [5, 7] } });
+    expect(report.message).toContain('2 could not be cancelled and may still run (chunk(s) 5, 7; a re-run waits for them).');
+    expect(report.cancelledStatements).toBe(1);
+  });
+
+  it('says when none was running, bounds a long list of chunks, and reports why it could not look', () => {
+    expect(failureReport(loadFailure, { recorded: true, orphans: { cancelled: [], stillRunning: [] } }).message).toContain(
+      'Statements: no statement of this batch was left running.',
+    );
+    const many = failureReport(loadFailure, { recorded: true, orphans: { cancelled: Array.from({ length: 1000 }, (_, i) => i), stillRunning: [] } });
+    expect(many.message).toContain('cancelled 1000 still-running statement(s) of this batch (the INSERTs of chunk(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 980 more;');
+    const unreachable = failureReport(loadFailure, { recorded: false, recordError: 'ECONNREFUSED', orphanError: 'warehouse unreachable (ECONNREFUSED)' });
+    expect(unreachable.message).toContain('Statements: could not look for statements left running (warehouse unreachable (ECONNREFUSED)); see the Data API\'s ListStatements.');
+    expect(unreachable.cancelledStatements).toBe(0);
+  });
+
+  it('has no statements line for a run that failed before a batch existed', () => {
+    expect(failureReport(eventWith({ error: { Error: 'ValidationError', Cause: 'bad input' } }), { recorded: false }).message).not.toContain('Statements:');
+  });
+});
+
 describe('failureReport bounds', () => {
   const MEGABYTES = 3 * 1024 * 1024;
   const bytes = (text: string) => Buffer.byteLength(text, 'utf8');

@@ -377,6 +377,42 @@ describe('errors', () => {
   });
 });
 
+describe('cancel', () => {
+  it('cancels a running statement and returns once it has ended ABORTED', async () => {
+    const gate = await wh.gate();
+    const id = await main.warehouse.submit({ sql: gate.sql }, 'held');
+    await gate.waiting();
+
+    expect(await main.warehouse.cancel(id, 'held', 30_000)).toBe('ABORTED');
+
+    expect((await main.client.send(new DescribeStatementCommand({ Id: id }))).Status).toBe('ABORTED');
+    await gate.release();
+  });
+
+  it('answers a statement that ended before the cancel with the status it ended in, without throwing', async () => {
+    const id = await main.warehouse.submit({ sql: 'SELECT 1 AS one' }, 'quick');
+    await main.warehouse.wait(id, 'quick');
+    expect(await main.warehouse.cancel(id, 'quick', 30_000)).toBe('FINISHED');
+  });
+
+  it('returns the running status when the statement outlasts the wait', async () => {
+    const gate = await wh.gate();
+    const id = await main.warehouse.submit({ sql: gate.sql }, 'stubborn');
+    await gate.waiting();
+    // A Data API whose cancel is accepted but never takes: the statement stays running.
+    const ignoring = new Warehouse(
+      { send: (command: unknown) => (command instanceof CancelStatementCommand ? Promise.resolve({ Status: true }) : main.client.send(command as never)) } as never,
+      localTarget(wh.pg.database),
+      fastPoll,
+    );
+
+    expect(await ignoring.cancel(id, 'stubborn', 0)).toBe('STARTED');
+
+    expect(await main.warehouse.cancel(id, 'stubborn', 30_000)).toBe('ABORTED');
+    await gate.release();
+  });
+});
+
 describe('adaptive polling', () => {
   it('polls after initialDelayMs, then factor times later each time up to maxDelayMs, until the statement has finished', async () => {
     const gate = await wh.gate();

@@ -6,7 +6,7 @@ import { buildApp } from '../../lib/app.ts';
 import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
-import { LAMBDA_STATE_NAMES, type LambdaStateName, stepEntry } from '../../lib/workflow-steps.ts';
+import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 
 const outdir = useCdkOutdir();
@@ -16,7 +16,7 @@ let asl: AslDefinition;
 let taskFunctions: Record<string, string>;
 
 const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
-const functionId = (state: LambdaStateName) => logicalId(stack.functions[state].node.defaultChild);
+const functionId = (state: StepName) => logicalId(stack.functions[state].node.defaultChild);
 const topicId = () => logicalId(stack.topic.node.defaultChild);
 const state = (name: string): AslState => {
   const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name];
@@ -201,7 +201,7 @@ describe('step handlers', () => {
 
   it('runs Node.js 22 on arm64 with 256 MB, the step timeout, and the warehouse and Powertools environment', () => {
     // The warehouse steps bound their waits by the invocation's remaining time; RecordFailure must be quick.
-    const timeoutSeconds: Record<LambdaStateName, number> = {
+    const timeoutSeconds: Record<StepName, number> = {
       Plan: 900,
       LoadChunk: 900,
       Reconcile: 900,
@@ -209,8 +209,9 @@ describe('step handlers', () => {
       EmitMetrics: 900,
       Cleanup: 900,
       RecordFailure: 120,
+      CancelOrphans: 300,
     };
-    for (const name of LAMBDA_STATE_NAMES) {
+    for (const name of STEP_NAMES) {
       template.hasResource('AWS::Lambda::Function', {
         Metadata: Match.objectLike({ 'atomic-publish:entry': stepEntry(name) }),
         Properties: Match.objectLike({
@@ -236,7 +237,7 @@ describe('step handlers', () => {
 });
 
 describe('permissions', () => {
-  const policyOf = (name: LambdaStateName) => {
+  const policyOf = (name: StepName) => {
     const roleId = logicalId(stack.functions[name].role!.node.defaultChild);
     const policies = template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } });
     return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
@@ -245,9 +246,9 @@ describe('permissions', () => {
   it('runs every Lambda function of the stack under one role, so every step is the same database user', () => {
     const roleId = logicalId(stack.handlerRole.node.defaultChild);
     const functions = Object.values(template.findResources('AWS::Lambda::Function'));
-    expect(functions).toHaveLength(LAMBDA_STATE_NAMES.length);
+    expect(functions).toHaveLength(STEP_NAMES.length);
     for (const fn of functions) expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
-    for (const name of LAMBDA_STATE_NAMES) expect(stack.functions[name].role).toBe(stack.handlerRole);
+    for (const name of STEP_NAMES) expect(stack.functions[name].role).toBe(stack.handlerRole);
     // Only the handler role is assumed by Lambda (no per-function ServiceRole left over).
     const lambdaRoles = Object.keys(
       template.findResources('AWS::IAM::Role', {
@@ -269,11 +270,11 @@ describe('permissions', () => {
     }
   });
 
-  it('lets the role write only to the seven step handlers\' own log groups, without a managed policy', () => {
+  it('lets the role write only to the step handlers\' own log groups (seven steps and CancelOrphans), without a managed policy', () => {
     const roleId = logicalId(stack.handlerRole.node.defaultChild);
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
     const logStatements = policyOf('Plan').filter((s) => JSON.stringify(s.Action).includes('logs:'));
-    expect(logStatements).toHaveLength(LAMBDA_STATE_NAMES.length);
+    expect(logStatements).toHaveLength(STEP_NAMES.length);
     const logGroupIds = new Set(Object.keys(template.findResources('AWS::Logs::LogGroup')));
     for (const statement of logStatements) {
       expect(statement.Action).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents']);
@@ -281,20 +282,25 @@ describe('permissions', () => {
       expect(attribute).toBe('Arn');
       expect(logGroupIds.has(groupId)).toBe(true);
     }
-    const loggingGroups = LAMBDA_STATE_NAMES.map((name) => {
+    const loggingGroups = STEP_NAMES.map((name) => {
       const fn = template.toJSON().Resources[functionId(name)];
       return (fn.Properties.LoggingConfig.LogGroup as { Ref: string }).Ref;
     });
     expect(logStatements.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort()).toEqual(loggingGroups.sort());
   });
 
-  it('lets the handlers describe and read only the statements they submitted themselves (they never cancel or list)', () => {
-    for (const name of LAMBDA_STATE_NAMES) {
+  it('lets the handlers describe, read and cancel only the statements their role submitted (they never list)', () => {
+    for (const name of STEP_NAMES) {
       expect(policyOf(name)).toContainEqual({
         Effect: 'Allow',
-        Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult'],
+        Action: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
         Resource: '*',
-        Condition: { StringEquals: { 'redshift-data:statement-owner-iam-userid': '${aws:userid}' } },
+        // Every session of the role (`<role id>:<function>`): RecordFailure cancels what LoadChunk submitted.
+        Condition: {
+          StringLike: {
+            'redshift-data:statement-owner-iam-userid': { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.handlerRole.node.defaultChild), 'RoleId'] }, ':*']] },
+          },
+        },
       });
     }
   });
@@ -319,6 +325,39 @@ describe('permissions', () => {
     const invoked = invokes.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort();
     expect(invoked).toEqual(LAMBDA_STATE_NAMES.map(functionId).sort());
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'sns:Publish', Resource: { Ref: topicId() } });
+  });
+});
+
+describe('an aborted or timed-out execution', () => {
+  it('has an EventBridge rule send this state machine\'s ABORTED and TIMED_OUT status changes to CancelOrphans, retried', () => {
+    const rules = template.findResources('AWS::Events::Rule');
+    expect(Object.keys(rules)).toEqual([logicalId(stack.stoppedExecutionRule.node.defaultChild)]);
+    const [rule] = Object.values(rules);
+    expect(rule!.Properties.EventPattern).toEqual({
+      source: ['aws.states'],
+      'detail-type': ['Step Functions Execution Status Change'],
+      detail: { status: ['ABORTED', 'TIMED_OUT'], stateMachineArn: [{ Ref: logicalId(stack.stateMachine.node.defaultChild) }] },
+    });
+    expect(rule!.Properties.State).toBe('ENABLED');
+    expect(rule!.Properties.Targets).toEqual([
+      {
+        Arn: { 'Fn::GetAtt': [functionId('CancelOrphans'), 'Arn'] },
+        Id: expect.any(String),
+        RetryPolicy: { MaximumRetryAttempts: 4, MaximumEventAgeInSeconds: 6 * 3600 },
+      },
+    ]);
+    expect(template.toJSON().Resources[functionId('CancelOrphans')].Metadata['atomic-publish:entry']).toBe(stepEntry('CancelOrphans'));
+  });
+
+  it('lets only that rule invoke CancelOrphans, and the state machine never does', () => {
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [functionId('CancelOrphans'), 'Arn'] },
+      Principal: 'events.amazonaws.com',
+      SourceArn: { 'Fn::GetAtt': [logicalId(stack.stoppedExecutionRule.node.defaultChild), 'Arn'] },
+    });
+    expect(Object.keys(taskFunctions)).not.toContain('CancelOrphans');
+    expect(Object.values(taskFunctions)).not.toContain(functionId('CancelOrphans'));
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type CfnTemplate, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
+import { type CfnTemplate, localFunctionArn, stateMachineDefinition, statusChangeTargets } from '../../lib/definition.ts';
 
 /** The shape CDK synthesizes: an Fn::Join of JSON fragments, GetAtt of functions and Ref of the partition and a topic. */
 const template: CfnTemplate = {
@@ -76,5 +76,40 @@ describe('stateMachineDefinition', () => {
       Resources: { M: { Type: 'AWS::StepFunctions::StateMachine', Properties: { DefinitionString: { 'Fn::Join': ['', ['"', { Ref: 'Gone' }, '"']] } } } },
     };
     expect(() => stateMachineDefinition(dangling)).toThrow(/unknown resource Gone/);
+  });
+});
+
+describe('statusChangeTargets', () => {
+  const rule = (detailType: string, target: unknown) => ({
+    Type: 'AWS::Events::Rule',
+    Properties: {
+      EventPattern: { source: ['aws.states'], 'detail-type': [detailType], detail: { status: ['ABORTED', 'TIMED_OUT'], stateMachineArn: [{ Ref: 'Machine' }] } },
+      Targets: [{ Arn: target, Id: 'Target0' }],
+    },
+  });
+  const template: CfnTemplate = {
+    Resources: {
+      Machine: { Type: 'AWS::StepFunctions::StateMachine', Properties: { DefinitionString: '{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}' } },
+      Cancel: { Type: 'AWS::Lambda::Function', Metadata: { 'atomic-publish:entry': 'functions/cancel-orphans/index.ts' } },
+      Stopped: rule('Step Functions Execution Status Change', { 'Fn::GetAtt': ['Cancel', 'Arn'] }),
+      OtherEvents: rule('Redshift Data Statement Status Change', { 'Fn::GetAtt': ['Cancel', 'Arn'] }),
+      ToATopic: rule('Step Functions Execution Status Change', { Ref: 'Topic' }),
+    },
+  };
+
+  it('finds the Lambda targets of rules on execution status changes, with the pattern resolved as the runner matches it', () => {
+    expect(statusChangeTargets(template, 'Step Functions Execution Status Change')).toEqual([
+      {
+        ruleLogicalId: 'Stopped',
+        detailPattern: { status: ['ABORTED', 'TIMED_OUT'], stateMachineArn: ['arn:aws:states:local:000000000000:stateMachine:Machine'] },
+        functionLogicalId: 'Cancel',
+        entry: 'functions/cancel-orphans/index.ts',
+      },
+    ]);
+  });
+
+  it('refuses a target function without its entry metadata', () => {
+    const bare: CfnTemplate = { Resources: { ...template.Resources, Cancel: { Type: 'AWS::Lambda::Function' } } };
+    expect(() => statusChangeTargets(bare, 'Step Functions Execution Status Change')).toThrow(/function Cancel of rule Stopped has no atomic-publish:entry metadata/);
   });
 });

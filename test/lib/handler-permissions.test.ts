@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 import { buildApp } from '../../lib/app.ts';
-import { ENTRY_METADATA_KEY, LAMBDA_STATE_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
+import { ENTRY_METADATA_KEY, STEP_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
@@ -43,17 +43,24 @@ const AUTH_PATHS: Record<string, AuthPath> = {
   'cluster with a database user (DbUser)': { context: { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev', dbUser: 'publisher' } } },
 };
 
-/** The caller's aws:userid: the role's id and the session (Lambda names it after the function). */
-const userId = (fn: string) => `AROAEXAMPLEROLEID:${fn}`;
+/** A function as IAM sees its calls: the role it runs as (logical id) and the function (Lambda names the session after it). */
+interface Caller {
+  readonly roleId: string;
+  readonly fn: string;
+}
+
+/** The caller's aws:userid: the role's unique id (as the template's `Fn::GetAtt [role, RoleId]` resolves) and the session. */
+const userId = ({ roleId, fn }: Caller) => `<${roleId}.RoleId>:${fn}`;
 
 /** The request an explicit SDK call makes, with the resource IAM authorizes it against. */
-function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath, fn: string): Request {
-  const own = { 'aws:userid': userId(fn), 'redshift-data:statement-owner-iam-userid': userId(fn) };
+function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath, caller: Caller): Request {
+  // A statement another function of the role submitted: RecordFailure and CancelOrphans describe and cancel LoadChunk's INSERTs.
+  const own = { 'aws:userid': userId(caller), 'redshift-data:statement-owner-iam-userid': userId({ ...caller, fn: 'AnotherFunctionOfTheRole' }) };
   switch (action) {
     case 'redshift-data:ExecuteStatement':
     case 'redshift-data:BatchExecuteStatement':
       return { action, resource: target.workgroupName ? path.workgroupArn! : `arn:aws:redshift:${REGION}:${ACCOUNT}:cluster:${target.clusterIdentifier}`, context: own };
-    // No resource type: authorized on "*", for statements the caller submitted itself.
+    // No resource type: authorized on "*", for statements the role submitted.
     case 'redshift-data:DescribeStatement':
     case 'redshift-data:GetStatementResult':
     case 'redshift-data:CancelStatement':
@@ -71,8 +78,8 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
  * ("Authorizing access to the Amazon Redshift Data API",
  * https://docs.aws.amazon.com/redshift/latest/mgmt/data-api-access.html).
  */
-function implicitRequests(target: WarehouseTarget, path: AuthPath, fn: string): Request[] {
-  const context = { 'aws:userid': userId(fn) };
+function implicitRequests(target: WarehouseTarget, path: AuthPath, caller: Caller): Request[] {
+  const context = { 'aws:userid': userId(caller) };
   if (target.secretArn) {
     return [
       { action: 'secretsmanager:GetSecretValue', resource: target.secretArn, context },
@@ -94,12 +101,13 @@ type TemplateJson = { Resources: Record<string, { Type: string; Metadata?: Recor
 interface FunctionUnderTest {
   readonly entry: string;
   readonly functionName: string;
+  readonly caller: Caller;
   readonly requests: Request[];
   readonly statements: Statement[];
 }
 
 const synthesized: Record<string, FunctionUnderTest[]> = {};
-const scans = Object.fromEntries(LAMBDA_STATE_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
+const scans = Object.fromEntries(STEP_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
 
 beforeAll(() => {
   for (const [name, path] of Object.entries(AUTH_PATHS)) {
@@ -112,10 +120,12 @@ beforeAll(() => {
         const env = resolveValue((r.Properties.Environment as { Variables: unknown }).Variables) as Record<string, string>;
         const target = warehouseTargetFromEnv(env);
         const [roleId] = (r.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+        const caller = { roleId: roleId!, fn: functionName };
         return {
           entry,
           functionName,
-          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, functionName)), ...implicitRequests(target, path, functionName)],
+          caller,
+          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller)), ...implicitRequests(target, path, caller)],
           statements: roleStatements(template, roleId),
         };
       });
@@ -129,7 +139,13 @@ describe('the SDK calls in the handlers\' code', () => {
       // The scan reached the shared Data API client and found its commands.
       expect(scan.files, entry).toContain('functions/commons/warehouse.ts');
       expect(new Set(scan.calls.map((c) => c.action)), entry).toEqual(
-        new Set(['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-data:GetStatementResult']),
+        new Set([
+          'redshift-data:ExecuteStatement',
+          'redshift-data:BatchExecuteStatement',
+          'redshift-data:DescribeStatement',
+          'redshift-data:GetStatementResult',
+          'redshift-data:CancelStatement',
+        ]),
       );
     }
   });
@@ -164,7 +180,7 @@ describe('the SDK calls in the handlers\' code', () => {
 describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
     const functions = synthesized[name]!;
-    expect(functions.map((f) => f.entry).sort()).toEqual(LAMBDA_STATE_NAMES.map(stepEntry).sort());
+    expect(functions.map((f) => f.entry).sort()).toEqual(STEP_NAMES.map(stepEntry).sort());
     for (const fn of functions) {
       for (const request of fn.requests) expect(isAllowed(fn.statements, request), `${fn.entry}: ${request.action} on ${request.resource}`).toBe(true);
     }
@@ -179,13 +195,17 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     }
   });
 
-  it('refuses a call no handler makes: cancelling a statement, or describing another caller\'s', () => {
+  it('refuses a call no handler makes: listing statements, or describing or cancelling a statement of another role', () => {
     const fn = synthesized[name]![0]!;
-    const other = { 'aws:userid': userId(fn.functionName), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
-    const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.functionName) };
+    const other = { 'aws:userid': userId(fn.caller), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
+    const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.caller) };
+    const sameSessionNameOtherRole = { ...other, 'redshift-data:statement-owner-iam-userid': userId({ ...fn.caller, roleId: 'OtherRole' }) };
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: sameSessionNameOtherRole })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: own })).toBe(true);
-    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(true);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:ListStatements', resource: '*', context: own })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
+    expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
   });
 });

@@ -23,6 +23,7 @@ describe('cdk synth', () => {
     };
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['atomic-publish:entry']);
     expect(functions.map((f) => f.Metadata!['atomic-publish:entry']).sort()).toEqual([
+      'functions/cancel-orphans/index.ts',
       'functions/cleanup/index.ts',
       'functions/emit-metrics/index.ts',
       'functions/load-chunk/index.ts',

@@ -20,7 +20,7 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { PgConnection } from '../../local/postgres.ts';
-import { LocalRunner, type ExecutionEvent, type ExecutionResult } from '../../local/runner.ts';
+import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
@@ -110,6 +110,8 @@ export interface Workflow {
   /** Creates the sample source and live table (replacing any earlier ones), then applies the pipeline's setup SQL for the handlers' role. */
   sample(options: SampleOptions): Promise<void>;
   run(input: unknown, name?: string): Promise<ExecutionResult>;
+  /** Starts an execution without waiting: abort it, or await its result. */
+  start(input: unknown, name?: string): Promise<RunningExecution>;
   /** After an execution ended: waits until no LoadChunk invocation is running (a failed Map leaves its in-flight iterations to finish). */
   quiesce(): Promise<void>;
   reset(): void;
@@ -190,6 +192,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     },
     withClient: (fn) => withClient(wh.pg, fn),
     run: (input, name) => runner.run(input, name ? { name } : {}),
+    start: (input, name) => runner.start(input, name ? { name } : {}),
     quiesce() {
       // Once the execution has ended, the runner lets no further LoadChunk
       // iteration of a failed Map start (it fails them before they reach

@@ -1,0 +1,52 @@
+import type { Context } from 'aws-lambda';
+import { BatchStatus } from '../../domain/batch.ts';
+import type { OrphanedStatements } from '../../domain/record-failure.ts';
+import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
+import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
+import { installedManifestVersion } from '../../domain/sql/manifest.ts';
+import { cancelOrphans } from '../commons/orphans.ts';
+import { logger } from '../commons/powertools.ts';
+import { stepHandler } from '../commons/handler.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+
+export interface CancelOrphansResult {
+  readonly executionArn: string;
+  readonly status: string;
+  /** The batch whose current attempt the execution ran; undefined when it stopped before Plan recorded one. */
+  readonly batchId?: string;
+  readonly statements?: OrphanedStatements;
+  /** The batch was RUNNING or CHECKED and is FAILED now. */
+  readonly markedFailed: boolean;
+}
+
+/**
+ * After an execution was aborted or timed out, nothing of it runs any
+ * more except what it submitted to the warehouse: cancel the statements
+ * its batch still runs, then mark the batch and its attempt FAILED (if the
+ * execution's attempt is still the batch's current one, and the batch is
+ * still RUNNING or CHECKED), so a re-run resumes it.
+ */
+export async function cancelExecutionOrphans(event: ExecutionStatusChange, warehouse: Warehouse = warehouseFromEnv()): Promise<CancelOrphansResult> {
+  const { executionArn, status } = event.detail;
+  const error = stoppedError(status);
+  const name = `atomic-publish:cancel-orphans:${executionArn.slice(-200)}`;
+  // An execution stopped before the first Plan ever installed the manifest left nothing behind.
+  const [manifest] = await warehouse.query(installedManifestVersion()[0]!, name);
+  const [batch] = Number(manifest?.present) > 0 ? await warehouse.query(batchOfExecution(executionArn), name) : [];
+  if (!batch) {
+    logger.info('the execution recorded no batch; nothing to cancel', { executionArn, status });
+    return { executionArn, status, markedFailed: false };
+  }
+  const batchId = String(batch.batch_id);
+  const statements = await cancelOrphans(warehouse, batchId, `${name}:${batchId}`);
+  let markedFailed = false;
+  if (batch.status === BatchStatus.RUNNING || batch.status === BatchStatus.CHECKED) {
+    const [attempt, batchRow] = markExecutionStopped(batchId, executionArn, error, new Date());
+    await warehouse.execute(attempt!, `${name}:mark-failed`);
+    markedFailed = (await warehouse.execute(batchRow!, `${name}:mark-failed`)).resultRows > 0;
+  }
+  logger.warn('execution stopped; its statements cancelled', { executionArn, status, batchId, ...statements, markedFailed });
+  return { executionArn, status, batchId, statements, markedFailed };
+}
+
+export const handler = stepHandler((event: ExecutionStatusChange, context: Context) => cancelExecutionOrphans(event, warehouseFor(context)));
