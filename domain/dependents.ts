@@ -156,3 +156,45 @@ export function dependentViewProblems(liveTable: string, facts: LiveTableFacts):
   }
   return problems.length === 0 ? undefined : `publish refused before the swap: ${problems.join('; ')}`;
 }
+
+/** What changed on the old version while the swap waited (a GRANT, REVOKE, default or comment issued then landed there). */
+export interface CarryOverCorrections {
+  /** Grants, defaults and comments to apply to the new live table (no views). */
+  readonly apply: LiveTableFacts;
+  /** Privileges the new live table got that the old version no longer has. */
+  readonly revoke: readonly Grant[];
+}
+
+function privilegeKeys(grants: readonly Grant[]): Map<string, Grant> {
+  const keys = new Map<string, Grant>();
+  for (const g of grants) for (const p of g.privileges) keys.set(`${g.identityType}:${g.identity}:${p}`, { ...g, privileges: [p] });
+  return keys;
+}
+
+/**
+ * The old version's grants, defaults and comments as read after the swap
+ * committed, against what the swap carried over: anything issued on the
+ * live table while the swap waited for its locks reached the old version
+ * (its name then), not the new table. Undefined when nothing differs.
+ */
+export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTableFacts): CarryOverCorrections | undefined {
+  const had = privilegeKeys(applied.grants);
+  const has = privilegeKeys(oldVersion.grants);
+  const grants = [...has].filter(([key]) => !had.has(key)).map(([, g]) => g);
+  const revoke = [...had].filter(([key]) => !has.has(key)).map(([, g]) => g);
+  const defaults = new Map([...oldVersion.defaults].filter(([column, expression]) => applied.defaults.get(column) !== expression));
+  const columnComments = new Map([...oldVersion.columnComments].filter(([column, comment]) => applied.columnComments.get(column) !== comment));
+  const tableComment = oldVersion.tableComment !== applied.tableComment ? oldVersion.tableComment : undefined;
+  if (grants.length + revoke.length + defaults.size + columnComments.size === 0 && tableComment === undefined) return undefined;
+  return {
+    apply: {
+      ...applied,
+      grants,
+      defaults,
+      columnComments,
+      ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
+      views: [],
+    },
+    revoke,
+  };
+}

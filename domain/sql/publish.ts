@@ -1,6 +1,6 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
 import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
-import type { LiveTableFacts } from '../dependents.ts';
+import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
@@ -145,6 +145,16 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
   return statements;
 }
 
+/** The corrections of the new live table after the swap (domain/dependents.ts carryOverCorrections), as one transaction. */
+export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCorrections): string[] {
+  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const { tableComment, ...apply } = corrections.apply;
+  return [
+    ...corrections.revoke.map((g) => `REVOKE ${g.privileges.join(', ')} ON TABLE ${live} FROM ${grantee(g)}`),
+    ...reapplyStatements(pipeline, tableComment === undefined ? apply : { ...apply, tableComment }),
+  ];
+}
+
 /**
  * The swap, as ONE transaction: lock the publications (one publisher at a
  * time) and staging (no late writer); check nothing was published since
@@ -166,6 +176,20 @@ export function swapPublish(
   const statements = [
     `LOCK ${M}.publications`,
     `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
+    // The views before the table, in the order their readers lock them (a
+    // query on a view locks the view, then its tables): taken after the
+    // table, the lock CREATE OR REPLACE VIEW needs would wait for a reader
+    // that waits for the table, a deadlock that fails the reader. Redshift's
+    // LOCK does not take views (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html),
+    // so an ALTER TABLE ... OWNER TO the owner it already has (the publish
+    // refuses views the user does not own) takes the view's exclusive lock
+    // and changes nothing (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html:
+    // OWNER TO applies to views). Unlike LOCK, it takes the transaction's
+    // snapshot: what commits after it (while the swap waits for the live
+    // table) the catalog check cannot see; Publish compares the old
+    // version with what it carried over once the swap has committed
+    // (carryOverCorrections).
+    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
     // Under the live table's lock, nobody changes its grants, defaults,
     // comments or views until the commit: the catalog check below then
     // compares what the statements were generated from with what is.

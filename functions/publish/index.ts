@@ -1,10 +1,10 @@
 import type { Context } from 'aws-lambda';
 import { DependentViewError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
-import { dependentViewProblems, type FactRow, liveTableFacts } from '../../domain/dependents.ts';
+import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { CATALOG_CHANGED, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, dependentsFacts, swapPublish } from '../../domain/sql/publish.ts';
+import { batchState, carryOverStatements, dependentsFacts, swapPublish } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -58,6 +58,8 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     return toResult(before, liveTable, true);
   }
 
+  const previous = previousVersionTableFor(pipeline, batch.batchId);
+  let carried: LiveTableFacts;
   try {
     for (let attempt = 1; ; attempt += 1) {
       const factsQuery = dependentsFacts(pipeline.target.schema, pipeline.target.table, batch.stagingTable);
@@ -65,7 +67,8 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
       const refusal = dependentViewProblems(liveTable, facts);
       if (refusal !== undefined) throw new DependentViewError(refusal);
       try {
-        await warehouse.batch(swapPublish(pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), new Date(), facts, factsQuery), name('swap'));
+        await warehouse.batch(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery), name('swap'));
+        carried = facts;
         break;
       } catch (error) {
         if (!(error instanceof WarehouseError) || !error.message.includes(`${CATALOG_CHANGED}: `) || attempt >= CATALOG_CHANGE_ATTEMPTS) throw error;
@@ -83,6 +86,17 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     const refusal = publishGuardRefusal(error.message);
     if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
     throw error;
+  }
+  // A GRANT, REVOKE, default or comment issued on the live table while the
+  // swap waited for its locks reached the old version: carry it over now.
+  const oldVersion = liveTableFacts(
+    (await warehouse.query(dependentsFacts(pipeline.target.schema, previous, previous), name('old-version'))) as unknown as FactRow[],
+  );
+  const corrections = carryOverCorrections(carried, oldVersion);
+  if (corrections !== undefined) {
+    const statements = carryOverStatements(pipeline, corrections);
+    logger.warn('the live table changed while the swap waited; carrying the change over to the new live table', { statements });
+    await warehouse.batch(statements, name('carry-over'));
   }
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { dropRetired } from '../../../domain/sql/cleanup.ts';
-import { dependentViewProblems, type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
-import { batchState, dependentsFacts, reapplyStatements, swapPublish } from '../../../domain/sql/publish.ts';
+import { carryOverCorrections, dependentViewProblems, type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
+import { batchState, carryOverStatements, dependentsFacts, reapplyStatements, swapPublish } from '../../../domain/sql/publish.ts';
 import { batch, batchId, itIsASafeSingleStatement, NOW, pipeline, previous, staging } from './support.ts';
 
 describe('single statements of Publish', () => {
@@ -96,6 +96,14 @@ describe('what the new live table gets back', () => {
     expect(dependentViewProblems('analytics.orders', foreign)).toContain('view reporting.v is owned by alice, not by "IAMR:steps"');
   });
 
+  it('locks the views before the live table, as their readers do, and re-creates them after the renames', () => {
+    const swap = swapPublish(pipeline, batch, previous, NOW, facts, FACTS_QUERY);
+    const at = (pattern: RegExp) => swap.findIndex((sql) => pattern.test(sql));
+    expect(swap[2]).toBe('ALTER TABLE "reporting"."big_orders" OWNER TO "IAMR:steps"');
+    expect(at(/^LOCK "analytics"\."orders"$/)).toBe(3);
+    expect(at(/^CREATE OR REPLACE VIEW/)).toBeGreaterThan(at(new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME`)));
+  });
+
   it('refuses a swap over the Data API limit of 40 statements', () => {
     const many = liveTableFacts([row('user', 'IAMR:steps'), ...Array.from({ length: 40 }, (_, i) => row('grant', `user:u${i}`, 'SELECT'))]);
     expect(() => swapPublish(pipeline, batch, previous, NOW, many, FACTS_QUERY)).toThrow(/over the Data API's 40 statements/);
@@ -109,5 +117,42 @@ describe('what the new live table gets back', () => {
   it('reads the facts in one line of SQL the swap can pass to its catalog check', () => {
     expect(FACTS_QUERY.sql).not.toMatch(/[\n\r]/);
     expect(FACTS_QUERY.sql).toContain('svv_relation_privileges');
+  });
+});
+
+describe('carrying over what changed on the old version while the swap waited', () => {
+  const APPLIED = [
+    row('comment', '', 'Order lines'),
+    row('default', 'quantity', '1'),
+    row('grant', 'role:bi_reader', 'INSERT'),
+    row('grant', 'role:bi_reader', 'SELECT'),
+    row('grant', 'user:analyst', 'SELECT'),
+    row('user', 'IAMR:steps'),
+    row('view', 'analytics.v', 'SELECT 1', 'IAMR:steps'),
+  ];
+  const applied = liveTableFacts(APPLIED);
+
+  it('finds nothing when the old version has what the swap carried over', () => {
+    expect(carryOverCorrections(applied, applied)).toBeUndefined();
+  });
+
+  it('grants what was granted, revokes what was revoked, sets changed defaults and comments, and leaves the views alone', () => {
+    // The old version after the swap: comment and default changed, INSERT revoked, a grant added; views are not its.
+    const [comment, , , select, analyst, user] = APPLIED;
+    const oldVersion = liveTableFacts([
+      { ...comment!, detail: 'Order lines, one per row' },
+      row('default', 'quantity', '2'),
+      select!,
+      analyst!,
+      user!,
+      row('grant', 'user:late', 'SELECT'),
+    ]);
+    const corrections = carryOverCorrections(applied, oldVersion)!;
+    expect(carryOverStatements(pipeline, corrections)).toEqual([
+      'REVOKE INSERT ON TABLE "analytics"."orders" FROM ROLE "bi_reader"',
+      'GRANT SELECT ON TABLE "analytics"."orders" TO "late"',
+      'ALTER TABLE "analytics"."orders" ALTER COLUMN "quantity" SET DEFAULT 2',
+      `COMMENT ON TABLE "analytics"."orders" IS 'Order lines, one per row'`,
+    ]);
   });
 });
