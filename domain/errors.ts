@@ -75,3 +75,12 @@ export const LAMBDA_SERVICE_ERROR_NAMES = [
 export class MissingPrivilegeError extends AtomicPublishError {
   override name = 'MissingPrivilegeError';
 }
+
+/**
+ * A view on the live table cannot be re-pointed at the new table (it reads
+ * a column the new table lacks, or the handlers' user does not own it):
+ * the publish is refused before the swap, naming the view; never retried.
+ */
+export class DependentViewError extends AtomicPublishError {
+  override name = 'DependentViewError';
+}

@@ -19,7 +19,8 @@ export type Requirement =
   | { readonly kind: 'database'; readonly privilege: 'CREATE'; readonly reason: string }
   | { readonly kind: 'schema'; readonly privilege: 'USAGE' | 'CREATE'; readonly schema: string; readonly reason: string }
   | { readonly kind: 'owner'; readonly schema: string; readonly table: string; readonly reason: string }
-  | { readonly kind: 'table'; readonly privilege: 'SELECT'; readonly schema: string; readonly table: string; readonly reason: string };
+  | { readonly kind: 'table'; readonly privilege: 'SELECT'; readonly schema: string; readonly table: string; readonly reason: string }
+  | { readonly kind: 'syslog'; readonly reason: string };
 
 export interface Relation {
   readonly schema: string;
@@ -52,6 +53,10 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
     { kind: 'schema', privilege: 'USAGE', schema, reason: 'to reach the live and staging tables' },
     { kind: 'schema', privilege: 'CREATE', schema, reason: 'to create staging tables' },
     { kind: 'owner', schema, table, reason: 'to rename it in the publish and drop its old versions' },
+    {
+      kind: 'syslog',
+      reason: `to see every grant on ${schema}.${table} in SVV_RELATION_PRIVILEGES (a regular user sees only its own), so that the publish carries them all over`,
+    },
   ];
   for (const source of sources) {
     if (!required.some((r) => r.kind === 'schema' && r.privilege === 'USAGE' && r.schema === source.schema)) {
@@ -94,6 +99,10 @@ export function missingPrivileges(required: readonly Requirement[], facts: Privi
         const held = facts.relations?.get(relationKey(r));
         return held !== undefined && !held.select;
       }
+      case 'syslog':
+        // Not judged: only a superuser can read it (SVL_USER_INFO.syslogaccess,
+        // https://docs.aws.amazon.com/redshift/latest/dg/r_SVL_USER_INFO.html).
+        return false;
     }
   });
 }
@@ -109,6 +118,8 @@ export function describeRequirement(r: Requirement): string {
       return `ownership of table ${relationKey(r)}`;
     case 'table':
       return `SELECT on ${relationKey(r)}`;
+    case 'syslog':
+      return 'SYSLOG ACCESS UNRESTRICTED';
   }
 }
 

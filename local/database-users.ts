@@ -43,5 +43,14 @@ export async function ensureLocalUser(server: PgConnection, user: string = LOCAL
 /** Runs the pipeline's setup SQL on `db` (connected as a superuser to the pipeline's database). */
 export async function applyPipelineSetup(db: pg.ClientBase, pipeline: Pipeline, user: string = LOCAL_PIPELINE_USER): Promise<void> {
   const { rows } = await db.query<{ database: string }>('SELECT current_database() AS database');
-  for (const sql of setupStatements(pipeline, { database: rows[0]!.database, user })) await db.query(sql);
+  for (const sql of setupStatements(pipeline, { database: rows[0]!.database, user })) await db.query(localSetupStatement(sql, user));
+}
+
+/**
+ * A setup statement as the local server runs it: Redshift's `ALTER USER ...
+ * SYSLOG ACCESS UNRESTRICTED` is membership in pg_read_all_stats, which
+ * the local system views take for it (local/data-api/system-views.ts).
+ */
+export function localSetupStatement(sql: string, user: string = LOCAL_PIPELINE_USER): string {
+  return /^ALTER USER .* SYSLOG ACCESS UNRESTRICTED$/.test(sql) ? `GRANT pg_read_all_stats TO ${quoteUser(user)}` : sql;
 }

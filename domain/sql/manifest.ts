@@ -8,7 +8,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 2;
+export const MANIFEST_VERSION = 3;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -61,17 +61,28 @@ export function publishGuardRefusal(message: string): string | undefined {
 }
 
 /**
+ * How the swap's catalog check starts its refusal: the privileges, defaults,
+ * comments or dependent views of the live table changed between Publish's
+ * read and the swap. Publish reads them again and retries.
+ */
+export const CATALOG_CHANGED = 'publish catalog check';
+
+/**
  * One RAISE of the guard procedure. Its text is rendered here, at
  * generation time, by sqlLiteral; after it come only variables, one per
  * `%`, because Redshift's RAISE takes variables, not expressions.
  */
 function guardRaise(format: string, ...variables: string[]): string {
+  return raise(PUBLISH_GUARD, format, ...variables);
+}
+
+function raise(prefix: string, format: string, ...variables: string[]): string {
   const placeholders = format.split('%').length - 1;
   if (placeholders !== variables.length) {
     throw new Error(`RAISE format "${format}" has ${placeholders} placeholder(s) for ${variables.length} variable(s)`);
   }
   for (const variable of variables) validateIdentifier(variable, 'RAISE variable');
-  return `RAISE EXCEPTION ${sqlLiteral(`${PUBLISH_GUARD}: ${format}`)}, ${variables.join(', ')};`;
+  return `RAISE EXCEPTION ${sqlLiteral(`${prefix}: ${format}`)}, ${variables.join(', ')};`;
 }
 
 /** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
@@ -185,6 +196,27 @@ export function manifestDdl(now: Date): string[] {
       EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
       IF staged_rows <> checked_rows THEN
         ${guardRaise('staging %.% holds % rows but Reconcile checked %', 'p_schema', 'p_staging', 'staged_rows', 'checked_rows')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // The swap's catalog check (domain/dependents.ts): runs the facts query
+    // Publish read before building the swap, under the swap's locks, and
+    // raises unless the facts are what they were. md5 chained row by row,
+    // as factsFingerprint does, so no text grows past varchar's limit.
+    // FOR ... IN EXECUTE and RAISE with variables are in Redshift's
+    // supported PL/pgSQL statements
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_catalog_unchanged(p_query varchar(65535), p_expected varchar(32), p_what varchar(1024))
+    AS $$
+    DECLARE
+      rec RECORD;
+      fp varchar(32) := '';
+    BEGIN
+      FOR rec IN EXECUTE p_query LOOP
+        fp := md5(fp || rec.fact);
+      END LOOP;
+      IF fp <> p_expected THEN
+        ${raise(CATALOG_CHANGED, '% changed since Publish read them (fingerprint % now, % then)', 'p_what', 'fp', 'p_expected')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

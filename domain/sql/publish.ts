@@ -1,8 +1,10 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
 import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
+import { ValidationError } from '../errors.ts';
+import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
   return {
@@ -14,22 +16,189 @@ export function batchState(batchId: string): Statement {
 }
 
 /**
+ * The views that depend on a table, as AWS's admin view v_view_dependency
+ * finds them (amazon-redshift-utils, src/AdminViews/v_view_dependency.sql):
+ * pg_depend rows whose referenced object is the table and whose dependent
+ * object is a view's rewrite rule (pg_rewrite.ev_class is the view). A
+ * late-binding view (WITH NO SCHEMA BINDING) records no such dependency
+ * and needs nothing. `refobjsubid` is the column the view reads (0 for the
+ * whole table). pg_depend, pg_rewrite, pg_class and pg_namespace are among
+ * the PostgreSQL catalog tables Redshift has
+ * (https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html).
+ */
+function dependentViewsFrom(schema: string, table: string): string {
+  return `FROM pg_class t
+    JOIN pg_namespace tn ON tn.oid = t.relnamespace
+    JOIN pg_depend d ON d.refobjid = t.oid
+    JOIN pg_rewrite r ON r.oid = d.objid
+    JOIN pg_class v ON v.oid = r.ev_class AND v.oid <> t.oid AND v.relkind = 'v'
+    JOIN pg_namespace vn ON vn.oid = v.relnamespace
+   WHERE tn.nspname = ${sqlLiteral(schema)} AND t.relname = ${sqlLiteral(table)}`;
+}
+
+/** The views that read a table (a retired version, before Cleanup drops it): `view_schema`, `view_name`. */
+export function dependentViews(schema: string, table: string): Statement {
+  return {
+    sql: `SELECT DISTINCT vn.nspname AS view_schema, v.relname AS view_name ${dependentViewsFrom(schema, table)} ORDER BY 1, 2`,
+  };
+}
+
+/**
+ * Everything of the live table but its rows that a new table does not
+ * inherit, and what the swap needs to re-point its views, as rows of
+ * (kind, name, detail, extra, fact); `fact` is the canonical text the
+ * fingerprint chains over, in `fact` order:
+ * - `user`: the current user (the owner of the new table; a view it does
+ *   not own cannot be replaced);
+ * - `grant`: each privilege granted on the live table, from
+ *   SVV_RELATION_PRIVILEGES (users, groups, roles, public:
+ *   https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RELATION_PRIVILEGES.html;
+ *   a regular user sees every grantee only with SYSLOG ACCESS
+ *   UNRESTRICTED, which the setup SQL grants);
+ * - `default`: column defaults (information_schema.columns);
+ * - `comment`: table and column comments (pg_description,
+ *   https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html);
+ * - `view` and `view_column`: the bound views on the live table, their
+ *   definitions (pg_get_viewdef), owners, and the columns they read;
+ * - `staging_column`: the columns of the table about to become live.
+ * One line of text with the values as literals: the swap's catalog check
+ * runs this same text (manifest.ts assert_catalog_unchanged).
+ */
+export function dependentsFacts(schema: string, table: string, staging: string): Statement {
+  const S = sqlLiteral(schema);
+  const T = sqlLiteral(table);
+  const text = (expression: string) => `CAST(${expression} AS varchar(65535))`;
+  const sql = `SELECT kind, name, detail, extra, kind || '|' || name || '|' || detail || '|' || extra AS fact FROM (
+      SELECT CAST('user' AS varchar(16)) AS kind, ${text('current_user')} AS name, ${text("''")} AS detail, ${text("''")} AS extra
+      UNION ALL
+      SELECT 'grant', ${text("identity_type || ':' || identity_name")}, ${text('privilege_type')}, ${text("CASE WHEN admin_option THEN 'admin' ELSE '' END")}
+        FROM svv_relation_privileges WHERE namespace_name = ${S} AND relation_name = ${T}
+      UNION ALL
+      SELECT 'default', ${text('column_name')}, ${text('column_default')}, ''
+        FROM information_schema.columns WHERE table_schema = ${S} AND table_name = ${T} AND column_default IS NOT NULL
+      UNION ALL
+      SELECT 'comment', ${text("COALESCE(a.attname, '')")}, ${text('d.description')}, ''
+        FROM pg_description d
+        JOIN pg_class c ON c.oid = d.objoid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+        LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid AND d.objsubid > 0
+       WHERE n.nspname = ${S} AND c.relname = ${T}
+         AND d.classoid = (SELECT k.oid FROM pg_class k JOIN pg_namespace kn ON kn.oid = k.relnamespace WHERE k.relname = 'pg_class' AND kn.nspname = 'pg_catalog')
+      UNION ALL
+      SELECT DISTINCT 'view', ${text("vn.nspname || '.' || v.relname")}, ${text('pg_get_viewdef(v.oid)')},
+             ${text("COALESCE((SELECT u.usename FROM pg_user u WHERE u.usesysid = v.relowner), '')")}
+        ${dependentViewsFrom(schema, table)}
+      UNION ALL
+      SELECT DISTINCT 'view_column', ${text("vn.nspname || '.' || v.relname")},
+             ${text('(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attnum = d.refobjsubid)')}, ''
+        ${dependentViewsFrom(schema, table)} AND d.refobjsubid > 0
+      UNION ALL
+      SELECT 'staging_column', ${text('column_name')}, '', ''
+        FROM information_schema.columns WHERE table_schema = ${S} AND table_name = ${sqlLiteral(staging)}
+    ) facts ORDER BY fact`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
+/** `GRANT ... TO` a grantee, in Redshift's words (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html). */
+function grantee(grant: LiveTableFacts['grants'][number]): string {
+  switch (grant.identityType) {
+    case 'public':
+      return 'PUBLIC';
+    case 'group':
+      return `GROUP ${quoteUser(grant.identity)}`;
+    case 'role':
+      return `ROLE ${quoteUser(grant.identity)}`;
+    case 'user':
+      return quoteUser(grant.identity);
+  }
+}
+
+/**
+ * What makes the new live table the old one in everything but rows, and
+ * points the views at it, run after the renames in the swap transaction:
+ * the grants (one GRANT per grantee), column defaults (ALTER TABLE ...
+ * ALTER COLUMN ... SET DEFAULT), comments (COMMENT ON), and each bound view
+ * re-created from its definition by CREATE OR REPLACE VIEW: the same view
+ * (its grants, owner and comment stay), now reading the new table, because
+ * its text names the live table and the name now is the new table.
+ * The owner needs nothing: the new table is created by the handlers' user,
+ * which owns the live table already (the setup SQL transfers it).
+ */
+export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): string[] {
+  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const statements: string[] = [];
+  for (const grant of facts.grants) {
+    if (grant.identityType === 'user' && grant.identity === facts.user) continue;
+    const option = grant.withGrantOption && grant.identityType === 'user' ? ' WITH GRANT OPTION' : '';
+    statements.push(`GRANT ${grant.privileges.join(', ')} ON TABLE ${live} TO ${grantee(grant)}${option}`);
+  }
+  for (const [column, expression] of facts.defaults) {
+    statements.push(`ALTER TABLE ${live} ALTER COLUMN ${quoteIdent(column)} SET DEFAULT ${expression}`);
+  }
+  if (facts.tableComment !== undefined) statements.push(`COMMENT ON TABLE ${live} IS ${sqlLiteral(facts.tableComment)}`);
+  for (const [column, comment] of facts.columnComments) {
+    statements.push(`COMMENT ON COLUMN ${live}.${quoteIdent(column)} IS ${sqlLiteral(comment)}`);
+  }
+  for (const view of facts.views) {
+    statements.push(`CREATE OR REPLACE VIEW ${qualifiedName(view.schema, view.view)} AS ${view.definition}`);
+  }
+  return statements;
+}
+
+/** The corrections of the new live table after the swap (domain/dependents.ts carryOverCorrections), as one transaction. */
+export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCorrections): string[] {
+  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const { tableComment, ...apply } = corrections.apply;
+  return [
+    ...corrections.revoke.map((g) => `REVOKE ${g.privileges.join(', ')} ON TABLE ${live} FROM ${grantee(g)}`),
+    ...reapplyStatements(pipeline, tableComment === undefined ? apply : { ...apply, tableComment }),
+  ];
+}
+
+/**
  * The swap, as ONE transaction: lock the publications (one publisher at a
  * time) and staging (no late writer); check nothing was published since
  * this batch was planned, nothing newer is live, and staging still holds
  * the rows Reconcile checked; rename live to its retained old version and
  * staging to live; record it all.
  */
-export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersionTable: string, now: Date): string[] {
+export function swapPublish(
+  pipeline: Pipeline,
+  batch: BatchRef,
+  previousVersionTable: string,
+  now: Date,
+  facts: LiveTableFacts,
+  factsQuery: Statement,
+): string[] {
   const { schema, table } = pipeline.target;
   const id = sqlLiteral(batch.batchId);
   const name = sqlLiteral(pipeline.name);
-  return [
+  const statements = [
     `LOCK ${M}.publications`,
     `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
+    // The views before the table, in the order their readers lock them (a
+    // query on a view locks the view, then its tables): taken after the
+    // table, the lock CREATE OR REPLACE VIEW needs would wait for a reader
+    // that waits for the table, a deadlock that fails the reader. Redshift's
+    // LOCK does not take views (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html),
+    // so an ALTER TABLE ... OWNER TO the owner it already has (the publish
+    // refuses views the user does not own) takes the view's exclusive lock
+    // and changes nothing (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html:
+    // OWNER TO applies to views). Unlike LOCK, it takes the transaction's
+    // snapshot: what commits after it (while the swap waits for the live
+    // table) the catalog check cannot see; Publish compares the old
+    // version with what it carried over once the swap has committed
+    // (carryOverCorrections).
+    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
+    // Under the live table's lock, nobody changes its grants, defaults,
+    // comments or views until the commit: the catalog check below then
+    // compares what the statements were generated from with what is.
+    `LOCK ${qualifiedName(schema, table)}`,
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
+    `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
+    ...reapplyStatements(pipeline, facts),
     `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
      SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
             ${sqlLiteral(`${schema}.${previousVersionTable}`)},
@@ -39,4 +208,12 @@ export function swapPublish(pipeline: Pipeline, batch: BatchRef, previousVersion
       WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
     `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
   ];
+  const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
+  if (statements.length > MAX_BATCH_STATEMENTS || bytes > MAX_SQL_BYTES) {
+    throw new ValidationError(
+      `the swap of ${schema}.${table} would be ${statements.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
+        `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction: too many grantees, defaults, comments or dependent views to carry over`,
+    );
+  }
+  return statements;
 }

@@ -7,7 +7,9 @@
  * Syntax as in Redshift's GRANT (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html:
  * `GRANT CREATE ON DATABASE`, `GRANT USAGE | CREATE ON SCHEMA`,
  * `GRANT SELECT ON TABLE`) and ALTER TABLE
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html: `OWNER TO new_owner`).
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html: `OWNER TO new_owner`)
+ * and ALTER USER (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_USER.html:
+ * `SYSLOG ACCESS UNRESTRICTED`).
  */
 import { qualifiedName, quoteIdent, quoteUser } from '../identifiers.ts';
 import { describeRequirement, type Requirement, requiredPrivileges } from '../privileges.ts';
@@ -32,6 +34,8 @@ export function grantStatement(r: Requirement, target: SetupTarget): string {
       return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${user}`;
     case 'table':
       return `GRANT SELECT ON TABLE ${qualifiedName(r.schema, r.table)} TO ${user}`;
+    case 'syslog':
+      return `ALTER USER ${user} SYSLOG ACCESS UNRESTRICTED`;
   }
 }
 

@@ -2,6 +2,7 @@ import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
 import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
+import { dependentViews } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -11,14 +12,26 @@ export interface CleanupEvent {
   readonly batch: BatchRef;
 }
 
+/** A retired table Cleanup kept because views still read it. */
+export interface KeptTable {
+  readonly table: string;
+  readonly readBy: readonly string[];
+}
+
 export interface CleanupResult {
   readonly dropped: readonly string[];
+  /** Retired tables still read by a view: kept, and tried again by the next Cleanup. */
+  readonly kept: readonly KeptTable[];
 }
 
 /**
  * Drops old versions past `retention.keepVersions` and staging tables of
  * earlier failed or abandoned batches. Only tables named after the live table with a
- * `__` suffix are ever dropped, and never with CASCADE.
+ * `__` suffix are ever dropped, and never with CASCADE. A table a view
+ * still reads (a view created on an old version, not re-pointed by the
+ * publish) is kept and reported, in the log and the result, rather than
+ * failing the run that has published; a view created between this check
+ * and the DROP still fails the DROP, loudly.
  */
 export async function cleanup(event: CleanupEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<CleanupResult> {
   const pipeline = frozenPipeline(event.batch);
@@ -26,13 +39,24 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
   const name = (step: string) => `atomic-publish:${pipeline.name}:cleanup:${step}:${event.batch.batchId}`;
   const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId, new Date()), name('candidates'));
   const dropped: string[] = [];
+  const kept: KeptTable[] = [];
   for (const candidate of candidates) {
     const retired = retiredTable(pipeline, { kind: candidate.kind, name: candidate.name, batchId: candidate.batch_id });
+    const views = await warehouse.query(dependentViews(schema, retired.table), name('dependents'));
+    if (views.length > 0) {
+      const readBy = views.map((v) => `${String(v.view_schema)}.${String(v.view_name)}`);
+      kept.push({ table: `${schema}.${retired.table}`, readBy });
+      logger.warn('kept a retired table that views still read; drop or re-point them, and the next cleanup drops it', {
+        table: `${schema}.${retired.table}`,
+        readBy,
+      });
+      continue;
+    }
     await warehouse.batch(dropRetired(pipeline, retired.kind, retired.table, retired.batchId, new Date()), name('drop'));
     dropped.push(`${schema}.${retired.table}`);
   }
-  logger.info('cleanup done', { batchId: event.batch.batchId, dropped });
-  return { dropped };
+  logger.info('cleanup done', { batchId: event.batch.batchId, dropped, kept });
+  return { dropped, kept };
 }
 
 export const handler = stepHandler((event: CleanupEvent, context: Context) => cleanup(event, warehouseFor(context)));

@@ -1,9 +1,10 @@
 import type { Context } from 'aws-lambda';
-import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { DependentViewError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, swapPublish } from '../../domain/sql/publish.ts';
+import { CATALOG_CHANGED, publishGuardRefusal } from '../../domain/sql/manifest.ts';
+import { batchState, carryOverStatements, dependentsFacts, swapPublish } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -34,10 +35,16 @@ function toResult(row: Row, liveTable: string, alreadyPublished: boolean): Publi
   };
 }
 
+/** How often the swap is rebuilt when the live table's grants, defaults, comments or views changed between the read and the swap. */
+export const CATALOG_CHANGE_ATTEMPTS = 3;
+
 /**
  * The swap, in one BatchExecuteStatement transaction. Readers see the old
  * table until the commit and the new one after it; if anything in the
- * transaction fails, nothing of it happened.
+ * transaction fails, nothing of it happened. The live table's grants,
+ * defaults, comments and bound views are read just before and carried over
+ * in the same transaction, which re-checks them under its locks (a change
+ * in between makes it read again and rebuild the swap).
  */
 export async function publish(event: PublishEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<PublishResult> {
   const { batch } = event;
@@ -51,8 +58,23 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     return toResult(before, liveTable, true);
   }
 
+  const previous = previousVersionTableFor(pipeline, batch.batchId);
+  let carried: LiveTableFacts;
   try {
-    await warehouse.batch(swapPublish(pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), new Date()), name('swap'));
+    for (let attempt = 1; ; attempt += 1) {
+      const factsQuery = dependentsFacts(pipeline.target.schema, pipeline.target.table, batch.stagingTable);
+      const facts = liveTableFacts((await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[]);
+      const refusal = dependentViewProblems(liveTable, facts);
+      if (refusal !== undefined) throw new DependentViewError(refusal);
+      try {
+        await warehouse.batch(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery), name('swap'));
+        carried = facts;
+        break;
+      } catch (error) {
+        if (!(error instanceof WarehouseError) || !error.message.includes(`${CATALOG_CHANGED}: `) || attempt >= CATALOG_CHANGE_ATTEMPTS) throw error;
+        logger.warn('the live table changed between reading its dependents and the swap; reading them again', { attempt, error: error.message });
+      }
+    }
   } catch (error) {
     if (!(error instanceof WarehouseError)) throw error;
     // An earlier attempt whose response was lost (or whose wait was
@@ -64,6 +86,17 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     const refusal = publishGuardRefusal(error.message);
     if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
     throw error;
+  }
+  // A GRANT, REVOKE, default or comment issued on the live table while the
+  // swap waited for its locks reached the old version: carry it over now.
+  const oldVersion = liveTableFacts(
+    (await warehouse.query(dependentsFacts(pipeline.target.schema, previous, previous), name('old-version'))) as unknown as FactRow[],
+  );
+  const corrections = carryOverCorrections(carried, oldVersion);
+  if (corrections !== undefined) {
+    const statements = carryOverStatements(pipeline, corrections);
+    logger.warn('the live table changed while the swap waited; carrying the change over to the new live table', { statements });
+    await warehouse.batch(statements, name('carry-over'));
   }
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);

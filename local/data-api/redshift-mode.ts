@@ -5,7 +5,10 @@
 // - refused when it is a TRUNCATE or VACUUM inside a multi-statement
 //   TRANSACTION batch (on Redshift it would end the batch's transaction),
 // - run without its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, which
-//   are recorded instead (informational-keys.ts).
+//   are recorded instead (informational-keys.ts);
+// - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`: Redshift names a
+//   role grantee with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
+//   PostgreSQL, whose roles are its users and groups, with its bare name.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 import {
   checkStatements,
@@ -30,7 +33,8 @@ export interface GatedSql {
  * run as one multi-statement TRANSACTION batch.
  */
 export function gate(texts: readonly string[], inTransaction: boolean): GatedSql[] {
-  return texts.map((text) => {
+  return texts.map((original) => {
+    const text = withoutRoleKeyword(original);
     let statements: ParsedStatement[];
     try {
       statements = parsePositional(text);
@@ -45,6 +49,12 @@ export function gate(texts: readonly string[], inTransaction: boolean): GatedSql
     const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
     return keys ? { text: keys.text, constraints: keys.constraints } : { text, constraints: [] };
   });
+}
+
+/** `GRANT <privileges> ON <object> TO ROLE "r"` as PostgreSQL writes it: `... TO "r"`. */
+export function withoutRoleKeyword(text: string): string {
+  const grant = /^(\s*GRANT\s[^;]*?\sTO\s+)ROLE\s+(?=")/i.exec(text);
+  return grant ? `${grant[1]}${text.slice(grant[0].length)}` : text;
 }
 
 /** Key constraints by database, in the order their statements committed. */

@@ -24,6 +24,7 @@ describe('requiredPrivileges', () => {
       'USAGE on schema analytics',
       'CREATE on schema analytics',
       'ownership of table analytics.orders',
+      'SYSLOG ACCESS UNRESTRICTED',
       'USAGE on schema raw',
       'USAGE on schema ref',
       'SELECT on raw.order_events',

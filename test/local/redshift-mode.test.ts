@@ -6,6 +6,7 @@ import { BatchExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
 import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
+import { withoutRoleKeyword } from '../../local/data-api/redshift-mode.ts';
 
 let wh: Warehouse;
 beforeAll(async () => {
@@ -213,5 +214,15 @@ describe('key constraints', () => {
       await limited.close();
       await wh.query(`DROP SCHEMA owned CASCADE; REVOKE ALL ON DATABASE ${wh.target.Database} FROM ${role}; DROP ROLE ${role}`);
     }
+  });
+});
+
+describe('GRANT ... TO ROLE', () => {
+  it("runs as PostgreSQL's GRANT ... TO <role>: Redshift's ROLE keyword is dropped, nothing else changes", () => {
+    expect(withoutRoleKeyword('GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO ROLE "bi_reader"')).toBe(
+      'GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO "bi_reader"',
+    );
+    expect(withoutRoleKeyword('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"')).toBe('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"');
+    expect(withoutRoleKeyword(`SELECT 'GRANT x TO ROLE "y"'`)).toBe(`SELECT 'GRANT x TO ROLE "y"'`);
   });
 });

@@ -5,20 +5,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
-import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
-import { newClient } from '../../local/pg-clients.ts';
+import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement, localUserPassword } from '../../local/database-users.ts';
+import { SYSTEM_VIEWS_SCHEMA } from '../../local/data-api/system-views.ts';
+import { newClient, withClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 let wh: Warehouse;
 /** Workgroup requests: the endpoint's default user, the least-privilege role. */
 let asPipelineUser: DataApiWarehouse;
+/** A regular user without SYSLOG ACCESS UNRESTRICTED. */
+const RESTRICTED_USER = 'syslog_restricted';
 /** Cluster requests with DbUser: the superuser. */
 let asSuperuser: DataApiWarehouse;
 
 beforeAll(async () => {
   wh = await useWarehouse('system_views', { defaultUser: LOCAL_PIPELINE_USER });
   await ensureLocalUser(wh.pg);
+  await ensureLocalUser(wh.pg, RESTRICTED_USER);
+  // What the setup SQL's ALTER USER ... SYSLOG ACCESS UNRESTRICTED does locally.
+  await wh.query(localSetupStatement(`ALTER USER "${LOCAL_PIPELINE_USER}" SYSLOG ACCESS UNRESTRICTED`));
   asPipelineUser = new DataApiWarehouse(wh.client, localTarget(wh.pg.database), DEFAULT_POLL);
   asSuperuser = new DataApiWarehouse(wh.client, localTarget(wh.pg.database, wh.pg.user), DEFAULT_POLL);
   await wh.query('CREATE TABLE public.facts (id int, label varchar(30))');
@@ -92,10 +98,17 @@ describe('svv_transactions and stv_recents', () => {
       expect(recents[0]).toMatchObject({ status: 'Running'.padEnd(20), user_name: wh.pg.user.padEnd(50), pid: waiterPid });
       expect(String(recents[0]!.query)).toMatch(/^SELECT count\(\*\) FROM public\.facts WHERE label = \$1 +$/);
 
-      // A regular user sees only its own rows (Redshift: unless SYSLOG ACCESS UNRESTRICTED).
-      const own = (view: string) => asPipelineUser.query({ sql: `SELECT count(*) AS n FROM ${view} WHERE pid IN (${holderPid}, ${waiterPid})` }, view);
-      expect(await own('svv_transactions')).toEqual([{ n: 0 }]);
-      expect(await own('stv_recents')).toEqual([{ n: 0 }]);
+      // A regular user sees only its own rows; with SYSLOG ACCESS UNRESTRICTED
+      // (locally pg_read_all_stats), which the setup SQL gives the pipeline
+      // user, every row.
+      const seen = (user: string, view: string) =>
+        withClient({ ...wh.pg, user, password: localUserPassword(wh.pg, user) }, async (client) =>
+          Number((await client.query(`SELECT count(*) AS n FROM ${SYSTEM_VIEWS_SCHEMA}.${view} WHERE pid IN (${holderPid}, ${waiterPid})`)).rows[0].n),
+        );
+      expect(await seen(RESTRICTED_USER, 'svv_transactions')).toBe(0);
+      expect(await seen(RESTRICTED_USER, 'stv_recents')).toBe(0);
+      expect(await seen(LOCAL_PIPELINE_USER, 'svv_transactions')).toBeGreaterThanOrEqual(3);
+      expect(await seen(LOCAL_PIPELINE_USER, 'stv_recents')).toBe(1);
 
       await holder.query('ROLLBACK');
       await reading;

@@ -9,7 +9,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteIdent, quoteUser, qualifiedName } from '../../domain/identifiers.ts';
 import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/privileges.ts';
-import { applyPipelineSetup, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
+import { withClient } from '../../local/pg-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
@@ -35,6 +36,8 @@ function undo(r: Requirement, database: string): string {
       return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${quoteIdent(wf.wh.pg.user)}`;
     case 'table':
       return `REVOKE SELECT ON TABLE ${qualifiedName(r.schema, r.table)} FROM ${user}`;
+    case 'syslog':
+      return `REVOKE pg_read_all_stats FROM ${user}`;
   }
 }
 
@@ -61,12 +64,39 @@ describe('the setup SQL of a pipeline', () => {
       'USAGE on schema analytics',
       'CREATE on schema analytics',
       'ownership of table analytics.sales_order_lines',
+      'SYSLOG ACCESS UNRESTRICTED',
       'USAGE on schema source',
       'SELECT on source.sales_order_lines',
     ]);
   });
 
+  // SYSLOG ACCESS UNRESTRICTED is not judged by Plan: only a superuser can
+  // read it on Redshift (SVL_USER_INFO). What it is for, seeing other
+  // users' grants, is shown below and in dependents.test.ts.
+  it('grants SYSLOG ACCESS UNRESTRICTED (locally pg_read_all_stats): the pipeline user sees grants made to other users, a regular user does not', async () => {
+    // Roles are the server's, shared by every test file: the grant is not taken away here, another user stands for its absence.
+    const restricted = 'syslog_restricted';
+    await ensureLocalUser(wf.wh.pg, restricted);
+    await wf.query(`GRANT SELECT ON ${LIVE} TO pg_monitor`);
+    await wf.wh.run('SELECT 1'); // the endpoint installs its system views in a database it serves
+    const seen = async (user: string) =>
+      withClient({ ...wf.wh.pg, user, password: localUserPassword(wf.wh.pg, user) }, async (client) =>
+        (
+          await client.query<{ identity_name: string }>(
+            `SELECT identity_name FROM local_redshift.svv_relation_privileges WHERE namespace_name = 'analytics' AND relation_name = 'sales_order_lines'`,
+          )
+        ).rows.map((r) => r.identity_name),
+      );
+    try {
+      expect(await seen(LOCAL_PIPELINE_USER)).toContain('pg_monitor');
+      expect(await seen(restricted)).not.toContain('pg_monitor');
+    } finally {
+      await wf.query(`REVOKE SELECT ON ${LIVE} FROM pg_monitor`);
+    }
+  });
+
   for (const [index, requirement] of required.entries()) {
+    if (requirement.kind === 'syslog') continue;
     it(`without ${describeRequirement(requirement)}, Plan fails naming it and the user, and writes nothing`, async () => {
       await wf.query(undo(requirement, wf.wh.pg.database));
       try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
+import { CATALOG_CHANGED, MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
 import { NOW } from './support.ts';
 
 describe('manifestDdl', () => {
@@ -32,10 +32,20 @@ describe('manifestDdl', () => {
 
 describe('the publish guard prefix', () => {
   it('starts every refusal the guard procedure raises', () => {
-    const formats = manifestDdl(NOW).flatMap((sql) => [...sql.matchAll(/RAISE EXCEPTION '([^']*)'/g)].map((m) => m[1]!));
+    const guard = manifestDdl(NOW).find((sql) => sql.includes('assert_publishable('))!;
+    const formats = [...guard.matchAll(/RAISE EXCEPTION '([^']*)'/g)].map((m) => m[1]!);
 
     expect(formats).toHaveLength(4);
     for (const format of formats) expect(format.startsWith(`${PUBLISH_GUARD}: `)).toBe(true);
+  });
+
+  it('is not the prefix of the catalog check, which Publish retries rather than reports as superseded', () => {
+    const check = manifestDdl(NOW).find((sql) => sql.includes('assert_catalog_unchanged('))!;
+    const formats = [...check.matchAll(/RAISE EXCEPTION '([^']*)'/g)].map((m) => m[1]!);
+
+    expect(formats).toHaveLength(1);
+    expect(formats[0]!.startsWith(`${CATALOG_CHANGED}: `)).toBe(true);
+    expect(publishGuardRefusal(`ERROR: ${formats[0]!}`)).toBeUndefined();
   });
 
   it("finds the guard's refusal behind the database's own words", () => {

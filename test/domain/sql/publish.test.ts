@@ -1,21 +1,31 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { dropRetired } from '../../../domain/sql/cleanup.ts';
-import { batchState, swapPublish } from '../../../domain/sql/publish.ts';
+import { carryOverCorrections, dependentViewProblems, type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
+import { batchState, carryOverStatements, dependentsFacts, reapplyStatements, swapPublish } from '../../../domain/sql/publish.ts';
 import { batch, batchId, itIsASafeSingleStatement, NOW, pipeline, previous, staging } from './support.ts';
 
 describe('single statements of Publish', () => {
   itIsASafeSingleStatement([['batchState', batchState(batchId)]]);
 });
 
+function row(kind: string, name: string, detail = '', extra = ''): FactRow {
+  return { kind, name, detail, extra, fact: [kind, name, detail, extra].join('|') };
+}
+
+const NO_FACTS = liveTableFacts([row('user', 'IAMR:steps')]);
+const FACTS_QUERY = dependentsFacts('analytics', 'orders', staging);
+
 describe('swapPublish', () => {
-  const statements = swapPublish(pipeline, batch, previous, NOW);
+  const statements = swapPublish(pipeline, batch, previous, NOW, NO_FACTS, FACTS_QUERY);
 
   it('locks publications and staging, guards, renames live away, renames staging in, records the publication, attempt and batch, in that order', () => {
     const expected = [
       /^LOCK "atomic_publish"\.publications$/,
       new RegExp(`^LOCK "analytics"\\."${staging}"$`),
+      /^LOCK "analytics"\."orders"$/,
       new RegExp(`^CALL "atomic_publish"\\.assert_publishable\\('orders', '${batchId}', 2, 'analytics', '${staging}'\\)$`),
+      new RegExp(`^CALL "atomic_publish"\\.assert_catalog_unchanged\\('SELECT kind, .*', '${NO_FACTS.fingerprint}', 'the grants, defaults, comments or views of analytics.orders'\\)$`),
       new RegExp(`^ALTER TABLE "analytics"\\."orders" RENAME TO "${previous}"$`),
       new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME TO "orders"$`),
       /^INSERT INTO "atomic_publish"\.publications /,
@@ -39,6 +49,110 @@ describe('swapPublish', () => {
   });
 
   it('refuses a hostile previous-version name', () => {
-    expect(() => swapPublish(pipeline, batch, 'prev"; DROP TABLE x; --', NOW)).toThrow(ValidationError);
+    expect(() => swapPublish(pipeline, batch, 'prev"; DROP TABLE x; --', NOW, NO_FACTS, FACTS_QUERY)).toThrow(ValidationError);
+  });
+});
+
+describe('what the new live table gets back', () => {
+  const facts = liveTableFacts([
+    row('comment', '', 'Order lines, one row per line'),
+    row('comment', 'amount', 'in EUR'),
+    row('default', 'quantity', '1'),
+    row('grant', 'group:finance', 'SELECT'),
+    row('grant', 'public', 'SELECT'),
+    row('grant', 'role:bi_reader', 'SELECT'),
+    row('grant', 'user:analyst', 'INSERT', 'admin'),
+    row('grant', 'user:analyst', 'SELECT', 'admin'),
+    row('staging_column', 'amount'),
+    row('staging_column', 'order_id'),
+    row('user', 'IAMR:steps'),
+    row('view', 'reporting.big_orders', ' SELECT order_id, amount FROM analytics.orders WHERE amount > 100;', 'IAMR:steps'),
+    row('view_column', 'reporting.big_orders', 'amount'),
+    row('view_column', 'reporting.big_orders', 'order_id'),
+  ]);
+
+  it('grants each grantee its privileges, sets defaults and comments, and re-creates the views, in that order', () => {
+    expect(reapplyStatements(pipeline, facts)).toEqual([
+      'GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"',
+      'GRANT SELECT ON TABLE "analytics"."orders" TO PUBLIC',
+      'GRANT SELECT ON TABLE "analytics"."orders" TO ROLE "bi_reader"',
+      'GRANT INSERT, SELECT ON TABLE "analytics"."orders" TO "analyst" WITH GRANT OPTION',
+      'ALTER TABLE "analytics"."orders" ALTER COLUMN "quantity" SET DEFAULT 1',
+      `COMMENT ON TABLE "analytics"."orders" IS 'Order lines, one row per line'`,
+      `COMMENT ON COLUMN "analytics"."orders"."amount" IS 'in EUR'`,
+      'CREATE OR REPLACE VIEW "reporting"."big_orders" AS SELECT order_id, amount FROM analytics.orders WHERE amount > 100',
+    ]);
+    expect(dependentViewProblems('analytics.orders', facts)).toBeUndefined();
+  });
+
+  it('refuses a view reading a column the new table lacks, naming both', () => {
+    const lacking = liveTableFacts([...['amount'].map((c) => row('staging_column', c)), row('user', 'IAMR:steps'),
+      row('view', 'reporting.big_orders', 'SELECT order_id FROM analytics.orders', 'IAMR:steps'), row('view_column', 'reporting.big_orders', 'order_id')]);
+    expect(dependentViewProblems('analytics.orders', lacking)).toContain('view reporting.big_orders reads column order_id of analytics.orders, which the new table lacks');
+  });
+
+  it('refuses a view another user owns, saying how to hand it over', () => {
+    const foreign = liveTableFacts([row('user', 'IAMR:steps'), row('view', 'reporting.v', 'SELECT 1', 'alice')]);
+    expect(dependentViewProblems('analytics.orders', foreign)).toContain('view reporting.v is owned by alice, not by "IAMR:steps"');
+  });
+
+  it('locks the views before the live table, as their readers do, and re-creates them after the renames', () => {
+    const swap = swapPublish(pipeline, batch, previous, NOW, facts, FACTS_QUERY);
+    const at = (pattern: RegExp) => swap.findIndex((sql) => pattern.test(sql));
+    expect(swap[2]).toBe('ALTER TABLE "reporting"."big_orders" OWNER TO "IAMR:steps"');
+    expect(at(/^LOCK "analytics"\."orders"$/)).toBe(3);
+    expect(at(/^CREATE OR REPLACE VIEW/)).toBeGreaterThan(at(new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME`)));
+  });
+
+  it('refuses a swap over the Data API limit of 40 statements', () => {
+    const many = liveTableFacts([row('user', 'IAMR:steps'), ...Array.from({ length: 40 }, (_, i) => row('grant', `user:u${i}`, 'SELECT'))]);
+    expect(() => swapPublish(pipeline, batch, previous, NOW, many, FACTS_QUERY)).toThrow(/over the Data API's 40 statements/);
+  });
+
+  it('fingerprints the facts in order: any change changes it', () => {
+    expect(facts.fingerprint).toMatch(/^[0-9a-f]{32}$/);
+    expect(liveTableFacts([row('user', 'IAMR:steps')]).fingerprint).not.toEqual(liveTableFacts([row('user', 'IAMR:other')]).fingerprint);
+  });
+
+  it('reads the facts in one line of SQL the swap can pass to its catalog check', () => {
+    expect(FACTS_QUERY.sql).not.toMatch(/[\n\r]/);
+    expect(FACTS_QUERY.sql).toContain('svv_relation_privileges');
+  });
+});
+
+describe('carrying over what changed on the old version while the swap waited', () => {
+  const APPLIED = [
+    row('comment', '', 'Order lines'),
+    row('default', 'quantity', '1'),
+    row('grant', 'role:bi_reader', 'INSERT'),
+    row('grant', 'role:bi_reader', 'SELECT'),
+    row('grant', 'user:analyst', 'SELECT'),
+    row('user', 'IAMR:steps'),
+    row('view', 'analytics.v', 'SELECT 1', 'IAMR:steps'),
+  ];
+  const applied = liveTableFacts(APPLIED);
+
+  it('finds nothing when the old version has what the swap carried over', () => {
+    expect(carryOverCorrections(applied, applied)).toBeUndefined();
+  });
+
+  it('grants what was granted, revokes what was revoked, sets changed defaults and comments, and leaves the views alone', () => {
+    // The old version after the swap: comment and default changed, INSERT revoked, a grant added; views are not its.
+    const [comment, , , select, analyst, user] = APPLIED;
+    const oldVersion = liveTableFacts([
+      { ...comment!, detail: 'Order lines, one per row' },
+      row('default', 'quantity', '2'),
+      select!,
+      analyst!,
+      user!,
+      row('grant', 'user:late', 'SELECT'),
+    ]);
+    const corrections = carryOverCorrections(applied, oldVersion)!;
+    expect(carryOverStatements(pipeline, corrections)).toEqual([
+      'REVOKE INSERT ON TABLE "analytics"."orders" FROM ROLE "bi_reader"',
+      'GRANT SELECT ON TABLE "analytics"."orders" TO "late"',
+      'ALTER TABLE "analytics"."orders" ALTER COLUMN "quantity" SET DEFAULT 2',
+      `COMMENT ON TABLE "analytics"."orders" IS 'Order lines, one per row'`,
+    ]);
   });
 });

@@ -6,12 +6,13 @@ import { errorOf, pipelineWith } from '../fixtures.ts';
 const pipeline = pipelineWith({});
 
 describe('setupStatements', () => {
-  it('grants database CREATE, USAGE and CREATE on the target schema, hands over the live table, grants USAGE and SELECT on the source', () => {
+  it('grants database CREATE, USAGE and CREATE on the target schema, hands over the live table, lets the user see every grant, grants USAGE and SELECT on the source', () => {
     expect(setupStatements(pipeline, { database: 'dev', user: 'IAMR:atomic-publish-steps' })).toEqual([
       'GRANT CREATE ON DATABASE "dev" TO "IAMR:atomic-publish-steps"',
       'GRANT USAGE ON SCHEMA "analytics" TO "IAMR:atomic-publish-steps"',
       'GRANT CREATE ON SCHEMA "analytics" TO "IAMR:atomic-publish-steps"',
       'ALTER TABLE "analytics"."orders" OWNER TO "IAMR:atomic-publish-steps"',
+      'ALTER USER "IAMR:atomic-publish-steps" SYSLOG ACCESS UNRESTRICTED',
       'GRANT USAGE ON SCHEMA "raw" TO "IAMR:atomic-publish-steps"',
       'GRANT SELECT ON TABLE "raw"."order_events" TO "IAMR:atomic-publish-steps"',
     ]);
@@ -27,6 +28,6 @@ describe('setupScript', () => {
   it('says before each statement what it grants and why, each statement ending with a semicolon', () => {
     const script = setupScript(pipeline, { database: 'dev', user: 'etl' });
     expect(script).toContain('-- ownership of table analytics.orders: to rename it in the publish and drop its old versions\nALTER TABLE "analytics"."orders" OWNER TO "etl";\n');
-    expect(script.split('\n').filter((line) => line !== '' && !line.startsWith('--'))).toHaveLength(6);
+    expect(script.split('\n').filter((line) => line !== '' && !line.startsWith('--'))).toHaveLength(7);
   });
 });

@@ -1,0 +1,200 @@
+/**
+ * What the live table carries besides its rows, and what depends on it:
+ * read from the catalog just before the swap (domain/sql/publish.ts
+ * `dependentsFacts`), re-applied to the new live table inside the swap
+ * transaction, and fingerprinted so that the swap refuses to run on facts
+ * that changed after they were read.
+ */
+import { createHash } from 'node:crypto';
+import { ValidationError } from './errors.ts';
+
+/** A grantee as SVV_RELATION_PRIVILEGES names it: `user`, `group`, `role` or `public`. */
+export type IdentityType = 'user' | 'group' | 'role' | 'public';
+
+export interface Grant {
+  readonly identityType: IdentityType;
+  readonly identity: string;
+  readonly privileges: readonly string[];
+  readonly withGrantOption: boolean;
+}
+
+export interface DependentView {
+  readonly schema: string;
+  readonly view: string;
+  /** Its query as the catalog renders it (pg_get_viewdef), without a trailing semicolon. */
+  readonly definition: string;
+  readonly owner: string;
+  /** Columns of the live table the view reads. */
+  readonly columns: readonly string[];
+}
+
+export interface LiveTableFacts {
+  /** The database user the handlers run as (current_user). */
+  readonly user: string;
+  readonly grants: readonly Grant[];
+  /** Column name -> default expression as the catalog renders it. */
+  readonly defaults: ReadonlyMap<string, string>;
+  readonly tableComment?: string;
+  /** Column name -> comment. */
+  readonly columnComments: ReadonlyMap<string, string>;
+  readonly views: readonly DependentView[];
+  /** Columns of the staging table that becomes live. */
+  readonly stagingColumns: ReadonlySet<string>;
+  /** md5 chained over the rows' `fact` column in order: what the swap checks again under its locks. */
+  readonly fingerprint: string;
+}
+
+/** A row of the facts query: `kind`, `name`, `detail`, `extra` and the canonical `fact` text. */
+export interface FactRow {
+  readonly kind: unknown;
+  readonly name: unknown;
+  readonly detail: unknown;
+  readonly extra: unknown;
+  readonly fact: unknown;
+}
+
+/** md5 chained over the facts, as the guard procedure computes it: `fp := md5(fp || fact)` from ''. */
+export function factsFingerprint(facts: readonly string[]): string {
+  let fp = '';
+  for (const fact of facts) fp = createHash('md5').update(fp + fact, 'utf8').digest('hex');
+  return fp;
+}
+
+const IDENTITY_TYPES: ReadonlySet<string> = new Set(['user', 'group', 'role', 'public']);
+
+/** The facts as the query returned them (rows in `fact` order). */
+export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
+  let user = '';
+  const grants = new Map<string, { identityType: IdentityType; identity: string; privileges: string[]; withGrantOption: boolean }>();
+  const defaults = new Map<string, string>();
+  const columnComments = new Map<string, string>();
+  let tableComment: string | undefined;
+  const views = new Map<string, { schema: string; view: string; definition: string; owner: string; columns: string[] }>();
+  const viewColumns: [string, string][] = [];
+  const stagingColumns = new Set<string>();
+  for (const row of rows) {
+    const name = String(row.name ?? '');
+    const detail = String(row.detail ?? '');
+    const extra = String(row.extra ?? '');
+    switch (String(row.kind)) {
+      case 'user':
+        user = name;
+        break;
+      case 'grant': {
+        const [type, ...rest] = name.split(':');
+        const identityType = String(type).trim().toLowerCase();
+        if (!IDENTITY_TYPES.has(identityType)) throw new ValidationError(`unknown grantee type ${identityType} for ${rest.join(':')}`);
+        const identity = rest.join(':');
+        const key = `${identityType}:${identity}:${extra}`;
+        const grant = grants.get(key) ?? { identityType: identityType as IdentityType, identity, privileges: [], withGrantOption: extra === 'admin' };
+        if (!grant.privileges.includes(detail.toUpperCase())) grant.privileges.push(detail.toUpperCase());
+        grants.set(key, grant);
+        break;
+      }
+      case 'default':
+        defaults.set(name, detail);
+        break;
+      case 'comment':
+        if (name === '') tableComment = detail;
+        else columnComments.set(name, detail);
+        break;
+      case 'view': {
+        const [schema, view] = splitQualified(name);
+        views.set(name, { schema, view, definition: detail.trim().replace(/;\s*$/, ''), owner: extra, columns: [] });
+        break;
+      }
+      case 'view_column':
+        viewColumns.push([name, detail]);
+        break;
+      case 'staging_column':
+        stagingColumns.add(name);
+        break;
+    }
+  }
+  for (const [view, column] of viewColumns) {
+    const found = views.get(view);
+    if (found && !found.columns.includes(column)) found.columns.push(column);
+  }
+  return {
+    user,
+    grants: [...grants.values()],
+    defaults,
+    ...(tableComment !== undefined ? { tableComment } : {}),
+    columnComments,
+    views: [...views.values()],
+    stagingColumns,
+    fingerprint: factsFingerprint(rows.map((r) => String(r.fact ?? ''))),
+  };
+}
+
+function splitQualified(name: string): [string, string] {
+  const at = name.indexOf('.');
+  return [name.slice(0, at), name.slice(at + 1)];
+}
+
+/**
+ * Why the views cannot be re-pointed at the new table, or undefined when
+ * they can: a view reading a column the new table lacks (it would fail or
+ * change meaning), or a view the handlers' user does not own (only the
+ * owner or a superuser can replace a view).
+ */
+export function dependentViewProblems(liveTable: string, facts: LiveTableFacts): string | undefined {
+  const problems: string[] = [];
+  for (const v of facts.views) {
+    const missing = v.columns.filter((c) => !facts.stagingColumns.has(c));
+    if (missing.length > 0) {
+      problems.push(
+        `view ${v.schema}.${v.view} reads column${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${liveTable}, which the new table lacks; ` +
+          `drop or change the view (or add the column to the pipeline's output) and re-run`,
+      );
+    } else if (v.owner !== facts.user) {
+      problems.push(
+        `view ${v.schema}.${v.view} is owned by ${v.owner || '(unknown)'}, not by "${facts.user}", so the publish cannot re-point it at the new table; ` +
+          `run ALTER TABLE ${v.schema}.${v.view} OWNER TO "${facts.user}" as a superuser, or re-create it WITH NO SCHEMA BINDING, and re-run`,
+      );
+    }
+  }
+  return problems.length === 0 ? undefined : `publish refused before the swap: ${problems.join('; ')}`;
+}
+
+/** What changed on the old version while the swap waited (a GRANT, REVOKE, default or comment issued then landed there). */
+export interface CarryOverCorrections {
+  /** Grants, defaults and comments to apply to the new live table (no views). */
+  readonly apply: LiveTableFacts;
+  /** Privileges the new live table got that the old version no longer has. */
+  readonly revoke: readonly Grant[];
+}
+
+function privilegeKeys(grants: readonly Grant[]): Map<string, Grant> {
+  const keys = new Map<string, Grant>();
+  for (const g of grants) for (const p of g.privileges) keys.set(`${g.identityType}:${g.identity}:${p}`, { ...g, privileges: [p] });
+  return keys;
+}
+
+/**
+ * The old version's grants, defaults and comments as read after the swap
+ * committed, against what the swap carried over: anything issued on the
+ * live table while the swap waited for its locks reached the old version
+ * (its name then), not the new table. Undefined when nothing differs.
+ */
+export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTableFacts): CarryOverCorrections | undefined {
+  const had = privilegeKeys(applied.grants);
+  const has = privilegeKeys(oldVersion.grants);
+  const grants = [...has].filter(([key]) => !had.has(key)).map(([, g]) => g);
+  const revoke = [...had].filter(([key]) => !has.has(key)).map(([, g]) => g);
+  const defaults = new Map([...oldVersion.defaults].filter(([column, expression]) => applied.defaults.get(column) !== expression));
+  const columnComments = new Map([...oldVersion.columnComments].filter(([column, comment]) => applied.columnComments.get(column) !== comment));
+  const tableComment = oldVersion.tableComment !== applied.tableComment ? oldVersion.tableComment : undefined;
+  if (grants.length + revoke.length + defaults.size + columnComments.size === 0 && tableComment === undefined) return undefined;
+  return {
+    apply: {
+      ...applied,
+      grants,
+      defaults,
+      columnComments,
+      ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
+      views: [],
+    },
+    revoke,
+  };
+}
