@@ -33,12 +33,20 @@ function statuses<const T extends string>(...words: T[]): { readonly [K in T]: K
   return Object.freeze(Object.fromEntries(words.map((w) => [w, w]))) as { readonly [K in T]: K };
 }
 
-/** `batches.status`: RUNNING while loading, CHECKED once Reconcile passed, then PUBLISHED or FAILED. */
-export const BatchStatus = statuses('RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED');
+/**
+ * `batches.status`: RUNNING while loading, CHECKED once Reconcile passed,
+ * then PUBLISHED or FAILED, or SUPERSEDED when the pipeline already
+ * published newer data (an end, not a failure: nothing pages).
+ */
+export const BatchStatus = statuses('RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED', 'SUPERSEDED');
 export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
 
-/** `batch_attempts.status`: one row per execution of a batch. */
-export const AttemptStatus = statuses('RUNNING', 'PUBLISHED', 'FAILED');
+/**
+ * `batch_attempts.status`: one row per execution of a batch. ABANDONED: the
+ * attempt was still RUNNING when a later attempt of the batch started (its
+ * execution ended without a trace).
+ */
+export const AttemptStatus = statuses('RUNNING', 'PUBLISHED', 'FAILED', 'SUPERSEDED', 'ABANDONED');
 export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
 
 /**

@@ -58,6 +58,8 @@ export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details una
 /**
  * The one Standard state machine that runs every pipeline:
  * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
+ * (Plan finding another execution holding the pipeline's lease -> PipelineBusy;
+ * Publish finding newer data live -> Superseded),
  * any failure -> RecordFailure -> Notify -> Failed
  * (RecordFailure failing -> DescribeFailure -> Notify -> Failed).
  * State names, paths and payloads are a contract with the handlers and the local runner.
@@ -186,12 +188,15 @@ export class PublishWorkflow extends Construct {
     // object by the two steps that need it and never rides in the state:
     // a large one would push later payloads over Step Functions' 256 KB,
     // and States.DataLimitExceeded is terminal (no Catch takes it).
+    const executionTimeout = props.executionTimeout ?? Duration.hours(12);
     const input = new Pass(this, 'Input', { result: Result.fromObject({}) });
     const plan = task('Plan', {
       payload: TaskInput.fromObject({
         input: JsonPath.objectAt('$$.Execution.Input'),
         startedAt: JsonPath.stringAt('$$.Execution.StartTime'),
         executionId: JsonPath.stringAt('$$.Execution.Id'),
+        // The pipeline's lease lasts until this timeout would end the execution.
+        leaseSeconds: executionTimeout.toSeconds(),
       }),
       resultPath: '$.plan',
     });
@@ -216,7 +221,9 @@ export class PublishWorkflow extends Construct {
     loadChunks.addCatch(recordFailure, catchAll);
 
     const reconcile = task('Reconcile', { payload: batchOnly, resultPath: '$.reconcile' });
-    const publish = task('Publish', { payload: batchOnly, resultPath: '$.publish' });
+    // Publish and Cleanup may end the execution, so they release the pipeline's lease: they get the execution's id.
+    const batchAndExecution = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch'), executionId: JsonPath.stringAt('$$.Execution.Id') });
+    const publish = task('Publish', { payload: batchAndExecution, resultPath: '$.publish' });
     const emitMetrics = task('EmitMetrics', {
       payload: TaskInput.fromObject({
         batch: JsonPath.objectAt('$.plan.batch'),
@@ -226,12 +233,20 @@ export class PublishWorkflow extends Construct {
       }),
       resultPath: '$.metrics',
     });
-    const cleanup = task('Cleanup', { payload: batchOnly, resultPath: '$.cleanup' });
+    const cleanup = task('Cleanup', { payload: batchAndExecution, resultPath: '$.cleanup' });
     for (const step of [reconcile, publish, emitMetrics, cleanup]) step.addCatch(recordFailure, catchAll);
 
-    loadChunks.next(reconcile).next(publish).next(emitMetrics).next(cleanup).next(new Succeed(this, 'Published'));
+    emitMetrics.next(cleanup).next(new Succeed(this, 'Published'));
+    // Newest data wins: a batch older than what is live ends here, recorded SUPERSEDED, without a page.
+    const newerDataLive = new Choice(this, 'NewerDataLive')
+      .when(Condition.booleanEquals('$.publish.superseded', true), new Succeed(this, 'Superseded', { comment: 'the pipeline already publishes newer data' }))
+      .otherwise(emitMetrics);
+    loadChunks.next(reconcile).next(publish).next(newerDataLive);
+    // One run per pipeline: another execution holding the pipeline's lease
+    // ends this one at once, having written nothing, without a page.
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
+      .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this pipeline' }))
       .otherwise(loadChunks);
 
     // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.
@@ -249,7 +264,7 @@ export class PublishWorkflow extends Construct {
       comment: 'atomic-publish: plan, load staging in chunks, reconcile, publish by swap, emit metrics, clean up',
       stateMachineType: StateMachineType.STANDARD,
       definitionBody: DefinitionBody.fromChainable(input.next(plan).next(alreadyPublished)),
-      timeout: props.executionTimeout ?? Duration.hours(12),
+      timeout: executionTimeout,
       tracingEnabled: true,
       logs: { destination: this.logGroup, level: LogLevel.ALL, includeExecutionData: true },
     });

@@ -13,8 +13,8 @@ import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 export const ABANDONED_AFTER_MS = 24 * 3_600_000;
 
 /**
- * Old versions past retention, and staging tables of earlier failed or
- * abandoned batches: what Cleanup drops. A dropped staging table is
+ * Old versions past retention, and staging tables of earlier failed,
+ * superseded or abandoned batches: what Cleanup drops. A dropped staging table is
  * recorded, and a re-run of that batch reloads every chunk.
  */
 export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, now: Date): Statement {
@@ -25,7 +25,7 @@ export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, no
           UNION ALL
           SELECT ${sqlLiteral('staging' satisfies RetiredKind)} AS kind, staging_table AS name, batch_id FROM ${M}.batches
            WHERE pipeline = :pipeline AND staging_dropped_at IS NULL AND batch_id <> :batch_id
-             AND (status = ${sqlLiteral(BatchStatus.FAILED)}
+             AND (status IN (${sqlLiteral(BatchStatus.FAILED)}, ${sqlLiteral(BatchStatus.SUPERSEDED)})
                   OR (status IN (${sqlLiteral(BatchStatus.RUNNING)}, ${sqlLiteral(BatchStatus.CHECKED)}) AND started_at < :abandoned_before))`,
     parameters: {
       pipeline: pipeline.name,

@@ -8,7 +8,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 3;
+export const MANIFEST_VERSION = 4;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -46,6 +46,29 @@ export const LOCK_MANIFEST = `LOCK ${M}.batches, ${M}.chunks`;
  * SERIALIZABLE unless they queue for it.
  */
 export const CHUNKS_LOCK = `LOCK ${M}.chunks`;
+
+/**
+ * Taken first by every transaction that writes `pipeline_leases` (taking,
+ * taking over or releasing a pipeline's lease): the table holds one row per
+ * pipeline only because its writers queue here, Redshift enforcing no key.
+ * No transaction writes it together with other manifest tables, so it has
+ * no place in the order of LOCK_MANIFEST. As there, the LOCK comes first,
+ * so a waiting transaction's snapshot includes the lease the first committed.
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
+ */
+export const LEASES_LOCK = `LOCK ${M}.pipeline_leases`;
+
+/**
+ * How the guard refuses a batch whose data is older than what the pipeline
+ * already publishes: Publish ends such a batch SUPERSEDED (newest data
+ * wins) instead of failing it.
+ */
+export const OLDER_DATA = 'already publishes data up to';
+
+/** The guard refused because the pipeline already publishes newer data than the batch holds. */
+export function isOlderDataRefusal(refusal: string): boolean {
+  return refusal.includes(` ${OLDER_DATA} `);
+}
 
 /** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
 export const PUBLISH_GUARD = 'publish guard';
@@ -162,6 +185,15 @@ export function manifestDdl(now: Date): string[] {
       dropped_at timestamp,
       PRIMARY KEY (pipeline, seq)
     )`,
+    // One row per pipeline (written only under LEASES_LOCK): the execution
+    // that runs the pipeline, until it releases the lease or expires_at.
+    `CREATE TABLE IF NOT EXISTS ${M}.pipeline_leases (
+      pipeline varchar(128) NOT NULL,
+      execution_id varchar(512) NOT NULL,
+      acquired_at timestamp NOT NULL,
+      expires_at timestamp NOT NULL,
+      PRIMARY KEY (pipeline)
+    )`,
     // The publish guard runs inside the swap transaction, after LOCK on
     // publications (one publisher at a time) and on staging (no late
     // writer). Every check raises, so the whole swap rolls back.
@@ -191,7 +223,7 @@ export function manifestDdl(now: Date): string[] {
       SELECT INTO latest_end b.interval_end FROM ${M}.publications p JOIN ${M}.batches b ON b.batch_id = p.batch_id
        WHERE p.pipeline = p_pipeline ORDER BY p.seq DESC LIMIT 1;
       IF latest_end IS NOT NULL AND latest_end > batch_end THEN
-        ${guardRaise('pipeline % already publishes data up to %, later than the % of batch %', 'p_pipeline', 'latest_end', 'batch_end', 'p_batch_id')}
+        ${guardRaise(`pipeline % ${OLDER_DATA} %, later than the % of batch %`, 'p_pipeline', 'latest_end', 'batch_end', 'p_batch_id')}
       END IF;
       EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
       IF staged_rows <> checked_rows THEN

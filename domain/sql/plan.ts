@@ -109,6 +109,11 @@ export function startBatch(record: BatchRecord): string[] {
       WHERE batch_id = ${id} AND status <> ${sqlLiteral(BatchStatus.PUBLISHED)}${
         record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})` : ''
       }`,
+    // Earlier attempts still RUNNING belong to executions that ended
+    // without a trace (no RecordFailure, no CancelOrphans): abandoned.
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.ABANDONED)}, finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND status = ${sqlLiteral(AttemptStatus.RUNNING)}
+        AND attempt < (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
     `INSERT INTO ${M}.batch_attempts (batch_id, attempt, execution_id, status, started_at)
      SELECT b.batch_id, b.attempt, b.execution_id, ${sqlLiteral(AttemptStatus.RUNNING)}, ${sqlLiteral(now)} FROM ${M}.batches b
       WHERE b.batch_id = ${id} AND b.status = ${RUNNING}

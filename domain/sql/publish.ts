@@ -4,6 +4,7 @@ import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
@@ -216,4 +217,21 @@ export function swapPublish(
     );
   }
   return statements;
+}
+
+/**
+ * Ends a batch whose data is older than what its pipeline already
+ * publishes: the batch and its current attempt SUPERSEDED, with the guard's
+ * words (never a published batch).
+ */
+export function markSuperseded(batchId: string, reason: string, now: Date): string[] {
+  const id = sqlLiteral(batchId);
+  const PUBLISHED = sqlLiteral(BatchStatus.PUBLISHED);
+  return [
+    LOCK_MANIFEST,
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.SUPERSEDED)}, finished_at = ${sqlLiteral(now)}, error = ${sqlLiteral(reason)}
+      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id} AND status <> ${PUBLISHED})`,
+    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.SUPERSEDED)}, finished_at = ${sqlLiteral(now)}, error = ${sqlLiteral(reason)}
+      WHERE batch_id = ${id} AND status <> ${PUBLISHED}`,
+  ];
 }

@@ -4,6 +4,7 @@ import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -17,6 +18,8 @@ export interface CancelOrphansResult {
   readonly statements?: OrphanedStatements;
   /** The batch was RUNNING or CHECKED and is FAILED now. */
   readonly markedFailed: boolean;
+  /** The execution held its pipeline's lease, released now. */
+  readonly leaseReleased: boolean;
 }
 
 /**
@@ -33,9 +36,13 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   // An execution stopped before the first Plan ever installed the manifest left nothing behind.
   const [manifest] = await warehouse.query(installedManifestVersion()[0]!, name);
   const [batch] = Number(manifest?.present) > 0 ? await warehouse.query(batchOfExecution(executionArn), name) : [];
+  // The execution ended: once its statements are cancelled, its pipeline
+  // lease is released, so the next run need not wait for it to expire.
+  const release = () => (Number(manifest?.present) > 0 ? releaseExecutionLease(warehouse, executionArn, name) : Promise.resolve(false));
   if (!batch) {
+    const leaseReleased = await release();
     logger.info('the execution recorded no batch; nothing to cancel', { executionArn, status });
-    return { executionArn, status, markedFailed: false };
+    return { executionArn, status, markedFailed: false, leaseReleased };
   }
   const batchId = String(batch.batch_id);
   const statements = await cancelOrphans(warehouse, batchId, `${name}:${batchId}`);
@@ -45,8 +52,9 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
     await warehouse.execute(attempt!, `${name}:mark-failed`);
     markedFailed = (await warehouse.execute(batchRow!, `${name}:mark-failed`)).resultRows > 0;
   }
+  const leaseReleased = await release();
   logger.warn('execution stopped; its statements cancelled', { executionArn, status, batchId, ...statements, markedFailed });
-  return { executionArn, status, batchId, statements, markedFailed };
+  return { executionArn, status, batchId, statements, markedFailed, leaseReleased };
 }
 
 export const handler = stepHandler((event: ExecutionStatusChange, context: Context) => cancelExecutionOrphans(event, warehouseFor(context)));

@@ -4,12 +4,15 @@ import { retiredTable } from '../../domain/cleanup.ts';
 import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
 import { dependentViews } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface CleanupEvent {
   readonly batch: BatchRef;
+  /** `$$.Execution.Id`: Cleanup ends a published run, so it releases the pipeline lease. */
+  readonly executionId?: string;
 }
 
 /** A retired table Cleanup kept because views still read it. */
@@ -26,7 +29,8 @@ export interface CleanupResult {
 
 /**
  * Drops old versions past `retention.keepVersions` and staging tables of
- * earlier failed or abandoned batches. Only tables named after the live table with a
+ * earlier failed, superseded or abandoned batches, then releases the
+ * pipeline's lease (the run ends here). Only tables named after the live table with a
  * `__` suffix are ever dropped, and never with CASCADE. A table a view
  * still reads (a view created on an old version, not re-pointed by the
  * publish) is kept and reported, in the log and the result, rather than
@@ -55,6 +59,7 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
     await warehouse.batch(dropRetired(pipeline, retired.kind, retired.table, retired.batchId, new Date()), name('drop'));
     dropped.push(`${schema}.${retired.table}`);
   }
+  await releaseExecutionLease(warehouse, event.executionId ?? '', name('lease'));
   logger.info('cleanup done', { batchId: event.batch.batchId, dropped, kept });
   return { dropped, kept };
 }

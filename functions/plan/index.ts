@@ -12,6 +12,7 @@ import {
   stagingTableFor,
 } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import {
   databasePrivileges,
@@ -43,10 +44,29 @@ export interface PlanEvent {
   /** `$$.Execution.StartTime`: "now" for a scheduled run, fixed across retries. */
   readonly startedAt?: string;
   readonly executionId?: string;
+  /**
+   * The state machine's timeout: the pipeline's lease lasts from the
+   * execution's start until Step Functions itself would end it.
+   */
+  readonly leaseSeconds?: number;
+}
+
+/** The lease of an execution started without `leaseSeconds`: the state machine's default timeout. */
+export const DEFAULT_LEASE_SECONDS = 12 * 3600;
+
+/** Another live execution runs the pipeline: this one wrote nothing and ends (state PipelineBusy). */
+export interface PipelineBusy {
+  readonly pipeline: string;
+  readonly heldBy: string;
+  readonly expiresAt: string;
+  readonly message: string;
 }
 
 export interface PlanResult {
   readonly alreadyPublished: boolean;
+  /** True when another execution holds the pipeline's lease (then `skipped` says which): nothing was written. */
+  readonly busy: boolean;
+  readonly skipped?: PipelineBusy;
   readonly maxConcurrency: number;
   /** Chunks still to load (a resumed batch skips the ones already done). */
   readonly chunks: readonly Chunk[];
@@ -97,6 +117,41 @@ async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (
 }
 
 /**
+ * Takes the pipeline's lease for the execution (taking over an expired
+ * one), lasting until the state machine's timeout would end the
+ * execution, so it never needs renewing. Returns what holds it when another
+ * execution does. An execution without an id (a direct invocation) takes
+ * none: the state machine always passes `$$.Execution.Id`.
+ */
+async function takeLease(
+  warehouse: Warehouse,
+  pipeline: string,
+  event: PlanEvent,
+  name: (step: string) => string,
+): Promise<PipelineBusy | undefined> {
+  const executionId = event.executionId ?? '';
+  if (!executionId) return undefined;
+  const now = new Date();
+  const started = planningTime(event.startedAt, now);
+  const seconds = Number.isFinite(event.leaseSeconds) && Number(event.leaseSeconds) > 0 ? Number(event.leaseSeconds) : DEFAULT_LEASE_SECONDS;
+  const expiresAt = new Date(started.getTime() + seconds * 1000);
+  await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt }), name('lease'));
+  const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
+  const heldBy = String(holder?.execution_id ?? '');
+  if (heldBy === executionId) return undefined;
+  const until = String(holder?.expires_at ?? '');
+  return {
+    pipeline,
+    heldBy,
+    expiresAt: until,
+    message:
+      `pipeline ${pipeline} is being run by execution ${heldBy} (its lease lasts until ${until} UTC); this execution wrote nothing. ` +
+      `Nothing to do while that execution runs; once it has ended, start this run again if its data is still needed. ` +
+      `If it is stuck, stop it (its lease is then released), or wait for the lease to expire: the next run takes it over.`,
+  };
+}
+
+/**
  * Validates the input and the warehouse side (privileges, live table,
  * source query, columns and their types) before writing anything; then creates or resumes the batch.
  */
@@ -140,7 +195,13 @@ export async function plan(
   };
   if (existing?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });
-    return { alreadyPublished: true, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
+    return { alreadyPublished: true, busy: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
+  }
+
+  const skipped = await takeLease(warehouse, pipeline.name, event, name);
+  if (skipped) {
+    logger.warn('pipeline busy: another execution holds its lease; this one wrote nothing', { ...skipped, batchId });
+    return { alreadyPublished: false, busy: true, skipped, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }
 
   await warehouse.batch(
@@ -168,7 +229,7 @@ export async function plan(
     resumedChunksDone: done.size,
     attempt: existing ? Number(existing.attempt) + 1 : 1,
   });
-  return { alreadyPublished: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
+  return { alreadyPublished: false, busy: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
 }
 
 export const handler = stepHandler((event: PlanEvent, context: Context) => plan(event, warehouseFor(context)));

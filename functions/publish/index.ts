@@ -3,8 +3,9 @@ import { DependentViewError, PublishConflictError, WarehouseError } from '../../
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { CATALOG_CHANGED, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, carryOverStatements, dependentsFacts, swapPublish } from '../../domain/sql/publish.ts';
+import { CATALOG_CHANGED, isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
+import { batchState, carryOverStatements, dependentsFacts, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -12,6 +13,8 @@ import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../com
 
 export interface PublishEvent {
   readonly batch: BatchRef;
+  /** `$$.Execution.Id`: a superseded batch ends the execution, so Publish then releases its pipeline lease. */
+  readonly executionId?: string;
 }
 
 export interface PublishResult {
@@ -22,6 +25,13 @@ export interface PublishResult {
   readonly rowsPublished: number;
   /** True when an earlier attempt had already published (a retry after a lost response). */
   readonly alreadyPublished: boolean;
+  /**
+   * The pipeline already publishes newer data than this batch holds: nothing
+   * was published, the batch is SUPERSEDED, and the execution ends there
+   * (state Superseded) without a page. `reason` is the guard's refusal.
+   */
+  readonly superseded: boolean;
+  readonly reason?: string;
 }
 
 function toResult(row: Row, liveTable: string, alreadyPublished: boolean): PublishResult {
@@ -32,7 +42,21 @@ function toResult(row: Row, liveTable: string, alreadyPublished: boolean): Publi
     oldVersionTable: String(row.old_version_table),
     rowsPublished: Number(row.rows_published ?? 0),
     alreadyPublished,
+    superseded: false,
   };
+}
+
+/**
+ * Newest data wins: a batch older than what the pipeline publishes ends
+ * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). Its
+ * staging table is left to the next Cleanup, which drops it.
+ */
+async function superseded(event: PublishEvent, warehouse: Warehouse, reason: string, liveTable: string, name: (step: string) => string): Promise<PublishResult> {
+  const { batch } = event;
+  await warehouse.batch(markSuperseded(batch.batchId, reason, new Date()), name('superseded'));
+  await releaseExecutionLease(warehouse, event.executionId ?? '', name('superseded'));
+  logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
+  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason };
 }
 
 /** How often the swap is rebuilt when the live table's grants, defaults, comments or views changed between the read and the swap. */
@@ -84,6 +108,7 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
     const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
     if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
     const refusal = publishGuardRefusal(error.message);
+    if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
     if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
     throw error;
   }

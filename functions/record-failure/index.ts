@@ -14,6 +14,7 @@ import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestPublication } from '../../domain/sql/plan.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { markBatchFailed } from '../../domain/sql/record-failure.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -53,6 +54,13 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
       facts = { recorded: false, recordError: (error as Error).message, ...orphans };
       logger.error('could not record the failure in the manifest', { batchId: batch.batchId, error: error as Error });
     }
+  }
+  // The execution ends here: release its pipeline lease (Plan may have
+  // taken it before failing, even without a batch to report).
+  try {
+    if (event.executionId) await releaseExecutionLease(warehouse(), event.executionId, `atomic-publish:${batch?.pipeline ?? 'unknown'}:record-failure:lease`);
+  } catch (error) {
+    logger.error('could not release the pipeline lease; it expires at the state machine timeout', { executionId: event.executionId, error: error as Error });
   }
   const report = failureReport(event, facts);
   if (report.pipeline) metrics.addDimension(DimensionName.Pipeline, report.pipeline);

@@ -32,7 +32,7 @@ beforeAll(() => {
 });
 
 describe('state machine', () => {
-  it('follows Plan -> AlreadyPublished -> LoadChunks -> Reconcile -> Publish -> EmitMetrics -> Cleanup -> Published on the happy path', () => {
+  it('follows Plan -> AlreadyPublished -> LoadChunks -> Reconcile -> Publish -> NewerDataLive -> EmitMetrics -> Cleanup -> Published on the happy path', () => {
     const path: string[] = [];
     let name: string | undefined = asl.StartAt;
     while (name) {
@@ -40,30 +40,51 @@ describe('state machine', () => {
       const current: AslState = asl.States[name]!;
       name = current.Type === 'Choice' ? (current.Default as string) : current.Next;
     }
-    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(asl.States.Published).toEqual({ Type: 'Succeed' });
   });
 
   it('has exactly the contract states, with LoadChunk inside the Map', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
-      ['AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'Notify', 'NothingToPublish', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure'].sort(),
+      [
+        'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
+        'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Superseded',
+      ].sort(),
     );
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
   });
 
-  it('skips to NothingToPublish when the plan says the batch is already published', () => {
+  it('skips to NothingToPublish when the plan says the batch is already published, and to PipelineBusy when another execution holds the lease', () => {
     expect(state('AlreadyPublished')).toEqual({
       Type: 'Choice',
-      Choices: [{ Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' }],
+      Choices: [
+        { Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' },
+        { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
+      ],
       Default: 'LoadChunks',
     });
     expect(asl.States.NothingToPublish).toEqual({ Type: 'Succeed' });
+    expect(asl.States.PipelineBusy).toMatchObject({ Type: 'Succeed' });
+  });
+
+  it('ends a superseded batch at Superseded, after Publish, without EmitMetrics or a page', () => {
+    expect(state('Publish').Next).toBe('NewerDataLive');
+    expect(state('NewerDataLive')).toEqual({
+      Type: 'Choice',
+      Choices: [{ Variable: '$.publish.superseded', BooleanEquals: true, Next: 'Superseded' }],
+      Default: 'EmitMetrics',
+    });
+    expect(asl.States.Superseded).toMatchObject({ Type: 'Succeed' });
   });
 
   it('passes each task the payload its handler expects and stores its result where later states read it', () => {
     // The state starts empty whatever the input; the input comes from the context object, never from the state.
     expect(state('Input')).toEqual({ Type: 'Pass', Result: {}, Next: 'Plan' });
-    expect(state('Plan')).toMatchObject({ Parameters: { 'input.$': '$$.Execution.Input', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id' }, ResultPath: '$.plan' });
+    expect(state('Plan')).toMatchObject({
+      Parameters: { 'input.$': '$$.Execution.Input', 'startedAt.$': '$$.Execution.StartTime', 'executionId.$': '$$.Execution.Id', leaseSeconds: 12 * 3600 },
+      ResultPath: '$.plan',
+    });
+    for (const name of ['Publish', 'Cleanup']) expect(state(name)).toMatchObject({ Parameters: { 'executionId.$': '$$.Execution.Id' } });
     for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
       expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
     }

@@ -210,7 +210,7 @@ describe('an execution that timed out', () => {
     expect(timedOut.status).toBe('TIMED_OUT');
     expect(timedOut.alerts).toEqual([]);
     expect(timedOut.statusChange).toEqual([
-      { functionLogicalId: expect.stringMatching(/^WorkflowCancelOrphansFunction/), output: { executionArn: timedOut.executionId, status: 'TIMED_OUT', markedFailed: false } },
+      { functionLogicalId: expect.stringMatching(/^WorkflowCancelOrphansFunction/), output: { executionArn: timedOut.executionId, status: 'TIMED_OUT', markedFailed: false, leaseReleased: false } },
     ]);
   });
 
