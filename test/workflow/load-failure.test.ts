@@ -58,6 +58,8 @@ describe('a run that fails in LoadChunk', () => {
   it('leaves the live table exactly as it was and publishes nothing', async () => {
     expect(await wf.fingerprint(LIVE)).toEqual(old);
     expect(await wf.publications()).toEqual([]);
+    // RecordFailure released the pipeline's lease: the next run need not wait for it.
+    expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
     expect(await wf.tableExists(names.previous)).toBe(false);
   });
 

@@ -165,6 +165,7 @@ describe('an execution aborted while its chunk INSERTs run', () => {
     await until(async () => gate !== undefined && (await recordedInserts()).length === CHUNKS, 'every chunk INSERT recorded');
     await gate!.waiting(CHUNKS);
     const held = (await recordedInserts()).map((r) => r.statement_id);
+    expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([{ execution_id: execution.executionId }]);
 
     execution.abort();
     const aborted = await execution.result;
@@ -182,7 +183,10 @@ describe('an execution aborted while its chunk INSERTs run', () => {
       batchId,
       statements: { cancelled: [0, 1, 2], stillRunning: [] },
       markedFailed: true,
+      leaseReleased: true,
     });
+    // Released after the cancels: the re-run below need not wait for the lease to expire.
+    expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
     for (const id of held) expect(await statementStatus(id)).toBe('ABORTED');
     expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS });
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted: the execution was aborted/) });
@@ -241,8 +245,8 @@ describe('an execution that timed out', () => {
     await gate!.release();
     await wf.quiesce();
 
-    expect(first).toMatchObject({ batchId, statements: { cancelled: [0, 1, 2], stillRunning: [] }, markedFailed: true });
-    expect(again).toMatchObject({ batchId, statements: { cancelled: [], stillRunning: [] }, markedFailed: false });
+    expect(first).toMatchObject({ batchId, statements: { cancelled: [0, 1, 2], stillRunning: [] }, markedFailed: true, leaseReleased: true });
+    expect(again).toMatchObject({ batchId, statements: { cancelled: [], stillRunning: [] }, markedFailed: false, leaseReleased: false });
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionTimedOut: the execution timed out/) });
     expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS });
     expect(await stagingRows()).toBe(0);
