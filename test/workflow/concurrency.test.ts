@@ -5,6 +5,7 @@
 import { newClient } from '../../local/pg-clients.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { acquireLease } from '../../domain/sql/lease.ts';
 import { manifestDdl } from '../../domain/sql/manifest.ts';
 import { startBatch } from '../../domain/sql/plan.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
@@ -93,6 +94,25 @@ describe('two executions of one pipeline started at the same moment', () => {
     expect(await wf.tableExists(namesFor(days[loser]!).staging)).toBe(false);
     // The holder's Cleanup released the lease.
     expect(await wf.query('SELECT * FROM atomic_publish.pipeline_leases')).toEqual([]);
+  });
+});
+
+describe("two executions taking one pipeline's lease at once", () => {
+  it('held together at the leases lock and released at once, they leave one lease: the first committed, which the second then sees', async () => {
+    wf.reset();
+    await wf.run(inputFor(6), 'installs-the-manifest-first');
+    const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
+    const take = (executionId: string) =>
+      warehouse.batch(acquireLease({ pipeline: PIPELINE.name, executionId, now: new Date(), expiresAt: new Date(Date.now() + 3_600_000) }), `lease ${executionId}`);
+    const gate = await wf.wh.gate({ table: 'atomic_publish.pipeline_leases' });
+    const both = Promise.allSettled([take('execution-a'), take('execution-b')]);
+    await gate.waiting(2);
+    await gate.release();
+
+    expect((await both).map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(['fulfilled', 'fulfilled']);
+    const rows = await wf.query<{ execution_id: string }>('SELECT execution_id FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
+    expect(rows).toEqual([{ execution_id: expect.stringMatching(/^execution-[ab]$/) }]);
+    await wf.query('DELETE FROM atomic_publish.pipeline_leases');
   });
 });
 
