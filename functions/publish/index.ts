@@ -51,9 +51,16 @@ function toResult(row: Row, liveTable: string, alreadyPublished: boolean): Publi
  * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). Its
  * staging table is left to the next Cleanup, which drops it.
  */
-async function superseded(event: PublishEvent, warehouse: Warehouse, reason: string, liveTable: string, name: (step: string) => string): Promise<PublishResult> {
+async function superseded(
+  event: PublishEvent,
+  warehouse: Warehouse,
+  reason: string,
+  liveTable: string,
+  name: (step: string) => string,
+  marked = false,
+): Promise<PublishResult> {
   const { batch } = event;
-  await warehouse.batch(markSuperseded(batch.batchId, reason, new Date()), name('superseded'));
+  if (!marked) await warehouse.batch(markSuperseded(batch.batchId, reason, new Date()), name('superseded'));
   await releaseExecutionLease(warehouse, event.executionId ?? '', name('superseded'));
   logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
   return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason };
@@ -80,6 +87,10 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   if (before?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId: batch.batchId });
     return toResult(before, liveTable, true);
+  }
+  // A retry after an attempt that found the batch superseded but failed before answering (e.g. releasing the lease).
+  if (before?.status === BatchStatus.SUPERSEDED) {
+    return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
   }
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
