@@ -6,7 +6,9 @@
 // A reader holding a transaction on the live table makes each swap attempt
 // give up after the bound (PUBLISH_LOCK_WAIT_MS) and retry, a dashboard
 // read arriving meanwhile completes while the holder is still open, and
-// the publish goes through once the holder ends; a holder that never ends,
+// the publish goes through once the holder ends (the waiting swap holds no
+// lock on the publications, which every pipeline's swap takes); a holder
+// that never ends,
 // or a snapshot reader that never ends, fails the run with an alert naming
 // it.
 import type pg from 'pg';
@@ -147,6 +149,18 @@ describe('bounded lock waits', () => {
       expect(await count(holder, LIVE)).toBe(old);
       const running = await wf.start(inputFor(10), 'lock-holder-ends');
       await until(swapWaiting, 'the swap waiting for the live table');
+      // While it waits it holds nothing another pipeline's swap needs: the
+      // publications are locked only once the live table is.
+      let waiting: { holds: boolean }[] = [];
+      await until(async () => {
+        waiting = await wf.query<{ holds: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = w.pid AND p.relation = 'atomic_publish.publications'::regclass) AS holds
+             FROM pg_locks w WHERE w.relation = $1::regclass AND NOT w.granted AND w.mode = 'AccessExclusiveLock'`,
+          [LIVE],
+        );
+        return waiting.length > 0;
+      }, 'the waiting swap seen with its locks');
+      expect(waiting).toEqual([{ holds: false }]);
       // Queued behind the swap's lock request: it completes only once the
       // swap gave up, while the holder still holds its transaction open.
       const read = count(dashboard, LIVE);
