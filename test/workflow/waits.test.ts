@@ -8,9 +8,8 @@
 // read arriving meanwhile completes while the holder is still open, and
 // the publish goes through once the holder ends (the waiting swap holds no
 // lock on the publications, which every pipeline's swap takes); a holder
-// that never ends,
-// or a snapshot reader that never ends, fails the run with an alert naming
-// it.
+// that never ends, or a snapshot reader that never ends, fails the run
+// with an alert naming it (user, session, start, and the statement it runs, if any).
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
@@ -178,7 +177,7 @@ describe('bounded lock waits', () => {
     }
   });
 
-  it('a holder that never lets go fails the run with an alert naming it, its start and its statement', async () => {
+  it('a holder that never lets go fails the run with an alert naming it and when its transaction started', async () => {
     const before = await wf.fingerprint(LIVE);
     const holder = await connect(HOLDER);
     const dashboard = await connect();
@@ -201,6 +200,34 @@ describe('bounded lock waits', () => {
       wf.reset();
       await holder.end().catch(() => undefined);
       await dashboard.end().catch(() => undefined);
+    }
+  });
+
+  it('names the statement a holder is running', async () => {
+    const before = await wf.fingerprint(LIVE);
+    // The holder's statement reads the live table, then blocks on an
+    // advisory lock the test holds (a session lock, no open transaction).
+    const latch = await connect();
+    const holder = await connect(HOLDER);
+    try {
+      await latch.query('SELECT pg_advisory_lock(7007)');
+      const holding = holder.query(`SELECT count(*) AS n FROM ${LIVE} WHERE pg_advisory_lock_shared(7007) IS NOT NULL`);
+      await until(
+        async () => (await wf.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).length > 0,
+        "the holder's statement blocked on the latch",
+      );
+      const result = await wf.run(inputFor(14), 'lock-holder-running');
+      expect(result.status).toBe('FAILED');
+      expect(caughtMessage(result)).toContain(`user ${HOLDER} (session `);
+      expect(caughtMessage(result)).toContain(`running "SELECT count(*) AS n FROM ${LIVE} WHERE pg_advisory_lock_shared(7007)`);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+      await latch.query('SELECT pg_advisory_unlock(7007)');
+      // Never cancelled: its statement completes with the old rows.
+      expect(Number((await holding).rows[0].n)).toBe(before.rows);
+    } finally {
+      wf.reset();
+      await latch.end().catch(() => undefined);
+      await holder.end().catch(() => undefined);
     }
   });
 });
