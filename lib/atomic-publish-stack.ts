@@ -8,6 +8,7 @@ import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
@@ -37,6 +38,8 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default - no subscription: subscribe a pager or chat endpoint to the topic yourself
    */
   readonly alarmEmail?: string;
+  /** Publish's waits for its locks and for older snapshots (domain/publish-waits.ts). @default 5 s and 60 s */
+  readonly publishWaits?: Partial<PublishWaits>;
   /**
    * Longest an execution may run before Step Functions stops it.
    * @default Duration.hours(12)
@@ -98,6 +101,7 @@ export class AtomicPublishStack extends Stack {
       topic: this.topic,
       handlerRoleName: this.handlerRoleName,
       ...(props.executionTimeout ? { executionTimeout: props.executionTimeout } : {}),
+      ...(props.publishWaits ? { publishWaits: props.publishWaits } : {}),
     });
     this.stateMachine = workflow.stateMachine;
     this.functions = { ...workflow.functions, CancelOrphans: workflow.cancelOrphans };

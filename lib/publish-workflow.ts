@@ -24,6 +24,7 @@ import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
+import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
@@ -50,6 +51,12 @@ export interface PublishWorkflowProps {
    * @default RetentionDays.THREE_MONTHS
    */
   readonly logRetention?: RetentionDays;
+  /**
+   * Publish's waits: for its locks (per swap attempt) and for older
+   * snapshots to end (domain/publish-waits.ts).
+   * @default DEFAULT_PUBLISH_WAITS (5 s and 60 s)
+   */
+  readonly publishWaits?: Partial<PublishWaits>;
 }
 
 /** Subject of the page sent when RecordFailure itself failed (plain ASCII, under SNS's 100 characters). */
@@ -97,7 +104,8 @@ export class PublishWorkflow extends Construct {
     grantWarehouseAccess(this.role, props.warehouse);
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {
-      functions[state] = new StepHandler(this, `${state}Function`, { state, environment, logRetention, role: this.role });
+      const own = state === 'Publish' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
+      functions[state] = new StepHandler(this, `${state}Function`, { state, environment: own, logRetention, role: this.role });
     }
     this.functions = functions;
     this.cancelOrphans = new StepHandler(this, 'CancelOrphansFunction', { state: 'CancelOrphans', environment, logRetention, role: this.role });

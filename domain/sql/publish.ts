@@ -156,9 +156,56 @@ export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCo
   ];
 }
 
+export interface Relation {
+  readonly schema: string;
+  readonly table: string;
+}
+
+/** `schema.table` as a pg_class oid, for SVV_TRANSACTIONS.relation (the table id). */
+function relationId(schema: string, table: string): string {
+  return `SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = ${sqlLiteral(schema)} AND c.relname = ${sqlLiteral(table)}`;
+}
+
 /**
- * The swap, as ONE transaction: lock the publications (one publisher at a
- * time) and staging (no late writer); check nothing was published since
+ * The open transactions of other users, one row per session: `pid`,
+ * `txn_owner`, `txn_start`, and `query`, the text of the statement it runs
+ * now (NULL when it runs none: idle in its transaction). From
+ * SVV_TRANSACTIONS, which lists the transactions holding or waiting for a
+ * lock (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TRANSACTIONS.html),
+ * and STV_RECENTS, whose pid is that of a running query and -1 once it is
+ * done (https://docs.aws.amazon.com/redshift/latest/dg/r_STV_RECENTS.html).
+ * A regular user sees other users' rows only with SYSLOG ACCESS
+ * UNRESTRICTED, which the setup SQL grants. Only this database's
+ * transactions, and not the functions' own user's (its steps read no
+ * live table with an old snapshot).
+ *
+ * - `snapshotHolders`: those that hold no lock on any of `tables` (the
+ *   live table, staging, the publications: what the swap locks). They may
+ *   have taken their snapshot before staging's last write and read the
+ *   live table only after the rename: the swap must wait for them to end.
+ *   One holding a lock on a table the swap locks is not among them: the
+ *   swap's LOCK waits for it to end anyway, so it never reads the new
+ *   table (and waiting for it here would never end while the swap is not
+ *   yet waiting for it).
+ * - `lockHolders`: those holding a lock on one of `tables`, the ones a swap
+ *   that gave up waited for.
+ */
+export function openTransactions(which: { snapshotHolders: readonly Relation[] } | { lockHolders: readonly Relation[] }): Statement {
+  const ids = (tables: readonly Relation[]) => tables.map((r) => relationId(r.schema, r.table)).join(' UNION ALL ');
+  const filter =
+    'snapshotHolders' in which
+      ? `t.pid NOT IN (SELECT l.pid FROM svv_transactions l WHERE l.relation IN (${ids(which.snapshotHolders)}))`
+      : `t.granted AND t.relation IN (${ids(which.lockHolders)})`;
+  const sql = `SELECT t.pid, MAX(t.txn_owner) AS txn_owner, MIN(t.txn_start) AS txn_start, MAX(TRIM(r.query)) AS query
+      FROM svv_transactions t LEFT JOIN stv_recents r ON r.pid = t.pid
+     WHERE t.txn_db = current_database() AND t.pid <> pg_backend_pid() AND t.txn_owner <> current_user AND ${filter}
+     GROUP BY t.pid ORDER BY 3, 1`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
+/**
+ * The swap, as ONE transaction: lock staging (no late writer); check nothing was published since
  * this batch was planned, nothing newer is live, and staging still holds
  * the rows Reconcile checked; rename live to its retained old version and
  * staging to live; record it all.
@@ -170,12 +217,19 @@ export function swapPublish(
   now: Date,
   facts: LiveTableFacts,
   factsQuery: Statement,
+  lockWaitMs: number,
 ): string[] {
   const { schema, table } = pipeline.target;
   const id = sqlLiteral(batch.batchId);
   const name = sqlLiteral(pipeline.name);
   const statements = [
-    `LOCK ${M}.publications`,
+    // Each statement of the swap, a LOCK above all, waits at most this long;
+    // readers queued behind its lock request wait no longer. Redshift has
+    // no lock_timeout; statement_timeout bounds a statement's whole time,
+    // its lock wait included, and SET LOCAL ends with the transaction
+    // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html,
+    // https://docs.aws.amazon.com/redshift/latest/dg/r_SET.html).
+    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
     `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
     // The views before the table, in the order their readers lock them (a
     // query on a view locks the view, then its tables): taken after the
@@ -195,6 +249,12 @@ export function swapPublish(
     // comments or views until the commit: the catalog check below then
     // compares what the statements were generated from with what is.
     `LOCK ${qualifiedName(schema, table)}`,
+    // The manifest last: it is shared by every pipeline, and held only from
+    // here to the commit (no reader of this pipeline is waited for while
+    // holding it), so the swaps of different pipelines never wait for each
+    // other's readers. Publishers of one pipeline are kept one at a time by
+    // the live table's lock above.
+    `LOCK ${M}.publications`,
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,

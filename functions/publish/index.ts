@@ -1,10 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
-import { DependentViewError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { DependentViewError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { CATALOG_CHANGED, isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, carryOverStatements, dependentsFacts, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
+import { batchState, carryOverStatements, dependentsFacts, markSuperseded, openTransactions, type Relation, swapPublish } from '../../domain/sql/publish.ts';
+import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -66,6 +69,49 @@ async function superseded(
   return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason };
 }
 
+/** The transactions of openTransactions() as an alert names them: user, start, what they run. */
+export function describeTransactions(rows: readonly Row[]): string {
+  if (rows.length === 0) return 'none any more';
+  return rows
+    .map((r) => {
+      const text = r.query === null || r.query === undefined || String(r.query).trim() === '' ? undefined : String(r.query).trim().replace(/\s+/g, ' ');
+      const running = text === undefined ? 'no statement running (idle in its transaction)' : `running "${text.length > 120 ? `${text.slice(0, 120)}...` : text}"`;
+      return `user ${String(r.txn_owner)} (session ${String(r.pid)}, transaction started ${String(r.txn_start)} UTC, ${running})`;
+    })
+    .join('; ');
+}
+
+/**
+ * Waits until every transaction of another user that was open when Publish
+ * began (so possibly with a snapshot older than staging's last write) and
+ * holds no lock on a table the swap locks has ended: such a transaction, reading
+ * the live table for the first time after the rename, would find a table
+ * whose rows its snapshot cannot see (0 rows, or part of them). Newer
+ * transactions are not waited for: they began after the load had
+ * committed. Gives up with a TransientWarehouseError naming them.
+ */
+async function waitForOlderSnapshots(warehouse: Warehouse, liveTable: string, swapLocks: readonly Relation[], waitMs: number, name: string): Promise<void> {
+  const statement = openTransactions({ snapshotHolders: swapLocks });
+  const key = (r: Row) => `${String(r.pid)}|${String(r.txn_start)}`;
+  let remaining = await warehouse.query(statement, name);
+  const older = new Set(remaining.map(key));
+  const deadline = Date.now() + waitMs;
+  for (let delay = 50; remaining.length > 0; delay = Math.min(1_000, delay * 2)) {
+    if (Date.now() + delay > deadline) {
+      throw new TransientWarehouseError(
+        `Publish of ${liveTable} waited ${waitMs} ms for the transactions older than the new rows to end ` +
+          `(a snapshot reader reading the live table after the swap would see none or part of them), and these are still open: ` +
+          `${describeTransactions(remaining)}. Nothing was published; the live table keeps its rows. End or commit them, or raise ${PublishWaitEnv.SNAPSHOT_WAIT_MS}.`,
+      );
+    }
+    await sleep(delay);
+    remaining = (await warehouse.query(statement, name)).filter((r) => older.has(key(r)));
+  }
+}
+
+/** Redshift's and PostgreSQL's words for a statement ended by statement_timeout. */
+const STATEMENT_TIMEOUT = /statement timeout|canceled on user's request|cancelled on user's request/i;
+
 /** How often the swap is rebuilt when the live table's grants, defaults, comments or views changed between the read and the swap. */
 export const CATALOG_CHANGE_ATTEMPTS = 3;
 
@@ -77,7 +123,11 @@ export const CATALOG_CHANGE_ATTEMPTS = 3;
  * in the same transaction, which re-checks them under its locks (a change
  * in between makes it read again and rebuild the swap).
  */
-export async function publish(event: PublishEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<PublishResult> {
+export async function publish(
+  event: PublishEvent,
+  warehouse: Warehouse = warehouseFromEnv(),
+  waits: PublishWaits = publishWaitsFromEnv(),
+): Promise<PublishResult> {
   const { batch } = event;
   const pipeline = frozenPipeline(batch);
   const liveTable = `${pipeline.target.schema}.${pipeline.target.table}`;
@@ -94,6 +144,8 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
   }
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
+  const swapLocks = [pipeline.target, { schema: pipeline.target.schema, table: batch.stagingTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }];
+  await waitForOlderSnapshots(warehouse, liveTable, swapLocks, waits.snapshotWaitMs, name('snapshots'));
   let carried: LiveTableFacts;
   try {
     for (let attempt = 1; ; attempt += 1) {
@@ -102,7 +154,22 @@ export async function publish(event: PublishEvent, warehouse: Warehouse = wareho
       const refusal = dependentViewProblems(liveTable, facts);
       if (refusal !== undefined) throw new DependentViewError(refusal);
       try {
-        await warehouse.batch(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery), name('swap'));
+        try {
+          await warehouse.batch(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs), name('swap'));
+        } catch (error) {
+          if (!(error instanceof WarehouseError) || !STATEMENT_TIMEOUT.test(error.message)) throw error;
+          // The swap gave up its lock wait and rolled back; readers queued
+          // behind it go on. Who held what it waited for, for the alert if
+          // the retries (Step Functions: backoff with full jitter) all fail.
+          const tables = [...swapLocks, ...facts.views.map((v) => ({ schema: v.schema, table: v.view }))];
+          const holders = await warehouse.query(openTransactions({ lockHolders: tables }), name('lock-holders'));
+          throw new TransientWarehouseError(
+            `the swap of ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks (no reader waited behind it longer) and is retried; ` +
+              `holding ${liveTable}, its staging table, its views or the publications: ${describeTransactions(holders)}. ` +
+              `Nothing was published; the live table keeps its rows. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
+            { cause: error },
+          );
+        }
         carried = facts;
         break;
       } catch (error) {

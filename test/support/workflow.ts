@@ -135,6 +135,8 @@ export interface UseWorkflowOptions {
   timeScale?: number;
   /** The server the warehouse database lives on. @default - the suite's shared server */
   postgres?: PgConnection;
+  /** More environment of the handlers (e.g. Publish's waits). */
+  env?: Record<string, string>;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -169,7 +171,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     };
   }
   const runner = await LocalRunner.create({
-    env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN' },
+    env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN', ...options.env },
     timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
     taskOverrides,
     outboxFile,

@@ -125,14 +125,28 @@ describe('a Plan overlapping another session that holds the manifest DDL open', 
     wf.reset();
     const other = newClient(wf.wh.pg);
     await other.connect();
+    let open = true;
+    const commit = async () => {
+      if (open) await other.query('COMMIT');
+      open = false;
+    };
     try {
       await other.query('BEGIN');
       for (const statement of manifestDdl(new Date())) await other.query(statement);
+      // Held past Plan, LoadChunk and Reconcile; ended before Publish, which
+      // waits, by design, for transactions older than the new rows
+      // (test/workflow/waits.test.ts).
+      wf.faults.Publish = async (input, next) => {
+        expect(open, 'the session was still open when the run reached Publish').toBe(true);
+        await commit();
+        return next(input);
+      };
       const result = await wf.run(inputFor(10), 'overlapping-plan');
       expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
     } finally {
-      await other.query('COMMIT');
+      wf.reset();
+      await commit();
       await other.end();
     }
   });

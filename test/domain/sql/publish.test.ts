@@ -17,13 +17,14 @@ const NO_FACTS = liveTableFacts([row('user', 'IAMR:steps')]);
 const FACTS_QUERY = dependentsFacts('analytics', 'orders', staging);
 
 describe('swapPublish', () => {
-  const statements = swapPublish(pipeline, batch, previous, NOW, NO_FACTS, FACTS_QUERY);
+  const statements = swapPublish(pipeline, batch, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000);
 
-  it('locks publications and staging, guards, renames live away, renames staging in, records the publication, attempt and batch, in that order', () => {
+  it('bounds its waits, locks staging, live and then publications, guards, renames live away, renames staging in, records the publication, attempt and batch, in that order', () => {
     const expected = [
-      /^LOCK "atomic_publish"\.publications$/,
+      /^SET LOCAL statement_timeout TO 5000$/,
       new RegExp(`^LOCK "analytics"\\."${staging}"$`),
       /^LOCK "analytics"\."orders"$/,
+      /^LOCK "atomic_publish"\.publications$/,
       new RegExp(`^CALL "atomic_publish"\\.assert_publishable\\('orders', '${batchId}', 2, 'analytics', '${staging}'\\)$`),
       new RegExp(`^CALL "atomic_publish"\\.assert_catalog_unchanged\\('SELECT kind, .*', '${NO_FACTS.fingerprint}', 'the grants, defaults, comments or views of analytics.orders'\\)$`),
       new RegExp(`^ALTER TABLE "analytics"\\."orders" RENAME TO "${previous}"$`),
@@ -49,7 +50,7 @@ describe('swapPublish', () => {
   });
 
   it('refuses a hostile previous-version name', () => {
-    expect(() => swapPublish(pipeline, batch, 'prev"; DROP TABLE x; --', NOW, NO_FACTS, FACTS_QUERY)).toThrow(ValidationError);
+    expect(() => swapPublish(pipeline, batch, 'prev"; DROP TABLE x; --', NOW, NO_FACTS, FACTS_QUERY, 5_000)).toThrow(ValidationError);
   });
 });
 
@@ -97,7 +98,7 @@ describe('what the new live table gets back', () => {
   });
 
   it('locks the views before the live table, as their readers do, and re-creates them after the renames', () => {
-    const swap = swapPublish(pipeline, batch, previous, NOW, facts, FACTS_QUERY);
+    const swap = swapPublish(pipeline, batch, previous, NOW, facts, FACTS_QUERY, 5_000);
     const at = (pattern: RegExp) => swap.findIndex((sql) => pattern.test(sql));
     expect(swap[2]).toBe('ALTER TABLE "reporting"."big_orders" OWNER TO "IAMR:steps"');
     expect(at(/^LOCK "analytics"\."orders"$/)).toBe(3);
@@ -106,7 +107,7 @@ describe('what the new live table gets back', () => {
 
   it('refuses a swap over the Data API limit of 40 statements', () => {
     const many = liveTableFacts([row('user', 'IAMR:steps'), ...Array.from({ length: 40 }, (_, i) => row('grant', `user:u${i}`, 'SELECT'))]);
-    expect(() => swapPublish(pipeline, batch, previous, NOW, many, FACTS_QUERY)).toThrow(/over the Data API's 40 statements/);
+    expect(() => swapPublish(pipeline, batch, previous, NOW, many, FACTS_QUERY, 5_000)).toThrow(/over the Data API's 40 statements/);
   });
 
   it('fingerprints the facts in order: any change changes it', () => {

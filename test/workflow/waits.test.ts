@@ -1,0 +1,233 @@
+// Publish waits for others, boundedly, and never makes a reader wait long.
+// Snapshot readers (REPEATABLE READ and SERIALIZABLE, real connections)
+// whose snapshots were taken before the run and in the middle of the load,
+// and which read the live table only once Publish is ready to swap, see
+// exactly the old rows, never none or part: Publish waits for them to end.
+// A reader holding a transaction on the live table makes each swap attempt
+// give up after the bound (PUBLISH_LOCK_WAIT_MS) and retry, a dashboard
+// read arriving meanwhile completes while the holder is still open, and
+// the publish goes through once the holder ends (the waiting swap holds no
+// lock on the publications, which every pipeline's swap takes); a holder
+// that never ends, or a snapshot reader that never ends, fails the run
+// with an alert naming it (user, session, start, and the statement it runs, if any).
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quoteUser } from '../../domain/identifiers.ts';
+import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
+import { newClient } from '../../local/pg-clients.ts';
+import { until } from '../support/until.ts';
+import { caughtMessage, inputFor, LIVE, namesFor, useWorkflow, type Workflow } from '../support/workflow.ts';
+
+const HOLDER = 'dashboard_holder';
+const OTHER = 'analytics.calendar';
+
+let wf: Workflow;
+
+async function connect(user?: string): Promise<pg.Client> {
+  const client = newClient(user ? { ...wf.wh.pg, user, password: localUserPassword(wf.wh.pg, user) } : wf.wh.pg);
+  await client.connect();
+  return client;
+}
+
+const count = async (client: pg.Client, table: string) => Number((await client.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+
+/** True once the swap's lock request on the live table is seen waiting in pg_locks. */
+async function swapWaiting(): Promise<boolean> {
+  const rows = await wf.query(`SELECT 1 FROM pg_locks WHERE relation = $1::regclass AND NOT granted AND mode = 'AccessExclusiveLock'`, [LIVE]);
+  return rows.length > 0;
+}
+
+/** True once Publish is seen polling for older transactions to end. */
+async function publishWaitsForSnapshots(): Promise<boolean> {
+  const rows = await wf.query(`SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND query LIKE '%svv_transactions%NOT IN%'`, [LOCAL_PIPELINE_USER]);
+  return rows.length > 0;
+}
+
+const publishCalls = () => wf.calls.filter((c) => c.state === 'Publish').length;
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_waits', { env: { PUBLISH_LOCK_WAIT_MS: '300', PUBLISH_SNAPSHOT_WAIT_MS: '1000' } });
+  await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
+  await ensureLocalUser(wf.wh.pg, HOLDER);
+  await wf.query(`CREATE TABLE ${OTHER} (d date)`);
+  await wf.query(`INSERT INTO ${OTHER} VALUES ('2026-01-01')`);
+  await wf.query(`GRANT USAGE ON SCHEMA analytics TO ${quoteUser(HOLDER)}`);
+  await wf.query(`GRANT SELECT ON ${LIVE}, ${OTHER} TO ${quoteUser(HOLDER)}`);
+});
+
+afterAll(async () => {
+  await wf?.close();
+});
+
+describe('snapshot readers', () => {
+  it('a REPEATABLE READ and a SERIALIZABLE reader, snapshots taken before the run and mid-load, see exactly the old rows, never none or part', async () => {
+    const old = (await wf.fingerprint(LIVE)).rows;
+    const fresh = (await wf.expected(6)).rows;
+    expect(fresh).not.toBe(old);
+    const readers: { label: string; client: pg.Client; rows?: number }[] = [];
+    const snapshotReader = async (label: string, isolation: string) => {
+      const client = await connect(HOLDER);
+      await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
+      await count(client, OTHER); // takes the snapshot, reads nothing of the live table
+      readers.push({ label, client });
+    };
+    await snapshotReader('before, repeatable read', 'REPEATABLE READ');
+    await snapshotReader('before, serializable', 'SERIALIZABLE');
+
+    // The first chunk to start loads and commits; the mid-load snapshots are
+    // taken then; the other chunks start only after.
+    let first: Promise<void> | undefined;
+    let midLoad!: () => void;
+    const taken = new Promise<void>((resolve) => (midLoad = resolve));
+    wf.faults.LoadChunk = async (input, next) => {
+      if (first) {
+        await taken;
+        return next(input);
+      }
+      let done!: () => void;
+      first = new Promise<void>((resolve) => (done = resolve));
+      try {
+        return await next(input);
+      } finally {
+        done();
+        const staged = Number((await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${namesFor(6).staging}`))[0]!.n);
+        expect(staged).toBeGreaterThan(0);
+        await snapshotReader('mid-load, repeatable read', 'REPEATABLE READ');
+        await snapshotReader('mid-load, serializable', 'SERIALIZABLE');
+        midLoad();
+      }
+    };
+    try {
+      const running = await wf.start(inputFor(6), 'snapshot-readers');
+      // They read the live table when Publish is ready to swap: waiting for
+      // them (the fix) or, without it, having swapped already.
+      const published = async () => (await wf.batch(namesFor(6).batchId).catch(() => undefined))?.status === 'PUBLISHED';
+      await until(async () => (await publishWaitsForSnapshots()) || (await published()), 'Publish ready to swap');
+      for (const reader of readers) {
+        reader.rows = await count(reader.client, LIVE);
+        await reader.client.query('COMMIT');
+      }
+      const result = await running.result;
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(readers.map((r) => [r.label, r.rows])).toEqual(readers.map((r) => [r.label, old]));
+      expect((await wf.fingerprint(LIVE)).rows).toBe(fresh);
+    } finally {
+      wf.reset();
+      for (const reader of readers) await reader.client.end().catch(() => undefined);
+    }
+  });
+
+  it('a snapshot reader that never ends fails the run, transiently retried first, with an alert naming it', async () => {
+    const before = await wf.fingerprint(LIVE);
+    const reader = await connect(HOLDER);
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await count(reader, OTHER);
+      const result = await wf.run(inputFor(8), 'snapshot-reader-stays');
+      expect(result.status).toBe('FAILED');
+      expect(publishCalls()).toBeGreaterThan(1);
+      const message = caughtMessage(result);
+      expect(message).toContain('transactions older than the new rows');
+      expect(message).toContain(`user ${HOLDER}`);
+      expect(result.alerts.map((a) => a.message).join('\n')).toContain(HOLDER);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+    } finally {
+      wf.reset();
+      await reader.end();
+    }
+  });
+});
+
+describe('bounded lock waits', () => {
+  it('a reader holding the live table makes the swap give up and retry; a dashboard read meanwhile completes while it is open; the publish follows its end', async () => {
+    const old = (await wf.fingerprint(LIVE)).rows;
+    const holder = await connect(HOLDER);
+    const dashboard = await connect();
+    try {
+      await holder.query('BEGIN');
+      expect(await count(holder, LIVE)).toBe(old);
+      const running = await wf.start(inputFor(10), 'lock-holder-ends');
+      await until(swapWaiting, 'the swap waiting for the live table');
+      // While it waits it holds nothing another pipeline's swap needs: the
+      // publications are locked only once the live table is.
+      let waiting: { holds: boolean }[] = [];
+      await until(async () => {
+        waiting = await wf.query<{ holds: boolean }>(
+          `SELECT EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = w.pid AND p.relation = 'atomic_publish.publications'::regclass) AS holds
+             FROM pg_locks w WHERE w.relation = $1::regclass AND NOT w.granted AND w.mode = 'AccessExclusiveLock'`,
+          [LIVE],
+        );
+        return waiting.length > 0;
+      }, 'the waiting swap seen with its locks');
+      expect(waiting).toEqual([{ holds: false }]);
+      // Queued behind the swap's lock request: it completes only once the
+      // swap gave up, while the holder still holds its transaction open.
+      const read = count(dashboard, LIVE);
+      expect(await read).toBe(old);
+      await until(() => publishCalls() > 1, 'Publish retried');
+      expect((await holder.query(`SELECT count(*)::int AS n FROM ${LIVE}`)).rows[0].n).toBe(old);
+      await holder.query('COMMIT');
+      const result = await running.result;
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
+    } finally {
+      wf.reset();
+      await holder.end().catch(() => undefined);
+      await dashboard.end().catch(() => undefined);
+    }
+  });
+
+  it('a holder that never lets go fails the run with an alert naming it and when its transaction started', async () => {
+    const before = await wf.fingerprint(LIVE);
+    const holder = await connect(HOLDER);
+    const dashboard = await connect();
+    try {
+      await holder.query('BEGIN');
+      await count(holder, LIVE);
+      const running = await wf.start(inputFor(12), 'lock-holder-stays');
+      await until(swapWaiting, 'the swap waiting for the live table');
+      expect(await count(dashboard, LIVE)).toBe(before.rows);
+      const result = await running.result;
+      expect(result.status).toBe('FAILED');
+      const message = caughtMessage(result);
+      expect(message).toMatch(/the swap of analytics\.sales_order_lines gave up after waiting 300 ms/);
+      expect(message).toMatch(new RegExp(`user ${HOLDER} \\(session \\d+, transaction started \\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d`));
+      expect(result.alerts.map((a) => a.message).join('\n')).toContain(HOLDER);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+      // The holder was never cancelled.
+      expect(await count(holder, LIVE)).toBe(before.rows);
+    } finally {
+      wf.reset();
+      await holder.end().catch(() => undefined);
+      await dashboard.end().catch(() => undefined);
+    }
+  });
+
+  it('names the statement a holder is running', async () => {
+    const before = await wf.fingerprint(LIVE);
+    // The holder's statement reads the live table, then blocks on an
+    // advisory lock the test holds (a session lock, no open transaction).
+    const latch = await connect();
+    const holder = await connect(HOLDER);
+    try {
+      await latch.query('SELECT pg_advisory_lock(7007)');
+      const holding = holder.query(`SELECT count(*) AS n FROM ${LIVE} WHERE pg_advisory_lock_shared(7007) IS NOT NULL`);
+      await until(
+        async () => (await wf.query(`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).length > 0,
+        "the holder's statement blocked on the latch",
+      );
+      const result = await wf.run(inputFor(14), 'lock-holder-running');
+      expect(result.status).toBe('FAILED');
+      expect(caughtMessage(result)).toContain(`user ${HOLDER} (session `);
+      expect(caughtMessage(result)).toContain(`running "SELECT count(*) AS n FROM ${LIVE} WHERE pg_advisory_lock_shared(7007)`);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+      await latch.query('SELECT pg_advisory_unlock(7007)');
+      // Never cancelled: its statement completes with the old rows.
+      expect(Number((await holding).rows[0].n)).toBe(before.rows);
+    } finally {
+      wf.reset();
+      await latch.end().catch(() => undefined);
+      await holder.end().catch(() => undefined);
+    }
+  });
+});
