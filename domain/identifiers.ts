@@ -33,6 +33,12 @@ export function quoteIdent(name: string): string {
   return `"${validateIdentifier(name)}"`;
 }
 
+/** A table or view by schema and name, as the catalog and the grants name it. */
+export interface Relation {
+  readonly schema: string;
+  readonly table: string;
+}
+
 /** `"schema"."table"` */
 export function qualifiedName(schema: string, table: string): string {
   return `${quoteIdent(schema)}.${quoteIdent(table)}`;

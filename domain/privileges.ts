@@ -11,6 +11,7 @@
  * reading a table needs SELECT on it.
  */
 import { MissingPrivilegeError, ValidationError } from './errors.ts';
+import type { Relation } from './identifiers.ts';
 import { sourceTables } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
@@ -21,11 +22,6 @@ export type Requirement =
   | { readonly kind: 'owner'; readonly schema: string; readonly table: string; readonly reason: string }
   | { readonly kind: 'table'; readonly privilege: 'SELECT'; readonly schema: string; readonly table: string; readonly reason: string }
   | { readonly kind: 'syslog'; readonly reason: string };
-
-export interface Relation {
-  readonly schema: string;
-  readonly table: string;
-}
 
 /**
  * The tables and views a pipeline's source query reads. Each must name its

@@ -2,7 +2,7 @@
 import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
 import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
-import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
+import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
@@ -154,11 +154,6 @@ export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCo
     ...corrections.revoke.map((g) => `REVOKE ${g.privileges.join(', ')} ON TABLE ${live} FROM ${grantee(g)}`),
     ...reapplyStatements(pipeline, tableComment === undefined ? apply : { ...apply, tableComment }),
   ];
-}
-
-export interface Relation {
-  readonly schema: string;
-  readonly table: string;
 }
 
 /** `schema.table` as a pg_class oid, for SVV_TRANSACTIONS.relation (the table id). */

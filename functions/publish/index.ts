@@ -6,7 +6,8 @@ import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTab
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { CATALOG_CHANGED, isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, carryOverStatements, dependentsFacts, markSuperseded, openTransactions, type Relation, swapPublish } from '../../domain/sql/publish.ts';
+import { batchState, carryOverStatements, dependentsFacts, markSuperseded, openTransactions, swapPublish } from '../../domain/sql/publish.ts';
+import type { Relation } from '../../domain/identifiers.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
