@@ -28,6 +28,24 @@ export interface DependentView {
   readonly columns: readonly string[];
 }
 
+/** A declared key of the live table: informational on Redshift, but its planner uses it. */
+export interface DeclaredKey {
+  readonly name: string;
+  /** As pg_get_constraintdef renders it: `PRIMARY KEY (id)`, `FOREIGN KEY (x) REFERENCES s.t(y)`. */
+  readonly definition: string;
+}
+
+/** A FOREIGN KEY of another table that references the live table. */
+export interface ReferencingKey {
+  readonly schema: string;
+  readonly table: string;
+  readonly name: string;
+  /** As pg_get_constraintdef renders it, naming the live table. */
+  readonly definition: string;
+  /** The referencing table's owner: only an owner can drop and add its constraints. */
+  readonly owner: string;
+}
+
 export interface LiveTableFacts {
   /** The database user the handlers run as (current_user). */
   readonly user: string;
@@ -38,6 +56,10 @@ export interface LiveTableFacts {
   /** Column name -> comment. */
   readonly columnComments: ReadonlyMap<string, string>;
   readonly views: readonly DependentView[];
+  /** PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, in name order. */
+  readonly keys: readonly DeclaredKey[];
+  /** Other tables' foreign keys referencing the live table. */
+  readonly referencingKeys: readonly ReferencingKey[];
   /** Columns of the staging table that becomes live. */
   readonly stagingColumns: ReadonlySet<string>;
   /** md5 chained over the rows' `fact` column in order: what the swap checks again under its locks. */
@@ -72,6 +94,9 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
   const views = new Map<string, { schema: string; view: string; definition: string; owner: string; columns: string[] }>();
   const viewColumns: [string, string][] = [];
   const stagingColumns = new Set<string>();
+  const keys: DeclaredKey[] = [];
+  const referencing: { table: string; name: string; definition: string }[] = [];
+  const referencingOwners = new Map<string, string>();
   for (const row of rows) {
     const name = String(row.name ?? '');
     const detail = String(row.detail ?? '');
@@ -106,6 +131,15 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
       case 'view_column':
         viewColumns.push([name, detail]);
         break;
+      case 'key':
+        keys.push({ name, definition: detail });
+        break;
+      case 'referencing_key':
+        referencing.push({ table: name, name: detail, definition: extra });
+        break;
+      case 'referencing_owner':
+        referencingOwners.set(name, detail);
+        break;
       case 'staging_column':
         stagingColumns.add(name);
         break;
@@ -122,6 +156,11 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
     ...(tableComment !== undefined ? { tableComment } : {}),
     columnComments,
     views: [...views.values()],
+    keys,
+    referencingKeys: referencing.map((k) => {
+      const [schema, table] = splitQualified(k.table);
+      return { schema, table, name: k.name, definition: k.definition, owner: referencingOwners.get(k.table) ?? '' };
+    }),
     stagingColumns,
     fingerprint: factsFingerprint(rows.map((r) => String(r.fact ?? ''))),
   };
@@ -133,10 +172,11 @@ function splitQualified(name: string): [string, string] {
 }
 
 /**
- * Why the views cannot be re-pointed at the new table, or undefined when
- * they can: a view reading a column the new table lacks (it would fail or
- * change meaning), or a view the handlers' user does not own (only the
- * owner or a superuser can replace a view).
+ * Why the views and other tables' foreign keys cannot be re-pointed at the
+ * new table, or undefined when they can: a view reading a column the new
+ * table lacks (it would fail or change meaning), or a view or referencing
+ * table the handlers' user does not own (only the owner or a superuser can
+ * replace a view or change a table's constraints).
  */
 export function dependentViewProblems(liveTable: string, facts: LiveTableFacts): string | undefined {
   const problems: string[] = [];
@@ -154,12 +194,20 @@ export function dependentViewProblems(liveTable: string, facts: LiveTableFacts):
       );
     }
   }
+  for (const table of new Set(facts.referencingKeys.filter((k) => k.owner !== facts.user).map((k) => `${k.schema}.${k.table}|${k.owner}`))) {
+    const [name, owner] = table.split('|');
+    problems.push(
+      `table ${name} has a foreign key referencing ${liveTable} and is owned by ${owner || '(unknown)'}, not by "${facts.user}", so the publish cannot ` +
+        `re-point the key at the new table (and the old version could never be dropped); run ALTER TABLE ${name} OWNER TO "${facts.user}" as a superuser, ` +
+        `or drop the foreign key, and re-run`,
+    );
+  }
   return problems.length === 0 ? undefined : `publish refused before the swap: ${problems.join('; ')}`;
 }
 
 /** What changed on the old version while the swap waited (a GRANT, REVOKE, default or comment issued then landed there). */
 export interface CarryOverCorrections {
-  /** Grants, defaults and comments to apply to the new live table (no views). */
+  /** Grants, defaults and comments to apply to the new live table (no views, no keys). */
   readonly apply: LiveTableFacts;
   /** Privileges the new live table got that the old version no longer has. */
   readonly revoke: readonly Grant[];
@@ -194,6 +242,8 @@ export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTa
       columnComments,
       ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
       views: [],
+      keys: [],
+      referencingKeys: [],
     },
     revoke,
   };

@@ -45,6 +45,27 @@ export function dependentViews(schema: string, table: string): Statement {
 }
 
 /**
+ * The tables other than `table` whose FOREIGN KEY references it, with the
+ * key, its definition and the referencing table's owner, from pg_constraint
+ * (a foreign key follows its referenced table through a rename, and
+ * Redshift refuses to drop a table one references:
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_DROP_TABLE.html).
+ */
+function referencingKeysFrom(schema: string, table: string): string {
+  return `FROM pg_constraint con
+    JOIN pg_class t ON t.oid = con.confrelid
+    JOIN pg_namespace tn ON tn.oid = t.relnamespace
+    JOIN pg_class r ON r.oid = con.conrelid
+    JOIN pg_namespace rn ON rn.oid = r.relnamespace
+   WHERE tn.nspname = ${sqlLiteral(schema)} AND t.relname = ${sqlLiteral(table)} AND con.contype = 'f' AND con.conrelid <> con.confrelid`;
+}
+
+/** The tables whose foreign key references a table (a retired version, before Cleanup drops it): `table_schema`, `table_name`. */
+export function referencingTables(schema: string, table: string): Statement {
+  return { sql: `SELECT DISTINCT rn.nspname AS table_schema, r.relname AS table_name ${referencingKeysFrom(schema, table)} ORDER BY 1, 2` };
+}
+
+/**
  * Everything of the live table but its rows that a new table does not
  * inherit, and what the swap needs to re-point its views, as rows of
  * (kind, name, detail, extra, fact); `fact` is the canonical text the
@@ -61,6 +82,17 @@ export function dependentViews(schema: string, table: string): Statement {
  *   https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html);
  * - `view` and `view_column`: the bound views on the live table, their
  *   definitions (pg_get_viewdef), owners, and the columns they read;
+ * - `key`: its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, from
+ *   pg_constraint rendered by pg_get_constraintdef, as AWS's admin view
+ *   v_generate_tbl_ddl reads them (amazon-redshift-utils,
+ *   src/AdminViews/v_generate_tbl_ddl.sql). Informational on Redshift, but
+ *   its planner uses them ("Defining table constraints",
+ *   https://docs.aws.amazon.com/redshift/latest/dg/t_Defining_constraints.html),
+ *   and CREATE TABLE ... LIKE does not copy them
+ *   (https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_TABLE_NEW.html);
+ * - `referencing_key` and `referencing_owner`: the foreign keys of other
+ *   tables that reference the live table, and those tables' owners (the
+ *   swap re-points the keys at the new table);
  * - `staging_column`: the columns of the table about to become live.
  * One line of text with the values as literals: the swap's catalog check
  * runs this same text (manifest.ts assert_catalog_unchanged).
@@ -94,6 +126,19 @@ export function dependentsFacts(schema: string, table: string, staging: string):
              ${text('(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attnum = d.refobjsubid)')}, ''
         ${dependentViewsFrom(schema, table)} AND d.refobjsubid > 0
       UNION ALL
+      SELECT 'key', ${text('con.conname')}, ${text('pg_get_constraintdef(con.oid)')}, ${text('con.contype')}
+        FROM pg_constraint con
+        JOIN pg_class c ON c.oid = con.conrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = ${S} AND c.relname = ${T} AND con.contype IN ('p', 'u', 'f')
+      UNION ALL
+      SELECT 'referencing_key', ${text("rn.nspname || '.' || r.relname")}, ${text('con.conname')}, ${text('pg_get_constraintdef(con.oid)')}
+        ${referencingKeysFrom(schema, table)}
+      UNION ALL
+      SELECT DISTINCT 'referencing_owner', ${text("rn.nspname || '.' || r.relname")},
+             ${text("COALESCE((SELECT u.usename FROM pg_user u WHERE u.usesysid = r.relowner), '')")}, ''
+        ${referencingKeysFrom(schema, table)}
+      UNION ALL
       SELECT 'staging_column', ${text('column_name')}, '', ''
         FROM information_schema.columns WHERE table_schema = ${S} AND table_name = ${sqlLiteral(staging)}
     ) facts ORDER BY fact`;
@@ -118,7 +163,8 @@ function grantee(grant: LiveTableFacts['grants'][number]): string {
  * What makes the new live table the old one in everything but rows, and
  * points the views at it, run after the renames in the swap transaction:
  * the grants (one GRANT per grantee), column defaults (ALTER TABLE ...
- * ALTER COLUMN ... SET DEFAULT), comments (COMMENT ON), and each bound view
+ * ALTER COLUMN ... SET DEFAULT), comments (COMMENT ON), declared keys
+ * (ALTER TABLE ... ADD CONSTRAINT), and each bound view
  * re-created from its definition by CREATE OR REPLACE VIEW: the same view
  * (its grants, owner and comment stay), now reading the new table, because
  * its text names the live table and the name now is the new table.
@@ -139,6 +185,19 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
   if (facts.tableComment !== undefined) statements.push(`COMMENT ON TABLE ${live} IS ${sqlLiteral(facts.tableComment)}`);
   for (const [column, comment] of facts.columnComments) {
     statements.push(`COMMENT ON COLUMN ${live}.${quoteIdent(column)} IS ${sqlLiteral(comment)}`);
+  }
+  // Under the constraint's own name: it is the old version's too (a name is
+  // unique per table), and tools that name it keep working.
+  for (const key of facts.keys) {
+    statements.push(`ALTER TABLE ${live} ADD CONSTRAINT ${quoteIdent(key.name)} ${key.definition}`);
+  }
+  // A foreign key of another table follows the table it references through
+  // the rename: dropped and declared again, its definition (which names the
+  // live table) now resolves to the new table.
+  for (const key of facts.referencingKeys) {
+    const referencing = qualifiedName(key.schema, key.table);
+    statements.push(`ALTER TABLE ${referencing} DROP CONSTRAINT ${quoteIdent(key.name)}`);
+    statements.push(`ALTER TABLE ${referencing} ADD CONSTRAINT ${quoteIdent(key.name)} ${key.definition}`);
   }
   for (const view of facts.views) {
     statements.push(`CREATE OR REPLACE VIEW ${qualifiedName(view.schema, view.view)} AS ${view.definition}`);
@@ -240,6 +299,9 @@ export function swapPublish(
     // version with what it carried over once the swap has committed
     // (carryOverCorrections).
     ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
+    // The tables whose foreign keys the swap re-points, for the same reason:
+    // their readers may lock them before the live table.
+    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
     // Under the live table's lock, nobody changes its grants, defaults,
     // comments or views until the commit: the catalog check below then
     // compares what the statements were generated from with what is.

@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
 import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
-import { dependentViews } from '../../domain/sql/publish.ts';
+import { dependentViews, referencingTables } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { logger } from '../commons/powertools.ts';
@@ -15,15 +15,16 @@ export interface CleanupEvent {
   readonly executionId?: string;
 }
 
-/** A retired table Cleanup kept because views still read it. */
+/** A retired table Cleanup kept because views still read it or other tables' foreign keys reference it. */
 export interface KeptTable {
   readonly table: string;
+  /** The views that read it and the tables whose foreign keys reference it. */
   readonly readBy: readonly string[];
 }
 
 export interface CleanupResult {
   readonly dropped: readonly string[];
-  /** Retired tables still read by a view: kept, and tried again by the next Cleanup. */
+  /** Retired tables still read by a view or referenced by a foreign key: kept, and tried again by the next Cleanup. */
   readonly kept: readonly KeptTable[];
 }
 
@@ -32,8 +33,8 @@ export interface CleanupResult {
  * earlier failed, superseded or abandoned batches, then releases the
  * pipeline's lease (the run ends here). Only tables named after the live table with a
  * `__` suffix are ever dropped, and never with CASCADE. A table a view
- * still reads (a view created on an old version, not re-pointed by the
- * publish) is kept and reported, in the log and the result, rather than
+ * still reads, or another table's foreign key references (created on an
+ * old version, not re-pointed by the publish), is kept and reported, in the log and the result, rather than
  * failing the run that has published; a view created between this check
  * and the DROP still fails the DROP, loudly.
  */
@@ -47,10 +48,14 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
   for (const candidate of candidates) {
     const retired = retiredTable(pipeline, { kind: candidate.kind, name: candidate.name, batchId: candidate.batch_id });
     const views = await warehouse.query(dependentViews(schema, retired.table), name('dependents'));
-    if (views.length > 0) {
-      const readBy = views.map((v) => `${String(v.view_schema)}.${String(v.view_name)}`);
+    const tables = await warehouse.query(referencingTables(schema, retired.table), name('referencing'));
+    if (views.length + tables.length > 0) {
+      const readBy = [
+        ...views.map((v) => `${String(v.view_schema)}.${String(v.view_name)}`),
+        ...tables.map((t) => `${String(t.table_schema)}.${String(t.table_name)}`),
+      ];
       kept.push({ table: `${schema}.${retired.table}`, readBy });
-      logger.warn('kept a retired table that views still read; drop or re-point them, and the next cleanup drops it', {
+      logger.warn('kept a retired table that views still read or foreign keys still reference; drop or re-point them, and the next cleanup drops it', {
         table: `${schema}.${retired.table}`,
         readBy,
       });

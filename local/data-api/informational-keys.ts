@@ -34,10 +34,19 @@ export interface InformationalConstraint {
   references?: TableName & { columns: string[] };
 }
 
+/** A key dropped by ALTER TABLE ... DROP CONSTRAINT: removed from the record once the statement runs. */
+export interface DroppedKey {
+  table: TableName;
+  name: string;
+  /** DROP CONSTRAINT IF EXISTS. */
+  missingOk: boolean;
+}
+
 export interface KeysRewrite {
   /** The statement without its key constraints. */
   text: string;
   constraints: InformationalConstraint[];
+  dropped?: DroppedKey[];
 }
 
 const KINDS: Record<string, KeyKind> = {
@@ -62,8 +71,28 @@ export function withoutKeyConstraints(text: string, node: AstNode): KeysRewrite 
   const kind = kindOf(node);
   const fields = node[kind] as Fields;
   if (kind === 'CreateStmt') return rewrite(text, (editor) => createTable(editor, fields));
-  if (kind === 'AlterTableStmt') return rewrite(text, (editor) => alterTable(editor, fields));
+  if (kind === 'AlterTableStmt') return dropConstraints(fields) ?? rewrite(text, (editor) => alterTable(editor, fields));
   return undefined;
+}
+
+/**
+ * An ALTER TABLE that only drops constraints: the key constraints it names
+ * are records, not PostgreSQL constraints, so it runs as DROP CONSTRAINT IF
+ * EXISTS (dropping a CHECK (true) stand-in of that name, if any) and the
+ * records go (recordKeyStatements), failing as PostgreSQL and Redshift do
+ * when a constraint named without IF EXISTS is not there. An ALTER TABLE
+ * that mixes DROP CONSTRAINT with other actions runs as written.
+ */
+function dropConstraints(stmt: Fields): KeysRewrite | undefined {
+  const cmds = list(stmt.cmds).map((c) => c.AlterTableCmd as Fields);
+  if (cmds.length === 0 || !cmds.every((cmd) => cmd.subtype === 'AT_DropConstraint')) return undefined;
+  const table = tableName(stmt.relation);
+  const dropped = cmds.map((cmd) => ({ table, name: String(cmd.name), missingOk: cmd.missing_ok === true }));
+  return {
+    text: `ALTER TABLE ${stmt.missing_ok === true ? 'IF EXISTS ' : ''}${regclassName(table)} ${dropped.map((d) => `DROP CONSTRAINT IF EXISTS ${quoted(d.name)}`).join(', ')}`,
+    constraints: [],
+    dropped,
+  };
 }
 
 function rewrite(text: string, plan: (text: TextEditor) => InformationalConstraint[]): KeysRewrite | undefined {
@@ -139,6 +168,16 @@ function record(table: TableName, kind: KeyKind, constraint: Fields, columns: st
     columns,
     ...(kind === 'FOREIGN KEY' ? { references: { ...tableName(constraint.pktable), columns: names(constraint.pk_attrs) } } : {}),
   };
+}
+
+/** A name quoted as PostgreSQL quotes an identifier (a local statement's own parts, not the project's identifiers). */
+function quoted(part: string): string {
+  return `"${part.replace(/"/g, '""')}"`;
+}
+
+/** `"schema"."table"`, or `"table"` resolved in the session's search_path (also a to_regclass argument). */
+export function regclassName(name: TableName): string {
+  return name.schema === undefined ? quoted(name.table) : `${quoted(name.schema)}.${quoted(name.table)}`;
 }
 
 function tableName(relation: unknown): TableName {

@@ -12,6 +12,8 @@ export interface SqlParameter {
 export interface TranslatedSql {
   text: string;
   values: string[];
+  /** Run in the same session right after the statement succeeds; its failure is the statement's (Redshift mode's key records). */
+  after?: TranslatedSql[];
 }
 
 const NAME = /^[0-9A-Za-z_]+$/;

@@ -17,7 +17,9 @@ import {
   refusalMessage,
 } from '../../domain/redshift-sql/check.ts';
 import { parsePositional, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
-import { withoutKeyConstraints, type InformationalConstraint } from './informational-keys.ts';
+import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint } from './informational-keys.ts';
+import type { TranslatedSql } from './params.ts';
+import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 
 export interface GatedSql {
   /** What runs: the text, without key constraints. */
@@ -26,6 +28,8 @@ export interface GatedSql {
   refusal?: string;
   /** Key constraints taken out of the text, recorded once the statement commits. */
   constraints: InformationalConstraint[];
+  /** Key constraints the statement drops. */
+  dropped?: DroppedKey[];
 }
 
 /**
@@ -47,7 +51,7 @@ export function gate(texts: readonly string[], inTransaction: boolean): GatedSql
     const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
     if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
     const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
-    return keys ? { text: keys.text, constraints: keys.constraints } : { text, constraints: [] };
+    return keys ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}) } : { text, constraints: [] };
   });
 }
 
@@ -55,6 +59,31 @@ export function gate(texts: readonly string[], inTransaction: boolean): GatedSql
 export function withoutRoleKeyword(text: string): string {
   const grant = /^(\s*GRANT\s[^;]*?\sTO\s+)ROLE\s+(?=")/i.exec(text);
   return grant ? `${grant[1]}${text.slice(grant[0].length)}` : text;
+}
+
+/**
+ * The statements that record a statement's key constraints in the
+ * database's catalog stand-in (system-views.ts), or remove the ones it
+ * drops, run right after it in its session and transaction, so a
+ * rolled-back declaration leaves no record.
+ */
+export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropped'>): TranslatedSql[] {
+  const recorded = gated.constraints.map((c) => ({
+    text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_key(to_regclass($1)::oid, $2, $3, $4::json, to_regclass($5)::oid, $6::json)`,
+    values: [
+      regclassName(c.table),
+      c.kind,
+      c.name ?? null,
+      JSON.stringify(c.columns),
+      c.references ? regclassName(c.references) : null,
+      c.references ? JSON.stringify(c.references.columns) : null,
+    ] as string[],
+  }));
+  const dropped = (gated.dropped ?? []).map((d) => ({
+    text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.drop_key(to_regclass($1)::oid, $2, $3, $4)`,
+    values: [regclassName(d.table), d.name, String(d.missingOk), regclassName(d.table)],
+  }));
+  return [...recorded, ...dropped];
 }
 
 /** Key constraints by database, in the order their statements committed. */

@@ -25,7 +25,7 @@ import type { PgConnection } from '../postgres.ts';
 import { localUserPassword } from '../database-users.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
-import { installSystemViews, SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
+import { installSystemViews, SESSION_SEARCH_PATH } from './system-views.ts';
 
 /**
  * Redshift's two isolation levels, both snapshot-based: a transaction's
@@ -246,6 +246,7 @@ export class StatementRunner {
         rowMode: 'array',
         queryMode: 'extended',
       } as pg.QueryArrayConfig);
+      for (const after of part.sql.after ?? []) await client.query(after.text, after.values);
       if (result.fields.length === 0) {
         part.finish(result.rowCount, undefined, 0);
         return true;
@@ -301,7 +302,7 @@ export class StatementRunner {
           application_name: APPLICATION_NAME,
           // Redshift's session defaults: UTC, ISO dates, the database's isolation
           // level; Redshift's system views (system-views.ts) after the user's schemas.
-          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]} -c search_path=$user,public,${SYSTEM_VIEWS_SCHEMA}`,
+          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]} -c search_path=${SESSION_SEARCH_PATH}`,
           // Every value as PostgreSQL's text; fields.ts types them.
           types: { getTypeParser: () => (value: string) => value },
         },

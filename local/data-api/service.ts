@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
 import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
-import { gate, type GatedSql, type InformationalConstraints } from './redshift-mode.ts';
+import { gate, type GatedSql, type InformationalConstraints, recordKeyStatements } from './redshift-mode.ts';
 import type { StatementRunner } from './runner.ts';
 import { Statement, StatementPart, type ExecutionMode, type StatementStatus, type StatementTarget } from './statement.ts';
 import type { StatementStore } from './statement-store.ts';
@@ -148,7 +148,10 @@ export class RedshiftDataService {
     const gated: GatedSql[] = this.options.constraints
       ? gate(translated.map((t) => t.text), inTransaction)
       : translated.map((t) => ({ text: t.text, constraints: [] }));
-    return gated.map((g, i) => ({ ...g, sql: { text: g.text, values: translated[i]!.values } }));
+    return gated.map((g, i) => ({
+      ...g,
+      sql: { text: g.text, values: translated[i]!.values, ...(g.constraints.length > 0 || g.dropped ? { after: recordKeyStatements(g) } : {}) },
+    }));
   }
 
   private async submit(

@@ -2,8 +2,9 @@
 // privileges, locks and running queries and table facts, as views over
 // PostgreSQL's catalog with Redshift's column names and types. They live in
 // the schema SYSTEM_VIEWS_SCHEMA of every database the endpoint serves,
-// which is on the search_path of the endpoint's sessions (last, as Redshift
-// searches pg_catalog first), so one SQL text runs on both engines.
+// which is on the search_path of the endpoint's sessions (after the user
+// schemas, before pg_catalog, whose pg_constraint and pg_get_constraintdef
+// it stands in for: see KEY_CATALOG), so one SQL text runs on both engines.
 //
 // Who sees which rows follows Redshift ("Visibility of data in system tables
 // and views", https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data):
@@ -17,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 1';
+const VERSION = 'atomic-publish local Redshift system views, version 2';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -111,6 +112,133 @@ const VIEWS: Record<string, string> = {
        AND n.nspname NOT LIKE 'pg\\_%'`,
 };
 
+/**
+ * The informational key constraints (informational-keys.ts) as Redshift's
+ * catalog shows them: Redshift keeps PRIMARY KEY, UNIQUE and FOREIGN KEY
+ * constraints in pg_constraint and renders them with pg_get_constraintdef,
+ * as AWS's admin view v_generate_tbl_ddl reads them
+ * (amazon-redshift-utils, src/AdminViews/v_generate_tbl_ddl.sql); they
+ * follow their table through a rename and go with it when it is dropped.
+ * PostgreSQL would enforce them, so the endpoint records them in
+ * KEYS_TABLE instead, in the transaction of the statement that declared
+ * them, and its sessions see `pg_constraint` and `pg_get_constraintdef`
+ * of this schema before pg_catalog's (search_path SESSION_SEARCH_PATH):
+ * the real constraints without the CHECK (true) stand-ins the rewrite
+ * leaves (Redshift has no CHECK constraints), and the recorded keys.
+ */
+const KEYS_TABLE = `${SYSTEM_VIEWS_SCHEMA}.informational_constraints`;
+
+/** The endpoint sessions' search_path: this schema's catalog stand-ins before pg_catalog, user schemas first. */
+export const SESSION_SEARCH_PATH = `$user,public,${SYSTEM_VIEWS_SCHEMA},pg_catalog`;
+
+const KEY_CATALOG: string[] = [
+  // Oids far above any the server hands out to a test or demo cluster.
+  `CREATE SEQUENCE ${KEYS_TABLE}_oids START 3000000000 MAXVALUE 4294967295`,
+  `CREATE TABLE ${KEYS_TABLE} (
+     oid oid PRIMARY KEY DEFAULT nextval('${KEYS_TABLE}_oids'),
+     conname name NOT NULL,
+     connamespace oid NOT NULL,
+     contype "char" NOT NULL,
+     conrelid oid NOT NULL,
+     confrelid oid NOT NULL DEFAULT 0,
+     conkey int2[] NOT NULL,
+     confkey int2[])`,
+  `CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.pg_constraint AS
+     SELECT c.oid, c.conname, c.connamespace, c.contype, c.conrelid, c.confrelid, c.conkey, c.confkey
+       FROM pg_catalog.pg_constraint c
+      WHERE c.contype <> 'c'
+     UNION ALL
+     SELECT k.oid, k.conname, k.connamespace, k.contype, k.conrelid, k.confrelid, k.conkey, k.confkey
+       FROM ${KEYS_TABLE} k
+      WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_class r WHERE r.oid = k.conrelid)`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.key_columns(p_table oid, p_columns int2[]) RETURNS text
+     LANGUAGE sql STABLE AS $$
+       SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY u.ord)
+         FROM unnest(p_columns) WITH ORDINALITY AS u(attnum, ord)
+         JOIN pg_catalog.pg_attribute a ON a.attrelid = p_table AND a.attnum = u.attnum
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.pg_get_constraintdef(p_oid oid) RETURNS text
+     LANGUAGE sql STABLE AS $$
+       SELECT COALESCE(
+         (SELECT CASE k.contype WHEN 'p' THEN 'PRIMARY KEY' WHEN 'u' THEN 'UNIQUE' ELSE 'FOREIGN KEY' END
+                 || ' (' || ${SYSTEM_VIEWS_SCHEMA}.key_columns(k.conrelid, k.conkey) || ')'
+                 || CASE WHEN k.contype = 'f'
+                         THEN ' REFERENCES ' || k.confrelid::regclass::text || '(' || ${SYSTEM_VIEWS_SCHEMA}.key_columns(k.confrelid, k.confkey) || ')'
+                         ELSE '' END
+            FROM ${KEYS_TABLE} k WHERE k.oid = p_oid),
+         pg_catalog.pg_get_constraintdef(p_oid))
+     $$`,
+  // Called by the endpoint right after the statement that declared the
+  // key, in its transaction, with the tables resolved in the caller's
+  // search_path (to_regclass). Names as PostgreSQL (and Redshift) make them.
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.record_key(p_table oid, p_kind text, p_name text, p_columns json, p_references oid, p_ref_columns json)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE
+       cols text[] := ARRAY(SELECT json_array_elements_text(p_columns));
+       ref_cols text[] := ARRAY(SELECT json_array_elements_text(COALESCE(p_ref_columns, '[]')));
+       keys int2[];
+       ref_keys int2[];
+       kind "char" := CASE p_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' ELSE 'f' END;
+     BEGIN
+       IF p_table IS NULL THEN RAISE EXCEPTION 'record_key: table not found'; END IF;
+       keys := ARRAY(SELECT a.attnum FROM unnest(cols) WITH ORDINALITY AS u(name, ord)
+                       JOIN pg_attribute a ON a.attrelid = p_table AND a.attname = u.name ORDER BY u.ord);
+       IF kind = 'f' THEN
+         IF cardinality(ref_cols) = 0 THEN
+           -- REFERENCES t without columns: t's primary key.
+           SELECT k.conkey INTO ref_keys FROM ${KEYS_TABLE} k WHERE k.conrelid = p_references AND k.contype = 'p' ORDER BY k.oid DESC LIMIT 1;
+         ELSE
+           ref_keys := ARRAY(SELECT a.attnum FROM unnest(ref_cols) WITH ORDINALITY AS u(name, ord)
+                               JOIN pg_attribute a ON a.attrelid = p_references AND a.attname = u.name ORDER BY u.ord);
+         END IF;
+       END IF;
+       INSERT INTO ${KEYS_TABLE} (conname, connamespace, contype, conrelid, confrelid, conkey, confkey)
+       SELECT COALESCE(p_name, c.relname || CASE kind WHEN 'p' THEN '_pkey'
+                                                    WHEN 'u' THEN '_' || array_to_string(cols, '_') || '_key'
+                                                    ELSE '_' || array_to_string(cols, '_') || '_fkey' END),
+              c.relnamespace, kind, p_table, COALESCE(p_references, 0), keys, ref_keys
+         FROM pg_class c WHERE c.oid = p_table;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.drop_key(p_table oid, p_name text, p_missing_ok boolean, p_display text)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       DELETE FROM ${KEYS_TABLE} WHERE conrelid = p_table AND conname = p_name;
+       IF NOT FOUND AND NOT p_missing_ok THEN
+         RAISE EXCEPTION 'constraint "%" of relation "%" does not exist', p_name, p_display USING ERRCODE = '42704';
+       END IF;
+     END
+     $$`,
+  // Redshift refuses to drop a table another table's foreign key references,
+  // as it refuses one a view reads: "Invalid operation: cannot drop table
+  // feedback because other objects depend on it"
+  // (https://docs.aws.amazon.com/redshift/latest/dg/r_DROP_TABLE.html).
+  // With CASCADE Redshift would drop the foreign key; locally that is
+  // refused too (nothing here sends DROP ... CASCADE).
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop() RETURNS event_trigger
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE
+       victim record;
+     BEGIN
+       FOR victim IN
+         SELECT d.objid, d.object_identity
+           FROM pg_event_trigger_dropped_objects() d
+          WHERE d.object_type = 'table'
+            AND EXISTS (SELECT 1 FROM ${KEYS_TABLE} k
+                         WHERE k.confrelid = d.objid AND k.conrelid <> d.objid
+                           AND k.conrelid NOT IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table'))
+       LOOP
+         RAISE EXCEPTION 'cannot drop table % because other objects depend on it', victim.object_identity
+           USING ERRCODE = '2BP01', HINT = 'a foreign key of another table references it (informational, as on Amazon Redshift)';
+       END LOOP;
+       DELETE FROM ${KEYS_TABLE} WHERE conrelid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+     END
+     $$`,
+  `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
+  `GRANT SELECT ON ${KEYS_TABLE} TO PUBLIC`,
+  `GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.pg_constraint TO PUBLIC`,
+];
+
 /** Views any user may read (each filters its rows); the others only superusers, unless granted. */
 const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents'];
 
@@ -128,11 +256,13 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
     // One installer at a time per database; the lock ends with the transaction.
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [SYSTEM_VIEWS_SCHEMA]);
     if (!(await current())) {
+      await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_referenced_drop');
       await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
       await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);
       for (const [name, sql] of Object.entries(VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
       await client.query(`GRANT USAGE ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} TO PUBLIC`);
       for (const name of PUBLIC_VIEWS) await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO PUBLIC`);
+      for (const sql of KEY_CATALOG) await client.query(sql);
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);
     }
     await client.query('COMMIT');

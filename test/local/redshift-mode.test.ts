@@ -198,6 +198,75 @@ describe('key constraints', () => {
     expect(wh.api.informationalConstraints(wh.target.Database).filter((c) => c.table.table === 'rolled_back')).toEqual([]);
   });
 
+  /** Rows of pg_constraint as the endpoint's sessions see them (Redshift's catalog), for one table. */
+  /** Rows of pg_constraint as the endpoint's sessions see them (Redshift's catalog), for one table. */
+  const catalogKeys = (table: string) =>
+    wh.select(
+      `SELECT con.conname, CAST(con.contype AS varchar(1)), pg_get_constraintdef(con.oid)
+         FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid
+        WHERE c.relname = :t ORDER BY 1`,
+      { t: table },
+    );
+
+  it("shows the keys in pg_constraint with their definitions, as Redshift's catalog does, and follows renames and drops", async () => {
+    await wh.run('CREATE TABLE cat_parent (id int, CONSTRAINT cat_parent_pk PRIMARY KEY (id))');
+    await wh.run('CREATE TABLE cat_child (id int PRIMARY KEY, parent_id int REFERENCES cat_parent, code varchar(5) UNIQUE)');
+    expect(await catalogKeys('cat_child')).toEqual([
+      ['cat_child_code_key', 'u', 'UNIQUE (code)'],
+      ['cat_child_parent_id_fkey', 'f', 'FOREIGN KEY (parent_id) REFERENCES cat_parent(id)'],
+      ['cat_child_pkey', 'p', 'PRIMARY KEY (id)'],
+    ]);
+    // The CHECK (true) stand-ins of table constraints are not shown: Redshift has no CHECK constraints.
+    expect(await catalogKeys('cat_parent')).toEqual([['cat_parent_pk', 'p', 'PRIMARY KEY (id)']]);
+
+    expect((await wh.run('ALTER TABLE cat_parent RENAME TO cat_parent_old')).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_parent_old')).toEqual([['cat_parent_pk', 'p', 'PRIMARY KEY (id)']]);
+    expect((await catalogKeys('cat_child'))[1]).toEqual(['cat_child_parent_id_fkey', 'f', 'FOREIGN KEY (parent_id) REFERENCES cat_parent_old(id)']);
+
+    expect((await wh.run('DROP TABLE cat_child')).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_child')).toEqual([]);
+  });
+
+  it('records a key in the transaction that declares it: a rolled-back declaration leaves none, a committed one names the new table', async () => {
+    const { Id } = await wh.client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE cat_rolled (id int PRIMARY KEY)', 'SELECT 1/0'] }),
+    );
+    expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
+    expect(await catalogKeys('cat_rolled')).toEqual([]);
+
+    const swap = await wh.client.send(
+      new BatchExecuteStatementCommand({
+        ...wh.target,
+        Sqls: ['CREATE TABLE cat_swap (id int NOT NULL)', 'CREATE TABLE cat_swap_new (id int NOT NULL)', 'ALTER TABLE cat_swap RENAME TO cat_swap_old',
+          'ALTER TABLE cat_swap_new RENAME TO cat_swap', 'ALTER TABLE cat_swap ADD CONSTRAINT cat_swap_pkey PRIMARY KEY (id)'],
+      }),
+    );
+    expect((await untilEnded(wh.client, swap.Id!)).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_swap')).toEqual([['cat_swap_pkey', 'p', 'PRIMARY KEY (id)']]);
+    expect(await catalogKeys('cat_swap_old')).toEqual([]);
+  });
+
+  it('drops a key with ALTER TABLE ... DROP CONSTRAINT, failing on an unknown one unless IF EXISTS', async () => {
+    await wh.run('CREATE TABLE cat_drop (id int PRIMARY KEY, code varchar(5) UNIQUE)');
+    expect((await wh.run('ALTER TABLE cat_drop DROP CONSTRAINT cat_drop_pkey')).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_drop')).toEqual([['cat_drop_code_key', 'u', 'UNIQUE (code)']]);
+    const unknown = await wh.run('ALTER TABLE cat_drop DROP CONSTRAINT no_such_key');
+    expect(unknown.Status).toBe('FAILED');
+    expect(unknown.Error).toMatch(/constraint "no_such_key" of relation .*cat_drop.* does not exist/);
+    expect((await wh.run('ALTER TABLE cat_drop DROP CONSTRAINT IF EXISTS no_such_key, DROP CONSTRAINT cat_drop_code_key')).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_drop')).toEqual([]);
+  });
+
+  it('refuses to drop a table a foreign key of another table references, as Redshift does, and drops both at once', async () => {
+    await wh.run('CREATE TABLE cat_dim (id int PRIMARY KEY)');
+    await wh.run('CREATE TABLE cat_fact (dim_id int REFERENCES cat_dim (id))');
+    const refused = await wh.run('DROP TABLE cat_dim');
+    expect(refused.Status).toBe('FAILED');
+    expect(refused.Error).toMatch(/cannot drop table .*cat_dim because other objects depend on it/);
+    expect(await catalogKeys('cat_dim')).toEqual([['cat_dim_pkey', 'p', 'PRIMARY KEY (id)']]);
+    expect((await wh.run('DROP TABLE cat_fact, cat_dim')).Status).toBe('FINISHED');
+  });
+
   it('works for a role that cannot write the catalog', async () => {
     const role = `keys_${wh.target.Database}`.slice(0, 63);
     await wh.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw' NOSUPERUSER`);

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import {
   DescribeStatementCommand,
   ExecuteStatementCommand,
+  GetStatementResultCommand,
   RedshiftDataClient,
   type DescribeStatementResponse,
 } from '@aws-sdk/client-redshift-data';
@@ -46,6 +47,8 @@ export interface Warehouse {
   query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
   /** ExecuteStatement through the Data API, then DescribeStatement until it ends. */
   run(sql: string, parameters?: Record<string, string>): Promise<DescribeStatementResponse>;
+  /** run(), which must finish, then its records with every field as text (null for SQL NULL). */
+  select(sql: string, parameters?: Record<string, string>): Promise<(string | null)[][]>;
   /** A lock gate on a new table of this database (see lock-gate.ts); close() releases it if the test did not. */
   gate(options?: GateOptions): Promise<LockGate>;
   /** Another endpoint on this server with other options (limits, log); close() closes it if the test did not. */
@@ -114,6 +117,16 @@ export async function useWarehouse(prefix: string, options: UseWarehouseOptions 
   const pool = newPool({ ...server, database, max: 4 });
   const target = { Database: database, ClusterIdentifier: 'local', DbUser: server.user };
   const gates: LockGate[] = [];
+  const run = async (sql: string, parameters?: Record<string, string>): Promise<DescribeStatementResponse> => {
+    const { Id } = await client.send(
+      new ExecuteStatementCommand({
+        ...target,
+        Sql: sql,
+        ...(parameters ? { Parameters: Object.entries(parameters).map(([name, value]) => ({ name, value })) } : {}),
+      }),
+    );
+    return untilEnded(client, Id!);
+  };
 
   return {
     pg: { ...server, database },
@@ -122,15 +135,14 @@ export async function useWarehouse(prefix: string, options: UseWarehouseOptions 
     client,
     target,
     query: async <T>(sql: string, params?: unknown[]) => (await pool.query(sql, params)).rows as T[],
-    run: async (sql, parameters) => {
-      const { Id } = await client.send(
-        new ExecuteStatementCommand({
-          ...target,
-          Sql: sql,
-          ...(parameters ? { Parameters: Object.entries(parameters).map(([name, value]) => ({ name, value })) } : {}),
-        }),
+    run,
+    select: async (sql, parameters) => {
+      const done = await run(sql, parameters);
+      if (done.Status !== 'FINISHED') throw new Error(`${done.Status}: ${done.Error ?? ''} (${sql})`);
+      const result = await client.send(new GetStatementResultCommand({ Id: done.Id }));
+      return (result.Records ?? []).map((record) =>
+        record.map((field) => (field.isNull ? null : String(field.stringValue ?? field.longValue ?? field.doubleValue ?? field.booleanValue ?? ''))),
       );
-      return untilEnded(client, Id!);
     },
     gate: async (gateOptions) => {
       const gate = await holdGate({ ...server, database }, gateOptions);

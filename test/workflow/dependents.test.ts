@@ -1,15 +1,17 @@
 // The new live table is the old one in everything but rows, and what
 // depends on it follows it. Readers are real connections as their own
 // roles: a user and a role granted SELECT keep reading after the publish;
-// column defaults and comments survive; a view on the live table shows the
+// column defaults, comments and declared keys survive, and another table's
+// foreign key references the new table; a view on the live table shows the
 // new rows the moment the swap commits (read from inside the run, before
 // any later step) and keeps its grants and owner; a grant made between
 // Publish's read of the catalog and its swap, or while the swap waits for
 // the live table, is not lost; readers of a view see old or new rows and
 // never an error while the swap re-creates it; a view that
-// would lose a column, or that the pipeline user does not own, refuses
-// the publish by name; and Cleanup keeps, and reports, an old version a
-// view still reads, while the execution succeeds.
+// would lose a column, or a view or referencing table that the pipeline
+// user does not own, refuses the publish by name; and Cleanup keeps, and
+// reports, an old version a view still reads or a foreign key still
+// references, while the execution succeeds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
@@ -84,7 +86,40 @@ beforeAll(async () => {
   ]) {
     await wf.query(sql);
   }
+  // Declared keys, through the endpoint as on Redshift: informational, in pg_constraint.
+  for (const sql of [
+    `CREATE TABLE analytics.customers (customer_id int NOT NULL, CONSTRAINT customers_pk PRIMARY KEY (customer_id))`,
+    `ALTER TABLE ${LIVE} ADD CONSTRAINT sales_order_lines_pk PRIMARY KEY (order_id, line_no)`,
+    `ALTER TABLE ${LIVE} ADD CONSTRAINT sales_order_lines_customer_fk FOREIGN KEY (customer_id) REFERENCES analytics.customers (customer_id)`,
+    // Another table's foreign key referencing the live table, the table owned by the pipeline user.
+    `CREATE TABLE analytics.order_notes (order_id bigint, line_no int, note varchar(20),
+       CONSTRAINT order_notes_line_fk FOREIGN KEY (order_id, line_no) REFERENCES ${LIVE} (order_id, line_no))`,
+  ]) {
+    const done = await wf.wh.run(sql);
+    expect(done.Status, done.Error).toBe('FINISHED');
+  }
+  await wf.query(`ALTER TABLE analytics.order_notes OWNER TO ${quoteUser(LOCAL_PIPELINE_USER)}`);
 });
+
+/** The table a foreign key references now, and its definition, as the endpoint's sessions see the catalog. */
+async function referenced(key: string): Promise<string[]> {
+  const [row] = await wf.wh.select(
+    `SELECT t.relname, pg_get_constraintdef(con.oid) FROM pg_constraint con JOIN pg_class t ON t.oid = con.confrelid WHERE con.conname = :k`,
+    { k: key },
+  );
+  return row!.map(String);
+}
+
+/** A table's declared keys as the endpoint's sessions see the catalog (as Redshift's pg_constraint shows them). */
+async function declaredKeys(table: string): Promise<string[]> {
+  const rows = await wf.wh.select(
+    `SELECT con.conname || ' ' || pg_get_constraintdef(con.oid) AS k FROM pg_constraint con
+       JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'analytics' AND c.relname = :t ORDER BY 1`,
+    { t: table },
+  );
+  return rows.map((r) => String(r[0]));
+}
 afterAll(() => wf?.close());
 
 describe('after a publish', () => {
@@ -125,6 +160,22 @@ describe('after a publish', () => {
       [LIVE],
     );
     expect(comments).toEqual({ tbl: 'Order lines, one row per line', col: 'Line amount in EUR' });
+  });
+
+  it('keeps the declared keys, under their names, and the old version keeps its own', async () => {
+    const keys = [
+      'sales_order_lines_customer_fk FOREIGN KEY (customer_id) REFERENCES analytics.customers(customer_id)',
+      'sales_order_lines_pk PRIMARY KEY (order_id, line_no)',
+    ];
+    expect(await declaredKeys('sales_order_lines')).toEqual(keys);
+    expect(await declaredKeys(namesFor(6).previous.split('.')[1]!)).toEqual(keys);
+  });
+
+  it("re-points another table's foreign key at the new live table", async () => {
+    expect(await referenced('order_notes_line_fk')).toEqual([
+      'sales_order_lines',
+      'FOREIGN KEY (order_id, line_no) REFERENCES analytics.sales_order_lines(order_id, line_no)',
+    ]);
   });
 
   it('the view on the live table showed the new rows the moment the swap committed, and keeps its owner and grants', async () => {
@@ -258,12 +309,35 @@ describe('a view that cannot be re-pointed', () => {
   });
 });
 
-describe('Cleanup and a view on an old version', () => {
-  it('keeps and reports the version the view reads, and the execution succeeds; once the view is gone, the next Cleanup drops it', async () => {
+describe("another table's foreign key that cannot be re-pointed", () => {
+  it('refuses the publish when that table is owned by another user, naming it, its owner and the fix', async () => {
+    const before = await wf.fingerprint(LIVE);
+    const created = await wf.wh.run(`CREATE TABLE analytics.order_tags (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${LIVE} (order_id, line_no))`);
+    expect(created.Status, created.Error).toBe('FINISHED');
+    try {
+      const result = await wf.run(inputFor(10), 'dependents-foreign-key');
+      expect(result.status).toBe('FAILED');
+      expect(caughtError(result)?.Error).toBe('DependentViewError');
+      expect(caughtMessage(result)).toContain(
+        `table analytics.order_tags has a foreign key referencing analytics.sales_order_lines and is owned by ${wf.wh.pg.user}, not by "${LOCAL_PIPELINE_USER}"`,
+      );
+      expect(caughtMessage(result)).toContain(`run ALTER TABLE analytics.order_tags OWNER TO "${LOCAL_PIPELINE_USER}" as a superuser, or drop the foreign key`);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+    } finally {
+      expect((await wf.wh.run('DROP TABLE analytics.order_tags')).Status).toBe('FINISHED');
+    }
+  });
+});
+
+describe('Cleanup and a view and a foreign key on an old version', () => {
+  it('keeps and reports the version the view reads and the key references, and the execution succeeds; once the view is gone, the next Cleanup drops it', async () => {
     // Four publications so far (days 6 to 9); keepVersions 3: the next one puts the version day 7 replaced past retention.
     const oldest = namesFor(7).previous;
     expect(await wf.tableExists(oldest)).toBe(true);
     await wf.query(`CREATE VIEW analytics.sales_archive AS SELECT order_id FROM ${oldest}`);
+    // And a foreign key created on it: Redshift refuses to drop a table one references.
+    const referencing = await wf.wh.run(`CREATE TABLE analytics.archive_refs (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${oldest} (order_id, line_no))`);
+    expect(referencing.Status, referencing.Error).toBe('FINISHED');
     type Output = { cleanup: { dropped: string[]; kept: { table: string; readBy: string[] }[] } };
     let kept: Output['cleanup']['kept'] = [];
     for (const [day, name] of [[10, 'dependents-retain-10'], [11, 'dependents-retain-11']] as const) {
@@ -271,12 +345,13 @@ describe('Cleanup and a view on an old version', () => {
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
       kept = [...kept, ...(result.output as Output).cleanup.kept];
     }
-    expect(kept).toContainEqual({ table: oldest, readBy: ['analytics.sales_archive'] });
+    expect(kept).toContainEqual({ table: oldest, readBy: ['analytics.sales_archive', 'analytics.archive_refs'] });
     expect(await wf.tableExists(oldest)).toBe(true);
     const [record] = await wf.query<{ dropped_at: unknown }>(`SELECT dropped_at FROM atomic_publish.publications WHERE old_version_table = $1`, [oldest]);
     expect(record!.dropped_at).toBeNull();
 
     await wf.query('DROP VIEW analytics.sales_archive');
+    expect((await wf.wh.run('DROP TABLE analytics.archive_refs')).Status).toBe('FINISHED');
     const next = await wf.run(inputFor(12), 'dependents-retain-12');
     expect(next.status, `${next.error}: ${next.cause}`).toBe('SUCCEEDED');
     expect((next.output as Output).cleanup.dropped).toContain(oldest);
