@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 2';
+const VERSION = 'atomic-publish local Redshift system views, version 3';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -179,6 +179,8 @@ const KEY_CATALOG: string[] = [
        keys int2[];
        ref_keys int2[];
        kind "char" := CASE p_kind WHEN 'PRIMARY KEY' THEN 'p' WHEN 'UNIQUE' THEN 'u' ELSE 'f' END;
+       key_name name;
+       table_name name;
      BEGIN
        IF p_table IS NULL THEN RAISE EXCEPTION 'record_key: table not found'; END IF;
        keys := ARRAY(SELECT a.attnum FROM unnest(cols) WITH ORDINALITY AS u(name, ord)
@@ -192,11 +194,19 @@ const KEY_CATALOG: string[] = [
                                JOIN pg_attribute a ON a.attrelid = p_references AND a.attname = u.name ORDER BY u.ord);
          END IF;
        END IF;
-       INSERT INTO ${KEYS_TABLE} (conname, connamespace, contype, conrelid, confrelid, conkey, confkey)
        SELECT COALESCE(p_name, c.relname || CASE kind WHEN 'p' THEN '_pkey'
                                                     WHEN 'u' THEN '_' || array_to_string(cols, '_') || '_key'
-                                                    ELSE '_' || array_to_string(cols, '_') || '_fkey' END),
-              c.relnamespace, kind, p_table, COALESCE(p_references, 0), keys, ref_keys
+                                                    ELSE '_' || array_to_string(cols, '_') || '_fkey' END), c.relname
+         INTO key_name, table_name
+         FROM pg_class c WHERE c.oid = p_table;
+       IF kind = 'p' AND EXISTS (SELECT 1 FROM ${KEYS_TABLE} k WHERE k.conrelid = p_table AND k.contype = 'p') THEN
+         RAISE EXCEPTION 'multiple primary keys for table "%" are not allowed', table_name USING ERRCODE = '42P16';
+       END IF;
+       IF EXISTS (SELECT 1 FROM ${KEYS_TABLE} k WHERE k.conrelid = p_table AND k.conname = key_name) THEN
+         RAISE EXCEPTION 'constraint "%" for relation "%" already exists', key_name, table_name USING ERRCODE = '42710';
+       END IF;
+       INSERT INTO ${KEYS_TABLE} (conname, connamespace, contype, conrelid, confrelid, conkey, confkey)
+       SELECT key_name, c.relnamespace, kind, p_table, COALESCE(p_references, 0), keys, ref_keys
          FROM pg_class c WHERE c.oid = p_table;
      END
      $$`,

@@ -257,6 +257,17 @@ describe('key constraints', () => {
     expect(await catalogKeys('cat_drop')).toEqual([]);
   });
 
+  it('refuses a second key of one name, and a second primary key, on a table', async () => {
+    await wh.run('CREATE TABLE cat_twice (id int PRIMARY KEY, code varchar(5))');
+    const sameName = await wh.run('ALTER TABLE cat_twice ADD CONSTRAINT cat_twice_pkey UNIQUE (code)');
+    expect(sameName.Status).toBe('FAILED');
+    expect(sameName.Error).toMatch(/constraint "cat_twice_pkey" for relation "cat_twice" already exists/);
+    const second = await wh.run('ALTER TABLE cat_twice ADD PRIMARY KEY (code)');
+    expect(second.Status).toBe('FAILED');
+    expect(second.Error).toMatch(/multiple primary keys for table "cat_twice" are not allowed/);
+    expect(await catalogKeys('cat_twice')).toEqual([['cat_twice_pkey', 'p', 'PRIMARY KEY (id)']]);
+  });
+
   it('refuses to drop a table a foreign key of another table references, as Redshift does, and drops both at once', async () => {
     await wh.run('CREATE TABLE cat_dim (id int PRIMARY KEY)');
     await wh.run('CREATE TABLE cat_fact (dim_id int REFERENCES cat_dim (id))');
