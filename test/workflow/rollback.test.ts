@@ -212,6 +212,26 @@ describe('after a rollback', () => {
     });
   });
 
+  it('a rollback that fails in its swap changes nothing, releases the lease, and the page says readers see what they saw', async () => {
+    // A view on the live table the functions' user does not own: the swap would have to re-create it, so it refuses.
+    await wf.query(`CREATE VIEW analytics.foreign_view AS SELECT order_id FROM ${LIVE}`);
+    try {
+      const before = await snapshot();
+      const result = await wf.run(rollbackInput({}), 'rollback-refused-view');
+      expect(result.status).toBe('FAILED');
+      expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'Rollback', 'RecordFailure', 'Notify', 'Failed']);
+      expect(caughtError(result)?.Error).toBe('DependentViewError');
+      expect(caughtMessage(result)).toContain('view analytics.foreign_view is owned by');
+      expect(await snapshot()).toEqual(before);
+      const [alert] = result.alerts;
+      expect(alert!.message).toContain(`Rollback:   to batch ${id(B)} (from batch ${id(C)}, publication 5)`);
+      expect(alert!.message).toContain(`Live table: ${LIVE} untouched; readers still see publication 5 (batch ${id(C)}); the rollback changed nothing.`);
+      expect(alert!.message).toContain(`Re-run:     start an execution with input {"pipeline":"sales_order_lines","rollback":{"to":"${id(B)}"}} once the cause is fixed.`);
+    } finally {
+      await wf.query('DROP VIEW analytics.foreign_view');
+    }
+  });
+
   it('a normal run publishes newer data, and a replay of the batch rolled away from does not re-publish it', async () => {
     await succeeds(rollbackInput({}), 'rollback-again');
     expect(await wf.fingerprint(LIVE)).toEqual(versions[B]);
