@@ -163,9 +163,20 @@ function failedRollback(state: FailedState): RollbackTarget | undefined {
  * PUBLISHED either way, so the batch's status cannot say), what readers
  * see, and the input to try again. Returns the re-run advice.
  */
-function describeFailedRollback(lines: string[], batch: BatchRef, rollback: RollbackTarget, state: FailedState, facts: FailureFacts): string | undefined {
+function describeFailedRollback(
+  lines: string[],
+  batch: BatchRef,
+  rollback: RollbackTarget,
+  state: FailedState,
+  facts: FailureFacts,
+  errorName: string,
+): string | undefined {
   lines.push(`Rollback:   to batch ${rollback.batchId} (from batch ${rollback.fromBatchId}, publication ${rollback.rolledBackSeq})`);
   const latest = facts.latestPublication;
+  if (errorName === 'PublishConflictError') {
+    lines.push(`Live table: ${batch.liveTable} shows publication ${latest ?? '?'}, published since the rollback was planned; the rollback changed nothing.`);
+    return `if the rollback is still wanted, start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, rollback: { to: rollback.batchId } })}: Plan resolves it against what is live now.`;
+  }
   if (isObject(state.publish) || (latest !== undefined && latest > rollback.rolledBackSeq)) {
     lines.push(`Live table: ${batch.liveTable} shows publication ${latest ?? '?'}; see atomic_publish.publications (rollback_of) for whether it is this rollback; a step after the swap failed.`);
     return undefined;
@@ -188,7 +199,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   let rerun: string | undefined;
   const rollback = failedRollback(state);
   if (batch && rollback) {
-    rerun = describeFailedRollback(lines, batch, rollback, state, facts);
+    rerun = describeFailedRollback(lines, batch, rollback, state, facts, name);
   } else if (!batch) {
     lines.push('Live table: untouched; the run stopped in Plan, before loading anything.');
   } else {

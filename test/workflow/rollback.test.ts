@@ -4,9 +4,12 @@
 // keeping the grants, the comment and a view; the manifest records it and
 // the metrics of a publish are emitted. A rollback to C rolls forward; one
 // to the live batch does nothing; bad inputs and a version past retention
-// are refused in Plan before any write, saying what to do; a normal run
-// after a rollback publishes its newer data, and a replay of the batch
-// rolled away from does not re-publish it.
+// are refused in Plan before any write, saying what to do; a rollback that
+// fails in its swap, or finds a publish came in between, changes nothing
+// and pages with the truth; a normal run after a rollback publishes its
+// newer data, and a replay of the batch rolled away from does not
+// re-publish it; a rollback waits its turn behind the pipeline's lease; and
+// Cleanup never sends CASCADE.
 import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
@@ -232,9 +235,34 @@ describe('after a rollback', () => {
     }
   });
 
+  it('refuses in its swap when a publish came in between (a lease taken over), changing nothing and saying so', async () => {
+    wf.faults.Rollback = async (input, next) => {
+      // The rollback's lease expired and another execution took it over and published.
+      await wf.query('DELETE FROM atomic_publish.pipeline_leases');
+      wf.faults.Rollback = undefined;
+      const between = await wf.run(inputFor(D - 1), 'publish-between');
+      expect(between.status).toBe('SUCCEEDED');
+      return next(input);
+    };
+    let result: ExecutionResult;
+    try {
+      result = await wf.run(rollbackInput({}), 'rollback-overtaken');
+    } finally {
+      wf.reset();
+    }
+    const latest = (await wf.publications()).at(-1)!;
+    expect(latest).toMatchObject({ batch_id: id(D - 1), rollback_of: null });
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('PublishConflictError');
+    expect(caughtMessage(result)).toMatch(/^rollback refused: publish guard: pipeline sales_order_lines is at publication \d+ but the rollback was planned on publication \d+; nothing was changed/);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D - 1));
+    expect(result.alerts[0]!.message).toContain(`shows publication ${String(latest.seq)}, published since the rollback was planned; the rollback changed nothing.`);
+  });
+
   it('a normal run publishes newer data, and a replay of the batch rolled away from does not re-publish it', async () => {
+    // Live is the publish that came in between (day D - 1); its previous version is C.
     await succeeds(rollbackInput({}), 'rollback-again');
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[B]);
+    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
 
     const next = await succeeds(inputFor(D), 'after-rollback');
     expect(visited(next)).toContain('Publish');
@@ -242,10 +270,11 @@ describe('after a rollback', () => {
     expect((await wf.publications()).at(-1)).toMatchObject({ batch_id: id(D), rollback_of: null });
 
     await succeeds(rollbackInput({}), 'rollback-d');
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[B]);
-    const replay = await succeeds(inputFor(C), 'replay-c');
+    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
+    expect((await wf.batch(id(D)))!.status).toBe('PUBLISHED');
+    const replay = await succeeds(inputFor(D), 'replay-d');
     expect(visited(replay)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[B]);
+    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
   });
 
   it('Cleanup never sends CASCADE: every statement its runs sent through the Data API, DROPs included', async () => {
@@ -260,5 +289,32 @@ describe('after a rollback', () => {
     } while (token);
     expect(sent.filter((sql) => /^DROP TABLE/.test(sql)).length).toBeGreaterThanOrEqual(3);
     expect(sent.filter((sql) => /CASCADE/i.test(sql))).toEqual([]);
+  });
+
+  it('holds the pipeline lease like any run: a rollback while a run loads ends PipelineBusy, writing nothing, and that run then publishes', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let loading!: () => void;
+    const entered = new Promise<void>((resolve) => (loading = resolve));
+    wf.faults.LoadChunk = async (input, next) => {
+      loading();
+      await held;
+      return next(input);
+    };
+    try {
+      const running = await wf.start(inputFor(D + 1), 'holds-the-lease');
+      await entered;
+      const before = await snapshot();
+      const busy = await succeeds(rollbackInput({}), 'rollback-busy');
+      expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
+      expect((busy.output as { plan: { skipped: { heldBy: string } } }).plan.skipped.heldBy).toBe(running.executionId);
+      expect(await snapshot()).toEqual(before);
+      release();
+      expect((await running.result).status).toBe('SUCCEEDED');
+    } finally {
+      release();
+      wf.reset();
+    }
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D + 1));
   });
 });
