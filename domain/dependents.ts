@@ -58,6 +58,8 @@ export interface LiveTableFacts {
   readonly views: readonly DependentView[];
   /** PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, in name order. */
   readonly keys: readonly DeclaredKey[];
+  /** Names of the keys the table about to become live already has (a restored version's own). */
+  readonly incomingKeys: readonly string[];
   /** Other tables' foreign keys referencing the live table. */
   readonly referencingKeys: readonly ReferencingKey[];
   /** Columns of the staging table that becomes live. */
@@ -95,6 +97,7 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
   const viewColumns: [string, string][] = [];
   const stagingColumns = new Set<string>();
   const keys: DeclaredKey[] = [];
+  const incomingKeys: string[] = [];
   const referencing: { table: string; name: string; definition: string }[] = [];
   const referencingOwners = new Map<string, string>();
   for (const row of rows) {
@@ -134,6 +137,9 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
       case 'key':
         keys.push({ name, definition: detail });
         break;
+      case 'incoming_key':
+        incomingKeys.push(name);
+        break;
       case 'referencing_key':
         referencing.push({ table: name, name: detail, definition: extra });
         break;
@@ -157,6 +163,7 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
     columnComments,
     views: [...views.values()],
     keys,
+    incomingKeys,
     referencingKeys: referencing.map((k) => {
       const [schema, table] = splitQualified(k.table);
       return { schema, table, name: k.name, definition: k.definition, owner: referencingOwners.get(k.table) ?? '' };
@@ -243,6 +250,7 @@ export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTa
       ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
       views: [],
       keys: [],
+      incomingKeys: [],
       referencingKeys: [],
     },
     revoke,

@@ -8,6 +8,7 @@
 import { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS } from './aws-limits.ts';
 import { type BatchRef, BatchStatus } from './batch.ts';
 import { boundedErrorMessage } from './errors.ts';
+import type { RollbackTarget } from './rollback.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, clipUtf8 } from './text.ts';
 
@@ -151,6 +152,41 @@ function statementsLine(facts: FailureFacts): string {
   return `${parts.join('; ')}.`;
 }
 
+/** The rollback a failed execution ran (Plan's `rollback`), if it was one. */
+function failedRollback(state: FailedState): RollbackTarget | undefined {
+  const plan: unknown = state.plan;
+  return isObject(plan) && isObject(plan.rollback) ? (plan.rollback as unknown as RollbackTarget) : undefined;
+}
+
+/**
+ * A failed rollback's lines: whether it swapped (the batch it put back is
+ * PUBLISHED either way, so the batch's status cannot say), what readers
+ * see, and the input to try again. Returns the re-run advice.
+ */
+function describeFailedRollback(
+  lines: string[],
+  batch: BatchRef,
+  rollback: RollbackTarget,
+  state: FailedState,
+  facts: FailureFacts,
+  errorName: string,
+): string | undefined {
+  lines.push(`Rollback:   to batch ${rollback.batchId} (from batch ${rollback.fromBatchId}, publication ${rollback.rolledBackSeq})`);
+  const latest = facts.latestPublication;
+  if (errorName === 'PublishConflictError') {
+    lines.push(`Live table: ${batch.liveTable} shows publication ${latest ?? '?'}, published since the rollback was planned; the rollback changed nothing.`);
+    return `if the rollback is still wanted, start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, rollback: { to: rollback.batchId } })}: Plan resolves it against what is live now.`;
+  }
+  if (isObject(state.publish) || (latest !== undefined && latest > rollback.rolledBackSeq)) {
+    lines.push(`Live table: ${batch.liveTable} shows publication ${latest ?? '?'}; see atomic_publish.publications (rollback_of) for whether it is this rollback; a step after the swap failed.`);
+    return undefined;
+  }
+  lines.push(
+    `Live table: ${batch.liveTable} untouched; readers still see publication ${latest ?? rollback.rolledBackSeq} (batch ${rollback.fromBatchId}); the rollback changed nothing.`,
+  );
+  return `start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, rollback: { to: rollback.batchId } })} once the cause is fixed.`;
+}
+
 /** The alert an on-call engineer reads: what failed, what readers see now, what to do. */
 export function failureReport(event: RecordFailureEvent, facts: FailureFacts): FailureReport {
   const state: FailedState = isObject(event?.state) ? event.state : {};
@@ -161,7 +197,10 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
   lines.push(`Error:      ${name}: ${boundedErrorMessage(described.message)}`);
   let rerun: string | undefined;
-  if (!batch) {
+  const rollback = failedRollback(state);
+  if (batch && rollback) {
+    rerun = describeFailedRollback(lines, batch, rollback, state, facts, name);
+  } else if (!batch) {
     lines.push('Live table: untouched; the run stopped in Plan, before loading anything.');
   } else {
     lines.push(`Batch:      ${batch.batchId}, interval ${batch.from} to ${batch.to}`);

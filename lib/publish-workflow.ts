@@ -66,7 +66,8 @@ export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details una
  * The one Standard state machine that runs every pipeline:
  * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
  * (Plan finding another execution holding the pipeline's lease -> PipelineBusy;
- * Publish finding newer data live -> Superseded),
+ * Publish finding newer data live -> Superseded;
+ * a rollback input: Plan -> Rollback -> EmitMetrics -> Cleanup),
  * any failure -> RecordFailure -> Notify -> Failed
  * (RecordFailure failing -> DescribeFailure -> Notify -> Failed).
  * State names, paths and payloads are a contract with the handlers and the local runner.
@@ -104,7 +105,7 @@ export class PublishWorkflow extends Construct {
     grantWarehouseAccess(this.role, props.warehouse);
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {
-      const own = state === 'Publish' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
+      const own = state === 'Publish' || state === 'Rollback' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
       functions[state] = new StepHandler(this, `${state}Function`, { state, environment: own, logRetention, role: this.role });
     }
     this.functions = functions;
@@ -236,13 +237,23 @@ export class PublishWorkflow extends Construct {
       payload: TaskInput.fromObject({
         batch: JsonPath.objectAt('$.plan.batch'),
         publish: JsonPath.objectAt('$.publish'),
-        reconcile: JsonPath.objectAt('$.reconcile'),
         executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
       }),
       resultPath: '$.metrics',
     });
     const cleanup = task('Cleanup', { payload: batchAndExecution, resultPath: '$.cleanup' });
-    for (const step of [reconcile, publish, emitMetrics, cleanup]) step.addCatch(recordFailure, catchAll);
+    // A rollback swaps a retained version back in instead of loading, then
+    // emits the metrics of a publish and cleans up as a publish does.
+    const rollback = task('Rollback', {
+      payload: TaskInput.fromObject({
+        batch: JsonPath.objectAt('$.plan.batch'),
+        rollback: JsonPath.objectAt('$.plan.rollback'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
+      }),
+      resultPath: '$.publish',
+    });
+    for (const step of [reconcile, publish, rollback, emitMetrics, cleanup]) step.addCatch(recordFailure, catchAll);
+    rollback.next(emitMetrics);
 
     emitMetrics.next(cleanup).next(new Succeed(this, 'Published'));
     // Newest data wins: a batch older than what is live ends here, recorded SUPERSEDED, without a page.
@@ -255,6 +266,7 @@ export class PublishWorkflow extends Construct {
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
       .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this pipeline' }))
+      .when(Condition.isPresent('$.plan.rollback'), rollback)
       .otherwise(loadChunks);
 
     // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.

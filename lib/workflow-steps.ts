@@ -11,6 +11,8 @@ export const LAMBDA_STEPS = {
   LoadChunk: { folder: 'load-chunk', timeoutMinutes: 15 },
   Reconcile: { folder: 'reconcile', timeoutMinutes: 15 },
   Publish: { folder: 'publish', timeoutMinutes: 15 },
+  // A rollback's swap: Publish's, with a retained version instead of staging.
+  Rollback: { folder: 'rollback', timeoutMinutes: 15 },
   EmitMetrics: { folder: 'emit-metrics', timeoutMinutes: 15 },
   Cleanup: { folder: 'cleanup', timeoutMinutes: 15 },
   // Short: the page must not wait long on a manifest write (DescribeFailure

@@ -13,14 +13,15 @@ import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 export const ABANDONED_AFTER_MS = 24 * 3_600_000;
 
 /**
- * Old versions past retention, and staging tables of earlier failed,
+ * Old versions past retention (but none a rollback made live again: it is
+ * no longer where the publication put it), and staging tables of earlier failed,
  * superseded or abandoned batches: what Cleanup drops. A dropped staging table is
  * recorded, and a re-run of that batch reloads every chunk.
  */
 export function cleanupCandidates(pipeline: Pipeline, currentBatchId: string, now: Date): Statement {
   return {
     sql: `SELECT ${sqlLiteral('old_version' satisfies RetiredKind)} AS kind, old_version_table AS name, batch_id FROM ${M}.publications
-           WHERE pipeline = :pipeline AND dropped_at IS NULL
+           WHERE pipeline = :pipeline AND dropped_at IS NULL AND restored_at IS NULL
              AND seq <= (SELECT COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = :pipeline) - CAST(:keep AS int)
           UNION ALL
           SELECT ${sqlLiteral('staging' satisfies RetiredKind)} AS kind, staging_table AS name, batch_id FROM ${M}.batches

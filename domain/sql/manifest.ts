@@ -8,7 +8,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 4;
+export const MANIFEST_VERSION = 5;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -249,6 +249,50 @@ export function manifestDdl(now: Date): string[] {
       END LOOP;
       IF fp <> p_expected THEN
         ${raise(CATALOG_CHANGED, '% changed since Publish read them (fingerprint % now, % then)', 'p_what', 'fp', 'p_expected')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // Version 5 (rollback): a publication that is a rollback names the
+    // publication it rolled back (rollback_of); a publication whose old
+    // version a rollback made live again records when (restored_at), and
+    // the one rolled back records rolled_back_at. Redshift has no ADD
+    // COLUMN IF NOT EXISTS: the procedure adds a column only when the
+    // catalog lacks it, so the upgrade from 4 (or a second Plan racing the
+    // first) changes nothing twice. ALTER TABLE ... ADD COLUMN runs in a
+    // transaction block on a regular table
+    // (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html:
+    // only an external table's cannot).
+    `CREATE OR REPLACE PROCEDURE ${M}.add_column_if_missing(p_table varchar, p_column varchar, p_type varchar)
+    AS $$
+    DECLARE
+      present int;
+    BEGIN
+      SELECT INTO present COUNT(*) FROM information_schema.columns
+       WHERE table_schema = ${sqlLiteral(MANIFEST_SCHEMA)} AND table_name = p_table AND column_name = p_column;
+      IF present = 0 THEN
+        EXECUTE 'ALTER TABLE ' || quote_ident(${sqlLiteral(MANIFEST_SCHEMA)}) || '.' || quote_ident(p_table) || ' ADD COLUMN ' || quote_ident(p_column) || ' ' || p_type;
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    `CALL ${M}.add_column_if_missing('publications', 'rollback_of', 'int')`,
+    `CALL ${M}.add_column_if_missing('publications', 'restored_at', 'timestamp')`,
+    // The rollback's guard, in its swap transaction after the LOCKs (as
+    // assert_publishable): nothing was published since Plan chose the
+    // version, and that version is still where Plan found it.
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_rollback(p_pipeline varchar, p_base int, p_restore_seq int)
+    AS $$
+    DECLARE
+      latest int;
+      gone int;
+    BEGIN
+      SELECT INTO latest COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = p_pipeline;
+      IF latest <> p_base THEN
+        ${guardRaise('pipeline % is at publication % but the rollback was planned on publication %', 'p_pipeline', 'latest', 'p_base')}
+      END IF;
+      SELECT INTO gone COUNT(*) FROM ${M}.publications
+       WHERE pipeline = p_pipeline AND seq = p_restore_seq AND (dropped_at IS NOT NULL OR restored_at IS NOT NULL);
+      IF gone > 0 THEN
+        ${guardRaise('the old version of publication % of pipeline % was dropped or restored since the rollback was planned', 'p_restore_seq', 'p_pipeline')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

@@ -90,6 +90,9 @@ export function referencingTables(schema: string, table: string): Statement {
  *   https://docs.aws.amazon.com/redshift/latest/dg/t_Defining_constraints.html),
  *   and CREATE TABLE ... LIKE does not copy them
  *   (https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_TABLE_NEW.html);
+ * - `incoming_key`: the keys the table about to become live has already
+ *   (none for staging; a restored version keeps its own through renames),
+ *   dropped before the live table's are declared on it;
  * - `referencing_key` and `referencing_owner`: the foreign keys of other
  *   tables that reference the live table, and those tables' owners (the
  *   swap re-points the keys at the new table);
@@ -131,6 +134,12 @@ export function dependentsFacts(schema: string, table: string, staging: string):
         JOIN pg_class c ON c.oid = con.conrelid
         JOIN pg_namespace n ON n.oid = c.relnamespace
        WHERE n.nspname = ${S} AND c.relname = ${T} AND con.contype IN ('p', 'u', 'f')
+      UNION ALL
+      SELECT 'incoming_key', ${text('con.conname')}, '', ''
+        FROM pg_constraint con
+        JOIN pg_class c ON c.oid = con.conrelid
+        JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = ${S} AND c.relname = ${sqlLiteral(staging)} AND con.contype IN ('p', 'u', 'f')
       UNION ALL
       SELECT 'referencing_key', ${text("rn.nspname || '.' || r.relname")}, ${text('con.conname')}, ${text('pg_get_constraintdef(con.oid)')}
         ${referencingKeysFrom(schema, table)}
@@ -188,6 +197,7 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
   }
   // Under the constraint's own name: it is the old version's too (a name is
   // unique per table), and tools that name it keep working.
+  for (const key of facts.incomingKeys) statements.push(`ALTER TABLE ${live} DROP CONSTRAINT ${quoteIdent(key)}`);
   for (const key of facts.keys) {
     statements.push(`ALTER TABLE ${live} ADD CONSTRAINT ${quoteIdent(key.name)} ${key.definition}`);
   }
@@ -259,24 +269,14 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
 }
 
 /**
- * The swap, as ONE transaction: lock staging (no late writer); check nothing was published since
- * this batch was planned, nothing newer is live, and staging still holds
- * the rows Reconcile checked; rename live to its retained old version and
- * staging to live; record it all.
+ * The locks every swap takes first, in this order (Publish's and a
+ * rollback's): the statement timeout bounding each lock wait, the table
+ * about to become live (`incoming`: staging, or the restored version; no
+ * late writer), the views, the live table, the publications.
  */
-export function swapPublish(
-  pipeline: Pipeline,
-  batch: BatchRef,
-  previousVersionTable: string,
-  now: Date,
-  facts: LiveTableFacts,
-  factsQuery: Statement,
-  lockWaitMs: number,
-): string[] {
+export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: LiveTableFacts, lockWaitMs: number): string[] {
   const { schema, table } = pipeline.target;
-  const id = sqlLiteral(batch.batchId);
-  const name = sqlLiteral(pipeline.name);
-  const statements = [
+  return [
     // Each statement of the swap, a LOCK above all, waits at most this long;
     // readers queued behind its lock request wait no longer. Redshift has
     // no lock_timeout; statement_timeout bounds a statement's whole time,
@@ -284,7 +284,7 @@ export function swapPublish(
     // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html,
     // https://docs.aws.amazon.com/redshift/latest/dg/r_SET.html).
     `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
-    `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
+    `LOCK ${qualifiedName(schema, incoming)}`,
     // The views before the table, in the order their readers lock them (a
     // query on a view locks the view, then its tables): taken after the
     // table, the lock CREATE OR REPLACE VIEW needs would wait for a reader
@@ -312,20 +312,44 @@ export function swapPublish(
     // other's readers. Publishers of one pipeline are kept one at a time by
     // the live table's lock above.
     `LOCK ${M}.publications`,
-    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
-    `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
-    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
-    `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
-    ...reapplyStatements(pipeline, facts),
-    `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
-     SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
-            ${sqlLiteral(`${schema}.${previousVersionTable}`)},
-            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
-       FROM ${M}.publications WHERE pipeline = ${name}`,
-    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
-      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
-    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
   ];
+}
+
+/**
+ * The heart of every swap, after its locks and its guard: the catalog
+ * check, live renamed to `retainedAs`, `incoming` renamed to live, and the
+ * grants, defaults, comments and views re-applied.
+ */
+export function swapRenames(pipeline: Pipeline, incoming: string, retainedAs: string, facts: LiveTableFacts, factsQuery: Statement): string[] {
+  const { schema, table } = pipeline.target;
+  return [
+    `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
+    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`,
+    `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`,
+    ...reapplyStatements(pipeline, facts),
+  ];
+}
+
+/**
+ * The publications row of a swap: the next seq of the pipeline, the batch
+ * now live, where the old version went, the rows Reconcile checked, and
+ * for a rollback the publication it rolled back.
+ */
+export function recordPublication(pipeline: Pipeline, batchId: string, retainedAs: string, now: Date, rollbackOf?: number): string {
+  const { schema, table } = pipeline.target;
+  const name = sqlLiteral(pipeline.name);
+  const id = sqlLiteral(batchId);
+  const rollback = rollbackOf === undefined ? { column: '', value: '' } : { column: ', rollback_of', value: `, ${sqlLiteral(rollbackOf)}` };
+  return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published${rollback.column})
+     SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
+            ${sqlLiteral(`${schema}.${retainedAs}`)},
+            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})${rollback.value}
+       FROM ${M}.publications WHERE pipeline = ${name}`;
+}
+
+/** Refuses a swap transaction over the Data API's limits for one BatchExecuteStatement. */
+export function checkSwapSize(pipeline: Pipeline, statements: readonly string[]): void {
+  const { schema, table } = pipeline.target;
   const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
   if (statements.length > MAX_BATCH_STATEMENTS || bytes > MAX_SQL_BYTES) {
     throw new ValidationError(
@@ -333,6 +357,36 @@ export function swapPublish(
         `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction: too many grantees, defaults, comments or dependent views to carry over`,
     );
   }
+}
+
+/**
+ * The swap, as ONE transaction: lock staging (no late writer); check nothing was published since
+ * this batch was planned, nothing newer is live, and staging still holds
+ * the rows Reconcile checked; rename live to its retained old version and
+ * staging to live; record it all.
+ */
+export function swapPublish(
+  pipeline: Pipeline,
+  batch: BatchRef,
+  previousVersionTable: string,
+  now: Date,
+  facts: LiveTableFacts,
+  factsQuery: Statement,
+  lockWaitMs: number,
+): string[] {
+  const { schema, table } = pipeline.target;
+  const id = sqlLiteral(batch.batchId);
+  const name = sqlLiteral(pipeline.name);
+  const statements = [
+    ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
+    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
+    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery),
+    recordPublication(pipeline, batch.batchId, previousVersionTable, now),
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
+    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+  ];
+  checkSwapSize(pipeline, statements);
   return statements;
 }
 

@@ -9,12 +9,10 @@ import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
-import type { ReconcileResult } from '../reconcile/index.ts';
 
 export interface EmitMetricsEvent {
   readonly batch: BatchRef;
   readonly publish: PublishResult;
-  readonly reconcile: ReconcileResult;
   readonly executionStartedAt: string;
 }
 

@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import type { Chunk, ExecutionInput } from '../../domain/plan.ts';
+import type { Chunk, ExecutionInput, LiveColumn } from '../../domain/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
@@ -33,11 +33,13 @@ import {
   relationKey,
   requiredPrivileges,
 } from '../../domain/privileges.ts';
+import { isRollbackInput, type RollbackTarget } from '../../domain/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { planRollback } from './rollback.ts';
 
 export interface PlanEvent {
   readonly input: unknown;
@@ -72,10 +74,12 @@ export interface PlanResult {
   readonly chunks: readonly Chunk[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
+  /** Present for a rollback (input `rollback`): the state machine runs Rollback instead of loading (functions/plan/rollback.ts). */
+  readonly rollback?: RollbackTarget;
 }
 
 /** Installs the manifest's DDL when the warehouse has none or an older version; otherwise only reads. */
-async function ensureManifest(warehouse: Warehouse, name: string): Promise<void> {
+export async function ensureManifest(warehouse: Warehouse, name: string): Promise<void> {
   const [presence, version] = installedManifestVersion();
   const [present] = await warehouse.query(presence!, `${name}:present`);
   const installed = Number(present?.present ?? 0) > 0 ? Number((await warehouse.query(version!, `${name}:version`))[0]?.version ?? 0) : 0;
@@ -87,7 +91,7 @@ async function ensureManifest(warehouse: Warehouse, name: string): Promise<void>
  * database user lacks one the setup SQL grants. Schemas first: naming a
  * table in a schema the user may not use is an error, not an answer.
  */
-async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<void> {
+export async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<void> {
   const required = requiredPrivileges(pipeline);
   const [database] = await warehouse.query(databasePrivileges(), name('privileges'));
   if (isGranted(database?.is_superuser)) return;
@@ -116,6 +120,14 @@ async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (
   if (missing.length > 0) throw missingPrivilegeError(pipeline, facts, missing);
 }
 
+/** The live table's columns and their types, as the catalog lists them (none: it does not exist). */
+export async function readLiveColumns(warehouse: Warehouse, schema: string, table: string, name: (step: string) => string): Promise<LiveColumn[]> {
+  return (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => ({
+    name: String(r.column_name),
+    dataType: String(r.data_type ?? ''),
+  }));
+}
+
 /**
  * Takes the pipeline's lease for the execution (taking over an expired
  * one), lasting until the state machine's timeout would end the
@@ -123,7 +135,7 @@ async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, name: (
  * execution does. An execution without an id (a direct invocation) takes
  * none: the state machine always passes `$$.Execution.Id`.
  */
-async function takeLease(
+export async function takeLease(
   warehouse: Warehouse,
   pipeline: string,
   event: PlanEvent,
@@ -160,6 +172,7 @@ export async function plan(
   warehouse: Warehouse = warehouseFromEnv(),
   registry: readonly Pipeline[] = pipelines,
 ): Promise<PlanResult> {
+  if (isRollbackInput(event?.input)) return planRollback(event, warehouse, registry);
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
@@ -170,10 +183,7 @@ export async function plan(
   const { schema, table } = pipeline.target;
 
   await checkPrivileges(warehouse, pipeline, name);
-  const live = (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => ({
-    name: String(r.column_name),
-    dataType: String(r.data_type ?? ''),
-  }));
+  const live = await readLiveColumns(warehouse, schema, table, name);
   const liveColumns = liveTableColumns(pipeline, live);
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
   checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));

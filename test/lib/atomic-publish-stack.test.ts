@@ -48,7 +48,7 @@ describe('state machine', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
       [
         'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
-        'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Superseded',
+        'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
       ].sort(),
     );
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
@@ -60,11 +60,21 @@ describe('state machine', () => {
       Choices: [
         { Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' },
         { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
+        { Variable: '$.plan.rollback', IsPresent: true, Next: 'Rollback' },
       ],
       Default: 'LoadChunks',
     });
     expect(asl.States.NothingToPublish).toEqual({ Type: 'Succeed' });
     expect(asl.States.PipelineBusy).toMatchObject({ Type: 'Succeed' });
+  });
+
+  it('runs a rollback plan through Rollback, then EmitMetrics and Cleanup as a publish, its result where Publish puts its own', () => {
+    expect(state('Rollback')).toMatchObject({
+      Parameters: { 'batch.$': '$.plan.batch', 'rollback.$': '$.plan.rollback', 'executionId.$': '$$.Execution.Id' },
+      ResultPath: '$.publish',
+      Next: 'EmitMetrics',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }],
+    });
   });
 
   it('ends a superseded batch at Superseded, after Publish, without EmitMetrics or a page', () => {
@@ -92,7 +102,6 @@ describe('state machine', () => {
       Parameters: {
         'batch.$': '$.plan.batch',
         'publish.$': '$.publish',
-        'reconcile.$': '$.reconcile',
         'executionStartedAt.$': '$$.Execution.StartTime',
       },
       ResultPath: '$.metrics',
@@ -227,6 +236,7 @@ describe('step handlers', () => {
       LoadChunk: 900,
       Reconcile: 900,
       Publish: 900,
+      Rollback: 900,
       EmitMetrics: 900,
       Cleanup: 900,
       RecordFailure: 120,

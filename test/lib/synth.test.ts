@@ -31,6 +31,7 @@ describe('cdk synth', () => {
       'functions/publish/index.ts',
       'functions/reconcile/index.ts',
       'functions/record-failure/index.ts',
+      'functions/rollback/index.ts',
     ]);
     for (const fn of functions) {
       const asset = join(out, fn.Metadata!['aws:asset:path']!);

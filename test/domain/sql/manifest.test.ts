@@ -12,10 +12,26 @@ describe('manifestDdl', () => {
     }
   });
 
-  it('is safe to run again: every statement creates if not exists, replaces, or inserts its version once', () => {
+  it('is safe to run again: every statement creates if not exists, replaces, adds a column only if missing, or inserts its version once', () => {
     for (const sql of manifestDdl(NOW)) {
-      expect(sql).toMatch(/^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) |INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s);
+      expect(sql).toMatch(
+        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) |CALL "atomic_publish".add_column_if_missing\(|INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s,
+      );
     }
+    const adder = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('))!;
+    expect(adder).toMatch(/IF present = 0 THEN\s+EXECUTE 'ALTER TABLE '/);
+  });
+
+  it('adds the rollback columns of version 5 to the publications, after the procedure that adds them exists', () => {
+    const ddl = manifestDdl(NOW);
+    const procedure = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('));
+    const calls = ddl.flatMap((sql, i) => (sql.startsWith('CALL') ? [[i, sql] as const] : []));
+    expect(MANIFEST_VERSION).toBe(5);
+    expect(calls.map(([, sql]) => sql)).toEqual([
+      `CALL "atomic_publish".add_column_if_missing('publications', 'rollback_of', 'int')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'restored_at', 'timestamp')`,
+    ]);
+    for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
 
   it('records the manifest version it installs, which Plan compares before installing again', () => {

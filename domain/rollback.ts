@@ -1,0 +1,190 @@
+/**
+ * Rollback: which retained version an execution input names, and where its
+ * rows are. Pure: the manifest's publications go in, a target or a refusal
+ * comes out, before anything is written.
+ */
+import { z } from 'zod';
+import { ValidationError } from './errors.ts';
+import type { Pipeline } from './spec.ts';
+import { clip, echo } from './text.ts';
+
+/** A batch id as batchIdFor makes it: 16 lowercase hex digits. */
+export const BATCH_ID_PATTERN = /^[0-9a-f]{16}$/;
+
+/** `{"pipeline": "x", "rollback": {}}` or `{"pipeline": "x", "rollback": {"to": "<batch id>"}}`. */
+export interface RollbackInput {
+  readonly pipeline: string;
+  /** The batch whose version goes live again; absent: the version live before the latest publication. */
+  readonly to?: string;
+}
+
+const rollbackInput = z.strictObject(
+  {
+    pipeline: z.string(),
+    rollback: z.strictObject(
+      {
+        to: z
+          .string({ error: (issue) => `must be a batch id (16 hexadecimal digits, as atomic_publish.publications.batch_id shows), got ${echo(issue.input)}` })
+          .regex(BATCH_ID_PATTERN, { error: (issue) => `must be a batch id (16 hexadecimal digits, as atomic_publish.publications.batch_id shows), got ${echo(issue.input)}` })
+          .optional(),
+      },
+      { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : `must be an object: {} or {"to": "<batch id>"}, got ${echo(issue.input)}`) },
+    ),
+  },
+  { error: () => undefined },
+);
+
+/** Whether an execution input asks for a rollback (it has a `rollback` field). */
+export function isRollbackInput(input: unknown): boolean {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && 'rollback' in input;
+}
+
+/**
+ * The rollback an input asks for. A rollback takes no interval: `from`,
+ * `to` (of a run) or any other field beside `pipeline` and `rollback` is
+ * refused, as is a `rollback.to` that is not a batch id.
+ */
+export function parseRollbackInput(input: unknown): RollbackInput {
+  const parsed = rollbackInput.safeParse(input);
+  if (parsed.success) return { pipeline: parsed.data.pipeline, ...(parsed.data.rollback.to === undefined ? {} : { to: parsed.data.rollback.to }) };
+  const issue = parsed.error.issues[0]!;
+  if (issue.code === 'unrecognized_keys') {
+    const where = issue.path.length === 0 ? 'input' : `input.${issue.path.join('.')}`;
+    const allowed = issue.path.length === 0 ? 'pipeline, rollback (a rollback takes no interval: from and to belong to a run)' : 'to';
+    throw new ValidationError(`${where} has unknown field(s): ${clip(issue.keys.join(', '))} (allowed: ${allowed})`);
+  }
+  throw new ValidationError(`input.${issue.path.join('.')} ${issue.message}`);
+}
+
+/** A row of `atomic_publish.publications` as the rollback reads it (domain/sql/rollback.ts publicationHistory). */
+export interface PublicationRecord {
+  readonly seq: number;
+  /** The batch live after this publication. */
+  readonly batchId: string;
+  readonly publishedAt: string;
+  /** `schema.table`: where the version live before this publication went. */
+  readonly oldVersionTable: string;
+  /** Cleanup dropped the old version. */
+  readonly dropped: boolean;
+  /** A rollback renamed the old version back to live: it is no longer at `oldVersionTable`. */
+  readonly restored: boolean;
+  /** For a rollback: the publication it rolled back. */
+  readonly rollbackOf?: number;
+}
+
+/** What a rollback swaps in, and where the live version goes. */
+export interface RollbackTarget {
+  /** The batch whose rows go live again. */
+  readonly batchId: string;
+  /** The publication whose old version is restored (its `old_version_table`). */
+  readonly restoreSeq: number;
+  /** The restored table, without its schema. */
+  readonly restoreTable: string;
+  /** The latest publication: the one rolled back. The swap refuses if another came since. */
+  readonly rolledBackSeq: number;
+  /** The batch live now, rolled away from. */
+  readonly fromBatchId: string;
+  /** The name the live table takes: retained, so the rollback can itself be undone. */
+  readonly retainedTable: string;
+}
+
+/** A rollback to the batch that is live already: nothing to do. */
+export interface AlreadyLive {
+  readonly alreadyLive: true;
+  readonly batchId: string;
+}
+
+/**
+ * Name of the live table's version when a rollback replaces it: the batch it
+ * holds, so the name is free (the one table holding a batch's rows is live
+ * when a rollback takes it away) and as short as Publish's `__prev_` names.
+ */
+export function rolledBackVersionTableFor(pipeline: Pipeline, batchId: string): string {
+  return `${pipeline.target.table}__rb_${batchId}`;
+}
+
+/** The bare table name of a `schema.table` the manifest records. */
+function bareName(pipeline: Pipeline, qualified: string): string {
+  const prefix = `${pipeline.target.schema}.`;
+  return qualified.startsWith(prefix) ? qualified.slice(prefix.length) : qualified;
+}
+
+/** Versions a rollback can reach now, newest first: the batch each holds, and the publication whose old version it is. */
+export function retainedVersions(history: readonly PublicationRecord[]): { batchId: string; seq: number; replacedAt: string }[] {
+  const bySeq = new Map(history.map((p) => [p.seq, p]));
+  return [...history]
+    .sort((a, b) => b.seq - a.seq)
+    .flatMap((p) => {
+      const held = bySeq.get(p.seq - 1);
+      return held && !p.dropped && !p.restored ? [{ batchId: held.batchId, seq: p.seq, replacedAt: p.publishedAt }] : [];
+    });
+}
+
+function howToRollBack(pipeline: Pipeline, history: readonly PublicationRecord[]): string {
+  const retained = retainedVersions(history);
+  if (retained.length === 0) return `no earlier version of ${pipeline.name} is retained (retention.keepVersions ${pipeline.retention.keepVersions}): nothing can be rolled back to`;
+  const list = retained.map((v) => `${v.batchId} (replaced by publication ${v.seq} at ${v.replacedAt})`).join(', ');
+  const example = JSON.stringify({ pipeline: pipeline.name, rollback: { to: retained[0]!.batchId } });
+  return `the versions still retained hold batches ${list}: roll back to one with ${example}`;
+}
+
+/**
+ * Where the rows of the batch a rollback names are, from the publications:
+ * publication `s` moved the version live before it (batch of `s - 1`) to
+ * its `old_version_table`, unless Cleanup dropped it or a rollback made it
+ * live again since. `batchStatus` is the batch's status in
+ * `atomic_publish.batches` (undefined: no such batch of this pipeline),
+ * for the refusal's words. Returns AlreadyLive when the batch is live now.
+ */
+export function resolveRollback(
+  pipeline: Pipeline,
+  to: string | undefined,
+  history: readonly PublicationRecord[],
+  batchStatus: string | undefined,
+): RollbackTarget | AlreadyLive {
+  const sorted = [...history].sort((a, b) => a.seq - b.seq);
+  const latest = sorted.at(-1);
+  if (!latest) throw new ValidationError(`pipeline ${pipeline.name} has never published: there is nothing to roll back`);
+  const bySeq = new Map(sorted.map((p) => [p.seq, p]));
+  const target = (source: PublicationRecord, batchId: string): RollbackTarget => ({
+    batchId,
+    restoreSeq: source.seq,
+    restoreTable: bareName(pipeline, source.oldVersionTable),
+    rolledBackSeq: latest.seq,
+    fromBatchId: latest.batchId,
+    retainedTable: rolledBackVersionTableFor(pipeline, latest.batchId),
+  });
+
+  if (to === undefined) {
+    const held = bySeq.get(latest.seq - 1);
+    if (!held) {
+      throw new ValidationError(
+        `the version of ${pipeline.name} live before its latest publication (${latest.seq}) is the table live before atomic-publish first published it, which no batch made: ` +
+          `a rollback restores only versions atomic-publish published. ${howToRollBack(pipeline, sorted)}`,
+      );
+    }
+    if (latest.dropped || latest.restored) {
+      throw new ValidationError(
+        `the version of ${pipeline.name} live before its latest publication (batch ${held.batchId}) is no longer retained (dropped by Cleanup past retention.keepVersions ${pipeline.retention.keepVersions}); ${howToRollBack(pipeline, sorted)}`,
+      );
+    }
+    return target(latest, held.batchId);
+  }
+
+  if (latest.batchId === to) return { alreadyLive: true, batchId: to };
+  const holders = sorted.filter((p) => bySeq.get(p.seq - 1)?.batchId === to);
+  const source = holders.find((p) => !p.dropped && !p.restored);
+  if (source) return target(source, to);
+  if (holders.length > 0) {
+    throw new ValidationError(
+      `batch ${to} of ${pipeline.name} is past retention: its version was dropped by Cleanup (retention.keepVersions ${pipeline.retention.keepVersions}). ` +
+        `To publish its data again, run its interval as a new run. Otherwise, ${howToRollBack(pipeline, sorted)}`,
+    );
+  }
+  if (batchStatus === undefined) {
+    throw new ValidationError(`batch ${to} is not a batch of pipeline ${pipeline.name} (atomic_publish.batches has none); ${howToRollBack(pipeline, sorted)}`);
+  }
+  throw new ValidationError(
+    `batch ${to} of ${pipeline.name} was never published (it is ${batchStatus}): there is no version of it to roll back to; ${howToRollBack(pipeline, sorted)}`,
+  );
+}

@@ -1,0 +1,68 @@
+/** The SQL of a rollback: the publications it is resolved from, and its swap transaction. */
+import type { LiveTableFacts } from '../dependents.ts';
+import { sqlLiteral } from '../identifiers.ts';
+import type { RollbackTarget } from '../rollback.ts';
+import type { Pipeline } from '../spec.ts';
+import { checkSwapSize, recordPublication, swapLockStatements, swapRenames } from './publish.ts';
+import { MANIFEST as M, type Statement } from './statement.ts';
+
+/**
+ * Every publication of a pipeline, oldest first, as domain/rollback.ts
+ * resolves a rollback from them (one row per publish or rollback: a few
+ * thousand in years of daily runs).
+ */
+export function publicationHistory(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at, old_version_table,
+                 CASE WHEN dropped_at IS NULL THEN 0 ELSE 1 END AS dropped,
+                 CASE WHEN restored_at IS NULL THEN 0 ELSE 1 END AS restored,
+                 rollback_of
+            FROM ${M}.publications WHERE pipeline = :pipeline ORDER BY seq`,
+    parameters: { pipeline },
+  };
+}
+
+/** The batch a rollback names, if it is one of the pipeline's: `status`, `interval_start`, `interval_end`. */
+export function rollbackBatch(pipeline: string, batchId: string): Statement {
+  return {
+    sql: `SELECT status, interval_start, interval_end FROM ${M}.batches WHERE pipeline = :pipeline AND batch_id = :batch_id`,
+    parameters: { pipeline, batch_id: batchId },
+  };
+}
+
+/** The publication a rollback recorded, if it committed: the one after the publication it rolled back. */
+export function rollbackState(pipeline: string, rolledBackSeq: number): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at, old_version_table, rows_published, rollback_of
+            FROM ${M}.publications WHERE pipeline = :pipeline AND seq = CAST(:seq AS int) + 1 AND rollback_of = CAST(:seq AS int)`,
+    parameters: { pipeline, seq: String(rolledBackSeq) },
+  };
+}
+
+/**
+ * The rollback, as ONE transaction, under the locks and checks of Publish's
+ * swap (domain/sql/publish.ts swapLockStatements): the restored version
+ * takes the staging table's place. Its guard (assert_rollback) checks that
+ * nothing was published since Plan chose the version and that it is still
+ * retained; then the live table is renamed to its retained name (so the
+ * rollback can itself be undone), the restored version to live, the
+ * grants, defaults, comments and views re-applied, and the publication
+ * recorded: the batch now live, `rollback_of` the publication rolled back
+ * (marked rolled_back_at), and the restored one marked restored_at. Its
+ * rows are those Reconcile checked when the batch was published.
+ */
+export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Date, catalog: { facts: LiveTableFacts; factsQuery: Statement }, lockWaitMs: number): string[] {
+  const { facts, factsQuery } = catalog;
+  const name = sqlLiteral(pipeline.name);
+  const at = sqlLiteral(now);
+  const statements = [
+    ...swapLockStatements(pipeline, target.restoreTable, facts, lockWaitMs),
+    `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,
+    ...swapRenames(pipeline, target.restoreTable, target.retainedTable, facts, factsQuery),
+    recordPublication(pipeline, target.batchId, target.retainedTable, now, target.rolledBackSeq),
+    `UPDATE ${M}.publications SET restored_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.restoreSeq)}`,
+    `UPDATE ${M}.publications SET rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
+  ];
+  checkSwapSize(pipeline, statements);
+  return statements;
+}
