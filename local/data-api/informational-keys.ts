@@ -46,6 +46,8 @@ export interface KeysRewrite {
   /** The statement without its key constraints. */
   text: string;
   constraints: InformationalConstraint[];
+  /** CREATE TABLE IF NOT EXISTS: the keys are recorded only if the statement created the table. */
+  ifNew?: boolean;
   dropped?: DroppedKey[];
 }
 
@@ -70,7 +72,10 @@ type Fields = Record<string, unknown>;
 export function withoutKeyConstraints(text: string, node: AstNode): KeysRewrite | undefined {
   const kind = kindOf(node);
   const fields = node[kind] as Fields;
-  if (kind === 'CreateStmt') return rewrite(text, (editor) => createTable(editor, fields));
+  if (kind === 'CreateStmt') {
+    const created = rewrite(text, (editor) => createTable(editor, fields));
+    return created && fields.if_not_exists === true ? { ...created, ifNew: true } : created;
+  }
   if (kind === 'AlterTableStmt') return dropConstraints(fields) ?? rewrite(text, (editor) => alterTable(editor, fields));
   return undefined;
 }

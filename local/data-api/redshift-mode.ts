@@ -30,6 +30,8 @@ export interface GatedSql {
   constraints: InformationalConstraint[];
   /** Key constraints the statement drops. */
   dropped?: DroppedKey[];
+  /** Record `constraints` only if the statement created its table (CREATE TABLE IF NOT EXISTS). */
+  ifNew?: boolean;
 }
 
 /**
@@ -51,7 +53,9 @@ export function gate(texts: readonly string[], inTransaction: boolean): GatedSql
     const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
     if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
     const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
-    return keys ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}) } : { text, constraints: [] };
+    return keys
+      ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}), ...(keys.ifNew ? { ifNew: true } : {}) }
+      : { text, constraints: [] };
   });
 }
 
@@ -67,9 +71,9 @@ export function withoutRoleKeyword(text: string): string {
  * drops, run right after it in its session and transaction, so a
  * rolled-back declaration leaves no record.
  */
-export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropped'>): TranslatedSql[] {
+export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropped' | 'ifNew'>): TranslatedSql[] {
   const recorded = gated.constraints.map((c) => ({
-    text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_key(to_regclass($1)::oid, $2, $3, $4::json, to_regclass($5)::oid, $6::json)`,
+    text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_key(to_regclass($1)::oid, $2, $3, $4::json, to_regclass($5)::oid, $6::json, $7)`,
     values: [
       regclassName(c.table),
       c.kind,
@@ -77,6 +81,7 @@ export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropp
       JSON.stringify(c.columns),
       c.references ? regclassName(c.references) : null,
       c.references ? JSON.stringify(c.references.columns) : null,
+      String(gated.ifNew === true),
     ] as string[],
   }));
   const dropped = (gated.dropped ?? []).map((d) => ({

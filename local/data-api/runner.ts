@@ -186,7 +186,7 @@ export class StatementRunner {
         await this.runTransaction(client, statement);
       } else {
         for (const part of statement.parts) {
-          await this.runPart(client, statement, part);
+          await this.runPart(client, statement, part, false);
           // The rest of an AUTO_COMMIT batch never runs on a lost session (conclude() aborts it).
           if (this.lost.has(client)) break;
         }
@@ -216,7 +216,7 @@ export class StatementRunner {
       return;
     }
     for (const part of statement.parts) {
-      if (!(await this.runPart(client, statement, part))) {
+      if (!(await this.runPart(client, statement, part, true))) {
         // A lost connection has rolled back already; reset() then discards it.
         await client.query('ROLLBACK').catch(() => undefined);
         statement.conclude();
@@ -231,15 +231,21 @@ export class StatementRunner {
     }
   }
 
-  /** True when the part finished. */
-  private async runPart(client: pg.PoolClient, statement: Statement, part: StatementPart): Promise<boolean> {
+  /**
+   * True when the part finished. Outside a transaction, a part with
+   * statements to run after it (Redshift mode's key records) runs with them
+   * in one, so they commit or roll back together.
+   */
+  private async runPart(client: pg.PoolClient, statement: Statement, part: StatementPart, inTransaction: boolean): Promise<boolean> {
     if (statement.abortRequested) return false;
     part.start(++this.queryIds);
     statement.started();
+    const wrap = !inTransaction && part.sql.after !== undefined;
     try {
       // The extended protocol runs exactly one statement, and rejects several
       // with "cannot insert multiple commands into a prepared statement", as
       // Redshift does.
+      if (wrap) await client.query('BEGIN');
       const result = await client.query({
         text: part.sql.text,
         values: part.sql.values,
@@ -247,6 +253,7 @@ export class StatementRunner {
         queryMode: 'extended',
       } as pg.QueryArrayConfig);
       for (const after of part.sql.after ?? []) await client.query(after.text, after.values);
+      if (wrap) await client.query('COMMIT');
       if (result.fields.length === 0) {
         part.finish(result.rowCount, undefined, 0);
         return true;
@@ -264,6 +271,7 @@ export class StatementRunner {
       // A session the server ended between checkout and this query fails it with the client's
       // "not queryable"; the statement failed because of what ended the session, so that is reported.
       const pgError = (this.lost.get(client) as PgError | undefined) ?? (error as PgError);
+      if (wrap) await client.query('ROLLBACK').catch(() => undefined);
       if (statement.abortRequested && pgError.code === QUERY_CANCELED) part.abort();
       else part.fail(this.databaseMessage(pgError));
       if (endsSession(pgError)) this.lost.set(client, pgError);

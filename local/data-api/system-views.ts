@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 3';
+const VERSION = 'atomic-publish local Redshift system views, version 4';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -171,7 +171,7 @@ const KEY_CATALOG: string[] = [
   // Called by the endpoint right after the statement that declared the
   // key, in its transaction, with the tables resolved in the caller's
   // search_path (to_regclass). Names as PostgreSQL (and Redshift) make them.
-  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.record_key(p_table oid, p_kind text, p_name text, p_columns json, p_references oid, p_ref_columns json)
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.record_key(p_table oid, p_kind text, p_name text, p_columns json, p_references oid, p_ref_columns json, p_if_new boolean)
      RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
      DECLARE
        cols text[] := ARRAY(SELECT json_array_elements_text(p_columns));
@@ -183,6 +183,10 @@ const KEY_CATALOG: string[] = [
        table_name name;
      BEGIN
        IF p_table IS NULL THEN RAISE EXCEPTION 'record_key: table not found'; END IF;
+       -- CREATE TABLE IF NOT EXISTS of a table that existed declared nothing.
+       IF p_if_new AND (SELECT c.xmin::text FROM pg_class c WHERE c.oid = p_table) <> (pg_current_xact_id()::text::bigint % 4294967296)::text THEN
+         RETURN;
+       END IF;
        keys := ARRAY(SELECT a.attnum FROM unnest(cols) WITH ORDINALITY AS u(name, ord)
                        JOIN pg_attribute a ON a.attrelid = p_table AND a.attname = u.name ORDER BY u.ord);
        IF kind = 'f' THEN

@@ -257,6 +257,16 @@ describe('key constraints', () => {
     expect(await catalogKeys('cat_drop')).toEqual([]);
   });
 
+  it('records the keys of CREATE TABLE IF NOT EXISTS only when it creates the table', async () => {
+    const sql = 'CREATE TABLE IF NOT EXISTS cat_maybe (id int PRIMARY KEY, code varchar(5) UNIQUE)';
+    expect((await wh.run(sql)).Status).toBe('FINISHED');
+    expect((await wh.run(sql)).Status).toBe('FINISHED');
+    expect(await catalogKeys('cat_maybe')).toEqual([
+      ['cat_maybe_code_key', 'u', 'UNIQUE (code)'],
+      ['cat_maybe_pkey', 'p', 'PRIMARY KEY (id)'],
+    ]);
+  });
+
   it('refuses a second key of one name, and a second primary key, on a table', async () => {
     await wh.run('CREATE TABLE cat_twice (id int PRIMARY KEY, code varchar(5))');
     const sameName = await wh.run('ALTER TABLE cat_twice ADD CONSTRAINT cat_twice_pkey UNIQUE (code)');
