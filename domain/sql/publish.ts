@@ -200,6 +200,27 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
 }
 
 /**
+ * The last statements of a publish transaction: the publication (its old
+ * version `schema.previousVersionTable`), the attempt and the batch
+ * PUBLISHED.
+ */
+export function recordPublication(pipeline: Pipeline, batch: BatchRef, previousVersionTable: string, now: Date): string[] {
+  const { schema, table } = pipeline.target;
+  const id = sqlLiteral(batch.batchId);
+  const name = sqlLiteral(pipeline.name);
+  return [
+    `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
+     SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
+            ${sqlLiteral(`${schema}.${previousVersionTable}`)},
+            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
+       FROM ${M}.publications WHERE pipeline = ${name}`,
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
+    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+  ];
+}
+
+/**
  * The swap, as ONE transaction: lock staging (no late writer); check nothing was published since
  * this batch was planned, nothing newer is live, and staging still holds
  * the rows Reconcile checked; rename live to its retained old version and
@@ -255,14 +276,7 @@ export function swapPublish(
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
     ...reapplyStatements(pipeline, facts),
-    `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
-     SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
-            ${sqlLiteral(`${schema}.${previousVersionTable}`)},
-            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
-       FROM ${M}.publications WHERE pipeline = ${name}`,
-    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
-      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
-    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+    ...recordPublication(pipeline, batch, previousVersionTable, now),
   ];
   const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
   if (statements.length > MAX_BATCH_STATEMENTS || bytes > MAX_SQL_BYTES) {

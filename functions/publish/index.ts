@@ -3,7 +3,8 @@ import type { Context } from 'aws-lambda';
 import { DependentViewError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
-import { previousVersionTableFor } from '../../domain/plan.ts';
+import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
+import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { CATALOG_CHANGED, isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, carryOverStatements, dependentsFacts, markSuperseded, openTransactions, swapPublish } from '../../domain/sql/publish.ts';
@@ -110,6 +111,30 @@ async function waitForOlderSnapshots(warehouse: Warehouse, liveTable: string, sw
   }
 }
 
+/**
+ * After the publish transaction failed: an earlier attempt whose response
+ * was lost (or whose wait was abandoned) may have committed meanwhile: then
+ * the guard, or the staging table already renamed away, fails this one.
+ * That publish is this batch's own. A guard refusal of older data ends the
+ * batch SUPERSEDED; any other refusal is a PublishConflictError; the rest
+ * is rethrown.
+ */
+async function afterFailedPublish(
+  error: unknown,
+  event: PublishEvent,
+  warehouse: Warehouse,
+  liveTable: string,
+  name: (step: string) => string,
+): Promise<PublishResult> {
+  if (!(error instanceof WarehouseError)) throw error;
+  const [now] = await warehouse.query(batchState(event.batch.batchId), name('state'));
+  if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+  const refusal = publishGuardRefusal(error.message);
+  if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
+  if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
+  throw error;
+}
+
 /** Redshift's and PostgreSQL's words for a statement ended by statement_timeout. */
 const STATEMENT_TIMEOUT = /statement timeout|canceled on user's request|cancelled on user's request/i;
 
@@ -143,6 +168,8 @@ export async function publish(
   if (before?.status === BatchStatus.SUPERSEDED) {
     return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
   }
+
+  if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swapLocks = [pipeline.target, { schema: pipeline.target.schema, table: batch.stagingTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }];
@@ -179,17 +206,7 @@ export async function publish(
       }
     }
   } catch (error) {
-    if (!(error instanceof WarehouseError)) throw error;
-    // An earlier attempt whose response was lost (or whose wait was
-    // abandoned) may have committed meanwhile: then the guard, or the
-    // staging table already renamed away, fails this one. That publish is
-    // this batch's own.
-    const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
-    if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
-    const refusal = publishGuardRefusal(error.message);
-    if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
-    if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
-    throw error;
+    return afterFailedPublish(error, event, warehouse, liveTable, name);
   }
   // A GRANT, REVOKE, default or comment issued on the live table while the
   // swap waited for its locks reached the old version: carry it over now.
@@ -205,6 +222,54 @@ export async function publish(
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);
   logger.info('published', { batchId: batch.batchId, ...result });
+  return result;
+}
+
+/**
+ * publishVia 'view': one transaction that points the live view at staging,
+ * renamed to its version name (publish-view.ts switchView). Readers read the
+ * view: nothing they read is renamed, and they see the old version until
+ * the commit and the new one after it. Snapshot readers are waited for as
+ * in the rename swap: the view's new definition is read with the latest
+ * catalog, and an older snapshot would see none of the new version's rows.
+ */
+async function publishThroughView(event: PublishEvent, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string): Promise<PublishResult> {
+  const { batch } = event;
+  const pipeline = frozenPipeline(batch);
+  const { schema, table } = pipeline.target;
+  const liveTable = `${schema}.${table}`;
+  const versionTable = viewVersionTableFor(pipeline, batch.batchId);
+  const swapLocks = [pipeline.target, { schema, table: batch.stagingTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }];
+  await waitForOlderSnapshots(warehouse, liveTable, swapLocks, waits.snapshotWaitMs, name('snapshots'));
+  try {
+    for (let attempt = 1; ; attempt += 1) {
+      const factsQuery = liveRelation(schema, table);
+      const live = readLiveRelation(await warehouse.query(factsQuery, name('live-view')));
+      const found = viewVersionProblem(pipeline, live);
+      if ('problem' in found) throw new WarehouseError(found.problem);
+      try {
+        await warehouse.batch(switchView(pipeline, batch, { live, factsQuery, previousVersion: found.version, versionTable, now: new Date(), lockWaitMs: waits.lockWaitMs }), name('switch-view'));
+        break;
+      } catch (error) {
+        if (error instanceof WarehouseError && STATEMENT_TIMEOUT.test(error.message)) {
+          const holders = await warehouse.query(openTransactions({ lockHolders: swapLocks }), name('lock-holders'));
+          throw new TransientWarehouseError(
+            `the switch of the view ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
+              `holding the view, its staging table or the publications: ${describeTransactions(holders)}. ` +
+              `Nothing was published; the view shows its current version. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
+            { cause: error },
+          );
+        }
+        if (!(error instanceof WarehouseError) || !error.message.includes(`${CATALOG_CHANGED}: `) || attempt >= CATALOG_CHANGE_ATTEMPTS) throw error;
+        logger.warn('the live view changed between reading it and the switch; reading it again', { attempt, error: error.message });
+      }
+    }
+  } catch (error) {
+    return afterFailedPublish(error, event, warehouse, liveTable, name);
+  }
+  const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
+  const result = toResult(after!, liveTable, false);
+  logger.info('published through the view', { batchId: batch.batchId, versionTable, ...result });
   return result;
 }
 
