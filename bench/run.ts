@@ -9,6 +9,8 @@
  *                   the same rows through the same Data API endpoint
  *   reader latency  a dashboard query's latency while the swap commits vs
  *                   its median latency during the load
+ *   publishVia      the publish step and the longest read during it, by
+ *                   rename vs through a view, on the same data (bench/publish-via.ts)
  *
  * Options: --rows N (default 600000), --repeat N (default 3).
  */
@@ -26,6 +28,7 @@ import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../loc
 import { renderTable } from '../local/table.ts';
 import { median } from './stats.ts';
 import { benchDataApi } from './data-api.ts';
+import { benchPublishVia } from './publish-via.ts';
 
 const DATABASE = 'atomic_publish_bench';
 const DAYS = 60;
@@ -137,6 +140,7 @@ async function main(): Promise<void> {
   );
 
   process.stdout.write(await benchDataApi({ postgres: conn, database: DATABASE, endpoint: api.endpoint, repeat }));
+  process.stdout.write(await benchPublishVia({ postgres: conn, rowsPerDay, days: DAYS, repeat }));
 
   runner.close();
   await db.end();
