@@ -27,6 +27,7 @@ import { createSampleWarehouse, sampleDay, samplePipeline } from '../local/sampl
 import { renderTable } from '../local/table.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
+import { pollReads } from './reads.ts';
 import { median } from './stats.ts';
 
 const LIVE = 'analytics.sales_order_lines';
@@ -112,16 +113,7 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
         pipelines[slot] = way.pipeline;
         const reader = await connect(conn, way.database);
         const holder = await connect(conn, way.database);
-        const latencies: { at: number; ms: number }[] = [];
-        let reading = true;
-        const readLoop = (async () => {
-          while (reading) {
-            const at = performance.timeOrigin + performance.now();
-            const started = performance.now();
-            await reader.query(`SELECT COUNT(*) FROM ${LIVE}`);
-            latencies.push({ at, ms: performance.now() - started });
-          }
-        })();
+        const reads = pollReads(reader, LIVE);
         await holder.query('BEGIN');
         await holder.query(`SELECT COUNT(*) FROM ${LIVE}`);
         let released!: Promise<void>;
@@ -131,8 +123,7 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
         way.publishWindow = undefined;
         const result = await way.runner!.run({ pipeline: way.pipeline.name, to: sampleDay(days + i).toISOString() });
         await released;
-        reading = false;
-        await readLoop;
+        const latencies = await reads.stop();
         await reader.end();
         await holder.end();
         if (result.status !== 'SUCCEEDED') {
