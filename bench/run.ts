@@ -9,6 +9,8 @@
  *                   the same rows through the same Data API endpoint
  *   reader latency  a dashboard query's latency while the swap commits vs
  *                   its median latency during the load
+ *   publishVia      the publish step and the longest read during it, by
+ *                   rename vs through a view, on the same data (bench/publish-via.ts)
  *
  * Options: --rows N (default 600000), --repeat N (default 3).
  */
@@ -26,6 +28,8 @@ import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../loc
 import { renderTable } from '../local/table.ts';
 import { median } from './stats.ts';
 import { benchDataApi } from './data-api.ts';
+import { benchPublishVia } from './publish-via.ts';
+import { pollReads } from './reads.ts';
 
 const DATABASE = 'atomic_publish_bench';
 const DAYS = 60;
@@ -94,22 +98,12 @@ async function main(): Promise<void> {
     for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
     const reader = newClient({ ...conn, database: DATABASE });
     await reader.connect();
-    const latencies: { at: number; ms: number }[] = [];
-    let reading = true;
-    const readLoop = (async () => {
-      while (reading) {
-        const at = performance.timeOrigin + performance.now();
-        const started = performance.now();
-        await reader.query('SELECT COUNT(*) FROM analytics.sales_order_lines');
-        latencies.push({ at, ms: performance.now() - started });
-      }
-    })();
+    const reads = pollReads(reader, 'analytics.sales_order_lines');
     publishWindow = undefined;
     t = performance.now();
     const result = await runner.run({ pipeline: pipeline.name, to: sampleDay(DAYS).toISOString() });
     atomicTimes.push(performance.now() - t);
-    reading = false;
-    await readLoop;
+    const latencies = await reads.stop();
     await reader.end();
     if (result.status !== 'SUCCEEDED') throw new Error(`atomic run failed: ${result.error}: ${result.cause}`);
     const window = publishWindow as { start: number; end: number } | undefined;
@@ -137,6 +131,7 @@ async function main(): Promise<void> {
   );
 
   process.stdout.write(await benchDataApi({ postgres: conn, database: DATABASE, endpoint: api.endpoint, repeat }));
+  process.stdout.write(await benchPublishVia({ postgres: conn, rowsPerDay, days: DAYS, repeat }));
 
   runner.close();
   await db.end();

@@ -183,6 +183,11 @@ export function stagingTableFor(pipeline: Pipeline, batchId: string): string {
   return `${pipeline.target.table}__stg_${batchId}`;
 }
 
+/** With `publishVia: 'view'`: the version table `batchId` publishes, which the live view reads from then on. */
+export function viewVersionTableFor(pipeline: Pipeline, batchId: string): string {
+  return `${pipeline.target.table}__v_${batchId}`;
+}
+
 /** Name the live table takes when `batchId` replaces it: the retained old version. */
 export function previousVersionTableFor(pipeline: Pipeline, batchId: string): string {
   return `${pipeline.target.table}__prev_${batchId}`;

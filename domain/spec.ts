@@ -12,6 +12,9 @@ import { isOnGrain, parseInstant } from './time.ts';
 
 export type ChunkGrain = 'hour' | 'day' | 'month';
 export type PublishMode = 'swap' | 'replace-intervals' | 'merge';
+/** How the live name is switched to a new version: see PipelineSpec.publishVia. */
+export type PublishVia = 'rename' | 'view';
+export const PUBLISH_VIA: readonly PublishVia[] = ['rename', 'view'];
 
 /** Publish modes this version can run; the others are planned (see README). */
 export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap'];
@@ -43,6 +46,20 @@ export interface PipelineSpec {
   readonly businessKey: readonly string[];
   /** @default 'swap' */
   readonly publishMode?: PublishMode;
+  /**
+   * How readers are switched to the new rows.
+   * - `'rename'`: the live name is a table; the swap renames it to its old
+   *   version and staging to the live name, in one transaction.
+   * - `'view'`: the live name is a (bound) view `SELECT <columns> FROM
+   *   <schema>.<table>__v_<batch id>`, switched by one `CREATE OR REPLACE
+   *   VIEW` in the publish transaction; no rename of anything a reader
+   *   reads. The live name must already be such a view: Plan refuses a
+   *   table, printing the SQL that turns it into one. Readers need SELECT
+   *   on the view only; BI tools see a view (columns, no table statistics).
+   *   See docs/decisions.md ("Publishing through a view").
+   * @default 'rename'
+   */
+  readonly publishVia?: PublishVia;
   readonly checks?: {
     /** Publish an empty staging table. @default false */
     readonly allowEmpty?: boolean;
@@ -66,6 +83,7 @@ export interface Pipeline {
   readonly historyStart: string;
   readonly businessKey: readonly string[];
   readonly publishMode: PublishMode;
+  readonly publishVia: PublishVia;
   readonly checks: { readonly allowEmpty: boolean };
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
@@ -192,6 +210,10 @@ const publishModeSchema = checked<PublishMode>((value) =>
     : `${echo(value)} is not supported by this version (supported: ${SUPPORTED_PUBLISH_MODES.join(', ')})`,
 );
 
+const publishViaSchema = checked<PublishVia>((value) =>
+  (PUBLISH_VIA as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${PUBLISH_VIA.join(', ')}`,
+);
+
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
 });
@@ -227,6 +249,7 @@ const pipelineSchema = z
     historyStart: historyStartSchema,
     businessKey: businessKeySchema,
     publishMode: withDefault(publishModeSchema, 'swap'),
+    publishVia: withDefault(publishViaSchema, 'rename'),
     checks: checksSchema,
     freshness: freshnessSchema,
     schedule: scheduleSchema,
@@ -275,6 +298,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     historyStart: valid.historyStart,
     businessKey: valid.businessKey,
     publishMode: valid.publishMode,
+    publishVia: valid.publishVia,
     checks: valid.checks,
     freshness: valid.freshness,
     // A schedule runs in the chunk zone unless it says otherwise.
@@ -299,6 +323,9 @@ function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {
     historyStart: (parseInstant(pipeline.historyStart) as Date).toISOString(),
     businessKey: pipeline.businessKey,
     publishMode: pipeline.publishMode,
+    // A batch planned for one way cannot be published the other way; left
+    // out for 'rename' so that the hashes of existing pipelines stay.
+    publishVia: pipeline.publishVia === 'rename' ? undefined : pipeline.publishVia,
     checks: pipeline.checks,
   };
   return sha256(canonicalJson(dataDefinition));

@@ -55,6 +55,8 @@ export interface BatchRecord {
   readonly executionId: string;
   readonly basePublication: number;
   readonly stagingTable: string;
+  /** The table of the target schema staging is created LIKE. @default - the live table (with publishVia 'view': the version table the live view reads) */
+  readonly stagingLike?: string;
   readonly chunks: readonly Chunk[];
   readonly now: Date;
 }
@@ -70,7 +72,7 @@ export interface BatchRecord {
  */
 export function startBatch(record: BatchRecord): string[] {
   const { pipeline, batchId, now } = record;
-  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
+  const live = qualifiedName(pipeline.target.schema, record.stagingLike ?? pipeline.target.table);
   const staging = qualifiedName(pipeline.target.schema, record.stagingTable);
   const id = sqlLiteral(batchId);
   const RUNNING = sqlLiteral(BatchStatus.RUNNING);

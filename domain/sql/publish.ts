@@ -360,6 +360,20 @@ export function checkSwapSize(pipeline: Pipeline, statements: readonly string[])
 }
 
 /**
+ * The last statements of a publish transaction: the publication (its old
+ * version `schema.retainedAs`), the attempt and the batch PUBLISHED.
+ */
+export function recordPublished(pipeline: Pipeline, batchId: string, retainedAs: string, now: Date): string[] {
+  const id = sqlLiteral(batchId);
+  return [
+    recordPublication(pipeline, batchId, retainedAs, now),
+    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
+    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+  ];
+}
+
+/**
  * The swap, as ONE transaction: lock staging (no late writer); check nothing was published since
  * this batch was planned, nothing newer is live, and staging still holds
  * the rows Reconcile checked; rename live to its retained old version and
@@ -381,10 +395,7 @@ export function swapPublish(
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery),
-    recordPublication(pipeline, batch.batchId, previousVersionTable, now),
-    `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
-      WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
-    `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
+    ...recordPublished(pipeline, batch.batchId, previousVersionTable, now),
   ];
   checkSwapSize(pipeline, statements);
   return statements;

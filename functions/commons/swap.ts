@@ -45,10 +45,10 @@ export function describeTransactions(rows: readonly Row[]): string {
     .join('; ');
 }
 
-const liveName = (swap: Swap) => `${swap.pipeline.target.schema}.${swap.pipeline.target.table}`;
+const liveName = (swap: Pick<Swap, 'pipeline'>) => `${swap.pipeline.target.schema}.${swap.pipeline.target.table}`;
 
 /** What the swap locks: the live table, the incoming table, the publications. */
-function swapLocks(swap: Swap): Relation[] {
+export function swapLocks(swap: Pick<Swap, 'pipeline' | 'incoming'>): Relation[] {
   return [swap.pipeline.target, { schema: swap.pipeline.target.schema, table: swap.incoming }, { schema: MANIFEST_SCHEMA, table: 'publications' }];
 }
 
@@ -62,7 +62,7 @@ function swapLocks(swap: Swap): Relation[] {
  * incoming rows had committed. Gives up with a TransientWarehouseError
  * naming them.
  */
-export async function waitForOlderSnapshots(warehouse: Warehouse, swap: Swap): Promise<void> {
+export async function waitForOlderSnapshots(warehouse: Warehouse, swap: Pick<Swap, 'pipeline' | 'incoming' | 'name' | 'waits' | 'step'>): Promise<void> {
   const statement = openTransactions({ snapshotHolders: swapLocks(swap) });
   const name = swap.name('snapshots');
   const key = (r: Row) => `${String(r.pid)}|${String(r.txn_start)}`;
@@ -89,45 +89,76 @@ const STATEMENT_TIMEOUT = /statement timeout|canceled on user's request|cancelle
 /** How often the swap is rebuilt when the live table's grants, defaults, comments or views changed between the read and the swap. */
 export const CATALOG_CHANGE_ATTEMPTS = 3;
 
+/** One attempt of a publish transaction, prepared from what was just read. */
+export interface SwapAttempt<T> {
+  readonly statements: string[];
+  /** The tables its locks wait for, to name who held them if it gives up. */
+  readonly locks: readonly Relation[];
+  /** What the attempt returns once committed. */
+  readonly carried: T;
+}
+
 /**
- * Reads the live table's dependents, refuses a view the swap could not
- * re-point, and runs the swap transaction; a catalog check that finds them
- * changed reads again and rebuilds it. A swap that gave up its lock wait
- * fails with a TransientWarehouseError naming who held the tables (Step
- * Functions retries it with backoff and jitter). Returns the facts carried
- * over.
+ * Runs a publish transaction prepared by `prepare` (which reads what it is
+ * built from and may refuse); a catalog check that finds what it was built
+ * from changed prepares it again. A transaction that gave up its lock wait
+ * fails with a TransientWarehouseError built by `gaveUp` from who held the
+ * tables (Step Functions retries it with backoff and jitter).
  */
-export async function runSwap(warehouse: Warehouse, swap: Swap): Promise<LiveTableFacts> {
-  const { pipeline, name, waits } = swap;
-  const liveTable = liveName(swap);
+export async function retryPublishTransaction<T>(
+  warehouse: Warehouse,
+  name: (step: string) => string,
+  prepare: () => Promise<SwapAttempt<T>>,
+  gaveUp: (holders: string) => string,
+): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
-    const factsQuery = dependentsFacts(pipeline.target.schema, pipeline.target.table, swap.incoming);
-    const facts = liveTableFacts((await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[]);
-    const refusal = dependentViewProblems(liveTable, facts);
-    if (refusal !== undefined) throw new DependentViewError(refusal);
+    const prepared = await prepare();
     try {
       try {
-        await warehouse.batch(swap.statements(facts, factsQuery), name('swap'));
+        await warehouse.batch(prepared.statements, name('swap'));
       } catch (error) {
         if (!(error instanceof WarehouseError) || !STATEMENT_TIMEOUT.test(error.message)) throw error;
-        // The swap gave up its lock wait and rolled back; readers queued
-        // behind it go on. Who held what it waited for, for the alert if
-        // the retries (Step Functions: backoff with full jitter) all fail.
-        const tables = [...swapLocks(swap), ...facts.views.map((v) => ({ schema: v.schema, table: v.view }))];
-        const holders = await warehouse.query(openTransactions({ lockHolders: tables }), name('lock-holders'));
-        throw new TransientWarehouseError(
-          `the swap of ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks (no reader waited behind it longer) and is retried; ` +
-            `holding ${liveTable}, ${swap.incomingLabel}, its views or the publications: ${describeTransactions(holders)}. ` +
-            `Nothing was published; the live table keeps its rows. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
-          { cause: error },
-        );
+        // It gave up its lock wait and rolled back; readers queued behind it
+        // go on. Who held what it waited for, for the alert if the retries
+        // all fail.
+        const holders = await warehouse.query(openTransactions({ lockHolders: prepared.locks }), name('lock-holders'));
+        throw new TransientWarehouseError(gaveUp(describeTransactions(holders)), { cause: error });
       }
-      return facts;
+      return prepared.carried;
     } catch (error) {
       if (!(error instanceof WarehouseError) || !error.message.includes(`${CATALOG_CHANGED}: `) || attempt >= CATALOG_CHANGE_ATTEMPTS) throw error;
       logger.warn('the live table changed between reading its dependents and the swap; reading them again', { attempt, error: error.message });
     }
   }
+}
+
+/**
+ * Reads the live table's dependents, refuses a view the swap could not
+ * re-point, and runs the swap transaction (retryPublishTransaction).
+ * Returns the facts carried over.
+ */
+export async function runSwap(warehouse: Warehouse, swap: Swap): Promise<LiveTableFacts> {
+  const { pipeline, name, waits } = swap;
+  const liveTable = liveName(swap);
+  return retryPublishTransaction(
+    warehouse,
+    name,
+    async () => {
+      const factsQuery = dependentsFacts(pipeline.target.schema, pipeline.target.table, swap.incoming);
+      const facts = liveTableFacts((await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[]);
+      const refusal = dependentViewProblems(liveTable, facts);
+      if (refusal !== undefined) throw new DependentViewError(refusal);
+      return {
+        statements: swap.statements(facts, factsQuery),
+        locks: [...swapLocks(swap), ...facts.views.map((v) => ({ schema: v.schema, table: v.view }))],
+        carried: facts,
+      };
+    },
+    (holders) =>
+      `the swap of ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks (no reader waited behind it longer) and is retried; ` +
+      `holding ${liveTable}, ${swap.incomingLabel}, its views or the publications: ${holders}. ` +
+      `Nothing was published; the live table keeps its rows. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
+  );
 }
 
 /**

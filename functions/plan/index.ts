@@ -14,6 +14,8 @@ import {
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { ValidationError } from '../../domain/errors.ts';
+import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import {
   databasePrivileges,
   doneChunks,
@@ -164,6 +166,18 @@ export async function takeLease(
 }
 
 /**
+ * With publishVia 'view': the version table the live view reads, which
+ * staging is created LIKE (Redshift's CREATE TABLE LIKE copies a table's
+ * encodings, distribution and sort keys; a view has none). A live table,
+ * or a view over anything else, is refused before anything is written.
+ */
+async function liveViewVersion(warehouse: Warehouse, pipeline: Pipeline, statementName: string): Promise<string> {
+  const found = viewVersionProblem(pipeline, readLiveRelation(await warehouse.query(liveRelation(pipeline.target.schema, pipeline.target.table), statementName)));
+  if ('problem' in found) throw new ValidationError(found.problem);
+  return found.version;
+}
+
+/**
  * Validates the input and the warehouse side (privileges, live table,
  * source query, columns and their types) before writing anything; then creates or resumes the batch.
  */
@@ -188,6 +202,8 @@ export async function plan(
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
   checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
   checkSourceTypes(pipeline, live, sourceColumns);
+
+  const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, name('live-view')) : undefined;
 
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
@@ -223,6 +239,7 @@ export async function plan(
       executionId: event.executionId ?? '',
       basePublication,
       stagingTable,
+      ...(stagingLike !== undefined ? { stagingLike } : {}),
       chunks,
       now: new Date(),
     }),

@@ -44,6 +44,12 @@ function publicationRecord(row: Row): PublicationRecord {
 export async function planRollback(event: PlanEvent, warehouse: Warehouse, registry: readonly Pipeline[]): Promise<PlanResult> {
   const pipeline = resolvePipeline(event.input, registry);
   const input = parseRollbackInput(event.input);
+  if (pipeline.publishVia === 'view') {
+    throw new ValidationError(
+      `pipeline ${pipeline.name} publishes through a view, and the rollback operation swaps tables; roll it back by hand, as its functions' database user: ` +
+        `CREATE OR REPLACE VIEW ${pipeline.target.schema}.${pipeline.target.table} AS SELECT <its columns> FROM <the old_version_table of its latest row in atomic_publish.publications>. Nothing was written`,
+    );
+  }
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:rollback-${step}:${input.to ?? 'previous'}`;
   const { schema, table } = pipeline.target;
 

@@ -1,12 +1,13 @@
 import type { Context } from 'aws-lambda';
-import { PublishConflictError } from '../../domain/errors.ts';
-import { type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
-import { previousVersionTableFor } from '../../domain/plan.ts';
+import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
+import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
-import { swapAndCarryOver, type Swap } from '../commons/swap.ts';
+import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -69,6 +70,30 @@ async function superseded(
 }
 
 /**
+ * After the publish transaction failed: an earlier attempt whose response
+ * was lost (or whose wait was abandoned) may have committed meanwhile: then
+ * the guard, or the staging table already renamed away, fails this one.
+ * That publish is this batch's own. A guard refusal of older data ends the
+ * batch SUPERSEDED; any other refusal is a PublishConflictError; the rest
+ * is rethrown.
+ */
+async function afterFailedPublish(
+  error: unknown,
+  event: PublishEvent,
+  warehouse: Warehouse,
+  liveTable: string,
+  name: (step: string) => string,
+): Promise<PublishResult> {
+  if (!(error instanceof WarehouseError)) throw error;
+  const [now] = await warehouse.query(batchState(event.batch.batchId), name('state'));
+  if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+  const refusal = publishGuardRefusal(error.message);
+  if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
+  if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
+  throw error;
+}
+
+/**
  * The swap, in one BatchExecuteStatement transaction. Readers see the old
  * table until the commit and the new one after it; if anything in the
  * transaction fails, nothing of it happened. The live table's grants,
@@ -96,6 +121,8 @@ export async function publish(
     return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
   }
 
+  if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
+
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
     pipeline,
@@ -107,22 +134,53 @@ export async function publish(
     name,
     statements: (facts, factsQuery) => swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs),
   };
-  const recovered = await swapAndCarryOver(warehouse, swap, async (error) => {
-    // An earlier attempt whose response was lost (or whose wait was
-    // abandoned) may have committed meanwhile: then the guard, or the
-    // staging table already renamed away, fails this one. That publish is
-    // this batch's own.
-    const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
-    if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
-    const refusal = publishGuardRefusal(error.message);
-    if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
-    if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
-    throw error;
-  });
+  const recovered = await swapAndCarryOver(warehouse, swap, (error) => afterFailedPublish(error, event, warehouse, liveTable, name));
   if (recovered) return recovered;
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);
   logger.info('published', { batchId: batch.batchId, ...result });
+  return result;
+}
+
+/**
+ * publishVia 'view': one transaction that points the live view at staging,
+ * renamed to its version name (publish-view.ts switchView). Readers read the
+ * view: nothing they read is renamed, and they see the old version until
+ * the commit and the new one after it. Snapshot readers are waited for as
+ * in the rename swap: the view's new definition is read with the latest
+ * catalog, and an older snapshot would see none of the new version's rows.
+ */
+async function publishThroughView(event: PublishEvent, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string): Promise<PublishResult> {
+  const { batch } = event;
+  const pipeline = frozenPipeline(batch);
+  const { schema, table } = pipeline.target;
+  const liveTable = `${schema}.${table}`;
+  const versionTable = viewVersionTableFor(pipeline, batch.batchId);
+  const swap = { pipeline, step: 'Publish', incoming: batch.stagingTable, waits, name };
+  await waitForOlderSnapshots(warehouse, swap);
+  try {
+    await retryPublishTransaction(
+      warehouse,
+      name,
+      async () => {
+        const factsQuery = liveRelation(schema, table);
+        const live = readLiveRelation(await warehouse.query(factsQuery, name('live-view')));
+        const found = viewVersionProblem(pipeline, live);
+        if ('problem' in found) throw new WarehouseError(found.problem);
+        const switching = { live, factsQuery, previousVersion: found.version, versionTable, now: new Date(), lockWaitMs: waits.lockWaitMs };
+        return { statements: switchView(pipeline, batch, switching), locks: swapLocks(swap), carried: undefined };
+      },
+      (holders) =>
+        `the switch of the view ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
+        `holding the view, its staging table or the publications: ${holders}. ` +
+        `Nothing was published; the view shows its current version. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
+    );
+  } catch (error) {
+    return afterFailedPublish(error, event, warehouse, liveTable, name);
+  }
+  const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
+  const result = toResult(after!, liveTable, false);
+  logger.info('published through the view', { batchId: batch.batchId, versionTable, ...result });
   return result;
 }
 

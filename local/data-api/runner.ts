@@ -51,7 +51,19 @@ export interface StatementRunnerOptions {
   /** The user of SecretArn and WorkgroupName requests. */
   defaultUser: string;
   log: (line: string) => void;
+  /** Fault injection: see LocalDataApiOptions.statementError. */
+  statementError?: StatementFault;
 }
+
+/**
+ * Decides, per statement part about to run, whether it fails with a
+ * database error instead of running: the message it fails with (e.g.
+ * Redshift's `ERROR: 1023 DETAIL: Serializable isolation violation ...`),
+ * or undefined to run it. The parts before it in a transaction batch have
+ * run; the failure rolls back the whole transaction, as a database error
+ * there does.
+ */
+export type StatementFault = (part: { sql: string; index: number; sqls: readonly string[]; name?: string }) => string | undefined;
 
 interface PgError extends Error {
   code?: string;
@@ -240,6 +252,16 @@ export class StatementRunner {
     if (statement.abortRequested) return false;
     part.start(++this.queryIds);
     statement.started();
+    const injected = this.options.statementError?.({
+      sql: part.queryString,
+      index: statement.parts.indexOf(part),
+      sqls: statement.parts.map((p) => p.queryString),
+      ...(statement.statementName !== undefined ? { name: statement.statementName } : {}),
+    });
+    if (injected !== undefined) {
+      part.fail(injected);
+      return false;
+    }
     const wrap = !inTransaction && part.sql.after !== undefined;
     try {
       // The extended protocol runs exactly one statement, and rejects several

@@ -14,7 +14,7 @@ import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
 import type { InformationalConstraint } from './informational-keys.ts';
 import { InformationalConstraints } from './redshift-mode.ts';
-import { StatementRunner, type Isolation } from './runner.ts';
+import { StatementRunner, type Isolation, type StatementFault } from './runner.ts';
 import { type EnvironmentalFault, RedshiftDataService } from './service.ts';
 import { StatementStore } from './statement-store.ts';
 
@@ -59,6 +59,14 @@ export interface LocalDataApiOptions {
    * has failed ('failed'). @default - none
    */
   environmentalError?: EnvironmentalFault;
+  /**
+   * Fault injection for database errors: a statement part the function
+   * names fails with its message in place of running, after the parts
+   * before it in its transaction ran (runner.ts StatementFault). For
+   * errors the local engine cannot provoke, such as Redshift's rename
+   * conflict beside a concurrent VACUUM. @default - none
+   */
+  statementError?: StatementFault;
   /** The database's isolation level (Redshift sets it per database). @default 'snapshot' (Redshift's default since May 2024) */
   isolation?: Isolation;
   /**
@@ -96,6 +104,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
     defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
+    ...(opts.statementError ? { statementError: opts.statementError } : {}),
   });
   const constraints = new InformationalConstraints();
   const service = new RedshiftDataService(store, runner, {

@@ -431,3 +431,22 @@ describe('pipelines registry', () => {
     for (const pipeline of pipelines) expect(pipeline.specHash).toMatch(/^[0-9a-f]{64}$/);
   });
 });
+
+describe('publishVia', () => {
+  it("defaults to 'rename' and keeps the hash of a spec that does not say it", () => {
+    expect(definePipeline(ordersSpec).publishVia).toBe('rename');
+    expect(definePipeline(specWith({ publishVia: 'rename' })).specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it("takes 'view', which changes the hash: a batch planned one way is never published the other", () => {
+    const view = definePipeline(specWith({ publishVia: 'view' }));
+    expect(view.publishVia).toBe('view');
+    expect(view.specHash).not.toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it('rejects anything else, naming the field and the choices', () => {
+    const error = rejection(specWith({ publishVia: 'swap' as never }));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toBe('pipeline orders: publishVia "swap" must be one of rename, view');
+  });
+});

@@ -19,6 +19,7 @@ import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor }
 import type { Pipeline } from '../../domain/spec.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
+import type { StatementFault } from '../../local/data-api/runner.ts';
 import type { PgConnection } from '../../local/postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
@@ -137,11 +138,17 @@ export interface UseWorkflowOptions {
   postgres?: PgConnection;
   /** More environment of the handlers (e.g. Publish's waits). */
   env?: Record<string, string>;
+  /** Database errors the endpoint injects (local/data-api/runner.ts StatementFault). @default - none */
+  statementError?: StatementFault;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
   // The handlers run as the least-privilege role (workgroup requests); arranging and asserting through wh as the superuser.
-  const wh = await useWarehouse(prefix, { ...(options.postgres ? { postgres: options.postgres } : {}), defaultUser: LOCAL_PIPELINE_USER });
+  const wh = await useWarehouse(prefix, {
+    ...(options.postgres ? { postgres: options.postgres } : {}),
+    ...(options.statementError ? { statementError: options.statementError } : {}),
+    defaultUser: LOCAL_PIPELINE_USER,
+  });
   await ensureLocalUser(wh.pg);
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
   const outboxFile = join(dir, 'alerts.jsonl');

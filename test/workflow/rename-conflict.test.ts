@@ -1,0 +1,104 @@
+// A rename that fails with a concurrency conflict, as Redshift users of dbt
+// report beside a concurrent VACUUM ("could not complete because of conflict
+// with concurrent transaction", dbt-adapters PR #2049:
+// https://github.com/dbt-labs/dbt-adapters/pull/2049) or as a serializable
+// isolation violation (ERROR 1023). Neither can be provoked on PostgreSQL,
+// so the local endpoint fails the swap's SECOND rename with Redshift's words
+// after the first rename ran in the same transaction. dbt's retry re-sent
+// only the failed statement and met "relation does not exist"; here the
+// whole swap transaction rolls back and Publish runs it again from its
+// first statement, while readers of the live table poll throughout.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import { inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+
+const ROWS_PER_DAY = 20;
+const SECOND_RENAME = /^ALTER TABLE "analytics"\."sales_order_lines__stg_[^"]+" RENAME TO "sales_order_lines"$/;
+
+/** Every part of a swap batch as the endpoint was about to run it: which attempt of the batch, its index. */
+interface SwapPart {
+  readonly batch: number;
+  readonly index: number;
+  readonly sql: string;
+}
+
+let wf: Workflow;
+let failWith: string | undefined;
+const swapParts: SwapPart[] = [];
+const batchesSeen = new Map<string, number>();
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_rename_conflict', {
+    statementError: ({ sql, index, sqls, name }) => {
+      if (!name?.includes(':publish:swap:')) return undefined;
+      const key = sqls.join('\n');
+      if (index === 0) batchesSeen.set(key, batchesSeen.size + 1);
+      swapParts.push({ batch: batchesSeen.get(key) ?? 0, index, sql });
+      if (failWith === undefined || !SECOND_RENAME.test(sql)) return undefined;
+      const message = failWith;
+      failWith = undefined;
+      return message;
+    },
+  });
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 4 });
+});
+afterAll(() => wf?.close());
+
+const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
+
+describe('a rename conflict in the swap', () => {
+  it.each([
+    ['conflict with concurrent transaction', 6, 'ERROR: could not complete because of conflict with concurrent transaction'],
+    ['serializable isolation violation (1023)', 8, 'ERROR: 1023 DETAIL: Serializable isolation violation on table - 104421, transactions forming the cycle are: 7211, 7214 (pid:30822)'],
+  ])('%s on the second rename: the whole swap is retried, readers never miss the live table, one publication', async (_, day, message) => {
+    wf.reset();
+    swapParts.length = 0;
+    batchesSeen.clear();
+    const names = namesFor(day);
+    const old = await wf.fingerprint(LIVE);
+    const expected = await wf.expected(day);
+    const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
+    readers.watch(LIVE, 'before');
+    await readers.readAll();
+    failWith = message;
+
+    const result = await wf.run(inputFor(day));
+    readers.phase('after');
+    await readers.readAll();
+    const reads = await readers.close();
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(failWith, 'the fault fired').toBeUndefined();
+    // Step Functions retried Publish once (TransientWarehouseError), and nothing else failed.
+    expect(stateEvents(result, 'StateRetried', 'Publish')).toHaveLength(1);
+    expect(visited(result)).not.toContain('RecordFailure');
+    // The first attempt ran up to the second rename and failed there; the retry ran the whole
+    // transaction again from its first statement, the first rename included, to its last.
+    const first = swapParts.filter((p) => p.batch === 1);
+    const second = swapParts.filter((p) => p.batch === 2);
+    expect(SECOND_RENAME.test(first.at(-1)!.sql)).toBe(true);
+    expect(first.map((p) => p.index)).toEqual(first.map((_, i) => i));
+    expect(second.map((p) => p.index)).toEqual(second.map((_, i) => i));
+    expect(second.length).toBeGreaterThan(first.length);
+    expect(second.slice(0, first.length).map((p) => p.sql)).toEqual(first.map((p) => p.sql));
+    expect(second.some((p) => p.sql.startsWith('ALTER TABLE "analytics"."sales_order_lines" RENAME TO'))).toBe(true);
+    expect(batchesSeen.size).toBe(2);
+    // Published once, with exactly the source's rows; the old version retained under its name.
+    const publications = await wf.publications();
+    expect(publications.filter((p) => p.batch_id === names.batchId)).toHaveLength(1);
+    expect(publications.at(-1)).toMatchObject({ batch_id: names.batchId });
+    expect(await wf.fingerprint(LIVE)).toEqual(expected);
+    expect(await wf.fingerprint(names.previous)).toEqual(old);
+    // Readers: never an error (no missing live table), the old version, then the new one, never back.
+    expect(reads.filter((r) => r.error)).toEqual([]);
+    const oldRead = `${old.rows}/${old.keySum}`;
+    const freshRead = `${expected.rows}/${expected.keySum}`;
+    expect(new Set(reads.map(versionRead))).toEqual(new Set([oldRead, freshRead]));
+    for (const reader of [0, 1]) {
+      const versions = reads.filter((r) => r.reader === reader).map(versionRead);
+      expect(versions[0]).toBe(oldRead);
+      expect(versions.at(-1)).toBe(freshRead);
+      expect(versions.filter((v, i) => i > 0 && v !== versions[i - 1])).toHaveLength(1);
+    }
+  });
+});
