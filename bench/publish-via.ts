@@ -11,7 +11,7 @@
  *                  switch's lock request)
  *
  * Each repetition publishes one more day to both databases, alternating
- * which goes first. Run alone: `npx tsx bench/publish-via.ts --rows N --repeat N`.
+ * which goes first. Run alone: `npx tsx bench/publish-via.ts --rows N --repeat N [--hold-ms N]`.
  */
 import type pg from 'pg';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
@@ -31,7 +31,7 @@ import { pollReads } from './reads.ts';
 import { median } from './stats.ts';
 
 const LIVE = 'analytics.sales_order_lines';
-/** How long the open reader transaction outlives the start of Publish. */
+/** How long the open reader transaction outlives the start of Publish, unless `--hold-ms` says. */
 const HOLD_MS = 300;
 
 export interface PublishViaBenchOptions {
@@ -39,6 +39,8 @@ export interface PublishViaBenchOptions {
   rowsPerDay: number;
   days: number;
   repeat: number;
+  /** How long the open reader transaction outlives the start of Publish. @default HOLD_MS */
+  holdMs?: number;
 }
 
 interface Way {
@@ -61,6 +63,7 @@ async function connect(conn: PgConnection, database: string, user?: string): Pro
 /** Runs the measurements and returns them as a table. */
 export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<string> {
   const { postgres: conn, rowsPerDay, days, repeat } = opts;
+  const holdMs = opts.holdMs ?? HOLD_MS;
   const rename = samplePipeline();
   const view = definePipeline({ ...salesOrderLines, publishVia: 'view' });
   const slot = pipelines.findIndex((p) => p.name === rename.name);
@@ -118,7 +121,7 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
         await holder.query(`SELECT COUNT(*) FROM ${LIVE}`);
         let released!: Promise<void>;
         way.onPublish = () => {
-          released = new Promise((resolve) => setTimeout(resolve, HOLD_MS)).then(() => holder.query('COMMIT').then(() => undefined));
+          released = new Promise((resolve) => setTimeout(resolve, holdMs)).then(() => holder.query('COMMIT').then(() => undefined));
         };
         way.publishWindow = undefined;
         const result = await way.runner!.run({ pipeline: way.pipeline.name, to: sampleDay(days + i).toISOString() });
@@ -148,7 +151,7 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
   const [byRename, byView] = ways as [Way, Way];
   const row = (measure: string, a: number[], b: number[]) => [measure, `${median(a).toFixed(0)} ms`, `${median(b).toFixed(0)} ms`, `${(median(b) / median(a)).toFixed(2)}x`];
   return `${renderTable(
-    ['publish, reader transaction open ' + HOLD_MS + ' ms into it (median of ' + repeat + ')', 'rename', 'view', 'view / rename'],
+    ['publish, reader transaction open ' + holdMs + ' ms into it (median of ' + repeat + ')', 'rename', 'view', 'view / rename'],
     [row('publish step', byRename.publishMs, byView.publishMs), row('longest read during the publish', byRename.longestReadMs, byView.longestReadMs)],
     ['l', 'r', 'r', 'r'],
   )}\n`;
@@ -166,6 +169,7 @@ if (process.argv[1]?.endsWith('publish-via.ts')) {
   const days = 30;
   const rows = option('rows', 300_000);
   const repeat = option('repeat', 3);
+  const holdMs = option('hold-ms', HOLD_MS);
   const postgres = await startLocalPostgres({ dataDir: `${STATE_DIR}/bench-pg` });
   try {
     process.stdout.write(
@@ -174,6 +178,7 @@ if (process.argv[1]?.endsWith('publish-via.ts')) {
         rowsPerDay: Math.max(1, Math.round(rows / days)),
         days,
         repeat,
+        holdMs,
       }),
     );
   } finally {
