@@ -166,6 +166,9 @@ function nextStep(name: string, pipeline: string, input: string | undefined): st
       return `the warehouse kept failing after every retry (a lock held, snapshots not ending, unreachable: the error says which); once that has ended, ${rerun.slice(7)}.`;
     case 'SpecChangedError':
       return 'start a new run: the pipeline spec changed, so it plans a new batch.';
+    case 'States.Timeout':
+    case 'Sandbox.Timedout':
+      return `a step outran its time limit; look at what it was waiting for (its log), then${rerun.slice(6)}: a statement it left running is waited for, not run again.`;
     default:
       return `fix the cause the error names${rerun}.`;
   }
