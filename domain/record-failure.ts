@@ -232,7 +232,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
     const input = JSON.stringify({ pipeline: batch.pipeline, to: batch.to });
     if (published !== undefined || facts.batchStatus === BatchStatus.PUBLISHED) {
       lines.push(
-        `Live table: ${batch.liveTable} was published by this batch (${published === undefined ? 'publication ?' : publicationText(published, facts)}); a step after publishing failed.`,
+        `Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}${facts.livePublication?.seq === published ? `, published at ${facts.livePublication!.publishedAt} UTC` : ''}); a step after publishing failed.`,
       );
       next = `nothing to publish again: readers see this batch. The run's Published metric may be missing (the freshness alarm counts it); old versions and staging tables are dropped by the next successful run's Cleanup. A run with input ${input} ends at NothingToPublish.`;
     } else if ((latest !== undefined && latest > batch.basePublication) || name === 'PublishConflictError') {
