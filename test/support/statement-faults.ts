@@ -24,6 +24,8 @@ export class InjectedFault extends Error {
 export interface StatementScope {
   /** Throw after the wait of this statement (1-based) ends. @default - count only */
   readonly failAt?: number;
+  /** Awaited after that statement ended, before the throw (e.g. readers reading at that point). */
+  readonly onFault?: () => Promise<void>;
   /** Called before a BatchExecuteStatement whose name contains `beforeBatch.match` is submitted. */
   readonly beforeBatch?: { readonly match: string; readonly hook: () => Promise<void> };
 }
@@ -49,6 +51,7 @@ function install(): void {
       context.log.names.push(name);
       if (context.scope.failAt === context.log.names.length) {
         context.log.fired = true;
+        await context.scope.onFault?.();
         throw new InjectedFault(`injected after statement ${context.log.names.length} (${name}) ended`);
       }
     }

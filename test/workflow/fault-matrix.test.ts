@@ -94,7 +94,7 @@ async function runningStatements(): Promise<string[]> {
     const listed = await wf.wh.client.send(new ListStatementsCommand({ Status, MaxResults: 100 }));
     running.push(...(listed.Statements ?? []).map((s) => `${s.StatementName ?? s.Id} ${s.Status}`));
   }
-  const active = await wf.query<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE usename = $1 AND state NOT IN ('idle')`, [LOCAL_PIPELINE_USER]);
+  const active = await wf.query<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE datname = current_database() AND usename = $1 AND state <> 'idle'`, [LOCAL_PIPELINE_USER]);
   return [...running, ...active.map((a) => `backend: ${a.query.slice(0, 80)}`)];
 }
 
@@ -127,6 +127,13 @@ function checkPage(result: ExecutionResult, live: 'old' | 'new'): string {
   return subject ?? '';
 }
 
+/** Every reader reads once more at the point of the fault, the run held there. */
+async function readAtTheFault(): Promise<void> {
+  readers.phase('at the fault');
+  await readers.readAll();
+  readers.phase('failing run');
+}
+
 /** The page in a few words: what readers see, and the start of what to do next. */
 function pageSays(message: string): string {
   const readersLine = message.split('\n').find((l) => l.startsWith('Live table:')) ?? '';
@@ -144,6 +151,8 @@ async function cell(
   where: string,
   failing: () => Promise<{ result?: ExecutionResult; killed?: boolean; fired: boolean }>,
   rerunName?: string,
+  /** The fault holds the live table locked (inside the swap): readers wait instead of reading at it. */
+  insideSwap = false,
 ): Promise<void> {
   await resetWarehouse();
   wf.reset();
@@ -185,6 +194,7 @@ async function cell(
   }
   expect(reads.filter((r) => r.error), `${id}: reads that failed`).toEqual([]);
   expect(reads.length).toBeGreaterThanOrEqual(6);
+  if (!insideSwap) expect(new Set(reads.filter((r) => r.phase.startsWith('at the fault')).map((r) => r.reader)), `${id}: every reader read at the fault`).toEqual(new Set([0, 1]));
   for (const reader of [0, 1]) {
     const versions = reads.filter((r) => r.reader === reader).map(versionRead);
     expect(versions.filter((v) => v !== versionOf(old) && v !== versionOf(fresh)), `${id}: reader ${reader} saw only old or new`).toEqual([]);
@@ -238,7 +248,7 @@ describe.skipIf(!FULL_MATRIX)('a failure at every step boundary', () => {
           wf.faults[step] = async (taskInput, next) => {
             if (step === 'LoadChunk' && (taskInput as { chunk: { index: number } }).chunk.index !== FAULTY_CHUNK) return next(taskInput);
             if (when === 'after') await next(taskInput);
-            await readers.readAll();
+            await readAtTheFault();
             fired = true;
             throw Object.assign(new Error(`injected ${when} ${step}`), { name: 'InjectedFault' });
           };
@@ -261,7 +271,7 @@ describe.skipIf(!FULL_MATRIX)('a failure inside each step after each statement i
         const short = statements[n - 1]!.replace(`atomic-publish:${PIPELINE.name}:`, '').replace(`:${names.batchId}`, '');
         await cell(`${step} statement ${n}`, `after ${short}`, async () => {
           const log: StatementLog = { names: [], fired: false };
-          instrument(step, { failAt: n }, log);
+          instrument(step, { failAt: n, onFault: readAtTheFault }, log);
           const result = await wf.run(input, `statement-${step}-${n}`);
           return { result, fired: log.fired };
         });
@@ -302,7 +312,7 @@ describe('a failure inside the publish transaction', () => {
       const [cancelled] = await wf.query<{ ok: boolean }>('SELECT pg_cancel_backend($1) AS ok', [pid]);
       await armed.gate()!.release();
       return { result: await running.result, fired: cancelled!.ok };
-    });
+    }, undefined, true);
   });
 
   it('the local runner killed (SIGKILL) while the swap waits inside its transaction: old or new throughout, manifest agrees, nothing running, re-run converges', async () => {
@@ -332,6 +342,7 @@ describe('a failure inside the publish transaction', () => {
         return { killed: true, fired: true };
       },
       'killed-run',
+      true,
     );
   }, 120_000);
 });
