@@ -186,6 +186,7 @@ describe('every page says what readers see now and what to do next', () => {
     expect(message).not.toMatch(/untouched|unchanged/);
     expect(message).toContain('the live table may already be published if the run failed after Publish');
     expect(message).toContain('See atomic_publish.batches, atomic_publish.batch_attempts and the execution history');
+    expect(message).toContain('Next: read the batch status there; unless it is PUBLISHED, start an execution with the same input');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(DAY));
   });
 });
