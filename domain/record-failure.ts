@@ -53,6 +53,19 @@ export interface FailureFacts {
   readonly orphans?: OrphanedStatements;
   /** Why the running statements could not be looked up. */
   readonly orphanError?: string;
+  /** The pipeline's latest publication by the manifest: what its live table shows. */
+  readonly livePublication?: LivePublication;
+  /** Whether the catalog has the live table (undefined: not looked up). */
+  readonly liveTablePresent?: boolean;
+  /** The batch this execution created, found in the manifest when the state lost Plan's result. */
+  readonly executionBatch?: { readonly batchId: string; readonly status: string };
+}
+
+/** A publication as the manifest records it. */
+export interface LivePublication {
+  readonly seq: number;
+  readonly batchId: string;
+  readonly publishedAt: string;
 }
 
 export interface FailureReport {
@@ -113,14 +126,53 @@ const NO_RERUN = new Set(['PublishConflictError', 'SpecChangedError']);
 export function failureFacts(
   recorded: boolean,
   batch: { readonly status?: unknown; readonly seq?: unknown } | undefined,
-  latest: { readonly seq?: unknown } | undefined,
+  latest: { readonly seq?: unknown; readonly batch_id?: unknown; readonly published_at?: unknown } | undefined,
 ): FailureFacts {
   return {
     recorded,
     ...(batch ? { batchStatus: String(batch.status) } : {}),
     ...(batch?.seq != null ? { ownPublication: Number(batch.seq) } : {}),
     latestPublication: Number(latest?.seq ?? 0),
+    ...(latest?.seq != null && latest.batch_id != null
+      ? { livePublication: { seq: Number(latest.seq), batchId: String(latest.batch_id), publishedAt: String(latest.published_at) } }
+      : {}),
   };
+}
+
+/** A publication in words, with its batch and time when the manifest gave them. */
+function publicationText(seq: number | undefined, facts: FailureFacts): string {
+  const live = facts.livePublication;
+  if (live && (seq === undefined || seq === live.seq)) return `publication ${live.seq} (batch ${live.batchId}, published at ${live.publishedAt} UTC)`;
+  if (seq === undefined) return 'an unknown publication (the manifest could not be read)';
+  return seq > 0 ? `publication ${seq}` : 'the version before atomic-publish';
+}
+
+/**
+ * What to do next, by what failed: the advice for an error a re-run alone
+ * cannot fix names the fix first. `input` is the execution input that
+ * resumes the batch.
+ */
+function nextStep(name: string, pipeline: string, input: string | undefined): string {
+  const rerun = input ? `, then start an execution with input ${input}` : ', then start the run again';
+  switch (name) {
+    case 'ValidationError':
+      return 'correct the execution input (the error says what is wrong) and start a new execution; nothing was written.';
+    case 'MissingPrivilegeError':
+      return `have a superuser run the setup SQL the error names (npm run setup-sql -- --pipeline ${pipeline})${rerun}.`;
+    case 'CheckFailedError':
+      return `fix the source rows the check names (${MANIFEST_SCHEMA}.check_results holds them)${rerun}; only the chunks that differ reload.`;
+    case 'DependentViewError':
+      return `change the view the error names (or give the functions' user its ownership)${rerun}.`;
+    case 'TransientWarehouseError':
+      return `the warehouse kept failing after every retry (a lock held, snapshots not ending, unreachable: the error says which); once that has ended, ${rerun.slice(7)}.`;
+    case 'SpecChangedError':
+      return 'start a new run: the pipeline spec changed, so it plans a new batch.';
+    case 'States.Timeout':
+    case 'Sandbox.Timedout':
+      return `a step outran its time limit; look at what it was waiting for (its log), then${rerun.slice(6)}: a statement it left running is waited for, not run again.`;
+    default:
+      return `fix the cause the error names${rerun}.`;
+  }
 }
 
 /** The batch Plan created, if the run got that far. */
@@ -197,32 +249,52 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   const lines = [`atomic-publish: pipeline ${pipeline ?? '(unknown)'} failed`, ''];
   lines.push(`Error:      ${name}: ${boundedErrorMessage(described.message)}`);
   let rerun: string | undefined;
+  let next: string;
+  const pipelineName = pipeline ?? '(unknown)';
   const rollback = failedRollback(state);
   if (batch && rollback) {
     rerun = describeFailedRollback(lines, batch, rollback, state, facts, name);
+    next =
+      rerun ??
+      'nothing to roll back again: the swap committed and a step after it failed; see atomic_publish.publications (rollback_of) for what is live.';
   } else if (!batch) {
-    lines.push('Live table: untouched; the run stopped in Plan, before loading anything.');
+    const latest = facts.livePublication?.seq ?? facts.latestPublication;
+    const seen = latest === undefined ? '' : ` Readers see ${publicationText(latest, facts)}.`;
+    lines.push(`Live table: untouched; the run stopped in Plan, before loading anything.${seen}`);
+    if (facts.executionBatch) {
+      lines.push(`Batch:      ${facts.executionBatch.batchId}, created by this execution in Plan (its result was lost); now ${facts.executionBatch.status}`);
+    }
+    const input = isObject(event?.input) && typeof event.input.pipeline === 'string' ? clip(JSON.stringify(event.input)) : undefined;
+    next = nextStep(name, pipelineName, name === 'ValidationError' ? undefined : input);
   } else {
     lines.push(`Batch:      ${batch.batchId}, interval ${batch.from} to ${batch.to}`);
     const publication = isObject(state.publish) ? state.publish.publication : undefined;
     const published = publication ?? (facts.batchStatus === BatchStatus.PUBLISHED ? facts.ownPublication : undefined);
     const latest = facts.latestPublication;
+    const input = JSON.stringify({ pipeline: batch.pipeline, to: batch.to });
     if (published !== undefined || facts.batchStatus === BatchStatus.PUBLISHED) {
-      lines.push(`Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}); a step after publishing failed.`);
+      lines.push(
+        `Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}${facts.livePublication?.seq === published ? `, published at ${facts.livePublication!.publishedAt} UTC` : ''}); a step after publishing failed.`,
+      );
+      next = `nothing to publish again: readers see this batch. The run's Published metric may be missing (the freshness alarm counts it); old versions and staging tables are dropped by the next successful run's Cleanup. A run with input ${input} ends at NothingToPublish.`;
     } else if ((latest !== undefined && latest > batch.basePublication) || name === 'PublishConflictError') {
       lines.push(
-        `Live table: ${batch.liveTable} shows publication ${latest ?? '?'}, published by another batch; this batch was not published and is superseded.`,
+        `Live table: ${batch.liveTable} shows ${latest === undefined ? 'publication ?' : publicationText(latest, facts)}, published by another batch; this batch was not published and is superseded.`,
       );
+      next = `no re-run of this batch: another batch published after it was planned. For the newest data start an execution with input ${JSON.stringify({ pipeline: batch.pipeline })}.`;
     } else {
-      const seen = (latest ?? batch.basePublication) > 0 ? `publication ${latest ?? batch.basePublication}` : 'the version before atomic-publish';
-      lines.push(`Live table: ${batch.liveTable} untouched; readers still see ${seen}.`);
+      lines.push(`Live table: ${batch.liveTable} untouched; readers still see ${publicationText(latest ?? batch.basePublication, facts)}.`);
       lines.push(`Staging:    ${batch.stagingTable} is kept for diagnosis until the next successful run.`);
+      next = nextStep(name, batch.pipeline, input);
       if (name === 'SpecChangedError') {
         rerun = 'start a new run: the pipeline spec changed, so it plans a new batch.';
       } else if (!NO_RERUN.has(name)) {
-        rerun = `start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, to: batch.to })}; it resumes this batch, skipping the chunks already loaded and reloading those that failed or no longer match the source.`;
+        rerun = `start an execution with input ${input}; it resumes this batch, skipping the chunks already loaded and reloading those that failed or no longer match the source.`;
       }
     }
+  }
+  if (facts.liveTablePresent === false) {
+    lines.push(`Catalog:    the live table ${batch?.liveTable ?? ''} is NOT in the catalog: readers get "relation does not exist". Restore it from the latest ${MANIFEST_SCHEMA}.publications row's old_version_table.`);
   }
   const recordError = facts.recordError ? clipUtf8(facts.recordError, MAX_RECORD_ERROR_BYTES) : undefined;
   const manifest = facts.recorded
@@ -233,6 +305,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   lines.push(`Manifest:   ${manifest}`);
   if (batch) lines.push(`Statements: ${statementsLine(facts)}`);
   lines.push(`Execution:  ${clip(String(event?.executionId))} (started ${clip(String(event?.executionStartedAt))})`);
+  lines.push(`Next:       ${next}`);
   if (rerun) lines.push(`Re-run:     ${rerun}`);
   return {
     subject: subjectLine(`atomic-publish: ${pipeline ?? 'run'} failed (${name})`),

@@ -179,7 +179,8 @@ export class PublishWorkflow extends Construct {
         message: JsonPath.format(
           'atomic-publish: a run failed, and recording the failure in the manifest failed too ({}). Error: {} Execution: {}. ' +
             'See atomic_publish.batches, atomic_publish.batch_attempts and the execution history; ' +
-            'the live table may already be published if the run failed after Publish.',
+            'the live table may already be published if the run failed after Publish. ' +
+            'Next: read the batch status there; unless it is PUBLISHED, start an execution with the same input once the manifest can be written: it resumes the batch.',
           JsonPath.stringAt('$.recordFailureError.Error'),
           JsonPath.jsonToString(JsonPath.objectAt('$.error')),
           JsonPath.stringAt('$$.Execution.Id'),

@@ -22,3 +22,24 @@ export function markBatchFailed(batchId: string, error: string, now: Date): Stat
     },
   ];
 }
+
+/** The pipeline's latest publication: what its live table shows, by the manifest (no row: nothing published yet). */
+export function livePublication(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at FROM ${M}.publications WHERE pipeline = :pipeline ORDER BY seq DESC LIMIT 1`,
+    parameters: { pipeline },
+  };
+}
+
+/**
+ * Whether the live table is there, by the catalog: what readers get when
+ * they query it. pg_class and pg_namespace are among the PostgreSQL catalog
+ * tables Redshift has (https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html).
+ */
+export function liveTablePresent(schema: string, table: string): Statement {
+  return {
+    sql: `SELECT COUNT(*) AS present FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = :schema AND c.relname = :table`,
+    parameters: { schema, table },
+  };
+}

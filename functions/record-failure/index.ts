@@ -11,9 +11,10 @@ import {
 } from '../../domain/record-failure.ts';
 import { boundedErrorMessage } from '../../domain/errors.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
-import { latestPublication } from '../../domain/sql/plan.ts';
+import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
+import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { batchState } from '../../domain/sql/publish.ts';
-import { markBatchFailed } from '../../domain/sql/record-failure.ts';
+import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
@@ -48,13 +49,16 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
         recorded = (await target.execute(batchRow!, statementName)).resultRows > 0;
       }
       const [now] = await target.query(batchState(batch.batchId), statementName);
-      const [latest] = await target.query(latestPublication(batch.pipeline), statementName);
-      facts = { ...failureFacts(recorded, now, latest), ...orphans };
+      const [latest] = await target.query(livePublication(batch.pipeline), statementName);
+      const [schema, table] = batch.liveTable.split('.');
+      const [present] = await target.query(liveTablePresent(schema!, table!), statementName);
+      facts = { ...failureFacts(recorded, now, latest), liveTablePresent: Number(present?.present) > 0, ...orphans };
     } catch (error) {
       facts = { recorded: false, recordError: (error as Error).message, ...orphans };
       logger.error('could not record the failure in the manifest', { batchId: batch.batchId, error: error as Error });
     }
   }
+  if (!batch && event.executionId) facts = await beforeBatch(event, `${name}: ${message}`, warehouse);
   // The execution ends here: release its pipeline lease (Plan may have
   // taken it before failing, even without a batch to report).
   try {
@@ -67,6 +71,40 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   metrics.addMetric(MetricName.BatchFailed, MetricUnit.Count, 1);
   logger.error('run failed', { pipeline: report.pipeline, batchId: report.batchId, errorName: report.errorName, error: boundedErrorMessage(message) });
   return report;
+}
+
+/**
+ * The state holds no batch: the run failed in Plan, or Plan's result was
+ * lost (it timed out after its last statement). The manifest says which:
+ * a batch whose current attempt this execution ran is marked FAILED, as
+ * CancelOrphans does; and it says what the pipeline's live table shows.
+ */
+async function beforeBatch(event: RecordFailureEvent, error: string, warehouse: () => Warehouse): Promise<FailureFacts> {
+  const input = event.input as { pipeline?: unknown } | undefined;
+  const pipeline = typeof input?.pipeline === 'string' ? input.pipeline : undefined;
+  const statementName = `atomic-publish:${pipeline ?? 'unknown'}:record-failure:plan`;
+  try {
+    const target = warehouse();
+    const [manifest] = await target.query(installedManifestVersion()[0]!, statementName);
+    if (!(Number(manifest?.present) > 0)) return { recorded: false };
+    let recorded = false;
+    let executionBatch: FailureFacts['executionBatch'];
+    const [found] = await target.query(batchOfExecution(event.executionId), statementName);
+    if (found) {
+      const batchId = String(found.batch_id);
+      await cancelOrphans(target, batchId, statementName).catch(() => undefined);
+      const [attempt, batchRow] = markExecutionStopped(batchId, event.executionId, error, new Date());
+      await target.execute(attempt!, statementName);
+      recorded = (await target.execute(batchRow!, statementName)).resultRows > 0;
+      const [now] = await target.query(batchState(batchId), statementName);
+      executionBatch = { batchId, status: String(now?.status ?? found.status) };
+    }
+    const facts: FailureFacts = pipeline ? failureFacts(recorded, undefined, (await target.query(livePublication(pipeline), statementName))[0]) : { recorded };
+    return { ...facts, ...(executionBatch ? { executionBatch } : {}) };
+  } catch (error) {
+    logger.warn('could not read the manifest for a failure before the batch', { error: error as Error });
+    return { recorded: false, recordError: (error as Error).message };
+  }
 }
 
 export const handler = stepHandler((event: RecordFailureEvent, context: Context) => recordFailure(event, () => warehouseFor(context)), { metrics: true });

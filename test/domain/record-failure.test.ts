@@ -312,3 +312,72 @@ describe('failureFacts', () => {
     expect(failureFacts(true, { status: 'FAILED', seq: null }, { seq: 3 })).toEqual({ recorded: true, batchStatus: 'FAILED', latestPublication: 3 });
   });
 });
+
+describe('what readers see now and what to do next', () => {
+  const live = { seq: 4, batchId: 'b-0000', publishedAt: '2026-01-01 06:00:00' };
+
+  it('names the live publication by batch and time, and says to re-run with the input that resumes the batch', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'ERROR: division by zero' } }), {
+      recorded: true,
+      batchStatus: 'FAILED',
+      latestPublication: 4,
+      livePublication: live,
+      liveTablePresent: true,
+    });
+
+    expect(report.message).toContain('Live table: analytics.orders untouched; readers still see publication 4 (batch b-0000, published at 2026-01-01 06:00:00 UTC).');
+    expect(report.message).toContain(`Next:       fix the cause the error names, then start an execution with input {"pipeline":"orders","to":"${batch.to}"}.`);
+    expect(report.message).not.toContain('Catalog:');
+  });
+
+  it('says the batch IS live and that nothing needs publishing again when a step after Publish failed', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'metrics' } }), {
+      recorded: false,
+      batchStatus: 'PUBLISHED',
+      ownPublication: 5,
+      latestPublication: 5,
+      livePublication: { seq: 5, batchId: batch.batchId, publishedAt: '2026-01-02 00:10:00' },
+    });
+
+    expect(report.message).toContain(`Live table: analytics.orders was published by this batch (publication 5, published at 2026-01-02 00:10:00 UTC); a step after publishing failed.`);
+    expect(report.message).toMatch(/^Next: {7}nothing to publish again: readers see this batch\./m);
+  });
+
+  it.each([
+    ['ValidationError', /^Next: {7}correct the execution input/m],
+    ['MissingPrivilegeError', /^Next: {7}have a superuser run the setup SQL the error names \(npm run setup-sql -- --pipeline orders\), then start an execution with input \{"pipeline":"orders"\}\.$/m],
+    ['TransientWarehouseError', /^Next: {7}the warehouse kept failing after every retry .*once that has ended, start an execution with input \{"pipeline":"orders"\}\.$/m],
+  ])('a failure in Plan (%s) says what to do next, with the execution input where a re-run can help', (name, next) => {
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: name, Cause: 'x' } }), { recorded: false, latestPublication: 0 });
+
+    expect(report.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything. Readers see the version before atomic-publish.');
+    expect(report.message).toMatch(next);
+  });
+
+  it('reports the batch the execution created when the state lost Plan\'s result', () => {
+    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'Sandbox.Timedout', Cause: 'Task timed out' } }), {
+      recorded: true,
+      latestPublication: 4,
+      livePublication: live,
+      executionBatch: { batchId: 'b-0001', status: 'FAILED' },
+    });
+
+    expect(report.message).toContain('Batch:      b-0001, created by this execution in Plan (its result was lost); now FAILED');
+    expect(report.message).toContain('Readers see publication 4 (batch b-0000, published at 2026-01-01 06:00:00 UTC).');
+    expect(report.message).toMatch(/^Next: {7}a step outran its time limit; .*start an execution with input \{"pipeline":"orders"\}: a statement it left running is waited for, not run again\.$/m);
+  });
+
+  it('warns when the catalog has no live table at all', () => {
+    const report = failureReport(eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'x' } }), { recorded: true, latestPublication: 4, liveTablePresent: false });
+
+    expect(report.message).toMatch(/^Catalog: {4}the live table analytics\.orders is NOT in the catalog: readers get "relation does not exist"\./m);
+  });
+
+  it('reads the live publication from the manifest row', () => {
+    expect(failureFacts(true, undefined, { seq: 4, batch_id: 'b-0000', published_at: '2026-01-01 06:00:00' })).toEqual({
+      recorded: true,
+      latestPublication: 4,
+      livePublication: live,
+    });
+  });
+});

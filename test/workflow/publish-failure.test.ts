@@ -134,6 +134,11 @@ describe('another batch publishing after this one was planned (its lease expired
     expect(alerts).toHaveLength(1);
     expect(alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (PublishConflictError)');
     expect(alerts[0]!.message).toContain('publish guard');
+    // What readers see now (the winner, by the manifest) and what to do next (nothing for this batch).
+    expect(alerts[0]!.message).toMatch(
+      new RegExp(`^Live table: ${LIVE} shows publication ${publicationsBefore + 1} \\(batch ${winner.batchId}, published at [^)]+ UTC\\), published by another batch; this batch was not published and is superseded\\.$`, 'm'),
+    );
+    expect(alerts[0]!.message).toMatch(/^Next: +no re-run of this batch: another batch published after it was planned\. For the newest data start an execution with input \{"pipeline":"sales_order_lines"\}\.$/m);
   });
 
   it("leaves the second execution's data live and records only its publication", async () => {

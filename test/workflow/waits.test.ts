@@ -193,6 +193,11 @@ describe('bounded lock waits', () => {
       expect(message).toMatch(/the swap of analytics\.sales_order_lines gave up after waiting 300 ms/);
       expect(message).toMatch(new RegExp(`user ${HOLDER} \\(session \\d+, transaction started \\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d`));
       expect(result.alerts.map((a) => a.message).join('\n')).toContain(HOLDER);
+      // What readers see now and what to do next: the lock wait was given up after every retry.
+      expect(result.alerts[0]!.message).toMatch(new RegExp(`^Live table: ${LIVE} untouched; readers still see publication \\d+ \\(batch [0-9a-f]{16}, published at [^)]+ UTC\\)\\.$`, 'm'));
+      expect(result.alerts[0]!.message).toContain(
+        `Next:       the warehouse kept failing after every retry (a lock held, snapshots not ending, unreachable: the error says which); once that has ended, start an execution with input ${JSON.stringify(inputFor(12))}.`,
+      );
       expect(await wf.fingerprint(LIVE)).toEqual(before);
       // The holder was never cancelled.
       expect(await count(holder, LIVE)).toBe(before.rows);

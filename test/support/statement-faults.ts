@@ -1,0 +1,78 @@
+// Faults inside a step, after a statement it submitted has completed: the
+// handlers' Warehouse (functions/commons/warehouse.ts) is wrapped once per
+// process so that, within a step invocation the test marks, every statement
+// the step waits for is counted, and the wait of the Nth one throws
+// InjectedFault after the statement has ended. The statement did its work in
+// the warehouse; the step learns nothing of it and fails, as a Lambda that
+// dies right after a statement would.
+//
+//   const counter = statementCounter();
+//   wf.faults.Reconcile = (input, next) => counter.within({ failAt: 2 }, () => next(input));
+//
+// The handlers run in this process (local/lambda-sandbox.ts), so an
+// AsyncLocalStorage context set around a task's invocation reaches every
+// statement of that invocation and of no other (Map iterations run
+// concurrently).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Warehouse } from '../../functions/commons/warehouse.ts';
+
+/** What a test injects: not a name any Retry of the state machine matches, so the step fails to RecordFailure. */
+export class InjectedFault extends Error {
+  override name = 'InjectedFault';
+}
+
+export interface StatementScope {
+  /** Throw after the wait of this statement (1-based) ends. @default - count only */
+  readonly failAt?: number;
+  /** Awaited after that statement ended, before the throw (e.g. readers reading at that point). */
+  readonly onFault?: () => Promise<void>;
+  /** Called before a BatchExecuteStatement whose name contains `beforeBatch.match` is submitted. */
+  readonly beforeBatch?: { readonly match: string; readonly hook: () => Promise<void> };
+}
+
+export interface StatementLog {
+  /** Names of the statements waited for, in order. */
+  readonly names: string[];
+  /** The fault was thrown. */
+  fired: boolean;
+}
+
+const scopes = new AsyncLocalStorage<{ scope: StatementScope; log: StatementLog }>();
+let installed = false;
+
+function install(): void {
+  if (installed) return;
+  installed = true;
+  const wait = Warehouse.prototype.wait;
+  Warehouse.prototype.wait = async function (this: Warehouse, id: string, name: string) {
+    const outcome = await wait.call(this, id, name);
+    const context = scopes.getStore();
+    if (context) {
+      context.log.names.push(name);
+      if (context.scope.failAt === context.log.names.length) {
+        context.log.fired = true;
+        await context.scope.onFault?.();
+        throw new InjectedFault(`injected after statement ${context.log.names.length} (${name}) ended`);
+      }
+    }
+    return outcome;
+  };
+  const submitBatch = Warehouse.prototype.submitBatch;
+  Warehouse.prototype.submitBatch = async function (this: Warehouse, sqls: readonly string[], name: string) {
+    const before = scopes.getStore()?.scope.beforeBatch;
+    if (before && name.includes(before.match)) await before.hook();
+    return submitBatch.call(this, sqls, name);
+  };
+}
+
+export interface StatementCounter {
+  /** Runs `fn` (a task's invocation) with statements counted, and the fault of `scope` armed; returns its log too. */
+  within<T>(scope: StatementScope, fn: () => Promise<T>, log?: StatementLog): Promise<T>;
+}
+
+export function statementCounter(): StatementCounter {
+  install();
+  return {
+    within: (scope, fn, log = { names: [], fired: false }) => scopes.run({ scope, log }, fn),
+  };
+}
