@@ -1,5 +1,6 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
 import { BatchStatus } from '../batch.ts';
+import { OUT_OF_BAND } from '../out-of-band.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
@@ -8,7 +9,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 4;
+export const MANIFEST_VERSION = 5;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -249,6 +250,37 @@ export function manifestDdl(now: Date): string[] {
       END LOOP;
       IF fp <> p_expected THEN
         ${raise(CATALOG_CHANGED, '% changed since Publish read them (fingerprint % now, % then)', 'p_what', 'fp', 'p_expected')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // The swap's out-of-band check (domain/out-of-band.ts, version 5):
+    // the live table's columns and fingerprint as Plan recorded them,
+    // recomputed under the swap's lock on the live table by the same query
+    // texts. Columns first: the fingerprint query names Plan's columns and
+    // would fail on a dropped one. EXECUTE ... INTO and FOR ... IN EXECUTE
+    // are among Redshift's PL/pgSQL statements
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_live_unchanged(
+      p_columns_query varchar(65535), p_columns varchar(65535), p_fingerprint_query varchar(65535), p_fingerprint varchar(128))
+    AS $$
+    DECLARE
+      rec RECORD;
+      cols varchar(65535) := '';
+      fp varchar(128);
+    BEGIN
+      FOR rec IN EXECUTE p_columns_query LOOP
+        IF cols = '' THEN
+          cols := rec.col;
+        ELSE
+          cols := cols || ';' || rec.col;
+        END IF;
+      END LOOP;
+      IF cols <> p_columns THEN
+        ${raise(OUT_OF_BAND, 'live columns now [%], planned on [%]', 'cols', 'p_columns')}
+      END IF;
+      EXECUTE p_fingerprint_query INTO fp;
+      IF fp <> p_fingerprint THEN
+        ${raise(OUT_OF_BAND, 'live rows now [%], planned on [%]', 'fp', 'p_fingerprint')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

@@ -5,6 +5,7 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
@@ -252,13 +253,14 @@ export function swapPublish(
     `LOCK ${M}.publications`,
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
+    ...outOfBandStatements(pipeline, batch),
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
     ...reapplyStatements(pipeline, facts),
     `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published)
      SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
             ${sqlLiteral(`${schema}.${previousVersionTable}`)},
-            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})
+            ${batch.live?.carryFrom ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})` : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`}
        FROM ${M}.publications WHERE pipeline = ${name}`,
     `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
       WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
@@ -272,6 +274,21 @@ export function swapPublish(
     );
   }
   return statements;
+}
+
+/**
+ * The swap's out-of-band part, after the guard and before the renames,
+ * under the live table's lock: the live table's columns and fingerprint
+ * must be what this batch's Plan saw (anyone else's change refuses the
+ * publish: domain/out-of-band.ts); with expected writers, their rows at or
+ * after the batch end are then carried over into staging (the published
+ * row count then includes them).
+ */
+function outOfBandStatements(pipeline: Pipeline, batch: BatchRef): string[] {
+  const { live } = batch;
+  if (live === undefined) return [];
+  const check = assertLiveUnchanged(pipeline, live);
+  return live.carryFrom === undefined ? [check] : [check, carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)];
 }
 
 /**

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from 'aws-lambda';
-import { DependentViewError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { DependentViewError, OutOfBandChangeError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
@@ -8,6 +8,7 @@ import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { CATALOG_CHANGED, isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, carryOverStatements, dependentsFacts, markSuperseded, openTransactions, swapPublish } from '../../domain/sql/publish.ts';
 import type { Relation } from '../../domain/identifiers.ts';
+import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -189,6 +190,8 @@ export async function publish(
     const refusal = publishGuardRefusal(error.message);
     if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
     if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
+    const outOfBand = batch.live === undefined ? undefined : outOfBandRefusal(error.message);
+    if (outOfBand !== undefined) throw new OutOfBandChangeError(describeOutOfBandChange(batch, batch.live!, outOfBand), { cause: error });
     throw error;
   }
   // A GRANT, REVOKE, default or comment issued on the live table while the
