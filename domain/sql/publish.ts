@@ -253,7 +253,7 @@ export function swapPublish(
     `LOCK ${M}.publications`,
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
-    ...outOfBandStatements(pipeline, batch),
+    ...outOfBandStatements(pipeline, batch, lockWaitMs),
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(previousVersionTable)}`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(table)}`,
     ...reapplyStatements(pipeline, facts),
@@ -284,11 +284,20 @@ export function swapPublish(
  * after the batch end are then carried over into staging (the published
  * row count then includes them).
  */
-function outOfBandStatements(pipeline: Pipeline, batch: BatchRef): string[] {
+function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
   const { live } = batch;
   if (live === undefined) return [];
-  const check = assertLiveUnchanged(pipeline, live);
-  return live.carryFrom === undefined ? [check] : [check, carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)];
+  return [
+    // A scan of the live table, not a lock wait (every table it reads is
+    // locked by now): the lock-wait bound would refuse any table too large
+    // to scan within it. Off for the check and the carry-over (0 turns
+    // statement_timeout off: https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html),
+    // then back on for the rest of the swap.
+    'SET LOCAL statement_timeout TO 0',
+    assertLiveUnchanged(pipeline, live),
+    ...(live.carryFrom === undefined ? [] : [carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)]),
+    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+  ];
 }
 
 /**

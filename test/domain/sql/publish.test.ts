@@ -62,10 +62,13 @@ describe('swapPublish with the live baseline Plan recorded', () => {
   it('checks the live table under its lock, after the guard and the catalog check, before the renames', () => {
     const statements = swapPublish(pipeline, { ...batch, live }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000);
     const check = at(statements, 'CALL "atomic_publish".assert_live_unchanged(');
-    expect(check, names(statements).join('\n')).toBe(at(statements, 'CALL "atomic_publish".assert_catalog_unchanged(') + 1);
+    expect(check, names(statements).join('\n')).toBe(at(statements, 'CALL "atomic_publish".assert_catalog_unchanged(') + 2);
     expect(check).toBeGreaterThan(at(statements, 'LOCK "analytics"."orders"'));
     expect(check).toBeLessThan(at(statements, 'ALTER TABLE "analytics"."orders" RENAME'));
     expect(statements[check]).toContain(`'10:42')`);
+    // A scan, not a lock wait: without the lock-wait bound, which comes back after it.
+    expect(statements[check - 1]).toBe('SET LOCAL statement_timeout TO 0');
+    expect(statements[check + 1]).toBe('SET LOCAL statement_timeout TO 5000');
     expect(statements.some((sql) => sql.startsWith(`INSERT INTO "analytics"."${staging}"`))).toBe(false);
   });
 
