@@ -5,6 +5,8 @@
  * them from here.
  */
 
+import type { LiveBaseline } from './out-of-band.ts';
+
 /** Batch facts each step after Plan receives in the state payload. */
 export interface BatchRef {
   readonly pipeline: string;
@@ -17,6 +19,12 @@ export interface BatchRef {
   readonly stagingTable: string;
   readonly columns: readonly string[];
   readonly basePublication: number;
+  /**
+   * The live table's columns and fingerprint as this execution's Plan saw
+   * them: the swap refuses if anyone else changed them since. Absent in a
+   * BatchRef from before the check existed (then nothing is compared).
+   */
+  readonly live?: LiveBaseline;
 }
 
 /** One reconciliation check as `check_results` records it. */

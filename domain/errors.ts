@@ -84,3 +84,14 @@ export class MissingPrivilegeError extends AtomicPublishError {
 export class DependentViewError extends AtomicPublishError {
   override name = 'DependentViewError';
 }
+
+/**
+ * Someone else changed the live table (its columns, or rows it was not
+ * told to expect) since the batch was planned: the swap refused, nothing
+ * was published. Not retried: the same batch would be refused again
+ * until someone decides; a re-run's fresh Plan takes the table as it is
+ * then as its base.
+ */
+export class OutOfBandChangeError extends AtomicPublishError {
+  override name = 'OutOfBandChangeError';
+}

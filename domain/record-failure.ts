@@ -119,6 +119,13 @@ export function subjectLine(text: string): string {
   return ascii.length <= SNS_SUBJECT_MAX_CHARACTERS ? ascii : `${ascii.slice(0, SNS_SUBJECT_MAX_CHARACTERS - 3)}...`;
 }
 
+/**
+ * Someone else changed the live table since Plan (domain/out-of-band.ts).
+ * Not in NO_RERUN: a re-run's fresh Plan takes the changed table as its
+ * base, so it can publish, once someone has decided about the change.
+ */
+const OUT_OF_BAND_ERROR = 'OutOfBandChangeError';
+
 /** Errors after which re-running the same batch cannot help. */
 const NO_RERUN = new Set(['PublishConflictError', 'SpecChangedError']);
 
@@ -283,10 +290,21 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
       );
       next = `no re-run of this batch: another batch published after it was planned. For the newest data start an execution with input ${JSON.stringify({ pipeline: batch.pipeline })}.`;
     } else {
-      lines.push(`Live table: ${batch.liveTable} untouched; readers still see ${publicationText(latest ?? batch.basePublication, facts)}.`);
+      const seen = publicationText(latest ?? batch.basePublication, facts);
+      lines.push(
+        name === OUT_OF_BAND_ERROR
+          ? `Live table: ${batch.liveTable} untouched by this batch; readers still see ${seen} with the out-of-band change in it (see the error).`
+          : `Live table: ${batch.liveTable} untouched; readers still see ${seen}.`,
+      );
       lines.push(`Staging:    ${batch.stagingTable} is kept for diagnosis until the next successful run.`);
       next = nextStep(name, batch.pipeline, input);
-      if (name === 'SpecChangedError') {
+      if (name === OUT_OF_BAND_ERROR) {
+        rerun =
+          `once someone has decided about the change (into the source, or the writer declared expected with outOfBand.expectedWriters), ` +
+          `start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, to: batch.to })}: its fresh Plan takes the live table as it is then ` +
+          `as its base and publishes what the source holds; rows only the live table has stay in the retained old version.`;
+        next = `decide about the out-of-band change the error names, then ${rerun.slice(rerun.indexOf('start an execution'))}`;
+      } else if (name === 'SpecChangedError') {
         rerun = 'start a new run: the pipeline spec changed, so it plans a new batch.';
       } else if (!NO_RERUN.has(name)) {
         rerun = `start an execution with input ${input}; it resumes this batch, skipping the chunks already loaded and reloading those that failed or no longer match the source.`;

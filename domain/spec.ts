@@ -70,6 +70,17 @@ export interface PipelineSpec {
   readonly schedule?: { readonly expression: string; readonly timezone?: string };
   /** Old versions kept for rollback after a publish. @default 3 */
   readonly retention?: { readonly keepVersions?: number };
+  /**
+   * Writers of the live table other than this pipeline. Plan records the
+   * live table's columns and a fingerprint (row count and checksum); the
+   * swap refuses if they changed since, naming what changed. With
+   * `expectedWriters`, rows at or after the batch's end (`to`, on
+   * `timeColumn`) are theirs: they are left out of the fingerprint and
+   * carried over into the new table in the swap transaction, as a stream
+   * appending the newest events needs. Rows before `to` and column changes
+   * are still refused. @default - no expected writers: any change is refused
+   */
+  readonly outOfBand?: { readonly expectedWriters?: boolean };
 }
 
 /** A validated spec with defaults applied. */
@@ -88,6 +99,7 @@ export interface Pipeline {
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
+  readonly outOfBand: { readonly expectedWriters: boolean };
   /** sha256 of the fields that decide the published rows: frozen into every batch. */
   readonly specHash: string;
 }
@@ -238,6 +250,10 @@ const retentionSchema = section({
   keepVersions: withDefault(integer(0, 100), 3),
 });
 
+const outOfBandSchema = section({
+  expectedWriters: withDefault(z.boolean({ error: 'must be true or false' }), false),
+});
+
 const pipelineSchema = z
   .object({
     name: identifier,
@@ -254,6 +270,7 @@ const pipelineSchema = z
     freshness: freshnessSchema,
     schedule: scheduleSchema,
     retention: retentionSchema,
+    outOfBand: outOfBandSchema,
   })
   .superRefine(
     (spec, ctx) => {
@@ -304,13 +321,15 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     // A schedule runs in the chunk zone unless it says otherwise.
     ...(schedule ? { schedule: { expression: schedule.expression, timezone: schedule.timezone ?? valid.chunk.timezone } } : {}),
     retention: valid.retention,
+    outOfBand: valid.outOfBand,
   };
   return { ...normalized, specHash: specHash(normalized) };
 }
 
 /**
  * sha256 of what decides the published rows, so tuning concurrency, the
- * SLA, the schedule, retention or the description neither fails a run in
+ * SLA, the schedule, retention, out-of-band writers (each Plan freezes that
+ * setting into its BatchRef) or the description neither fails a run in
  * flight (SpecChangedError) nor turns a failed batch into a new one.
  */
 function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {

@@ -1,5 +1,6 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
 import { BatchStatus } from '../batch.ts';
+import { OUT_OF_BAND } from '../out-of-band.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
@@ -293,6 +294,37 @@ export function manifestDdl(now: Date): string[] {
        WHERE pipeline = p_pipeline AND seq = p_restore_seq AND (dropped_at IS NOT NULL OR restored_at IS NOT NULL);
       IF gone > 0 THEN
         ${guardRaise('the old version of publication % of pipeline % was dropped or restored since the rollback was planned', 'p_restore_seq', 'p_pipeline')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // The swap's out-of-band check (domain/out-of-band.ts, version 5):
+    // the live table's columns and fingerprint as Plan recorded them,
+    // recomputed under the swap's lock on the live table by the same query
+    // texts. Columns first: the fingerprint query names Plan's columns and
+    // would fail on a dropped one. EXECUTE ... INTO and FOR ... IN EXECUTE
+    // are among Redshift's PL/pgSQL statements
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_live_unchanged(
+      p_columns_query varchar(65535), p_columns varchar(65535), p_fingerprint_query varchar(65535), p_fingerprint varchar(128))
+    AS $$
+    DECLARE
+      rec RECORD;
+      cols varchar(65535) := '';
+      fp varchar(128);
+    BEGIN
+      FOR rec IN EXECUTE p_columns_query LOOP
+        IF cols = '' THEN
+          cols := rec.col;
+        ELSE
+          cols := cols || ';' || rec.col;
+        END IF;
+      END LOOP;
+      IF cols <> p_columns THEN
+        ${raise(OUT_OF_BAND, 'live columns now [%], planned on [%]', 'cols', 'p_columns')}
+      END IF;
+      EXECUTE p_fingerprint_query INTO fp;
+      IF fp <> p_fingerprint THEN
+        ${raise(OUT_OF_BAND, 'live rows now [%], planned on [%]', 'fp', 'p_fingerprint')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

@@ -5,6 +5,7 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
@@ -317,13 +318,22 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
 
 /**
  * The heart of every swap, after its locks and its guard: the catalog
- * check, live renamed to `retainedAs`, `incoming` renamed to live, and the
- * grants, defaults, comments and views re-applied.
+ * check, `checks` (Publish's out-of-band check and carry-over), live
+ * renamed to `retainedAs`, `incoming` renamed to live, and the grants,
+ * defaults, comments, keys and views re-applied.
  */
-export function swapRenames(pipeline: Pipeline, incoming: string, retainedAs: string, facts: LiveTableFacts, factsQuery: Statement): string[] {
+export function swapRenames(
+  pipeline: Pipeline,
+  incoming: string,
+  retainedAs: string,
+  facts: LiveTableFacts,
+  factsQuery: Statement,
+  checks: readonly string[] = [],
+): string[] {
   const { schema, table } = pipeline.target;
   return [
     `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
+    ...checks,
     `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`,
     `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`,
     ...reapplyStatements(pipeline, facts),
@@ -332,18 +342,27 @@ export function swapRenames(pipeline: Pipeline, incoming: string, retainedAs: st
 
 /**
  * The publications row of a swap: the next seq of the pipeline, the batch
- * now live, where the old version went, the rows Reconcile checked, and
- * for a rollback the publication it rolled back.
+ * now live, where the old version went, the rows Reconcile checked (or,
+ * `countLive`, the rows of the new live table: expected writers' rows were
+ * carried into it), and for a rollback the publication it rolled back.
  */
-export function recordPublication(pipeline: Pipeline, batchId: string, retainedAs: string, now: Date, rollbackOf?: number): string {
+export function recordPublication(
+  pipeline: Pipeline,
+  batchId: string,
+  retainedAs: string,
+  now: Date,
+  options: { readonly rollbackOf?: number; readonly countLive?: boolean } = {},
+): string {
   const { schema, table } = pipeline.target;
   const name = sqlLiteral(pipeline.name);
   const id = sqlLiteral(batchId);
+  const { rollbackOf, countLive = false } = options;
   const rollback = rollbackOf === undefined ? { column: '', value: '' } : { column: ', rollback_of', value: `, ${sqlLiteral(rollbackOf)}` };
+  const rows = countLive ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})` : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`;
   return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published${rollback.column})
      SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
             ${sqlLiteral(`${schema}.${retainedAs}`)},
-            (SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})${rollback.value}
+            ${rows}${rollback.value}
        FROM ${M}.publications WHERE pipeline = ${name}`;
 }
 
@@ -363,10 +382,10 @@ export function checkSwapSize(pipeline: Pipeline, statements: readonly string[])
  * The last statements of a publish transaction: the publication (its old
  * version `schema.retainedAs`), the attempt and the batch PUBLISHED.
  */
-export function recordPublished(pipeline: Pipeline, batchId: string, retainedAs: string, now: Date): string[] {
+export function recordPublished(pipeline: Pipeline, batchId: string, retainedAs: string, now: Date, countLive = false): string[] {
   const id = sqlLiteral(batchId);
   return [
-    recordPublication(pipeline, batchId, retainedAs, now),
+    recordPublication(pipeline, batchId, retainedAs, now, { countLive }),
     `UPDATE ${M}.batch_attempts SET status = ${sqlLiteral(AttemptStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)}
       WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id})`,
     `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.PUBLISHED)}, finished_at = ${sqlLiteral(now)} WHERE batch_id = ${id}`,
@@ -394,11 +413,35 @@ export function swapPublish(
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
-    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery),
-    ...recordPublished(pipeline, batch.batchId, previousVersionTable, now),
+    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
+    ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
   ];
   checkSwapSize(pipeline, statements);
   return statements;
+}
+
+/**
+ * The swap's out-of-band part, after the guard and before the renames,
+ * under the live table's lock: the live table's columns and fingerprint
+ * must be what this batch's Plan saw (anyone else's change refuses the
+ * publish: domain/out-of-band.ts); with expected writers, their rows at or
+ * after the batch end are then carried over into staging (the published
+ * row count then includes them).
+ */
+function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
+  const { live } = batch;
+  if (live === undefined) return [];
+  return [
+    // A scan of the live table, not a lock wait (every table it reads is
+    // locked by now): the lock-wait bound would refuse any table too large
+    // to scan within it. Off for the check and the carry-over (0 turns
+    // statement_timeout off: https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html),
+    // then back on for the rest of the swap.
+    'SET LOCAL statement_timeout TO 0',
+    assertLiveUnchanged(pipeline, live),
+    ...(live.carryFrom === undefined ? [] : [carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)]),
+    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+  ];
 }
 
 /**

@@ -59,7 +59,7 @@ export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Da
     ...swapLockStatements(pipeline, target.restoreTable, facts, lockWaitMs),
     `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,
     ...swapRenames(pipeline, target.restoreTable, target.retainedTable, facts, factsQuery),
-    recordPublication(pipeline, target.batchId, target.retainedTable, now, target.rolledBackSeq),
+    recordPublication(pipeline, target.batchId, target.retainedTable, now, { rollbackOf: target.rolledBackSeq }),
     `UPDATE ${M}.publications SET restored_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.restoreSeq)}`,
     `UPDATE ${M}.publications SET rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
   ];

@@ -37,6 +37,8 @@ import {
 } from '../../domain/privileges.ts';
 import { isRollbackInput, type RollbackTarget } from '../../domain/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import type { LiveBaseline } from '../../domain/out-of-band.ts';
+import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -178,6 +180,20 @@ async function liveViewVersion(warehouse: Warehouse, pipeline: Pipeline, stateme
 }
 
 /**
+ * The live table as this Plan sees it: its columns and a fingerprint of
+ * its rows (one scan), which the swap compares under its lock. With
+ * expected writers, rows at or after the batch end are theirs and left out.
+ */
+async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to: string, name: (step: string) => string): Promise<LiveBaseline> {
+  const { schema, table } = pipeline.target;
+  const columns = (await warehouse.query(liveColumnsQuery(schema, table), name('live-baseline-columns'))).map((r) => String(r.col));
+  const carryFrom = pipeline.outOfBand.expectedWriters ? to : undefined;
+  const [row] = await warehouse.query(liveFingerprintQuery(pipeline, columns, carryFrom), name('live-baseline'));
+  const [rows, checksum] = String(row?.fingerprint ?? '0:0').split(':');
+  return { columns, rows: Number(rows), checksum: checksum ?? '0', ...(carryFrom === undefined ? {} : { carryFrom }) };
+}
+
+/**
  * Validates the input and the warehouse side (privileges, live table,
  * source query, columns and their types) before writing anything; then creates or resumes the batch.
  */
@@ -230,6 +246,7 @@ export async function plan(
     return { alreadyPublished: false, busy: true, skipped, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }
 
+  const baseline = await liveBaseline(warehouse, pipeline, batch.to, name);
   await warehouse.batch(
     startBatch({
       batchId,
@@ -256,7 +273,14 @@ export async function plan(
     resumedChunksDone: done.size,
     attempt: existing ? Number(existing.attempt) + 1 : 1,
   });
-  return { alreadyPublished: false, busy: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: remaining, chunkCount: chunks.length, batch };
+  return {
+    alreadyPublished: false,
+    busy: false,
+    maxConcurrency: pipeline.chunk.maxConcurrency,
+    chunks: remaining,
+    chunkCount: chunks.length,
+    batch: { ...batch, live: baseline },
+  };
 }
 
 export const handler = stepHandler((event: PlanEvent, context: Context) => plan(event, warehouseFor(context)));

@@ -1,11 +1,12 @@
 import type { Context } from 'aws-lambda';
-import { PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
+import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -90,6 +91,8 @@ async function afterFailedPublish(
   const refusal = publishGuardRefusal(error.message);
   if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
   if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
+  const outOfBand = event.batch.live === undefined ? undefined : outOfBandRefusal(error.message);
+  if (outOfBand !== undefined) throw new OutOfBandChangeError(describeOutOfBandChange(event.batch, event.batch.live!, outOfBand), { cause: error });
   throw error;
 }
 

@@ -197,6 +197,20 @@ describe('failureReport', () => {
     expect(report.message).toContain('Re-run:     start a new run: the pipeline spec changed, so it plans a new batch.');
     expect(report.message).not.toContain('it resumes this batch');
   });
+
+  it('an out-of-band change says readers see the live table with the change in it, and to re-run once someone has decided', () => {
+    const report = failureReport(
+      eventWith({ plan, error: { Error: 'OutOfBandChangeError', Cause: lambdaCause('OutOfBandChangeError', 'out-of-band change: analytics.orders was changed') } }),
+      { recorded: true, batchStatus: 'FAILED', latestPublication: 4 },
+    );
+
+    expect(report.subject).toBe('atomic-publish: orders failed (OutOfBandChangeError)');
+    expect(report.message).toContain('Live table: analytics.orders untouched by this batch; readers still see publication 4 with the out-of-band change in it');
+    expect(report.message).toContain(
+      `Re-run:     once someone has decided about the change (into the source, or the writer declared expected with outOfBand.expectedWriters), ` +
+        `start an execution with input {"pipeline":"orders","to":"2026-01-02T00:00:00.000Z"}: its fresh Plan takes the live table as it is then as its base`,
+    );
+  });
 });
 
 describe('failureReport on the statements the batch left running', () => {

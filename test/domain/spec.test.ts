@@ -41,6 +41,7 @@ describe('definePipeline defaults', () => {
       publishMode: 'swap',
       checks: { allowEmpty: false },
       retention: { keepVersions: 3 },
+      outOfBand: { expectedWriters: false },
     });
     expect(pipeline.schedule).toBeUndefined();
     expect(pipeline.specHash).toMatch(/^[0-9a-f]{64}$/);
@@ -203,6 +204,7 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a negative retention.keepVersions', { retention: { keepVersions: -1 } }, /^pipeline orders: retention\.keepVersions must be an integer from 0 to 100/],
     ['a retention.keepVersions above 100', { retention: { keepVersions: 101 } }, /^pipeline orders: retention\.keepVersions/],
     ['a fractional retention.keepVersions', { retention: { keepVersions: 1.5 } }, /^pipeline orders: retention\.keepVersions/],
+    ['a non-boolean outOfBand.expectedWriters', { outOfBand: { expectedWriters: 'yes' as unknown as boolean } }, /^pipeline orders: outOfBand\.expectedWriters must be true or false$/],
   ];
 
   it.each(cases)('rejects %s', (_what, overrides, message) => {
@@ -370,6 +372,12 @@ describe('specHash', () => {
     ['the spelling of historyStart', { historyStart: '2026-01-01T00:00:00.000Z' }],
   ])('stays the same when %s changes, which does not change the published rows', (_what, overrides) => {
     expect(definePipeline(specWith(overrides)).specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it('stays the same when outOfBand.expectedWriters changes: each Plan freezes the setting into its batch, so a batch in flight keeps its own', () => {
+    const changed = definePipeline(specWith({ outOfBand: { expectedWriters: true } }));
+    expect(changed.outOfBand.expectedWriters).toBe(true);
+    expect(changed.specHash).toBe(definePipeline(ordersSpec).specHash);
   });
 
   it.each([

@@ -31,15 +31,22 @@ async function connect(user?: string): Promise<pg.Client> {
 
 const count = async (client: pg.Client, table: string) => Number((await client.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
 
+// The server is shared by the test files running at once: pg_locks and
+// pg_stat_activity list every database's, so each look is kept to this one.
+const THIS_DATABASE = '(SELECT oid FROM pg_database WHERE datname = current_database())';
+
 /** True once the swap's lock request on the live table is seen waiting in pg_locks. */
 async function swapWaiting(): Promise<boolean> {
-  const rows = await wf.query(`SELECT 1 FROM pg_locks WHERE relation = $1::regclass AND NOT granted AND mode = 'AccessExclusiveLock'`, [LIVE]);
+  const rows = await wf.query(
+    `SELECT 1 FROM pg_locks WHERE database = ${THIS_DATABASE} AND relation = $1::regclass AND NOT granted AND mode = 'AccessExclusiveLock'`,
+    [LIVE],
+  );
   return rows.length > 0;
 }
 
 /** True once Publish is seen polling for older transactions to end. */
 async function publishWaitsForSnapshots(): Promise<boolean> {
-  const rows = await wf.query(`SELECT 1 FROM pg_stat_activity WHERE usename = $1 AND query LIKE '%svv_transactions%NOT IN%'`, [LOCAL_PIPELINE_USER]);
+  const rows = await wf.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND usename = $1 AND query LIKE '%svv_transactions%NOT IN%'`, [LOCAL_PIPELINE_USER]);
   return rows.length > 0;
 }
 
@@ -153,8 +160,8 @@ describe('bounded lock waits', () => {
       let waiting: { holds: boolean }[] = [];
       await until(async () => {
         waiting = await wf.query<{ holds: boolean }>(
-          `SELECT EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = w.pid AND p.relation = 'atomic_publish.publications'::regclass) AS holds
-             FROM pg_locks w WHERE w.relation = $1::regclass AND NOT w.granted AND w.mode = 'AccessExclusiveLock'`,
+          `SELECT EXISTS (SELECT 1 FROM pg_locks p WHERE p.pid = w.pid AND p.database = w.database AND p.relation = 'atomic_publish.publications'::regclass) AS holds
+             FROM pg_locks w WHERE w.database = ${THIS_DATABASE} AND w.relation = $1::regclass AND NOT w.granted AND w.mode = 'AccessExclusiveLock'`,
           [LIVE],
         );
         return waiting.length > 0;

@@ -54,6 +54,37 @@ describe('swapPublish', () => {
   });
 });
 
+describe('swapPublish with the live baseline Plan recorded', () => {
+  const live = { columns: ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)'], rows: 10, checksum: '42' };
+  const names = (statements: string[]) => statements.map((sql) => sql.slice(0, 60));
+  const at = (statements: string[], prefix: string) => statements.findIndex((sql) => sql.startsWith(prefix));
+
+  it('checks the live table under its lock, after the guard and the catalog check, before the renames', () => {
+    const statements = swapPublish(pipeline, { ...batch, live }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000);
+    const check = at(statements, 'CALL "atomic_publish".assert_live_unchanged(');
+    expect(check, names(statements).join('\n')).toBe(at(statements, 'CALL "atomic_publish".assert_catalog_unchanged(') + 2);
+    expect(check).toBeGreaterThan(at(statements, 'LOCK "analytics"."orders"'));
+    expect(check).toBeLessThan(at(statements, 'ALTER TABLE "analytics"."orders" RENAME'));
+    expect(statements[check]).toContain(`'10:42')`);
+    // A scan, not a lock wait: without the lock-wait bound, which comes back after it.
+    expect(statements[check - 1]).toBe('SET LOCAL statement_timeout TO 0');
+    expect(statements[check + 1]).toBe('SET LOCAL statement_timeout TO 5000');
+    expect(statements.some((sql) => sql.startsWith(`INSERT INTO "analytics"."${staging}"`))).toBe(false);
+  });
+
+  it('with expected writers carries their rows into staging before the renames and counts the published rows', () => {
+    const statements = swapPublish(pipeline, { ...batch, live: { ...live, carryFrom: batch.to } }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000);
+    const carry = at(statements, `INSERT INTO "analytics"."${staging}"`);
+    expect(carry).toBe(at(statements, 'CALL "atomic_publish".assert_live_unchanged(') + 1);
+    expect(carry).toBeLessThan(at(statements, 'ALTER TABLE "analytics"."orders" RENAME'));
+    expect(statements.find((sql) => sql.startsWith('INSERT INTO "atomic_publish".publications'))).toContain('(SELECT COUNT(*) FROM "analytics"."orders")');
+  });
+
+  it('without a baseline (a batch planned before the check existed) compares nothing', () => {
+    expect(swapPublish(pipeline, batch, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000).join('\n')).not.toContain('assert_live_unchanged');
+  });
+});
+
 describe('what the new live table gets back', () => {
   const facts = liveTableFacts([
     row('comment', '', 'Order lines, one row per line'),

@@ -1,0 +1,107 @@
+/**
+ * The SQL of out-of-band detection, shared by Plan (which records the
+ * live table's columns and fingerprint) and Publish (whose swap checks
+ * them under the live table's lock and carries expected writers' rows
+ * over). The same query texts run in both places, so the two sides
+ * compute the same text from the same table.
+ */
+import { fingerprintText, type LiveBaseline } from '../out-of-band.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import type { Pipeline } from '../spec.ts';
+import { MANIFEST as M, type Statement } from './statement.ts';
+
+/**
+ * One row per column of the table, in order: `col`, its `name type` text
+ * (length for character types, precision and scale for numeric), from
+ * information_schema.columns, as Plan's other column reads (domain/sql/plan.ts
+ * tableColumns).
+ */
+export function liveColumnsQuery(schema: string, table: string): Statement {
+  const sql = `SELECT CAST(column_name AS varchar(128)) || ' ' || CAST(data_type AS varchar(128)) ||
+      CASE WHEN character_maximum_length IS NOT NULL THEN '(' || CAST(character_maximum_length AS varchar(16)) || ')'
+           WHEN data_type = 'numeric' THEN '(' || CAST(numeric_precision AS varchar(16)) || ',' || CAST(numeric_scale AS varchar(16)) || ')'
+           ELSE '' END AS col
+      FROM information_schema.columns
+     WHERE table_schema = ${sqlLiteral(schema)} AND table_name = ${sqlLiteral(table)}
+     ORDER BY ordinal_position`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
+/** How the columns travel and compare: `name type` joined by `;` (a type may hold a comma). */
+export function columnsText(columns: readonly string[]): string {
+  return columns.join(';');
+}
+
+/** Types whose values have no text form shared by both engines: left out of the checksum (still counted). */
+const UNHASHED_TYPES = new Set(['super', 'geometry', 'geography', 'hllsketch', 'varbyte', 'binary varying', 'bytea']);
+
+/** A column's value as text for the row digest: `v<text>` or `n` for NULL (booleans by CASE: no cast to text is needed). */
+function valueText(column: string): string | undefined {
+  const [name, ...type] = column.split(' ');
+  const dataType = type.join(' ').replace(/\(.*$/, '');
+  if (UNHASHED_TYPES.has(dataType)) return undefined;
+  const c = quoteIdent(name!);
+  const text = dataType === 'boolean' ? `CASE WHEN ${c} THEN 't' ELSE 'f' END` : `CAST(${c} AS varchar(65535))`;
+  return `COALESCE('v' || ${text}, 'n')`;
+}
+
+/**
+ * The 60-bit number the first 15 hex digits of an MD5 stand for, from
+ * functions both engines have: MD5, SUBSTRING and POSITION
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_MD5.html,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_SUBSTRING.html,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_POSITION.html).
+ * Redshift's STRTOL would do it in one call but PostgreSQL lacks it.
+ */
+function hexValue(hex: string): string {
+  const digits = 15;
+  return Array.from({ length: digits }, (_, i) => {
+    const weight = 16n ** BigInt(digits - 1 - i);
+    return `CAST(POSITION(SUBSTRING(${hex}, ${i + 1}, 1) IN '0123456789abcdef') - 1 AS bigint) * ${weight}`;
+  }).join(' + ');
+}
+
+/**
+ * The live table's fingerprint in one scan, as one text `<rows>:<checksum>`
+ * (the procedure compares it whole): the row count and the sum, as
+ * DECIMAL(38,0), of a 60-bit value of each row's MD5 over every column.
+ * A sum does not depend on row order, so it needs no sort; any inserted,
+ * deleted or updated row changes it (short of a 2^-60 coincidence). With
+ * `carryFrom`, only rows before it (or with no time) count.
+ */
+export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly string[], carryFrom?: string): Statement {
+  const { schema, table } = pipeline.target;
+  const values = columns.map(valueText).filter((v): v is string => v !== undefined);
+  const row = values.length > 0 ? values.join(` || '|' || `) : `''`;
+  const t = quoteIdent(pipeline.timeColumn);
+  const where = carryFrom === undefined ? '' : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
+  const sql = `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(CAST(${hexValue('h')} AS decimal(38, 0))), 0) AS varchar(64)) AS fingerprint
+      FROM (SELECT MD5(${row}) AS h FROM ${qualifiedName(schema, table)}${where}) AS r`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
+/**
+ * The swap's check, run under the live table's lock: raises `out-of-band
+ * change: ...` unless the columns and the fingerprint are what Plan saw.
+ */
+export function assertLiveUnchanged(pipeline: Pipeline, baseline: LiveBaseline): string {
+  const { schema, table } = pipeline.target;
+  const fingerprint = liveFingerprintQuery(pipeline, baseline.columns, baseline.carryFrom);
+  return `CALL ${M}.assert_live_unchanged(${sqlLiteral(liveColumnsQuery(schema, table).sql)}, ${sqlLiteral(columnsText(baseline.columns))}, ${sqlLiteral(
+    fingerprint.sql,
+  )}, ${sqlLiteral(fingerprintText(baseline.rows, baseline.checksum))})`;
+}
+
+/**
+ * Expected writers' rows carried over into staging before the renames:
+ * every live row at or after the batch end (`carryFrom`), which the batch
+ * does not hold (Reconcile found no staging row outside its interval).
+ * Inside the swap transaction, so it happens once or not at all.
+ */
+export function carryOverRows(pipeline: Pipeline, stagingTable: string, columns: readonly string[], carryFrom: string): string {
+  const { schema, table } = pipeline.target;
+  const list = columns.map((c) => quoteIdent(c.split(' ')[0]!)).join(', ');
+  return `INSERT INTO ${qualifiedName(schema, stagingTable)} (${list}) SELECT ${list} FROM ${qualifiedName(schema, table)} WHERE ${quoteIdent(
+    pipeline.timeColumn,
+  )} >= ${sqlLiteral(new Date(carryFrom))}`;
+}

@@ -1,0 +1,250 @@
+// Out-of-band changes are caught, not erased. Plan records the live
+// table's columns and fingerprint; between Plan and Publish someone else
+// writes to or alters the live table (a superuser connection, as a DBA or
+// another tool would); the swap refuses, naming what changed, and readers
+// polling the live table throughout see it as it is (the change included),
+// never a published batch. A run with no change publishes (every other
+// workflow test says the same under both isolation levels); a re-run after
+// the refusal publishes; an expected writer's rows at or after the batch
+// end are carried over into the new table.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { plan, type PlanEvent } from '../../functions/plan/index.ts';
+import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import { definePipelines } from '../../domain/spec.ts';
+import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import {
+  caughtError,
+  caughtMessage,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  planOf,
+  useWorkflow,
+  type Fingerprint,
+  type TaskOverride,
+  type Workflow,
+} from '../support/workflow.ts';
+
+const ROWS_PER_DAY = 10;
+let wf: Workflow;
+
+const liveRows = async () => Number((await wf.query<{ n: string }>(`SELECT count(*) AS n FROM ${LIVE}`))[0]!.n);
+const hasOrder = async (table: string, orderId: number) =>
+  Number((await wf.query<{ n: string }>(`SELECT count(*) AS n FROM ${table} WHERE order_id = $1`, [orderId]))[0]!.n);
+
+/** An order line written straight into the live table, as another tool would. */
+async function insertLiveRow(orderId: number, at: Date): Promise<void> {
+  await wf.query(
+    `INSERT INTO ${LIVE} (order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price)
+     VALUES ($1, 1, $2::timestamp, 1, 1, 2, 10.00, 5.0000)`,
+    [orderId, at.toISOString().slice(0, 19)],
+  );
+}
+
+interface Observed {
+  result: ExecutionResult;
+  reads: ReaderSample[];
+  before: Fingerprint;
+  /** The live table right after the out-of-band change, before Publish ran. */
+  changed: Fingerprint;
+}
+
+/**
+ * Runs up to `day` with `change` made to the live table after Plan, just
+ * before Publish, while two readers poll the live table; wf.reset() after.
+ */
+async function runWithChange(day: number, name: string, change: () => Promise<void>, extra: { plan?: TaskOverride } = {}): Promise<Observed> {
+  const before = await wf.fingerprint(LIVE);
+  let changed: Fingerprint | undefined;
+  const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
+  readers.watch(LIVE, 'before');
+  let reads: ReaderSample[];
+  try {
+    await readers.readAll();
+    if (extra.plan) wf.faults.Plan = extra.plan;
+    wf.faults.Publish = async (input, next) => {
+      await change();
+      changed = await wf.fingerprint(LIVE);
+      readers.phase('changed');
+      await readers.readAll();
+      readers.phase('publishing');
+      const output = await next(input);
+      readers.phase('after');
+      await readers.readAll();
+      return output;
+    };
+    const result = await wf.run(inputFor(day), name);
+    return { result, reads: (reads = await readers.close()), before, changed: changed! };
+  } finally {
+    wf.reset();
+    await readers.close();
+  }
+}
+
+/** Every read saw the table before the change or after it (never another version), and from the change on only after it. */
+function expectReadersSawOnlyTheChange(observed: Observed): void {
+  const { reads, before, changed } = observed;
+  expect(reads.filter((r) => r.error)).toEqual([]);
+  const version = (r: ReaderSample) => `${r.count}/${r.keySum}`;
+  const allowed = [`${before.rows}/${before.keySum}`, `${changed.rows}/${changed.keySum}`];
+  for (const read of reads) expect(allowed, `${read.phase} read`).toContain(version(read));
+  const later = reads.filter((r) => ['changed', 'publishing', 'after'].includes(r.phase));
+  expect(later.length).toBeGreaterThanOrEqual(4);
+  for (const read of later) expect(version(read), `${read.phase} read`).toBe(allowed[1]);
+}
+
+function expectRefused(observed: Observed, pattern: RegExp): void {
+  const { result } = observed;
+  expect(result.status, `${result.error}: ${result.cause}`).toBe('FAILED');
+  expect(caughtError(result)?.Error).toBe('OutOfBandChangeError');
+  expect(caughtMessage(result)).toMatch(pattern);
+}
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_out_of_band');
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 16, liveDays: 5 });
+});
+afterAll(() => wf?.close());
+
+describe('with no change to the live table', () => {
+  it('Plan records its columns and fingerprint and the run publishes', async () => {
+    const result = await wf.run(inputFor(6), 'oob-no-change');
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    const live = (planOf(result).batch as { live?: { columns: string[]; rows: number; checksum: string } }).live;
+    expect(live?.rows).toBe(5 * ROWS_PER_DAY);
+    expect(live?.columns).toEqual([
+      'order_id bigint',
+      'line_no integer',
+      'ordered_at timestamp without time zone',
+      'customer_id integer',
+      'product_id integer',
+      'quantity integer',
+      'amount numeric(12,2)',
+      'unit_price numeric(12,4)',
+    ]);
+    expect(live?.checksum).toMatch(/^[1-9]\d*$/);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
+  });
+});
+
+describe('a row inserted into the live table mid-run', () => {
+  let observed: Observed;
+  beforeAll(async () => {
+    observed = await runWithChange(7, 'oob-insert', () => insertLiveRow(900001, sampleDay(2)));
+  });
+
+  it('refuses the publish, naming the row counts', () => {
+    const rows = 6 * ROWS_PER_DAY;
+    expectRefused(observed, new RegExp(`its rows changed: ${rows} row\\(s\\) at Plan, ${rows + 1} now \\(1 more\\)`));
+    expect(caughtMessage(observed.result)).toContain('Nothing was published');
+  });
+
+  it('leaves the live table as it is, with the row, and readers never saw anything else', async () => {
+    expect(await wf.fingerprint(LIVE)).toEqual(observed.changed);
+    expect(await hasOrder(LIVE, 900001)).toBe(1);
+    expect((await wf.publications()).length).toBe(1);
+    expectReadersSawOnlyTheChange(observed);
+  });
+
+  it('pages saying what readers see and what to do', async () => {
+    expect(observed.result.alerts).toHaveLength(1);
+    const [alert] = observed.result.alerts;
+    expect(alert!.subject).toBe('atomic-publish: sales_order_lines failed (OutOfBandChangeError)');
+    const [first] = await wf.publications();
+    expect(alert!.message).toContain(`Live table: ${LIVE} untouched by this batch; readers still see publication 1 (batch ${String(first!.batch_id)}, published at `);
+    expect(alert!.message).toContain(`) with the out-of-band change in it (see the error).`);
+    expect(alert!.message).toContain(`Next:       decide about the out-of-band change the error names, then start an execution with input ${JSON.stringify(inputFor(7))}`);
+    expect(alert!.message).toContain('declare the writer expected');
+    expect(alert!.message).toContain(`Re-run:     once someone has decided about the change`);
+    expect(alert!.message).toContain(`start an execution with input ${JSON.stringify(inputFor(7))}`);
+  });
+});
+
+describe('the re-run after a refusal', () => {
+  it('publishes: its fresh Plan takes the changed table as its base; the row stays in the retained old version', async () => {
+    const result = await wf.run(inputFor(7), 'oob-insert-rerun');
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    expect(await hasOrder(LIVE, 900001)).toBe(0);
+    expect(await hasOrder(namesFor(7).previous, 900001)).toBe(1);
+  });
+});
+
+describe('a column added to the live table mid-run', () => {
+  let observed: Observed;
+  beforeAll(async () => {
+    observed = await runWithChange(8, 'oob-column', () => wf.query(`ALTER TABLE ${LIVE} ADD COLUMN note varchar(20)`).then(() => undefined));
+  });
+  afterAll(() => wf.query(`ALTER TABLE ${LIVE} DROP COLUMN note`));
+
+  it('refuses the publish naming the column and saying to add it to the source query', async () => {
+    expectRefused(observed, /its columns changed: column\(s\) added: note character varying\(20\)/);
+    expect(caughtMessage(observed.result)).toContain('add it to the source query');
+    const columns = await wf.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines'`);
+    expect(columns.map((c) => c.column_name)).toContain('note');
+    expect((await wf.publications()).length).toBe(2);
+    expectReadersSawOnlyTheChange(observed);
+  });
+});
+
+describe('a row deleted or updated in the live table mid-run', () => {
+  it('a deletion is refused, naming the counts', async () => {
+    const rows = await liveRows();
+    const observed = await runWithChange(8, 'oob-delete', () =>
+      wf.query(`DELETE FROM ${LIVE} WHERE order_id = (SELECT min(order_id) FROM ${LIVE}) AND line_no = 1`).then(() => undefined),
+    );
+    expectRefused(observed, new RegExp(`${rows} row\\(s\\) at Plan, ${rows - 1} now \\(1 fewer\\)`));
+    expect(await liveRows()).toBe(rows - 1);
+    expectReadersSawOnlyTheChange(observed);
+  });
+
+  it('an update is refused by the checksum, the count unchanged', async () => {
+    const rows = await liveRows();
+    const observed = await runWithChange(8, 'oob-update', () =>
+      wf.query(`UPDATE ${LIVE} SET quantity = quantity + 1 WHERE order_id = (SELECT max(order_id) FROM ${LIVE})`).then(() => undefined),
+    );
+    expectRefused(observed, new RegExp(`${rows} row\\(s\\) at Plan, ${rows} now, checksum \\d+ then, \\d+ now \\(rows updated`));
+    expectReadersSawOnlyTheChange(observed);
+    const rerun = await wf.run(inputFor(8), 'oob-update-rerun');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(8));
+  });
+});
+
+describe('an expected writer (outOfBand.expectedWriters)', () => {
+  const registry = definePipelines([{ ...salesOrderLines, outOfBand: { expectedWriters: true } }]);
+  const planWithExpectedWriters: TaskOverride = async (input) => {
+    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+    return JSON.parse(JSON.stringify(await plan(input as PlanEvent, warehouseFromEnv(env), registry))) as unknown;
+  };
+
+  it('is a setting outside the spec hash: batches in flight keep what their Plan froze', () => {
+    expect(registry[0]!.outOfBand.expectedWriters).toBe(true);
+    expect(registry[0]!.specHash).toBe(PIPELINE.specHash);
+  });
+
+  it('has its rows at or after the batch end carried over into the new live table', async () => {
+    const tail = new Date(sampleDay(9).getTime() + 3_600_000);
+    const observed = await runWithChange(9, 'oob-expected', () => insertLiveRow(900002, tail), { plan: planWithExpectedWriters });
+    expect(observed.result.status, `${observed.result.error}: ${observed.result.cause}`).toBe('SUCCEEDED');
+    expect(await hasOrder(LIVE, 900002)).toBe(1);
+    const expected = await wf.expected(9);
+    expect(await liveRows()).toBe(expected.rows + 1);
+    expect((await wf.publications()).at(-1)!.rows_published).toBe(String(expected.rows + 1));
+    expect(observed.reads.filter((r) => r.error)).toEqual([]);
+    // A reader saw the old table (with the row) until the commit, then the new one: never a table without the tail row.
+    for (const read of observed.reads.filter((r) => r.phase === 'after')) expect(read.count).toBe(expected.rows + 1);
+  });
+
+  it('still refuses rows written before the batch end', async () => {
+    const observed = await runWithChange(10, 'oob-expected-late', () => insertLiveRow(900003, sampleDay(3)), { plan: planWithExpectedWriters });
+    expectRefused(observed, /rows before .* are carried over from expected writers/);
+    expect(await hasOrder(LIVE, 900003)).toBe(1);
+    expectReadersSawOnlyTheChange(observed);
+  });
+});
