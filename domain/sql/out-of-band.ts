@@ -46,19 +46,15 @@ function valueText(column: string): string | undefined {
 }
 
 /**
- * The 60-bit number the first 15 hex digits of an MD5 stand for, from
- * functions both engines have: MD5, SUBSTRING and POSITION
+ * The 60-bit number the first 15 hex digits of an MD5 stand for, as
+ * Redshift's idiom writes it: STRTOL(SUBSTRING(md5, 1, 15), 16)
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_MD5.html,
- * https://docs.aws.amazon.com/redshift/latest/dg/r_SUBSTRING.html,
- * https://docs.aws.amazon.com/redshift/latest/dg/r_POSITION.html).
- * Redshift's STRTOL would do it in one call but PostgreSQL lacks it.
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_STRTOL.html; BIGINT,
+ * and 15 hex digits fit it). PostgreSQL lacks STRTOL: the local endpoint
+ * provides it (local/data-api/system-views.ts).
  */
 function hexValue(hex: string): string {
-  const digits = 15;
-  return Array.from({ length: digits }, (_, i) => {
-    const weight = 16n ** BigInt(digits - 1 - i);
-    return `CAST(POSITION(SUBSTRING(${hex}, ${i + 1}, 1) IN '0123456789abcdef') - 1 AS bigint) * ${weight}`;
-  }).join(' + ');
+  return `STRTOL(SUBSTRING(${hex}, 1, 15), 16)`;
 }
 
 /**

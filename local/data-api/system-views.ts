@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 4';
+const VERSION = 'atomic-publish local Redshift system views, version 5';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -111,6 +111,50 @@ const VIEWS: Record<string, string> = {
        AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
        AND n.nspname NOT LIKE 'pg\\_%'`,
 };
+
+/**
+ * Redshift's STRTOL(num_string, base) (https://docs.aws.amazon.com/redshift/latest/dg/r_STRTOL.html),
+ * which PostgreSQL lacks: leading white space, an optional sign, `0x`
+ * before base 16, digits up to the first one the base does not have; an
+ * empty string is 0, NULL is NULL, a value outside 64 bits fails. Hex of up
+ * to 15 digits, the row-checksum idiom, takes an inlined bit-string path
+ * (one scan of a large table pays no function call per row).
+ */
+const STRTOL: string[] = [
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.strtol_any(p_num text, p_base int) RETURNS bigint
+     LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+     DECLARE
+       s text := ltrim(p_num, E' \t\n\r\f\v');
+       negative boolean := false;
+       total numeric := 0;
+       digit int;
+     BEGIN
+       IF p_base < 2 OR p_base > 36 THEN
+         RAISE EXCEPTION 'STRTOL base must be an integer between 2 and 36, not %', p_base;
+       END IF;
+       IF left(s, 1) IN ('+', '-') THEN
+         negative := left(s, 1) = '-';
+         s := substr(s, 2);
+       END IF;
+       IF p_base = 16 AND lower(left(s, 2)) = '0x' THEN s := substr(s, 3); END IF;
+       FOR i IN 1 .. length(s) LOOP
+         digit := strpos('0123456789abcdefghijklmnopqrstuvwxyz', lower(substr(s, i, 1))) - 1;
+         EXIT WHEN digit < 0 OR digit >= p_base;
+         total := total * p_base + digit;
+       END LOOP;
+       IF negative THEN total := -total; END IF;
+       IF total > 9223372036854775807 OR total < -9223372036854775808 THEN
+         RAISE EXCEPTION 'STRTOL value % is out of the signed 64-bit range', p_num;
+       END IF;
+       RETURN total;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.strtol(p_num text, p_base int) RETURNS bigint
+     LANGUAGE sql IMMUTABLE AS $$
+       SELECT CASE WHEN p_base = 16 AND p_num ~ '^[0-9a-fA-F]{1,15}$' THEN ('x' || lpad(p_num, 16, '0'))::bit(64)::bigint
+                   ELSE ${SYSTEM_VIEWS_SCHEMA}.strtol_any(p_num, p_base) END
+     $$`,
+];
 
 /**
  * The informational key constraints (informational-keys.ts) as Redshift's
@@ -250,6 +294,7 @@ const KEY_CATALOG: string[] = [
      $$`,
   `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
   `GRANT SELECT ON ${KEYS_TABLE} TO PUBLIC`,
+  ...STRTOL,
   `GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.pg_constraint TO PUBLIC`,
 ];
 

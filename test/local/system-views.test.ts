@@ -128,3 +128,19 @@ describe('svv_table_info', () => {
     await expect(asPipelineUser.query(info, 'regular user')).rejects.toThrow(/permission denied for view svv_table_info/);
   });
 });
+
+describe('STRTOL', () => {
+  // The 60-bit value as text: the Data API returns a BIGINT as a JSON number (longValue), which JavaScript rounds past 2^53.
+  it("converts as Redshift's examples say, through the Data API", async () => {
+    const done = await wh.select(
+      `SELECT STRTOL('0xf', 16), STRTOL('abcd1234', 16), STRTOL('1234567', 10), STRTOL('1234567', 8), STRTOL('110101', 2),
+              STRTOL('  -7f', 16), STRTOL('', 10), STRTOL(CAST(NULL AS varchar(10)), 16), CAST(STRTOL('fffffffffffffff', 16) AS varchar(20)), STRTOL('12z', 36)`,
+    );
+    expect(done).toEqual([['15', '2882343476', '1234567', '342391', '53', '-127', '0', null, '1152921504606846975', String(1 * 36 * 36 + 2 * 36 + 35)]]);
+  });
+
+  it('refuses a base outside 2 to 36 and a value outside 64 bits', async () => {
+    expect((await wh.run(`SELECT STRTOL('1', 37)`)).Error).toMatch(/STRTOL base must be an integer between 2 and 36, not 37/);
+    expect((await wh.run(`SELECT STRTOL('ffffffffffffffffff', 16)`)).Error).toMatch(/out of the signed 64-bit range/);
+  });
+});
