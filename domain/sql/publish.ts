@@ -269,6 +269,19 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
 }
 
 /**
+ * The locks of what depends on the live table, taken before the live
+ * table's (swapLockStatements says why): each bound view (an ALTER TABLE
+ * ... OWNER TO its owner) and each table whose foreign keys the swap
+ * re-points (their readers may lock them before the live table).
+ */
+export function dependentLockStatements(facts: LiveTableFacts): string[] {
+  return [
+    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
+    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
+  ];
+}
+
+/**
  * The locks every swap takes first, in this order (Publish's and a
  * rollback's): the statement timeout bounding each lock wait, the table
  * about to become live (`incoming`: staging, or the restored version; no
@@ -298,10 +311,7 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
     // table) the catalog check cannot see; Publish compares the old
     // version with what it carried over once the swap has committed
     // (carryOverCorrections).
-    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
-    // The tables whose foreign keys the swap re-points, for the same reason:
-    // their readers may lock them before the live table.
-    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
+    ...dependentLockStatements(facts),
     // Under the live table's lock, nobody changes its grants, defaults,
     // comments or views until the commit: the catalog check below then
     // compares what the statements were generated from with what is.
@@ -321,13 +331,19 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
  * grants, defaults, comments and views re-applied.
  */
 export function swapRenames(pipeline: Pipeline, incoming: string, retainedAs: string, facts: LiveTableFacts, factsQuery: Statement): string[] {
+  return [catalogCheck(pipeline, facts, factsQuery), ...renameStatements(pipeline, incoming, retainedAs), ...reapplyStatements(pipeline, facts)];
+}
+
+/** The swap's catalog check: the live table's dependents are still what `facts` were read as (else CATALOG_CHANGED). */
+export function catalogCheck(pipeline: Pipeline, facts: LiveTableFacts, factsQuery: Statement): string {
   const { schema, table } = pipeline.target;
-  return [
-    `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
-    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`,
-    `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`,
-    ...reapplyStatements(pipeline, facts),
-  ];
+  return `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`;
+}
+
+/** The two renames: live to `retainedAs`, `incoming` to live. */
+export function renameStatements(pipeline: Pipeline, incoming: string, retainedAs: string): string[] {
+  const { schema, table } = pipeline.target;
+  return [`ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`, `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`];
 }
 
 /**
@@ -388,17 +404,19 @@ export function swapPublish(
   factsQuery: Statement,
   lockWaitMs: number,
 ): string[] {
-  const { schema, table } = pipeline.target;
-  const id = sqlLiteral(batch.batchId);
-  const name = sqlLiteral(pipeline.name);
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
-    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
+    publishGuard(pipeline, batch),
     ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now),
   ];
   checkSwapSize(pipeline, statements);
   return statements;
+}
+
+/** The publish guard of a batch (manifest.ts assert_publishable), run under the swap's locks. */
+export function publishGuard(pipeline: Pipeline, batch: BatchRef): string {
+  return `CALL ${M}.assert_publishable(${sqlLiteral(pipeline.name)}, ${sqlLiteral(batch.batchId)}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(pipeline.target.schema)}, ${sqlLiteral(batch.stagingTable)})`;
 }
 
 /**
