@@ -372,4 +372,40 @@ describe('a publish group', () => {
     expect((await wf.publications()).length).toBe(publications + 2);
   });
 
+  it("has CancelOrphans fail every member's batch when a group execution is aborted, and release its leases", async () => {
+    let loading = false;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Held, then failed without running: nothing of the aborted execution writes after the abort.
+    wf.faults.MemberLoadChunk = async () => {
+      loading = true;
+      await held;
+      throw new Error('not run: the execution was aborted');
+    };
+    let aborted;
+    try {
+      const execution = await wf.start(groupInput(15), 'group-aborted');
+      await until(() => loading, 'a member chunk is loading');
+      expect((await leases()).map((l) => l.pipeline)).toEqual([MIRROR.name, PIPELINE.name]);
+      execution.abort();
+      aborted = await execution.result;
+    } finally {
+      release();
+      wf.reset();
+    }
+
+    expect(aborted.status).toBe('ABORTED');
+    expect(aborted.statusChange).toHaveLength(1);
+    expect(aborted.statusChange[0]!.output).toMatchObject({
+      status: 'ABORTED',
+      batchId: mirrorBatch(15),
+      markedFailed: true,
+      leaseReleased: true,
+      otherBatches: [{ batchId: linesBatch(15), markedFailed: true }],
+    });
+    for (const id of [mirrorBatch(15), linesBatch(15)]) {
+      expect(await wf.batch(id)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted/) });
+    }
+    expect(await leases()).toEqual([]);
+  });
 });
