@@ -22,6 +22,8 @@ export interface MemberFailureFacts {
 
 export interface GroupFailureFacts {
   readonly members: readonly MemberFailureFacts[];
+  /** When the run stopped in Plan: the batches Plan had started for it already (found by execution), as they are now. */
+  readonly planBatches?: readonly { readonly batchId: string; readonly pipeline: string; readonly status: string }[];
   /** Why the manifest could not be read or written. */
   readonly recordError?: string;
 }
@@ -56,7 +58,10 @@ export function groupFailureReport(event: RecordFailureEvent, group: { name: str
   let next: string;
   let rerun: string | undefined;
   if (group.members.length === 0) {
-    lines.push('Live tables: untouched; the run stopped in Plan, before loading anything: no member was written.');
+    lines.push("Live tables: untouched; the run stopped in Plan, before loading anything: no member's live table was written.");
+    if (facts.planBatches?.length) {
+      lines.push(`Batches:    created by this execution in Plan, no chunk loaded: ${facts.planBatches.map((b) => `${b.batchId} (${b.pipeline}) now ${b.status}`).join(', ')}`);
+    }
     next = name === 'ValidationError' ? 'correct the execution input (the error says what is wrong) and start a new execution; nothing was written.' : `fix the cause the error names, then start an execution with input ${clip(JSON.stringify(event.input))}.`;
   } else {
     lines.push(`Group:      ${group.name}: ${group.members.map((m) => m.pipeline).join(', ')}; interval to ${first!.to}`);
@@ -69,7 +74,10 @@ export function groupFailureReport(event: RecordFailureEvent, group: { name: str
       next = 'no re-run of this group for this interval: run the other members alone, or the group for a later interval.';
     } else {
       lines.push("Live tables: untouched: nothing of the group was published; every member's live table shows what it showed before this run:");
-      next = `fix the cause the error names, then start an execution with input ${input}.`;
+      next =
+        name === 'PublishConflictError'
+          ? `no re-run of this interval: a member was published since Plan, or holds newer data (the error names it). For the newest data start an execution with input ${JSON.stringify({ group: group.name })}.`
+          : `fix the cause the error names, then start an execution with input ${input}.`;
       if (name !== 'PublishConflictError' && name !== 'SpecChangedError') {
         rerun = `start an execution with input ${input}; it resumes every member's batch, skipping the chunks already loaded.`;
       }

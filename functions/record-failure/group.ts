@@ -8,6 +8,8 @@ import type { BatchRef } from '../../domain/batch.ts';
 import { type GroupFailureFacts, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure-group.ts';
 import { describeError, type FailureReport, type RecordFailureEvent } from '../../domain/record-failure.ts';
 import { batchState } from '../../domain/sql/publish.ts';
+import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
+import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { livePublication, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
@@ -39,7 +41,7 @@ export async function recordGroupFailure(
         cancelled: orphans.cancelled.length,
       });
     }
-    facts = { members };
+    facts = { members, ...(group.members.length === 0 ? { planBatches: await planBatches(target, event, `${name}: ${message}`, statementName) } : {}) };
   } catch (error) {
     facts = { members: [], recordError: (error as Error).message };
     logger.error('could not record the group failure in the manifest', { group: group.name, error: error as Error });
@@ -50,4 +52,23 @@ export async function recordGroupFailure(
     logger.error('could not release the group leases; they expire at the state machine timeout', { executionId: event.executionId, error: error as Error });
   }
   return groupFailureReport(event, group, facts);
+}
+
+/**
+ * The run stopped in Plan: the batches Plan had started for some members
+ * before failing (found by execution, as CancelOrphans finds them), each
+ * marked FAILED as CancelOrphans marks it, so none stays RUNNING.
+ */
+async function planBatches(target: Warehouse, event: RecordFailureEvent, error: string, statementName: string) {
+  if (!event.executionId) return [];
+  const [manifest] = await target.query(installedManifestVersion()[0]!, statementName);
+  if (!(Number(manifest?.present) > 0)) return [];
+  const found: { batchId: string; pipeline: string; status: string }[] = [];
+  for (const row of await target.query(batchOfExecution(event.executionId), statementName)) {
+    const batchId = String(row.batch_id);
+    for (const statement of markExecutionStopped(batchId, event.executionId, error, new Date())) await target.execute(statement, statementName);
+    const [now] = await target.query(batchState(batchId), statementName);
+    found.push({ batchId, pipeline: String(row.pipeline), status: String(now?.status ?? row.status) });
+  }
+  return found;
 }

@@ -56,6 +56,15 @@ describe('groupFailureReport', () => {
     expect(report.message).not.toContain('Re-run:');
   });
 
+  it('offers no re-run of the interval when the group swap was refused for a conflict', () => {
+    const conflict = { Error: 'PublishConflictError', Cause: 'publish group sales: publish guard: ...' };
+    const report = groupFailureReport(event({ plan: plan as never, error: conflict }), { name: 'sales', members }, { members: facts('FAILED') });
+
+    expect(report.message).toContain('Live tables: untouched: nothing of the group was published');
+    expect(report.message).toContain('Next:       no re-run of this interval: a member was published since Plan, or holds newer data (the error names it). For the newest data start an execution with input {"group":"sales"}.');
+    expect(report.message).not.toContain('Re-run:');
+  });
+
   it('says nothing was written when the run stopped in Plan', () => {
     const report = groupFailureReport(
       event({ error: { Error: 'ValidationError', Cause: 'unknown publish group "x"' } }, { group: 'x' }),
@@ -64,7 +73,7 @@ describe('groupFailureReport', () => {
     );
 
     expect(report.subject).toBe('atomic-publish: group x failed (ValidationError)');
-    expect(report.message).toContain('Live tables: untouched; the run stopped in Plan, before loading anything: no member was written.');
+    expect(report.message).toContain("Live tables: untouched; the run stopped in Plan, before loading anything: no member's live table was written.");
     expect(report.message).toContain('Next:       correct the execution input');
   });
 });

@@ -21,12 +21,17 @@ import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, PIPELINE,
 const KEY = 'order_id * 1000 + line_no';
 /** The swap's statement that fails when armed: the last of the group transaction. */
 let failGroupSwap = false;
+/** When set, Plan's start of this batch fails. */
+let failStartOf: string | undefined;
 
 let wf: Workflow;
 beforeAll(async () => {
   wf = await useWorkflow('wf_groups', {
-    statementError: ({ index, sqls, name }) =>
-      failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1 ? 'ERROR: injected failure in the last statement of the group swap' : undefined,
+    statementError: ({ index, sqls, name }) => {
+      if (failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1) return 'ERROR: injected failure in the last statement of the group swap';
+      if (failStartOf !== undefined && name?.includes(`:plan:start-batch:${failStartOf}`)) return 'ERROR: injected failure starting the batch';
+      return undefined;
+    },
   });
   await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
   await wf.withClient(createMirror);
@@ -139,7 +144,7 @@ describe('a publish group', () => {
       expect(caughtMessage(result)).toMatch(message);
       const [alert] = result.alerts;
       expect(alert!.subject).toMatch(/^atomic-publish: group .* failed \(ValidationError\)$/);
-      expect(alert!.message).toContain('Live tables: untouched; the run stopped in Plan, before loading anything: no member was written.');
+      expect(alert!.message).toContain("Live tables: untouched; the run stopped in Plan, before loading anything: no member's live table was written.");
       expect(alert!.message).toContain('correct the execution input');
     }
     // Nothing of atomic-publish exists: not even the manifest.
@@ -407,5 +412,24 @@ describe('a publish group', () => {
       expect(await wf.batch(id)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted/) });
     }
     expect(await leases()).toEqual([]);
+  });
+  it("fails every batch Plan started when it fails starting a later member's, and says so", async () => {
+    failStartOf = linesBatch(16);
+    let result;
+    try {
+      result = await wf.run(groupInput(16), 'group-plan-fails');
+    } finally {
+      failStartOf = undefined;
+    }
+
+    expect(result.status).toBe('FAILED');
+    expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+    expect(caughtMessage(result)).toContain('injected failure starting the batch');
+    // The mirror's batch (first by name) was started; the order lines' never was.
+    expect(await wf.batch(mirrorBatch(16))).toMatchObject({ status: 'FAILED', error: expect.stringContaining('injected failure starting the batch') });
+    expect(await wf.batch(linesBatch(16))).toBeUndefined();
+    expect(await leases()).toEqual([]);
+    const [alert] = result.alerts;
+    expect(alert!.message).toContain(`Batches:    created by this execution in Plan, no chunk loaded: ${mirrorBatch(16)} (order_lines_mirror) now FAILED`);
   });
 });
