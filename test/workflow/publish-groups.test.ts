@@ -6,7 +6,10 @@
 // and so do autocommit readers. A failed Reconcile of one member, or a
 // failure inside the group swap, publishes neither; a replay publishes
 // nothing; bad input is refused before any write; a member whose own run
-// holds its lease makes the group run end busy, having written nothing.
+// holds its lease makes the group run end busy, having written nothing; a
+// member with newer data live refuses the whole group; a view over two
+// members reads both new tables; an aborted group execution, or a Plan
+// failing midway, leaves no member's batch RUNNING.
 import '../support/group-pipelines.ts';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,7 +36,7 @@ beforeAll(async () => {
       return undefined;
     },
   });
-  await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
+  await wf.sample({ rowsPerDay: 10, sourceDays: 18, liveDays: 4 });
   await wf.withClient(createMirror);
 });
 afterAll(() => wf?.close());
@@ -431,5 +434,39 @@ describe('a publish group', () => {
     expect(await leases()).toEqual([]);
     const [alert] = result.alerts;
     expect(alert!.message).toContain(`Batches:    created by this execution in Plan, no chunk loaded: ${mirrorBatch(16)} (order_lines_mirror) now FAILED`);
+  });
+  it('refuses the whole group, publishing neither member, when a member already publishes newer data', async () => {
+    const before = await bothLive();
+    const publications = await wf.publications();
+    // Day 14 is live in both; day 13 is older.
+    const result = await wf.run(groupInput(13), 'group-older-data');
+
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('PublishConflictError');
+    expect(caughtMessage(result)).toMatch(/^publish group sales: publish guard: .*Nothing of the group was published: every member's live table is untouched$/);
+    expect(await bothLive()).toEqual(before);
+    expect(await wf.publications()).toEqual(publications);
+    expect(result.alerts[0]!.message).toContain('Next:       no re-run of this interval');
+  });
+
+  it('re-points a view reading two members once both new tables are live', async () => {
+    await wf.query(`CREATE VIEW analytics.lines_both AS
+                      SELECT m.order_id, m.line_no, m.amount AS mirror_amount, l.amount AS lines_amount
+                        FROM ${MIRROR_LIVE} m JOIN ${LIVE} l USING (order_id, line_no)`);
+    await wf.query(`ALTER VIEW analytics.lines_both OWNER TO "IAMR:atomic-publish-local"`);
+    const expected = await wf.expected(17);
+
+    const result = await wf.run(groupInput(17), 'group-shared-view');
+
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
+    expect(await bothLive()).toEqual({ mirror: expected, lines: expected });
+    const [view] = await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM analytics.lines_both');
+    expect(view!.n).toBe(expected.rows);
+    // It reads the live tables, not the retained old versions.
+    const reads = await wf.query<{ name: string }>(
+      `SELECT DISTINCT t.relname AS name FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid JOIN pg_class t ON t.oid = d.refobjid
+        WHERE r.ev_class = 'analytics.lines_both'::regclass AND t.relkind = 'r' ORDER BY 1`,
+    );
+    expect(reads.map((r) => r.name)).toEqual(['order_lines_mirror', 'sales_order_lines']);
   });
 });
