@@ -41,8 +41,8 @@ const liveName = (member: MemberSwap) => qualifiedName(member.pipeline.target.sc
  * The group swap, as ONE transaction:
  * 1. the bounded lock wait, then the locks in one global order whatever
  *    the group: every member's staging (no late writer), every member's
- *    bound views and referencing tables (before the live tables, in the
- *    order their readers lock them), the live tables sorted by name, then
+ *    bound views, then referencing tables, each sorted by name (before the
+ *    live tables, as their readers lock them), the live tables sorted by name, then
  *    the publications once. Two transactions taking these locks in this
  *    order cannot wait for each other in a cycle;
  * 2. every member's guard and catalog check, before anything changes (a
@@ -64,7 +64,7 @@ export function groupSwapPublish(group: string, members: readonly MemberSwap[], 
     // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html).
     `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
     ...ordered.map((m) => `LOCK ${qualifiedName(m.pipeline.target.schema, m.batch.stagingTable)}`),
-    ...unique(ordered.flatMap((m) => dependentLockStatements(m.facts))),
+    ...byLockedName(unique(ordered.flatMap((m) => dependentLockStatements(m.facts)))),
     ...[...ordered].sort((a, b) => compare(liveName(a), liveName(b))).map((m) => `LOCK ${liveName(m)}`),
     `LOCK ${M}.publications`,
     ...ordered.map((m) => publishGuard(m.pipeline, m.batch)),
@@ -79,6 +79,17 @@ export function groupSwapPublish(group: string, members: readonly MemberSwap[], 
 
 function compare(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The views' locks (ALTER TABLE ... OWNER TO), then the referencing
+ * tables' (LOCK), each sorted by the name locked: one order whichever
+ * group or member they came from (two groups sharing two views lock them
+ * alike).
+ */
+function byLockedName(statements: readonly string[]): string[] {
+  const key = (sql: string) => `${sql.startsWith('ALTER TABLE ') ? 0 : 1}${sql.replace(/^ALTER TABLE |^LOCK /, '').replace(/ OWNER TO .*$/, '')}`;
+  return [...statements].sort((a, b) => compare(key(a), key(b)));
 }
 
 /** Statements in order, a repeated one (a view over two members, re-created for each) kept at its last place only. */

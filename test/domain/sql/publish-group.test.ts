@@ -98,6 +98,13 @@ describe('groupSwapPublish', () => {
     expect(k.indexOf('grant customers')).toBeGreaterThan(k.lastIndexOf('rename orders__stg_b_orders'));
   });
 
+  it('locks the views of every member in name order, whichever member reads them', () => {
+    const view = (name: string) => row('view', `reporting.${name}`, 'SELECT 1', 'IAMR:steps');
+    const statements = groupSwapPublish('sales', [member('orders', 'orders', [view('a_view')]), member('customers', 'customers', [view('b_view')])], NOW, 5_000);
+
+    expect(kinds(statements).filter((k) => k.startsWith('lock view'))).toEqual(['lock view a_view', 'lock view b_view']);
+  });
+
   it('refuses a group swap over the Data API limit of 40 statements, naming what each member needs', () => {
     const grants = Array.from({ length: 12 }, (_, i) => row('grant', `user:u${i}`, 'SELECT'));
     const members = [member('orders', 'orders', grants), member('customers', 'customers', grants)];
