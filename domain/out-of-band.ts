@@ -30,7 +30,7 @@ export function fingerprintText(rows: number | string, checksum: string): string
 
 /**
  * Start of every refusal the swap's check raises; the database prefixes
- * its own words. `live columns now [<name type>;...]` or `live rows now [<rows>:<checksum>]`.
+ * its own words, after the table: `<schema>.<table>: live columns now [<name type>;...]` or `live rows now [<rows>:<checksum>]`.
  */
 export const OUT_OF_BAND = 'out-of-band change';
 

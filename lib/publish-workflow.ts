@@ -67,7 +67,9 @@ export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details una
  * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
  * (Plan finding another execution holding the pipeline's lease -> PipelineBusy;
  * Publish finding newer data live -> Superseded;
- * a rollback input: Plan -> Rollback -> EmitMetrics -> Cleanup),
+ * a rollback input: Plan -> Rollback -> EmitMetrics -> Cleanup;
+ * a group input: Plan -> GroupMembers (Map: MemberLoadChunks, MemberReconcile)
+ * -> PublishGroup -> GroupCleanup (Map: MemberEmitMetrics, MemberCleanup) -> GroupPublished),
  * any failure -> RecordFailure -> Notify -> Failed
  * (RecordFailure failing -> DescribeFailure -> Notify -> Failed).
  * State names, paths and payloads are a contract with the handlers and the local runner.
@@ -105,15 +107,16 @@ export class PublishWorkflow extends Construct {
     grantWarehouseAccess(this.role, props.warehouse);
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {
-      const own = state === 'Publish' || state === 'Rollback' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
+      const own = state === 'Publish' || state === 'Rollback' || state === 'PublishGroup' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
       functions[state] = new StepHandler(this, `${state}Function`, { state, environment: own, logRetention, role: this.role });
     }
     this.functions = functions;
     this.cancelOrphans = new StepHandler(this, 'CancelOrphansFunction', { state: 'CancelOrphans', environment, logRetention, role: this.role });
 
-    const task = (state: LambdaStateName, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }) => {
+    // `step`: the handler a state invokes when the state is not named after it (a group member's LoadChunk, Reconcile...).
+    const task = (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step = state as LambdaStateName) => {
       const invoke = new LambdaInvoke(this, state, {
-        lambdaFunction: functions[state],
+        lambdaFunction: functions[step],
         // Resource = function ARN and the handler gets the raw state input (the local runner relies on it).
         payloadResponseOnly: true,
         // Our retriers below are the only ones, so attempts are counted once.
@@ -262,12 +265,15 @@ export class PublishWorkflow extends Construct {
       .when(Condition.booleanEquals('$.publish.superseded', true), new Succeed(this, 'Superseded', { comment: 'the pipeline already publishes newer data' }))
       .otherwise(emitMetrics);
     loadChunks.next(reconcile).next(publish).next(newerDataLive);
+    const groupMembers = this.publishGroupPath(task, recordFailure, catchAll);
+
     // One run per pipeline: another execution holding the pipeline's lease
     // ends this one at once, having written nothing, without a page.
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
       .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this pipeline' }))
       .when(Condition.isPresent('$.plan.rollback'), rollback)
+      .when(Condition.isPresent('$.plan.group'), groupMembers)
       .otherwise(loadChunks);
 
     // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.
@@ -311,5 +317,79 @@ export class PublishWorkflow extends Construct {
         'resource-level permissions; Step Functions documents Resource "*" for them ' +
         '("Logging using CloudWatch Logs", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).',
     });
+  }
+  /**
+   * A publish group (input `{"group": ...}`, Plan's `plan.members`): each
+   * member loaded and reconciled as a pipeline run is (GroupMembers, one
+   * member at a time, so the warehouse sees one member's chunk concurrency),
+   * then ONE PublishGroup swapping every member in one transaction, then
+   * each member's metrics and cleanup (GroupCleanup). State names are unique
+   * in a state machine, so the members' steps are states of their own
+   * invoking the same handlers.
+   */
+  private publishGroupPath(
+    task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
+    recordFailure: LambdaInvoke,
+    catchAll: { errors: string[]; resultPath: string },
+  ): MapState {
+    const memberBatch = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch') });
+    const loadChunk = task('MemberLoadChunk', { resultPath: JsonPath.DISCARD, outputPath: '$.chunk.index' }, 'LoadChunk');
+    const loadChunks = new MapState(this, 'MemberLoadChunks', {
+      itemsPath: '$.plan.chunks',
+      maxConcurrencyPath: '$.plan.maxConcurrency',
+      itemSelector: { batch: JsonPath.objectAt('$.plan.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value') },
+      resultPath: JsonPath.DISCARD,
+    });
+    loadChunks.itemProcessor(loadChunk);
+    const reconcile = task('MemberReconcile', { payload: memberBatch, resultPath: JsonPath.DISCARD }, 'Reconcile');
+    // An iteration's state is `{"plan": <the member's plan>}`, as a pipeline run's is.
+    const groupMembers = new MapState(this, 'GroupMembers', {
+      itemsPath: '$.plan.members',
+      maxConcurrency: 1,
+      itemSelector: { plan: JsonPath.objectAt('$$.Map.Item.Value') },
+      resultPath: JsonPath.DISCARD,
+    });
+    groupMembers.itemProcessor(loadChunks.next(reconcile));
+    groupMembers.addCatch(recordFailure, catchAll);
+
+    const publishGroup = task('PublishGroup', {
+      payload: TaskInput.fromObject({ group: JsonPath.stringAt('$.plan.group.name'), members: JsonPath.objectAt('$.plan.members') }),
+      resultPath: '$.publish',
+    });
+    publishGroup.addCatch(recordFailure, catchAll);
+    const emitMetrics = task(
+      'MemberEmitMetrics',
+      {
+        payload: TaskInput.fromObject({
+          batch: JsonPath.objectAt('$.batch'),
+          publish: JsonPath.objectAt('$.publish'),
+          executionStartedAt: JsonPath.stringAt('$.executionStartedAt'),
+        }),
+        resultPath: JsonPath.DISCARD,
+      },
+      'EmitMetrics',
+    );
+    // Each member's Cleanup releases the execution's leases (all of the
+    // group's): the group is published by then.
+    const cleanup = task(
+      'MemberCleanup',
+      { payload: TaskInput.fromObject({ batch: JsonPath.objectAt('$.batch'), executionId: JsonPath.stringAt('$.executionId') }), resultPath: JsonPath.DISCARD },
+      'Cleanup',
+    );
+    const groupCleanup = new MapState(this, 'GroupCleanup', {
+      itemsPath: '$.publish.members',
+      maxConcurrency: 1,
+      itemSelector: {
+        batch: JsonPath.objectAt('$$.Map.Item.Value.batch'),
+        publish: JsonPath.objectAt('$$.Map.Item.Value.publish'),
+        executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
+      },
+      resultPath: JsonPath.DISCARD,
+    });
+    groupCleanup.itemProcessor(emitMetrics.next(cleanup));
+    groupCleanup.addCatch(recordFailure, catchAll);
+    groupMembers.next(publishGroup).next(groupCleanup).next(new Succeed(this, 'GroupPublished'));
+    return groupMembers;
   }
 }

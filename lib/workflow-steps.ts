@@ -13,6 +13,8 @@ export const LAMBDA_STEPS = {
   Publish: { folder: 'publish', timeoutMinutes: 15 },
   // A rollback's swap: Publish's, with a retained version instead of staging.
   Rollback: { folder: 'rollback', timeoutMinutes: 15 },
+  // A publish group's swap: every member's in one transaction (functions/publish-group).
+  PublishGroup: { folder: 'publish-group', timeoutMinutes: 15 },
   EmitMetrics: { folder: 'emit-metrics', timeoutMinutes: 15 },
   Cleanup: { folder: 'cleanup', timeoutMinutes: 15 },
   // Short: the page must not wait long on a manifest write (DescribeFailure

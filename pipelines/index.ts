@@ -1,3 +1,4 @@
+import { defineGroups } from '../domain/groups.ts';
 import { definePipelines } from '../domain/spec.ts';
 import { salesOrderLines } from './sales-order-lines.ts';
 
@@ -7,3 +8,10 @@ import { salesOrderLines } from './sales-order-lines.ts';
  * spec (by hash) runs in the warehouse.
  */
 export const pipelines = definePipelines([salesOrderLines]);
+
+/**
+ * Publish groups: pipelines published together in one transaction, all or
+ * none (input `{"group": "<name>"}`), validated with the pipelines above.
+ * None yet: a group needs two pipelines.
+ */
+export const groups = defineGroups([], pipelines);

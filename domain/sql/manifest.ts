@@ -305,7 +305,7 @@ export function manifestDdl(now: Date): string[] {
     // are among Redshift's PL/pgSQL statements
     // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html).
     `CREATE OR REPLACE PROCEDURE ${M}.assert_live_unchanged(
-      p_columns_query varchar(65535), p_columns varchar(65535), p_fingerprint_query varchar(65535), p_fingerprint varchar(128))
+      p_table varchar(256), p_columns_query varchar(65535), p_columns varchar(65535), p_fingerprint_query varchar(65535), p_fingerprint varchar(128))
     AS $$
     DECLARE
       rec RECORD;
@@ -320,11 +320,11 @@ export function manifestDdl(now: Date): string[] {
         END IF;
       END LOOP;
       IF cols <> p_columns THEN
-        ${raise(OUT_OF_BAND, 'live columns now [%], planned on [%]', 'cols', 'p_columns')}
+        ${raise(OUT_OF_BAND, '%: live columns now [%], planned on [%]', 'p_table', 'cols', 'p_columns')}
       END IF;
       EXECUTE p_fingerprint_query INTO fp;
       IF fp <> p_fingerprint THEN
-        ${raise(OUT_OF_BAND, 'live rows now [%], planned on [%]', 'fp', 'p_fingerprint')}
+        ${raise(OUT_OF_BAND, '%: live rows now [%], planned on [%]', 'p_table', 'fp', 'p_fingerprint')}
       END IF;
     END;
     $$ LANGUAGE plpgsql`,

@@ -83,7 +83,7 @@ export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly strin
 export function assertLiveUnchanged(pipeline: Pipeline, baseline: LiveBaseline): string {
   const { schema, table } = pipeline.target;
   const fingerprint = liveFingerprintQuery(pipeline, baseline.columns, baseline.carryFrom);
-  return `CALL ${M}.assert_live_unchanged(${sqlLiteral(liveColumnsQuery(schema, table).sql)}, ${sqlLiteral(columnsText(baseline.columns))}, ${sqlLiteral(
+  return `CALL ${M}.assert_live_unchanged(${sqlLiteral(`${schema}.${table}`)}, ${sqlLiteral(liveColumnsQuery(schema, table).sql)}, ${sqlLiteral(columnsText(baseline.columns))}, ${sqlLiteral(
     fingerprint.sql,
   )}, ${sqlLiteral(fingerprintText(baseline.rows, baseline.checksum))})`;
 }

@@ -270,6 +270,19 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
 }
 
 /**
+ * The locks of what depends on the live table, taken before the live
+ * table's (swapLockStatements says why): each bound view (an ALTER TABLE
+ * ... OWNER TO its owner) and each table whose foreign keys the swap
+ * re-points (their readers may lock them before the live table).
+ */
+export function dependentLockStatements(facts: LiveTableFacts): string[] {
+  return [
+    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
+    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
+  ];
+}
+
+/**
  * The locks every swap takes first, in this order (Publish's and a
  * rollback's): the statement timeout bounding each lock wait, the table
  * about to become live (`incoming`: staging, or the restored version; no
@@ -299,10 +312,7 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
     // table) the catalog check cannot see; Publish compares the old
     // version with what it carried over once the swap has committed
     // (carryOverCorrections).
-    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
-    // The tables whose foreign keys the swap re-points, for the same reason:
-    // their readers may lock them before the live table.
-    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
+    ...dependentLockStatements(facts),
     // Under the live table's lock, nobody changes its grants, defaults,
     // comments or views until the commit: the catalog check below then
     // compares what the statements were generated from with what is.
@@ -330,14 +340,19 @@ export function swapRenames(
   factsQuery: Statement,
   checks: readonly string[] = [],
 ): string[] {
+  return [catalogCheck(pipeline, facts, factsQuery), ...checks, ...renameStatements(pipeline, incoming, retainedAs), ...reapplyStatements(pipeline, facts)];
+}
+
+/** The swap's catalog check: the live table's dependents are still what `facts` were read as (else CATALOG_CHANGED). */
+export function catalogCheck(pipeline: Pipeline, facts: LiveTableFacts, factsQuery: Statement): string {
   const { schema, table } = pipeline.target;
-  return [
-    `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`,
-    ...checks,
-    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`,
-    `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`,
-    ...reapplyStatements(pipeline, facts),
-  ];
+  return `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(facts.fingerprint)}, ${sqlLiteral(`the grants, defaults, comments or views of ${schema}.${table}`)})`;
+}
+
+/** The two renames: live to `retainedAs`, `incoming` to live. */
+export function renameStatements(pipeline: Pipeline, incoming: string, retainedAs: string): string[] {
+  const { schema, table } = pipeline.target;
+  return [`ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`, `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`];
 }
 
 /**
@@ -407,17 +422,19 @@ export function swapPublish(
   factsQuery: Statement,
   lockWaitMs: number,
 ): string[] {
-  const { schema, table } = pipeline.target;
-  const id = sqlLiteral(batch.batchId);
-  const name = sqlLiteral(pipeline.name);
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
-    `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
+    publishGuard(pipeline, batch),
     ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
   ];
   checkSwapSize(pipeline, statements);
   return statements;
+}
+
+/** The publish guard of a batch (manifest.ts assert_publishable), run under the swap's locks. */
+export function publishGuard(pipeline: Pipeline, batch: BatchRef): string {
+  return `CALL ${M}.assert_publishable(${sqlLiteral(pipeline.name)}, ${sqlLiteral(batch.batchId)}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(pipeline.target.schema)}, ${sqlLiteral(batch.stagingTable)})`;
 }
 
 /**
@@ -428,20 +445,30 @@ export function swapPublish(
  * after the batch end are then carried over into staging (the published
  * row count then includes them).
  */
-function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
+export function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
+  return unboundedScans(liveCheckStatements(pipeline, batch), lockWaitMs);
+}
+
+/** A batch's out-of-band check and expected writers' carry-over (none for a batch planned without a baseline). */
+export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string[] {
   const { live } = batch;
   if (live === undefined) return [];
   return [
-    // A scan of the live table, not a lock wait (every table it reads is
-    // locked by now): the lock-wait bound would refuse any table too large
-    // to scan within it. Off for the check and the carry-over (0 turns
-    // statement_timeout off: https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html),
-    // then back on for the rest of the swap.
-    'SET LOCAL statement_timeout TO 0',
     assertLiveUnchanged(pipeline, live),
     ...(live.carryFrom === undefined ? [] : [carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)]),
-    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
   ];
+}
+
+/**
+ * Scans of live tables inside a swap, not lock waits (every table they read
+ * is locked by now): the lock-wait bound would refuse any table too large
+ * to scan within it. Off for them (0 turns statement_timeout off:
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html),
+ * then back on for the rest of the swap.
+ */
+export function unboundedScans(scans: readonly string[], lockWaitMs: number): string[] {
+  if (scans.length === 0) return [];
+  return ['SET LOCAL statement_timeout TO 0', ...scans, `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`];
 }
 
 /**

@@ -8,7 +8,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface CancelOrphansResult {
   readonly executionArn: string;
@@ -20,6 +20,15 @@ export interface CancelOrphansResult {
   readonly markedFailed: boolean;
   /** The execution held its pipeline's lease, released now. */
   readonly leaseReleased: boolean;
+  /** A publish group's execution: its other members' batches, each handled as `batchId` is. */
+  readonly otherBatches?: readonly StoppedBatch[];
+}
+
+/** What became of one batch of a stopped execution. */
+export interface StoppedBatch {
+  readonly batchId: string;
+  readonly statements: OrphanedStatements;
+  readonly markedFailed: boolean;
 }
 
 /**
@@ -35,7 +44,8 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   const name = `atomic-publish:cancel-orphans:${executionArn.slice(-200)}`;
   // An execution stopped before the first Plan ever installed the manifest left nothing behind.
   const [manifest] = await warehouse.query(installedManifestVersion()[0]!, name);
-  const [batch] = Number(manifest?.present) > 0 ? await warehouse.query(batchOfExecution(executionArn), name) : [];
+  // One batch; a publish group's execution has one per member.
+  const [batch, ...others] = Number(manifest?.present) > 0 ? await warehouse.query(batchOfExecution(executionArn), name) : [];
   // The execution ended: once its statements are cancelled, its pipeline
   // lease is released, so the next run need not wait for it to expire.
   const release = () => (Number(manifest?.present) > 0 ? releaseExecutionLease(warehouse, executionArn, name) : Promise.resolve(false));
@@ -44,17 +54,23 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
     logger.info('the execution recorded no batch; nothing to cancel', { executionArn, status });
     return { executionArn, status, markedFailed: false, leaseReleased };
   }
-  const batchId = String(batch.batch_id);
-  const statements = await cancelOrphans(warehouse, batchId, `${name}:${batchId}`);
-  let markedFailed = false;
-  if (batch.status === BatchStatus.RUNNING || batch.status === BatchStatus.CHECKED) {
-    const [attempt, batchRow] = markExecutionStopped(batchId, executionArn, error, new Date());
-    await warehouse.execute(attempt!, `${name}:mark-failed`);
-    markedFailed = (await warehouse.execute(batchRow!, `${name}:mark-failed`)).resultRows > 0;
-  }
+  const stop = async (row: Row): Promise<StoppedBatch> => {
+    const batchId = String(row.batch_id);
+    const statements = await cancelOrphans(warehouse, batchId, `${name}:${batchId}`);
+    let markedFailed = false;
+    if (row.status === BatchStatus.RUNNING || row.status === BatchStatus.CHECKED) {
+      const [attempt, batchRow] = markExecutionStopped(batchId, executionArn, error, new Date());
+      await warehouse.execute(attempt!, `${name}:mark-failed`);
+      markedFailed = (await warehouse.execute(batchRow!, `${name}:mark-failed`)).resultRows > 0;
+    }
+    logger.warn('execution stopped; its statements cancelled', { executionArn, status, batchId, ...statements, markedFailed });
+    return { batchId, statements, markedFailed };
+  };
+  const first = await stop(batch);
+  const otherBatches: StoppedBatch[] = [];
+  for (const row of others) otherBatches.push(await stop(row));
   const leaseReleased = await release();
-  logger.warn('execution stopped; its statements cancelled', { executionArn, status, batchId, ...statements, markedFailed });
-  return { executionArn, status, batchId, statements, markedFailed, leaseReleased };
+  return { executionArn, status, ...first, leaseReleased, ...(otherBatches.length > 0 ? { otherBatches } : {}) };
 }
 
 export const handler = stepHandler((event: ExecutionStatusChange, context: Context) => cancelExecutionOrphans(event, warehouseFor(context)));

@@ -63,7 +63,27 @@ export function swapLocks(swap: Pick<Swap, 'pipeline' | 'incoming'>): Relation[]
  * naming them.
  */
 export async function waitForOlderSnapshots(warehouse: Warehouse, swap: Pick<Swap, 'pipeline' | 'incoming' | 'name' | 'waits' | 'step'>): Promise<void> {
-  const statement = openTransactions({ snapshotHolders: swapLocks(swap) });
+  await waitForSnapshotsOlderThanSwap(warehouse, {
+    ...swap,
+    tables: swapLocks(swap),
+    what: liveName(swap),
+    untouched: 'Nothing was published; the live table keeps its rows.',
+  });
+}
+
+/** A swap over any set of tables (a publish group's), as the snapshot wait names it. */
+export interface SnapshotWait extends Pick<Swap, 'name' | 'waits' | 'step'> {
+  /** Every table the swap locks. */
+  readonly tables: readonly Relation[];
+  /** What the swap publishes, as its message names it. */
+  readonly what: string;
+  /** What the message says became of the live tables. */
+  readonly untouched: string;
+}
+
+/** waitForOlderSnapshots for the tables a swap locks, whichever swap it is. */
+export async function waitForSnapshotsOlderThanSwap(warehouse: Warehouse, swap: SnapshotWait): Promise<void> {
+  const statement = openTransactions({ snapshotHolders: swap.tables });
   const name = swap.name('snapshots');
   const key = (r: Row) => `${String(r.pid)}|${String(r.txn_start)}`;
   let remaining = await warehouse.query(statement, name);
@@ -73,9 +93,9 @@ export async function waitForOlderSnapshots(warehouse: Warehouse, swap: Pick<Swa
   for (let delay = 50; remaining.length > 0; delay = Math.min(1_000, delay * 2)) {
     if (Date.now() + delay > deadline) {
       throw new TransientWarehouseError(
-        `${swap.step} of ${liveName(swap)} waited ${waitMs} ms for the transactions older than the new rows to end ` +
+        `${swap.step} of ${swap.what} waited ${waitMs} ms for the transactions older than the new rows to end ` +
           `(a snapshot reader reading the live table after the swap would see none or part of them), and these are still open: ` +
-          `${describeTransactions(remaining)}. Nothing was published; the live table keeps its rows. End or commit them, or raise ${PublishWaitEnv.SNAPSHOT_WAIT_MS}.`,
+          `${describeTransactions(remaining)}. ${swap.untouched} End or commit them, or raise ${PublishWaitEnv.SNAPSHOT_WAIT_MS}.`,
       );
     }
     await sleep(delay);

@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import type { Chunk, ExecutionInput, LiveColumn } from '../../domain/plan.ts';
+import type { BatchInterval, Chunk, ExecutionInput, LiveColumn } from '../../domain/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
@@ -15,6 +15,7 @@ import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { isGroupInput } from '../../domain/groups.ts';
 import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import {
   databasePrivileges,
@@ -43,6 +44,7 @@ import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
 
 export interface PlanEvent {
@@ -184,13 +186,33 @@ async function liveViewVersion(warehouse: Warehouse, pipeline: Pipeline, stateme
  * its rows (one scan), which the swap compares under its lock. With
  * expected writers, rows at or after the batch end are theirs and left out.
  */
-async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to: string, name: (step: string) => string): Promise<LiveBaseline> {
+export async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to: string, name: (step: string) => string): Promise<LiveBaseline> {
   const { schema, table } = pipeline.target;
   const columns = (await warehouse.query(liveColumnsQuery(schema, table), name('live-baseline-columns'))).map((r) => String(r.col));
   const carryFrom = pipeline.outOfBand.expectedWriters ? to : undefined;
   const [row] = await warehouse.query(liveFingerprintQuery(pipeline, columns, carryFrom), name('live-baseline'));
   const [rows, checksum] = String(row?.fingerprint ?? '0:0').split(':');
   return { columns, rows: Number(rows), checksum: checksum ?? '0', ...(carryFrom === undefined ? {} : { carryFrom }) };
+}
+
+/**
+ * The warehouse side of a run, before anything is written: the privileges,
+ * the live table, the source query, its columns and their types. Returns
+ * the live table's columns, in order.
+ */
+export async function checkWarehouseSide(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  interval: BatchInterval,
+  name: (step: string) => string,
+): Promise<string[]> {
+  await checkPrivileges(warehouse, pipeline, name);
+  const live = await readLiveColumns(warehouse, pipeline.target.schema, pipeline.target.table, name);
+  const liveColumns = liveTableColumns(pipeline, live);
+  const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
+  checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
+  checkSourceTypes(pipeline, live, sourceColumns);
+  return liveColumns;
 }
 
 /**
@@ -212,12 +234,7 @@ export async function plan(
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
   const { schema, table } = pipeline.target;
 
-  await checkPrivileges(warehouse, pipeline, name);
-  const live = await readLiveColumns(warehouse, schema, table, name);
-  const liveColumns = liveTableColumns(pipeline, live);
-  const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
-  checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
-  checkSourceTypes(pipeline, live, sourceColumns);
+  const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, name);
 
   const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, name('live-view')) : undefined;
 
@@ -283,4 +300,7 @@ export async function plan(
   };
 }
 
-export const handler = stepHandler((event: PlanEvent, context: Context) => plan(event, warehouseFor(context)));
+/** A group input (`{"group": ...}`) is planned as a group (functions/plan/group.ts), any other as a pipeline run. */
+export const handler = stepHandler((event: PlanEvent, context: Context): Promise<PlanResult | GroupPlanResult> =>
+  isGroupInput(event?.input) ? planGroup(event, warehouseFor(context), pipelines) : plan(event, warehouseFor(context)),
+);

@@ -10,12 +10,14 @@ import {
   type RecordFailureEvent,
 } from '../../domain/record-failure.ts';
 import { boundedErrorMessage } from '../../domain/errors.ts';
+import { failedGroup } from '../../domain/record-failure-group.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
+import { recordGroupFailure } from './group.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -29,6 +31,8 @@ import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/wareh
  * alert, not thrown: the page must go out either way.
  */
 export async function recordFailure(event: RecordFailureEvent, warehouse: () => Warehouse = () => warehouseFromEnv()): Promise<FailureReport> {
+  const group = failedGroup(event);
+  if (group) return counted(await recordGroupFailure(event, group, warehouse), describeError(event.state?.error).message);
   const batch = failedBatch(event.state);
   const { name, message } = describeError(event.state?.error);
   let facts: FailureFacts = { recorded: false };
@@ -66,7 +70,11 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   } catch (error) {
     logger.error('could not release the pipeline lease; it expires at the state machine timeout', { executionId: event.executionId, error: error as Error });
   }
-  const report = failureReport(event, facts);
+  return counted(failureReport(event, facts), message);
+}
+
+/** The failure counted (BatchFailed) and logged; the report is the step's answer. */
+function counted(report: FailureReport, message: string): FailureReport {
   if (report.pipeline) metrics.addDimension(DimensionName.Pipeline, report.pipeline);
   metrics.addMetric(MetricName.BatchFailed, MetricUnit.Count, 1);
   logger.error('run failed', { pipeline: report.pipeline, batchId: report.batchId, errorName: report.errorName, error: boundedErrorMessage(message) });

@@ -10,10 +10,10 @@ const batch = { liveTable: 'analytics.orders', to: '2026-02-01T00:00:00.000Z' } 
 
 describe('outOfBandRefusal', () => {
   it('reads the columns and the fingerprint the swap found, after the database prefix', () => {
-    expect(outOfBandRefusal('ERROR: out-of-band change: live columns now [a integer;b numeric(12,2)], planned on [a integer]')).toEqual({
+    expect(outOfBandRefusal('ERROR: out-of-band change: analytics.t: live columns now [a integer;b numeric(12,2)], planned on [a integer]')).toEqual({
       columns: ['a integer', 'b numeric(12,2)'],
     });
-    expect(outOfBandRefusal('ERROR: out-of-band change: live rows now [101:999], planned on [100:12345]')).toEqual({ rows: 101, checksum: '999' });
+    expect(outOfBandRefusal('ERROR: out-of-band change: analytics.t: live rows now [101:999], planned on [100:12345]')).toEqual({ rows: 101, checksum: '999' });
   });
 
   it('is undefined for any other failure', () => {

@@ -18,8 +18,13 @@ let taskFunctions: Record<string, string>;
 const logicalId = (element: unknown) => stack.getLogicalId(element as CfnElement);
 const functionId = (state: StepName) => logicalId(stack.functions[state].node.defaultChild);
 const topicId = () => logicalId(stack.topic.node.defaultChild);
+/** The states of a publish group's Maps, by name (nested: MemberLoadChunk is in MemberLoadChunks, in GroupMembers). */
+const groupStates = (): Record<string, AslState> => {
+  const members = asl.States.GroupMembers?.ItemProcessor?.States ?? {};
+  return { ...members, ...(members.MemberLoadChunks?.ItemProcessor?.States ?? {}), ...(asl.States.GroupCleanup?.ItemProcessor?.States ?? {}) };
+};
 const state = (name: string): AslState => {
-  const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name];
+  const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name] ?? groupStates()[name];
   if (!found) throw new Error(`no state ${name}`);
   return found;
 };
@@ -49,9 +54,56 @@ describe('state machine', () => {
       [
         'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
         'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
+        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished',
       ].sort(),
     );
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
+    expect(Object.keys(state('GroupMembers').ItemProcessor!.States).sort()).toEqual(['MemberLoadChunks', 'MemberReconcile']);
+    expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States)).toEqual(['MemberLoadChunk']);
+    expect(Object.keys(state('GroupCleanup').ItemProcessor!.States).sort()).toEqual(['MemberCleanup', 'MemberEmitMetrics']);
+  });
+
+  it('runs a group plan member by member (load, reconcile), then ONE PublishGroup, then each member\'s metrics and cleanup', () => {
+    expect(state('GroupMembers')).toMatchObject({
+      Type: 'Map',
+      ItemsPath: '$.plan.members',
+      MaxConcurrency: 1,
+      ItemSelector: { 'plan.$': '$$.Map.Item.Value' },
+      ResultPath: null,
+      Next: 'PublishGroup',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }],
+    });
+    expect(state('GroupMembers').ItemProcessor).toMatchObject({ StartAt: 'MemberLoadChunks' });
+    expect(state('MemberLoadChunks')).toMatchObject({
+      ItemsPath: '$.plan.chunks',
+      MaxConcurrencyPath: '$.plan.maxConcurrency',
+      ItemSelector: { 'batch.$': '$.plan.batch', 'chunk.$': '$$.Map.Item.Value' },
+      Next: 'MemberReconcile',
+    });
+    expect(state('MemberReconcile')).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, End: true });
+    expect(state('PublishGroup')).toMatchObject({
+      Parameters: { 'group.$': '$.plan.group.name', 'members.$': '$.plan.members' },
+      ResultPath: '$.publish',
+      Next: 'GroupCleanup',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }],
+    });
+    expect(state('GroupCleanup')).toMatchObject({
+      ItemsPath: '$.publish.members',
+      ItemSelector: {
+        'batch.$': '$$.Map.Item.Value.batch',
+        'publish.$': '$$.Map.Item.Value.publish',
+        'executionStartedAt.$': '$$.Execution.StartTime',
+        'executionId.$': '$$.Execution.Id',
+      },
+      Next: 'GroupPublished',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }],
+    });
+    expect(state('MemberEmitMetrics')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'publish.$': '$.publish' }, Next: 'MemberCleanup' });
+    expect(state('MemberCleanup')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'executionId.$': '$.executionId' }, End: true });
+    for (const [name, step] of [['MemberLoadChunk', 'LoadChunk'], ['MemberReconcile', 'Reconcile'], ['MemberEmitMetrics', 'EmitMetrics'], ['MemberCleanup', 'Cleanup']] as const) {
+      expect(taskFunctions[name], name).toBe(functionId(step));
+    }
+    expect(asl.States.GroupPublished).toEqual({ Type: 'Succeed' });
   });
 
   it('skips to NothingToPublish when the plan says the batch is already published, and to PipelineBusy when another execution holds the lease', () => {
@@ -61,6 +113,7 @@ describe('state machine', () => {
         { Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' },
         { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
         { Variable: '$.plan.rollback', IsPresent: true, Next: 'Rollback' },
+        { Variable: '$.plan.group', IsPresent: true, Next: 'GroupMembers' },
       ],
       Default: 'LoadChunks',
     });
@@ -133,7 +186,7 @@ describe('state machine', () => {
       expect(state(name).Resource).toBe(localFunctionArn(functionId(name)));
       expect(taskFunctions[name]).toBe(functionId(name));
     }
-    expect(Object.keys(taskFunctions).sort()).toEqual([...LAMBDA_STATE_NAMES].sort());
+    expect(Object.keys(taskFunctions).sort()).toEqual([...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup'].sort());
   });
 
   it('retries only transient warehouse errors and Lambda service errors, with full jitter, on every Lambda task (no CDK default retrier)', () => {
@@ -237,6 +290,7 @@ describe('step handlers', () => {
       Reconcile: 900,
       Publish: 900,
       Rollback: 900,
+      PublishGroup: 900,
       EmitMetrics: 900,
       Cleanup: 900,
       RecordFailure: 120,

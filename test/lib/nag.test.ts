@@ -70,7 +70,7 @@ describe('cdk-nag AWS Solutions checks', () => {
     const { stack } = appWith();
     const found = acknowledgements(stack);
     const l1 = Object.fromEntries(
-      ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CancelOrphans'].map((state) => [`Workflow/${state}Function`, ['AwsSolutions-L1']]),
+      ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'PublishGroup', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CancelOrphans'].map((state) => [`Workflow/${state}Function`, ['AwsSolutions-L1']]),
     );
     expect(Object.fromEntries(Object.entries(found).map(([path, rules]) => [path, Object.keys(rules).sort()]))).toEqual({
       ...l1,

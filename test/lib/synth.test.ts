@@ -28,6 +28,7 @@ describe('cdk synth', () => {
       'functions/emit-metrics/index.ts',
       'functions/load-chunk/index.ts',
       'functions/plan/index.ts',
+      'functions/publish-group/index.ts',
       'functions/publish/index.ts',
       'functions/reconcile/index.ts',
       'functions/record-failure/index.ts',

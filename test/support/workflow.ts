@@ -33,7 +33,11 @@ export const LIVE = 'analytics.sales_order_lines';
 export const WORKFLOW_TIME_SCALE = 0.002;
 
 export type TaskOverride = (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>;
-const TASK_STATES = ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure'] as const;
+const TASK_STATES = [
+  'Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure',
+  // A publish group's (lib/publish-workflow.ts publishGroupPath).
+  'MemberLoadChunk', 'MemberReconcile', 'PublishGroup', 'MemberEmitMetrics', 'MemberCleanup',
+] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 export interface TaskCall {
   readonly state: TaskState;

@@ -1,0 +1,118 @@
+/**
+ * The SQL of PublishGroup: every member's swap in ONE transaction, all or
+ * none (domain/groups.ts). Each member's swap is Publish's (publish.ts),
+ * taken apart so that the locks of all members come first, in one global
+ * order, and no member is renamed before every member's guard and catalog
+ * check has passed.
+ */
+import type { BatchRef } from '../batch.ts';
+import type { LiveTableFacts } from '../dependents.ts';
+import { ValidationError } from '../errors.ts';
+import { qualifiedName } from '../identifiers.ts';
+import type { Pipeline } from '../spec.ts';
+import { catalogCheck, dependentLockStatements, liveCheckStatements, publishGuard, reapplyStatements, recordPublished, renameStatements, unboundedScans } from './publish.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+
+/**
+ * Statements a group swap has once whatever its members: the bounded lock
+ * wait (SET LOCAL statement_timeout), the lock of the publications, and
+ * the timeout turned off and on again around the out-of-band checks.
+ */
+export const GROUP_SWAP_SHARED_STATEMENTS = 4;
+
+/**
+ * Statements each member adds at least: LOCK of its staging and of its live
+ * table, its guard (assert_publishable), its catalog check, its out-of-band
+ * check, two renames, and its publication, attempt and batch recorded.
+ */
+export const MEMBER_SWAP_MIN_STATEMENTS = 10;
+
+/** One member of a group swap: its batch, where its live table goes, and its live table's dependents as just read. */
+export interface MemberSwap {
+  readonly pipeline: Pipeline;
+  readonly batch: BatchRef;
+  readonly previousVersionTable: string;
+  readonly facts: LiveTableFacts;
+  readonly factsQuery: Statement;
+}
+
+const liveName = (member: MemberSwap) => qualifiedName(member.pipeline.target.schema, member.pipeline.target.table);
+
+/**
+ * The group swap, as ONE transaction:
+ * 1. the bounded lock wait, then the locks in one global order whatever
+ *    the group: every member's staging (no late writer), every member's
+ *    bound views, then referencing tables, each sorted by name (before the
+ *    live tables, as their readers lock them), the live tables sorted by name, then
+ *    the publications once. Two transactions taking these locks in this
+ *    order cannot wait for each other in a cycle;
+ * 2. every member's guard and catalog check, before anything changes (a
+ *    view reading two members would show a renamed member's old version
+ *    name to a later member's check);
+ * 3. every member's renames, then every member's grants, defaults,
+ *    comments, keys and views re-applied (a view reading two members is
+ *    re-created once both new tables are live);
+ * 4. every member's publication, attempt and batch recorded, with one
+ *    published_at.
+ * Members are taken in name order. Refused over the Data API's limits.
+ */
+export function groupSwapPublish(group: string, members: readonly MemberSwap[], now: Date, lockWaitMs: number): string[] {
+  const ordered = [...members].sort((a, b) => compare(a.pipeline.name, b.pipeline.name));
+  const unique = (statements: string[]) => [...new Set(statements)];
+  const statements = [
+    // Redshift has no lock_timeout; statement_timeout bounds each statement,
+    // its lock wait included, and SET LOCAL ends with the transaction
+    // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html).
+    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+    ...ordered.map((m) => `LOCK ${qualifiedName(m.pipeline.target.schema, m.batch.stagingTable)}`),
+    ...byLockedName(unique(ordered.flatMap((m) => dependentLockStatements(m.facts)))),
+    ...[...ordered].sort((a, b) => compare(liveName(a), liveName(b))).map((m) => `LOCK ${liveName(m)}`),
+    `LOCK ${M}.publications`,
+    ...ordered.map((m) => publishGuard(m.pipeline, m.batch)),
+    ...ordered.map((m) => catalogCheck(m.pipeline, m.facts, m.factsQuery)),
+    // Every member's out-of-band check (and expected writers' carry-over), under one unbounded stretch.
+    ...unboundedScans(ordered.flatMap((m) => liveCheckStatements(m.pipeline, m.batch)), lockWaitMs),
+    ...ordered.flatMap((m) => renameStatements(m.pipeline, m.batch.stagingTable, m.previousVersionTable)),
+    ...lastOfEach(ordered.flatMap((m) => reapplyStatements(m.pipeline, m.facts))),
+    ...ordered.flatMap((m) => recordPublished(m.pipeline, m.batch.batchId, m.previousVersionTable, now, m.batch.live?.carryFrom !== undefined)),
+  ];
+  checkGroupSwapSize(group, ordered, statements);
+  return statements;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/**
+ * The views' locks (ALTER TABLE ... OWNER TO), then the referencing
+ * tables' (LOCK), each sorted by the name locked: one order whichever
+ * group or member they came from (two groups sharing two views lock them
+ * alike).
+ */
+function byLockedName(statements: readonly string[]): string[] {
+  const key = (sql: string) => `${sql.startsWith('ALTER TABLE ') ? 0 : 1}${sql.replace(/^ALTER TABLE |^LOCK /, '').replace(/ OWNER TO .*$/, '')}`;
+  return [...statements].sort((a, b) => compare(key(a), key(b)));
+}
+
+/** Statements in order, a repeated one (a view over two members, re-created for each) kept at its last place only. */
+function lastOfEach(statements: readonly string[]): string[] {
+  return statements.filter((sql, i) => statements.indexOf(sql, i + 1) < 0);
+}
+
+/** Refuses a group swap over the Data API's limits for one BatchExecuteStatement, saying what each member needs. */
+export function checkGroupSwapSize(group: string, members: readonly MemberSwap[], statements: readonly string[]): void {
+  const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
+  if (statements.length <= MAX_BATCH_STATEMENTS && bytes <= MAX_SQL_BYTES) return;
+  const needs = members
+    .map((m) => {
+      const own = MEMBER_SWAP_MIN_STATEMENTS - 1 + liveCheckStatements(m.pipeline, m.batch).length;
+      return `${m.pipeline.name} ${own + dependentLockStatements(m.facts).length + reapplyStatements(m.pipeline, m.facts).length}`;
+    })
+    .join(', ');
+  throw new ValidationError(
+    `the swap of publish group ${group} would be ${statements.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
+      `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction (statements per member: ${needs}; ${GROUP_SWAP_SHARED_STATEMENTS} shared). ` +
+      `Nothing was published. Split the group, or reduce the grantees, defaults, comments or dependent views of its live tables`,
+  );
+}

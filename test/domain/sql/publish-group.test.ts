@@ -1,0 +1,131 @@
+import { describe, expect, it } from 'vitest';
+import type { BatchRef } from '../../../domain/batch.ts';
+import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { previousVersionTableFor, stagingTableFor } from '../../../domain/plan.ts';
+import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../domain/sql/publish-group.ts';
+import { dependentsFacts } from '../../../domain/sql/publish.ts';
+import { MAX_BATCH_STATEMENTS } from '../../../domain/sql/statement.ts';
+import { pipelineWith } from '../fixtures.ts';
+import { NOW } from './support.ts';
+
+function row(kind: string, name: string, detail = '', extra = ''): FactRow {
+  return { kind, name, detail, extra, fact: [kind, name, detail, extra].join('|') };
+}
+
+/** A member named `name` publishing `analytics.<table>`, its live table's facts as given. */
+function member(name: string, table: string, rows: FactRow[] = []): MemberSwap {
+  const pipeline = pipelineWith({ name, target: { schema: 'analytics', table } });
+  const batchId = `b_${name}`;
+  const batch: BatchRef = {
+    pipeline: name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: `analytics.${table}`,
+    from: '2026-01-01T00:00:00.000Z',
+    to: '2026-01-02T00:00:00.000Z',
+    stagingTable: stagingTableFor(pipeline, batchId),
+    columns: ['order_id'],
+    basePublication: 1,
+    // What Plan saw of the live table: the swap checks it (one statement per member).
+    live: { columns: ['order_id bigint'], rows: 0, checksum: '0' },
+  };
+  return {
+    pipeline,
+    batch,
+    previousVersionTable: previousVersionTableFor(pipeline, batchId),
+    facts: liveTableFacts([row('user', 'IAMR:steps'), ...rows]),
+    factsQuery: dependentsFacts('analytics', table, batch.stagingTable),
+  };
+}
+
+const kinds = (statements: readonly string[]) =>
+  statements.map((sql) => {
+    if (sql.startsWith('SET LOCAL')) return 'timeout';
+    if (sql.startsWith('LOCK "atomic_publish"')) return 'lock publications';
+    if (sql.startsWith('LOCK')) return `lock ${sql.split('.')[1]!.replace(/"/g, '')}`;
+    if (sql.includes('OWNER TO')) return `lock view ${sql.split('.')[1]!.split('"')[1]}`;
+    if (sql.includes('assert_publishable')) return `guard ${sql.split("'")[1]}`;
+    if (sql.includes('assert_catalog_unchanged')) return `catalog ${sql.split('analytics.').at(-1)!.split("'")[0]}`;
+    if (sql.includes('assert_live_unchanged')) return `out-of-band ${sql.split("'analytics.")[1]!.split("'")[0]}`;
+    if (sql.includes(' RENAME TO ')) return `rename ${sql.split('.')[1]!.split('"')[1]}`;
+    if (sql.startsWith('CREATE OR REPLACE VIEW')) return `view ${sql.split('.')[1]!.split('"')[1]}`;
+    if (sql.startsWith('GRANT')) return `grant ${sql.split('.')[1]!.split('"')[1]}`;
+    if (sql.includes('INSERT INTO "atomic_publish".publications')) return `publication ${sql.split("'")[1]}`;
+    if (sql.includes('batch_attempts')) return 'attempt';
+    return 'batch';
+  });
+
+describe('groupSwapPublish', () => {
+  it('takes every lock first in one global order, guards and checks every member (catalog, out-of-band) before any rename, then renames, re-applies and records', () => {
+    // Listed out of order: members go by name, live tables by their qualified name.
+    const statements = groupSwapPublish('sales', [member('orders', 'a_orders'), member('customers', 'z_customers')], NOW, 5_000);
+
+    expect(kinds(statements)).toEqual([
+      'timeout',
+      'lock z_customers__stg_b_customers',
+      'lock a_orders__stg_b_orders',
+      'lock a_orders',
+      'lock z_customers',
+      'lock publications',
+      'guard customers',
+      'guard orders',
+      'catalog z_customers',
+      'catalog a_orders',
+      'timeout',
+      'out-of-band z_customers',
+      'out-of-band a_orders',
+      'timeout',
+      'rename z_customers',
+      'rename z_customers__stg_b_customers',
+      'rename a_orders',
+      'rename a_orders__stg_b_orders',
+      'publication customers',
+      'attempt',
+      'batch',
+      'publication orders',
+      'attempt',
+      'batch',
+    ]);
+    expect(statements).toHaveLength(GROUP_SWAP_SHARED_STATEMENTS + 2 * MEMBER_SWAP_MIN_STATEMENTS);
+    // One published_at for every member.
+    const times = statements.filter((sql) => sql.includes('INSERT INTO "atomic_publish".publications')).map((sql) => sql.match(/'2026-03-15[^']*'/)![0]);
+    expect(new Set(times).size).toBe(1);
+  });
+
+  it('locks the views of every member before any live table, and re-creates a view over two members once, after both renames', () => {
+    const view = (table: string) => row('view', 'reporting.sales', `SELECT * FROM analytics.orders JOIN analytics.customers USING (customer_id)`, 'IAMR:steps');
+    const statements = groupSwapPublish('sales', [member('orders', 'orders', [view('orders')]), member('customers', 'customers', [view('customers'), row('grant', 'user:bi', 'SELECT')])], NOW, 5_000);
+    const k = kinds(statements);
+
+    expect(k.filter((s) => s === 'lock view sales')).toHaveLength(1);
+    expect(k.indexOf('lock view sales')).toBeLessThan(k.indexOf('lock customers'));
+    expect(k.filter((s) => s === 'view sales')).toHaveLength(1);
+    expect(k.indexOf('view sales')).toBeGreaterThan(k.lastIndexOf('rename orders__stg_b_orders'));
+    expect(k.indexOf('grant customers')).toBeGreaterThan(k.lastIndexOf('rename orders__stg_b_orders'));
+  });
+
+  it('locks the views of every member in name order, whichever member reads them', () => {
+    const view = (name: string) => row('view', `reporting.${name}`, 'SELECT 1', 'IAMR:steps');
+    const statements = groupSwapPublish('sales', [member('orders', 'orders', [view('a_view')]), member('customers', 'customers', [view('b_view')])], NOW, 5_000);
+
+    expect(kinds(statements).filter((k) => k.startsWith('lock view'))).toEqual(['lock view a_view', 'lock view b_view']);
+  });
+
+  it('refuses a group swap over the Data API limit of 40 statements, naming what each member needs', () => {
+    const grants = Array.from({ length: 12 }, (_, i) => row('grant', `user:u${i}`, 'SELECT'));
+    const members = [member('orders', 'orders', grants), member('customers', 'customers', grants)];
+    let error: unknown;
+    try {
+      groupSwapPublish('sales', members, NOW, 5_000);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).toContain(
+      `the swap of publish group sales would be ${GROUP_SWAP_SHARED_STATEMENTS + 2 * (MEMBER_SWAP_MIN_STATEMENTS + 12)} statements`,
+    );
+    expect((error as Error).message).toContain(`over the Data API's ${MAX_BATCH_STATEMENTS} statements`);
+    expect((error as Error).message).toContain('statements per member: customers 22, orders 22; 4 shared). Nothing was published. Split the group');
+  });
+});

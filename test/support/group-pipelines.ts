@@ -1,0 +1,34 @@
+// Imported first by a test file (before workflow.ts): a second pipeline,
+// `order_lines_mirror` (the sample pipeline's query over its own source
+// table `source.order_lines_mirror`, into `analytics.order_lines_mirror`),
+// and the publish group `sales` of it and the sample pipeline, in that
+// file's module graph. Vitest gives each test file its own modules, so
+// other files keep the deployment's one pipeline and no group.
+import type pg from 'pg';
+import { defineGroups } from '../../domain/groups.ts';
+import { definePipeline } from '../../domain/spec.ts';
+import { applyPipelineSetup } from '../../local/database-users.ts';
+import { LIVE_TABLE_COLUMNS } from '../../local/sample-data.ts';
+import { groups, pipelines } from '../../pipelines/index.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+
+export const MIRROR = definePipeline({
+  ...salesOrderLines,
+  name: 'order_lines_mirror',
+  description: 'The sample order lines from a second source table: the other member of the sample group',
+  target: { schema: 'analytics', table: 'order_lines_mirror' },
+  sourceSql: salesOrderLines.sourceSql.replace('source.sales_order_lines', 'source.order_lines_mirror'),
+});
+export const MIRROR_LIVE = 'analytics.order_lines_mirror';
+export const GROUP = 'sales';
+
+pipelines.push(MIRROR);
+groups.push(...defineGroups([{ name: GROUP, members: [salesOrderLines.name, MIRROR.name] }], pipelines));
+
+/** After the sample warehouse is created: the mirror's source and live table, copies of the sample's, and its setup SQL applied. */
+export async function createMirror(db: pg.ClientBase): Promise<void> {
+  await db.query('CREATE TABLE source.order_lines_mirror AS SELECT * FROM source.sales_order_lines');
+  await db.query(`CREATE TABLE ${MIRROR_LIVE} (${LIVE_TABLE_COLUMNS})`);
+  await db.query(`INSERT INTO ${MIRROR_LIVE} SELECT * FROM analytics.sales_order_lines`);
+  await applyPipelineSetup(db, MIRROR);
+}
