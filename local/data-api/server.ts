@@ -7,9 +7,7 @@
 // Wire: AWS JSON 1.1 (`POST /`, `X-Amz-Target: RedshiftData.<Operation>`),
 // timestamps as epoch seconds, errors as `{"__type", "message"}` with HTTP
 // 400/500 and `x-amzn-ErrorType`. Requests are not authenticated.
-import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { AwsJsonRequestError, startAwsJsonServer } from '../aws-json-server.ts';
 import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
 import type { InformationalConstraint } from './informational-keys.ts';
@@ -113,22 +111,25 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     ...(opts.redshiftMode === false ? {} : { constraints }),
   });
 
-  const server = http.createServer((req, res) => {
-    handle(service, req)
-      .then((output) => send(res, 200, output))
-      .catch((error: unknown) => {
-        const apiError = error instanceof DataApiError ? error : internal(error, log);
-        send(res, apiError.httpStatus, { __type: apiError.shape, message: apiError.message, ...apiError.members }, apiError.shape);
-      });
+  const server = await startAwsJsonServer({
+    contentType: CONTENT_TYPE,
+    targetPrefix: TARGET_PREFIX,
+    operations: service.operations,
+    errorOf: (error) => {
+      const apiError =
+        error instanceof DataApiError ? error : error instanceof AwsJsonRequestError ? new DataApiError(error.shape, error.message) : internal(error, log);
+      return { status: apiError.httpStatus, shape: apiError.shape, message: apiError.message, members: apiError.members };
+    },
+    // Date#toJSON runs before a replacer sees the value: look at the holder's own property.
+    serialize: (body) =>
+      JSON.stringify(body, function (this: Record<string, unknown>, key: string, value: unknown) {
+        const raw = this[key];
+        return raw instanceof Date ? raw.getTime() / 1000 : value;
+      }),
+    ...(opts.host ? { host: opts.host } : {}),
+    ...(opts.port ? { port: opts.port } : {}),
   });
-  server.keepAliveTimeout = 5_000;
-  const host = opts.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  const endpoint = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const endpoint = server.endpoint;
   log(`local data api: listening on ${endpoint}`);
 
   return {
@@ -136,10 +137,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     statements: () => store.submittedCount,
     informationalConstraints: (database) => constraints.list(database),
     close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await server.close();
       const running = store.all().filter((s) => !s.isTerminal);
       await Promise.all(running.map((s) => runner.cancel(s)));
       await Promise.all(running.map((s) => s.settled));
@@ -147,49 +145,6 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
       await runner.close();
     },
   };
-}
-
-async function handle(service: RedshiftDataService, req: http.IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readBody(req);
-  const target = String(req.headers['x-amz-target'] ?? '');
-  const operation = target.startsWith(TARGET_PREFIX) ? service.operations[target.slice(TARGET_PREFIX.length)] : undefined;
-  if (req.method !== 'POST' || !operation) {
-    throw new DataApiError('UnknownOperationException', `Unknown operation ${JSON.stringify(target)}`);
-  }
-  let input: unknown;
-  try {
-    input = body.length > 0 ? JSON.parse(body) : {};
-  } catch {
-    throw new DataApiError('SerializationException', 'Request body is not valid JSON.');
-  }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new DataApiError('SerializationException', 'Request body must be a JSON object.');
-  }
-  return operation(input as Record<string, unknown>);
-}
-
-function readBody(req: http.IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function send(res: http.ServerResponse, status: number, body: Record<string, unknown>, errorType?: string): void {
-  // Date#toJSON runs before a replacer sees the value: look at the holder's own property.
-  const payload = JSON.stringify(body, function (this: Record<string, unknown>, key: string, value: unknown) {
-    const raw = this[key];
-    return raw instanceof Date ? raw.getTime() / 1000 : value;
-  });
-  res.writeHead(status, {
-    'Content-Type': CONTENT_TYPE,
-    'Content-Length': Buffer.byteLength(payload),
-    'x-amzn-RequestId': randomUUID(),
-    ...(errorType ? { 'x-amzn-ErrorType': errorType } : {}),
-  });
-  res.end(payload);
 }
 
 function internal(error: unknown, log: (line: string) => void): DataApiError {
