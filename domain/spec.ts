@@ -4,6 +4,7 @@ import { ValidationError } from './errors.ts';
 import type { BatchRef } from './batch.ts';
 import { identifierProblem } from './identifiers.ts';
 import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
+import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { loadStagingInterval } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
@@ -281,6 +282,18 @@ const pipelineSchema = z
     },
     // Checked whenever the fields it compares are valid, whatever else is wrong.
     { when: (payload) => !payload.issues.some((issue) => ['chunk', 'historyStart'].includes(String(issue.path?.[0]))) },
+  )
+  .superRefine(
+    (spec, ctx) => {
+      if (spec.schedule && spec.name.length > MAX_SCHEDULED_PIPELINE_NAME_LENGTH) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['name'],
+          message: `must be at most ${MAX_SCHEDULED_PIPELINE_NAME_LENGTH} characters for a pipeline with a schedule: its runs are named <name>-scheduled-20260401T060000Z, and an execution name holds at most ${MAX_EXECUTION_NAME_LENGTH}`,
+        });
+      }
+    },
+    { when: (payload) => !payload.issues.some((issue) => ['name', 'schedule'].includes(String(issue.path?.[0]))) },
   );
 
 /** `chunk.grain`, `businessKey[1]`: a field as the author wrote it. */

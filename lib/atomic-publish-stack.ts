@@ -6,6 +6,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Rule } from 'aws-cdk-lib/aws-events';
+import type { Schedule } from 'aws-cdk-lib/aws-scheduler';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
@@ -68,6 +69,10 @@ export class AtomicPublishStack extends Stack {
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
+  /** EventBridge Scheduler schedules keyed by pipeline name (pipelines with a `schedule`). */
+  public readonly schedules: Record<string, Schedule>;
+  /** Starts each scheduled run under a name of its scheduled time; absent when no pipeline has a schedule. */
+  public readonly startRun?: StepHandler;
 
   constructor(scope: Construct, id: string, props: AtomicPublishStackProps) {
     validateProps(props);
@@ -114,7 +119,9 @@ export class AtomicPublishStack extends Stack {
       topic: this.topic,
       pipelines: props.pipelines,
     }).alarms;
-    new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    this.schedules = schedules.schedules;
+    this.startRun = schedules.startRun;
 
     new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
     new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });

@@ -190,3 +190,46 @@ export function statusChangeTargets(template: CfnTemplate, detailType: string): 
   }
   return targets;
 }
+
+/** An EventBridge Scheduler schedule whose target is a Lambda function of the template. */
+export interface ScheduleTarget {
+  /** Logical id of the AWS::Scheduler::Schedule. */
+  readonly scheduleLogicalId: string;
+  readonly expression: string;
+  readonly timezone?: string;
+  /** The target's Input as synthesized, context attributes (`<aws.scheduler.scheduled-time>`) unreplaced. */
+  readonly input: string;
+  /** Logical id of the target function. */
+  readonly functionLogicalId: string;
+  /** The function's handler module (`atomic-publish:entry` metadata). */
+  readonly entry: string;
+  /** The function's environment, CloudFormation tokens resolved as the state machine's are. */
+  readonly environment: Record<string, string>;
+}
+
+/** The template's schedules that invoke its Lambda functions, so a local run can fire them as the Scheduler would. */
+export function scheduleTargets(template: CfnTemplate): ScheduleTarget[] {
+  const resources = template.Resources ?? {};
+  const targets: ScheduleTarget[] = [];
+  for (const [scheduleId, schedule] of Object.entries(resources)) {
+    if (schedule.Type !== 'AWS::Scheduler::Schedule') continue;
+    const properties = schedule.Properties ?? {};
+    const target = properties.Target as { Arn?: unknown; Input?: unknown } | undefined;
+    const functionLogicalId = (target?.Arn as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt']?.[0];
+    if (!functionLogicalId || resources[functionLogicalId]?.Type !== 'AWS::Lambda::Function') continue;
+    const fn = resources[functionLogicalId]!;
+    const entry = fn.Metadata?.[ENTRY_METADATA_KEY];
+    if (typeof entry !== 'string') throw new Error(`function ${functionLogicalId} of schedule ${scheduleId} has no ${ENTRY_METADATA_KEY} metadata`);
+    const variables = ((fn.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {}) as Record<string, unknown>;
+    targets.push({
+      scheduleLogicalId: scheduleId,
+      expression: String(properties.ScheduleExpression),
+      ...(typeof properties.ScheduleExpressionTimezone === 'string' ? { timezone: properties.ScheduleExpressionTimezone } : {}),
+      input: String(target?.Input ?? '{}'),
+      functionLogicalId,
+      entry,
+      environment: Object.fromEntries(Object.entries(variables).map(([key, value]) => [key, resolveToken(value, resources)])),
+    });
+  }
+  return targets;
+}

@@ -7,11 +7,11 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { CODE_VERSION, PROJECT_ROOT } from './project.ts';
-import { ENTRY_METADATA_KEY, type StepName, stepEntry, stepSettings } from './workflow-steps.ts';
+import { ENTRY_METADATA_KEY, type FunctionStepName, stepEntry, stepSettings } from './workflow-steps.ts';
 
 export interface StepHandlerProps {
   /** The Task state (or event-driven step) this function serves; picks `functions/<step>/index.ts` and the timeout. */
-  readonly state: StepName;
+  readonly state: FunctionStepName;
   /** Extra environment (the warehouse target); merged over the common variables. */
   readonly environment?: Record<string, string>;
   /**

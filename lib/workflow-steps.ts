@@ -43,13 +43,29 @@ export type StepName = LambdaStateName | EventStepName;
 
 export const STEP_NAMES = [...LAMBDA_STATE_NAMES, ...(Object.keys(EVENT_STEPS) as EventStepName[])] as const;
 
+/**
+ * Handlers that act on Step Functions, not on the warehouse: StartRun, run
+ * by a pipeline's schedule, starts the state machine under a name of the
+ * scheduled time (functions/start-run). It runs under a role of its own,
+ * which may start executions and nothing else.
+ */
+export const STARTER_STEPS = {
+  StartRun: { folder: 'start-run', timeoutMinutes: 1 },
+} as const satisfies Record<string, { folder: string; timeoutMinutes: number }>;
+
+export type StarterStepName = keyof typeof STARTER_STEPS;
+
+/** Every function of the stack: the step handlers and the starter. */
+export type FunctionStepName = StepName | StarterStepName;
+
 /** Folder and timeout of any step handler. */
-export function stepSettings(step: StepName): { readonly folder: string; readonly timeoutMinutes: number } {
+export function stepSettings(step: FunctionStepName): { readonly folder: string; readonly timeoutMinutes: number } {
+  if (step in STARTER_STEPS) return STARTER_STEPS[step as StarterStepName];
   return step in EVENT_STEPS ? EVENT_STEPS[step as EventStepName] : LAMBDA_STEPS[step as LambdaStateName];
 }
 
 /** The handler module of a step, relative to the project root (also the `atomic-publish:entry` metadata). */
-export function stepEntry(step: StepName): string {
+export function stepEntry(step: FunctionStepName): string {
   return `functions/${stepSettings(step).folder}/index.ts`;
 }
 

@@ -4,6 +4,7 @@
  * the loopback endpoints accept any credentials.
  */
 import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
+import { SFNClient } from '@aws-sdk/client-sfn';
 import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
 
@@ -28,9 +29,19 @@ export function localRedshiftDataClient(endpoint: string, config: Partial<Redshi
   return new RedshiftDataClient({
     endpoint,
     region: LOCAL_AWS_ENV.AWS_REGION,
-    credentials: { accessKeyId: LOCAL_AWS_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_AWS_ENV.AWS_SECRET_ACCESS_KEY },
+    credentials: localCredentials(),
     ...config,
   });
+}
+
+/** The real Step Functions client, talking to a local endpoint (local/step-functions-api.ts). */
+export function localStepFunctionsClient(endpoint: string): SFNClient {
+  silenceSdkNodeNotice();
+  return new SFNClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
+}
+
+function localCredentials() {
+  return { accessKeyId: LOCAL_AWS_ENV.AWS_ACCESS_KEY_ID, secretAccessKey: LOCAL_AWS_ENV.AWS_SECRET_ACCESS_KEY };
 }
 
 /**

@@ -13,6 +13,8 @@ import { join } from 'node:path';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
+import { executionNameProblem } from '../domain/run-name.ts';
+import { StartRunEnv } from '../functions/start-run/env.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
@@ -90,6 +92,34 @@ export class StartExecutionError extends Error {
   override name = 'ValidationException';
 }
 
+/** StartExecution refused the name: one that breaks Step Functions' rules for names (domain/run-name.ts). */
+export class InvalidNameError extends Error {
+  override name = 'InvalidName';
+}
+
+/**
+ * StartExecution refused the name: an execution of that name has ended,
+ * or is running with another input. (While it runs with the same input,
+ * StartExecution returns it instead.)
+ * https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
+ */
+export class ExecutionAlreadyExistsError extends Error {
+  override name = 'ExecutionAlreadyExists';
+}
+
+/** What DescribeExecution reports of an execution this runner started. */
+export interface ExecutionRecord {
+  readonly executionArn: string;
+  readonly name: string;
+  /** The input as JSON text. */
+  readonly input: string;
+  readonly startedAt: string;
+  /** RUNNING until it ends. */
+  readonly status: 'RUNNING' | ExecutionResult['status'];
+  readonly result?: ExecutionResult;
+  readonly running: RunningExecution;
+}
+
 /**
  * How much faster than declared the local run retries: a Retry's
  * IntervalSeconds and MaxDelaySeconds are multiplied by this, so a 2 s
@@ -113,6 +143,8 @@ export interface LocalRunnerOptions {
 export class LocalRunner {
   private readonly capture = captureLambdaOutput();
   private readonly outbox: SnsOutbox;
+  /** Every execution this runner started, by name: Step Functions keeps names for 90 days, longer than a local runner lives. */
+  private readonly executions = new Map<string, ExecutionRecord>();
 
   private constructor(
     readonly workflow: SynthesizedWorkflow,
@@ -142,7 +174,9 @@ export class LocalRunner {
     const { StateMachine } = await import('aws-local-stepfunctions');
     new StateMachine(workflow.definition, { validationOptions: { checkArn: false } });
     const definition = localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE);
-    const eventEntries = Object.fromEntries(workflow.statusChangeTargets.map((t) => [t.functionLogicalId, t.entry]));
+    const eventEntries = Object.fromEntries(
+      [...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]),
+    );
     return new LocalRunner(workflow, definition, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options);
   }
 
@@ -164,16 +198,35 @@ export class LocalRunner {
     return (await this.start(input, options)).result;
   }
 
-  /** Starts an execution. Throws StartExecutionError when Step Functions would refuse the input. */
+  /** The execution of this ARN, as DescribeExecution reports it; undefined when this runner started none. */
+  describe(executionArn: string): ExecutionRecord | undefined {
+    return [...this.executions.values()].find((e) => e.executionArn === executionArn);
+  }
+
+  /**
+   * Starts an execution, with StartExecution's rules for names: a name
+   * seen before is refused (ExecutionAlreadyExistsError) unless its
+   * execution still runs with the same input, which is then returned.
+   * Throws StartExecutionError when Step Functions would refuse the input,
+   * InvalidNameError for a name it would refuse.
+   */
   async start(input: unknown, options: StartOptions = {}): Promise<RunningExecution> {
     try {
       checkPayload(input, 'the execution input');
     } catch (error) {
       throw new StartExecutionError((error as Error).message);
     }
-    const { StateMachine, ExecutionError, ExecutionAbortedError, ExecutionTimeoutError } = await import('aws-local-stepfunctions');
     const name = options.name ?? randomUUID();
-    const executionId = `arn:aws:states:local:000000000000:execution:AtomicPublish:${name}`;
+    const nameProblem = executionNameProblem(name);
+    if (nameProblem) throw new InvalidNameError(`Invalid Name: '${name}' (the name ${nameProblem})`);
+    const inputText = JSON.stringify(input ?? {});
+    const executionId = `${this.workflow.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+    const earlier = this.executions.get(name);
+    if (earlier) {
+      if (earlier.status === 'RUNNING' && earlier.input === inputText) return earlier.running;
+      throw new ExecutionAlreadyExistsError(`Execution Already Exists: '${earlier.executionArn}'`);
+    }
+    const { StateMachine, ExecutionError, ExecutionAbortedError, ExecutionTimeoutError } = await import('aws-local-stepfunctions');
     const alertsBefore = this.outbox.alerts.length;
     const metricsBefore = this.capture.sink.metrics.length;
     const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
@@ -257,7 +310,14 @@ export class LocalRunner {
         statusChange,
       };
     };
-    return { executionId, abort: () => execution.abort(), result: finish() };
+    const running: RunningExecution = { executionId, abort: () => execution.abort(), result: finish() };
+    this.executions.set(name, { executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running });
+    void running.result.then(
+      (result) => this.executions.set(name, { ...this.executions.get(name)!, status: result.status, result }),
+      // The caller sees the error; the name stays taken.
+      () => this.executions.set(name, { ...this.executions.get(name)!, status: 'FAILED' }),
+    );
+    return running;
   }
 
   /**
@@ -307,6 +367,34 @@ export class LocalRunner {
       }
     }
     return deliveries;
+  }
+
+  /**
+   * What EventBridge Scheduler does when `pipeline`'s schedule is due at
+   * `scheduledTime`: invokes the schedule's target function with the
+   * synthesized Input, its context attributes replaced, in the function's
+   * synthesized environment. StartRun then calls StartExecution through the
+   * real SDK client at `stepFunctionsEndpoint` (a local Step Functions
+   * endpoint serving this runner, local/step-functions-api.ts). Returns
+   * what the function returned; throws what it threw.
+   */
+  async fireSchedule(pipeline: string, scheduledTime: Date, stepFunctionsEndpoint: string, attempt = 1): Promise<unknown> {
+    const schedule = this.workflow.scheduleTargets.find((t) => (JSON.parse(t.input) as { pipeline?: unknown }).pipeline === pipeline);
+    if (!schedule) throw new Error(`pipeline ${pipeline} has no schedule in the synthesized template`);
+    const attributes: Record<string, string> = {
+      'scheduled-time': scheduledTime.toISOString().replace(/\.\d+Z$/, 'Z'),
+      'schedule-arn': `arn:aws:scheduler:${LOCAL_REGION}:${LOCAL_ACCOUNT}:schedule/default/${schedule.scheduleLogicalId}`,
+      'execution-id': randomUUID().replace(/-/g, '').slice(0, 16),
+      'attempt-number': String(attempt),
+    };
+    const input = schedule.input.replace(/<aws\.scheduler\.([a-z-]+)>/g, (whole, name: string) => attributes[name] ?? whole);
+    // The handlers share this process's environment: the function's own variables it lacks, and the local endpoint.
+    const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
+    Object.assign(process.env, Object.fromEntries(missing), {
+      [StartRunEnv.STATE_MACHINE_ARN]: schedule.environment[StartRunEnv.STATE_MACHINE_ARN],
+      [StartRunEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
+    });
+    return invoke(this.eventHandlers.get(schedule.functionLogicalId)!, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds);
   }
 
   close(): void {

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
-import type { StatusChangeTarget } from '../lib/definition.ts';
+import type { ScheduleTarget, StatusChangeTarget } from '../lib/definition.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 
 export type Template = {
@@ -34,6 +34,8 @@ export interface SynthesizedWorkflow {
   readonly stateMachineArn: string;
   /** Functions EventBridge rules run on the state machine's execution status changes. */
   readonly statusChangeTargets: readonly (StatusChangeTarget & { readonly timeoutSeconds: number })[];
+  /** Functions EventBridge Scheduler schedules invoke (StartRun, once per scheduled pipeline). */
+  readonly scheduleTargets: readonly (ScheduleTarget & { readonly timeoutSeconds: number })[];
 }
 
 /** Files whose content decides the template; the cached template is reused while they are unchanged. */
@@ -83,7 +85,7 @@ function visitStates(states: AslStates, visit: (name: string, state: Record<stri
 /** The state machine definition and, for every Task state, what runs it locally. */
 export async function loadWorkflow(template?: Template): Promise<SynthesizedWorkflow> {
   const tpl = template ?? (await synthesizeTemplate());
-  const { stateMachineDefinition, statusChangeTargets, LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } = await import('../lib/definition.ts');
+  const { stateMachineDefinition, statusChangeTargets, scheduleTargets, LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } = await import('../lib/definition.ts');
   const { EXECUTION_STATUS_CHANGE } = await import('../domain/cancel-orphans.ts');
   const { ENTRY_METADATA_KEY } = await import('../lib/workflow-steps.ts');
   const parsed = stateMachineDefinition(tpl);
@@ -114,7 +116,19 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
     ...t,
     timeoutSeconds: Number(tpl.Resources[t.functionLogicalId]?.Properties?.Timeout ?? 3),
   }));
-  return { template: tpl, definition, entries, timeoutsSeconds, serviceTasks, mapStates, retriers, stateMachineArn, statusChangeTargets: targets };
+  const schedules = scheduleTargets(tpl).map((t) => ({ ...t, timeoutSeconds: Number(tpl.Resources[t.functionLogicalId]?.Properties?.Timeout ?? 3) }));
+  return {
+    template: tpl,
+    definition,
+    entries,
+    timeoutsSeconds,
+    serviceTasks,
+    mapStates,
+    retriers,
+    stateMachineArn,
+    statusChangeTargets: targets,
+    scheduleTargets: schedules,
+  };
 }
 
 /**

@@ -328,19 +328,34 @@ describe('permissions', () => {
     return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
   };
 
-  it('runs every Lambda function of the stack under one role, so every step is the same database user', () => {
+  it('runs every step handler under one role, so every step is the same database user; StartRun under a role of its own', () => {
     const roleId = logicalId(stack.handlerRole.node.defaultChild);
-    const functions = Object.values(template.findResources('AWS::Lambda::Function'));
-    expect(functions).toHaveLength(STEP_NAMES.length);
-    for (const fn of functions) expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [roleId, 'Arn'] });
+    const startRunRoleId = logicalId(stack.startRun!.role!.node.defaultChild);
+    const functions = Object.entries(template.findResources('AWS::Lambda::Function'));
+    expect(functions).toHaveLength(STEP_NAMES.length + 1);
+    for (const [id, fn] of functions) {
+      expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [id === logicalId(stack.startRun!.node.defaultChild) ? startRunRoleId : roleId, 'Arn'] });
+    }
     for (const name of STEP_NAMES) expect(stack.functions[name].role).toBe(stack.handlerRole);
-    // Only the handler role is assumed by Lambda (no per-function ServiceRole left over).
+    // Only these two roles are assumed by Lambda (no per-function ServiceRole left over).
     const lambdaRoles = Object.keys(
       template.findResources('AWS::IAM::Role', {
         Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: 'lambda.amazonaws.com' } })] } },
       }),
     );
-    expect(lambdaRoles).toEqual([roleId]);
+    expect(lambdaRoles.sort()).toEqual([roleId, startRunRoleId].sort());
+  });
+
+  it('lets StartRun start executions of this state machine and write its own log, nothing else', () => {
+    const roleId = logicalId(stack.startRun!.role!.node.defaultChild);
+    const statements = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap(
+      (p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[],
+    );
+    expect(statements).toEqual([
+      { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesStartRunFunctionLogs/), 'Arn'] } },
+      { Effect: 'Allow', Action: 'states:StartExecution', Resource: { Ref: logicalId(stack.stateMachine.node.defaultChild) } },
+    ]);
+    expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
   });
 
   it('attaches the Data API permissions once, to the handler role', () => {
@@ -548,7 +563,7 @@ describe('on-call topic and alarms', () => {
 });
 
 describe('schedules', () => {
-  it('starts each scheduled pipeline at its cron in its time zone with {"pipeline": name}, retried, no flexible window', () => {
+  it('invokes StartRun for each scheduled pipeline at its cron in its time zone with the pipeline and the scheduled time, retried, no flexible window', () => {
     const scheduled = pipelines.filter((p) => p.schedule);
     expect(scheduled.length).toBeGreaterThan(0);
     expect(Object.keys(template.findResources('AWS::Scheduler::Schedule'))).toHaveLength(scheduled.length);
@@ -559,12 +574,22 @@ describe('schedules', () => {
         FlexibleTimeWindow: { Mode: 'OFF' },
         State: 'ENABLED',
         Target: Match.objectLike({
-          Arn: { Ref: logicalId(stack.stateMachine.node.defaultChild) },
-          Input: JSON.stringify({ pipeline: pipeline.name }),
+          Arn: { 'Fn::GetAtt': [logicalId(stack.startRun!.node.defaultChild), 'Arn'] },
+          Input: JSON.stringify({ pipeline: pipeline.name, scheduledTime: '<aws.scheduler.scheduled-time>' }),
           RetryPolicy: { MaximumRetryAttempts: 10, MaximumEventAgeInSeconds: 3600 },
         }),
       });
     }
+    // The Scheduler invokes it asynchronously: Lambda retries a failed start twice, within the hour.
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalId(stack.startRun!.node.defaultChild) },
+      MaximumRetryAttempts: 2,
+      MaximumEventAgeInSeconds: 3600,
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Timeout: 60,
+      Environment: { Variables: Match.objectLike({ STATE_MACHINE_ARN: { Ref: logicalId(stack.stateMachine.node.defaultChild) } }) },
+    });
     expect(pipelines.find((p) => p.name === 'sales_order_lines')?.schedule?.timezone).toBe('Europe/Berlin');
   });
 });

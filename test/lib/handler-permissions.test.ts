@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 import { buildApp } from '../../lib/app.ts';
-import { ENTRY_METADATA_KEY, STEP_NAMES, stepEntry } from '../../lib/workflow-steps.ts';
+import { ENTRY_METADATA_KEY, STARTER_STEPS, STEP_NAMES, type StarterStepName, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
@@ -71,6 +71,12 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
   }
 }
 
+/** The request a starter's SDK call makes: StartExecution of the state machine its environment names. */
+function starterRequest(action: string, env: Record<string, string>, caller: Caller): Request {
+  if (action !== 'states:StartExecution') throw new Error(`no resource known for ${action}: add it to starterRequest, and grant it`);
+  return { action, resource: env.STATE_MACHINE_ARN!, context: { 'aws:userid': userId(caller) } };
+}
+
 /**
  * What the Data API does with the caller's credentials to sign in: read the
  * secret (decrypting it with its key through Secrets Manager), or get
@@ -101,13 +107,17 @@ type TemplateJson = { Resources: Record<string, { Type: string; Metadata?: Recor
 interface FunctionUnderTest {
   readonly entry: string;
   readonly functionName: string;
+  /** Logical id of the role it runs as. */
+  readonly roleId: string;
   readonly caller: Caller;
   readonly requests: Request[];
   readonly statements: Statement[];
 }
 
 const synthesized: Record<string, FunctionUnderTest[]> = {};
-const scans = Object.fromEntries(STEP_NAMES.map((state) => [stepEntry(state), scanSdkCalls(stepEntry(state))]));
+/** The functions that start executions, not warehouse statements (StartRun): no warehouse target in their environment. */
+const STARTER_ENTRIES = new Set((Object.keys(STARTER_STEPS) as StarterStepName[]).map(stepEntry));
+const scans = Object.fromEntries([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES].map((entry) => [entry, scanSdkCalls(entry)]));
 
 beforeAll(() => {
   for (const [name, path] of Object.entries(AUTH_PATHS)) {
@@ -118,13 +128,18 @@ beforeAll(() => {
       .map(([functionName, r]) => {
         const entry = r.Metadata![ENTRY_METADATA_KEY]!;
         const env = resolveValue((r.Properties.Environment as { Variables: unknown }).Variables) as Record<string, string>;
-        const target = warehouseTargetFromEnv(env);
         const [roleId] = (r.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
         const caller = { roleId: roleId!, fn: functionName };
+        if (STARTER_ENTRIES.has(entry)) {
+          const requests = scans[entry]!.calls.map((c) => starterRequest(c.action, env, caller));
+          return { entry, functionName, caller, roleId: roleId!, requests, statements: roleStatements(template, roleId) };
+        }
+        const target = warehouseTargetFromEnv(env);
         return {
           entry,
           functionName,
           caller,
+          roleId: roleId!,
           requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller)), ...implicitRequests(target, path, caller)],
           statements: roleStatements(template, roleId),
         };
@@ -136,6 +151,10 @@ describe('the SDK calls in the handlers\' code', () => {
   it('are all commands of SDK clients the scan can map to IAM actions, in every handler', () => {
     for (const [entry, scan] of Object.entries(scans)) {
       expect(scan.unmapped, entry).toEqual([]);
+      if (STARTER_ENTRIES.has(entry)) {
+        expect(new Set(scan.calls.map((c) => c.action)), entry).toEqual(new Set(['states:StartExecution']));
+        continue;
+      }
       // The scan reached the shared Data API client and found its commands.
       expect(scan.files, entry).toContain('functions/commons/warehouse.ts');
       expect(new Set(scan.calls.map((c) => c.action)), entry).toEqual(
@@ -180,7 +199,7 @@ describe('the SDK calls in the handlers\' code', () => {
 describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
     const functions = synthesized[name]!;
-    expect(functions.map((f) => f.entry).sort()).toEqual(STEP_NAMES.map(stepEntry).sort());
+    expect(functions.map((f) => f.entry).sort()).toEqual([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES].sort());
     for (const fn of functions) {
       for (const request of fn.requests) expect(isAllowed(fn.statements, request), `${fn.entry}: ${request.action} on ${request.resource}`).toBe(true);
     }
@@ -188,7 +207,8 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
 
   it('allows nothing else: every action it grants beyond writing its logs is one a handler needs', () => {
     for (const fn of synthesized[name]!) {
-      const needed = new Set(synthesized[name]!.flatMap((f) => f.requests.map((r) => r.action)));
+      // What the functions of the same role call: the starter's role allows no Data API call, the handlers' no StartExecution.
+      const needed = new Set(synthesized[name]!.filter((f) => f.roleId === fn.roleId).flatMap((f) => f.requests.map((r) => r.action)));
       const granted = fn.statements.filter((s) => s.Effect === 'Allow').flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action!]));
       const extra = granted.filter((action) => !needed.has(action) && !['logs:CreateLogStream', 'logs:PutLogEvents'].includes(action));
       expect(extra, fn.entry).toEqual([]);
@@ -196,7 +216,7 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   });
 
   it('refuses a call no handler makes: listing statements, or describing or cancelling a statement of another role', () => {
-    const fn = synthesized[name]![0]!;
+    const fn = synthesized[name]!.find((f) => !STARTER_ENTRIES.has(f.entry))!;
     const other = { 'aws:userid': userId(fn.caller), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
     const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.caller) };
     const sameSessionNameOtherRole = { ...other, 'redshift-data:statement-owner-iam-userid': userId({ ...fn.caller, roleId: 'OtherRole' }) };

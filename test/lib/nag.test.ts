@@ -74,6 +74,7 @@ describe('cdk-nag AWS Solutions checks', () => {
     );
     expect(Object.fromEntries(Object.entries(found).map(([path, rules]) => [path, Object.keys(rules).sort()]))).toEqual({
       ...l1,
+      'Schedules/StartRunFunction': ['AwsSolutions-L1'],
       'Workflow/HandlerRole': [
         'AwsSolutions-IAM5[Resource::*]',
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',

@@ -33,6 +33,7 @@ describe('cdk synth', () => {
       'functions/reconcile/index.ts',
       'functions/record-failure/index.ts',
       'functions/rollback/index.ts',
+      'functions/start-run/index.ts',
     ]);
     for (const fn of functions) {
       const asset = join(out, fn.Metadata!['aws:asset:path']!);
@@ -41,7 +42,8 @@ describe('cdk synth', () => {
       const bundle = readdirSync(asset).find((f) => f.endsWith('.mjs'));
       expect(bundle, `bundle in ${asset}`).toBeDefined();
       // The SDK is bundled (pinned), not taken from the Lambda runtime.
-      expect(readFileSync(join(asset, bundle!), 'utf8')).toContain('RedshiftDataClient');
+      const client = fn.Metadata!['atomic-publish:entry'] === 'functions/start-run/index.ts' ? 'SFNClient' : 'RedshiftDataClient';
+      expect(readFileSync(join(asset, bundle!), 'utf8')).toContain(client);
     }
   }, 180_000);
 

@@ -1,0 +1,47 @@
+/**
+ * A scheduled run's start, decided without AWS: which pipeline, what the
+ * execution is named, and what it is given. EventBridge Scheduler invokes
+ * the StartRun function with `{"pipeline", "scheduledTime"}`; the function
+ * starts the state machine under the name this returns.
+ */
+import { ValidationError } from './errors.ts';
+import type { ExecutionInput } from './plan.ts';
+import { parseScheduledTime, scheduledRunName } from './run-name.ts';
+import type { Pipeline } from './spec.ts';
+import { echo } from './text.ts';
+import { floorToGrain } from './time.ts';
+
+/** What the schedule sends (lib/pipeline-schedules.ts). */
+export interface ScheduledStart {
+  readonly pipeline: string;
+  /** `<aws.scheduler.scheduled-time>`, e.g. `2026-04-01T06:00:00Z`. */
+  readonly scheduledTime: string;
+}
+
+export interface PlannedStart {
+  readonly name: string;
+  readonly input: ExecutionInput;
+}
+
+/**
+ * The execution a scheduled invocation starts: named after the pipeline
+ * and the time it was due, with `to` the last chunk boundary at or before
+ * that time in the pipeline's zone. Every delivery of one invocation (the
+ * Scheduler retries, and delivers at least once) asks for the same name
+ * and input, so Step Functions starts it once: a second StartExecution
+ * returns the first while it runs, and is refused with
+ * ExecutionAlreadyExists after. A late delivery plans what the on-time one
+ * would have.
+ */
+export function planScheduledStart(event: unknown, pipelines: readonly Pipeline[]): PlannedStart {
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) {
+    throw new ValidationError('the schedule sent no object: expected {"pipeline": ..., "scheduledTime": "<aws.scheduler.scheduled-time>"}');
+  }
+  const { pipeline: name, scheduledTime, ...extra } = event as Record<string, unknown>;
+  if (Object.keys(extra).length > 0) throw new ValidationError(`the schedule sent unknown field(s): ${echo(Object.keys(extra).join(', '))} (allowed: pipeline, scheduledTime)`);
+  const pipeline = pipelines.find((p) => p.name === name);
+  if (!pipeline) throw new ValidationError(`unknown pipeline ${echo(name)}: the schedule names no deployed pipeline`);
+  const due = parseScheduledTime(scheduledTime);
+  const to = floorToGrain(due, pipeline.chunk.grain, pipeline.chunk.timezone);
+  return { name: scheduledRunName(pipeline.name, due), input: { pipeline: pipeline.name, to: to.toISOString() } };
+}
