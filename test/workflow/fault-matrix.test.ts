@@ -183,7 +183,7 @@ async function cell(
     }
 
     readers.phase('re-run');
-    const rerun = await wf.run(input, rerunName ?? `${id}-rerun`);
+    const rerun = await wf.run(input, rerunName ?? `${id.replace(/[^A-Za-z0-9_-]+/g, '-')}-rerun`);
     readers.phase('after the re-run');
     await readers.readAll();
     expect(rerun.status, `${id}: re-run ${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
