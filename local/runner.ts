@@ -14,13 +14,14 @@ import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cance
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
+import { type ChildExecution, type DistributedMapState, runDistributedMap, withDistributedMapsAsTasks } from './distributed-map.ts';
 import { StartRunEnv } from '../functions/start-run/env.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
-import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from './template.ts';
+import { loadWorkflow, localDefinition, type SynthesizedWorkflow, type Template } from './template.ts';
 
 // aws-local-stepfunctions calls Promise.withResolvers, which Node 20 lacks.
 if (typeof (Promise as unknown as { withResolvers?: unknown }).withResolvers !== 'function') {
@@ -70,6 +71,8 @@ export interface ExecutionResult {
   readonly stoppedAt: string;
   /** The rules' targets that ran on an ABORTED or TIMED_OUT status change, as EventBridge would run them. */
   readonly statusChange: readonly StatusChangeDelivery[];
+  /** Child workflow executions of its distributed Map states, each with a history of its own (local/distributed-map.ts). */
+  readonly childExecutions: readonly ChildExecution[];
 }
 
 /** A started execution: abort it (StopExecution), or wait for its result. */
@@ -138,6 +141,8 @@ export interface LocalRunnerOptions {
   readonly taskOverrides?: Record<string, (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>>;
   /** Where alerts are appended as JSON lines. @default .atomic-publish/outbox/alerts.jsonl */
   readonly outboxFile?: string;
+  /** The template whose state machine runs. @default - the app's, synthesized (local/template.ts) */
+  readonly template?: Template;
 }
 
 export class LocalRunner {
@@ -148,8 +153,13 @@ export class LocalRunner {
 
   private constructor(
     readonly workflow: SynthesizedWorkflow,
-    /** What runs: the synthesized definition with its retry waits scaled (validated as synthesized, in create()). */
+    /**
+     * What runs: the synthesized definition with its retry waits scaled
+     * (validated as synthesized, in create()), and its distributed Maps as
+     * local Tasks (`distributedMaps`).
+     */
     private readonly definition: StateMachineDefinition,
+    private readonly distributedMaps: readonly DistributedMapState[],
     private readonly handlers: Map<string, Handler>,
     /** Status-change targets' handlers, keyed by function logical id. */
     private readonly eventHandlers: Map<string, Handler>,
@@ -167,17 +177,17 @@ export class LocalRunner {
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...options.env,
     });
-    const workflow = await loadWorkflow();
+    const workflow = await loadWorkflow(options.template);
     // The synthesized definition is validated as it is; the run uses the copy
     // with scaled retry waits, which the validator's integer rule for
     // IntervalSeconds would refuse.
     const { StateMachine } = await import('aws-local-stepfunctions');
     new StateMachine(workflow.definition, { validationOptions: { checkArn: false } });
-    const definition = localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE);
+    const { definition, maps } = withDistributedMapsAsTasks(localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE));
     const eventEntries = Object.fromEntries(
       [...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]),
     );
-    return new LocalRunner(workflow, definition, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options);
+    return new LocalRunner(workflow, definition, maps, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options);
   }
 
   /** Every alert the outbox received, oldest first. */
@@ -235,8 +245,10 @@ export class LocalRunner {
     // here. An error no Retry of the state matches fails the Map at once;
     // one that exhausted its retries shows up as a MapIterationFailed event.
     let mapFailed = false;
+    // A distributed Map's own states run in child executions; its runner stops them (local/distributed-map.ts).
+    const childStates = new Set(this.distributedMaps.flatMap((m) => Object.keys((m.state.ItemProcessor as { States: object }).States)));
     for (const [state, handler] of this.handlers) {
-      const inMap = this.workflow.mapStates.has(state);
+      const inMap = this.workflow.mapStates.has(state) && !childStates.has(state);
       const retried = new Set((this.workflow.retriers[state] ?? []).flat());
       const timeoutSeconds = this.workflow.timeoutsSeconds[state]!;
       const call = (input: unknown) => invoke(handler, state, input, timeoutSeconds);
@@ -258,6 +270,41 @@ export class LocalRunner {
     for (const state of Object.keys(this.workflow.serviceTasks)) {
       taskResourceLocalHandlers[state] = async (input) => this.outbox.publish(input as Record<string, unknown>, executionId);
     }
+    const childExecutions: ChildExecution[] = [];
+    for (const map of this.distributedMaps) {
+      taskResourceLocalHandlers[map.name] = async (input) => {
+        const output = await runDistributedMap({
+          map,
+          input,
+          parent: { id: executionId, name },
+          runChild: (processor, childInput, context) => {
+            const child = new StateMachine(processor, { validationOptions: { noValidate: true } }).run(childInput as never, {
+              overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never },
+              context: { Execution: { Id: context.id, Name: context.name } } as never,
+            });
+            let events = 0;
+            const counted = (async () => {
+              for await (const event of child.eventLogs) {
+                events += 1;
+                this.options.onEvent?.(event as ExecutionEvent, context.id);
+              }
+            })();
+            const result = child.result.then(
+              async (output) => (await counted, output),
+              async (error: Error & { cause?: Error }) => {
+                await counted;
+                // The child's failure as Step Functions names it: the error of the state that failed it.
+                throw error.cause instanceof Error ? error.cause : error;
+              },
+            );
+            return { result, abort: () => child.abort(), events: () => events };
+          },
+          onChild: (child) => childExecutions.push(child),
+        });
+        checkPayload(output, `the output of ${map.name}`);
+        return output;
+      };
+    }
 
     const definition = options.timeoutSeconds === undefined ? this.definition : { ...this.definition, TimeoutSeconds: options.timeoutSeconds };
     const machine = new StateMachine(definition, { validationOptions: { noValidate: true } });
@@ -276,7 +323,7 @@ export class LocalRunner {
       }
     })();
     const finish = async (): Promise<ExecutionResult> => {
-      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange'>;
+      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange' | 'childExecutions'>;
       try {
         const output = (await execution.result) as Record<string, unknown>;
         result = { executionId, status: 'SUCCEEDED', output, startedAt };
@@ -308,6 +355,7 @@ export class LocalRunner {
         metrics: this.capture.sink.metrics.slice(metricsBefore),
         stoppedAt,
         statusChange,
+        childExecutions: [...childExecutions],
       };
     };
     const running: RunningExecution = { executionId, abort: () => execution.abort(), result: finish() };
