@@ -16,6 +16,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PipelineBusy, type PlanEvent, takeLease } from './index.ts';
+import { batchChunks } from './chunks.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -39,7 +40,7 @@ export interface GroupPlanResult {
 interface Planned {
   readonly pipeline: Pipeline;
   readonly interval: BatchInterval;
-  readonly chunks: Chunk[];
+  readonly chunks: readonly Chunk[];
   readonly batch: BatchRef;
   readonly existing: Record<string, unknown> | undefined;
   readonly name: (step: string) => string;
@@ -64,7 +65,8 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   for (const member of group.members) {
     const pipeline = registry.find((p) => p.name === member.name) ?? member;
     const interval = memberInterval(group, pipeline, fields, now);
-    const chunks = planChunks(interval, pipeline);
+    // Calendar chunks are checked before anything is read; the batch's own chunks are resolved once the manifest is read.
+    const chunks = pipeline.chunk.targetRows === undefined ? planChunks(interval, pipeline) : [];
     const batchId = batchIdFor(pipeline, interval);
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
     const columns = await checkWarehouseSide(warehouse, pipeline, interval, name);
@@ -86,7 +88,8 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   for (const [i, p] of planned.entries()) {
     const [existing] = await warehouse.query(findBatch(p.batch.batchId), p.name('find-batch'));
     const basePublication = Number((await warehouse.query(latestPublication(p.pipeline.name), p.name('base')))[0]?.seq ?? 0);
-    planned[i] = { ...p, existing, batch: { ...p.batch, basePublication } };
+    const chunks = await batchChunks(warehouse, p.pipeline, p.interval, p.batch.batchId, existing !== undefined, p.name);
+    planned[i] = { ...p, chunks, existing, batch: { ...p.batch, basePublication } };
   }
   const result = (extra: Pick<GroupPlanResult, 'alreadyPublished' | 'busy' | 'skipped'>, chunksOf: (p: Planned) => readonly Chunk[]): GroupPlanResult => ({
     ...extra,

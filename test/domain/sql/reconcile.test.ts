@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BatchRef, CheckResult } from '../../../domain/batch.ts';
 import { ValidationError } from '../../../domain/errors.ts';
-import { chunkCounts, recordChecks, stagingProblems } from '../../../domain/sql/reconcile.ts';
+import { chunkCounts, chunkRowCounts, recordChecks } from '../../../domain/sql/reconcile.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from './support.ts';
 
@@ -10,15 +10,18 @@ describe('single statements of Reconcile', () => {
     ['chunkCounts (hour grain)', chunkCounts(pipelineWith({ chunk: { grain: 'hour' } }), batch)],
     ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
     ['chunkCounts', chunkCounts(pipeline, batch)],
-    ['stagingProblems', stagingProblems(pipeline, batch)],
+    ['chunkRowCounts', chunkRowCounts(pipeline, batch)],
   ]);
 
-  it('counts rows outside the batch interval, including rows with no time, and duplicated business keys', () => {
-    const statement = stagingProblems(pipeline, batch);
+  it('counts rows outside the batch interval, including rows with no time, and duplicated business keys, in the one pass over staging', () => {
+    const statement = chunkCounts(pipeline, batch);
 
-    expect(statement.sql).toContain('"ordered_at" IS NULL OR "ordered_at" < :start OR "ordered_at" >= :end');
-    expect(statement.sql).toMatch(/GROUP BY "order_id"(, "line_no")? HAVING COUNT\(\*\) > 1/);
-    expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
+    // A row is in the interval only when its time is; any other row (no time included) has no unit and counts as outside.
+    expect(statement.sql).toContain('CASE WHEN s."ordered_at" >= :start AND s."ordered_at" < :end THEN');
+    expect(statement.sql).toContain('COUNT(*) - COUNT(s.ap_unit_key) AS outside');
+    expect(statement.sql).toMatch(/GROUP BY s\."order_id"(, s\."line_no")?\s/);
+    expect(statement.sql).toContain('SUM(CASE WHEN key_rows > 1 THEN 1 ELSE 0 END) AS duplicate_keys');
+    expect(statement.sql.match(/FROM "analytics"\."[^"]+__stg_[0-9a-f]+" AS s/g)).toHaveLength(1);
   });
 
   it('binds the batch interval (not a chunk) when counting source rows per chunk', () => {
