@@ -7,15 +7,15 @@ import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
- * A per-row value summed per chunk on both sides, in the one pass over
- * each: the row count now; the column sums and content checksums of the
- * reconciliation gate are more entries (each must add up: partial sums per
- * business-key value, then per grain unit, then per chunk).
+ * A per-row value summed per chunk on both sides, in the one grouped pass
+ * over each: the row count now; the column sums and content checksums of
+ * the reconciliation gate are more entries (partial sums per grain unit,
+ * then per chunk, must add up).
  */
 export interface ChunkAggregate {
   /** Result column, `source_<name>` and `staging_<name>`. */
   readonly name: string;
-  /** The value one row adds, over the row's alias (`s`). */
+  /** The value one row adds, over the row's alias (`s`); `1` counts rows. */
   readonly perRow: (row: string) => string;
   /** The columns perRow reads (staging's pass reads only these, the key and the time). */
   readonly columns: readonly string[];
@@ -23,66 +23,62 @@ export interface ChunkAggregate {
 
 export const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
 
+/** True when the business key holds the time column: then a key value's rows all lie in one chunk. */
+export function keyImpliesTime(pipeline: Pipeline): boolean {
+  return pipeline.businessKey.includes(pipeline.timeColumn);
+}
+
 /**
  * Per chunk: what the source has now and what staging has, from one
- * grouped pass over the source and one over staging, with the rows the
- * load recorded; and, from the same staging pass, the rows outside the
- * batch interval (or with no time) and the business-key values held by
- * more than one row, on every row of the result.
+ * grouped pass over the source and one over staging (one statement), with
+ * the rows the load recorded; and, on every row of the result, staging's
+ * rows outside the batch interval (or with no time), from the same pass,
+ * and its business-key values held by more than one row.
  *
  * Rows are bucketed by grain unit (grainKey: a hash-join key, no range
  * join); a unit belongs to the chunk that starts at or before it (chunks
  * are whole grain units, merged or not, in time order), found by carrying
- * the last chunk index forward over the units in time order. Staging is
- * grouped by business-key value first (for the duplicate check), each
- * value counted in its earliest unit; `split_keys` counts values whose rows
- * lie in more than one unit (never when the key holds the time column),
- * and only then are the per-chunk staging figures inexact: the gate has
- * failed (those values are duplicates) and Reconcile takes them from
- * chunkRowCounts instead.
+ * the last chunk index forward over the units in time order; rows outside
+ * the interval fall in no unit. Where the business key holds the time
+ * column, staging's pass groups by unit and key value, so the key check is
+ * per chunk and in the same pass; otherwise a value may repeat across
+ * chunks, and the check is one more grouping of staging by key.
  */
 export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
-  return chunkFigures(pipeline, batch, aggregates, 'by-key');
-}
-
-/**
- * chunkCounts with staging grouped by unit instead of by business-key
- * value: exact per-chunk staging figures whatever the keys (a second pass,
- * run only when chunkCounts found values split across units).
- */
-export function chunkRowCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
-  return chunkFigures(pipeline, batch, aggregates, 'by-unit');
-}
-
-function chunkFigures(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[], staging: 'by-key' | 'by-unit'): Statement {
   const t = quoteIdent(pipeline.timeColumn);
   const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const key = pipeline.businessKey.map((c) => `s.${quoteIdent(c)}`).join(', ');
-  // Staging's columns a pass reads: the business key and the time, bucketed.
-  const stagingRows = (columns: readonly string[]) =>
-    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')}, CASE WHEN s.${t} >= :start AND s.${t} < :end THEN ${grainKey(pipeline, `s.${t}`)} END AS ap_unit_key
-                      FROM ${table} AS s) AS s`;
+  const aggregateColumns = aggregates.flatMap((a) => a.columns);
   const sums = (side: string, expression: (a: ChunkAggregate) => string) => aggregates.map((a) => `${expression(a)} AS ${side}_${a.name}`).join(', ');
   const rolled = (side: string, from: string) => aggregates.map((a) => `SUM(${from}.${side}_${a.name}) AS ${side}_${a.name}`).join(', ');
-  const stagingPass =
-    staging === 'by-key'
-      ? `stg_key AS (
-            SELECT MIN(s.ap_unit_key) AS k, MAX(s.ap_unit_key) AS k_last, COUNT(*) - COUNT(s.ap_unit_key) AS outside, COUNT(*) AS key_rows,
-                   ${sums('staging', (a) => `SUM(CASE WHEN s.ap_unit_key IS NOT NULL THEN ${a.perRow('s')} END)`)}
-              FROM ${stagingRows([...pipeline.businessKey, pipeline.timeColumn, ...aggregates.flatMap((a) => a.columns)])}
-             GROUP BY ${key}
+  // Staging's rows as a pass reads them: the columns it needs, and the unit
+  // of the row's time where that lies in the batch interval (else NULL).
+  const stagingRows = (columns: readonly string[]) =>
+    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},
+                           CASE WHEN s.${t} >= :start AND s.${t} < :end THEN ${grainKey(pipeline, `s.${t}`)} END AS ap_unit
+                      FROM ${table} AS s) AS s`;
+  // Rows in the interval: the unit is not NULL.
+  const inside = (a: ChunkAggregate) => (a.perRow('s') === '1' ? 'COUNT(s.ap_unit)' : `SUM(CASE WHEN s.ap_unit IS NOT NULL THEN ${a.perRow('s')} END)`);
+  const stagingPass = keyImpliesTime(pipeline)
+    ? `stg_key AS (
+            SELECT s.ap_unit AS k, COUNT(*) AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
+              FROM ${stagingRows([...pipeline.businessKey, ...aggregateColumns])}
+             GROUP BY s.ap_unit, ${key}
           ),
           stg AS (
-            SELECT k, ${rolled('staging', 'stg_key')}, SUM(outside) AS outside,
-                   SUM(CASE WHEN key_rows > 1 THEN 1 ELSE 0 END) AS duplicate_keys,
-                   SUM(CASE WHEN k <> k_last THEN 1 ELSE 0 END) AS split_keys
+            SELECT k, ${rolled('staging', 'stg_key')}, SUM(outside) AS outside, SUM(CASE WHEN key_rows > 1 THEN 1 ELSE 0 END) AS duplicate_keys
               FROM stg_key GROUP BY k
+          ),
+          dup AS (
+            SELECT COALESCE(SUM(duplicate_keys), 0) AS duplicate_keys FROM stg
           )`
-      : `stg AS (
-            SELECT s.ap_unit_key AS k, ${sums('staging', (a) => `SUM(CASE WHEN s.ap_unit_key IS NOT NULL THEN ${a.perRow('s')} END)`)},
-                   COUNT(*) - COUNT(s.ap_unit_key) AS outside, 0 AS duplicate_keys, 0 AS split_keys
-              FROM ${stagingRows([pipeline.timeColumn, ...aggregates.flatMap((a) => a.columns)])}
-             GROUP BY s.ap_unit_key
+    : `stg AS (
+            SELECT s.ap_unit AS k, ${sums('staging', inside)}, COUNT(*) - COUNT(s.ap_unit) AS outside
+              FROM ${stagingRows([pipeline.timeColumn, ...aggregateColumns])}
+             GROUP BY s.ap_unit
+          ),
+          dup AS (
+            SELECT COUNT(*) AS duplicate_keys FROM (SELECT 1 AS one FROM ${table} AS s GROUP BY ${key} HAVING COUNT(*) > 1) AS d
           )`;
   const figures = (side: string, from: string) => aggregates.map((a) => `COALESCE(${from}.${side}_${a.name}, 0) AS ${side}_${a.name}`);
   return {
@@ -112,13 +108,11 @@ function chunkFigures(pipeline: Pipeline, batch: BatchRef, aggregates: readonly 
             SELECT owner.chunk_index, ${rolled('staging', 'stg')} FROM stg JOIN owner ON owner.k = stg.k GROUP BY owner.chunk_index
           ),
           whole AS (
-            SELECT COALESCE(SUM(outside), 0) AS outside_interval, COALESCE(SUM(duplicate_keys), 0) AS duplicate_keys,
-                   COALESCE(SUM(split_keys), 0) AS split_keys
-              FROM stg
+            SELECT (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, dup.duplicate_keys FROM dup
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
                  ${[...figures('source', 'sc'), ...figures('staging', 'gc')].join(', ')},
-                 whole.outside_interval, whole.duplicate_keys, whole.split_keys
+                 whole.outside_interval, whole.duplicate_keys
             FROM chunk
             LEFT JOIN src_chunk AS sc ON sc.chunk_index = chunk.chunk_index
             LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index

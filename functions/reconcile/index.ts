@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { chunkCounts, chunkRowCounts, recordChecks } from '../../domain/sql/reconcile.ts';
+import { chunkCounts, recordChecks } from '../../domain/sql/reconcile.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -25,15 +25,10 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const pipeline = frozenPipeline(batch);
   const name = (step: string) => `atomic-publish:${pipeline.name}:reconcile:${step}:${batch.batchId}`;
 
-  // One pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts).
-  let rows = await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'));
+  // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts).
+  const rows = await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'));
   const [whole] = rows;
   const problems = { outsideInterval: Number(whole?.outside_interval ?? 0), duplicateKeys: Number(whole?.duplicate_keys ?? 0) };
-  if (Number(whole?.split_keys ?? 0) > 0) {
-    // Key values whose rows lie in more than one grain unit (duplicates):
-    // exact per-chunk staging figures take a pass grouped by unit.
-    rows = await warehouse.query(chunkRowCounts(pipeline, batch), name('chunk-row-counts'));
-  }
   const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),

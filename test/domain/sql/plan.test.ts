@@ -34,7 +34,10 @@ describe('single statements of Plan', () => {
     const statement = sourceVolume(pipeline, interval);
 
     expect(statement.sql).toContain('SELECT MIN(s."ordered_at") AS first_at, COUNT(*) AS n');
-    expect(statement.sql).toContain(`GROUP BY DATE_TRUNC('day', (s."ordered_at" AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')`);
+    expect(statement.sql).toContain(`GROUP BY DATE_TRUNC('day', s."ordered_at")`);
+    expect(sourceVolume(pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' }), interval).sql).toContain(
+      `GROUP BY DATE_TRUNC('day', (s."ordered_at" AT TIME ZONE 'UTC') AT TIME ZONE 'Europe/Berlin')`,
+    );
     expect(statement.sql.match(/GROUP BY/g)).toHaveLength(1);
     expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
   });
