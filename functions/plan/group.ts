@@ -16,7 +16,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PipelineBusy, type PlanEvent, takeLease } from './index.ts';
-import { batchChunks } from './chunks.ts';
+import { batchChunks, sortKeyCheck } from './chunks.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -24,6 +24,8 @@ export interface MemberPlan {
   readonly chunks: readonly Chunk[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
+  /** As a pipeline run's `plan.warnings` (functions/plan/chunks.ts sortKeyCheck). */
+  readonly warnings?: readonly string[];
 }
 
 export interface GroupPlanResult {
@@ -91,10 +93,14 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const chunks = await batchChunks(warehouse, p.pipeline, p.interval, p.batch.batchId, existing !== undefined, p.name);
     planned[i] = { ...p, chunks, existing, batch: { ...p.batch, basePublication } };
   }
+  const warnings = new Map<string, string>();
   const result = (extra: Pick<GroupPlanResult, 'alreadyPublished' | 'busy' | 'skipped'>, chunksOf: (p: Planned) => readonly Chunk[]): GroupPlanResult => ({
     ...extra,
     group: { name: group.name, members: planned.map((p) => p.pipeline.name) },
-    members: planned.map((p) => ({ maxConcurrency: p.pipeline.chunk.maxConcurrency, chunks: chunksOf(p), chunkCount: p.chunks.length, batch: p.batch })),
+    members: planned.map((p) => {
+      const warning = warnings.get(p.pipeline.name);
+      return { maxConcurrency: p.pipeline.chunk.maxConcurrency, chunks: chunksOf(p), chunkCount: p.chunks.length, batch: p.batch, ...(warning === undefined ? {} : { warnings: [warning] }) };
+    }),
   });
   const publishedAlready = planned.filter((p) => p.existing?.status === BatchStatus.PUBLISHED);
   if (publishedAlready.length === planned.length) {
@@ -123,6 +129,10 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   }
 
   const remaining = new Map<string, readonly Chunk[]>();
+  for (const p of planned) {
+    const warning = await sortKeyCheck(warehouse, p.pipeline, p.name);
+    if (warning !== undefined) warnings.set(p.pipeline.name, warning);
+  }
   for (const [i, p] of planned.entries()) {
     // What the member's swap compares its live table with (functions/plan/index.ts liveBaseline).
     planned[i] = { ...p, batch: { ...p.batch, live: await liveBaseline(warehouse, p.pipeline, p.batch.to, p.name) } };
