@@ -11,6 +11,8 @@
  *                   its median latency during the load
  *   publishVia      the publish step and the longest read during it, by
  *                   rename vs through a view, on the same data (bench/publish-via.ts)
+ *   reconcile       the gate's reading vs one plain COUNT(*) pass over the
+ *                   source plus one over staging (bench/reconcile.ts)
  *
  * Options: --rows N (default 600000), --repeat N (default 3).
  */
@@ -29,6 +31,7 @@ import { renderTable } from '../local/table.ts';
 import { median } from './stats.ts';
 import { benchDataApi } from './data-api.ts';
 import { benchPublishVia } from './publish-via.ts';
+import { benchReconcile } from './reconcile.ts';
 import { pollReads } from './reads.ts';
 
 const DATABASE = 'atomic_publish_bench';
@@ -132,6 +135,7 @@ async function main(): Promise<void> {
 
   process.stdout.write(await benchDataApi({ postgres: conn, database: DATABASE, endpoint: api.endpoint, repeat }));
   process.stdout.write(await benchPublishVia({ postgres: conn, rowsPerDay, days: DAYS, repeat }));
+  process.stdout.write((await benchReconcile({ warehouse, pipeline, from: sampleDay(0), to: sampleDay(DAYS), repeat })).table);
 
   runner.close();
   await db.end();

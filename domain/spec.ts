@@ -40,6 +40,14 @@ export interface PipelineSpec {
     readonly timezone?: string;
     /** Chunks loaded at once. @default 4 */
     readonly maxConcurrency?: number;
+    /**
+     * Rows a chunk should hold, about: Plan counts the source's rows per
+     * `grain` unit (one grouped count) and merges adjacent units up to this
+     * many; a unit holding more stays one chunk. Boundaries stay on the
+     * grain, half-open, in `timezone`. A resumed batch keeps the chunks it
+     * was planned with. @default - one chunk per grain unit
+     */
+    readonly targetRows?: number;
   };
   /** First instant of the data (ISO 8601); a full rebuild starts here. Must lie on a chunk boundary. */
   readonly historyStart: string;
@@ -91,7 +99,7 @@ export interface Pipeline {
   readonly target: { readonly schema: string; readonly table: string };
   readonly sourceSql: string;
   readonly timeColumn: string;
-  readonly chunk: { readonly grain: ChunkGrain; readonly timezone: string; readonly maxConcurrency: number };
+  readonly chunk: { readonly grain: ChunkGrain; readonly timezone: string; readonly maxConcurrency: number; readonly targetRows?: number };
   readonly historyStart: string;
   readonly businessKey: readonly string[];
   readonly publishMode: PublishMode;
@@ -145,6 +153,12 @@ function checked<T>(problem: (value: unknown) => string | undefined) {
 function integer(min: number, max: number, why = '') {
   const message = `must be an integer from ${min} to ${max}${why}`;
   return z.number({ error: message }).refine((n) => Number.isInteger(n) && n >= min && n <= max, { error: message });
+}
+
+/** A whole number of at least 1, with one message for every way of missing it. */
+function positiveInteger(why = '') {
+  const message = `must be a positive integer${why}`;
+  return z.number({ error: message }).refine((n) => Number.isSafeInteger(n) && n >= 1, { error: message });
 }
 
 /** A field that takes `fallback` when left out or null (as a JSON-sourced spec may say). */
@@ -211,6 +225,7 @@ const chunkSchema = section({
   grain: z.enum(GRAINS, { error: `must be one of ${GRAINS.join(', ')}` }),
   timezone: withDefault(timezone, 'UTC'),
   maxConcurrency: withDefault(integer(1, MAX_MAP_CONCURRENCY), 4),
+  targetRows: z.preprocess((value) => value ?? undefined, positiveInteger(' (rows per chunk, about)').optional()),
 });
 
 const businessKeySchema = z
@@ -324,7 +339,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     target: valid.target,
     sourceSql: valid.sourceSql,
     timeColumn: valid.timeColumn,
-    chunk: valid.chunk,
+    chunk: chunkSettings(valid.chunk),
     historyStart: valid.historyStart,
     businessKey: valid.businessKey,
     publishMode: valid.publishMode,
@@ -339,9 +354,15 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
   return { ...normalized, specHash: specHash(normalized) };
 }
 
+/** The chunk section without an absent targetRows. */
+function chunkSettings(chunk: z.output<typeof chunkSchema>): Pipeline['chunk'] {
+  const { targetRows, ...rest } = chunk;
+  return targetRows === undefined ? rest : { ...rest, targetRows };
+}
+
 /**
  * sha256 of what decides the published rows, so tuning concurrency, the
- * SLA, the schedule, retention, out-of-band writers (each Plan freezes that
+ * chunk target (a batch records the chunks it was planned with), the SLA, the schedule, retention, out-of-band writers (each Plan freezes that
  * setting into its BatchRef) or the description neither fails a run in
  * flight (SpecChangedError) nor turns a failed batch into a new one.
  */

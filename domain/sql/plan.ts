@@ -1,7 +1,7 @@
 /** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
 import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
-import { qualifiedName, sqlLiteral } from '../identifiers.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
@@ -200,5 +200,68 @@ export function relationPrivileges(relations: readonly { schema: string; table: 
             JOIN pg_user u ON u.usesysid = c.relowner
            WHERE c.relkind IN ('r', 'v', 'm', 'p') AND (${match.join(' OR ')})`,
     parameters: Object.fromEntries(relations.flatMap((r, i) => [[`schema_${i}`, r.schema], [`table_${i}`, r.table]])),
+  };
+}
+
+/**
+ * The grain unit a timestamp falls in, as a grouping key both sides of a
+ * hash join can use (a range join on [start, end) is quadratic on engines
+ * without indexes). Days and months: the local calendar bucket in the
+ * pipeline's zone. Hours: whole hours since the batch start (`:start`),
+ * which stays unique across a DST change where local hours repeat.
+ * Redshift reads `AT TIME ZONE` and `EXTRACT(EPOCH ...)` as PostgreSQL does
+ * ("AT TIME ZONE", https://docs.aws.amazon.com/redshift/latest/dg/r_AT_TIME_ZONE.html).
+ */
+export function grainKey(pipeline: Pipeline, column: string): string {
+  const { grain, timezone } = pipeline.chunk;
+  if (grain === 'hour') {
+    return `FLOOR((EXTRACT(EPOCH FROM ${column}) - EXTRACT(EPOCH FROM CAST(:start AS timestamp))) / 3600)`;
+  }
+  // In UTC the two conversions cancel out: the cheaper expression, same buckets.
+  if (timezone === 'UTC') return `DATE_TRUNC(${sqlLiteral(grain)}, ${column})`;
+  return `DATE_TRUNC(${sqlLiteral(grain)}, (${column} AT TIME ZONE 'UTC') AT TIME ZONE ${sqlLiteral(timezone)})`;
+}
+
+/**
+ * The source's rows per grain unit of the interval, in one grouped count:
+ * each group's earliest time names its unit (floored to the grain as the
+ * chunk boundaries are, domain/chunk-sizing.ts). Empty units have no row.
+ */
+export function sourceVolume(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
+  const t = `s.${quoteIdent(pipeline.timeColumn)}`;
+  return {
+    sql: `SELECT MIN(${t}) AS first_at, COUNT(*) AS n
+            FROM (${pipeline.sourceSql}
+) AS s
+           WHERE ${t} >= :start AND ${t} < :end
+           GROUP BY ${grainKey(pipeline, t)}`,
+    parameters: { start: timestampParam(interval.from), end: timestampParam(interval.to) },
+  };
+}
+
+/** The chunks a batch was planned with (none: a new batch), in order. */
+export function recordedChunks(batchId: string): Statement {
+  return {
+    sql: `SELECT chunk_index, interval_start, interval_end FROM ${M}.chunks WHERE batch_id = :batch_id ORDER BY chunk_index`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/**
+ * The sort-key columns of the tables the source reads: SVV_REDSHIFT_COLUMNS
+ * is visible to every user and gives each column's position in its table's
+ * sort key (0: not in it; negative: interleaved), https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_REDSHIFT_COLUMNS.html.
+ * A table named without a schema matches in any schema.
+ */
+export function sourceSortKeys(tables: readonly { schema?: string; table: string }[]): Statement {
+  const match = tables.map((t, i) => (t.schema === undefined ? `table_name = :table_${i}` : `(schema_name = :schema_${i} AND table_name = :table_${i})`));
+  return {
+    sql: `SELECT schema_name, table_name, column_name, sortkey
+            FROM svv_redshift_columns
+           WHERE database_name = current_database() AND sortkey <> 0 AND (${match.join(' OR ')})
+           ORDER BY schema_name, table_name, ABS(sortkey)`,
+    parameters: Object.fromEntries(
+      tables.flatMap((t, i) => [[`table_${i}`, t.table] as [string, string], ...(t.schema === undefined ? [] : [[`schema_${i}`, t.schema] as [string, string]])]),
+    ),
   };
 }

@@ -1,73 +1,124 @@
-/** The SQL of Reconcile: counts per chunk, whole-table checks of staging, and the recorded results. */
+/** The SQL of Reconcile: per-chunk figures and whole-table checks from one pass over each side, and the recorded results. */
 import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
- * The chunk a timestamp falls in, as a key both sides of a hash join can
- * use (a range join on [start, end) is quadratic on engines without
- * indexes). Days and months: the local calendar bucket in the pipeline's
- * zone. Hours: whole hours since the batch start, which stays unique
- * across a DST change where local hours repeat.
+ * A per-row value summed per chunk on both sides, in the one grouped pass
+ * over each: the row count now; the column sums and content checksums of
+ * the reconciliation gate are more entries (partial sums per grain unit,
+ * then per chunk, must add up).
  */
-function chunkKey(pipeline: Pipeline, column: string): string {
-  const { grain, timezone } = pipeline.chunk;
-  if (grain === 'hour') {
-    return `FLOOR((EXTRACT(EPOCH FROM ${column}) - EXTRACT(EPOCH FROM CAST(:start AS timestamp))) / 3600)`;
-  }
-  return `DATE_TRUNC(${sqlLiteral(grain)}, (${column} AT TIME ZONE 'UTC') AT TIME ZONE ${sqlLiteral(timezone)})`;
+export interface ChunkAggregate {
+  /** Result column, `source_<name>` and `staging_<name>`. */
+  readonly name: string;
+  /** The value one row adds, over the row's alias (`s`); `1` counts rows. */
+  readonly perRow: (row: string) => string;
+  /** The columns perRow reads (staging's pass reads only these, the key and the time). */
+  readonly columns: readonly string[];
+}
+
+export const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
+
+/** True when the business key holds the time column: then a key value's rows all lie in one chunk. */
+export function keyImpliesTime(pipeline: Pipeline): boolean {
+  return pipeline.businessKey.includes(pipeline.timeColumn);
 }
 
 /**
- * Per chunk: rows the source has now, rows staging has, rows the load
- * recorded. Chunks come from the manifest, so an unloaded chunk shows up.
+ * Per chunk: what the source has now and what staging has, from one
+ * grouped pass over the source and one over staging (one statement), with
+ * the rows the load recorded; and, on every row of the result, staging's
+ * rows outside the batch interval (or with no time), from the same pass,
+ * and its business-key values held by more than one row.
+ *
+ * Rows are bucketed by grain unit (grainKey: a hash-join key, no range
+ * join); a unit belongs to the chunk that starts at or before it (chunks
+ * are whole grain units, merged or not, in time order), found by carrying
+ * the last chunk index forward over the units in time order; rows outside
+ * the interval fall in no unit. Where the business key holds the time
+ * column, staging's pass groups by unit and key value, so the key check is
+ * per chunk and in the same pass; otherwise a value may repeat across
+ * chunks, and the check is one more grouping of staging by key.
  */
-export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
+export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
   const t = quoteIdent(pipeline.timeColumn);
-  const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
+  const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
+  const key = pipeline.businessKey.map((c) => `s.${quoteIdent(c)}`).join(', ');
+  const aggregateColumns = aggregates.flatMap((a) => a.columns);
+  const sums = (side: string, expression: (a: ChunkAggregate) => string) => aggregates.map((a) => `${expression(a)} AS ${side}_${a.name}`).join(', ');
+  const rolled = (side: string, from: string) => aggregates.map((a) => `SUM(${from}.${side}_${a.name}) AS ${side}_${a.name}`).join(', ');
+  // Staging's rows as a pass reads them: the columns it needs, and the unit
+  // of the row's time where that lies in the batch interval (else NULL).
+  const stagingRows = (columns: readonly string[]) =>
+    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},
+                           CASE WHEN s.${t} >= :start AND s.${t} < :end THEN ${grainKey(pipeline, `s.${t}`)} END AS ap_unit
+                      FROM ${table} AS s) AS s`;
+  // Rows in the interval: the unit is not NULL.
+  const inside = (a: ChunkAggregate) => (a.perRow('s') === '1' ? 'COUNT(s.ap_unit)' : `SUM(CASE WHEN s.ap_unit IS NOT NULL THEN ${a.perRow('s')} END)`);
+  const stagingPass = keyImpliesTime(pipeline)
+    ? `stg_key AS (
+            SELECT s.ap_unit AS k, COUNT(*) AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
+              FROM ${stagingRows([...pipeline.businessKey, ...aggregateColumns])}
+             GROUP BY s.ap_unit, ${key}
+          ),
+          stg AS (
+            SELECT k, ${rolled('staging', 'stg_key')}, SUM(outside) AS outside, SUM(CASE WHEN key_rows > 1 THEN 1 ELSE 0 END) AS duplicate_keys
+              FROM stg_key GROUP BY k
+          ),
+          dup AS (
+            SELECT COALESCE(SUM(duplicate_keys), 0) AS duplicate_keys FROM stg
+          )`
+    : `stg AS (
+            SELECT s.ap_unit AS k, ${sums('staging', inside)}, COUNT(*) - COUNT(s.ap_unit) AS outside
+              FROM ${stagingRows([pipeline.timeColumn, ...aggregateColumns])}
+             GROUP BY s.ap_unit
+          ),
+          dup AS (
+            SELECT COUNT(*) AS duplicate_keys FROM (SELECT 1 AS one FROM ${table} AS s GROUP BY ${key} HAVING COUNT(*) > 1) AS d
+          )`;
+  const figures = (side: string, from: string) => aggregates.map((a) => `COALESCE(${from}.${side}_${a.name}, 0) AS ${side}_${a.name}`);
   return {
     sql: `WITH chunk AS (
-            SELECT chunk_index, interval_start, status, rows_written, ${chunkKey(pipeline, 'interval_start')} AS k
+            SELECT chunk_index, interval_start, status, rows_written, ${grainKey(pipeline, 'interval_start')} AS k
               FROM ${M}.chunks WHERE batch_id = :batch_id
           ),
           src AS (
-            SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
+            SELECT ${grainKey(pipeline, `s.${t}`)} AS k, ${sums('source', (a) => `SUM(${a.perRow('s')})`)}
               FROM (${pipeline.sourceSql}
 ) AS s
              WHERE s.${t} >= :start AND s.${t} < :end
              GROUP BY 1
           ),
-          stg AS (
-            SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
-              FROM ${staging} AS s
-             WHERE s.${t} >= :start AND s.${t} < :end
-             GROUP BY 1
+          ${stagingPass},
+          unit AS (
+            SELECT k FROM chunk UNION SELECT k FROM src UNION SELECT k FROM stg WHERE k IS NOT NULL
+          ),
+          owner AS (
+            SELECT unit.k, MAX(chunk.chunk_index) OVER (ORDER BY unit.k ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS chunk_index
+              FROM unit LEFT JOIN chunk ON chunk.k = unit.k
+          ),
+          src_chunk AS (
+            SELECT owner.chunk_index, ${rolled('source', 'src')} FROM src JOIN owner ON owner.k = src.k GROUP BY owner.chunk_index
+          ),
+          stg_chunk AS (
+            SELECT owner.chunk_index, ${rolled('staging', 'stg')} FROM stg JOIN owner ON owner.k = stg.k GROUP BY owner.chunk_index
+          ),
+          whole AS (
+            SELECT (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, dup.duplicate_keys FROM dup
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
-                 COALESCE(src.n, 0) AS source_rows, COALESCE(stg.n, 0) AS staging_rows
+                 ${[...figures('source', 'sc'), ...figures('staging', 'gc')].join(', ')},
+                 whole.outside_interval, whole.duplicate_keys
             FROM chunk
-            LEFT JOIN src ON src.k = chunk.k
-            LEFT JOIN stg ON stg.k = chunk.k
+            LEFT JOIN src_chunk AS sc ON sc.chunk_index = chunk.chunk_index
+            LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index
+           CROSS JOIN whole
            ORDER BY chunk.chunk_index`,
     parameters: { batch_id: batch.batchId, start: timestampParam(batch.from), end: timestampParam(batch.to) },
-  };
-}
-
-/**
- * Whole-table checks of staging: rows outside the batch interval (a load
- * that escaped its chunk) and business-key values on more than one row (a
- * duplicated load, or a source that breaks the key).
- */
-export function stagingProblems(pipeline: Pipeline, batch: BatchRef): Statement {
-  const t = quoteIdent(pipeline.timeColumn);
-  const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
-  const key = pipeline.businessKey.map(quoteIdent).join(', ');
-  return {
-    sql: `SELECT (SELECT COUNT(*) FROM ${staging} WHERE ${t} IS NULL OR ${t} < :start OR ${t} >= :end) AS outside_interval,
-                 (SELECT COUNT(*) FROM (SELECT 1 AS one FROM ${staging} GROUP BY ${key} HAVING COUNT(*) > 1) AS d) AS duplicate_keys`,
-    parameters: { start: timestampParam(batch.from), end: timestampParam(batch.to) },
   };
 }
 

@@ -16,6 +16,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PipelineBusy, type PlanEvent, takeLease } from './index.ts';
+import { batchChunks, sortKeyCheck } from './chunks.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -23,6 +24,8 @@ export interface MemberPlan {
   readonly chunks: readonly Chunk[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
+  /** As a pipeline run's `plan.warnings` (functions/plan/chunks.ts sortKeyCheck). */
+  readonly warnings?: readonly string[];
 }
 
 export interface GroupPlanResult {
@@ -39,7 +42,7 @@ export interface GroupPlanResult {
 interface Planned {
   readonly pipeline: Pipeline;
   readonly interval: BatchInterval;
-  readonly chunks: Chunk[];
+  readonly chunks: readonly Chunk[];
   readonly batch: BatchRef;
   readonly existing: Record<string, unknown> | undefined;
   readonly name: (step: string) => string;
@@ -64,7 +67,8 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   for (const member of group.members) {
     const pipeline = registry.find((p) => p.name === member.name) ?? member;
     const interval = memberInterval(group, pipeline, fields, now);
-    const chunks = planChunks(interval, pipeline);
+    // Calendar chunks are checked before anything is read; the batch's own chunks are resolved once the manifest is read.
+    const chunks = pipeline.chunk.targetRows === undefined ? planChunks(interval, pipeline) : [];
     const batchId = batchIdFor(pipeline, interval);
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
     const columns = await checkWarehouseSide(warehouse, pipeline, interval, name);
@@ -86,12 +90,17 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   for (const [i, p] of planned.entries()) {
     const [existing] = await warehouse.query(findBatch(p.batch.batchId), p.name('find-batch'));
     const basePublication = Number((await warehouse.query(latestPublication(p.pipeline.name), p.name('base')))[0]?.seq ?? 0);
-    planned[i] = { ...p, existing, batch: { ...p.batch, basePublication } };
+    const chunks = await batchChunks(warehouse, p.pipeline, p.interval, p.batch.batchId, existing !== undefined, p.name);
+    planned[i] = { ...p, chunks, existing, batch: { ...p.batch, basePublication } };
   }
+  const warnings = new Map<string, string>();
   const result = (extra: Pick<GroupPlanResult, 'alreadyPublished' | 'busy' | 'skipped'>, chunksOf: (p: Planned) => readonly Chunk[]): GroupPlanResult => ({
     ...extra,
     group: { name: group.name, members: planned.map((p) => p.pipeline.name) },
-    members: planned.map((p) => ({ maxConcurrency: p.pipeline.chunk.maxConcurrency, chunks: chunksOf(p), chunkCount: p.chunks.length, batch: p.batch })),
+    members: planned.map((p) => {
+      const warning = warnings.get(p.pipeline.name);
+      return { maxConcurrency: p.pipeline.chunk.maxConcurrency, chunks: chunksOf(p), chunkCount: p.chunks.length, batch: p.batch, ...(warning === undefined ? {} : { warnings: [warning] }) };
+    }),
   });
   const publishedAlready = planned.filter((p) => p.existing?.status === BatchStatus.PUBLISHED);
   if (publishedAlready.length === planned.length) {
@@ -120,6 +129,10 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   }
 
   const remaining = new Map<string, readonly Chunk[]>();
+  for (const p of planned) {
+    const warning = await sortKeyCheck(warehouse, p.pipeline, p.name);
+    if (warning !== undefined) warnings.set(p.pipeline.name, warning);
+  }
   for (const [i, p] of planned.entries()) {
     // What the member's swap compares its live table with (functions/plan/index.ts liveBaseline).
     planned[i] = { ...p, batch: { ...p.batch, live: await liveBaseline(warehouse, p.pipeline, p.batch.to, p.name) } };

@@ -44,6 +44,7 @@ import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
 
@@ -80,6 +81,8 @@ export interface PlanResult {
   readonly chunks: readonly Chunk[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
+  /** What the operator should know about this plan (e.g. a source not sorted on the time column); also logged. */
+  readonly warnings?: readonly string[];
   /** Present for a rollback (input `rollback`): the state machine runs Rollback instead of loading (functions/plan/rollback.ts). */
   readonly rollback?: RollbackTarget;
 }
@@ -228,7 +231,8 @@ export async function plan(
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
-  const chunks = planChunks(interval, pipeline);
+  // Calendar chunks are checked before anything is read; sized ones once the source is measured.
+  if (pipeline.chunk.targetRows === undefined) planChunks(interval, pipeline);
   const batchId = batchIdFor(pipeline, interval);
   const stagingTable = stagingTableFor(pipeline, batchId);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
@@ -240,6 +244,7 @@ export async function plan(
 
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
+  const chunks = await batchChunks(warehouse, pipeline, interval, batchId, existing !== undefined, name);
   const basePublication = Number((await warehouse.query(latestPublication(pipeline.name), name('base')))[0]?.seq ?? 0);
   const batch: BatchRef = {
     pipeline: pipeline.name,
@@ -263,6 +268,7 @@ export async function plan(
     return { alreadyPublished: false, busy: true, skipped, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }
 
+  const sortKeyWarning = await sortKeyCheck(warehouse, pipeline, name);
   const baseline = await liveBaseline(warehouse, pipeline, batch.to, name);
   await warehouse.batch(
     startBatch({
@@ -297,6 +303,7 @@ export async function plan(
     chunks: remaining,
     chunkCount: chunks.length,
     batch: { ...batch, live: baseline },
+    ...(sortKeyWarning === undefined ? {} : { warnings: [sortKeyWarning] }),
   };
 }
 

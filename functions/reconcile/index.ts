@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { chunkCounts, recordChecks, stagingProblems } from '../../domain/sql/reconcile.ts';
+import { chunkCounts, recordChecks } from '../../domain/sql/reconcile.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -25,7 +25,11 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const pipeline = frozenPipeline(batch);
   const name = (step: string) => `atomic-publish:${pipeline.name}:reconcile:${step}:${batch.batchId}`;
 
-  const counts: ChunkCount[] = (await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'))).map((r) => ({
+  // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts).
+  const rows = await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'));
+  const [whole] = rows;
+  const problems = { outsideInterval: Number(whole?.outside_interval ?? 0), duplicateKeys: Number(whole?.duplicate_keys ?? 0) };
+  const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),
     status: String(r.status),
@@ -33,10 +37,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     sourceRows: Number(r.source_rows),
     stagingRows: Number(r.staging_rows),
   }));
-  const [problems] = await warehouse.query(stagingProblems(pipeline, batch), name('staging-problems'));
   const result = evaluate(
     counts,
-    { outsideInterval: Number(problems?.outside_interval ?? 0), duplicateKeys: Number(problems?.duplicate_keys ?? 0) },
+    problems,
     pipeline.checks.allowEmpty,
     pipeline.businessKey,
   );

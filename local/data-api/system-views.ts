@@ -1,5 +1,5 @@
 // Redshift's system views the project queries, or is about to, for
-// privileges, locks and running queries and table facts, as views over
+// privileges, locks and running queries, table facts and sort keys, as views over
 // PostgreSQL's catalog with Redshift's column names and types. They live in
 // the schema SYSTEM_VIEWS_SCHEMA of every database the endpoint serves,
 // which is on the search_path of the endpoint's sessions (after the user
@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 5';
+const VERSION = 'atomic-publish local Redshift system views, version 6';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -76,6 +76,41 @@ const VIEWS: Record<string, string> = {
       FROM pg_stat_activity a
      WHERE a.backend_type = 'client backend' AND a.query_start IS NOT NULL
        AND (${SEES_ALL} OR a.usename = current_user)`,
+
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_REDSHIFT_COLUMNS.html
+  // Columns of tables and views the user may read (a superuser: all; the
+  // access here is to the tables, not to other users' logs, so SYSLOG ACCESS
+  // does not widen it). PostgreSQL has no sort
+  // keys: a table's btree index stands in for one (the index it is
+  // CLUSTERed on, else its oldest), sortkey being a column's position in it
+  // (0: not in it), as a time column's index stands in for a sort key.
+  svv_redshift_columns: `
+    SELECT current_database()::varchar(128) AS database_name,
+           n.nspname::varchar(128) AS schema_name,
+           c.relname::varchar(128) AS table_name,
+           a.attname::varchar(128) AS column_name,
+           a.attnum::int4 AS ordinal_position,
+           format_type(a.atttypid, a.atttypmod)::varchar(32) AS data_type,
+           pg_get_expr(d.adbin, d.adrelid)::varchar(4000) AS column_default,
+           (CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END)::varchar(3) AS is_nullable,
+           NULL::varchar(128) AS encoding,
+           false AS distkey,
+           COALESCE(array_position(sk.indkey::int2[], a.attnum) - array_lower(sk.indkey::int2[], 1) + 1, 0)::int4 AS sortkey,
+           NULL::varchar(128) AS column_acl,
+           col_description(c.oid, a.attnum)::varchar(256) AS remarks
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+      LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+      LEFT JOIN LATERAL (
+        SELECT i.indkey FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+         WHERE i.indrelid = c.oid AND am.amname = 'btree'
+         ORDER BY i.indisclustered DESC, i.indexrelid
+         LIMIT 1) sk ON true
+     WHERE c.relkind IN ('r', 'p', 'v', 'm')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND n.nspname NOT LIKE 'pg\\_%'
+       AND ((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user) OR has_any_column_privilege(c.oid, 'SELECT'))`,
 
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TABLE_INFO.html
   // PostgreSQL has no sort keys, distribution or column encodings: those
@@ -299,7 +334,7 @@ const KEY_CATALOG: string[] = [
 ];
 
 /** Views any user may read (each filters its rows); the others only superusers, unless granted. */
-const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents'];
+const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents', 'svv_redshift_columns'];
 
 /**
  * Installs the views in the connected database unless they are there in

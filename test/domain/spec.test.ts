@@ -77,6 +77,15 @@ describe('definePipeline defaults', () => {
     expect(pipeline.retention.keepVersions).toBe(0);
   });
 
+  it('keeps a chunk target, which leaves the spec hash alone (the batch records its chunks)', () => {
+    const sized = definePipeline(specWith({ chunk: { grain: 'day', targetRows: 250_000 } }));
+    const unsized = definePipeline(specWith({ chunk: { grain: 'day', targetRows: null as unknown as undefined } }));
+
+    expect(sized.chunk).toEqual({ grain: 'day', timezone: 'UTC', maxConcurrency: 4, targetRows: 250_000 });
+    expect(unsized.chunk).toEqual({ grain: 'day', timezone: 'UTC', maxConcurrency: 4 });
+    expect(sized.specHash).toBe(unsized.specHash);
+  });
+
   it('gives a field written as null its default, as if it were left out', () => {
     const nulls = null as unknown as undefined;
     const pipeline = definePipeline(
@@ -182,6 +191,11 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a chunk.maxConcurrency of 0', { chunk: { grain: 'day', maxConcurrency: 0 } }, /^pipeline orders: chunk\.maxConcurrency must be an integer from 1 to 40/],
     ['a chunk.maxConcurrency above 40', { chunk: { grain: 'day', maxConcurrency: MAX_MAP_CONCURRENCY + 1 } }, /^pipeline orders: chunk\.maxConcurrency/],
     ['a fractional chunk.maxConcurrency', { chunk: { grain: 'day', maxConcurrency: 2.5 } }, /^pipeline orders: chunk\.maxConcurrency/],
+    ['a chunk.targetRows of 0', { chunk: { grain: 'day', targetRows: 0 } }, /^pipeline orders: chunk\.targetRows must be a positive integer \(rows per chunk, about\)$/],
+    ['a negative chunk.targetRows', { chunk: { grain: 'day', targetRows: -5000 } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
+    ['a fractional chunk.targetRows', { chunk: { grain: 'day', targetRows: 2.5 } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
+    ['a chunk.targetRows as text', { chunk: { grain: 'day', targetRows: '50000' as unknown as number } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
+    ['an infinite chunk.targetRows', { chunk: { grain: 'day', targetRows: Infinity } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
     ['an unparseable historyStart', { historyStart: 'the beginning' }, /^pipeline orders: historyStart must be an ISO 8601 date or time/],
     ['a historyStart off the day grain', { historyStart: '2026-01-01T06:00:00Z' }, /^pipeline orders: historyStart 2026-01-01T06:00:00Z is not on a day boundary in UTC/],
     [

@@ -129,6 +129,39 @@ describe('svv_table_info', () => {
   });
 });
 
+describe('svv_redshift_columns', () => {
+  const columns = {
+    sql: `SELECT schema_name, table_name, column_name, ordinal_position, data_type, sortkey
+            FROM svv_redshift_columns WHERE database_name = current_database() AND table_name = 'sorted_facts' ORDER BY ordinal_position`,
+  };
+
+  it("gives a column's position in the index standing in for the sort key (the clustered one, else the oldest), to users who may read the table", async () => {
+    await wh.query('CREATE TABLE public.sorted_facts (id int, label varchar(30), at timestamp)');
+    try {
+      const sortkeys = async (as: DataApiWarehouse) => (await as.query(columns, 'columns')).map((r) => [r.column_name, r.sortkey]);
+      expect(await sortkeys(asSuperuser)).toEqual([['id', 0], ['label', 0], ['at', 0]]);
+      expect(await asSuperuser.query(columns, 'types')).toMatchObject([
+        { schema_name: 'public', table_name: 'sorted_facts', column_name: 'id', ordinal_position: 1, data_type: 'integer' },
+        { column_name: 'label', data_type: 'character varying(30)' },
+        { column_name: 'at', data_type: 'timestamp without time zone' },
+      ]);
+
+      await wh.query('CREATE INDEX sorted_facts_at_id ON public.sorted_facts (at, id)');
+      await wh.query('CREATE INDEX sorted_facts_label ON public.sorted_facts (label)');
+      expect(await sortkeys(asSuperuser)).toEqual([['id', 2], ['label', 0], ['at', 1]]);
+      await wh.query('CLUSTER public.sorted_facts USING sorted_facts_label');
+      expect(await sortkeys(asSuperuser)).toEqual([['id', 0], ['label', 1], ['at', 0]]);
+
+      // Visible to all users, each seeing the columns it may read.
+      expect(await asPipelineUser.query(columns, 'no grant')).toEqual([]);
+      await wh.query(`GRANT SELECT ON public.sorted_facts TO "${LOCAL_PIPELINE_USER}"`);
+      expect(await sortkeys(asPipelineUser)).toEqual([['id', 0], ['label', 1], ['at', 0]]);
+    } finally {
+      await wh.query('DROP TABLE public.sorted_facts');
+    }
+  });
+});
+
 describe('STRTOL', () => {
   // The 60-bit value as text: the Data API returns a BIGINT as a JSON number (longValue), which JavaScript rounds past 2^53.
   it("converts as Redshift's examples say, through the Data API", async () => {

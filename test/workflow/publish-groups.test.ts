@@ -190,6 +190,10 @@ describe('a publish group', () => {
     expect(visited(result).at(-1)).toBe('GroupPublished');
     expect(stateEvents(result, 'StateEntered', 'PublishGroup')).toHaveLength(1);
     expect(stateEvents(result, 'StateEntered', 'MemberReconcile')).toHaveLength(2);
+    // The mirror source has no index on its time column (the sample source has): its member's plan says so.
+    const members = (stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { members: { batch: { pipeline: string }; warnings?: string[] }[] } }).plan.members;
+    expect(Object.fromEntries(members.map((m) => [m.batch.pipeline, m.warnings?.length ?? 0]))).toEqual({ [MIRROR.name]: 1, [PIPELINE.name]: 0 });
+    expect(members.find((m) => m.batch.pipeline === MIRROR.name)!.warnings![0]).toContain('source.order_lines_mirror (no sort key)');
     const after = await bothLive();
     expect(after.mirror).toEqual(expected);
     expect(after.lines).toEqual(expected);

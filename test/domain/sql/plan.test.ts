@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { batchIdFor, planChunks } from '../../../domain/plan.ts';
-import { doneChunks, findBatch, latestPublication, sourceShape, startBatch, tableColumns } from '../../../domain/sql/plan.ts';
+import { doneChunks, findBatch, latestPublication, recordedChunks, sourceShape, sourceSortKeys, sourceVolume, startBatch, tableColumns } from '../../../domain/sql/plan.ts';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
 import { HOUR_MS, pipelineWith } from '../fixtures.ts';
 import {
@@ -24,7 +24,31 @@ describe('single statements of Plan', () => {
     ['findBatch', findBatch(batchId)],
     ['latestPublication', latestPublication(pipeline.name)],
     ['doneChunks', doneChunks(batchId)],
+    ['recordedChunks', recordedChunks(batchId)],
+    ['sourceVolume', sourceVolume(pipeline, interval)],
+    ['sourceVolume (hour grain)', sourceVolume(pipelineWith({ chunk: { grain: 'hour' } }), interval)],
+    ['sourceSortKeys', sourceSortKeys([{ schema: 'raw', table: 'order_events' }, { table: 'customers' }])],
   ]);
+
+  it("counts the source's rows per grain unit of the batch interval in one grouped statement", () => {
+    const statement = sourceVolume(pipeline, interval);
+
+    expect(statement.sql).toContain('SELECT MIN(s."ordered_at") AS first_at, COUNT(*) AS n');
+    expect(statement.sql).toContain(`GROUP BY DATE_TRUNC('day', s."ordered_at")`);
+    expect(sourceVolume(pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' }), interval).sql).toContain(
+      `GROUP BY DATE_TRUNC('day', (s."ordered_at" AT TIME ZONE 'UTC') AT TIME ZONE 'Europe/Berlin')`,
+    );
+    expect(statement.sql.match(/GROUP BY/g)).toHaveLength(1);
+    expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
+  });
+
+  it('reads the sort keys of the named tables, a table without a schema in any schema', () => {
+    const statement = sourceSortKeys([{ schema: 'raw', table: 'order_events' }, { table: 'customers' }]);
+
+    expect(statement.sql).toContain('FROM svv_redshift_columns');
+    expect(statement.sql).toContain('(schema_name = :schema_0 AND table_name = :table_0) OR table_name = :table_1');
+    expect(statement.parameters).toEqual({ schema_0: 'raw', table_0: 'order_events', table_1: 'customers' });
+  });
 
   it('compiles the source query for the batch interval without reading rows', () => {
     const statement = sourceShape(pipeline, interval);

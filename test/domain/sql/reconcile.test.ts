@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BatchRef, CheckResult } from '../../../domain/batch.ts';
 import { ValidationError } from '../../../domain/errors.ts';
-import { chunkCounts, recordChecks, stagingProblems } from '../../../domain/sql/reconcile.ts';
+import { chunkCounts, recordChecks } from '../../../domain/sql/reconcile.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from './support.ts';
 
@@ -10,15 +10,25 @@ describe('single statements of Reconcile', () => {
     ['chunkCounts (hour grain)', chunkCounts(pipelineWith({ chunk: { grain: 'hour' } }), batch)],
     ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
     ['chunkCounts', chunkCounts(pipeline, batch)],
-    ['stagingProblems', stagingProblems(pipeline, batch)],
+    ['chunkCounts (business key holding the time)', chunkCounts(pipelineWith({ businessKey: ['order_id', 'ordered_at'] }), batch)],
   ]);
 
-  it('counts rows outside the batch interval, including rows with no time, and duplicated business keys', () => {
-    const statement = stagingProblems(pipeline, batch);
+  it('counts rows outside the batch interval, including rows with no time, in the grouped pass over staging, and duplicated business keys', () => {
+    const statement = chunkCounts(pipeline, batch);
 
-    expect(statement.sql).toContain('"ordered_at" IS NULL OR "ordered_at" < :start OR "ordered_at" >= :end');
-    expect(statement.sql).toMatch(/GROUP BY "order_id"(, "line_no")? HAVING COUNT\(\*\) > 1/);
-    expect(statement.parameters).toEqual({ start: '2026-01-01 00:00:00.000', end: '2026-02-01 00:00:00.000' });
+    // A row is in the interval only when its time is; any other row (no time included) has no unit and counts as outside.
+    expect(statement.sql).toContain(`CASE WHEN s."ordered_at" >= :start AND s."ordered_at" < :end THEN DATE_TRUNC('day', s."ordered_at") END AS ap_unit`);
+    expect(statement.sql).toContain('COUNT(*) - COUNT(s.ap_unit) AS outside');
+    expect(statement.sql).toMatch(/GROUP BY s\."order_id" HAVING COUNT\(\*\) > 1/);
+  });
+
+  it('checks the business key per chunk, in the same pass over staging, where the key holds the time column', () => {
+    const statement = chunkCounts(pipelineWith({ businessKey: ['order_id', 'ordered_at'] }), batch);
+
+    expect(statement.sql).toContain('GROUP BY s.ap_unit, s."order_id", s."ordered_at"');
+    expect(statement.sql).toContain('SUM(CASE WHEN key_rows > 1 THEN 1 ELSE 0 END) AS duplicate_keys');
+    expect(statement.sql).not.toContain('HAVING');
+    expect(statement.sql.match(/FROM "analytics"\."[^"]+__stg_[0-9a-f]+" AS s/g)).toHaveLength(1);
   });
 
   it('binds the batch interval (not a chunk) when counting source rows per chunk', () => {

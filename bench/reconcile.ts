@@ -1,0 +1,134 @@
+/**
+ * What Reconcile's reading costs, as a ratio to one plain aggregate pass
+ * over the source plus one over staging, measured in the same run through
+ * the same Data API endpoint:
+ *
+ *   baseline   `SELECT COUNT(*)` of the source query over the batch
+ *              interval, then `SELECT COUNT(*)` of staging
+ *   gate       Reconcile's chunkCounts: per-chunk counts of both sides, rows
+ *              outside the interval and duplicated business keys: one
+ *              grouped pass over each side, and the key check as one more
+ *              grouping of staging by key (the sample's key, order and
+ *              line, does not hold the time)
+ *   gate, key  the same with the time column added to the business key:
+ *   with time  the key check is per chunk, in the one pass over staging
+ *   key pass   `GROUP BY <business key> HAVING COUNT(*) > 1` over staging
+ *              alone: the uniqueness check any gate pays, for scale
+ *
+ * The batch is set up directly (manifest, chunk rows, staging filled by one
+ * INSERT ... SELECT of the source), so only the reading is timed.
+ */
+import type { BatchRef } from '../domain/batch.ts';
+import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
+import { planChunks, stagingTableFor } from '../domain/plan.ts';
+import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
+import { chunkCounts } from '../domain/sql/reconcile.ts';
+import { startBatch } from '../domain/sql/plan.ts';
+import { timestampParam } from '../domain/sql/statement.ts';
+import { ensureManifest } from '../functions/plan/index.ts';
+import type { Warehouse } from '../functions/commons/warehouse.ts';
+import { renderTable } from '../local/table.ts';
+import { median } from './stats.ts';
+
+export interface ReconcileBenchOptions {
+  /** The Data API warehouse of the bench database, as a superuser. */
+  readonly warehouse: Warehouse;
+  readonly pipeline: Pipeline;
+  readonly from: Date;
+  readonly to: Date;
+  readonly repeat: number;
+}
+
+export interface ReconcileBench {
+  /** Gate / baseline, medians. */
+  readonly reconcileRatio: number;
+  readonly table: string;
+}
+
+const BATCH_ID = 'benchreconcile00';
+
+export async function benchReconcile(opts: ReconcileBenchOptions): Promise<ReconcileBench> {
+  const { warehouse, pipeline } = opts;
+  const interval = { from: opts.from, to: opts.to };
+  const chunks = planChunks(interval, pipeline);
+  const stagingTable = stagingTableFor(pipeline, BATCH_ID);
+  const staging = qualifiedName(pipeline.target.schema, stagingTable);
+  const range = { start: timestampParam(interval.from), end: timestampParam(interval.to) };
+
+  await ensureManifest(warehouse, 'bench:reconcile:manifest');
+  await warehouse.execute({ sql: `DROP TABLE IF EXISTS ${staging}` }, 'bench:reconcile:drop');
+  await warehouse.batch(
+    startBatch({ batchId: BATCH_ID, pipeline, interval, codeVersion: 'bench', executionId: '', basePublication: 0, stagingTable, chunks, now: new Date() }),
+    'bench:reconcile:start',
+  );
+  await warehouse.execute({ sql: `INSERT INTO ${staging} ${pipeline.sourceSql}\n`, parameters: range }, 'bench:reconcile:fill');
+  await warehouse.execute({ sql: `ANALYZE ${staging}` }, 'bench:reconcile:analyze');
+  const batch: BatchRef = {
+    pipeline: pipeline.name,
+    batchId: BATCH_ID,
+    specHash: pipeline.specHash,
+    liveTable: `${pipeline.target.schema}.${pipeline.target.table}`,
+    from: interval.from.toISOString(),
+    to: interval.to.toISOString(),
+    stagingTable,
+    columns: [],
+    basePublication: 0,
+  };
+
+  const t = quoteIdent(pipeline.timeColumn);
+  const timed = async (run: () => Promise<unknown>) => {
+    const started = performance.now();
+    await run();
+    return performance.now() - started;
+  };
+  const baseline = () =>
+    timed(async () => {
+      await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM (${pipeline.sourceSql}\n) AS s WHERE s.${t} >= :start AND s.${t} < :end`, parameters: range }, 'bench:reconcile:count-source');
+      await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM ${staging}` }, 'bench:reconcile:count-staging');
+    });
+  const gate = () => timed(() => warehouse.query(chunkCounts(pipeline, batch), 'bench:reconcile:gate'));
+  const keyed = definePipeline({ ...salesOrderLines, businessKey: [...salesOrderLines.businessKey, pipeline.timeColumn] });
+  const keyedGate = () => timed(() => warehouse.query(chunkCounts(keyed, batch), 'bench:reconcile:gate-key-with-time'));
+  const keyPass = () =>
+    timed(() =>
+      warehouse.query(
+        { sql: `SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM ${staging} GROUP BY ${pipeline.businessKey.map(quoteIdent).join(', ')} HAVING COUNT(*) > 1) AS d` },
+        'bench:reconcile:key-pass',
+      ),
+    );
+
+  // One warm-up of each (cache), then the repetitions, interleaved.
+  await baseline();
+  await gate();
+  await keyedGate();
+  await keyPass();
+  const baselineMs: number[] = [];
+  const gateMs: number[] = [];
+  const keyedMs: number[] = [];
+  const keyMs: number[] = [];
+  for (let i = 0; i < opts.repeat; i++) {
+    baselineMs.push(await baseline());
+    gateMs.push(await gate());
+    keyedMs.push(await keyedGate());
+    keyMs.push(await keyPass());
+  }
+  await warehouse.execute({ sql: `DROP TABLE IF EXISTS ${staging}` }, 'bench:reconcile:cleanup');
+
+  const b = median(baselineMs);
+  const g = median(gateMs);
+  const k = median(keyMs);
+  const kt = median(keyedMs);
+  const ms = (value: number) => `${value.toFixed(0)} ms`;
+  const table = renderTable(
+    ['reconcile (median)', 'time', 'ratio to the baseline'],
+    [
+      ['baseline: COUNT(*) of the source + COUNT(*) of staging', ms(b), '1.00x'],
+      [`gate: per-chunk counts of ${chunks.length} chunks, outside rows, duplicate keys`, ms(g), `${(g / b).toFixed(2)}x`],
+      ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
+      ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
+    ],
+    ['l', 'r', 'r'],
+  );
+  return { reconcileRatio: g / b, table: `${table}\n` };
+}

@@ -1,0 +1,73 @@
+/**
+ * The chunks of a batch: those it was planned with when it exists (a
+ * resumed batch keeps its boundaries, whatever the source holds now),
+ * else one per grain unit, or, with `chunk.targetRows`, grain units merged
+ * up to the target by the source's volume (domain/chunk-sizing.ts). And
+ * Plan's warning when the source is not sorted on the time column.
+ */
+import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan.ts';
+import { grainUnits, sizeChunks, type SortKeyFact, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
+import { WarehouseError } from '../../domain/errors.ts';
+import { sourceTables } from '../../domain/redshift-sql/source-sql.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { recordedChunks, sourceSortKeys, sourceVolume } from '../../domain/sql/plan.ts';
+import { logger } from '../commons/powertools.ts';
+import type { Warehouse } from '../commons/warehouse.ts';
+
+export async function batchChunks(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  interval: BatchInterval,
+  batchId: string,
+  existing: boolean,
+  name: (step: string) => string,
+): Promise<Chunk[]> {
+  if (existing) {
+    const recorded = (await warehouse.query(recordedChunks(batchId), name('recorded-chunks'))).map((r) => ({
+      index: Number(r.chunk_index),
+      start: warehouseInstant(String(r.interval_start)).toISOString(),
+      end: warehouseInstant(String(r.interval_end)).toISOString(),
+    }));
+    if (recorded.length > 0) return recorded;
+  }
+  const { targetRows } = pipeline.chunk;
+  if (targetRows === undefined) return planChunks(interval, pipeline);
+  const rows = (await warehouse.query(sourceVolume(pipeline, interval), name('source-volume'))).map((r) => ({
+    firstAt: String(r.first_at),
+    rows: Number(r.n),
+  }));
+  const chunks = sizeChunks(grainUnits(interval, pipeline), volumeByUnit(rows, pipeline), targetRows, pipeline);
+  logger.info('chunks sized by the source volume', {
+    pipeline: pipeline.name,
+    targetRows,
+    sourceRows: rows.reduce((sum, r) => sum + r.rows, 0),
+    chunks: chunks.length,
+  });
+  return chunks;
+}
+
+/**
+ * The sort-key warning (logged, and returned for Plan's output), or
+ * undefined. A catalog that cannot be read is a warning too, naming why:
+ * the check advises, it never stops a run.
+ */
+export async function sortKeyCheck(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<string | undefined> {
+  const tables = sourceTables(pipeline.sourceSql);
+  if (tables.length === 0) return undefined;
+  let warning: string | undefined;
+  try {
+    const rows = await warehouse.query(sourceSortKeys(tables), name('source-sort-keys'));
+    const facts: SortKeyFact[] = tables.map((table) => {
+      const first = rows.find(
+        (r) => String(r.table_name) === table.table && (table.schema === undefined || String(r.schema_name) === table.schema) && Math.abs(Number(r.sortkey)) === 1,
+      );
+      return { table, firstSortColumn: first === undefined ? undefined : String(first.column_name) };
+    });
+    warning = sortKeyWarning(pipeline, facts);
+  } catch (error) {
+    if (!(error instanceof WarehouseError)) throw error;
+    warning = `pipeline ${pipeline.name}: could not read the sort keys of the source's tables (${error.message}); whether each chunk's load scans the whole source is unknown`;
+  }
+  if (warning !== undefined) logger.warn(warning, { pipeline: pipeline.name });
+  return warning;
+}
