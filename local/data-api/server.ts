@@ -26,11 +26,25 @@ export interface LocalDataApi {
   /** Statements submitted so far (ExecuteStatement and BatchExecuteStatement calls that were accepted). */
   statements(): number;
   /**
+   * Every request answered so far, in order: the operation and the name of
+   * the statement it submitted or addressed (ListStatements: the name
+   * prefix it asked for), for counting requests per statement.
+   */
+  requests(): readonly DataApiRequest[];
+  /**
    * PRIMARY KEY, UNIQUE and FOREIGN KEY constraints that committed statements
    * declared in `database`, which Redshift mode records instead of enforcing
    * (kept in this endpoint's memory; empty with the mode off).
    */
   informationalConstraints(database: string): InformationalConstraint[];
+}
+
+/** One request the endpoint answered. */
+export interface DataApiRequest {
+  readonly operation: string;
+  readonly statementName?: string;
+  /** The request's WaitTimeSeconds, when it had one. */
+  readonly waitTimeSeconds?: number;
 }
 
 export interface LocalDataApiOptions {
@@ -113,8 +127,11 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     ...(opts.redshiftMode === false ? {} : { constraints }),
   });
 
+  const requests: DataApiRequest[] = [];
   const server = http.createServer((req, res) => {
-    handle(service, req)
+    handle(service, req, (operation, input) =>
+      requests.push({ operation, ...namedIn(store, input), ...(typeof input.WaitTimeSeconds === 'number' ? { waitTimeSeconds: input.WaitTimeSeconds } : {}) }),
+    )
       .then((output) => send(res, 200, output))
       .catch((error: unknown) => {
         const apiError = error instanceof DataApiError ? error : internal(error, log);
@@ -134,6 +151,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   return {
     endpoint,
     statements: () => store.submittedCount,
+    requests: () => [...requests],
     informationalConstraints: (database) => constraints.list(database),
     close: async () => {
       await new Promise<void>((resolve) => {
@@ -149,7 +167,23 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   };
 }
 
-async function handle(service: RedshiftDataService, req: http.IncomingMessage): Promise<Record<string, unknown>> {
+/** The statement name a request carries or addresses by Id. */
+function namedIn(store: StatementStore, input: Record<string, unknown>): { statementName?: string } {
+  if (typeof input.StatementName === 'string') return { statementName: input.StatementName };
+  if (typeof input.Id !== 'string') return {};
+  try {
+    const name = store.get(input.Id).statement.statementName;
+    return name === undefined ? {} : { statementName: name };
+  } catch {
+    return {};
+  }
+}
+
+async function handle(
+  service: RedshiftDataService,
+  req: http.IncomingMessage,
+  record: (operation: string, input: Record<string, unknown>) => void,
+): Promise<Record<string, unknown>> {
   const body = await readBody(req);
   const target = String(req.headers['x-amz-target'] ?? '');
   const operation = target.startsWith(TARGET_PREFIX) ? service.operations[target.slice(TARGET_PREFIX.length)] : undefined;
@@ -165,6 +199,7 @@ async function handle(service: RedshiftDataService, req: http.IncomingMessage): 
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new DataApiError('SerializationException', 'Request body must be a JSON object.');
   }
+  record(target.slice(TARGET_PREFIX.length), input as Record<string, unknown>);
   return operation(input as Record<string, unknown>);
 }
 
