@@ -4,7 +4,7 @@ import { ValidationError } from './errors.ts';
 import type { BatchRef } from './batch.ts';
 import { identifierProblem } from './identifiers.ts';
 import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
-import { loadStagingInterval } from './sql/load-chunk.ts';
+import { insertIntervalSql } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
@@ -165,7 +165,7 @@ const sourceSqlSchema = checked<string>((value) =>
 ).transform(normalizeSourceSql);
 
 /**
- * The statements Plan (sourceShape) and LoadChunk (loadStagingInterval)
+ * The statements Plan (sourceShape) and LoadChunk (insertIntervalSql)
  * build around a source query, for names that do not matter to their shape.
  */
 function sourceWrappings(sourceSql: string): string[] {
@@ -184,7 +184,7 @@ function sourceWrappings(sourceSql: string): string[] {
   };
   return [
     sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql,
-    loadStagingInterval(probe, batch, { index: 0, start: from, end: to }).sql,
+    insertIntervalSql(probe, batch),
   ];
 }
 

@@ -30,7 +30,7 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef): Statement {
   return {
     sql: `WITH chunk AS (
             SELECT chunk_index, interval_start, status, rows_written, ${chunkKey(pipeline, 'interval_start')} AS k
-              FROM ${M}.chunks WHERE batch_id = :batch_id
+              FROM ${M}.chunk_state WHERE batch_id = :batch_id
           ),
           src AS (
             SELECT ${chunkKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n
@@ -92,8 +92,9 @@ export function recordChecks(
   const allPassed = results.every((r) => r.passed);
   if (staleChunks.length > 0) {
     statements.push(
-      `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}
-        WHERE batch_id = ${id} AND status = ${sqlLiteral(ChunkStatus.DONE)} AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
+      // A new generation: the loads of the old one no longer count (chunk_state).
+      `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}, attempt = attempt + 1
+        WHERE batch_id = ${id} AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
     );
   }
   statements.push(
