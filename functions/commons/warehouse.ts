@@ -371,9 +371,9 @@ export class Warehouse {
    * invocation); undefined when the Data API no longer knows it (results
    * are kept 24 hours).
    */
-  async status(id: string, name: string): Promise<{ status: string; resultRows: number } | undefined> {
+  async status(id: string, name: string, waitSeconds = 0): Promise<{ status: string; resultRows: number } | undefined> {
     try {
-      const described = await this.client.send(new DescribeStatementCommand({ Id: id }));
+      const described = await this.client.send(new DescribeStatementCommand({ Id: id, ...(waitSeconds > 0 ? { WaitTimeSeconds: waitSeconds } : {}) }));
       return { status: described.Status ?? 'UNKNOWN', resultRows: described.ResultRows ?? -1 };
     } catch (error) {
       if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
@@ -401,12 +401,22 @@ export class Warehouse {
       if (errorName === 'ResourceNotFoundException') return undefined;
       if (errorName !== 'ValidationException') throw classifyApiError(error, `cancel ${name} (${id})`);
     }
+    const started = now();
     let delay = this.poll.initialDelayMs;
     for (;;) {
-      const described = await this.status(id, name);
-      if (!described || !STILL_RUNNING.has(described.status) || now() + delay > until) return described?.status;
-      await (this.poll.sleep ?? sleep)(delay);
-      delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      // A long poll when on, no longer than the cancel may wait.
+      const waitSeconds = Math.max(0, Math.min(this.poll.longPollSeconds ?? 0, 30, Math.floor((until - now()) / 1000)));
+      const asked = now();
+      const described = await this.status(id, name, waitSeconds).catch((error: unknown) => {
+        if ((error as Error).cause && ((error as Error).cause as { name?: string }).name === 'ActiveWaitingRequestsExceededException') return { status: 'STARTED', resultRows: -1 };
+        throw error;
+      });
+      const pause = waitSeconds > 0 && now() - asked >= (waitSeconds * 1000) / 2 ? 0 : Math.min(delay, pollDelayCap(now() - started));
+      if (!described || !STILL_RUNNING.has(described.status) || now() + pause > until) return described?.status;
+      if (pause > 0) {
+        await (this.poll.sleep ?? sleep)(pause);
+        delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      }
     }
   }
 

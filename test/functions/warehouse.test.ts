@@ -412,6 +412,23 @@ describe('cancel', () => {
     expect(await main.warehouse.cancel(id, 'stubborn', 30_000)).toBe('ABORTED');
     await gate.release();
   });
+
+  it('waits for the cancel to take with a long poll when long polling is on: one CancelStatement, one DescribeStatement', async () => {
+    const gate = await wh.gate();
+    const { warehouse } = warehouseAt(wh.endpoint, DEFAULT_POLL);
+    const name = `cancel-long-poll-${Date.now()}`;
+    const id = await warehouse.submit({ sql: gate.sql }, name);
+    await gate.waiting();
+    const before = wh.api.requests().length;
+
+    expect(await warehouse.cancel(id, name, 30_000)).toBe('ABORTED');
+
+    expect(wh.api.requests().slice(before).filter((r) => r.statementName === name)).toEqual([
+      { operation: 'CancelStatement', statementName: name },
+      { operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 },
+    ]);
+    await gate.release();
+  });
 });
 
 describe('adaptive polling', () => {
