@@ -5,7 +5,7 @@ import type { BatchRef } from './batch.ts';
 import { identifierProblem } from './identifiers.ts';
 import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
-import { loadStagingInterval } from './sql/load-chunk.ts';
+import { insertIntervalSql } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
@@ -180,7 +180,7 @@ const sourceSqlSchema = checked<string>((value) =>
 ).transform(normalizeSourceSql);
 
 /**
- * The statements Plan (sourceShape) and LoadChunk (loadStagingInterval)
+ * The statements Plan (sourceShape) and LoadChunk (insertIntervalSql)
  * build around a source query, for names that do not matter to their shape.
  */
 function sourceWrappings(sourceSql: string): string[] {
@@ -199,7 +199,7 @@ function sourceWrappings(sourceSql: string): string[] {
   };
   return [
     sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql,
-    loadStagingInterval(probe, batch, { index: 0, start: from, end: to }).sql,
+    insertIntervalSql(probe, batch),
   ];
 }
 

@@ -71,6 +71,12 @@ export const WarehouseEnv = {
   DATA_API_ENDPOINT: 'REDSHIFT_DATA_ENDPOINT',
   /** The longest pause between two DescribeStatement polls, in milliseconds. */
   POLL_MAX_MS: 'WAREHOUSE_POLL_MAX_MS',
+  /**
+   * Seconds a DescribeStatement may wait for the statement to end (the Data
+   * API's WaitTimeSeconds, 1 to 30); 0 turns long polling off and the
+   * handlers poll with adaptive sleeps instead.
+   */
+  LONG_POLL_SECONDS: 'WAREHOUSE_LONG_POLL_SECONDS',
 } as const;
 
 const WORKGROUP_ARN = /^arn:[\w-]+:redshift-serverless:[\w-]*:\d*:workgroup\/[\w-]+$/;
@@ -174,6 +180,8 @@ export interface DataApiSettings {
   readonly endpoint?: string;
   /** @default - the handlers' own default (DEFAULT_POLL in functions/commons/warehouse.ts) */
   readonly pollMaxDelayMs?: number;
+  /** @default - the handlers' own default (DEFAULT_POLL.longPollSeconds); 0 turns long polling off */
+  readonly longPollSeconds?: number;
 }
 
 /** The environment the handlers read with warehouseTargetFromEnv and dataApiSettingsFromEnv. */
@@ -187,6 +195,7 @@ export function warehouseEnvironment(target: WarehouseTargetWithSecret, settings
     ...(secretArn ? { [WarehouseEnv.SECRET_ARN]: secretArn } : {}),
     ...(settings.endpoint ? { [WarehouseEnv.DATA_API_ENDPOINT]: settings.endpoint } : {}),
     ...(settings.pollMaxDelayMs !== undefined ? { [WarehouseEnv.POLL_MAX_MS]: String(settings.pollMaxDelayMs) } : {}),
+    ...(settings.longPollSeconds !== undefined ? { [WarehouseEnv.LONG_POLL_SECONDS]: String(settings.longPollSeconds) } : {}),
   };
 }
 
@@ -214,7 +223,16 @@ export function dataApiSettingsFromEnv(env: Environment): DataApiSettings {
   if (pollMaxDelayMs !== undefined && (!Number.isFinite(pollMaxDelayMs) || pollMaxDelayMs < 1)) {
     throw new ValidationError(`${WarehouseEnv.POLL_MAX_MS} must be a positive number of milliseconds, got ${echo(pollMax)}`);
   }
-  return { ...(endpoint ? { endpoint } : {}), ...(pollMaxDelayMs !== undefined ? { pollMaxDelayMs } : {}) };
+  const longPoll = optionalEnv(WarehouseEnv.LONG_POLL_SECONDS, env);
+  const longPollSeconds = longPoll === undefined ? undefined : Number(longPoll);
+  if (longPollSeconds !== undefined && !(Number.isInteger(longPollSeconds) && longPollSeconds >= 0 && longPollSeconds <= 30)) {
+    throw new ValidationError(`${WarehouseEnv.LONG_POLL_SECONDS} must be a whole number of seconds from 0 (off) to 30, got ${echo(longPoll)}`);
+  }
+  return {
+    ...(endpoint ? { endpoint } : {}),
+    ...(pollMaxDelayMs !== undefined ? { pollMaxDelayMs } : {}),
+    ...(longPollSeconds !== undefined ? { longPollSeconds } : {}),
+  };
 }
 
 /**

@@ -30,8 +30,9 @@ export interface WarehouseTarget extends DomainWarehouseTarget {
 
 /**
  * Least privilege for the Data API: submit statements only to this warehouse;
- * describe, read and cancel only statements this role submitted (the
- * handlers never list); get credentials only for this database (or read only the
+ * describe, read and cancel only statements this role submitted; list the
+ * role's own statements (LoadChunk finds an earlier load of its chunk by
+ * name); get credentials only for this database (or read only the
  * one secret, and decrypt it only through Secrets Manager).
  */
 export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readonly roleId: string }, target: WarehouseTarget): void {
@@ -71,12 +72,20 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
     resourceArns: ['*'],
     conditions: { StringLike: { 'redshift-data:statement-owner-iam-userid': `${grantee.roleId}:*` } },
   });
+
+  // LoadChunk, RecordFailure and CancelOrphans find a chunk's load by its
+  // statement name. ListStatements has no resource type and no
+  // statement-owner condition key; it lists only the caller's statements
+  // (RoleLevel: those of its IAM role).
+  // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonredshiftdataapi.html
+  // https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
+  Grant.addToPrincipal({ grantee, actions: ['redshift-data:ListStatements'], resourceArns: ['*'] });
   Validations.of(grantee).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
-      'redshift-data:DescribeStatement, GetStatementResult and CancelStatement have no resource type, so IAM takes only Resource "*"; ' +
-      'the condition redshift-data:statement-owner-iam-userid like "<role id>:*" limits them to statements this role submitted ' +
-      '(from any of its functions: the steps that cancel describe and cancel the loads of another).',
+      'redshift-data:DescribeStatement, GetStatementResult, CancelStatement and ListStatements have no resource type, so IAM takes only Resource "*"; ' +
+      'the condition redshift-data:statement-owner-iam-userid like "<role id>:*" limits the first three to statements this role submitted ' +
+      '(from any of its functions: the steps that cancel describe and cancel the loads of another), and ListStatements lists only the role\'s own.',
   });
 
   if (target.secret) {

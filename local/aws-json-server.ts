@@ -36,6 +36,8 @@ export interface AwsJsonServerOptions {
   readonly operations: Readonly<Record<string, AwsJsonOperation>>;
   /** What the client sees of an error an operation threw (an AwsJsonRequestError too). */
   readonly errorOf: (error: unknown) => AwsJsonError;
+  /** Called with every well-formed request before its operation runs (a test counts requests). */
+  readonly onRequest?: (operation: string, input: Record<string, unknown>) => void;
   /** Serializes a response body. @default JSON.stringify */
   readonly serialize?: (body: Record<string, unknown>) => string;
   /** @default '127.0.0.1' */
@@ -104,5 +106,6 @@ async function handle(options: AwsJsonServerOptions, req: http.IncomingMessage):
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new AwsJsonRequestError('SerializationException', 'Request body must be a JSON object.');
   }
+  options.onRequest?.(target.slice(options.targetPrefix.length), input as Record<string, unknown>);
   return operation(input as Record<string, unknown>);
 }

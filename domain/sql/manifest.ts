@@ -1,5 +1,5 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
-import { BatchStatus } from '../batch.ts';
+import { BatchStatus, ChunkStatus } from '../batch.ts';
 import { OUT_OF_BAND } from '../out-of-band.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
@@ -9,7 +9,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 5;
+export const MANIFEST_VERSION = 6;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -108,6 +108,26 @@ function raise(prefix: string, format: string, ...variables: string[]): string {
   for (const variable of variables) validateIdentifier(variable, 'RAISE variable');
   return `RAISE EXCEPTION ${sqlLiteral(`${prefix}: ${format}`)}, ${variables.join(', ')};`;
 }
+
+/**
+ * The view `chunk_state` (manifest version 6): a chunk is DONE when a load
+ * of its current generation committed (or, from before version 6, when
+ * chunks says so), with the rows that load wrote. `loads` above 1 means
+ * two loads of one generation committed (Reconcile's counts then
+ * disagree). One line: it travels as a literal.
+ */
+export const CHUNK_STATE_QUERY = [
+  'SELECT c.batch_id, c.chunk_index, c.interval_start, c.interval_end,',
+  `CASE WHEN l.loads IS NOT NULL THEN ${sqlLiteral(ChunkStatus.DONE)} ELSE c.status END AS status,`,
+  'c.attempt AS generation,',
+  'CASE WHEN l.loads IS NOT NULL THEN l.rows_written ELSE c.rows_written END AS rows_written,',
+  'COALESCE(l.loads, 0) AS loads, c.statement_id, c.started_at,',
+  'CASE WHEN l.loads IS NOT NULL THEN l.loaded_at ELSE c.finished_at END AS finished_at',
+  `FROM ${M}.chunks c`,
+  'LEFT JOIN (SELECT batch_id, chunk_index, generation, SUM(rows_written) AS rows_written, COUNT(*) AS loads, MAX(loaded_at) AS loaded_at',
+  `FROM ${M}.chunk_loads GROUP BY batch_id, chunk_index, generation) l`,
+  'ON l.batch_id = c.batch_id AND l.chunk_index = c.chunk_index AND l.generation = c.attempt',
+].join(' ');
 
 /** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
 export function manifestDdl(now: Date): string[] {
@@ -328,6 +348,41 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
+    // Version 6 (one round trip per chunk, domain/sql/load-chunk.ts): a
+    // chunk's load is one transaction that inserts its rows into staging
+    // and one row here with their count, so a chunk is loaded exactly when
+    // its rows are in staging. The load writes no row another load reads: an UPDATE of
+    // chunks in the same transaction would read the table every other load
+    // writes, and under SERIALIZABLE all but one of the concurrent loads
+    // fail with error 1023 (measured: 7 of 8). `generation` is the chunk's
+    // `chunks.attempt` when Plan handed it out: Reconcile and Plan bump it
+    // when they find a loaded chunk stale or its staging gone, and loads of
+    // an older generation no longer count.
+    `CREATE TABLE IF NOT EXISTS ${M}.chunk_loads (
+      batch_id varchar(32) NOT NULL,
+      chunk_index int NOT NULL,
+      generation int NOT NULL,
+      rows_written bigint NOT NULL,
+      loaded_at timestamp NOT NULL
+    )`,
+    // What every reader of a chunk's state reads (CHUNK_STATE_QUERY).
+    // Redshift has no CREATE VIEW IF NOT EXISTS, and CREATE OR REPLACE VIEW
+    // locks the view until its transaction ends, so a Plan installing the
+    // manifest would hold every reader of an installed view: the view is
+    // created only when the catalog lacks a relation of its name
+    // (information_schema.tables, as installedManifestVersion reads it).
+    `CREATE OR REPLACE PROCEDURE ${M}.create_view_if_missing(p_view varchar, p_query varchar(65535))
+    AS $$
+    DECLARE
+      present int;
+    BEGIN
+      SELECT INTO present COUNT(*) FROM information_schema.tables WHERE table_schema = ${sqlLiteral(MANIFEST_SCHEMA)} AND table_name = p_view;
+      IF present = 0 THEN
+        EXECUTE 'CREATE VIEW ' || quote_ident(${sqlLiteral(MANIFEST_SCHEMA)}) || '.' || quote_ident(p_view) || ' AS ' || p_query;
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
+    `CALL ${M}.create_view_if_missing('chunk_state', ${sqlLiteral(CHUNK_STATE_QUERY)})`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

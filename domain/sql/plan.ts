@@ -40,9 +40,15 @@ export function latestPublication(pipeline: string): Statement {
   };
 }
 
+/**
+ * The batch's chunks that are not fresh: loaded, stale, left by an earlier
+ * load, or of a later generation (chunk_state, manifest version 6). A new
+ * batch has none.
+ */
 export function doneChunks(batchId: string): Statement {
   return {
-    sql: `SELECT chunk_index FROM ${M}.chunks WHERE batch_id = :batch_id AND status = ${sqlLiteral(ChunkStatus.DONE)} ORDER BY chunk_index`,
+    sql: `SELECT chunk_index, status, generation FROM ${M}.chunk_state
+           WHERE batch_id = :batch_id AND (status <> ${sqlLiteral(ChunkStatus.PENDING)} OR generation <> 0) ORDER BY chunk_index`,
     parameters: { batch_id: batchId },
   };
 }
@@ -101,7 +107,7 @@ export function startBatch(record: BatchRecord): string[] {
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
     // Cleanup of a later run may have dropped this failed batch's staging
     // table: it was created empty again above, so every chunk reloads.
-    `UPDATE ${M}.chunks SET status = ${PENDING}, rows_written = NULL, statement_id = NULL
+    `UPDATE ${M}.chunks SET status = ${PENDING}, rows_written = NULL, statement_id = NULL, attempt = attempt + 1
       WHERE batch_id = ${id}
         AND EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id} AND staging_dropped_at IS NOT NULL)`,
     `UPDATE ${M}.batches

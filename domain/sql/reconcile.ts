@@ -84,7 +84,7 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
   return {
     sql: `WITH chunk AS (
             SELECT chunk_index, interval_start, status, rows_written, ${grainKey(pipeline, 'interval_start')} AS k
-              FROM ${M}.chunks WHERE batch_id = :batch_id
+              FROM ${M}.chunk_state WHERE batch_id = :batch_id
           ),
           src AS (
             SELECT ${grainKey(pipeline, `s.${t}`)} AS k, ${sums('source', (a) => `SUM(${a.perRow('s')})`)}
@@ -143,8 +143,9 @@ export function recordChecks(
   const allPassed = results.every((r) => r.passed);
   if (staleChunks.length > 0) {
     statements.push(
-      `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}
-        WHERE batch_id = ${id} AND status = ${sqlLiteral(ChunkStatus.DONE)} AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
+      // A new generation: the loads of the old one no longer count (chunk_state).
+      `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}, attempt = attempt + 1
+        WHERE batch_id = ${id} AND chunk_index IN (${staleChunks.map((i) => sqlLiteral(i)).join(', ')})`,
     );
   }
   statements.push(

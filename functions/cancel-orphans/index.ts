@@ -56,7 +56,7 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   }
   const stop = async (row: Row): Promise<StoppedBatch> => {
     const batchId = String(row.batch_id);
-    const statements = await cancelOrphans(warehouse, batchId, `${name}:${batchId}`);
+    const statements = await cancelOrphans(warehouse, { batchId, pipeline: String(row.pipeline) }, `${name}:${batchId}`);
     let markedFailed = false;
     if (row.status === BatchStatus.RUNNING || row.status === BatchStatus.CHECKED) {
       const [attempt, batchRow] = markExecutionStopped(batchId, executionArn, error, new Date());

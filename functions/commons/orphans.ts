@@ -1,4 +1,5 @@
 import { markChunkCancelled, submittedStatements } from '../../domain/sql/cancel-orphans.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { logger } from './powertools.ts';
 import { retryTransient, type Warehouse } from './warehouse.ts';
@@ -7,24 +8,39 @@ import { retryTransient, type Warehouse } from './warehouse.ts';
 export const CANCEL_WAIT_MS = 30_000;
 
 /**
- * Cancels every statement of the batch that the manifest records as
- * submitted and not known to have ended (the chunk INSERTs of LOADING
- * chunks), all at once, each waited for until it no longer runs (bounded).
- * A chunk whose INSERT ended ABORTED is marked CANCELLED, so a re-run clears
- * its interval before loading it; one still running stays LOADING with its
- * INSERT's id, so a re-run waits for that INSERT instead of loading beside
- * it. A statement that could not be cancelled is reported, never thrown:
- * only reading the manifest can fail this.
+ * Cancels every chunk load of the batch that still runs, all at once, each
+ * waited for until it no longer runs (bounded). The loads are found by
+ * their names (ListStatements, domain/sql/load-chunk.ts): a load is one
+ * transaction, so one that ends ABORTED leaves nothing in staging nor in
+ * the manifest, and a re-run loads its chunk afresh; one still running is
+ * found again by a re-run's LoadChunk, which waits for it instead of
+ * loading beside it. INSERTs a manifest from before version 6 records for
+ * a LOADING chunk are cancelled too, and their chunks marked CANCELLED (a
+ * re-run clears their intervals). A statement that could not be cancelled
+ * is reported, never thrown: only finding the statements can fail this.
  */
-export async function cancelOrphans(warehouse: Warehouse, batchId: string, name: string, waitMs = CANCEL_WAIT_MS): Promise<OrphanedStatements> {
-  const rows = await warehouse.query(submittedStatements(batchId), `${name}:submitted`);
+export async function cancelOrphans(
+  warehouse: Warehouse,
+  batch: { readonly batchId: string; readonly pipeline: string },
+  name: string,
+  waitMs = CANCEL_WAIT_MS,
+): Promise<OrphanedStatements> {
+  const { batchId } = batch;
+  const prefix = loadStatementPrefix(batch.pipeline, batchId);
+  const loads = (await warehouse.runningStatements(prefix))
+    .map((s) => ({ chunk: chunkOfLoadStatement(prefix, s.name), id: s.id, recorded: false }))
+    .filter((s): s is { chunk: number; id: string; recorded: boolean } => s.chunk !== undefined);
+  const recorded = (await warehouse.query(submittedStatements(batchId), `${name}:submitted`)).map((row) => ({
+    chunk: Number(row.chunk_index),
+    id: String(row.statement_id),
+    recorded: true,
+  }));
+  const rows = [...loads, ...recorded.filter((r) => !loads.some((l) => l.id === r.id))];
   const outcomes = await Promise.all(
-    rows.map(async (row) => {
-      const chunk = Number(row.chunk_index);
-      const id = String(row.statement_id);
+    rows.map(async ({ chunk, id, recorded: inManifest }) => {
       try {
         const status = await warehouse.cancel(id, `${name}:insert:${chunk}`, waitMs);
-        if (status === 'ABORTED') {
+        if (status === 'ABORTED' && inManifest) {
           await retryTransient(() => warehouse.execute(markChunkCancelled(batchId, chunk, id, new Date()), `${name}:mark-cancelled:${chunk}`));
         }
         return { chunk, id, status };
@@ -34,6 +50,7 @@ export async function cancelOrphans(warehouse: Warehouse, batchId: string, name:
       }
     }),
   );
+  outcomes.sort((a, b) => a.chunk - b.chunk);
   const report: OrphanedStatements = {
     cancelled: outcomes.filter((o) => o.status === 'ABORTED').map((o) => o.chunk),
     stillRunning: outcomes.filter((o) => o.error !== undefined || (o.status !== undefined && !['ABORTED', 'FINISHED', 'FAILED'].includes(o.status))).map((o) => o.chunk),

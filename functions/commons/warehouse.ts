@@ -5,6 +5,7 @@ import {
   DescribeStatementCommand,
   ExecuteStatementCommand,
   GetStatementResultCommand,
+  ListStatementsCommand,
   RedshiftDataClient,
   type ColumnMetadata,
   type DescribeStatementCommandOutput,
@@ -31,11 +32,30 @@ export interface ResultColumn {
   readonly typeName: string;
 }
 
-/** Adaptive polling: fast first (most statements are short), backing off to a cap. */
+/**
+ * Waiting for a statement: long polls when `longPollSeconds` is set (the
+ * Data API answers DescribeStatement as soon as the statement ends, or after
+ * WaitTimeSeconds), otherwise adaptive polling: fast first (most statements
+ * are short), backing off by `factor` to a cap, and never sleeping longer
+ * than max(100 ms, 10% of the time waited so far), so an end is noticed
+ * within max(100 ms, 10% of the statement's duration).
+ */
 export interface PollOptions {
   readonly initialDelayMs: number;
   readonly maxDelayMs: number;
   readonly factor: number;
+  /**
+   * WaitTimeSeconds of each DescribeStatement (1 to 30); 0 or absent polls
+   * with sleeps instead. The Data API's request field, as its service model
+   * documents it ("The number of seconds to wait for the SQL statement to
+   * complete execution before returning the description. The maximum value
+   * is 30 seconds."; a busy statement may answer
+   * ActiveWaitingRequestsExceededException, "the number of active requests
+   * with WaitTimeSeconds for the same SQL statement exceeds the limit", which
+   * falls back to a sleep):
+   * https://docs.aws.amazon.com/botocore/latest/reference/services/redshift-data/client/exceptions/ActiveWaitingRequestsExceededException.html
+   */
+  readonly longPollSeconds?: number;
   /** Give up waiting (the statement keeps running) after this long. */
   readonly timeoutMs: number;
   /** Waits between two polls. @default - a timer */
@@ -44,7 +64,21 @@ export interface PollOptions {
   readonly now?: () => number;
 }
 
-export const DEFAULT_POLL: PollOptions = { initialDelayMs: 20, maxDelayMs: 2_000, factor: 1.5, timeoutMs: 12 * 60_000 };
+export const DEFAULT_POLL: PollOptions = { initialDelayMs: 20, maxDelayMs: 2_000, factor: 1.5, timeoutMs: 12 * 60_000, longPollSeconds: 20 };
+
+/** The longest sleep between two polls after `elapsedMs` of waiting: completion is noticed within max(100 ms, 10%). */
+export function pollDelayCap(elapsedMs: number): number {
+  return Math.max(100, elapsedMs / 10);
+}
+
+/** A statement as ListStatements lists it. */
+export interface ListedStatement {
+  readonly id: string;
+  readonly name: string;
+  readonly status: string;
+  readonly createdAt?: Date;
+  readonly updatedAt?: Date;
+}
 
 export type Row = Record<string, string | number | boolean | Uint8Array | null>;
 
@@ -170,11 +204,21 @@ export class Warehouse {
     }
   }
 
-  /** Submits statements that run in order as one transaction. */
-  async submitBatch(sqls: readonly string[], name: string): Promise<string> {
+  /**
+   * Submits statements that run in order as one transaction, with one set
+   * of `:name` parameters for all of them (BatchExecuteStatement's
+   * `Parameters`, in the service model the SDK is built from).
+   */
+  async submitBatch(sqls: readonly string[], name: string, parameters: Readonly<Record<string, string>> = {}): Promise<string> {
+    const list = Object.entries(parameters).map(([n, value]) => ({ name: n, value }));
     try {
       const out = await this.client.send(
-        new BatchExecuteStatementCommand({ ...targetFields(this.target), Sqls: [...sqls], StatementName: name.slice(0, 500) }),
+        new BatchExecuteStatementCommand({
+          ...targetFields(this.target),
+          Sqls: [...sqls],
+          StatementName: name.slice(0, 500),
+          ...(list.length > 0 ? { Parameters: list } : {}),
+        }),
       );
       return out.Id!;
     } catch (error) {
@@ -206,10 +250,15 @@ export class Warehouse {
     let polls = 0;
     for (;;) {
       let described: DescribeStatementCommandOutput;
+      const waitSeconds = this.longPollSeconds(now() - started);
+      const asked = now();
+      let waited = waitSeconds > 0;
       try {
-        described = await this.client.send(new DescribeStatementCommand({ Id: id }));
+        described = await this.client.send(new DescribeStatementCommand({ Id: id, ...(waitSeconds > 0 ? { WaitTimeSeconds: waitSeconds } : {}) }));
       } catch (error) {
-        throw classifyApiError(error, `describe ${name} (${id})`);
+        if ((error as { name?: string }).name !== 'ActiveWaitingRequestsExceededException') throw classifyApiError(error, `describe ${name} (${id})`);
+        described = { Id: id, Status: 'SUBMITTED', $metadata: {} };
+        waited = false;
       }
       polls += 1;
       switch (described.Status) {
@@ -236,12 +285,85 @@ export class Warehouse {
         default:
           break;
       }
-      if (now() - started + delay > this.poll.timeoutMs || now() + delay > this.deadline) {
+      // A long poll that waited its time polls again at once; one the
+      // service answered early (or refused) sleeps like a plain poll.
+      const pause = waited && now() - asked >= (waitSeconds * 1000) / 2 ? 0 : Math.min(delay, pollDelayCap(now() - started));
+      if (now() - started + pause > this.poll.timeoutMs || now() + pause > this.deadline) {
         throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((now() - started) / 1000)} s`);
       }
-      await (this.poll.sleep ?? sleep)(delay);
-      delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      if (pause > 0) {
+        await (this.poll.sleep ?? sleep)(pause);
+        delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      }
     }
+  }
+
+  /**
+   * WaitTimeSeconds for the next DescribeStatement: the configured long
+   * poll, shortened so the answer comes before the wait's time-out and the
+   * invocation's deadline; 0 (a plain poll) when long polling is off or
+   * less than a second is left.
+   */
+  private longPollSeconds(elapsedMs: number): number {
+    const configured = this.poll.longPollSeconds ?? 0;
+    if (configured <= 0) return 0;
+    const now = (this.poll.now ?? Date.now)();
+    const leftMs = Math.min(this.poll.timeoutMs - elapsedMs, this.deadline - now);
+    return Math.max(0, Math.min(configured, 30, Math.floor(leftMs / 1000)));
+  }
+
+  /**
+   * Statements of this role named exactly `name`, newest first, whatever
+   * their status (ListStatements shows only FINISHED ones unless asked for
+   * ALL). StatementName filters by prefix, case-sensitively; the exact
+   * match is kept here. RoleLevel: every statement of the caller's IAM
+   * role, not only this session's, so another invocation's statement is
+   * found. https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
+   */
+  async statementsNamed(name: string): Promise<ListedStatement[]> {
+    const statementName = name.slice(0, 500);
+    const found: ListedStatement[] = [];
+    let nextToken: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListStatementsCommand({ StatementName: statementName, Status: 'ALL', RoleLevel: true, MaxResults: 100, NextToken: nextToken }),
+        );
+      } catch (error) {
+        throw classifyApiError(error, `list the statements named ${statementName}`);
+      }
+      for (const s of page.Statements ?? []) {
+        if (s.StatementName !== statementName || !s.Id) continue;
+        found.push({ id: s.Id, name: s.StatementName, status: s.Status ?? 'UNKNOWN', createdAt: s.CreatedAt, updatedAt: s.UpdatedAt });
+      }
+      nextToken = page.NextToken;
+    } while (nextToken);
+    return found.sort((a, b) => (b.createdAt?.getTime() ?? 0) - (a.createdAt?.getTime() ?? 0));
+  }
+
+  /** Statements of this role whose names start with `prefix` and that still run (SUBMITTED, PICKED, STARTED). */
+  async runningStatements(prefix: string): Promise<ListedStatement[]> {
+    const found: ListedStatement[] = [];
+    for (const status of STILL_RUNNING) {
+      let nextToken: string | undefined;
+      do {
+        let page;
+        try {
+          page = await this.client.send(
+            new ListStatementsCommand({ StatementName: prefix, Status: status as 'STARTED', RoleLevel: true, MaxResults: 100, NextToken: nextToken }),
+          );
+        } catch (error) {
+          throw classifyApiError(error, `list the running statements named ${prefix}...`);
+        }
+        for (const s of page.Statements ?? []) {
+          if (!s.Id || !s.StatementName?.startsWith(prefix) || found.some((f) => f.id === s.Id)) continue;
+          found.push({ id: s.Id, name: s.StatementName, status: s.Status ?? status, createdAt: s.CreatedAt, updatedAt: s.UpdatedAt });
+        }
+        nextToken = page.NextToken;
+      } while (nextToken);
+    }
+    return found;
   }
 
   /**
@@ -249,9 +371,9 @@ export class Warehouse {
    * invocation); undefined when the Data API no longer knows it (results
    * are kept 24 hours).
    */
-  async status(id: string, name: string): Promise<{ status: string; resultRows: number } | undefined> {
+  async status(id: string, name: string, waitSeconds = 0): Promise<{ status: string; resultRows: number } | undefined> {
     try {
-      const described = await this.client.send(new DescribeStatementCommand({ Id: id }));
+      const described = await this.client.send(new DescribeStatementCommand({ Id: id, ...(waitSeconds > 0 ? { WaitTimeSeconds: waitSeconds } : {}) }));
       return { status: described.Status ?? 'UNKNOWN', resultRows: described.ResultRows ?? -1 };
     } catch (error) {
       if ((error as { name?: string }).name === 'ResourceNotFoundException') return undefined;
@@ -279,12 +401,22 @@ export class Warehouse {
       if (errorName === 'ResourceNotFoundException') return undefined;
       if (errorName !== 'ValidationException') throw classifyApiError(error, `cancel ${name} (${id})`);
     }
+    const started = now();
     let delay = this.poll.initialDelayMs;
     for (;;) {
-      const described = await this.status(id, name);
-      if (!described || !STILL_RUNNING.has(described.status) || now() + delay > until) return described?.status;
-      await (this.poll.sleep ?? sleep)(delay);
-      delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      // A long poll when on, no longer than the cancel may wait.
+      const waitSeconds = Math.max(0, Math.min(this.poll.longPollSeconds ?? 0, 30, Math.floor((until - now()) / 1000)));
+      const asked = now();
+      const described = await this.status(id, name, waitSeconds).catch((error: unknown) => {
+        if ((error as Error).cause && ((error as Error).cause as { name?: string }).name === 'ActiveWaitingRequestsExceededException') return { status: 'STARTED', resultRows: -1 };
+        throw error;
+      });
+      const pause = waitSeconds > 0 && now() - asked >= (waitSeconds * 1000) / 2 ? 0 : Math.min(delay, pollDelayCap(now() - started));
+      if (!described || !STILL_RUNNING.has(described.status) || now() + pause > until) return described?.status;
+      if (pause > 0) {
+        await (this.poll.sleep ?? sleep)(pause);
+        delay = Math.min(this.poll.maxDelayMs, delay * this.poll.factor);
+      }
     }
   }
 
@@ -292,8 +424,8 @@ export class Warehouse {
     return this.wait(await this.submit(statement, name), name);
   }
 
-  async batch(sqls: readonly string[], name: string): Promise<StatementOutcome> {
-    return this.wait(await this.submitBatch(sqls, name), name);
+  async batch(sqls: readonly string[], name: string, parameters: Readonly<Record<string, string>> = {}): Promise<StatementOutcome> {
+    return this.wait(await this.submitBatch(sqls, name, parameters), name);
   }
 
   /** Runs a SELECT and returns every row (all pages) as objects keyed by column name. */
@@ -346,11 +478,11 @@ let cached: { key: string; warehouse: Warehouse } | undefined;
  */
 export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehouse {
   const target = warehouseTargetFromEnv(env);
-  const { endpoint, pollMaxDelayMs: maxDelay = DEFAULT_POLL.maxDelayMs } = dataApiSettingsFromEnv(env);
-  const key = JSON.stringify({ target, endpoint, maxDelay });
+  const { endpoint, pollMaxDelayMs: maxDelay = DEFAULT_POLL.maxDelayMs, longPollSeconds = DEFAULT_POLL.longPollSeconds } = dataApiSettingsFromEnv(env);
+  const key = JSON.stringify({ target, endpoint, maxDelay, longPollSeconds });
   if (cached?.key !== key) {
     const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });
-    cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay }) };
+    cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay, longPollSeconds }) };
   }
   return cached.warehouse;
 }

@@ -1,98 +1,78 @@
 import type { Context } from 'aws-lambda';
-import type { Chunk } from '../../domain/plan.ts';
-import { type BatchRef, ChunkStatus } from '../../domain/batch.ts';
-import {
-  chunkStatus,
-  clearStagingInterval,
-  loadStagingInterval,
-  markChunkDone,
-  markChunkLoading,
-  recordChunkStatement,
-} from '../../domain/sql/load-chunk.ts';
+import type { BatchRef } from '../../domain/batch.ts';
+import { chunkLoaded, type ChunkToLoad, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { retryTransient, STILL_RUNNING, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { STILL_RUNNING, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
   readonly batch: BatchRef;
-  readonly chunk: Chunk;
+  readonly chunk: ChunkToLoad;
 }
 
 export interface LoadChunkResult {
   readonly index: number;
   readonly skipped: boolean;
-  readonly rowsInserted: number;
+  /** Rows the DELETE of a chunk that needed clearing removed (0 when there was none). */
+  readonly rowsCleared: number;
   readonly statementId?: string;
+  /** True when the load was an earlier attempt's, waited for instead of submitted. */
+  readonly reattached: boolean;
   readonly durationMs: number;
 }
 
-/** Logged when a retry waits for (or counts) the INSERT an earlier attempt submitted, instead of submitting one. */
-export const REATTACHED_MESSAGE = 're-attached to the insert of an earlier attempt';
+/** Logged when a retry waits for the load an earlier attempt submitted, instead of submitting one. */
+export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt';
 
 /**
- * Replace-in-staging for one interval: mark the chunk LOADING, clear what an
- * earlier attempt may have left (only a chunk found LOADING, STALE or CANCELLED can have any),
- * insert the source rows, mark the chunk DONE with the rows the insert
- * reported. A replay (a retry, a resumed batch) ends with the same staging
- * rows; a chunk already DONE is skipped. An INSERT an earlier attempt
- * submitted is waited for if it still runs, and counted if it finished:
- * never run twice.
+ * Loads one chunk in one round trip: a single BatchExecuteStatement
+ * transaction clears the interval if an earlier load may have left rows
+ * there, inserts the source rows and records the load (domain/sql/load-chunk.ts),
+ * so the chunk is DONE exactly when its rows are in staging. Every load of
+ * the chunk's generation runs under one statement name: a retry or a re-run
+ * first lists the statements of that name and waits for one still running
+ * instead of submitting (re-attaching); when one ran, the manifest says
+ * whether the chunk is loaded now, and a loaded chunk is skipped. At most
+ * one load of a chunk is submitted at a time, and a load that may still
+ * commit is never cleared or loaded beside.
  */
 export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
   const { batch, chunk } = event;
   const pipeline = frozenPipeline(batch);
-  const name = (step: string) => `atomic-publish:${pipeline.name}:load-chunk:${step}:${batch.batchId}:${chunk.index}`;
+  const name = loadStatementName(pipeline, batch, chunk);
   const started = Date.now();
+  const log = { batchId: batch.batchId, chunk: chunk.index, generation: chunk.generation ?? 0 };
 
-  const [current] = await warehouse.query(chunkStatus(batch.batchId, chunk), name('status'));
-  if (current?.status === ChunkStatus.DONE) {
-    logger.info('chunk already loaded; skipped', { batchId: batch.batchId, chunk: chunk.index });
-    return { index: chunk.index, skipped: true, rowsInserted: 0, durationMs: Date.now() - started };
+  const earlier = await warehouse.statementsNamed(name);
+  const running = earlier.find((s) => STILL_RUNNING.has(s.status));
+  if (running) {
+    logger.info(REATTACHED_MESSAGE, { ...log, statementId: running.id });
+    await warehouse.wait(running.id, name).catch(async (error: unknown) => {
+      // Only a wait that ran out propagates (the load still runs: a retry
+      // re-attaches again); a load that failed or was cancelled rolled back
+      // whole, and is loaded afresh below.
+      const now = await warehouse.status(running.id, name);
+      if (!now || STILL_RUNNING.has(now.status)) throw error;
+      logger.warn('the load re-attached to ended without loading; loading afresh', { ...log, statementId: running.id, status: now.status });
+    });
   }
-
-  if (current?.status === ChunkStatus.LOADING && current.statement_id) {
-    const earlierId = String(current.statement_id);
-    const earlier = await warehouse.status(earlierId, name('insert'));
-    if (earlier && (STILL_RUNNING.has(earlier.status) || earlier.status === 'FINISHED')) {
-      logger.info(REATTACHED_MESSAGE, { batchId: batch.batchId, chunk: chunk.index, statementId: earlierId });
-      const inserted = await warehouse.wait(earlierId, name('insert'));
-      await retryTransient(() =>
-        warehouse.execute(markChunkDone(batch.batchId, chunk, earlierId, inserted.resultRows, new Date()), name('mark-done')),
-      );
-      return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId: earlierId, durationMs: Date.now() - started };
+  if (running || earlier.some((s) => s.status === 'FINISHED')) {
+    // A load that finished committed its rows and its record together: the
+    // manifest says whether it was this batch's (names repeat when a
+    // manifest is dropped and built again).
+    const [state] = await warehouse.query(chunkLoaded(batch.batchId, chunk), `${name}:state`);
+    if (Number(state?.loaded) > 0) {
+      logger.info('chunk already loaded; skipped', { ...log, statementId: (running ?? earlier[0])!.id });
+      return { index: chunk.index, skipped: true, rowsCleared: 0, statementId: (running ?? earlier[0])!.id, reattached: running !== undefined, durationMs: Date.now() - started };
     }
   }
 
-  await warehouse.execute(markChunkLoading(batch.batchId, chunk, new Date()), name('mark-loading'));
-  if (current?.status === ChunkStatus.LOADING || current?.status === ChunkStatus.STALE || current?.status === ChunkStatus.CANCELLED) {
-    await warehouse.execute(clearStagingInterval(pipeline, batch, chunk), name('clear'));
-  }
-  const statementId = await warehouse.submit(loadStagingInterval(pipeline, batch, chunk), name('insert'));
-  // From here until the INSERT's id is in the manifest, a retry of this step
-  // could not see the INSERT and would run a second one beside it: record
-  // the id with retries of its own, and if that still fails, let the INSERT
-  // finish before failing (a retry then clears its rows and loads again).
-  const record = () => retryTransient(() => warehouse.execute(recordChunkStatement(batch.batchId, chunk, statementId), name('record-statement')));
-  const recorded = await record().then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  const inserted = await warehouse.wait(statementId, name('insert'));
-  if (recorded !== undefined) await record();
-  await retryTransient(() =>
-    warehouse.execute(markChunkDone(batch.batchId, chunk, statementId, inserted.resultRows, new Date()), name('mark-done')),
-  );
-
-  logger.info('chunk loaded', {
-    batchId: batch.batchId,
-    chunk: chunk.index,
-    start: chunk.start,
-    end: chunk.end,
-    rowsInserted: inserted.resultRows,
-    statementId,
-  });
-  return { index: chunk.index, skipped: false, rowsInserted: inserted.resultRows, statementId, durationMs: Date.now() - started };
+  const load = loadChunkSqls(pipeline, batch, chunk, new Date());
+  const outcome = await warehouse.batch(load.sqls, name, load.parameters);
+  const rowsCleared = chunk.clear ? Math.max(0, outcome.subStatements[0]?.resultRows ?? 0) : 0;
+  logger.info('chunk loaded', { ...log, start: chunk.start, end: chunk.end, rowsCleared, statementId: outcome.id, polls: outcome.polls });
+  return { index: chunk.index, skipped: false, rowsCleared, statementId: outcome.id, reattached: false, durationMs: Date.now() - started };
 }
 
 export const handler = stepHandler((event: LoadChunkEvent, context: Context) => loadChunk(event, warehouseFor(context)));

@@ -9,6 +9,7 @@ import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { type PublishGroup, resolveGroup } from '../../domain/groups.ts';
 import { batchIdFor, type BatchInterval, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { groups } from '../../pipelines/index.ts';
@@ -152,8 +153,8 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
       }),
       p.name('start-batch'),
     );
-    const done = new Set((await warehouse.query(doneChunks(p.batch.batchId), p.name('done-chunks'))).map((r) => Number(r.chunk_index)));
-    remaining.set(p.pipeline.name, p.chunks.filter((c) => !done.has(c.index)));
+    const rows = (await warehouse.query(doneChunks(p.batch.batchId), p.name('done-chunks'))) as unknown as ChunkStateRow[];
+    remaining.set(p.pipeline.name, chunksToLoad(p.chunks, rows).remaining);
   }
   logger.info('group planned', { group: group.name, batches: planned.map((p) => p.batch.batchId) });
   return result({ alreadyPublished: false, busy: false }, (p) => remaining.get(p.pipeline.name) ?? []);

@@ -12,6 +12,7 @@ import {
   stagingTableFor,
 } from '../../domain/plan.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { ValidationError } from '../../domain/errors.ts';
@@ -285,8 +286,7 @@ export async function plan(
     }),
     name('start-batch'),
   );
-  const done = new Set((await warehouse.query(doneChunks(batchId), name('done-chunks'))).map((r) => Number(r.chunk_index)));
-  const remaining = chunks.filter((c) => !done.has(c.index));
+  const { done, remaining } = chunksToLoad(chunks, (await warehouse.query(doneChunks(batchId), name('done-chunks'))) as unknown as ChunkStateRow[]);
   logger.info('batch planned', {
     batchId,
     pipeline: pipeline.name,

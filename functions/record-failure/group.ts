@@ -28,7 +28,7 @@ export async function recordGroupFailure(
     const target = warehouse();
     const members: MemberFailureFacts[] = [];
     for (const batch of group.members) {
-      const orphans = await cancelOrphans(target, batch.batchId, statementName).catch(() => ({ cancelled: [], stillRunning: [] }));
+      const orphans = await cancelOrphans(target, batch, statementName).catch(() => ({ cancelled: [], stillRunning: [] }));
       if (!event.state.publish) {
         for (const statement of markBatchFailed(batch.batchId, `${name}: ${message}`, new Date())) await target.execute(statement, statementName);
       }

@@ -42,7 +42,7 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
     try {
       const target = warehouse();
       // First, so the page can say what became of them; a failure here never stops the page.
-      orphans = await cancelOrphans(target, batch.batchId, statementName).then(
+      orphans = await cancelOrphans(target, batch, statementName).then(
         (found) => ({ orphans: found }),
         (error: unknown) => ({ orphanError: (error as Error).message }),
       );
@@ -100,7 +100,7 @@ async function beforeBatch(event: RecordFailureEvent, error: string, warehouse: 
     const [found] = await target.query(batchOfExecution(event.executionId), statementName);
     if (found) {
       const batchId = String(found.batch_id);
-      await cancelOrphans(target, batchId, statementName).catch(() => undefined);
+      await cancelOrphans(target, { batchId, pipeline: String(found.pipeline) }, statementName).catch(() => undefined);
       const [attempt, batchRow] = markExecutionStopped(batchId, event.executionId, error, new Date());
       await target.execute(attempt!, statementName);
       recorded = (await target.execute(batchRow!, statementName)).resultRows > 0;

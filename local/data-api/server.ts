@@ -24,11 +24,25 @@ export interface LocalDataApi {
   /** Statements submitted so far (ExecuteStatement and BatchExecuteStatement calls that were accepted). */
   statements(): number;
   /**
+   * Every request answered so far, in order: the operation and the name of
+   * the statement it submitted or addressed (ListStatements: the name
+   * prefix it asked for), for counting requests per statement.
+   */
+  requests(): readonly DataApiRequest[];
+  /**
    * PRIMARY KEY, UNIQUE and FOREIGN KEY constraints that committed statements
    * declared in `database`, which Redshift mode records instead of enforcing
    * (kept in this endpoint's memory; empty with the mode off).
    */
   informationalConstraints(database: string): InformationalConstraint[];
+}
+
+/** One request the endpoint answered. */
+export interface DataApiRequest {
+  readonly operation: string;
+  readonly statementName?: string;
+  /** The request's WaitTimeSeconds, when it had one. */
+  readonly waitTimeSeconds?: number;
 }
 
 export interface LocalDataApiOptions {
@@ -111,10 +125,13 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     ...(opts.redshiftMode === false ? {} : { constraints }),
   });
 
+  const requests: DataApiRequest[] = [];
   const server = await startAwsJsonServer({
     contentType: CONTENT_TYPE,
     targetPrefix: TARGET_PREFIX,
     operations: service.operations,
+    onRequest: (operation, input) =>
+      requests.push({ operation, ...namedIn(store, input), ...(typeof input.WaitTimeSeconds === 'number' ? { waitTimeSeconds: input.WaitTimeSeconds } : {}) }),
     errorOf: (error) => {
       const apiError =
         error instanceof DataApiError ? error : error instanceof AwsJsonRequestError ? new DataApiError(error.shape, error.message) : internal(error, log);
@@ -135,6 +152,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   return {
     endpoint,
     statements: () => store.submittedCount,
+    requests: () => [...requests],
     informationalConstraints: (database) => constraints.list(database),
     close: async () => {
       await server.close();
@@ -145,6 +163,18 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
       await runner.close();
     },
   };
+}
+
+/** The statement name a request carries or addresses by Id. */
+function namedIn(store: StatementStore, input: Record<string, unknown>): { statementName?: string } {
+  if (typeof input.StatementName === 'string') return { statementName: input.StatementName };
+  if (typeof input.Id !== 'string') return {};
+  try {
+    const name = store.get(input.Id).statement.statementName;
+    return name === undefined ? {} : { statementName: name };
+  } catch {
+    return {};
+  }
 }
 
 function internal(error: unknown, log: (line: string) => void): DataApiError {

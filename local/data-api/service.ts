@@ -127,8 +127,10 @@ export class RedshiftDataService {
     }
     const max = input.MaxResults === undefined || input.MaxResults === 0 ? 100 : Number(input.MaxResults);
     if (!Number.isInteger(max) || max < 0 || max > 100) throw validation('MaxResults must be between 0 and 100.');
+    // "By default, only finished statements are shown."
+    // https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
     const all = this.store.list({
-      status: status === 'ALL' ? undefined : (status as StatementStatus | undefined),
+      status: status === 'ALL' ? undefined : ((status ?? 'FINISHED') as StatementStatus),
       statementNamePrefix: optionalString(input.StatementName, 'statementName'),
       database: optionalString(input.Database, 'database'),
       clusterIdentifier: optionalString(input.ClusterIdentifier, 'clusterIdentifier'),

@@ -1,7 +1,8 @@
-// The manifest's upgrade from version 4 to 5 through the local Redshift
-// Data API (Redshift mode): the rollback columns are added to an existing
+// The manifest's upgrades through the local Redshift Data API (Redshift
+// mode): from version 4, the rollback columns are added to an existing
 // publications table without touching its rows, and a second install (a
-// replay, or a second Plan) adds nothing twice.
+// replay, or a second Plan) adds nothing twice; from version 5, chunks
+// loaded before keep their state under chunk_state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
@@ -26,7 +27,7 @@ describe('manifest version 5', () => {
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
     // What version 4 left: the table without the two columns, and one publication.
     await wh.query(`ALTER TABLE atomic_publish.publications DROP COLUMN rollback_of, DROP COLUMN restored_at`);
-    await wh.query(`DELETE FROM atomic_publish.manifest_version WHERE version = 5`);
+    await wh.query(`DELETE FROM atomic_publish.manifest_version WHERE version >= 5`);
     await wh.query(
       `INSERT INTO atomic_publish.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table)
        VALUES ('orders', 1, 'aaaaaaaaaaaaaaaa', '2026-01-01', 'analytics.orders', 'analytics.orders__prev_aaaaaaaaaaaaaaaa')`,
@@ -41,6 +42,38 @@ describe('manifest version 5', () => {
     expect(await wh.query(`SELECT seq, batch_id, rollback_of, restored_at FROM atomic_publish.publications`)).toEqual([
       { seq: 1, batch_id: 'aaaaaaaaaaaaaaaa', rollback_of: null, restored_at: null },
     ]);
-    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: 5 }]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
+  });
+});
+
+describe('manifest version 6', () => {
+  it('keeps what version 5 recorded of chunks in chunk_state, and counts a chunk DONE once a load of its generation committed', async () => {
+    const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
+    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    // What version 5 left: chunks whose state is in the chunks table itself.
+    await wh.query('DROP VIEW atomic_publish.chunk_state');
+    await wh.query('DROP TABLE atomic_publish.chunk_loads');
+    await wh.query(`DELETE FROM atomic_publish.manifest_version WHERE version = 6`);
+    await wh.query(
+      `INSERT INTO atomic_publish.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt, rows_written, statement_id)
+       VALUES ('b', 0, '2026-01-01', '2026-01-02', 'DONE', 1, 7, 'x'), ('b', 1, '2026-01-02', '2026-01-03', 'LOADING', 1, NULL, 'y'),
+              ('b', 2, '2026-01-03', '2026-01-04', 'PENDING', 0, NULL, NULL)`,
+    );
+
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
+    await wh.query(
+      `INSERT INTO atomic_publish.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at)
+       VALUES ('b', 2, 0, 9, '2026-01-05'), ('b', 1, 0, 5, '2026-01-05')`,
+    );
+
+    expect(
+      await wh.query(`SELECT chunk_index, status, generation, rows_written::int AS rows, loads::int AS loads FROM atomic_publish.chunk_state WHERE batch_id = 'b' ORDER BY chunk_index`),
+    ).toEqual([
+      { chunk_index: 0, status: 'DONE', generation: 1, rows: 7, loads: 0 },
+      // A load of an older generation does not count.
+      { chunk_index: 1, status: 'LOADING', generation: 1, rows: null, loads: 0 },
+      { chunk_index: 2, status: 'DONE', generation: 0, rows: 9, loads: 1 },
+    ]);
   });
 });

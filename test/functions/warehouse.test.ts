@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
 import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
+import { until } from '../support/until.ts';
 import { untilEnded, useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
@@ -411,6 +412,23 @@ describe('cancel', () => {
     expect(await main.warehouse.cancel(id, 'stubborn', 30_000)).toBe('ABORTED');
     await gate.release();
   });
+
+  it('waits for the cancel to take with a long poll when long polling is on: one CancelStatement, one DescribeStatement', async () => {
+    const gate = await wh.gate();
+    const { warehouse } = warehouseAt(wh.endpoint, DEFAULT_POLL);
+    const name = `cancel-long-poll-${Date.now()}`;
+    const id = await warehouse.submit({ sql: gate.sql }, name);
+    await gate.waiting();
+    const before = wh.api.requests().length;
+
+    expect(await warehouse.cancel(id, name, 30_000)).toBe('ABORTED');
+
+    expect(wh.api.requests().slice(before).filter((r) => r.statementName === name)).toEqual([
+      { operation: 'CancelStatement', statementName: name },
+      { operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 },
+    ]);
+    await gate.release();
+  });
 });
 
 describe('adaptive polling', () => {
@@ -446,18 +464,64 @@ describe('adaptive polling', () => {
     expect(clock.delays).toEqual([]);
   });
 
-  it('the handlers poll from 20 ms, half as long again each time, up to 2 s', async () => {
+  it('without long polling, the handlers poll from 20 ms, half as long again each time up to 2 s, never sleeping past max(100 ms, 10% of the wait so far)', async () => {
     const clock = pollClock();
     const gate = await wh.gate();
-    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, timeoutMs: 10_000, ...clock });
+    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, longPollSeconds: 0, timeoutMs: 60_000, ...clock });
     const id = await warehouse.submit({ sql: gate.sql }, 'default schedule');
     await gate.waiting();
 
     await rejectionOf(warehouse.wait(id, 'default schedule'));
 
     expect(clock.delays.slice(0, 4)).toEqual([20, 30, 45, 67.5]);
+    let waited = 0;
+    for (const delay of clock.delays) {
+      // A statement that ends during this sleep is noticed within max(100 ms, 10% of its duration).
+      expect(delay).toBeLessThanOrEqual(Math.max(100, waited / 10) + 1e-9);
+      waited += delay;
+    }
     expect(Math.max(...clock.delays)).toBe(2_000);
-    expect(clock.delays.filter((d) => d === 2_000).length).toBeGreaterThan(1);
+    await gate.release();
+  });
+});
+
+describe('long polling', () => {
+  it('is the default: one DescribeStatement waits until the statement ends, no sleep in between', async () => {
+    const clock = pollClock();
+    const gate = await wh.gate();
+    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, sleep: clock.sleep });
+    const name = `long-poll-${Date.now()}`;
+    const id = await warehouse.submit({ sql: gate.sql }, name);
+    await gate.waiting();
+    const before = wh.api.requests().length;
+
+    const waiting = warehouse.wait(id, name);
+    // The DescribeStatement is at the endpoint, waiting: only then may the statement end.
+    await until(() => wh.api.requests().slice(before).some((r) => r.operation === 'DescribeStatement' && r.statementName === name));
+    await gate.release();
+    const outcome = await waiting;
+
+    expect(outcome.polls).toBe(1);
+    expect(clock.delays).toEqual([]);
+    expect(wh.api.requests().slice(before).filter((r) => r.statementName === name)).toEqual([{ operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 }]);
+  });
+
+  it('asks no longer than the wait may last, and polls again at once after a long poll that ran its time', async () => {
+    const gate = await wh.gate();
+    const { warehouse } = warehouseAt(wh.endpoint, { ...DEFAULT_POLL, longPollSeconds: 1, timeoutMs: 2_500 });
+    const name = `long-poll-timeout-${Date.now()}`;
+    const id = await warehouse.submit({ sql: gate.sql }, name);
+    await gate.waiting();
+    const before = wh.api.requests().length;
+
+    const error = await rejectionOf(warehouse.wait(id, name));
+
+    expect(error).toBeInstanceOf(TransientWarehouseError);
+    expect(error.message).toMatch(/still STARTED/);
+    // Long polls of a second each, back to back, until less than a second is left; then plain polls.
+    const waits = wh.api.requests().slice(before).filter((r) => r.statementName === name).map((r) => r.waitTimeSeconds);
+    expect(waits.slice(0, 2)).toEqual([1, 1]);
+    expect(waits.slice(2).every((w) => w === undefined)).toBe(true);
     await gate.release();
   });
 });

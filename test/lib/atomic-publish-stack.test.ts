@@ -389,7 +389,7 @@ describe('permissions', () => {
     expect(logStatements.map((s) => (s.Resource as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]).sort()).toEqual(loggingGroups.sort());
   });
 
-  it('lets the handlers describe, read and cancel only the statements their role submitted (they never list)', () => {
+  it('lets the handlers describe, read and cancel only the statements their role submitted, and list their own', () => {
     for (const name of STEP_NAMES) {
       expect(policyOf(name)).toContainEqual({
         Effect: 'Allow',
@@ -402,6 +402,7 @@ describe('permissions', () => {
           },
         },
       });
+      expect(policyOf(name)).toContainEqual({ Effect: 'Allow', Action: 'redshift-data:ListStatements', Resource: '*' });
     }
   });
 
@@ -412,7 +413,8 @@ describe('permissions', () => {
     const statements = policyOf('Publish');
     expect(statements).toContainEqual({ Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: workgroups });
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: workgroups });
-    expect(statements.filter((s) => s.Resource === '*').every((s) => s.Condition !== undefined)).toBe(true);
+    // On "*", only statements of this role: by the owner condition, or ListStatements, which lists only the caller's own.
+    expect(statements.filter((s) => s.Resource === '*').every((s) => s.Condition !== undefined || s.Action === 'redshift-data:ListStatements')).toBe(true);
   });
 
   it('lets the state machine invoke exactly the seven step handlers by their unqualified ARNs and publish to the on-call topic', () => {

@@ -164,6 +164,7 @@ describe('the SDK calls in the handlers\' code', () => {
           'redshift-data:DescribeStatement',
           'redshift-data:GetStatementResult',
           'redshift-data:CancelStatement',
+          'redshift-data:ListStatements',
         ]),
       );
     }
@@ -215,7 +216,7 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     }
   });
 
-  it('refuses a call no handler makes: listing statements, or describing or cancelling a statement of another role', () => {
+  it('refuses a call no handler makes: describing or cancelling a statement of another role', () => {
     const fn = synthesized[name]!.find((f) => !STARTER_ENTRIES.has(f.entry))!;
     const other = { 'aws:userid': userId(fn.caller), 'redshift-data:statement-owner-iam-userid': 'AROAOTHERROLE:someone' };
     const own = { ...other, 'redshift-data:statement-owner-iam-userid': userId(fn.caller) };
@@ -223,7 +224,8 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: sameSessionNameOtherRole })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: own })).toBe(true);
     expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: own })).toBe(true);
-    expect(isAllowed(fn.statements, { action: 'redshift-data:ListStatements', resource: '*', context: own })).toBe(false);
+    // Listing is allowed: the Data API lists only the caller's own statements.
+    expect(isAllowed(fn.statements, { action: 'redshift-data:ListStatements', resource: '*', context: own })).toBe(true);
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);

@@ -122,9 +122,37 @@ describe('statement lifecycle', () => {
     const name = `list-${randomUUID()}`;
     const a = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1', StatementName: `${name}-a` }));
     const b = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 2', StatementName: `${name}-b` }));
-    const listed = await wh.client.send(new ListStatementsCommand({ StatementName: name }));
+    const listed = await wh.client.send(new ListStatementsCommand({ StatementName: name, Status: 'ALL' }));
     expect(listed.Statements?.map((s) => s.Id)).toEqual([b.Id, a.Id]);
     expect(listed.Statements?.[0]).toMatchObject({ QueryString: 'SELECT 2', IsBatchStatement: false, StatementName: `${name}-b` });
+  });
+
+  it('lists only finished statements unless asked for a status or ALL, as the real API does', async () => {
+    const name = `list-running-${randomUUID()}`;
+    const gate = await wh.gate();
+    const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: gate.sql, StatementName: name }));
+    await gate.waiting();
+    try {
+      expect((await wh.client.send(new ListStatementsCommand({ StatementName: name }))).Statements).toEqual([]);
+      expect((await wh.client.send(new ListStatementsCommand({ StatementName: name, Status: 'ALL' }))).Statements?.map((s) => [s.Id, s.Status])).toEqual([[Id, 'STARTED']]);
+    } finally {
+      await gate.release();
+    }
+    await untilEnded(wh.client, Id!);
+    expect((await wh.client.send(new ListStatementsCommand({ StatementName: name }))).Statements?.map((s) => s.Id)).toEqual([Id]);
+  });
+
+  it('logs every request with the statement it names or addresses', async () => {
+    const name = `logged-${randomUUID()}`;
+    const before = wh.api.requests().length;
+    const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1', StatementName: name }));
+    await wh.client.send(new DescribeStatementCommand({ Id, WaitTimeSeconds: 5 }));
+    await wh.client.send(new ListStatementsCommand({ StatementName: name }));
+    expect(wh.api.requests().slice(before)).toEqual([
+      { operation: 'ExecuteStatement', statementName: name },
+      { operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 5 },
+      { operation: 'ListStatements', statementName: name },
+    ]);
   });
 });
 

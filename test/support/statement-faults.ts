@@ -58,10 +58,10 @@ function install(): void {
     return outcome;
   };
   const submitBatch = Warehouse.prototype.submitBatch;
-  Warehouse.prototype.submitBatch = async function (this: Warehouse, sqls: readonly string[], name: string) {
+  Warehouse.prototype.submitBatch = async function (this: Warehouse, sqls: readonly string[], name: string, parameters?: Readonly<Record<string, string>>) {
     const before = scopes.getStore()?.scope.beforeBatch;
     if (before && name.includes(before.match)) await before.hook();
-    return submitBatch.call(this, sqls, name);
+    return submitBatch.call(this, sqls, name, parameters);
   };
 }
 

@@ -242,7 +242,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     batch: async (batchId) => (await query(`SELECT * FROM atomic_publish.batches WHERE batch_id = $1`, [batchId]))[0],
     async chunkStatuses(batchId) {
       const rows = await query<{ status: string; n: number }>(
-        `SELECT status, count(*)::int AS n FROM atomic_publish.chunks WHERE batch_id = $1 GROUP BY status`,
+        `SELECT status, count(*)::int AS n FROM atomic_publish.chunk_state WHERE batch_id = $1 GROUP BY status`,
         [batchId],
       );
       return Object.fromEntries(rows.map((r) => [r.status, r.n]));

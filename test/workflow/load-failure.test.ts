@@ -73,7 +73,7 @@ describe('a run that fails in LoadChunk', () => {
     expect(String(batch!.error)).toMatch(/^WarehouseError: .*division by zero/);
     expect(batch!.finished_at).not.toBeNull();
     const [bad] = await wf.query<{ status: string }>(
-      'SELECT status FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = $2',
+      'SELECT status FROM atomic_publish.chunk_state WHERE batch_id = $1 AND chunk_index = $2',
       [names.batchId, BAD_DAY],
     );
     expect(bad!.status).not.toBe('DONE');
@@ -110,7 +110,7 @@ describe('the re-run after the source is fixed', () => {
     await wf.query('DELETE FROM source.sales_order_lines WHERE quantity = 0');
     notDone = (
       await wf.query<{ chunk_index: number }>(
-        `SELECT chunk_index FROM atomic_publish.chunks WHERE batch_id = $1 AND status <> 'DONE' ORDER BY chunk_index`,
+        `SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status <> 'DONE' ORDER BY chunk_index`,
         [names.batchId],
       )
     ).map((r) => r.chunk_index);

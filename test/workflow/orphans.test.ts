@@ -13,6 +13,7 @@ import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/com
 import { recordFailure } from '../../functions/record-failure/index.ts';
 import { cancelExecutionOrphans, type CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
 import { localRedshiftDataClient, localTarget, localWarehouse } from '../../local/aws-clients.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
@@ -47,12 +48,13 @@ function gateStaging(): () => Promise<LockGate> {
   };
 }
 
-/** Chunk INSERTs submitted and recorded in the manifest (LOADING with a statement id). */
+/** Chunk loads submitted and still running, found as a re-run finds them: by their statement names. */
 async function recordedInserts(): Promise<{ chunk_index: number; statement_id: string }[]> {
-  return wf.query(
-    `SELECT chunk_index, statement_id FROM atomic_publish.chunks WHERE batch_id = $1 AND statement_id IS NOT NULL ORDER BY chunk_index`,
-    [batchId],
-  );
+  const prefix = loadStatementPrefix('sales_order_lines', batchId);
+  const running = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).runningStatements(prefix);
+  return running
+    .map((s) => ({ chunk_index: chunkOfLoadStatement(prefix, s.name)!, statement_id: s.id }))
+    .sort((a, b) => a.chunk_index - b.chunk_index);
 }
 
 async function statementStatus(id: string): Promise<string | undefined> {
@@ -97,7 +99,8 @@ describe('a chunk that fails while other chunks still load', () => {
     for (const id of held) expect(await statementStatus(id)).toBe('ABORTED');
     expect(failed.alerts).toHaveLength(1);
     expect(failed.alerts[0]!.message).toContain(`Statements: cancelled ${CHUNKS - 1} still-running statement(s) of this batch (the INSERTs of chunk(s) 1, 2;`);
-    expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS - 1, PENDING: 1 });
+    // A cancelled load rolled back whole: nothing of it in staging nor in the manifest.
+    expect(await wf.chunkStatuses(batchId)).toEqual({ PENDING: CHUNKS });
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED' });
     // The gate is open now: a cancelled INSERT that had gone on would have written its rows by now.
     expect(await stagingRows()).toBe(0);
@@ -105,7 +108,7 @@ describe('a chunk that fails while other chunks still load', () => {
     await rerunPublishesOnce();
   });
 
-  it('still pages when the cancels fail, naming the INSERTs that may still run; they stay LOADING, and a re-run publishes the source once', async () => {
+  it('still pages when the cancels fail, naming the loads that may still run; their chunks stay unloaded, and a re-run publishes the source once', async () => {
     /** A Data API whose CancelStatement is unavailable. */
     class CannotCancel extends DataApiWarehouse {
       override async cancel(id: string): Promise<string | undefined> {
@@ -135,8 +138,8 @@ describe('a chunk that fails while other chunks still load', () => {
       'Statements: 2 could not be cancelled and may still run (chunk(s) 1, 2; a re-run waits for them).',
     );
     expect(failed.alerts[0]!.message).toContain('Manifest:   batch and attempt marked FAILED');
-    // Left LOADING with their INSERTs' ids: nothing cleared an interval an INSERT might still write.
-    expect(chunksLoading).toEqual({ LOADING: CHUNKS - 1, PENDING: 1 });
+    // Not loaded while their loads still ran (a load and its record commit together); a re-run finds the loads by name.
+    expect(chunksLoading).toEqual({ PENDING: CHUNKS });
 
     await rerunPublishesOnce();
   });
@@ -188,7 +191,7 @@ describe('an execution aborted while its chunk INSERTs run', () => {
     // Released after the cancels: the re-run below need not wait for the lease to expire.
     expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
     for (const id of held) expect(await statementStatus(id)).toBe('ABORTED');
-    expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS });
+    expect(await wf.chunkStatuses(batchId)).toEqual({ PENDING: CHUNKS });
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted: the execution was aborted/) });
     const [attempt] = await wf.query(`SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1`, [batchId]);
     expect(attempt).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/aborted/) });
@@ -248,7 +251,7 @@ describe('an execution that timed out', () => {
     expect(first).toMatchObject({ batchId, statements: { cancelled: [0, 1, 2], stillRunning: [] }, markedFailed: true, leaseReleased: true });
     expect(again).toMatchObject({ batchId, statements: { cancelled: [], stillRunning: [] }, markedFailed: false, leaseReleased: false });
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionTimedOut: the execution timed out/) });
-    expect(await wf.chunkStatuses(batchId)).toEqual({ CANCELLED: CHUNKS });
+    expect(await wf.chunkStatuses(batchId)).toEqual({ PENDING: CHUNKS });
     expect(await stagingRows()).toBe(0);
 
     await rerunPublishesOnce();

@@ -1,7 +1,8 @@
 // Statements that outlive the invocation that submitted them: a LoadChunk
-// retry waits for the INSERT an earlier attempt submitted (or counts it, if
-// it finished) instead of running it twice, and a Publish retry recognises
-// its own earlier commit instead of calling it a conflict.
+// retry finds the load an earlier attempt submitted by its statement name
+// and waits for it (or skips the chunk, if it finished) instead of running
+// it twice, and a Publish retry recognises its own earlier commit instead
+// of calling it a conflict.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
@@ -12,11 +13,11 @@ import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts
 import { until } from '../support/until.ts';
 import { LIVE, inputFor, namesFor, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
 
-/** A Lambda whose wait for the INSERT gives up once (as at its 15-minute limit) while the statement keeps running. */
+/** A Lambda whose wait for the chunk load gives up once (as at its 15-minute limit) while the statement keeps running. */
 class GivesUpOnce extends DataApiWarehouse {
   gaveUp = false;
   override async wait(id: string, name: string): Promise<StatementOutcome> {
-    if (name.includes(':insert:') && !this.gaveUp) {
+    if (name.endsWith(':load') && !this.gaveUp) {
       this.gaveUp = true;
       throw new TransientWarehouseError(`${name} (${id}) still STARTED after 900 s`);
     }
@@ -38,8 +39,17 @@ const warehouse = () =>
     DEFAULT_POLL,
   );
 
+/** A chunk's state as chunk_state shows it: loads counted in its generation, and their rows. */
+async function chunkState(index: number): Promise<{ generation: number; loads: number; rows_written: number } | undefined> {
+  const [row] = await wf.query<{ generation: number; loads: string; rows_written: string }>(
+    `SELECT generation, loads, rows_written FROM atomic_publish.chunk_state WHERE batch_id = $1 AND chunk_index = $2`,
+    [namesFor(7).batchId, index],
+  );
+  return row && { generation: row.generation, loads: Number(row.loads), rows_written: Number(row.rows_written) };
+}
+
 describe('a LoadChunk retry after the wait gave up', () => {
-  it('waits for the INSERT still running instead of running it again, and the chunk holds its rows once', async () => {
+  it('waits for the load still running instead of running it again, and the chunk holds its rows once', async () => {
     wf.reset();
     const { staging } = namesFor(7);
     const blocker = newClient(wf.wh.pg);
@@ -48,7 +58,7 @@ describe('a LoadChunk retry after the wait gave up', () => {
     let released = false;
     try {
       // Chunk 3's first attempt: the INSERT waits on a lock held here, its
-      // Lambda gives up waiting; the retry must re-attach to that INSERT,
+      // Lambda gives up waiting; the retry must re-attach to that load,
       // which is released only once the retry is seen waiting for it.
       wf.faults.LoadChunk = async (input, next) => {
         const event = input as LoadChunkEvent;
@@ -73,105 +83,30 @@ describe('a LoadChunk retry after the wait gave up', () => {
     } finally {
       await blocker.end();
     }
-    const [chunk] = await wf.query<{ attempt: number; rows_written: string; statement_id: string }>(
-      `SELECT attempt, rows_written::text, statement_id FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 3`,
-      [namesFor(7).batchId],
-    );
-    // One INSERT, one attempt: the retry did not mark the chunk LOADING again.
-    expect(chunk).toMatchObject({ attempt: 1, rows_written: '40' });
+    // One load, recorded once with the day's rows.
+    expect(await chunkState(3)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
   });
 
-  it('counts an INSERT that finished after the wait gave up, without loading the chunk again', async () => {
+  it('skips a chunk whose load finished after the wait gave up, without loading it again', async () => {
     await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
     await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
     wf.reset();
-    let inserts = 0;
+    let loads = 0;
     wf.faults.LoadChunk = async (input, next) => {
       const event = input as LoadChunkEvent;
-      if (event.chunk.index !== 2 || inserts > 0) return next(input);
-      inserts += 1;
+      if (event.chunk.index !== 2 || loads > 0) return next(input);
+      loads += 1;
       const attempt = warehouse();
       await expect(loadChunk(event, attempt)).rejects.toThrow(/still STARTED/);
-      // The abandoned INSERT finishes before the retry looks at it.
-      const [{ statement_id: id }] = await wf.query<{ statement_id: string }>(
-        'SELECT statement_id FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 2',
-        [namesFor(7).batchId],
-      ) as [{ statement_id: string }];
-      await until(async () => (await attempt.status(id, 'abandoned insert'))?.status === 'FINISHED');
+      // The abandoned load finishes before the retry looks for it.
+      await until(async () => (await chunkState(2))?.loads === 1, 'the abandoned load committed');
       throw new TransientWarehouseError('the Lambda gave up waiting');
     };
     const result = await wf.run(inputFor(7), 'reattach-finished');
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    const [chunk] = await wf.query<{ attempt: number; rows_written: string }>(
-      `SELECT attempt, rows_written::text FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 2`,
-      [namesFor(7).batchId],
-    );
-    expect(chunk).toMatchObject({ attempt: 1, rows_written: '40' });
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
-  });
-});
-
-/** A warehouse whose manifest write of the INSERT's id fails `times` times with a transient error. */
-class RecordingFails extends DataApiWarehouse {
-  failures = 0;
-  constructor(private readonly times: number, ...args: ConstructorParameters<typeof DataApiWarehouse>) {
-    super(...args);
-  }
-  override async execute(statement: Parameters<DataApiWarehouse['execute']>[0], name: string): Promise<StatementOutcome> {
-    if (name.includes(':record-statement:') && this.failures < this.times) {
-      this.failures += 1;
-      throw new TransientWarehouseError(`${name}: ERROR: could not serialize access due to concurrent update`);
-    }
-    return super.execute(statement, name);
-  }
-}
-
-const recordingFails = (times: number) =>
-  new RecordingFails(
-    times,
-    localRedshiftDataClient(wf.wh.endpoint),
-    localTarget(wf.wh.pg.database),
-    DEFAULT_POLL,
-  );
-
-describe('a failure to record the INSERT it just submitted', () => {
-  it('is retried inside the step, so the chunk is loaded once by one INSERT', async () => {
-    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
-    const flaky = recordingFails(2);
-    wf.faults.LoadChunk = async (input, next) => ((input as LoadChunkEvent).chunk.index === 4 ? loadChunk(input as LoadChunkEvent, flaky) : next(input));
-
-    const result = await wf.run(inputFor(7), 'record-retried');
-
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(flaky.failures).toBe(2);
-    expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(0);
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
-  });
-
-  it('that persists fails the step only after its INSERT finished, so the retry replaces those rows instead of doubling them', async () => {
-    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
-    const broken = recordingFails(1_000);
-    let first = true;
-    wf.faults.LoadChunk = async (input, next) => {
-      if ((input as LoadChunkEvent).chunk.index !== 4 || !first) return next(input);
-      first = false;
-      return loadChunk(input as LoadChunkEvent, broken);
-    };
-
-    const result = await wf.run(inputFor(7), 'record-broken');
-
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(1);
-    const [chunk] = await wf.query<{ attempt: number; rows_written: string }>(
-      'SELECT attempt, rows_written::text FROM atomic_publish.chunks WHERE batch_id = $1 AND chunk_index = 4',
-      [namesFor(7).batchId],
-    );
-    expect(chunk).toMatchObject({ attempt: 2, rows_written: '40' });
+    expect(result.status, `${result.error}: ${result.cause} ${result.alerts.map((a) => a.message).join('\n')}`).toBe('SUCCEEDED');
+    expect(wf.runner.logs.some((l) => l.message === 'chunk already loaded; skipped' && l.chunk === 2)).toBe(true);
+    expect(await chunkState(2)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CATALOG_CHANGED, MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
+import { CATALOG_CHANGED, CHUNK_STATE_QUERY, MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
 import { NOW } from './support.ts';
 
 describe('manifestDdl', () => {
@@ -15,7 +15,7 @@ describe('manifestDdl', () => {
   it('is safe to run again: every statement creates if not exists, replaces, adds a column only if missing, or inserts its version once', () => {
     for (const sql of manifestDdl(NOW)) {
       expect(sql).toMatch(
-        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE) |CALL "atomic_publish".add_column_if_missing\(|INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s,
+        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE|OR REPLACE VIEW) |CALL "atomic_publish".(add_column_if_missing|create_view_if_missing)\(|INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s,
       );
     }
     const adder = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('))!;
@@ -25,13 +25,28 @@ describe('manifestDdl', () => {
   it('adds the rollback columns of version 5 to the publications, after the procedure that adds them exists', () => {
     const ddl = manifestDdl(NOW);
     const procedure = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('));
-    const calls = ddl.flatMap((sql, i) => (sql.startsWith('CALL') ? [[i, sql] as const] : []));
-    expect(MANIFEST_VERSION).toBe(5);
+    const calls = ddl.flatMap((sql, i) => (sql.startsWith('CALL "atomic_publish".add_column_if_missing') ? [[i, sql] as const] : []));
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(5);
     expect(calls.map(([, sql]) => sql)).toEqual([
       `CALL "atomic_publish".add_column_if_missing('publications', 'rollback_of', 'int')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'restored_at', 'timestamp')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
+  });
+
+  it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(6);
+    const loads = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".chunk_loads ('));
+    const creator = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".create_view_if_missing('));
+    const view = ddl.findIndex((sql) => sql.startsWith(`CALL "atomic_publish".create_view_if_missing('chunk_state', `));
+    expect(loads).toBeGreaterThan(ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".chunks (')));
+    expect(view).toBeGreaterThan(Math.max(loads, creator));
+    expect(ddl[creator]).toMatch(/IF present = 0 THEN\s+EXECUTE 'CREATE VIEW '/);
+    // A chunk is DONE when a load of its current generation committed.
+    expect(CHUNK_STATE_QUERY).toContain("CASE WHEN l.loads IS NOT NULL THEN 'DONE' ELSE c.status END AS status");
+    expect(CHUNK_STATE_QUERY).toContain('AND l.generation = c.attempt');
+    expect(ddl.some((sql) => /CREATE OR REPLACE VIEW/.test(sql))).toBe(false);
   });
 
   it('records the manifest version it installs, which Plan compares before installing again', () => {
