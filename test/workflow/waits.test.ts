@@ -13,7 +13,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
-import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
+import { ensureLocalUser, localUserPassword } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
 import { caughtMessage, inputFor, LIVE, namesFor, useWorkflow, type Workflow } from '../support/workflow.ts';
@@ -45,9 +45,14 @@ async function swapWaiting(): Promise<boolean> {
 }
 
 /** True once Publish is seen polling for older transactions to end. */
+/**
+ * Publish has begun its wait for older snapshots: it submitted the wait's
+ * query (the endpoint's request log), which it repeats until they end.
+ * Sampling pg_stat_activity instead could miss the short queries on a busy
+ * machine.
+ */
 async function publishWaitsForSnapshots(): Promise<boolean> {
-  const rows = await wf.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND usename = $1 AND query LIKE '%svv_transactions%NOT IN%'`, [LOCAL_PIPELINE_USER]);
-  return rows.length > 0;
+  return wf.wh.api.requests().some((r) => r.operation === 'ExecuteStatement' && /:publish:snapshots/.test(r.statementName ?? ''));
 }
 
 const publishCalls = () => wf.calls.filter((c) => c.state === 'Publish').length;
