@@ -36,6 +36,22 @@ export class TransientWarehouseError extends AtomicPublishError {
   override name = 'TransientWarehouseError';
 }
 
+/**
+ * A wait for a statement ran out (its poll time-out, or the invocation's
+ * deadline) while the statement still runs in the warehouse. Transient
+ * for every step (a retry re-attaches); LoadChunk instead reports the load
+ * as still running, and the workflow waits for it without limit.
+ */
+export class StatementStillRunningError extends TransientWarehouseError {
+  constructor(
+    message: string,
+    /** The Data API statement that still runs. */
+    readonly statementId: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The warehouse rejected the SQL (syntax, missing table, bad data): retrying will not help. */
 export class WarehouseError extends AtomicPublishError {
   override name = 'WarehouseError';

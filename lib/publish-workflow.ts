@@ -7,6 +7,7 @@ import {
   Condition,
   DefinitionBody,
   Fail,
+  type IChainable,
   JitterType,
   JsonPath,
   LogLevel,
@@ -17,6 +18,8 @@ import {
   StateMachineType,
   Succeed,
   TaskInput,
+  Wait,
+  WaitTime,
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Rule } from 'aws-cdk-lib/aws-events';
@@ -29,6 +32,12 @@ import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
 import { FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
+
+/**
+ * The pause before LoadChunk looks at a load that outlasted its invocation
+ * again. Short: the invocation itself waited up to its time-out.
+ */
+export const LOAD_RECHECK_SECONDS = 5;
 
 export interface PublishWorkflowProps {
   /** Where the handlers send SQL; `secret` resolved (no `secretArn`). */
@@ -215,12 +224,7 @@ export class PublishWorkflow extends Construct {
     });
     plan.addCatch(recordFailure, catchAll);
 
-    const loadChunk = task('LoadChunk', {
-      // Only the chunk index leaves an iteration: the Map's collected results
-      // stay small even for a thousand chunks (they are discarded anyway).
-      resultPath: JsonPath.DISCARD,
-      outputPath: '$.chunk.index',
-    });
+    const loadChunk = this.chunkLoad(task, '');
     const loadChunks = new MapState(this, 'LoadChunks', {
       itemsPath: '$.plan.chunks',
       maxConcurrencyPath: '$.plan.maxConcurrency',
@@ -319,6 +323,32 @@ export class PublishWorkflow extends Construct {
     });
   }
   /**
+   * One chunk's load, as a Map iteration runs it: LoadChunk, then, while it
+   * reports the load still running (`pending`: the load outlasted the
+   * invocation), a short Wait and LoadChunk again, which re-attaches to the
+   * load by its statement name. A load of any length is waited for, never
+   * resubmitted and never failed for its length; only the execution's
+   * time-out bounds it. Each round is one invocation that waited up to its
+   * own time-out, so a long load adds a few history events per 15 minutes.
+   * Only the chunk index leaves an iteration: the Map's collected results
+   * stay small (they are discarded anyway).
+   */
+  private chunkLoad(
+    task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
+    prefix: '' | 'Member',
+  ): IChainable {
+    const loadChunk = task(`${prefix}LoadChunk`, { resultPath: '$.load' }, 'LoadChunk');
+    const again = new Wait(this, `${prefix}WaitForLoad`, { time: WaitTime.duration(Duration.seconds(LOAD_RECHECK_SECONDS)) });
+    const loaded = new Pass(this, `${prefix}ChunkLoaded`, { outputPath: '$.chunk.index' });
+    return loadChunk.next(
+      new Choice(this, `${prefix}LoadStillRunning`)
+        // A missing field would fail the Choice (States.Runtime): check it is there first.
+        .when(Condition.and(Condition.isPresent('$.load.pending'), Condition.booleanEquals('$.load.pending', true)), again.next(loadChunk))
+        .otherwise(loaded),
+    );
+  }
+
+  /**
    * A publish group (input `{"group": ...}`, Plan's `plan.members`): each
    * member loaded and reconciled as a pipeline run is (GroupMembers, one
    * member at a time, so the warehouse sees one member's chunk concurrency),
@@ -333,7 +363,7 @@ export class PublishWorkflow extends Construct {
     catchAll: { errors: string[]; resultPath: string },
   ): MapState {
     const memberBatch = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch') });
-    const loadChunk = task('MemberLoadChunk', { resultPath: JsonPath.DISCARD, outputPath: '$.chunk.index' }, 'LoadChunk');
+    const loadChunk = this.chunkLoad(task, 'Member');
     const loadChunks = new MapState(this, 'MemberLoadChunks', {
       itemsPath: '$.plan.chunks',
       maxConcurrencyPath: '$.plan.maxConcurrency',

@@ -143,6 +143,12 @@ export interface LocalRunnerOptions {
   readonly outboxFile?: string;
   /** The template whose state machine runs. @default - the app's, synthesized (local/template.ts) */
   readonly template?: Template;
+  /**
+   * Functions' time-outs in seconds, in place of the synthesized ones, keyed
+   * by Task state (a test's shortened step: the handler's context and the
+   * Task's TimeoutSeconds both follow). @default - the synthesized ones
+   */
+  readonly functionTimeoutsSeconds?: Readonly<Record<string, number>>;
 }
 
 export class LocalRunner {
@@ -177,7 +183,11 @@ export class LocalRunner {
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...options.env,
     });
-    const workflow = await loadWorkflow(options.template);
+    const loaded = await loadWorkflow(options.template);
+    for (const state of Object.keys(options.functionTimeoutsSeconds ?? {})) {
+      if (!(state in loaded.timeoutsSeconds)) throw new Error(`functionTimeoutsSeconds: ${state} is not a Lambda Task state of the workflow`);
+    }
+    const workflow: SynthesizedWorkflow = { ...loaded, timeoutsSeconds: { ...loaded.timeoutsSeconds, ...options.functionTimeoutsSeconds } };
     // The synthesized definition is validated as it is; the run uses the copy
     // with scaled retry waits, which the validator's integer rule for
     // IntervalSeconds would refuse.

@@ -135,7 +135,7 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
  * The definition as the local run executes it. Retry waits are scaled by
  * `timeScale` (IntervalSeconds and MaxDelaySeconds; BackoffRate, MaxAttempts
  * and JitterStrategy stay), so a local run takes the same backoff and
- * jitter path as AWS, only faster. A Lambda Task without TimeoutSeconds
+ * jitter path as AWS, only faster; so are Wait states' Seconds. A Lambda Task without TimeoutSeconds
  * gets its function's timeout: on AWS the function's timeout bounds it
  * (aws-local-stepfunctions would apply 60 s).
  */
@@ -149,6 +149,8 @@ export function localDefinition(workflow: SynthesizedWorkflow, timeScale: number
         if (retrier.MaxDelaySeconds !== undefined) retrier.MaxDelaySeconds = Number(retrier.MaxDelaySeconds) * timeScale;
       }
     }
+    // A Wait pauses for its declared time, scaled as the retry waits are.
+    if (state.Type === 'Wait' && state.Seconds !== undefined) state.Seconds = Number(state.Seconds) * timeScale;
     const timeout = workflow.timeoutsSeconds[name];
     if (state.Type === 'Task' && timeout !== undefined && state.TimeoutSeconds === undefined && state.TimeoutSecondsPath === undefined) {
       state.TimeoutSeconds = timeout;

@@ -11,7 +11,7 @@ import {
   type DescribeStatementCommandOutput,
   type Field,
 } from '@aws-sdk/client-redshift-data';
-import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { StatementStillRunningError, TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { Statement } from '../../domain/sql/statement.ts';
 import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 
@@ -289,7 +289,7 @@ export class Warehouse {
       // service answered early (or refused) sleeps like a plain poll.
       const pause = waited && now() - asked >= (waitSeconds * 1000) / 2 ? 0 : Math.min(delay, pollDelayCap(now() - started));
       if (now() - started + pause > this.poll.timeoutMs || now() + pause > this.deadline) {
-        throw new TransientWarehouseError(`${name} (${id}) still ${described.Status} after ${Math.round((now() - started) / 1000)} s`);
+        throw new StatementStillRunningError(`${name} (${id}) still ${described.Status} after ${Math.round((now() - started) / 1000)} s`, id);
       }
       if (pause > 0) {
         await (this.poll.sleep ?? sleep)(pause);

@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
+import { StatementStillRunningError } from '../../domain/errors.ts';
 import { chunkLoaded, type ChunkToLoad, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -19,8 +20,17 @@ export interface LoadChunkResult {
   readonly statementId?: string;
   /** True when the load was an earlier attempt's, waited for instead of submitted. */
   readonly reattached: boolean;
+  /**
+   * True when the load still runs at the end of this invocation's wait: the
+   * workflow comes back (LoadStillRunning, WaitForLoad) and this step
+   * re-attaches to it, for as long as it runs.
+   */
+  readonly pending?: boolean;
   readonly durationMs: number;
 }
+
+/** Logged when an invocation ends while its chunk's load still runs (the workflow comes back to it). */
+export const STILL_RUNNING_MESSAGE = 'the load still runs; the workflow waits for it';
 
 /** Logged when a retry waits for the load an earlier attempt submitted, instead of submitting one. */
 export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt';
@@ -38,10 +48,23 @@ export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt
  * commit is never cleared or loaded beside.
  */
 export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
+  const started = Date.now();
+  try {
+    return await loadOnce(event, warehouse, started);
+  } catch (error) {
+    // The load outlasts this invocation: report it, never resubmit it and
+    // never fail for its length; the workflow invokes this step again,
+    // which re-attaches to it by name.
+    if (!(error instanceof StatementStillRunningError)) throw error;
+    logger.info(STILL_RUNNING_MESSAGE, { batchId: event.batch.batchId, chunk: event.chunk.index, statementId: error.statementId });
+    return { index: event.chunk.index, skipped: false, rowsCleared: 0, statementId: error.statementId, reattached: false, pending: true, durationMs: Date.now() - started };
+  }
+}
+
+async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: number): Promise<LoadChunkResult> {
   const { batch, chunk } = event;
   const pipeline = frozenPipeline(batch);
   const name = loadStatementName(pipeline, batch, chunk);
-  const started = Date.now();
   const log = { batchId: batch.batchId, chunk: chunk.index, generation: chunk.generation ?? 0 };
 
   const earlier = await warehouse.statementsNamed(name);
@@ -49,9 +72,9 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   if (running) {
     logger.info(REATTACHED_MESSAGE, { ...log, statementId: running.id });
     await warehouse.wait(running.id, name).catch(async (error: unknown) => {
-      // Only a wait that ran out propagates (the load still runs: a retry
-      // re-attaches again); a load that failed or was cancelled rolled back
-      // whole, and is loaded afresh below.
+      // Only a wait that ran out propagates (the load still runs: the
+      // workflow comes back and re-attaches again); a load that failed or
+      // was cancelled rolled back whole, and is loaded afresh below.
       const now = await warehouse.status(running.id, name);
       if (!now || STILL_RUNNING.has(now.status)) throw error;
       logger.warn('the load re-attached to ended without loading; loading afresh', { ...log, statementId: running.id, status: now.status });

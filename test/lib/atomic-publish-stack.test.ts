@@ -57,9 +57,14 @@ describe('state machine', () => {
         'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished',
       ].sort(),
     );
-    expect(Object.keys(state('LoadChunks').ItemProcessor!.States)).toEqual(['LoadChunk']);
+    expect(Object.keys(state('LoadChunks').ItemProcessor!.States).sort()).toEqual(['ChunkLoaded', 'LoadChunk', 'LoadStillRunning', 'WaitForLoad']);
     expect(Object.keys(state('GroupMembers').ItemProcessor!.States).sort()).toEqual(['MemberLoadChunks', 'MemberReconcile']);
-    expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States)).toEqual(['MemberLoadChunk']);
+    expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States).sort()).toEqual([
+      'MemberChunkLoaded',
+      'MemberLoadChunk',
+      'MemberLoadStillRunning',
+      'MemberWaitForLoad',
+    ]);
     expect(Object.keys(state('GroupCleanup').ItemProcessor!.States).sort()).toEqual(['MemberCleanup', 'MemberEmitMetrics']);
   });
 

@@ -83,6 +83,14 @@ export function visited(result: ExecutionResult): string[] {
   return result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name);
 }
 
+/** The states of one chunk's load inside the LoadChunks Map (lib/publish-workflow.ts chunkLoad). */
+const CHUNK_LOAD_STATES: ReadonlySet<string> = new Set(['LoadChunk', 'LoadStillRunning', 'WaitForLoad', 'ChunkLoaded']);
+
+/** The states entered, in order, without those of the chunk loads inside LoadChunks. */
+export function visitedOutsideChunks(result: ExecutionResult): string[] {
+  return visited(result).filter((s) => !CHUNK_LOAD_STATES.has(s));
+}
+
 /** The `$.error` the Catch handed to RecordFailure: what actually failed, before the Fail state renamed it. */
 export function caughtError(result: ExecutionResult): { Error?: string; Cause?: string } | undefined {
   const entered = stateEvents(result, 'StateEntered', 'RecordFailure')[0];
@@ -144,6 +152,8 @@ export interface UseWorkflowOptions {
   env?: Record<string, string>;
   /** Database errors the endpoint injects (local/data-api/runner.ts StatementFault). @default - none */
   statementError?: StatementFault;
+  /** Shortened function time-outs by Task state (LocalRunnerOptions.functionTimeoutsSeconds). */
+  functionTimeoutsSeconds?: Record<string, number>;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -184,6 +194,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
   const runner = await LocalRunner.create({
     env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN', ...options.env },
     timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
+    ...(options.functionTimeoutsSeconds ? { functionTimeoutsSeconds: options.functionTimeoutsSeconds } : {}),
     taskOverrides,
     outboxFile,
   });
