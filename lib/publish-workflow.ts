@@ -31,7 +31,7 @@ import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-wa
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
-import { FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
+import { CHUNK_LOAD_STATES, FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
 
 /**
  * The pause before LoadChunk looks at a load that outlasted its invocation
@@ -337,11 +337,12 @@ export class PublishWorkflow extends Construct {
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
     prefix: '' | 'Member',
   ): IChainable {
-    const loadChunk = task(`${prefix}LoadChunk`, { resultPath: '$.load' }, 'LoadChunk');
-    const again = new Wait(this, `${prefix}WaitForLoad`, { time: WaitTime.duration(Duration.seconds(LOAD_RECHECK_SECONDS)) });
-    const loaded = new Pass(this, `${prefix}ChunkLoaded`, { outputPath: '$.chunk.index' });
+    const names = CHUNK_LOAD_STATES;
+    const loadChunk = task(`${prefix}${names.load}`, { resultPath: '$.load' }, 'LoadChunk');
+    const again = new Wait(this, `${prefix}${names.wait}`, { time: WaitTime.duration(Duration.seconds(LOAD_RECHECK_SECONDS)) });
+    const loaded = new Pass(this, `${prefix}${names.loaded}`, { outputPath: '$.chunk.index' });
     return loadChunk.next(
-      new Choice(this, `${prefix}LoadStillRunning`)
+      new Choice(this, `${prefix}${names.stillRunning}`)
         // A missing field would fail the Choice (States.Runtime): check it is there first.
         .when(Condition.and(Condition.isPresent('$.load.pending'), Condition.booleanEquals('$.load.pending', true)), again.next(loadChunk))
         .otherwise(loaded),

@@ -74,3 +74,15 @@ export const ENTRY_METADATA_KEY = 'atomic-publish:entry';
 
 /** The Fail state's error: what an operator sees on a failed execution. */
 export const FAILED_ERROR = 'AtomicPublishFailed';
+
+/**
+ * The states of one chunk's load inside the LoadChunks Map (a group
+ * member's carry the prefix `Member`): LoadChunk, and the loop that waits
+ * for a load longer than an invocation (lib/publish-workflow.ts chunkLoad).
+ */
+export const CHUNK_LOAD_STATES = { load: 'LoadChunk', stillRunning: 'LoadStillRunning', wait: 'WaitForLoad', loaded: 'ChunkLoaded' } as const;
+
+/** Whether a state is one of a chunk load's (a pipeline run's or a group member's). */
+export function isChunkLoadState(name: string): boolean {
+  return (Object.values(CHUNK_LOAD_STATES) as string[]).includes(name.replace(/^Member/, ''));
+}

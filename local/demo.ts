@@ -14,6 +14,7 @@
  * path saw anything but the old or the new row count.
  */
 import { DEFAULT_POLL, type Warehouse } from '../functions/commons/warehouse.ts';
+import { isChunkLoadState } from '../lib/workflow-steps.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
@@ -136,7 +137,7 @@ function timelineOf(execution: ExecutionResult): string {
   const open = new Map<string, number>();
   for (const event of execution.events) {
     const name = event.state?.name;
-    if (!name || name === 'LoadChunk') continue;
+    if (!name || isChunkLoadState(name)) continue;
     if (event.type === 'StateEntered') open.set(name, event.timestamp);
     if ((event.type === 'StateExited' || event.type === 'StateFailed') && open.has(name)) {
       steps.push({ name, start: open.get(name)!, end: event.timestamp, failed: event.type === 'StateFailed' });

@@ -42,7 +42,12 @@ export function keyImpliesTime(pipeline: Pipeline): boolean {
  * the interval fall in no unit. Where the business key holds the time
  * column, staging's pass groups by unit and key value, so the key check is
  * per chunk and in the same pass; otherwise a value may repeat across
- * chunks, and the check is one more grouping of staging by key.
+ * chunks, and the check is one more grouping of staging by key. The
+ * whole-batch figures are uncorrelated scalar subqueries, evaluated once:
+ * cross-joined to the chunks instead, a planner that expects one chunk (a
+ * manifest table without statistics yet) ran the key grouping again for
+ * every chunk (measured locally on the demo's first run: 90 chunks, 51 s
+ * instead of 0.9 s).
  */
 export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
   const t = quoteIdent(pipeline.timeColumn);
@@ -108,15 +113,14 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
             SELECT owner.chunk_index, ${rolled('staging', 'stg')} FROM stg JOIN owner ON owner.k = stg.k GROUP BY owner.chunk_index
           ),
           whole AS (
-            SELECT (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, dup.duplicate_keys FROM dup
+            SELECT (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, (SELECT duplicate_keys FROM dup) AS duplicate_keys
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
                  ${[...figures('source', 'sc'), ...figures('staging', 'gc')].join(', ')},
-                 whole.outside_interval, whole.duplicate_keys
+                 (SELECT outside_interval FROM whole) AS outside_interval, (SELECT duplicate_keys FROM whole) AS duplicate_keys
             FROM chunk
             LEFT JOIN src_chunk AS sc ON sc.chunk_index = chunk.chunk_index
             LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index
-           CROSS JOIN whole
            ORDER BY chunk.chunk_index`,
     parameters: { batch_id: batch.batchId, start: timestampParam(batch.from), end: timestampParam(batch.to) },
   };

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { isChunkLoadState } from '../../lib/workflow-steps.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
@@ -83,12 +84,9 @@ export function visited(result: ExecutionResult): string[] {
   return result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name);
 }
 
-/** The states of one chunk's load inside the LoadChunks Map (lib/publish-workflow.ts chunkLoad). */
-const CHUNK_LOAD_STATES: ReadonlySet<string> = new Set(['LoadChunk', 'LoadStillRunning', 'WaitForLoad', 'ChunkLoaded']);
-
 /** The states entered, in order, without those of the chunk loads inside LoadChunks. */
 export function visitedOutsideChunks(result: ExecutionResult): string[] {
-  return visited(result).filter((s) => !CHUNK_LOAD_STATES.has(s));
+  return visited(result).filter((s) => !isChunkLoadState(s));
 }
 
 /** The `$.error` the Catch handed to RecordFailure: what actually failed, before the Fail state renamed it. */
