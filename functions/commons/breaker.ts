@@ -68,7 +68,7 @@ export async function breakerFailure(
   error: string,
   settings: BreakerSettings | undefined = breakerFromEnv(),
 ): Promise<BreakerReport | undefined> {
-  if (!settings || !executionId || errorName === CircuitOpenError.name || errorName === 'CircuitOpenError') return undefined;
+  if (!settings || !executionId || errorName === 'CircuitOpenError') return undefined;
   try {
     const target = warehouse();
     if (!(await breakerRow(target, 'record-failure')).installed) return undefined;
