@@ -111,3 +111,12 @@ export class DependentViewError extends AtomicPublishError {
 export class OutOfBandChangeError extends AtomicPublishError {
   override name = 'OutOfBandChangeError';
 }
+
+/**
+ * The warehouse's circuit breaker is open (domain/neighbour.ts): Plan ended
+ * the execution at once instead of letting it retry against a warehouse
+ * that keeps failing. Never retried; not counted as a failure of the warehouse.
+ */
+export class CircuitOpenError extends AtomicPublishError {
+  override name = 'CircuitOpenError';
+}

@@ -59,6 +59,8 @@ export interface FailureFacts {
   readonly liveTablePresent?: boolean;
   /** The batch this execution created, found in the manifest when the state lost Plan's result. */
   readonly executionBatch?: { readonly batchId: string; readonly status: string };
+  /** The warehouse's circuit breaker after this failure was counted (functions/commons/breaker.ts); undefined without a breaker. */
+  readonly breaker?: { readonly state?: string; readonly failures?: number; readonly openedAt?: string; readonly error?: string };
 }
 
 /** A publication as the manifest records it. */
@@ -174,6 +176,8 @@ function nextStep(name: string, pipeline: string, input: string | undefined): st
       return `the warehouse kept failing after every retry (a lock held, snapshots not ending, unreachable: the error says which); once that has ended, ${rerun.slice(7)}.`;
     case 'SpecChangedError':
       return 'start a new run: the pipeline spec changed, so it plans a new batch.';
+    case 'CircuitOpenError':
+      return 'nothing to do for this execution: the warehouse kept failing, so runs end at once until the next probe (the error says when); find out why the warehouse fails (its events, its queues, a resume or maintenance), and the first run after the cool-down closes the breaker when it succeeds.';
     case 'States.Timeout':
     case 'Sandbox.Timedout':
       return `a step outran its time limit; look at what it was waiting for (its log), then${rerun.slice(6)}: a statement it left running is waited for, not run again.`;
@@ -244,6 +248,15 @@ function describeFailedRollback(
     `Live table: ${batch.liveTable} untouched; readers still see publication ${latest ?? rollback.rolledBackSeq} (batch ${rollback.fromBatchId}); the rollback changed nothing.`,
   );
   return `start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, rollback: { to: rollback.batchId } })} once the cause is fixed.`;
+}
+
+/** The warehouse's circuit breaker after this failure, in words. */
+function breakerLine(breaker: NonNullable<FailureFacts['breaker']>): string {
+  if (breaker.error) return `could not count this failure (${clipUtf8(breaker.error, MAX_RECORD_ERROR_BYTES)})`;
+  const since = breaker.openedAt ? ` since ${breaker.openedAt}` : '';
+  if (breaker.state === 'open') return `OPEN${since} after ${breaker.failures ?? '?'} consecutive transient failure(s): new runs end at once in Plan until its cool-down has passed.`;
+  if (breaker.state === 'half_open') return `half-open: another execution runs as its probe.`;
+  return `closed; ${breaker.failures ?? 0} consecutive transient failure(s) counted.`;
 }
 
 /** The alert an on-call engineer reads: what failed, what readers see now, what to do. */
@@ -321,12 +334,13 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
       ? 'the batch is PUBLISHED and was left as it is'
       : `not updated${recordError ? ` (${recordError})` : batch ? '' : ' (no batch was created)'}`;
   lines.push(`Manifest:   ${manifest}`);
+  if (facts.breaker) lines.push(`Breaker:    ${breakerLine(facts.breaker)}`);
   if (batch) lines.push(`Statements: ${statementsLine(facts)}`);
   lines.push(`Execution:  ${clip(String(event?.executionId))} (started ${clip(String(event?.executionStartedAt))})`);
   lines.push(`Next:       ${next}`);
   if (rerun) lines.push(`Re-run:     ${rerun}`);
   return {
-    subject: subjectLine(`atomic-publish: ${pipeline ?? 'run'} failed (${name})`),
+    subject: subjectLine(name === 'CircuitOpenError' ? `atomic-publish: ${pipeline ?? 'run'} not run (circuit breaker open)` : `atomic-publish: ${pipeline ?? 'run'} failed (${name})`),
     // The parts are bounded; this bounds their sum, whatever a later line adds.
     message: clipUtf8(lines.join('\n'), MAX_ALERT_MESSAGE_BYTES),
     ...(pipeline ? { pipeline } : {}),

@@ -13,7 +13,7 @@ import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
-import { PublishWorkflow } from './publish-workflow.ts';
+import { type CircuitBreakerProps, neighbourProps, type PauseProbeProps, PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
 import { databaseUserFor, defaultHandlerRoleName, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
@@ -46,6 +46,16 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default Duration.hours(12)
    */
   readonly executionTimeout?: Duration;
+  /**
+   * LoadChunk pauses while the warehouse's queues are full (see PauseProbeProps).
+   * @default - no pause probe
+   */
+  readonly pauseProbe?: PauseProbeProps;
+  /**
+   * The warehouse's circuit breaker (see CircuitBreakerProps); `false` turns it off.
+   * @default - opens after 5 consecutive transient failures, probes after 15 minutes
+   */
+  readonly circuitBreaker?: CircuitBreakerProps | false;
 }
 
 /**
@@ -107,6 +117,8 @@ export class AtomicPublishStack extends Stack {
       handlerRoleName: this.handlerRoleName,
       ...(props.executionTimeout ? { executionTimeout: props.executionTimeout } : {}),
       ...(props.publishWaits ? { publishWaits: props.publishWaits } : {}),
+      ...(props.pauseProbe ? { pauseProbe: props.pauseProbe } : {}),
+      ...(props.circuitBreaker !== undefined ? { circuitBreaker: props.circuitBreaker } : {}),
     });
     this.stateMachine = workflow.stateMachine;
     this.functions = { ...workflow.functions, CancelOrphans: workflow.cancelOrphans };
@@ -139,6 +151,7 @@ function validateProps(props: AtomicPublishStackProps): void {
     validateWarehouseTarget(props.warehouse, 'warehouse', { isUnresolved: (value) => Token.isUnresolved(value) });
     validateSecretKmsKey(props.warehouse);
     if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
+    neighbourProps(props.pauseProbe, props.circuitBreaker);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }

@@ -28,6 +28,7 @@ import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
 import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
+import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment, positiveInteger } from '../domain/neighbour.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
@@ -66,6 +67,48 @@ export interface PublishWorkflowProps {
    * @default DEFAULT_PUBLISH_WAITS (5 s and 60 s)
    */
   readonly publishWaits?: Partial<PublishWaits>;
+  /**
+   * LoadChunk pauses while the warehouse's queues hold this many queries (domain/neighbour.ts).
+   * @default - no pause probe
+   */
+  readonly pauseProbe?: PauseProbeProps;
+  /**
+   * The warehouse's circuit breaker (domain/neighbour.ts); `false` turns it off.
+   * @default - opens after 5 consecutive transient failures, probes after 15 minutes (DEFAULT_BREAKER)
+   */
+  readonly circuitBreaker?: CircuitBreakerProps | false;
+}
+
+/** The pause probe LoadChunk runs before each load. */
+export interface PauseProbeProps {
+  /** Pause while at least this many queries wait in the warehouse's queues (SYS_QUERY_HISTORY status 'queued'): a positive whole number. */
+  readonly whenQueued: number;
+  /** Between two looks while paused. @default Duration.seconds(10) */
+  readonly interval?: Duration;
+}
+
+/** The warehouse's circuit breaker. */
+export interface CircuitBreakerProps {
+  /** Consecutive transient failures across executions that open it: a positive whole number. @default 5 */
+  readonly failures?: number;
+  /** How long it stays open before one execution runs as the half-open probe (whole seconds). @default Duration.minutes(15) */
+  readonly coolDown?: Duration;
+}
+
+/** The handlers' environment for the pause probe and the breaker; a bad value throws, naming the prop. */
+export function neighbourProps(pause: PauseProbeProps | undefined, breaker: CircuitBreakerProps | false | undefined): Record<string, string> {
+  const seconds = (d: Duration | undefined, fallback: number, where: string) => (d === undefined ? fallback : positiveInteger(d.toSeconds({ integral: false }), where));
+  return neighbourEnvironment(
+    pause === undefined
+      ? undefined
+      : { whenQueued: positiveInteger(pause.whenQueued, 'pauseProbe.whenQueued'), intervalMs: pause.interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : positiveInteger(pause.interval.toMilliseconds({ integral: false }), 'pauseProbe.interval (milliseconds)') },
+    breaker === false
+      ? undefined
+      : {
+          failures: breaker?.failures === undefined ? DEFAULT_BREAKER.failures : positiveInteger(breaker.failures, 'circuitBreaker.failures'),
+          coolDownSeconds: seconds(breaker?.coolDown, DEFAULT_BREAKER.coolDownSeconds, 'circuitBreaker.coolDown (seconds)'),
+        },
+  );
 }
 
 /** Subject of the page sent when RecordFailure itself failed (plain ASCII, under SNS's 100 characters). */
@@ -104,7 +147,7 @@ export class PublishWorkflow extends Construct {
   constructor(scope: Construct, id: string, props: PublishWorkflowProps) {
     super(scope, id);
     const logRetention = props.logRetention ?? RetentionDays.THREE_MONTHS;
-    const environment = warehouseEnvironment(props.warehouse);
+    const environment = { ...warehouseEnvironment(props.warehouse), ...neighbourProps(props.pauseProbe, props.circuitBreaker) };
 
     // Logging: each StepHandler grants its own log group to this role (no
     // managed policy, whose logs permissions cover every log group).

@@ -2,6 +2,7 @@
 import { BatchStatus, ChunkStatus } from '../batch.ts';
 import { OUT_OF_BAND } from '../out-of-band.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
+import { breakerDdl } from './neighbour.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
 /**
@@ -9,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 6;
+export const MANIFEST_VERSION = 7;
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
@@ -383,6 +384,10 @@ export function manifestDdl(now: Date): string[] {
     END;
     $$ LANGUAGE plpgsql`,
     `CALL ${M}.create_view_if_missing('chunk_state', ${sqlLiteral(CHUNK_STATE_QUERY)})`,
+    // Version 7 (a good neighbour, domain/neighbour.ts): the warehouse's
+    // circuit breaker, one row, so every execution of every pipeline reads
+    // the same state.
+    ...breakerDdl(),
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

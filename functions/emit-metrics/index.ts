@@ -6,6 +6,7 @@ import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
+import { breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
@@ -37,6 +38,8 @@ export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse 
   metrics.addMetric(MetricName.RunDurationSeconds, MetricUnit.Seconds, values.RunDurationSeconds);
   if (values.DataLagSeconds >= 0) metrics.addMetric(MetricName.DataLagSeconds, MetricUnit.Seconds, values.DataLagSeconds);
   logger.info('metrics emitted', { batchId: event.batch.batchId, ...values });
+  // The run published: the warehouse answers, so its circuit breaker closes.
+  await breakerSuccess(warehouse);
   return values;
 }
 

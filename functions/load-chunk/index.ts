@@ -5,6 +5,7 @@ import { chunkLoaded, type ChunkToLoad, loadChunkSqls, loadStatementName } from 
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
+import { pauseWhileBusy } from './pause-probe.ts';
 import { STILL_RUNNING, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface LoadChunkEvent {
@@ -47,10 +48,10 @@ export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt
  * one load of a chunk is submitted at a time, and a load that may still
  * commit is never cleared or loaded beside.
  */
-export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<LoadChunkResult> {
+export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv(), remainingMs: () => number = () => 60_000): Promise<LoadChunkResult> {
   const started = Date.now();
   try {
-    return await loadOnce(event, warehouse, started);
+    return await loadOnce(event, warehouse, started, remainingMs);
   } catch (error) {
     // The load outlasts this invocation: report it, never resubmit it and
     // never fail for its length; the workflow invokes this step again,
@@ -61,7 +62,7 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
   }
 }
 
-async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: number): Promise<LoadChunkResult> {
+async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: number, remainingMs: () => number): Promise<LoadChunkResult> {
   const { batch, chunk } = event;
   const pipeline = frozenPipeline(batch);
   const name = loadStatementName(pipeline, batch, chunk);
@@ -91,6 +92,8 @@ async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: nu
     }
   }
 
+  // A good neighbour: wait while the warehouse's queues are full (pause-probe.ts).
+  await pauseWhileBusy(warehouse, `atomic-publish:${pipeline.name}:pause-probe:${batch.batchId}:${chunk.index}`, remainingMs, log);
   const load = loadChunkSqls(pipeline, batch, chunk, new Date());
   const outcome = await warehouse.batch(load.sqls, name, load.parameters);
   const rowsCleared = chunk.clear ? Math.max(0, outcome.subStatements[0]?.resultRows ?? 0) : 0;
@@ -98,4 +101,6 @@ async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: nu
   return { index: chunk.index, skipped: false, rowsCleared, statementId: outcome.id, reattached: false, durationMs: Date.now() - started };
 }
 
-export const handler = stepHandler((event: LoadChunkEvent, context: Context) => loadChunk(event, warehouseFor(context)));
+export const handler = stepHandler((event: LoadChunkEvent, context: Context) =>
+  loadChunk(event, warehouseFor(context), () => context?.getRemainingTimeInMillis?.() ?? 60_000),
+);

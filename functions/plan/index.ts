@@ -43,6 +43,7 @@ import type { LiveBaseline } from '../../domain/out-of-band.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
+import { breakerGuard, breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
@@ -308,6 +309,12 @@ export async function plan(
 }
 
 /** A group input (`{"group": ...}`) is planned as a group (functions/plan/group.ts), any other as a pipeline run. */
-export const handler = stepHandler((event: PlanEvent, context: Context): Promise<PlanResult | GroupPlanResult> =>
-  isGroupInput(event?.input) ? planGroup(event, warehouseFor(context), pipelines) : plan(event, warehouseFor(context)),
-);
+export const handler = stepHandler(async (event: PlanEvent, context: Context): Promise<PlanResult | GroupPlanResult> => {
+  const warehouse = warehouseFor(context);
+  // First: with the warehouse's circuit breaker open, the execution ends here (functions/commons/breaker.ts).
+  await breakerGuard(warehouse, event?.executionId);
+  const result = isGroupInput(event?.input) ? await planGroup(event, warehouse, pipelines) : await plan(event, warehouse);
+  // A replay is a successful run.
+  if (result.alreadyPublished) await breakerSuccess(warehouse);
+  return result;
+});

@@ -18,6 +18,7 @@ import { batchState } from '../../domain/sql/publish.ts';
 import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { recordGroupFailure } from './group.ts';
+import { breakerFailure } from '../commons/breaker.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -31,10 +32,13 @@ import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/wareh
  * alert, not thrown: the page must go out either way.
  */
 export async function recordFailure(event: RecordFailureEvent, warehouse: () => Warehouse = () => warehouseFromEnv()): Promise<FailureReport> {
+  const described = describeError(event.state?.error);
+  // The warehouse's circuit breaker counts the failure (functions/commons/breaker.ts); never throws.
+  const breaker = await breakerFailure(warehouse, event.executionId, described.name, `${described.name}: ${described.message}`);
   const group = failedGroup(event);
-  if (group) return counted(await recordGroupFailure(event, group, warehouse), describeError(event.state?.error).message);
+  if (group) return counted(await recordGroupFailure(event, group, warehouse), described.message);
   const batch = failedBatch(event.state);
-  const { name, message } = describeError(event.state?.error);
+  const { name, message } = described;
   let facts: FailureFacts = { recorded: false };
   if (batch) {
     const statementName = `atomic-publish:${batch.pipeline}:record-failure:${batch.batchId}`;
@@ -70,7 +74,7 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   } catch (error) {
     logger.error('could not release the pipeline lease; it expires at the state machine timeout', { executionId: event.executionId, error: error as Error });
   }
-  return counted(failureReport(event, facts), message);
+  return counted(failureReport(event, breaker ? { ...facts, breaker } : facts), message);
 }
 
 /** The failure counted (BatchFailed) and logged; the report is the step's answer. */

@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 6';
+const VERSION = 'atomic-publish local Redshift system views, version 7';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -75,6 +75,25 @@ const VIEWS: Record<string, string> = {
            (CASE WHEN a.state = 'active' THEN a.pid ELSE -1 END)::int4 AS pid
       FROM pg_stat_activity a
      WHERE a.backend_type = 'client backend' AND a.query_start IS NOT NULL
+       AND (${SEES_ALL} OR a.usename = current_user)`,
+
+  // https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html
+  // The queries of this database's client sessions now (no history).
+  // PostgreSQL has no WLM queues: a statement waiting for a lock stands in
+  // for a queued one (status 'queued'), any other active one is 'running',
+  // so a test makes the warehouse busy by holding a lock others wait for.
+  // Kept to the current database, which is the test's own on a shared server.
+  sys_query_history: `
+    SELECT a.usesysid::int4 AS user_id,
+           a.pid::int8 AS query_id,
+           a.pid::int4 AS session_id,
+           a.datname::char(128) AS database_name,
+           (CASE WHEN a.wait_event_type = 'Lock' THEN 'queued' ELSE 'running' END)::char(10) AS status,
+           (a.query_start AT TIME ZONE 'UTC')::timestamp AS start_time,
+           LEFT(a.query, 4000)::char(4000) AS query_text
+      FROM pg_stat_activity a
+     WHERE a.backend_type = 'client backend' AND a.state = 'active' AND a.pid <> pg_backend_pid()
+       AND a.datname = current_database()
        AND (${SEES_ALL} OR a.usename = current_user)`,
 
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_REDSHIFT_COLUMNS.html
@@ -334,7 +353,7 @@ const KEY_CATALOG: string[] = [
 ];
 
 /** Views any user may read (each filters its rows); the others only superusers, unless granted. */
-const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents', 'svv_redshift_columns'];
+const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents', 'svv_redshift_columns', 'sys_query_history'];
 
 /**
  * Installs the views in the connected database unless they are there in

@@ -63,8 +63,8 @@ describe('svv_relation_privileges', () => {
   });
 });
 
-describe('svv_transactions and stv_recents', () => {
-  it('show an open transaction holding a lock, and a query waiting for it, to a superuser only', async () => {
+describe('svv_transactions, stv_recents and sys_query_history', () => {
+  it('show an open transaction holding a lock, and a query waiting for it (queued), to a superuser only', async () => {
     const holder = newClient(wh.pg);
     const waiter = newClient(wh.pg);
     await holder.connect();
@@ -110,8 +110,20 @@ describe('svv_transactions and stv_recents', () => {
       expect(await seen(LOCAL_PIPELINE_USER, 'svv_transactions')).toBeGreaterThanOrEqual(3);
       expect(await seen(LOCAL_PIPELINE_USER, 'stv_recents')).toBe(1);
 
+      // SYS_QUERY_HISTORY: the waiting query is queued (a lock wait stands in for a WLM queue).
+      const history = await asSuperuser.query({ sql: `SELECT status, query_text FROM sys_query_history WHERE session_id = ${waiterPid}` }, 'history');
+      expect(history).toEqual([{ status: 'queued'.padEnd(10), query_text: expect.stringMatching(/^SELECT count\(\*\) FROM public\.facts/) }]);
+      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'queued'))[0]).toEqual({ queued: 1 });
+      const queued = (user: string) =>
+        withClient({ ...wh.pg, user, password: localUserPassword(wh.pg, user) }, async (client) =>
+          Number((await client.query(`SELECT count(*) AS n FROM ${SYSTEM_VIEWS_SCHEMA}.sys_query_history WHERE status = 'queued'`)).rows[0].n),
+        );
+      expect(await queued(RESTRICTED_USER)).toBe(0);
+      expect(await queued(LOCAL_PIPELINE_USER)).toBe(1);
+
       await holder.query('ROLLBACK');
       await reading;
+      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'drained'))[0]).toEqual({ queued: 0 });
     } finally {
       await holder.end().catch(() => undefined);
       await waiter.end().catch(() => undefined);

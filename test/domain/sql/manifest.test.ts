@@ -15,7 +15,7 @@ describe('manifestDdl', () => {
   it('is safe to run again: every statement creates if not exists, replaces, adds a column only if missing, or inserts its version once', () => {
     for (const sql of manifestDdl(NOW)) {
       expect(sql).toMatch(
-        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE|OR REPLACE VIEW) |CALL "atomic_publish".(add_column_if_missing|create_view_if_missing)\(|INSERT INTO "atomic_publish".manifest_version .* WHERE NOT EXISTS)/s,
+        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE|OR REPLACE VIEW) |CALL "atomic_publish".(add_column_if_missing|create_view_if_missing)\(|INSERT INTO "atomic_publish".(manifest_version|circuit_breaker) .* WHERE NOT EXISTS)/s,
       );
     }
     const adder = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('))!;
@@ -34,9 +34,20 @@ describe('manifestDdl', () => {
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
 
+  it('adds in version 7 the circuit breaker: one table, its one row inserted only when missing, before the version row', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(7);
+    const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".circuit_breaker ('));
+    const row = ddl.findIndex((sql) => sql.startsWith('INSERT INTO "atomic_publish".circuit_breaker'));
+    expect(table).toBeGreaterThan(0);
+    expect(row).toBeGreaterThan(table);
+    expect(ddl[row]).toContain('WHERE NOT EXISTS (SELECT 1 FROM "atomic_publish".circuit_breaker)');
+    expect(ddl.at(-1)).toContain('INSERT INTO "atomic_publish".manifest_version');
+  });
+
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(6);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(6);
     const loads = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".chunk_loads ('));
     const creator = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".create_view_if_missing('));
     const view = ddl.findIndex((sql) => sql.startsWith(`CALL "atomic_publish".create_view_if_missing('chunk_state', `));
