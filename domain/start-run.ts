@@ -11,20 +11,15 @@ import type { Pipeline } from './spec.ts';
 import { echo } from './text.ts';
 import { floorToGrain } from './time.ts';
 
-/** What the schedule sends (lib/pipeline-schedules.ts). */
-export interface ScheduledStart {
-  readonly pipeline: string;
-  /** `<aws.scheduler.scheduled-time>`, e.g. `2026-04-01T06:00:00Z`. */
-  readonly scheduledTime: string;
-}
-
 export interface PlannedStart {
   readonly name: string;
   readonly input: ExecutionInput;
 }
 
 /**
- * The execution a scheduled invocation starts: named after the pipeline
+ * The execution a scheduled invocation starts, from what the schedule
+ * sends (lib/pipeline-schedules.ts): `{"pipeline", "scheduledTime":
+ * "<aws.scheduler.scheduled-time>"}`. It is named after the pipeline
  * and the time it was due, with `to` the last chunk boundary at or before
  * that time in the pipeline's zone. Every delivery of one invocation (the
  * Scheduler retries, and delivers at least once) asks for the same name

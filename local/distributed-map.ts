@@ -42,7 +42,7 @@ export interface ChildExecution {
 }
 
 /** Whether a Map state runs in Distributed mode. */
-export function isDistributedMap(state: AslState): boolean {
+function isDistributedMap(state: AslState): boolean {
   const processor = state.ItemProcessor as { ProcessorConfig?: { Mode?: string } } | undefined;
   return state.Type === 'Map' && processor?.ProcessorConfig?.Mode === 'DISTRIBUTED';
 }

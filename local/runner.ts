@@ -218,6 +218,11 @@ export class LocalRunner {
     return (await this.start(input, options)).result;
   }
 
+  /** The ARN an execution of this state machine named `name` has. */
+  executionArn(name: string): string {
+    return `${this.workflow.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+  }
+
   /** The execution of this ARN, as DescribeExecution reports it; undefined when this runner started none. */
   describe(executionArn: string): ExecutionRecord | undefined {
     return [...this.executions.values()].find((e) => e.executionArn === executionArn);
@@ -240,7 +245,7 @@ export class LocalRunner {
     const nameProblem = executionNameProblem(name);
     if (nameProblem) throw new InvalidNameError(`Invalid Name: '${name}' (the name ${nameProblem})`);
     const inputText = JSON.stringify(input ?? {});
-    const executionId = `${this.workflow.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
+    const executionId = this.executionArn(name);
     const earlier = this.executions.get(name);
     if (earlier) {
       if (earlier.status === 'RUNNING' && earlier.input === inputText) return earlier.running;

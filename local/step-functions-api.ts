@@ -58,7 +58,7 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
           throw new SfnError('InvalidExecutionInput', `Invalid State Machine Execution Input: '${String(input).slice(0, 200)}' is not JSON`);
         }
       }
-      const before = name === undefined ? undefined : runner.describe(`${stateMachineArn.replace(':stateMachine:', ':execution:')}:${String(name)}`);
+      const before = name === undefined ? undefined : runner.describe(runner.executionArn(String(name)));
       try {
         const running = await runner.start(parsed, name === undefined ? {} : { name: String(name) });
         // Until the runner ends it, a failure is the caller's to see; this endpoint does not wait for it.

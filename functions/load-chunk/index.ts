@@ -31,7 +31,7 @@ export interface LoadChunkResult {
 }
 
 /** Logged when an invocation ends while its chunk's load still runs (the workflow comes back to it). */
-export const STILL_RUNNING_MESSAGE = 'the load still runs; the workflow waits for it';
+const STILL_RUNNING_MESSAGE = 'the load still runs; the workflow waits for it';
 
 /** Logged when a retry waits for the load an earlier attempt submitted, instead of submitting one. */
 export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt';

@@ -44,15 +44,14 @@ async function swapWaiting(): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** True once Publish is seen polling for older transactions to end. */
 /**
- * Publish has begun its wait for older snapshots: it submitted the wait's
- * query (the endpoint's request log), which it repeats until they end.
+ * Publish of `batchId` has begun its wait for older snapshots: it submitted
+ * the wait's query (the endpoint's request log), which it repeats until they end.
  * Sampling pg_stat_activity instead could miss the short queries on a busy
  * machine.
  */
-async function publishWaitsForSnapshots(): Promise<boolean> {
-  return wf.wh.api.requests().some((r) => r.operation === 'ExecuteStatement' && /:publish:snapshots/.test(r.statementName ?? ''));
+async function publishWaitsForSnapshots(batchId: string): Promise<boolean> {
+  return wf.wh.api.requests().some((r) => r.operation === 'ExecuteStatement' && (r.statementName ?? '').endsWith(`:publish:snapshots:${batchId}`));
 }
 
 const publishCalls = () => wf.calls.filter((c) => c.state === 'Publish').length;
@@ -114,7 +113,7 @@ describe('snapshot readers', () => {
       // They read the live table when Publish is ready to swap: waiting for
       // them (the fix) or, without it, having swapped already.
       const published = async () => (await wf.batch(namesFor(6).batchId).catch(() => undefined))?.status === 'PUBLISHED';
-      await until(async () => (await publishWaitsForSnapshots()) || (await published()), 'Publish ready to swap');
+      await until(async () => (await publishWaitsForSnapshots(namesFor(6).batchId)) || (await published()), 'Publish ready to swap');
       for (const reader of readers) {
         reader.rows = await count(reader.client, LIVE);
         await reader.client.query('COMMIT');
