@@ -9,7 +9,7 @@ import { ValidationError } from './errors.ts';
 import { type BatchInterval, type Chunk, MAX_CHUNKS_PER_BATCH } from './plan.ts';
 import type { Pipeline } from './spec.ts';
 import type { SourceTable } from './redshift-sql/source-sql.ts';
-import { floorToGrain, nextBoundary } from './time.ts';
+import { floorToGrain, nextBoundary, parseWarehouseTime } from './time.ts';
 
 /** One grain unit `[start, end)` of an interval. */
 export interface GrainUnit {
@@ -31,8 +31,7 @@ export function grainUnits(interval: BatchInterval, pipeline: Pipeline): GrainUn
 
 /** A warehouse timestamp (`2026-01-02 03:04:05.678`, UTC without a zone, or ISO) as an instant. */
 export function warehouseInstant(value: string): Date {
-  const text = value.trim();
-  const instant = new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
+  const instant = parseWarehouseTime(value.trim());
   if (Number.isNaN(instant.getTime())) throw new ValidationError(`the warehouse returned ${JSON.stringify(value)} where a timestamp was expected`);
   return instant;
 }

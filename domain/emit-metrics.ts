@@ -1,5 +1,6 @@
 /** What EmitMetrics reports after a publish: the values of the freshness signals. */
 import { MetricName } from './names.ts';
+import { parseWarehouseTime } from './time.ts';
 
 export interface EmittedMetrics {
   readonly [MetricName.Published]: number;
@@ -9,10 +10,6 @@ export interface EmittedMetrics {
   readonly [MetricName.DataLagSeconds]: number;
 }
 
-/** Parses the warehouse's `2026-01-02 03:04:05[.fff]` (UTC) or an ISO string. */
-export function parseWarehouseTime(value: string): Date {
-  return new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
-}
 
 export interface PublishFacts {
   readonly rowsPublished: number;

@@ -8,6 +8,7 @@
  * breaker by default (DEFAULT_BREAKER).
  */
 import { TRANSIENT_ERROR_NAMES, ValidationError } from './errors.ts';
+import { parseWarehouseTime } from './time.ts';
 import { echo } from './text.ts';
 
 export interface PauseProbeSettings {
@@ -46,32 +47,31 @@ export function positiveInteger(value: unknown, where: string): number {
 
 const read = (env: NodeJS.ProcessEnv, name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
 
-/** The pause probe a handler runs, or undefined when PAUSE_WHEN_QUEUED is unset (no probe). */
-export function pauseProbeFromEnv(env: NodeJS.ProcessEnv = process.env): PauseProbeSettings | undefined {
-  const when = read(env, NeighbourEnv.PAUSE_WHEN_QUEUED);
-  const interval = read(env, NeighbourEnv.PAUSE_PROBE_INTERVAL_MS);
-  if (when === undefined) {
-    if (interval !== undefined) throw new ValidationError(`${NeighbourEnv.PAUSE_PROBE_INTERVAL_MS} is set but ${NeighbourEnv.PAUSE_WHEN_QUEUED} is not: set both or neither`);
+/**
+ * A setting of two variables, `primary` required for `secondary`: undefined
+ * when neither is set, both as positive whole numbers (the secondary's
+ * default when unset) otherwise.
+ */
+function pairFromEnv(env: NodeJS.ProcessEnv, primary: string, secondary: string, secondaryDefault: number): [number, number] | undefined {
+  const first = read(env, primary);
+  const second = read(env, secondary);
+  if (first === undefined) {
+    if (second !== undefined) throw new ValidationError(`${secondary} is set but ${primary} is not: set both or neither`);
     return undefined;
   }
-  return {
-    whenQueued: positiveInteger(when, NeighbourEnv.PAUSE_WHEN_QUEUED),
-    intervalMs: interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : positiveInteger(interval, NeighbourEnv.PAUSE_PROBE_INTERVAL_MS),
-  };
+  return [positiveInteger(first, primary), second === undefined ? secondaryDefault : positiveInteger(second, secondary)];
+}
+
+/** The pause probe a handler runs, or undefined when PAUSE_WHEN_QUEUED is unset (no probe). */
+export function pauseProbeFromEnv(env: NodeJS.ProcessEnv = process.env): PauseProbeSettings | undefined {
+  const pair = pairFromEnv(env, NeighbourEnv.PAUSE_WHEN_QUEUED, NeighbourEnv.PAUSE_PROBE_INTERVAL_MS, DEFAULT_PAUSE_PROBE_INTERVAL_MS);
+  return pair && { whenQueued: pair[0], intervalMs: pair[1] };
 }
 
 /** The breaker a handler keeps, or undefined when BREAKER_FAILURES is unset (no breaker). */
 export function breakerFromEnv(env: NodeJS.ProcessEnv = process.env): BreakerSettings | undefined {
-  const failures = read(env, NeighbourEnv.BREAKER_FAILURES);
-  const coolDown = read(env, NeighbourEnv.BREAKER_COOL_DOWN_SECONDS);
-  if (failures === undefined) {
-    if (coolDown !== undefined) throw new ValidationError(`${NeighbourEnv.BREAKER_COOL_DOWN_SECONDS} is set but ${NeighbourEnv.BREAKER_FAILURES} is not: set both or neither`);
-    return undefined;
-  }
-  return {
-    failures: positiveInteger(failures, NeighbourEnv.BREAKER_FAILURES),
-    coolDownSeconds: coolDown === undefined ? DEFAULT_BREAKER.coolDownSeconds : positiveInteger(coolDown, NeighbourEnv.BREAKER_COOL_DOWN_SECONDS),
-  };
+  const pair = pairFromEnv(env, NeighbourEnv.BREAKER_FAILURES, NeighbourEnv.BREAKER_COOL_DOWN_SECONDS, DEFAULT_BREAKER.coolDownSeconds);
+  return pair && { failures: pair[0], coolDownSeconds: pair[1] };
 }
 
 /** The handlers' environment for these settings (validated: a bad value fails the synth with its name). */
@@ -113,24 +113,25 @@ export interface BreakerRow {
   readonly probeStartedAt?: Date;
 }
 
-/** A manifest timestamp (UTC, `YYYY-MM-DD HH:MM:SS[.ffffff]`) as a Date. */
+/** A manifest timestamp (UTC, `YYYY-MM-DD HH:MM:SS[.ffffff]`) as a Date; undefined for none. */
 export function manifestTime(value: unknown): Date | undefined {
   if (value === null || value === undefined || value === '') return undefined;
-  const date = new Date(`${String(value).replace(' ', 'T')}${/[Z+]/.test(String(value)) ? '' : 'Z'}`);
+  const date = parseWarehouseTime(String(value));
   return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
 export function readBreakerRow(row: Record<string, unknown> | undefined): BreakerRow | undefined {
   if (!row) return undefined;
   const text = (v: unknown) => (v === null || v === undefined || v === '' ? undefined : String(v));
+  const optional = <K extends keyof BreakerRow>(key: K, value: BreakerRow[K] | undefined) => (value === undefined ? {} : { [key]: value });
   return {
     state: String(row.state),
     consecutiveFailures: Number(row.consecutive_failures ?? 0),
-    ...(manifestTime(row.opened_at) ? { openedAt: manifestTime(row.opened_at)! } : {}),
-    ...(text(row.last_error) ? { lastError: text(row.last_error)! } : {}),
-    ...(manifestTime(row.last_failure_at) ? { lastFailureAt: manifestTime(row.last_failure_at)! } : {}),
-    ...(text(row.probe_execution) ? { probeExecution: text(row.probe_execution)! } : {}),
-    ...(manifestTime(row.probe_started_at) ? { probeStartedAt: manifestTime(row.probe_started_at)! } : {}),
+    ...optional('openedAt', manifestTime(row.opened_at)),
+    ...optional('lastError', text(row.last_error)),
+    ...optional('lastFailureAt', manifestTime(row.last_failure_at)),
+    ...optional('probeExecution', text(row.probe_execution)),
+    ...optional('probeStartedAt', manifestTime(row.probe_started_at)),
   };
 }
 
@@ -139,14 +140,12 @@ export type BreakerDecision = { readonly action: 'run' } | { readonly action: 'p
 
 export function breakerDecision(row: BreakerRow | undefined, executionId: string, now: Date, settings: BreakerSettings): BreakerDecision {
   if (!row || row.state === BreakerState.CLOSED) return { action: 'run' };
-  const coolDownMs = settings.coolDownSeconds * 1000;
-  if (row.state === BreakerState.HALF_OPEN) {
-    if (executionId !== '' && row.probeExecution === executionId) return { action: 'run' };
-    // A probe that never reported (its execution was stopped) is taken over after a cool-down.
-    const until = new Date((row.probeStartedAt ?? now).getTime() + coolDownMs);
-    return now >= until ? { action: 'probe' } : { action: 'refuse', nextProbeAt: until };
-  }
-  const until = new Date((row.openedAt ?? now).getTime() + coolDownMs);
+  const halfOpen = row.state === BreakerState.HALF_OPEN;
+  if (halfOpen && executionId !== '' && row.probeExecution === executionId) return { action: 'run' };
+  // Open: a cool-down from when it opened. Half-open: a probe that never
+  // reported (its execution was stopped) is taken over after a cool-down.
+  const since = (halfOpen ? row.probeStartedAt : row.openedAt) ?? now;
+  const until = new Date(since.getTime() + settings.coolDownSeconds * 1000);
   return now >= until ? { action: 'probe' } : { action: 'refuse', nextProbeAt: until };
 }
 

@@ -124,3 +124,8 @@ export function parseInstant(value: unknown): Date | 'malformed' | 'not-a-date' 
   }
   return date;
 }
+
+/** Parses the warehouse's `2026-01-02 03:04:05[.fff]` (UTC, as timestamps come back) or an ISO string. */
+export function parseWarehouseTime(value: string): Date {
+  return new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
+}

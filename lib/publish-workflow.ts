@@ -28,7 +28,7 @@ import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
 import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
-import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment, positiveInteger } from '../domain/neighbour.ts';
+import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
@@ -97,16 +97,16 @@ export interface CircuitBreakerProps {
 
 /** The handlers' environment for the pause probe and the breaker; a bad value throws, naming the prop. */
 export function neighbourProps(pause: PauseProbeProps | undefined, breaker: CircuitBreakerProps | false | undefined): Record<string, string> {
-  const seconds = (d: Duration | undefined, fallback: number, where: string) => (d === undefined ? fallback : positiveInteger(d.toSeconds({ integral: false }), where));
+  // Durations become numbers here; neighbourEnvironment checks every value, naming the prop.
   return neighbourEnvironment(
     pause === undefined
       ? undefined
-      : { whenQueued: positiveInteger(pause.whenQueued, 'pauseProbe.whenQueued'), intervalMs: pause.interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : positiveInteger(pause.interval.toMilliseconds({ integral: false }), 'pauseProbe.interval (milliseconds)') },
+      : { whenQueued: pause.whenQueued, intervalMs: pause.interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : pause.interval.toMilliseconds({ integral: false }) },
     breaker === false
       ? undefined
       : {
-          failures: breaker?.failures === undefined ? DEFAULT_BREAKER.failures : positiveInteger(breaker.failures, 'circuitBreaker.failures'),
-          coolDownSeconds: seconds(breaker?.coolDown, DEFAULT_BREAKER.coolDownSeconds, 'circuitBreaker.coolDown (seconds)'),
+          failures: breaker?.failures ?? DEFAULT_BREAKER.failures,
+          coolDownSeconds: breaker?.coolDown === undefined ? DEFAULT_BREAKER.coolDownSeconds : breaker.coolDown.toSeconds({ integral: false }),
         },
   );
 }

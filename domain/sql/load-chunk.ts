@@ -2,12 +2,10 @@
  * The SQL of LoadChunk: one transaction per chunk (clear, if the chunk may
  * hold rows of an earlier load; insert; record), and the name it runs under.
  */
-import type { BatchRef } from '../batch.ts';
-import { qualifiedName, quoteIdent } from '../identifiers.ts';
+import { type BatchRef, ChunkStatus } from '../batch.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
-import { ChunkStatus } from '../batch.ts';
-import { sqlLiteral } from '../identifiers.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /** A chunk as the Map hands it to LoadChunk: Plan adds what the manifest says of its earlier loads. */

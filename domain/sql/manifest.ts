@@ -12,14 +12,18 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  */
 export const MANIFEST_VERSION = 7;
 
+/** Whether the manifest schema has table `table` (`present` 1 or 0). */
+export function manifestTablePresent(table: string): Statement {
+  return {
+    sql: `SELECT COUNT(*) AS present FROM information_schema.tables WHERE table_schema = :schema AND table_name = :table`,
+    parameters: { schema: MANIFEST_SCHEMA, table },
+  };
+}
+
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
   return [
-    {
-      sql: `SELECT COUNT(*) AS present FROM information_schema.tables
-             WHERE table_schema = :schema AND table_name = 'manifest_version'`,
-      parameters: { schema: MANIFEST_SCHEMA },
-    },
+    manifestTablePresent('manifest_version'),
     { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` },
   ];
 }

@@ -1,7 +1,7 @@
 /** The pause probe's look at the warehouse's queues and the circuit breaker's reads and writes (manifest version 7). */
 import { BreakerState } from '../neighbour.ts';
 import { sqlLiteral } from '../identifiers.ts';
-import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
+import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
  * Queries waiting in the warehouse's queues now. SYS_QUERY_HISTORY lists
@@ -45,17 +45,9 @@ export function breakerDdl(): string[] {
  * here, so under SERIALIZABLE they do not fail each other.
  * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
  */
-export const BREAKER_LOCK = `LOCK ${M}.circuit_breaker`;
+const BREAKER_LOCK = `LOCK ${M}.circuit_breaker`;
 
 const COLUMNS = 'state, consecutive_failures, opened_at, last_error, last_failure_at, probe_execution, probe_started_at';
-
-/** The breaker's row, when the installed manifest has the table (0 rows otherwise: the present query says). */
-export function breakerPresent(): Statement {
-  return {
-    sql: `SELECT COUNT(*) AS present FROM information_schema.tables WHERE table_schema = :schema AND table_name = 'circuit_breaker'`,
-    parameters: { schema: MANIFEST_SCHEMA },
-  };
-}
 
 export function readBreaker(): Statement {
   return { sql: `SELECT ${COLUMNS} FROM ${M}.circuit_breaker WHERE breaker = 'warehouse'` };

@@ -21,10 +21,10 @@ export interface ChunkAggregate {
   readonly columns: readonly string[];
 }
 
-export const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
+const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
 
 /** True when the business key holds the time column: then a key value's rows all lie in one chunk. */
-export function keyImpliesTime(pipeline: Pipeline): boolean {
+function keyImpliesTime(pipeline: Pipeline): boolean {
   return pipeline.businessKey.includes(pipeline.timeColumn);
 }
 
@@ -111,13 +111,10 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
           ),
           stg_chunk AS (
             SELECT owner.chunk_index, ${rolled('staging', 'stg')} FROM stg JOIN owner ON owner.k = stg.k GROUP BY owner.chunk_index
-          ),
-          whole AS (
-            SELECT (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, (SELECT duplicate_keys FROM dup) AS duplicate_keys
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
                  ${[...figures('source', 'sc'), ...figures('staging', 'gc')].join(', ')},
-                 (SELECT outside_interval FROM whole) AS outside_interval, (SELECT duplicate_keys FROM whole) AS duplicate_keys
+                 (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, (SELECT duplicate_keys FROM dup) AS duplicate_keys
             FROM chunk
             LEFT JOIN src_chunk AS sc ON sc.chunk_index = chunk.chunk_index
             LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index

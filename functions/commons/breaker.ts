@@ -7,17 +7,23 @@
  */
 import { CircuitOpenError } from '../../domain/errors.ts';
 import { BREAKER_FAILURE_NAMES, type BreakerSettings, breakerDecision, breakerFromEnv, breakerOpenMessage, readBreakerRow } from '../../domain/neighbour.ts';
-import { breakerPresent, closeBreaker, readBreaker, recordBreakerFailure, takeProbe } from '../../domain/sql/neighbour.ts';
+import { manifestTablePresent } from '../../domain/sql/manifest.ts';
+import { closeBreaker, readBreaker, recordBreakerFailure, takeProbe } from '../../domain/sql/neighbour.ts';
 import { logger } from './powertools.ts';
 import type { Warehouse } from './warehouse.ts';
 
 const NAME = 'atomic-publish:breaker';
 
 async function breakerRow(warehouse: Warehouse, step: string) {
-  const [present] = await warehouse.query(breakerPresent(), `${NAME}:${step}:present`);
+  const [present] = await warehouse.query(manifestTablePresent('circuit_breaker'), `${NAME}:${step}:present`);
   if (!(Number(present?.present) > 0)) return { installed: false, row: undefined };
+  return { installed: true, row: await readRow(warehouse, step) };
+}
+
+/** The breaker's row, once its table is known to be there. */
+async function readRow(warehouse: Warehouse, step: string) {
   const [row] = await warehouse.query(readBreaker(), `${NAME}:${step}:read`);
-  return { installed: true, row: readBreakerRow(row) };
+  return readBreakerRow(row);
 }
 
 /**
@@ -36,7 +42,7 @@ export async function breakerGuard(warehouse: Warehouse, executionId: string | u
   if (decision.action === 'probe' && executionId) {
     const due = new Date(now.getTime() - settings.coolDownSeconds * 1000);
     await warehouse.batch(takeProbe(executionId, now, due), `${NAME}:plan:probe`);
-    const after = (await breakerRow(warehouse, 'plan')).row;
+    const after = await readRow(warehouse, 'plan');
     if (after?.probeExecution === executionId) {
       logger.warn('circuit breaker half-open: this execution runs as its probe', { executionId, failures: after.consecutiveFailures, lastError: after.lastError });
       return;
@@ -73,7 +79,7 @@ export async function breakerFailure(
     const target = warehouse();
     if (!(await breakerRow(target, 'record-failure')).installed) return undefined;
     await target.batch(recordBreakerFailure(executionId, BREAKER_FAILURE_NAMES.has(errorName), error, settings.failures, new Date()), `${NAME}:record-failure`);
-    const { row } = await breakerRow(target, 'record-failure');
+    const row = await readRow(target, 'record-failure');
     return row ? { state: row.state, failures: row.consecutiveFailures, ...(row.openedAt ? { openedAt: row.openedAt.toISOString() } : {}) } : undefined;
   } catch (error) {
     logger.error('could not count the failure in the circuit breaker', { executionId, error: error as Error });

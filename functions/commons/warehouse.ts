@@ -67,7 +67,7 @@ export interface PollOptions {
 export const DEFAULT_POLL: PollOptions = { initialDelayMs: 20, maxDelayMs: 2_000, factor: 1.5, timeoutMs: 12 * 60_000, longPollSeconds: 20 };
 
 /** The longest sleep between two polls after `elapsedMs` of waiting: completion is noticed within max(100 ms, 10%). */
-export function pollDelayCap(elapsedMs: number): number {
+function pollDelayCap(elapsedMs: number): number {
   return Math.max(100, elapsedMs / 10);
 }
 

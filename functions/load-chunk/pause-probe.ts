@@ -14,7 +14,7 @@ import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /** Logged on every look that finds the warehouse busy (with the queued count). */
-export const PAUSED_MESSAGE = 'warehouse busy: load paused';
+const PAUSED_MESSAGE = 'warehouse busy: load paused';
 
 export interface PauseOutcome {
   /** Looks that found the warehouse busy. */

@@ -12,14 +12,14 @@ import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import { publicationHistory, rollbackBatch } from '../../domain/sql/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { parseWarehouseTime } from '../../domain/time.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Row, Warehouse } from '../commons/warehouse.ts';
 import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, readLiveColumns, takeLease } from './index.ts';
 
 /** A manifest timestamp (`2026-01-01 00:00:00`, UTC) as an ISO instant. */
 function isoInstant(value: unknown): string {
-  const text = String(value);
-  return new Date(text.includes('T') ? text : `${text.replace(' ', 'T')}Z`).toISOString();
+  return parseWarehouseTime(String(value)).toISOString();
 }
 
 function publicationRecord(row: Row): PublicationRecord {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseWarehouseTime, publishMetrics } from '../../domain/emit-metrics.ts';
+import { publishMetrics } from '../../domain/emit-metrics.ts';
+import { parseWarehouseTime } from '../../domain/time.ts';
 
 const facts = {
   rowsPublished: 1234,
