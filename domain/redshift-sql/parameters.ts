@@ -6,20 +6,31 @@ const REFERENCE = /:([0-9A-Za-z_]+)/y;
 
 export interface PositionalSql {
   /** The text with every `:name` replaced by `$n`. */
-  text: string;
+  readonly text: string;
   /** Parameter names in the order of their positions: `$1` is `names[0]`. */
-  names: string[];
+  readonly names: readonly string[];
 }
 
 /** Names referenced as `:name` in code (not in literals, identifiers, comments; `::` is a cast). */
 export function referencedNames(sql: string): Set<string> {
-  const names = new Set<string>();
-  forEachReference(sql, (name) => names.add(name));
-  return names;
+  return new Set(toPositional(sql).names);
 }
+
+/** toPositional's results by text, oldest first: the same statement comes back with other values (every chunk's load). */
+const positional = new Map<string, PositionalSql>();
+const MAX_POSITIONAL = 2000;
 
 /** Rewrites `:name` to `$n`, one position per distinct name, in order of first use. */
 export function toPositional(sql: string): PositionalSql {
+  const known = positional.get(sql);
+  if (known) return known;
+  const result = rewrite(sql);
+  if (positional.size >= MAX_POSITIONAL) positional.delete(positional.keys().next().value!);
+  positional.set(sql, result);
+  return result;
+}
+
+function rewrite(sql: string): PositionalSql {
   const positions = new Map<string, number>();
   let text = '';
   let copied = 0;

@@ -25,7 +25,7 @@ export interface ParsedSql {
   /** The text that was parsed: `:name` parameters replaced by `$n`. */
   text: string;
   /** Data API parameter names in the order of their `$n` positions. */
-  parameterNames: string[];
+  parameterNames: readonly string[];
 }
 
 /** The text is not SQL PostgreSQL's grammar accepts. */

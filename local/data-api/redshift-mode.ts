@@ -40,23 +40,39 @@ export interface GatedSql {
  */
 export function gate(texts: readonly string[], inTransaction: boolean): GatedSql[] {
   return texts.map((original) => {
-    const text = withoutRoleKeyword(original);
-    let statements: ParsedStatement[];
-    try {
-      statements = parsePositional(text);
-    } catch (error) {
-      if (error instanceof SqlSyntaxError) return { text, constraints: [] };
-      throw error;
-    }
-    const unsupported = checkStatements(statements)[0];
-    if (unsupported) return { text, refusal: refusalMessage(unsupported), constraints: [] };
-    const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
-    if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
-    const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
-    return keys
-      ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}), ...(keys.ifNew ? { ifNew: true } : {}) }
-      : { text, constraints: [] };
+    // The verdict depends on the text alone: a statement sent again with
+    // other parameters (every chunk's load) is parsed once.
+    const key = `${inTransaction ? 't' : 's'}${original}`;
+    const known = verdicts.get(key);
+    if (known) return known;
+    const verdict = gateOne(original, inTransaction);
+    if (verdicts.size >= MAX_VERDICTS) verdicts.delete(verdicts.keys().next().value!);
+    verdicts.set(key, verdict);
+    return verdict;
   });
+}
+
+/** Verdicts by text, oldest first: a bounded cache. */
+const verdicts = new Map<string, GatedSql>();
+const MAX_VERDICTS = 2000;
+
+function gateOne(original: string, inTransaction: boolean): GatedSql {
+  const text = withoutRoleKeyword(original);
+  let statements: ParsedStatement[];
+  try {
+    statements = parsePositional(text);
+  } catch (error) {
+    if (error instanceof SqlSyntaxError) return { text, constraints: [] };
+    throw error;
+  }
+  const unsupported = checkStatements(statements)[0];
+  if (unsupported) return { text, refusal: refusalMessage(unsupported), constraints: [] };
+  const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
+  if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
+  const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
+  return keys
+    ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}), ...(keys.ifNew ? { ifNew: true } : {}) }
+    : { text, constraints: [] };
 }
 
 /** `GRANT <privileges> ON <object> TO ROLE "r"` as PostgreSQL writes it: `... TO "r"`. */

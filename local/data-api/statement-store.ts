@@ -30,6 +30,14 @@ export class StatementStore {
   /** Not yet terminal, or ended since the last count. */
   private readonly active = new Set<Statement>();
   private submitted = 0;
+  /**
+   * Statement names, sorted, and each name's statements with their
+   * submission numbers: ListStatements by a name prefix reads only the
+   * names that start with it (a batch of 87,600 chunk loads asks once per
+   * chunk; a scan of every statement each time would be quadratic).
+   */
+  private readonly names: string[] = [];
+  private readonly byName = new Map<string, { statement: Statement; seq: number }[]>();
 
   constructor(private readonly options: StatementStoreOptions) {
     this.sweeper = setInterval(() => this.sweep(), Math.min(options.retentionMs, 60_000));
@@ -67,6 +75,15 @@ export class StatementStore {
     this.statements.set(statement.id, statement);
     this.active.add(statement);
     this.submitted++;
+    const name = statement.statementName;
+    if (name !== undefined) {
+      const named = this.byName.get(name);
+      if (named) named.push({ statement, seq: this.submitted });
+      else {
+        this.names.splice(this.firstNameFrom(name), 0, name);
+        this.byName.set(name, [{ statement, seq: this.submitted }]);
+      }
+    }
     if (clientToken) {
       this.tokens.set(clientToken, { statementId: statement.id, fingerprint, expiresAt: Date.now() + this.options.clientTokenMs });
     }
@@ -86,9 +103,30 @@ export class StatementStore {
     return { statement, part };
   }
 
+  /** Index in `names` of the first name not before `prefix`. */
+  private firstNameFrom(prefix: string): number {
+    let low = 0;
+    let high = this.names.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.names[mid]! < prefix) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
   /** Newest first. */
   list(filter: ListFilter): Statement[] {
-    return [...this.statements.values()].reverse().filter((s) => {
+    const prefix = filter.statementNamePrefix;
+    let candidates: Statement[];
+    if (prefix) {
+      const named: { statement: Statement; seq: number }[] = [];
+      for (let i = this.firstNameFrom(prefix); i < this.names.length && this.names[i]!.startsWith(prefix); i++) named.push(...this.byName.get(this.names[i]!)!);
+      candidates = named.sort((a, b) => b.seq - a.seq).map((n) => n.statement);
+    } else {
+      candidates = [...this.statements.values()].reverse();
+    }
+    return candidates.filter((s) => {
       if (filter.status && s.status !== filter.status) return false;
       if (filter.statementNamePrefix && !(s.statementName ?? '').startsWith(filter.statementNamePrefix)) return false;
       if (filter.database && s.target.database !== filter.database) return false;
@@ -108,9 +146,23 @@ export class StatementStore {
       if (s.isTerminal && s.updatedAt.getTime() + this.options.retentionMs <= now) {
         for (const part of s.parts) part.dropResult();
         this.statements.delete(id);
+        this.forgetName(s);
       }
     }
     for (const [token, entry] of this.tokens) if (entry.expiresAt < now) this.tokens.delete(token);
+  }
+
+  private forgetName(statement: Statement): void {
+    const name = statement.statementName;
+    if (name === undefined) return;
+    const left = (this.byName.get(name) ?? []).filter((n) => n.statement !== statement);
+    if (left.length > 0) {
+      this.byName.set(name, left);
+      return;
+    }
+    this.byName.delete(name);
+    const at = this.firstNameFrom(name);
+    if (this.names[at] === name) this.names.splice(at, 1);
   }
 
   close(): void {
