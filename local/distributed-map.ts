@@ -25,6 +25,13 @@ type AslStates = Record<string, AslState>;
 /** The Resource of the Task that stands in for a distributed Map (no AWS service has it). */
 const LOCAL_RESOURCE = 'arn:aws:states:::local:distributed-map';
 
+/**
+ * The stand-in Task's time-out: as long as Node's timers go (2^31 - 1 ms,
+ * some 24 days; ASL's default of 99,999,999 s would overflow them into 1 ms),
+ * longer than any execution of this state machine may run.
+ */
+const MAP_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+
 /** A distributed Map state as the definition declares it. */
 export interface DistributedMapState {
   readonly name: string;
@@ -38,6 +45,8 @@ export interface ChildExecution {
   readonly status: 'SUCCEEDED' | 'FAILED' | 'ABORTED';
   /** Events of its own history (aws-local-stepfunctions' event log). */
   readonly events: number;
+  /** Its history's length as Step Functions would count it (local/history.ts). */
+  readonly historyEvents: number;
   readonly error?: string;
 }
 
@@ -60,7 +69,9 @@ export function withDistributedMapsAsTasks(definition: StateMachineDefinition): 
       if (state[unsupported] !== undefined) throw new Error(`distributed Map ${name}: ${unsupported} has no local equivalent`);
     }
     maps.push({ name, state });
-    const task: AslState = { Type: 'Task', Resource: LOCAL_RESOURCE };
+    // A Map state has no time-out of its own (only the execution's);
+    // aws-local-stepfunctions gives a Task without TimeoutSeconds 60 s.
+    const task: AslState = { Type: 'Task', Resource: LOCAL_RESOURCE, TimeoutSeconds: MAP_TIMEOUT_SECONDS };
     for (const field of ['Comment', 'InputPath', 'ResultSelector', 'ResultPath', 'OutputPath', 'Retry', 'Catch', 'Next', 'End']) {
       if (state[field] !== undefined) task[field] = state[field];
     }
@@ -77,7 +88,7 @@ export interface DistributedMapRun {
   /** The parent execution's ARN and name (child names derive from them). */
   readonly parent: { readonly id: string; readonly name: string };
   /** Runs one child execution of the ItemProcessor with `input`; resolves with its output, rejects with its error. */
-  readonly runChild: (processor: StateMachineDefinition, input: unknown, context: { id: string; name: string }) => { result: Promise<unknown>; abort: () => void; events: () => number };
+  readonly runChild: (processor: StateMachineDefinition, input: unknown, context: { id: string; name: string }) => { result: Promise<unknown>; abort: () => void; events: () => number; historyEvents: () => number };
   /** Called as each child ends. */
   readonly onChild?: (child: ChildExecution) => void;
 }
@@ -113,11 +124,11 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
         child.result.then(
           (output) => {
             results[index] = output;
-            run.onChild?.({ name: childName, mapState: name, status: 'SUCCEEDED', events: child.events() });
+            run.onChild?.({ name: childName, mapState: name, status: 'SUCCEEDED', events: child.events(), historyEvents: child.historyEvents() });
           },
           (error: Error) => {
             const aborted = failed !== undefined;
-            run.onChild?.({ name: childName, mapState: name, status: aborted ? 'ABORTED' : 'FAILED', events: child.events(), error: error?.name });
+            run.onChild?.({ name: childName, mapState: name, status: aborted ? 'ABORTED' : 'FAILED', events: child.events(), historyEvents: child.historyEvents(), error: error?.name });
             if (aborted) return;
             failures += 1;
             if (failures > tolerated) {

@@ -8,6 +8,7 @@
  * endpoint by the environment.
  */
 import { randomUUID } from 'node:crypto';
+import { HISTORY_LIMIT_ERROR, HistoryCounter, MAX_HISTORY_EVENTS } from './history.ts';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
@@ -73,6 +74,8 @@ export interface ExecutionResult {
   readonly statusChange: readonly StatusChangeDelivery[];
   /** Child workflow executions of its distributed Map states, each with a history of its own (local/distributed-map.ts). */
   readonly childExecutions: readonly ChildExecution[];
+  /** Its history's length as Step Functions would count it (local/history.ts); past MAX_HISTORY_EVENTS the execution fails. */
+  readonly historyEvents: number;
 }
 
 /** A started execution: abort it (StopExecution), or wait for its result. */
@@ -298,21 +301,32 @@ export class LocalRunner {
               context: { Execution: { Id: context.id, Name: context.name } } as never,
             });
             let events = 0;
+            const history = new HistoryCounter();
+            let overLimit = false;
             const counted = (async () => {
               for await (const event of child.eventLogs) {
                 events += 1;
+                if (history.add(event as ExecutionEvent) && !overLimit) {
+                  overLimit = true;
+                  child.abort();
+                }
                 this.options.onEvent?.(event as ExecutionEvent, context.id);
               }
             })();
             const result = child.result.then(
-              async (output) => (await counted, output),
+              async (output) => {
+                await counted;
+                if (overLimit) throw historyLimitError(history.count);
+                return output;
+              },
               async (error: Error & { cause?: Error }) => {
                 await counted;
+                if (overLimit) throw historyLimitError(history.count);
                 // The child's failure as Step Functions names it: the error of the state that failed it.
                 throw error.cause instanceof Error ? error.cause : error;
               },
             );
-            return { result, abort: () => child.abort(), events: () => events };
+            return { result, abort: () => child.abort(), events: () => events, historyEvents: () => history.count };
           },
           onChild: (child) => childExecutions.push(child),
         });
@@ -329,16 +343,22 @@ export class LocalRunner {
       context: { Execution: { Id: executionId, Name: name } } as never,
     });
     const events: ExecutionEvent[] = [];
+    const history = new HistoryCounter();
+    let overLimit = false;
     const collecting = (async () => {
       for await (const logged of execution.eventLogs) {
         const event = logged as ExecutionEvent;
         if (event.type === 'MapIterationFailed') mapFailed = true;
         events.push(event);
+        if (history.add(event) && !overLimit) {
+          overLimit = true;
+          execution.abort();
+        }
         this.options.onEvent?.(event, executionId);
       }
     })();
     const finish = async (): Promise<ExecutionResult> => {
-      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange' | 'childExecutions'>;
+      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange' | 'childExecutions' | 'historyEvents'>;
       try {
         const output = (await execution.result) as Record<string, unknown>;
         result = { executionId, status: 'SUCCEEDED', output, startedAt };
@@ -361,6 +381,12 @@ export class LocalRunner {
         }
       }
       await collecting;
+      // The event log can lag the execution: one that ended before its events
+      // were counted past the limit still fails, as it would have on AWS.
+      if (overLimit) {
+        const limit = historyLimitError(history.count);
+        result = { executionId, status: 'FAILED', error: limit.name, cause: limit.message, startedAt };
+      }
       const stoppedAt = new Date().toISOString();
       const statusChange = await this.deliverStatusChange({ executionId, name, status: result.status, input, startedAt, stoppedAt });
       return {
@@ -371,6 +397,7 @@ export class LocalRunner {
         stoppedAt,
         statusChange,
         childExecutions: [...childExecutions],
+        historyEvents: history.count,
       };
     };
     const running: RunningExecution = { executionId, abort: () => execution.abort(), result: finish() };
@@ -463,4 +490,9 @@ export class LocalRunner {
   close(): void {
     this.capture.release();
   }
+}
+
+/** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
+function historyLimitError(count: number): Error {
+  return Object.assign(new Error(`the execution's history reached ${count} events, more than Step Functions' ${MAX_HISTORY_EVENTS}`), { name: HISTORY_LIMIT_ERROR });
 }
