@@ -6,7 +6,7 @@
  * computes them; chunks stay half-open, gapless and in order.
  */
 import { ValidationError } from './errors.ts';
-import { type BatchInterval, type Chunk, MAX_CHUNKS_PER_BATCH } from './plan.ts';
+import type { BatchInterval, Chunk } from './plan.ts';
 import type { Pipeline } from './spec.ts';
 import type { SourceTable } from './redshift-sql/source-sql.ts';
 import { floorToGrain, nextBoundary, parseWarehouseTime } from './time.ts';
@@ -55,9 +55,9 @@ export function volumeByUnit(rows: readonly { firstAt: string; rows: number }[],
  * Adjacent units merged while the chunk stays within `targetRows`; a unit
  * holding more than the target is a chunk of its own. Empty units cost
  * nothing: leading ones join the first chunk with rows, the others the
- * chunk being filled. At most MAX_CHUNKS_PER_BATCH chunks.
+ * chunk being filled.
  */
-export function sizeChunks(units: readonly GrainUnit[], volume: ReadonlyMap<number, number>, targetRows: number, pipeline: Pipeline): Chunk[] {
+export function sizeChunks(units: readonly GrainUnit[], volume: ReadonlyMap<number, number>, targetRows: number): Chunk[] {
   const chunks: { start: Date; end: Date; rows: number }[] = [];
   let current: { start: Date; end: Date; rows: number } | undefined;
   for (const unit of units) {
@@ -69,11 +69,6 @@ export function sizeChunks(units: readonly GrainUnit[], volume: ReadonlyMap<numb
     current = current ? { ...current, end: unit.end, rows: current.rows + rows } : { start: unit.start, end: unit.end, rows };
   }
   if (current) chunks.push(current);
-  if (chunks.length > MAX_CHUNKS_PER_BATCH) {
-    throw new ValidationError(
-      `pipeline ${pipeline.name}: chunks of about ${targetRows} rows make ${chunks.length} chunks, more than ${MAX_CHUNKS_PER_BATCH}; raise chunk.targetRows or run a shorter interval`,
-    );
-  }
   return chunks.map((c, index) => ({ index, start: c.start.toISOString(), end: c.end.toISOString() }));
 }
 

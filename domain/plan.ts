@@ -82,12 +82,6 @@ export function checkSourceColumns(pipeline: Pipeline, liveColumns: readonly str
   }
 }
 
-/**
- * Chunks per batch. Each chunk rides in the state payload and adds Map
- * history events, so a plan stays well inside 256 KB and 25,000 events.
- */
-export const MAX_CHUNKS_PER_BATCH = 1000;
-
 function parseInstant(field: string, value: unknown): Date {
   const date = parseIsoInstant(value);
   if (date === 'malformed') {
@@ -152,18 +146,15 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
   return { from, to };
 }
 
-/** Half-open chunks covering `[from, to)` with no gap and no overlap. */
+/** Half-open chunks covering `[from, to)` with no gap and no overlap, however many (a long batch runs in windows, domain/windows.ts). */
 export function planChunks(interval: BatchInterval, pipeline: Pipeline): Chunk[] {
   const { grain, timezone } = pipeline.chunk;
   const chunks: Chunk[] = [];
   let start = interval.from;
   while (start.getTime() < interval.to.getTime()) {
-    if (chunks.length >= MAX_CHUNKS_PER_BATCH) {
-      throw new ValidationError(
-        `interval ${interval.from.toISOString()} to ${interval.to.toISOString()} needs more than ${MAX_CHUNKS_PER_BATCH} ${grain} chunks; use a coarser chunk.grain or a shorter interval`,
-      );
-    }
     const end = nextBoundary(start, grain, timezone);
+    // A boundary that does not advance would loop for ever (domain/time.ts fromWallClock once did so across a DST start).
+    if (end.getTime() <= start.getTime()) throw new Error(`no ${grain} boundary after ${start.toISOString()} in ${timezone}`);
     chunks.push({ index: chunks.length, start: start.toISOString(), end: end.toISOString() });
     start = end;
   }

@@ -42,6 +42,8 @@ export interface StagingProblems {
   readonly outsideInterval: number;
   /** Business-key values held by more than one row. */
   readonly duplicateKeys: number;
+  /** Chunks the batch was planned with (batches.chunk_count); a chunk never recorded (a window that never ran) is not done. @default counts.length */
+  readonly plannedChunks?: number;
 }
 
 export function reconcile(counts: readonly ChunkCount[], staging: StagingProblems, allowEmpty: boolean, businessKey: readonly string[] = []): Reconciliation {
@@ -49,6 +51,8 @@ export function reconcile(counts: readonly ChunkCount[], staging: StagingProblem
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
   const rowsWritten = counts.reduce((sum, c) => sum + c.stagingRows, 0) + outsideInterval;
   const notDone = counts.filter((c) => c.status !== ChunkStatus.DONE);
+  const planned = Math.max(staging.plannedChunks ?? counts.length, counts.length);
+  const unrecorded = planned - counts.length;
   const sourceMismatch = counts.filter((c) => c.sourceRows !== c.stagingRows);
   const recordMismatch = counts.filter((c) => c.recordedRows !== c.stagingRows);
   const mismatches = counts.filter((c) => c.sourceRows !== c.stagingRows || c.recordedRows !== c.stagingRows || c.status !== ChunkStatus.DONE);
@@ -56,10 +60,10 @@ export function reconcile(counts: readonly ChunkCount[], staging: StagingProblem
   const checks: CheckResult[] = [
     {
       check: 'all_chunks_loaded',
-      passed: notDone.length === 0,
-      observed: `${counts.length - notDone.length} of ${counts.length} chunks done`,
-      expected: `${counts.length} of ${counts.length} chunks done`,
-      details: listChunks(notDone),
+      passed: notDone.length === 0 && unrecorded === 0,
+      observed: `${counts.length - notDone.length} of ${planned} chunks done`,
+      expected: `${planned} of ${planned} chunks done`,
+      details: [listChunks(notDone), unrecorded > 0 ? `${unrecorded} planned chunk(s) never recorded (a window of chunks that did not run)` : ''].filter(Boolean).join('; '),
     },
     {
       check: 'staging_rows_match_source',

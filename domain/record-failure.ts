@@ -178,6 +178,8 @@ function nextStep(name: string, pipeline: string, input: string | undefined): st
       return 'start a new run: the pipeline spec changed, so it plans a new batch.';
     case 'CircuitOpenError':
       return 'nothing to do for this execution: the warehouse kept failing, so runs end at once until the next probe (the error says when); find out why the warehouse fails (its events, its queues, a resume or maintenance), and the first run after the cool-down closes the breaker when it succeeds.';
+    case 'States.ExceedToleratedFailureThreshold':
+      return `a window of the batch's chunks failed: the failed child execution of this execution's LoadWindows Map Run (Step Functions console: the execution, then the Map Run) names the error; fix that cause${rerun}: the chunks already loaded are kept.`;
     case 'States.Timeout':
     case 'Sandbox.Timedout':
       return `a step outran its time limit; look at what it was waiting for (its log), then${rerun.slice(6)}: a statement it left running is waited for, not run again.`;

@@ -1,4 +1,4 @@
-import { Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { CfnResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -11,6 +11,7 @@ import {
   JitterType,
   JsonPath,
   LogLevel,
+  DistributedMap,
   Map as MapState,
   Pass,
   Result,
@@ -279,6 +280,8 @@ export class PublishWorkflow extends Construct {
     });
     loadChunks.itemProcessor(loadChunk);
     loadChunks.addCatch(recordFailure, catchAll);
+    const loadWindows = this.windowedLoad(task);
+    loadWindows.addCatch(recordFailure, catchAll);
 
     const reconcile = task('Reconcile', { payload: batchOnly, resultPath: '$.reconcile' });
     // Publish and Cleanup may end the execution, so they release the pipeline's lease: they get the execution's id.
@@ -312,6 +315,7 @@ export class PublishWorkflow extends Construct {
       .when(Condition.booleanEquals('$.publish.superseded', true), new Succeed(this, 'Superseded', { comment: 'the pipeline already publishes newer data' }))
       .otherwise(emitMetrics);
     loadChunks.next(reconcile).next(publish).next(newerDataLive);
+    loadWindows.next(reconcile);
     const groupMembers = this.publishGroupPath(task, recordFailure, catchAll);
 
     // One run per pipeline: another execution holding the pipeline's lease
@@ -321,6 +325,7 @@ export class PublishWorkflow extends Construct {
       .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this pipeline' }))
       .when(Condition.isPresent('$.plan.rollback'), rollback)
       .when(Condition.isPresent('$.plan.group'), groupMembers)
+      .when(Condition.isPresent('$.plan.windows'), loadWindows)
       .otherwise(loadChunks);
 
     // The /aws/vendedlogs/ prefix keeps the CloudWatch Logs resource policy small.
@@ -364,6 +369,23 @@ export class PublishWorkflow extends Construct {
         'resource-level permissions; Step Functions documents Resource "*" for them ' +
         '("Logging using CloudWatch Logs", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).',
     });
+    // LoadWindows' grants (CDK's DistributedMapPolicy): DescribeExecution and
+    // StopExecution on this state machine's own executions and on the child
+    // executions of its Map Runs, whose names Step Functions chooses.
+    const policy = this.stateMachine.node.tryFindChild('DistributedMapPolicy');
+    if (policy !== undefined) {
+      const logicalId = stack.resolve(stack.getLogicalId(this.stateMachine.node.defaultChild as CfnResource)) as string;
+      const name = JSON.stringify({ 'Fn::Select': [6, { 'Fn::Split': [':', { Ref: logicalId }] }] });
+      for (const executions of [`${name}:*`, `${name}/LoadWindows:*`]) {
+        Validations.of(policy).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${executions}]`,
+          reason:
+            'A Distributed Map needs states:DescribeExecution and states:StopExecution on the executions it starts, whose names Step Functions ' +
+            'chooses: the resource is this state machine\'s executions and its Map Run\'s child executions, no other state machine\'s ' +
+            '("IAM policies for using Distributed Map states", https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html).',
+        });
+      }
+    }
   }
   /**
    * One chunk's load, as a Map iteration runs it: LoadChunk, then, while it
@@ -378,7 +400,7 @@ export class PublishWorkflow extends Construct {
    */
   private chunkLoad(
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
-    prefix: '' | 'Member',
+    prefix: '' | 'Member' | 'Window',
   ): IChainable {
     const names = CHUNK_LOAD_STATES;
     const loadChunk = task(`${prefix}${names.load}`, { resultPath: '$.load' }, 'LoadChunk');
@@ -390,6 +412,49 @@ export class PublishWorkflow extends Construct {
         .when(Condition.and(Condition.isPresent('$.load.pending'), Condition.booleanEquals('$.load.pending', true)), again.next(loadChunk))
         .otherwise(loaded),
     );
+  }
+
+  /**
+   * A batch of more chunks than one window holds (Plan's `plan.windows`,
+   * domain/windows.ts): a Distributed Map runs each window as a child
+   * execution with a history of its own, one window at a time (the chunks
+   * inside run `maxConcurrency` at once, as a short batch's do). A child:
+   * PlanWindow (Plan's function) records the window's chunks and returns
+   * those still to load, then the inline Map loads them exactly as
+   * LoadChunks does. A child's output is `{}`, so the Map's collected
+   * results stay small whatever the number of windows. The first child to
+   * fail fails the Map (no failure tolerated), with
+   * States.ExceedToleratedFailureThreshold, and the Catch pages.
+   */
+  private windowedLoad(
+    task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
+  ): DistributedMap {
+    const loadWindows = new DistributedMap(this, 'LoadWindows', {
+      itemsPath: '$.plan.windows',
+      maxConcurrency: 1,
+      itemSelector: {
+        batch: JsonPath.objectAt('$.plan.batch'),
+        window: JsonPath.objectAt('$$.Map.Item.Value'),
+        maxConcurrency: JsonPath.numberAt('$.plan.maxConcurrency'),
+      },
+      mapExecutionType: StateMachineType.STANDARD,
+      label: 'LoadWindows',
+      resultPath: JsonPath.DISCARD,
+    });
+    const planWindow = task(
+      'PlanWindow',
+      { payload: TaskInput.fromObject({ batch: JsonPath.objectAt('$.batch'), window: JsonPath.objectAt('$.window') }), resultPath: '$.planned' },
+      'Plan',
+    );
+    const windowChunks = new MapState(this, 'WindowLoadChunks', {
+      itemsPath: '$.planned.chunks',
+      maxConcurrencyPath: '$.maxConcurrency',
+      itemSelector: { batch: JsonPath.objectAt('$.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value') },
+      resultPath: JsonPath.DISCARD,
+    });
+    windowChunks.itemProcessor(this.chunkLoad(task, 'Window'));
+    loadWindows.itemProcessor(planWindow.next(windowChunks).next(new Pass(this, 'WindowLoaded', { result: Result.fromObject({}) })));
+    return loadWindows;
   }
 
   /**

@@ -77,12 +77,12 @@ export const FAILED_ERROR = 'AtomicPublishFailed';
 
 /**
  * The states of one chunk's load inside the LoadChunks Map (a group
- * member's carry the prefix `Member`): LoadChunk, and the loop that waits
+ * member's carry the prefix `Member`, a window's `Window`): LoadChunk, and the loop that waits
  * for a load longer than an invocation (lib/publish-workflow.ts chunkLoad).
  */
 export const CHUNK_LOAD_STATES = { load: 'LoadChunk', stillRunning: 'LoadStillRunning', wait: 'WaitForLoad', loaded: 'ChunkLoaded' } as const;
 
-/** Whether a state is one of a chunk load's (a pipeline run's or a group member's). */
+/** Whether a state is one of a chunk load's (a pipeline run's, a group member's or a window's). */
 export function isChunkLoadState(name: string): boolean {
-  return (Object.values(CHUNK_LOAD_STATES) as string[]).includes(name.replace(/^Member/, ''));
+  return (Object.values(CHUNK_LOAD_STATES) as string[]).includes(name.replace(/^(Member|Window)/, ''));
 }

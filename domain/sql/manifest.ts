@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 7;
+export const MANIFEST_VERSION = 8;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -392,6 +392,19 @@ export function manifestDdl(now: Date): string[] {
     // circuit breaker, one row, so every execution of every pipeline reads
     // the same state.
     ...breakerDdl(),
+    // Version 8 (no ceiling on length, domain/windows.ts): a batch of more
+    // chunks than one window holds records its windows here at Plan, and
+    // each window's chunks in chunks when its child execution starts.
+    `CREATE TABLE IF NOT EXISTS ${M}.batch_windows (
+      batch_id varchar(32) NOT NULL,
+      window_index int NOT NULL,
+      first_chunk int NOT NULL,
+      chunk_count int NOT NULL,
+      interval_start timestamp NOT NULL,
+      interval_end timestamp NOT NULL,
+      unit_counts varchar(65535),
+      PRIMARY KEY (batch_id, window_index)
+    )`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

@@ -4,7 +4,8 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
 import type { Pipeline } from '../spec.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
+import type { ChunkWindow } from '../windows.ts';
+import { CHUNKS_LOCK, LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from './statement.ts';
 
 /** Columns of a table, in order; empty when the table does not exist. */
@@ -45,11 +46,12 @@ export function latestPublication(pipeline: string): Statement {
  * load, or of a later generation (chunk_state, manifest version 6). A new
  * batch has none.
  */
-export function doneChunks(batchId: string): Statement {
+export function doneChunks(batchId: string, window?: { firstChunk: number; chunkCount: number }): Statement {
+  const range = window === undefined ? '' : ' AND chunk_index >= CAST(:first AS int) AND chunk_index < CAST(:end AS int)';
   return {
     sql: `SELECT chunk_index, status, generation FROM ${M}.chunk_state
-           WHERE batch_id = :batch_id AND (status <> ${sqlLiteral(ChunkStatus.PENDING)} OR generation <> 0) ORDER BY chunk_index`,
-    parameters: { batch_id: batchId },
+           WHERE batch_id = :batch_id${range} AND (status <> ${sqlLiteral(ChunkStatus.PENDING)} OR generation <> 0) ORDER BY chunk_index`,
+    parameters: { batch_id: batchId, ...(window === undefined ? {} : { first: String(window.firstChunk), end: String(window.firstChunk + window.chunkCount) }) },
   };
 }
 
@@ -64,7 +66,115 @@ export interface BatchRecord {
   /** The table of the target schema staging is created LIKE. @default - the live table (with publishVia 'view': the version table the live view reads) */
   readonly stagingLike?: string;
   readonly chunks: readonly Chunk[];
+  /** A batch longer than one window (domain/windows.ts): its windows are recorded instead of its chunks. */
+  readonly windows?: readonly ChunkWindow[];
   readonly now: Date;
+}
+
+/**
+ * `INSERT ... SELECT` of rows not yet there, in as few statements as fit
+ * the SQL size limit (half of it: room for the rest of a batch). Rows are
+ * SELECTs joined by UNION ALL: Redshift has no VALUES list in FROM. The
+ * first row CASTs its text columns, which fixes the union's types.
+ */
+function insertMissing(table: string, columns: readonly string[], key: readonly string[], rows: readonly { first: string; other: string }[]): string[] {
+  const head = `INSERT INTO ${M}.${table} (${columns.join(', ')})
+     SELECT v.* FROM (`;
+  const tail = `) AS v (${columns.join(', ')})
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.${table} t WHERE ${key.map((k) => `t.${k} = v.${k}`).join(' AND ')})`;
+  const separator = '\nUNION ALL ';
+  const statements: string[] = [];
+  let group: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (group.length > 0) statements.push(head + group.join(separator) + tail);
+    group = [];
+    size = 0;
+  };
+  for (const row of rows) {
+    let line = group.length === 0 ? row.first : row.other;
+    if (group.length > 0 && head.length + tail.length + size + line.length > MAX_SQL_BYTES / 2) {
+      flush();
+      line = row.first;
+    }
+    group.push(line);
+    size += line.length + separator.length;
+  }
+  flush();
+  return statements;
+}
+
+/** The chunks' rows, PENDING, where missing. */
+export function chunkRows(batchId: string, chunks: readonly Chunk[]): string[] {
+  const id = sqlLiteral(batchId);
+  const PENDING = sqlLiteral(ChunkStatus.PENDING);
+  return insertMissing(
+    'chunks',
+    ['batch_id', 'chunk_index', 'interval_start', 'interval_end', 'status', 'attempt'],
+    ['batch_id', 'chunk_index'],
+    chunks.map((c) => {
+      const rest = `${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}`;
+      return { first: `SELECT CAST(${id} AS varchar(32)), ${rest}, CAST(${PENDING} AS varchar(16)), 0`, other: `SELECT ${id}, ${rest}, ${PENDING}, 0` };
+    }),
+  );
+}
+
+/** The windows' rows, where missing. */
+function windowRows(batchId: string, windows: readonly ChunkWindow[]): string[] {
+  const id = sqlLiteral(batchId);
+  return insertMissing(
+    'batch_windows',
+    ['batch_id', 'window_index', 'first_chunk', 'chunk_count', 'interval_start', 'interval_end', 'unit_counts'],
+    ['batch_id', 'window_index'],
+    windows.map((w) => {
+      const rest = `${w.index}, ${w.firstChunk}, ${w.chunkCount}, ${sqlLiteral(new Date(w.start))}, ${sqlLiteral(new Date(w.end))}`;
+      const units = w.unitCounts === undefined ? 'NULL' : sqlLiteral(w.unitCounts);
+      return { first: `SELECT CAST(${id} AS varchar(32)), ${rest}, CAST(${units} AS varchar(65535))`, other: `SELECT ${id}, ${rest}, ${units}` };
+    }),
+  );
+}
+
+/** The pipeline's last published batch: its chunks and how long it ran (plan-duration.ts). */
+export function previousLoad(pipeline: string): Statement {
+  return {
+    sql: `SELECT batch_id, chunk_count, started_at, finished_at FROM ${M}.batches
+           WHERE pipeline = :pipeline AND status = ${sqlLiteral(BatchStatus.PUBLISHED)} AND finished_at IS NOT NULL
+           ORDER BY finished_at DESC LIMIT 1`,
+    parameters: { pipeline },
+  };
+}
+
+/** How many of a batch's chunks are loaded (a resumed batch loads only the rest). */
+export function loadedChunkCount(batchId: string): Statement {
+  return {
+    sql: `SELECT COUNT(*) AS loaded FROM ${M}.chunk_state WHERE batch_id = :batch_id AND status = ${sqlLiteral(ChunkStatus.DONE)}`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/** A batch's windows (none: it is loaded inline), in order. */
+export function recordedWindows(batchId: string): Statement {
+  return {
+    sql: `SELECT window_index, first_chunk, chunk_count, interval_start, interval_end, unit_counts FROM ${M}.batch_windows WHERE batch_id = :batch_id ORDER BY window_index`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/** One window of a batch. */
+export function recordedWindow(batchId: string, window: number): Statement {
+  return {
+    sql: `SELECT window_index, first_chunk, chunk_count, interval_start, interval_end, unit_counts FROM ${M}.batch_windows WHERE batch_id = :batch_id AND window_index = CAST(:window_index AS int)`,
+    parameters: { batch_id: batchId, window_index: String(window) },
+  };
+}
+
+/**
+ * PlanWindow's one transaction: the window's chunk rows where missing,
+ * under the chunks' lock (Redshift enforces no key, so a retried
+ * PlanWindow must not insert beside one still committing).
+ */
+export function windowChunkRows(batchId: string, chunks: readonly Chunk[]): string[] {
+  return [CHUNKS_LOCK, ...chunkRows(batchId, chunks)];
 }
 
 /**
@@ -127,36 +237,13 @@ export function startBatch(record: BatchRecord): string[] {
       WHERE b.batch_id = ${id} AND b.status = ${RUNNING}
         AND NOT EXISTS (SELECT 1 FROM ${M}.batch_attempts a WHERE a.batch_id = b.batch_id AND a.attempt = b.attempt)`,
   ];
-  // Chunk rows in as few statements as fit the SQL size limit. Rows are
-  // SELECTs joined by UNION ALL: Redshift has no VALUES list in FROM.
-  const row = (c: Chunk, first: boolean) =>
-    first
-      ? `SELECT CAST(${id} AS varchar(32)), ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, CAST(${PENDING} AS varchar(16)), 0`
-      : `SELECT ${id}, ${c.index}, ${sqlLiteral(new Date(c.start))}, ${sqlLiteral(new Date(c.end))}, ${PENDING}, 0`;
-  const head = `INSERT INTO ${M}.chunks (batch_id, chunk_index, interval_start, interval_end, status, attempt)
-     SELECT v.* FROM (`;
-  const tail = `) AS v (batch_id, chunk_index, interval_start, interval_end, status, attempt)
-     WHERE NOT EXISTS (SELECT 1 FROM ${M}.chunks c WHERE c.batch_id = v.batch_id AND c.chunk_index = v.chunk_index)`;
-  const separator = '\nUNION ALL ';
-  let group: string[] = [];
-  let size = 0;
-  const flush = () => {
-    if (group.length > 0) statements.push(head + group.join(separator) + tail);
-    group = [];
-    size = 0;
-  };
-  for (const chunk of record.chunks) {
-    let line = row(chunk, group.length === 0);
-    if (group.length > 0 && head.length + tail.length + size + line.length > MAX_SQL_BYTES / 2) {
-      flush();
-      line = row(chunk, true);
-    }
-    group.push(line);
-    size += line.length + separator.length;
-  }
-  flush();
+  const windows = record.windows ?? [];
+  // A batch in windows records its windows; each window's chunks are recorded when the window runs (windowChunkRows).
+  if (windows.length > 0) statements.push(...windowRows(batchId, windows));
+  else statements.push(...chunkRows(batchId, record.chunks));
   if (statements.length > MAX_BATCH_STATEMENTS) {
-    throw new ValidationError(`a batch of ${record.chunks.length} chunks needs ${statements.length} statements, more than the Data API's ${MAX_BATCH_STATEMENTS}`);
+    const what = windows.length > 0 ? `${windows.length} windows` : `${record.chunks.length} chunks`;
+    throw new ValidationError(`a batch of ${what} needs ${statements.length} statements, more than the Data API's ${MAX_BATCH_STATEMENTS}`);
   }
   return statements;
 }

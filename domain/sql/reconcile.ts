@@ -114,7 +114,8 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
           )
           SELECT chunk.chunk_index, chunk.interval_start, chunk.status, chunk.rows_written,
                  ${[...figures('source', 'sc'), ...figures('staging', 'gc')].join(', ')},
-                 (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, (SELECT duplicate_keys FROM dup) AS duplicate_keys
+                 (SELECT COALESCE(SUM(outside), 0) FROM stg) AS outside_interval, (SELECT duplicate_keys FROM dup) AS duplicate_keys,
+                 (SELECT chunk_count FROM ${M}.batches WHERE batch_id = :batch_id) AS planned_chunks
             FROM chunk
             LEFT JOIN src_chunk AS sc ON sc.chunk_index = chunk.chunk_index
             LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index

@@ -1,16 +1,18 @@
 /**
- * The chunks of a batch: those it was planned with when it exists (a
- * resumed batch keeps its boundaries, whatever the source holds now),
- * else one per grain unit, or, with `chunk.targetRows`, grain units merged
- * up to the target by the source's volume (domain/chunk-sizing.ts). And
- * Plan's warning when the source is not sorted on the time column.
+ * The chunks of a batch, and its windows when it has more chunks than one
+ * window holds (domain/windows.ts): those it was planned with when it
+ * exists (a resumed batch keeps its boundaries, whatever the source holds
+ * now), else one per grain unit, or, with `chunk.targetRows`, grain units
+ * merged up to the target by the source's volume (domain/chunk-sizing.ts).
+ * And Plan's warning when the source is not sorted on the time column.
  */
 import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan.ts';
 import { grainUnits, sizeChunks, type SortKeyFact, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
-import { WarehouseError } from '../../domain/errors.ts';
+import { ValidationError, WarehouseError } from '../../domain/errors.ts';
 import { sourceTables } from '../../domain/redshift-sql/source-sql.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { recordedChunks, sourceSortKeys, sourceVolume } from '../../domain/sql/plan.ts';
+import { recordedChunks, recordedWindows, sourceSortKeys, sourceVolume } from '../../domain/sql/plan.ts';
+import { checkWindowsCover, type ChunkWindow, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/windows.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
@@ -21,22 +23,54 @@ export async function batchChunks(
   batchId: string,
   existing: boolean,
   name: (step: string) => string,
-): Promise<Chunk[]> {
+  windowSize: number,
+): Promise<{ chunks: Chunk[]; windows: ChunkWindow[] }> {
   if (existing) {
+    const windows = (await warehouse.query(recordedWindows(batchId), name('recorded-windows'))).map(readWindow);
+    if (windows.length > 0) {
+      const chunks = windows.flatMap((w) => windowChunks(w, pipeline));
+      checkWindowsCover(windows, interval, chunks.length);
+      return { chunks, windows };
+    }
+
     const recorded = (await warehouse.query(recordedChunks(batchId), name('recorded-chunks'))).map((r) => ({
       index: Number(r.chunk_index),
       start: warehouseInstant(String(r.interval_start)).toISOString(),
       end: warehouseInstant(String(r.interval_end)).toISOString(),
     }));
-    if (recorded.length > 0) return recorded;
+    if (recorded.length > 0) return { chunks: recorded, windows: [] };
   }
+  const chunks = await plannedChunks(warehouse, pipeline, interval, name);
+  const windows = chunkWindows(chunks, pipeline, windowSize);
+  if (windows.length > MAX_WINDOWS_PER_BATCH) {
+    throw new ValidationError(
+      `interval ${interval.from.toISOString()} to ${interval.to.toISOString()} needs ${chunks.length} chunks in ${windows.length} windows of ${windowSize}, more than ${MAX_WINDOWS_PER_BATCH} windows; use a coarser chunk.grain, a larger chunk.targetRows or a shorter interval`,
+    );
+  }
+  return { chunks, windows };
+}
+
+/** A row of recordedWindows as a window. */
+export function readWindow(row: Record<string, unknown>): ChunkWindow {
+  return {
+    index: Number(row.window_index),
+    firstChunk: Number(row.first_chunk),
+    chunkCount: Number(row.chunk_count),
+    start: warehouseInstant(String(row.interval_start)).toISOString(),
+    end: warehouseInstant(String(row.interval_end)).toISOString(),
+    ...(row.unit_counts === null || row.unit_counts === undefined ? {} : { unitCounts: String(row.unit_counts) }),
+  };
+}
+
+/** A new batch's chunks: calendar ones, or sized by the source's volume. */
+async function plannedChunks(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<Chunk[]> {
   const { targetRows } = pipeline.chunk;
   if (targetRows === undefined) return planChunks(interval, pipeline);
   const rows = (await warehouse.query(sourceVolume(pipeline, interval), name('source-volume'))).map((r) => ({
     firstAt: String(r.first_at),
     rows: Number(r.n),
   }));
-  const chunks = sizeChunks(grainUnits(interval, pipeline), volumeByUnit(rows, pipeline), targetRows, pipeline);
+  const chunks = sizeChunks(grainUnits(interval, pipeline), volumeByUnit(rows, pipeline), targetRows);
   logger.info('chunks sized by the source volume', {
     pipeline: pipeline.name,
     targetRows,

@@ -8,6 +8,7 @@
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { type PublishGroup, resolveGroup } from '../../domain/groups.ts';
+import { chunksPerWindow } from '../../domain/windows.ts';
 import { batchIdFor, type BatchInterval, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
@@ -91,8 +92,17 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
   for (const [i, p] of planned.entries()) {
     const [existing] = await warehouse.query(findBatch(p.batch.batchId), p.name('find-batch'));
     const basePublication = Number((await warehouse.query(latestPublication(p.pipeline.name), p.name('base')))[0]?.seq ?? 0);
-    const chunks = await batchChunks(warehouse, p.pipeline, p.interval, p.batch.batchId, existing !== undefined, p.name);
+    const { chunks } = await batchChunks(warehouse, p.pipeline, p.interval, p.batch.batchId, existing !== undefined, p.name, Number.POSITIVE_INFINITY);
     planned[i] = { ...p, chunks, existing, batch: { ...p.batch, basePublication } };
+  }
+  // A group's members load inline, one after another, in this one execution (no windows): their chunks share its history.
+  const windowSize = chunksPerWindow(process.env);
+  const total = planned.reduce((sum, p) => sum + p.chunks.length, 0);
+  if (total > windowSize) {
+    throw new ValidationError(
+      `publish group ${group.name}: its members need ${total} chunks in all (${planned.map((p) => `${p.pipeline.name} ${p.chunks.length}`).join(', ')}), ` +
+        `more than the ${windowSize} one execution loads; a group's members load in one execution, without windows. Use coarser chunks or a shorter interval`,
+    );
   }
   const warnings = new Map<string, string>();
   const result = (extra: Pick<GroupPlanResult, 'alreadyPublished' | 'busy' | 'skipped'>, chunksOf: (p: Planned) => readonly Chunk[]): GroupPlanResult => ({

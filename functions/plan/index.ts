@@ -5,7 +5,6 @@ import {
   checkSourceColumns,
   checkSourceTypes,
   liveTableColumns,
-  planChunks,
   planningTime,
   resolveInterval,
   resolvePipeline,
@@ -23,6 +22,8 @@ import {
   doneChunks,
   findBatch,
   latestPublication,
+  loadedChunkCount,
+  previousLoad,
   relationPrivileges,
   schemaPrivileges,
   sourceShape,
@@ -49,6 +50,10 @@ import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/wareh
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
+import { isWindowEvent, planWindow, type WindowEvent, type WindowPlan } from './window.ts';
+import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/windows.ts';
+import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
+import { parseWarehouseTime } from '../../domain/time.ts';
 
 export interface PlanEvent {
   readonly input: unknown;
@@ -79,8 +84,10 @@ export interface PlanResult {
   readonly busy: boolean;
   readonly skipped?: PipelineBusy;
   readonly maxConcurrency: number;
-  /** Chunks still to load (a resumed batch skips the ones already done). */
+  /** Chunks still to load (a resumed batch skips the ones already done); none when the batch runs in `windows`. */
   readonly chunks: readonly Chunk[];
+  /** A batch of more chunks than one window holds: its windows, each a child execution of LoadWindows (domain/windows.ts). */
+  readonly windows?: readonly WindowItem[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
   /** What the operator should know about this plan (e.g. a source not sorted on the time column); also logged. */
@@ -156,8 +163,7 @@ export async function takeLease(
   if (!executionId) return undefined;
   const now = new Date();
   const started = planningTime(event.startedAt, now);
-  const seconds = Number.isFinite(event.leaseSeconds) && Number(event.leaseSeconds) > 0 ? Number(event.leaseSeconds) : DEFAULT_LEASE_SECONDS;
-  const expiresAt = new Date(started.getTime() + seconds * 1000);
+  const expiresAt = new Date(started.getTime() + timeoutSecondsOf(event) * 1000);
   await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt }), name('lease'));
   const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
   const heldBy = String(holder?.execution_id ?? '');
@@ -172,6 +178,43 @@ export async function takeLease(
       `Nothing to do while that execution runs; once it has ended, start this run again if its data is still needed. ` +
       `If it is stuck, stop it (its lease is then released), or wait for the lease to expire: the next run takes it over.`,
   };
+}
+
+/** The execution's time-out, from the state machine (`leaseSeconds`) or its default. */
+function timeoutSecondsOf(event: PlanEvent): number {
+  return Number.isFinite(event.leaseSeconds) && Number(event.leaseSeconds) > 0 ? Number(event.leaseSeconds) : DEFAULT_LEASE_SECONDS;
+}
+
+/**
+ * Refuses, before anything is written, a batch whose loads would outlast
+ * the execution's time left (domain/plan-duration.ts); a resumed batch
+ * counts only the chunks still to load.
+ */
+export async function checkDuration(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  event: PlanEvent,
+  chunks: number,
+  resumedBatchId: string | undefined,
+  name: (step: string) => string,
+): Promise<void> {
+  const now = new Date();
+  const timeout = timeoutSecondsOf(event);
+  const secondsLeft = (planningTime(event.startedAt, now).getTime() + timeout * 1000 - now.getTime()) / 1000;
+  const loaded = resumedBatchId === undefined ? 0 : Number((await warehouse.query(loadedChunkCount(resumedBatchId), name('loaded-chunks')))[0]?.loaded ?? 0);
+  const [row] = await warehouse.query(previousLoad(pipeline.name), name('previous-load'));
+  const previous =
+    row === undefined
+      ? undefined
+      : {
+          batchId: String(row.batch_id),
+          chunks: Number(row.chunk_count),
+          seconds: (parseWarehouseTime(String(row.finished_at)).getTime() - parseWarehouseTime(String(row.started_at)).getTime()) / 1000,
+        };
+  const left = Math.max(0, chunks - loaded);
+  const estimate = estimateLoad(left, pipeline, previous);
+  logger.info('load duration estimated', { pipeline: pipeline.name, chunks: left, estimatedSeconds: Math.round(estimate.seconds), secondsLeft: Math.round(secondsLeft) });
+  checkLoadFits(pipeline, left, estimate, secondsLeft, timeout);
 }
 
 /**
@@ -233,8 +276,6 @@ export async function plan(
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
-  // Calendar chunks are checked before anything is read; sized ones once the source is measured.
-  if (pipeline.chunk.targetRows === undefined) planChunks(interval, pipeline);
   const batchId = batchIdFor(pipeline, interval);
   const stagingTable = stagingTableFor(pipeline, batchId);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
@@ -246,7 +287,7 @@ export async function plan(
 
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
-  const chunks = await batchChunks(warehouse, pipeline, interval, batchId, existing !== undefined, name);
+  const { chunks, windows } = await batchChunks(warehouse, pipeline, interval, batchId, existing !== undefined, name, chunksPerWindow(process.env));
   const basePublication = Number((await warehouse.query(latestPublication(pipeline.name), name('base')))[0]?.seq ?? 0);
   const batch: BatchRef = {
     pipeline: pipeline.name,
@@ -264,6 +305,7 @@ export async function plan(
     return { alreadyPublished: true, busy: false, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };
   }
 
+  await checkDuration(warehouse, pipeline, event, chunks.length, existing === undefined ? undefined : batchId, name);
   const skipped = await takeLease(warehouse, pipeline.name, event, name);
   if (skipped) {
     logger.warn('pipeline busy: another execution holds its lease; this one wrote nothing', { ...skipped, batchId });
@@ -283,34 +325,35 @@ export async function plan(
       stagingTable,
       ...(stagingLike !== undefined ? { stagingLike } : {}),
       chunks,
+      windows,
       now: new Date(),
     }),
     name('start-batch'),
   );
-  const { done, remaining } = chunksToLoad(chunks, (await warehouse.query(doneChunks(batchId), name('done-chunks'))) as unknown as ChunkStateRow[]);
-  logger.info('batch planned', {
-    batchId,
-    pipeline: pipeline.name,
-    from: batch.from,
-    to: batch.to,
-    chunks: chunks.length,
-    resumedChunksDone: done.size,
-    attempt: existing ? Number(existing.attempt) + 1 : 1,
-  });
-  return {
+  const attempt = existing ? Number(existing.attempt) + 1 : 1;
+  const planned = {
     alreadyPublished: false,
     busy: false,
     maxConcurrency: pipeline.chunk.maxConcurrency,
-    chunks: remaining,
     chunkCount: chunks.length,
     batch: { ...batch, live: baseline },
     ...(sortKeyWarning === undefined ? {} : { warnings: [sortKeyWarning] }),
   };
+  if (windows.length > 0) {
+    // Each window's first step (PlanWindow) records its chunks and finds those already done.
+    logger.info('batch planned in windows', { batchId, pipeline: pipeline.name, from: batch.from, to: batch.to, chunks: chunks.length, windows: windows.length, attempt });
+    return { ...planned, chunks: [], windows: windows.map(windowItem) };
+  }
+  const { done, remaining } = chunksToLoad(chunks, (await warehouse.query(doneChunks(batchId), name('done-chunks'))) as unknown as ChunkStateRow[]);
+  logger.info('batch planned', { batchId, pipeline: pipeline.name, from: batch.from, to: batch.to, chunks: chunks.length, resumedChunksDone: done.size, attempt });
+  return { ...planned, chunks: remaining };
 }
 
 /** A group input (`{"group": ...}`) is planned as a group (functions/plan/group.ts), any other as a pipeline run. */
-export const handler = stepHandler(async (event: PlanEvent, context: Context): Promise<PlanResult | GroupPlanResult> => {
+export const handler = stepHandler(async (event: PlanEvent | WindowEvent, context: Context): Promise<PlanResult | GroupPlanResult | WindowPlan> => {
   const warehouse = warehouseFor(context);
+  // A window's first step (PlanWindow) of a batch planned in windows.
+  if (isWindowEvent(event)) return planWindow(event, warehouse);
   // First: with the warehouse's circuit breaker open, the execution ends here (functions/commons/breaker.ts).
   await breakerGuard(warehouse, event?.executionId);
   const result = isGroupInput(event?.input) ? await planGroup(event, warehouse, pipelines) : await plan(event, warehouse);

@@ -28,7 +28,11 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts).
   const rows = await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'));
   const [whole] = rows;
-  const problems = { outsideInterval: Number(whole?.outside_interval ?? 0), duplicateKeys: Number(whole?.duplicate_keys ?? 0) };
+  const problems = {
+    outsideInterval: Number(whole?.outside_interval ?? 0),
+    duplicateKeys: Number(whole?.duplicate_keys ?? 0),
+    ...(whole?.planned_chunks === undefined || whole.planned_chunks === null ? {} : { plannedChunks: Number(whole.planned_chunks) }),
+  };
   const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),

@@ -7,7 +7,6 @@ import {
   checkSourceColumns,
   type LiveColumn,
   liveTableColumns,
-  MAX_CHUNKS_PER_BATCH,
   planChunks,
   planningTime,
   previousVersionTableFor,
@@ -242,23 +241,16 @@ describe('planChunks', () => {
     expect(hours.filter((h) => h === 24)).toHaveLength(363);
   });
 
-  it('plans exactly MAX_CHUNKS_PER_BATCH chunks', () => {
+  it('plans ten years of hours (87,600 chunks): no ceiling, a long batch runs in windows', () => {
     const hourly = pipelineWith({ chunk: { grain: 'hour' } });
-    const from = at('2026-01-01T00:00:00Z');
+    const from = at('2016-01-01T00:00:00Z');
+    const hours = 87_600;
 
-    const chunks = planChunks({ from, to: new Date(from.getTime() + MAX_CHUNKS_PER_BATCH * HOUR_MS) }, hourly);
+    const chunks = planChunks({ from, to: new Date(from.getTime() + hours * HOUR_MS) }, hourly);
 
-    expect(chunks).toHaveLength(MAX_CHUNKS_PER_BATCH);
-  });
-
-  it('rejects an interval that needs more than MAX_CHUNKS_PER_BATCH chunks and suggests a coarser grain', () => {
-    const hourly = pipelineWith({ chunk: { grain: 'hour' } });
-    const from = at('2026-01-01T00:00:00Z');
-
-    const plan = () => planChunks({ from, to: new Date(from.getTime() + (MAX_CHUNKS_PER_BATCH + 1) * HOUR_MS) }, hourly);
-
-    expect(plan).toThrow(ValidationError);
-    expect(plan).toThrow(/needs more than 1000 hour chunks; use a coarser chunk\.grain or a shorter interval/);
+    expect(chunks).toHaveLength(hours);
+    expect(chunks.every((c, i) => c.index === i && new Date(c.end).getTime() - new Date(c.start).getTime() === HOUR_MS)).toBe(true);
+    expect(chunks.at(-1)!.end).toBe(new Date(from.getTime() + hours * HOUR_MS).toISOString());
   });
 
   describe('over random intervals (seeded)', () => {

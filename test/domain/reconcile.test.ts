@@ -38,6 +38,17 @@ describe('reconcile', () => {
     expect(result.mismatches).toEqual([]);
   });
 
+  it('fails all_chunks_loaded when fewer chunks were recorded than planned (a window that never ran)', () => {
+    const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0, plannedChunks: 5 }, false);
+    const loaded = check(result, 'all_chunks_loaded');
+
+    expect(result.passed).toBe(false);
+    expect(loaded.passed).toBe(false);
+    expect(loaded.observed).toBe('3 of 5 chunks done');
+    expect(loaded.details).toContain('2 planned chunk(s) never recorded');
+    expect(check(reconcile(matching, { outsideInterval: 0, duplicateKeys: 0, plannedChunks: 3 }, false), 'all_chunks_loaded').passed).toBe(true);
+  });
+
   it('totals rows read from the source and rows written to staging', () => {
     const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0 }, false);
 

@@ -23,8 +23,13 @@ const groupStates = (): Record<string, AslState> => {
   const members = asl.States.GroupMembers?.ItemProcessor?.States ?? {};
   return { ...members, ...(members.MemberLoadChunks?.ItemProcessor?.States ?? {}), ...(asl.States.GroupCleanup?.ItemProcessor?.States ?? {}) };
 };
+/** The states of a window's child execution (LoadWindows), nested ones included. */
+const windowStates = (): Record<string, AslState> => {
+  const window = asl.States.LoadWindows?.ItemProcessor?.States ?? {};
+  return { ...window, ...(window.WindowLoadChunks?.ItemProcessor?.States ?? {}) };
+};
 const state = (name: string): AslState => {
-  const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name] ?? groupStates()[name];
+  const found = asl.States[name] ?? asl.States.LoadChunks?.ItemProcessor?.States[name] ?? groupStates()[name] ?? windowStates()[name];
   if (!found) throw new Error(`no state ${name}`);
   return found;
 };
@@ -54,9 +59,16 @@ describe('state machine', () => {
       [
         'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
         'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
-        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished',
+        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished', 'LoadWindows',
       ].sort(),
     );
+    expect(Object.keys(state('LoadWindows').ItemProcessor!.States).sort()).toEqual(['PlanWindow', 'WindowLoadChunks', 'WindowLoaded']);
+    expect(Object.keys(state('WindowLoadChunks').ItemProcessor!.States).sort()).toEqual([
+      'WindowChunkLoaded',
+      'WindowLoadChunk',
+      'WindowLoadStillRunning',
+      'WindowWaitForLoad',
+    ]);
     expect(Object.keys(state('LoadChunks').ItemProcessor!.States).sort()).toEqual(['ChunkLoaded', 'LoadChunk', 'LoadStillRunning', 'WaitForLoad']);
     expect(Object.keys(state('GroupMembers').ItemProcessor!.States).sort()).toEqual(['MemberLoadChunks', 'MemberReconcile']);
     expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States).sort()).toEqual([
@@ -119,6 +131,7 @@ describe('state machine', () => {
         { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
         { Variable: '$.plan.rollback', IsPresent: true, Next: 'Rollback' },
         { Variable: '$.plan.group', IsPresent: true, Next: 'GroupMembers' },
+        { Variable: '$.plan.windows', IsPresent: true, Next: 'LoadWindows' },
       ],
       Default: 'LoadChunks',
     });
@@ -191,7 +204,38 @@ describe('state machine', () => {
       expect(state(name).Resource).toBe(localFunctionArn(functionId(name)));
       expect(taskFunctions[name]).toBe(functionId(name));
     }
-    expect(Object.keys(taskFunctions).sort()).toEqual([...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup'].sort());
+    expect(Object.keys(taskFunctions).sort()).toEqual(
+      [...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup', 'PlanWindow', 'WindowLoadChunk'].sort(),
+    );
+    // A window's steps invoke Plan's and LoadChunk's functions.
+    expect(taskFunctions.PlanWindow).toBe(functionId('Plan'));
+    expect(taskFunctions.WindowLoadChunk).toBe(functionId('LoadChunk'));
+  });
+
+  it('runs a batch in windows as child executions of a Distributed Map, one window at a time, each recording and loading its chunks', () => {
+    expect(state('LoadWindows')).toMatchObject({
+      Type: 'Map',
+      ItemsPath: '$.plan.windows',
+      MaxConcurrency: 1,
+      ItemSelector: { 'batch.$': '$.plan.batch', 'window.$': '$$.Map.Item.Value', 'maxConcurrency.$': '$.plan.maxConcurrency' },
+      ItemProcessor: { ProcessorConfig: { Mode: 'DISTRIBUTED', ExecutionType: 'STANDARD' }, StartAt: 'PlanWindow' },
+      ResultPath: null,
+      Next: 'Reconcile',
+      Catch: [{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }],
+    });
+    // No failure tolerated: the first failed window fails the Map.
+    expect(state('LoadWindows').ToleratedFailurePercentage ?? 0).toBe(0);
+    expect(state('LoadWindows').ToleratedFailureCount ?? 0).toBe(0);
+    expect(state('PlanWindow')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'window.$': '$.window' }, ResultPath: '$.planned', Next: 'WindowLoadChunks' });
+    expect(state('WindowLoadChunks')).toMatchObject({
+      ItemsPath: '$.planned.chunks',
+      MaxConcurrencyPath: '$.maxConcurrency',
+      ItemSelector: { 'batch.$': '$.batch', 'chunk.$': '$$.Map.Item.Value' },
+      ResultPath: null,
+      Next: 'WindowLoaded',
+    });
+    // A child's output is {}: the Map's collected results stay small whatever the number of windows.
+    expect(state('WindowLoaded')).toMatchObject({ Type: 'Pass', Result: {}, End: true });
   });
 
   it('retries only transient warehouse errors and Lambda service errors, with full jitter, on every Lambda task (no CDK default retrier)', () => {

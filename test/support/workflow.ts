@@ -38,6 +38,8 @@ const TASK_STATES = [
   'Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure',
   // A publish group's (lib/publish-workflow.ts publishGroupPath).
   'MemberLoadChunk', 'MemberReconcile', 'PublishGroup', 'MemberEmitMetrics', 'MemberCleanup',
+  // A window's child execution (lib/publish-workflow.ts windowedLoad).
+  'PlanWindow', 'WindowLoadChunk',
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 export interface TaskCall {
@@ -173,7 +175,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
   for (const state of TASK_STATES) {
     taskOverrides[state] = async (input, next) => {
       const fault = faults[state];
-      if (state !== 'LoadChunk') {
+      if (state !== 'LoadChunk' && state !== 'WindowLoadChunk') {
         calls.push({ state });
         return fault ? fault(input, next) : next(input);
       }

@@ -36,12 +36,21 @@ describe('manifestDdl', () => {
 
   it('adds in version 7 the circuit breaker: one table, its one row inserted only when missing, before the version row', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(7);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(7);
     const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".circuit_breaker ('));
     const row = ddl.findIndex((sql) => sql.startsWith('INSERT INTO "atomic_publish".circuit_breaker'));
     expect(table).toBeGreaterThan(0);
     expect(row).toBeGreaterThan(table);
     expect(ddl[row]).toContain('WHERE NOT EXISTS (SELECT 1 FROM "atomic_publish".circuit_breaker)');
+    expect(ddl.at(-1)).toContain('INSERT INTO "atomic_publish".manifest_version');
+  });
+
+  it('adds in version 8 the windows of a long batch, before the version row', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(8);
+    const windows = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batch_windows ('));
+    expect(windows).toBeGreaterThan(ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".circuit_breaker (')));
+    expect(ddl[windows]).toContain('PRIMARY KEY (batch_id, window_index)');
     expect(ddl.at(-1)).toContain('INSERT INTO "atomic_publish".manifest_version');
   });
 

@@ -1,7 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { batchIdFor, planChunks } from '../../../domain/plan.ts';
-import { doneChunks, findBatch, latestPublication, recordedChunks, sourceShape, sourceSortKeys, sourceVolume, startBatch, tableColumns } from '../../../domain/sql/plan.ts';
+import {
+  doneChunks,
+  findBatch,
+  latestPublication,
+  recordedChunks,
+  recordedWindow,
+  recordedWindows,
+  sourceShape,
+  sourceSortKeys,
+  sourceVolume,
+  startBatch,
+  tableColumns,
+  windowChunkRows,
+} from '../../../domain/sql/plan.ts';
+import { grainUnits, sizeChunks } from '../../../domain/chunk-sizing.ts';
+import { chunkWindows } from '../../../domain/windows.ts';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
 import { HOUR_MS, pipelineWith } from '../fixtures.ts';
 import {
@@ -24,7 +39,10 @@ describe('single statements of Plan', () => {
     ['findBatch', findBatch(batchId)],
     ['latestPublication', latestPublication(pipeline.name)],
     ['doneChunks', doneChunks(batchId)],
+    ['doneChunks (one window)', doneChunks(batchId, { firstChunk: 1000, chunkCount: 1000 })],
     ['recordedChunks', recordedChunks(batchId)],
+    ['recordedWindows', recordedWindows(batchId)],
+    ['recordedWindow', recordedWindow(batchId, 3)],
     ['sourceVolume', sourceVolume(pipeline, interval)],
     ['sourceVolume (hour grain)', sourceVolume(pipelineWith({ chunk: { grain: 'hour' } }), interval)],
     ['sourceSortKeys', sourceSortKeys([{ schema: 'raw', table: 'order_events' }, { table: 'customers' }])],
@@ -135,6 +153,34 @@ describe('startBatch', () => {
     expect(result.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
     for (const sql of result) expect(Buffer.byteLength(sql, 'utf8')).toBeLessThanOrEqual(MAX_SQL_BYTES);
     expect(indexes.sort((a, b) => a - b)).toEqual([...Array(1000).keys()]);
+  });
+
+  it('records the windows of ten years of hourly chunks sized by data, not their chunks, within the Data API limits', () => {
+    const hourly = pipelineWith({ chunk: { grain: 'hour', targetRows: 10 } });
+    const from = at('2016-01-01T00:00:00Z');
+    const long = { from, to: new Date(from.getTime() + 87_600 * HOUR_MS) };
+    const units = grainUnits(long, hourly);
+    // Uneven volume, so most windows record the units of each chunk.
+    const chunks = sizeChunks(units, new Map(units.map((u, i) => [u.start.getTime(), i % 7 === 0 ? 12 : 3])), 10);
+    const windows = chunkWindows(chunks, hourly, 1000);
+    const id = batchIdFor(hourly, long);
+
+    const result = startBatch({ ...record, pipeline: hourly, batchId: id, interval: long, chunks, windows });
+
+    expect(windows.length).toBeGreaterThan(20);
+    expect(result.some((s) => s.startsWith('INSERT INTO "atomic_publish".chunks'))).toBe(false);
+    const inserts = result.filter((s) => s.startsWith('INSERT INTO "atomic_publish".batch_windows'));
+    expect(inserts.length).toBeGreaterThan(0);
+    expect(result.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
+    for (const sql of result) expect(Buffer.byteLength(sql, 'utf8')).toBeLessThanOrEqual(MAX_SQL_BYTES);
+    const recorded = inserts.flatMap((s) => [...s.matchAll(new RegExp(`SELECT (?:CAST\\()?'${id}'(?: AS varchar\\(32\\)\\))?, (\\d+), `, 'g'))].map((m) => Number(m[1])));
+    expect(recorded.sort((a, b) => a - b)).toEqual([...windows.keys()]);
+    expect(result.join('\n')).toContain(`'${windows[0]!.unitCounts}'`);
+    // A window's chunks: one transaction under the chunks' lock, within the limits.
+    const window = windowChunkRows(id, chunks.slice(0, 1000));
+    expect(window[0]).toBe('LOCK "atomic_publish".chunks');
+    expect(window.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
+    for (const sql of window) expect(Buffer.byteLength(sql, 'utf8')).toBeLessThanOrEqual(MAX_SQL_BYTES);
   });
 
   it('lists chunk rows as SELECTs joined by UNION ALL, since Redshift has no VALUES list in FROM', () => {
