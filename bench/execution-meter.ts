@@ -15,6 +15,7 @@
  *                 or StateExited, rounded up to the ms as Lambda bills it
  *   payload       the largest state input or output, as JSON bytes
  *   Publish       when the Publish state was entered and left
+ *   steps         how long each top-level state took (entered to exited)
  */
 import type { ExecutionEvent } from '../local/runner.ts';
 import type { Architecture } from './prices.ts';
@@ -52,12 +53,16 @@ export interface ExecutionFigures {
   /** Chunks whose LoadChunk ended without `pending` (loaded, or found loaded). */
   readonly chunksLoaded: number;
   readonly publishWindow?: { readonly start: number; readonly end: number };
+  /** Top-level state name -> ms from entered to exited (summed when entered again). */
+  readonly stepMs: Readonly<Record<string, number>>;
 }
 
 export interface MeterOptions {
   /** Lambda Task state name -> its function's memory and architecture (prices.ts lambdaFunctions). */
   readonly lambdaFunctions: Readonly<Record<string, { memoryMb: number; architecture: Architecture }>>;
   readonly loadStates: ReadonlySet<string>;
+  /** The definition's top-level states. */
+  readonly topLevelStates: ReadonlySet<string>;
 }
 
 const bytes = (value: unknown) => (value === undefined ? 0 : Buffer.byteLength(JSON.stringify(value)));
@@ -72,6 +77,8 @@ export class ExecutionMeter {
   private largestPayloadBytes = 0;
   private chunksLoaded = 0;
   private publishWindow: { start: number; end: number } | undefined;
+  private stepMs: Record<string, number> = {};
+  private readonly stepEntered = new Map<string, number>();
   /** Entered-at timestamps of running Lambda Tasks, by execution, Map iteration and state. */
   private readonly running = new Map<string, number[]>();
 
@@ -87,6 +94,8 @@ export class ExecutionMeter {
     this.chunksLoaded = 0;
     this.publishWindow = undefined;
     this.running.clear();
+    this.stepMs = {};
+    this.stepEntered.clear();
   }
 
   readonly onEvent = (event: ExecutionEvent, executionId: string): void => {
@@ -106,6 +115,11 @@ export class ExecutionMeter {
     // An attempt of a Lambda Task starts when it is entered or retried (after the retry's wait) and ends when it fails or exits.
     if ((event.type === 'StateEntered' || event.type === 'StateRetried') && memoryMb !== undefined) {
       this.running.set(key, [...(this.running.get(key) ?? []), event.timestamp]);
+    }
+    const topLevel = event.index === undefined && this.options.topLevelStates.has(state.name);
+    if (event.type === 'StateEntered' && topLevel) this.stepEntered.set(state.name, event.timestamp);
+    if (event.type === 'StateExited' && topLevel && this.stepEntered.has(state.name)) {
+      this.stepMs[state.name] = (this.stepMs[state.name] ?? 0) + event.timestamp - this.stepEntered.get(state.name)!;
     }
     if (event.type === 'StateEntered') {
       this.largestPayloadBytes = Math.max(this.largestPayloadBytes, bytes(state.input));
@@ -138,6 +152,7 @@ export class ExecutionMeter {
       largestPayloadBytes: this.largestPayloadBytes,
       chunksLoaded: this.chunksLoaded,
       ...(this.publishWindow ? { publishWindow: { ...this.publishWindow } } : {}),
+      stepMs: { ...this.stepMs },
     };
   }
 }
