@@ -43,6 +43,9 @@ export interface ReconcileBenchOptions {
 export interface ReconcileBench {
   /** Gate / baseline, medians. */
   readonly reconcileRatio: number;
+  /** The medians the ratio comes from, ms. */
+  readonly baselineMs: number;
+  readonly gateMs: number;
   readonly table: string;
 }
 
@@ -130,5 +133,5 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     ],
     ['l', 'r', 'r'],
   );
-  return { reconcileRatio: g / b, table: `${table}\n` };
+  return { reconcileRatio: g / b, baselineMs: b, gateMs: g, table: `${table}\n` };
 }

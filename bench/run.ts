@@ -1,41 +1,59 @@
 /**
  * `npm run bench`: what atomic-publish costs on top of the bare SQL, on the
- * local engine, as ratios against a baseline measured in the same run
+ * local engine, as ratios against baselines measured in the same run
  * (machines here are shared and noisy; absolute seconds are not comparable
- * between runs, ratios mostly are).
+ * between runs, ratios mostly are), and what a chunk costs in requests,
+ * state transitions and dollars:
  *
- *   load overhead   full state machine run (plan, chunked load, reconcile,
- *                   swap, metrics, cleanup) vs one bare INSERT ... SELECT of
- *                   the same rows through the same Data API endpoint
- *   reader latency  a dashboard query's latency while the swap commits vs
- *                   its median latency during the load
- *   publishVia      the publish step and the longest read during it, by
- *                   rename vs through a view, on the same data (bench/publish-via.ts)
+ *   overhead        full state machine run (plan, chunked load, reconcile,
+ *                   swap, metrics, cleanup) vs a hand-written rebuild of the
+ *                   same rows: INSERT ... SELECT into a fresh table plus a
+ *                   rename over a copy of the live table, and CREATE TABLE
+ *                   AS plus rename, each one transaction (bench/baselines.ts)
+ *   requests        Data API requests (submits, polls, lists, results) per
+ *                   chunk: of LoadChunk's statements, and of the whole run
+ *                   (the local endpoint's request log)
+ *   transitions     Step Functions state transitions per chunk, whole run
+ *                   and load phase, and the cost per 1,000 chunks at list
+ *                   price (bench/execution-meter.ts, bench/prices.ts)
+ *   reader wait     for dashboard reads overlapping the Publish state: their
+ *                   latency minus the median latency of reads before it
+ *   plan at scale   plan() of 87,600 hourly chunks, and the largest state
+ *                   payload (bench/plan-scale.ts)
  *   reconcile       the gate's reading vs one plain COUNT(*) pass over the
  *                   source plus one over staging (bench/reconcile.ts)
+ *   data API,       the local Data API's own costs (bench/data-api.ts) and
+ *   publishVia      rename vs view (bench/publish-via.ts): markdown only
  *
- * Options: --rows N (default 600000), --repeat N (default 3).
+ * Options: --rows N (default 600000), --repeat N (default 3), --json (one
+ * JSON object on stdout, progress on stderr; the data API and publishVia
+ * tables are left out), --pg-dir DIR (the PostgreSQL data directory, default
+ * .atomic-publish/bench-pg; a running server there is shared),
+ * --database NAME (default atomic_publish_bench).
  */
-import { qualifiedName } from '../domain/identifiers.ts';
-import { timestampParam } from '../domain/sql/statement.ts';
+import path from 'node:path';
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { newClient } from '../local/pg-clients.ts';
-import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
+import { LocalRunner } from '../local/runner.ts';
 import { DEFAULT_POLL } from '../functions/commons/warehouse.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../local/database-users.ts';
 import { renderTable } from '../local/table.ts';
-import { median } from './stats.ts';
+import { median, quantile } from './stats.ts';
+import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
+import { ExecutionMeter, type ExecutionFigures, loadPhaseStates } from './execution-meter.ts';
+import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
+import { costPer1000Chunks, lambdaFunctions } from './prices.ts';
 import { benchPublishVia } from './publish-via.ts';
 import { benchReconcile } from './reconcile.ts';
 import { pollReads } from './reads.ts';
 
-const DATABASE = 'atomic_publish_bench';
 const DAYS = 60;
+const KB = 1024;
 
 function option(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -44,104 +62,271 @@ function option(name: string, fallback: number): number {
   return value;
 }
 
+function textOption(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return fallback;
+  const value = process.argv[i + 1];
+  if (!value || value.startsWith('--')) throw new Error(`--${name} needs a value`);
+  return value;
+}
+
 const log = (line: string) => process.stderr.write(`${line}\n`);
+
+/** A target of issue 8's benchmark: the figure must be at most (or below) the limit. */
+interface Target {
+  readonly limit: number;
+  readonly strict: boolean;
+  readonly unit: string;
+}
+
+const TARGETS = {
+  overheadRatio: { limit: 1.15, strict: false, unit: 'x' },
+  dataApiRequestsPerChunk: { limit: 2, strict: false, unit: '' },
+  transitionsPerChunk: { limit: 2, strict: false, unit: '' },
+  readerWaitP99Ms: { limit: 50, strict: true, unit: ' ms' },
+  readerWaitMaxMs: { limit: 50, strict: true, unit: ' ms' },
+  plan87600Ms: { limit: 1000, strict: true, unit: ' ms' },
+  largestStatePayloadBytes: { limit: 256 * KB, strict: true, unit: ' bytes (256 KB)' },
+  reconcileRatio: { limit: 1.3, strict: false, unit: 'x' },
+} as const satisfies Record<string, Target>;
+
+type TargetField = keyof typeof TARGETS;
+
+const describeTarget = (t: Target) => `${t.strict ? '<' : '<='} ${t.limit.toLocaleString('en-US')}${t.unit}`;
+const meets = (value: number, t: Target): boolean => (t.strict ? value < t.limit : value <= t.limit);
 
 async function main(): Promise<void> {
   silenceSdkNodeNotice();
   const rows = option('rows', 600_000);
   const repeat = option('repeat', 3);
+  const json = process.argv.includes('--json');
+  const database = textOption('database', 'atomic_publish_bench');
+  const pgDir = path.resolve(textOption('pg-dir', path.join(STATE_DIR, 'bench-pg')));
   const rowsPerDay = Math.max(1, Math.round(rows / DAYS));
   const pipeline = samplePipeline();
+  const from = sampleDay(0);
+  const to = sampleDay(DAYS);
 
   log(`bench: ${rowsPerDay * DAYS} rows over ${DAYS} days, ${repeat} repetitions of each measurement`);
-  const postgres = await startLocalPostgres({ dataDir: `${STATE_DIR}/bench-pg` });
+  const postgres = await startLocalPostgres({ dataDir: pgDir });
   const conn = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
-  await recreateDatabase(conn, DATABASE);
+  await recreateDatabase(conn, database);
   await ensureLocalUser(conn);
   const api = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
-  const db = newClient({ ...conn, database: DATABASE });
+  const db = newClient({ ...conn, database });
   await db.connect();
   await createSampleWarehouse(db, { rowsPerDay, sourceDays: DAYS, liveDays: DAYS - 1 });
   await applyPipelineSetup(db, pipeline);
-  await db.query(`CREATE SCHEMA bench`);
 
   // The baselines run as the superuser; the state machine's handlers as the pipeline's role.
-  const warehouse = localWarehouse(api.endpoint, DATABASE, DEFAULT_POLL, conn.user);
-  let publishWindow: { start: number; end: number } | undefined;
+  const warehouse = localWarehouse(api.endpoint, database, DEFAULT_POLL, conn.user);
+  let meter: ExecutionMeter | undefined;
+  /** Called when Reconcile is entered (the step before Publish). */
+  let beforePublish: (() => void) | undefined;
   const runner = await LocalRunner.create({
-    env: { ...localHandlerEnvironment(api.endpoint, DATABASE), POWERTOOLS_LOG_LEVEL: 'WARN' },
-    onEvent: (event: ExecutionEvent) => {
-      if (event.state?.name !== 'Publish') return;
-      if (event.type === 'StateEntered') publishWindow = { start: event.timestamp, end: Infinity };
-      if (event.type === 'StateExited' && publishWindow) publishWindow.end = event.timestamp;
+    env: { ...localHandlerEnvironment(api.endpoint, database), POWERTOOLS_LOG_LEVEL: 'WARN' },
+    onEvent: (event, executionId) => {
+      meter?.onEvent(event, executionId);
+      if (event.type === 'StateEntered' && event.state?.name === 'Reconcile' && event.index === undefined) beforePublish?.();
     },
   });
+  meter = new ExecutionMeter({
+    lambdaFunctions: lambdaFunctions(runner.workflow.template),
+    loadStates: loadPhaseStates(runner.workflow.definition),
+    topLevelStates: new Set(Object.keys(runner.workflow.definition.States)),
+  });
 
-  const bare = `bench.bare`;
-  const columns = LIVE_TABLE_COLUMNS;
-  const bareTimes: number[] = [];
-  const atomicTimes: number[] = [];
-  const readerRatios: number[] = [];
+  const baselineOptions = { warehouse, pipeline, columns: LIVE_TABLE_COLUMNS, from, to };
+  await prepareBaselines(baselineOptions);
+  // One warm-up of each baseline (cache), untimed.
+  await timeBaseline('insert', baselineOptions);
+  await timeBaseline('ctas', baselineOptions);
+
+  const loadPrefixes = [`atomic-publish:${pipeline.name}:load-chunk:`, `atomic-publish:${pipeline.name}:pause-probe:`];
+  const insertMs: number[] = [];
+  const ctasMs: number[] = [];
+  const runMs: number[] = [];
+  const runs: (ExecutionFigures & { requests: number; loadRequests: number; loadOperations: Record<string, number> })[] = [];
+  const readerWaits: number[] = [];
   for (let i = 0; i < repeat; i++) {
-    // Baseline: the rows loaded by one statement, nothing else.
-    await db.query(`DROP TABLE IF EXISTS ${bare}; CREATE TABLE ${bare} (${columns})`);
-    let t = performance.now();
-    await warehouse.execute(
-      {
-        sql: `INSERT INTO ${qualifiedName('bench', 'bare')} ${pipeline.sourceSql}\n`,
-        parameters: { start: timestampParam(sampleDay(0)), end: timestampParam(sampleDay(DAYS)) },
-      },
-      'bench:bare-insert',
-    );
-    bareTimes.push(performance.now() - t);
+    insertMs.push(await timeBaseline('insert', baselineOptions));
+    ctasMs.push(await timeBaseline('ctas', baselineOptions));
 
     // atomic-publish: the same rows, from a clean manifest each time.
     await db.query(`DROP SCHEMA IF EXISTS atomic_publish CASCADE`);
     const leftovers = await db.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'analytics' AND tablename LIKE 'sales_order_lines\\_\\_%'`);
     for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
-    const reader = newClient({ ...conn, database: DATABASE });
+    // Each run on an endpoint of its own, as on a warehouse that has not seen this batch: the previous repetition's
+    // loads ran under the same statement names (same batch id), and LoadChunk's re-attach check would find them.
+    const runApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
+    Object.assign(process.env, localHandlerEnvironment(runApi.endpoint, database));
+    // The dashboard reads from the step before Publish on (its reads there are the typical latency): reading
+    // throughout would take a core from the load on a small machine, which the baselines do not share.
+    const reader = newClient({ ...conn, database });
     await reader.connect();
-    const reads = pollReads(reader, 'analytics.sales_order_lines');
-    publishWindow = undefined;
-    t = performance.now();
-    const result = await runner.run({ pipeline: pipeline.name, to: sampleDay(DAYS).toISOString() });
-    atomicTimes.push(performance.now() - t);
-    const latencies = await reads.stop();
+    let reads: ReturnType<typeof pollReads> | undefined;
+    beforePublish = () => {
+      reads ??= pollReads(reader, 'analytics.sales_order_lines');
+    };
+    meter.reset();
+    const t = performance.now();
+    const result = await runner.run({ pipeline: pipeline.name, to: to.toISOString() });
+    runMs.push(performance.now() - t);
+    const requests = runApi.requests();
+    const latencies = (await reads?.stop()) ?? [];
     await reader.end();
+    await runApi.close();
     if (result.status !== 'SUCCEEDED') throw new Error(`atomic run failed: ${result.error}: ${result.cause}`);
-    const window = publishWindow as { start: number; end: number } | undefined;
-    if (window) {
-      const during = latencies.filter((l) => l.at + l.ms >= window.start && l.at <= window.end).map((l) => l.ms);
-      const before = latencies.filter((l) => l.at + l.ms < window.start).map((l) => l.ms);
-      if (during.length > 0 && before.length > 0) readerRatios.push(Math.max(...during) / median(before));
-    }
-    log(`  repetition ${i + 1}: bare ${(bareTimes.at(-1)! / 1000).toFixed(2)} s, atomic-publish ${(atomicTimes.at(-1)! / 1000).toFixed(2)} s`);
+    const figures = meter.figures();
+    if (figures.chunksLoaded === 0) throw new Error('the run loaded no chunk');
+    const ofLoads = requests.filter((r) => loadPrefixes.some((p) => r.statementName?.startsWith(p)));
+    const loadOperations: Record<string, number> = {};
+    for (const r of ofLoads) loadOperations[r.operation] = (loadOperations[r.operation] ?? 0) + 1;
+    runs.push({ ...figures, requests: requests.length, loadRequests: ofLoads.length, loadOperations });
+
+    const window = figures.publishWindow;
+    if (!window) throw new Error('the run has no Publish state');
+    const before = latencies.filter((l) => l.at + l.ms < window.start).map((l) => l.ms);
+    const typical = before.length > 0 ? median(before) : 0;
+    for (const l of latencies) if (l.at + l.ms >= window.start && l.at <= window.end) readerWaits.push(Math.max(0, l.ms - typical));
+    log(
+      `  repetition ${i + 1}: INSERT+rename ${s(insertMs.at(-1)!)}, CTAS+rename ${s(ctasMs.at(-1)!)}, atomic-publish ${s(runMs.at(-1)!)} ` +
+        `(${figures.chunksLoaded} chunks, ${requests.length} Data API requests, ${figures.transitions} transitions)`,
+    );
   }
 
-  const n = rowsPerDay * DAYS;
-  const b = median(bareTimes);
-  const a = median(atomicTimes);
-  process.stdout.write(
-    `${renderTable(
-      ['measure', 'baseline', 'atomic-publish', 'ratio'],
-      [
-        ['load of ' + n.toLocaleString('en-US') + ' rows (median)', `${(b / 1000).toFixed(2)} s`, `${(a / 1000).toFixed(2)} s`, `${(a / b).toFixed(2)}x`],
-        ['rows per second', Math.round(n / (b / 1000)).toLocaleString('en-US'), Math.round(n / (a / 1000)).toLocaleString('en-US'), `${(b / a).toFixed(2)}x`],
-        ['slowest read during the swap / median read', '1.00x', readerRatios.length ? `${median(readerRatios).toFixed(2)}x` : 'n/a', ''],
-      ],
-      ['l', 'r', 'r', 'r'],
-    )}\n`,
-  );
+  log(`bench: planning ${PLAN_HOURS.toLocaleString('en-US')} hourly chunks`);
+  const planScale = await benchPlanScale({ db, warehouse, repeat });
 
-  process.stdout.write(await benchDataApi({ postgres: conn, database: DATABASE, endpoint: api.endpoint, repeat }));
-  process.stdout.write(await benchPublishVia({ postgres: conn, rowsPerDay, days: DAYS, repeat }));
-  process.stdout.write((await benchReconcile({ warehouse, pipeline, from: sampleDay(0), to: sampleDay(DAYS), repeat })).table);
+  const dataApiTable = json ? '' : await benchDataApi({ postgres: conn, database, endpoint: api.endpoint, repeat });
+  const publishViaTable = json ? '' : await benchPublishVia({ postgres: conn, rowsPerDay, days: DAYS, repeat });
+  log('bench: reconcile');
+  const reconcile = await benchReconcile({ warehouse, pipeline, from, to, repeat });
 
+  // The runner diverts JSON lines written to stdout (the handlers' logs) while it is open: close it before printing.
   runner.close();
   await db.end();
   await api.close();
-  await postgres.stop();
+  await postgres.release();
+
+  const perChunk = (pick: (r: (typeof runs)[number]) => number) => median(runs.map((r) => pick(r) / r.chunksLoaded));
+  const chunks = median(runs.map((r) => r.chunksLoaded));
+  const steps = Object.keys(runs[0]!.stepMs);
+  const stepMs = Object.fromEntries(steps.map((step) => [step, median(runs.map((r) => r.stepMs[step] ?? 0))]));
+  const insertRenameMs = median(insertMs);
+  const ctasRenameMs = median(ctasMs);
+  const fullRunMs = median(runMs);
+  const costPerChunk = {
+    transitions: perChunk((r) => r.transitions),
+    lambdaRequests: perChunk((r) => r.lambdaRequests),
+    lambdaGbSeconds: { arm64: perChunk((r) => r.lambdaGbSeconds.arm64), x86_64: perChunk((r) => r.lambdaGbSeconds.x86_64) },
+  };
+  const cost = costPer1000Chunks(costPerChunk);
+  const largestRunStatePayloadBytes = Math.max(...runs.map((r) => r.largestPayloadBytes));
+  const operations = [...new Set(runs.flatMap((r) => Object.keys(r.loadOperations)))].sort();
+  const loadRequestsPerChunkByOperation = Object.fromEntries(operations.map((op) => [op, perChunk((r) => r.loadOperations[op] ?? 0)]));
+  const figures = {
+    rows: rowsPerDay * DAYS,
+    chunks,
+    repeat,
+    insertRenameMs,
+    ctasRenameMs,
+    fullRunMs,
+    stepMs,
+    overheadRatio: fullRunMs / insertRenameMs,
+    ctasRatio: fullRunMs / ctasRenameMs,
+    dataApiRequestsPerChunk: perChunk((r) => r.loadRequests),
+    loadRequestsPerChunkByOperation,
+    runDataApiRequestsPerChunk: perChunk((r) => r.requests),
+    transitionsPerChunk: costPerChunk.transitions,
+    loadTransitionsPerChunk: perChunk((r) => r.loadTransitions),
+    lambdaRequestsPerChunk: costPerChunk.lambdaRequests,
+    lambdaMsPerChunk: perChunk((r) => r.lambdaMs),
+    costPer1000ChunksUsd: cost.total,
+    costPer1000ChunksBreakdownUsd: { stepFunctions: cost.stepFunctions, lambdaRequests: cost.lambdaRequests, lambdaDuration: cost.lambdaDuration, dataApi: 0 },
+    readerWaitP99Ms: readerWaits.length > 0 ? quantile(readerWaits, 0.99) : 0,
+    readerWaitMaxMs: Math.max(0, ...readerWaits),
+    readsDuringPublish: readerWaits.length,
+    plan87600Ms: planScale.planMs,
+    planChunks: planScale.chunks,
+    planWindows: planScale.windows,
+    planOutputBytes: planScale.outputBytes,
+    planWindowOutputBytes: planScale.windowOutputBytes,
+    largestStatePayloadBytes: Math.max(planScale.outputBytes, planScale.windowOutputBytes, largestRunStatePayloadBytes),
+    largestRunStatePayloadBytes,
+    reconcileBaselineMs: reconcile.baselineMs,
+    reconcileGateMs: reconcile.gateMs,
+    reconcileRatio: reconcile.reconcileRatio,
+  };
+  const targets = Object.fromEntries(
+    (Object.entries(TARGETS) as [TargetField, Target][]).map(([field, t]) => [field, { target: describeTarget(t), met: meets(figures[field], t) }]),
+  );
+
+  if (json) {
+    process.stdout.write(`${JSON.stringify({ ...figures, targets })}\n`);
+    return;
+  }
+
+  const verdict = (field: TargetField) => {
+    const met = meets(figures[field], TARGETS[field]);
+    return met === null ? 'n/a' : met ? 'met' : 'missed';
+  };
+  const row = (measure: string, value: string, field?: TargetField) => [measure, value, field ? describeTarget(TARGETS[field]) : '', field ? verdict(field) : ''];
+  const n = figures.rows.toLocaleString('en-US');
+  const usd = (v: number) => `$${v.toFixed(4)}`;
+  process.stdout.write(
+    `${renderTable(
+      [`${n} rows in ${chunks} day chunks (median of ${repeat})`, 'time', 'rows per second'],
+      [
+        ['INSERT ... SELECT + rename, one transaction', s(insertRenameMs), perSecond(figures.rows, insertRenameMs)],
+        ['CREATE TABLE AS + rename, one transaction', s(ctasRenameMs), perSecond(figures.rows, ctasRenameMs)],
+        ['atomic-publish: full state machine run', s(fullRunMs), perSecond(figures.rows, fullRunMs)],
+        ...steps.filter((step) => stepMs[step]! >= 10).map((step) => [`  of which ${step}`, s(stepMs[step]!), '']),
+      ],
+      ['l', 'r', 'r'],
+    )}\n`,
+  );
+  const byOperation = operations.map((op) => `${op} ${loadRequestsPerChunkByOperation[op]!.toFixed(2)}`).join(', ');
+  process.stdout.write(
+    `${renderTable(
+      ['figure', 'value', 'target', ''],
+      [
+        row('full run / (INSERT ... SELECT + rename)', ratio(figures.overheadRatio), 'overheadRatio'),
+        row('full run / (CREATE TABLE AS + rename)', ratio(figures.ctasRatio)),
+        row('Data API requests per chunk, LoadChunk', figures.dataApiRequestsPerChunk.toFixed(2), 'dataApiRequestsPerChunk'),
+        row(`  of which ${byOperation}`, ''),
+        row('Data API requests per chunk, whole run', figures.runDataApiRequestsPerChunk.toFixed(2)),
+        row('state transitions per chunk, whole run', figures.transitionsPerChunk.toFixed(2), 'transitionsPerChunk'),
+        row('state transitions per chunk, load phase', figures.loadTransitionsPerChunk.toFixed(2)),
+        row('Lambda invocations per chunk', figures.lambdaRequestsPerChunk.toFixed(2)),
+        row('  their duration per chunk, locally', ms(figures.lambdaMsPerChunk)),
+        row('cost per 1,000 chunks at list price', usd(cost.total)),
+        row('  Step Functions state transitions', usd(cost.stepFunctions)),
+        row('  Lambda requests', usd(cost.lambdaRequests)),
+        row('  Lambda duration (local durations)', usd(cost.lambdaDuration)),
+        row('  Data API requests: no charge of their own', usd(0)),
+        row(`reader wait caused by the swap, p99 (${figures.readsDuringPublish} reads)`, ms(figures.readerWaitP99Ms), 'readerWaitP99Ms'),
+        row('reader wait caused by the swap, max', ms(figures.readerWaitMaxMs), 'readerWaitMaxMs'),
+        row(`planning ${PLAN_HOURS.toLocaleString('en-US')} hourly chunks (${figures.planWindows} windows)`, ms(figures.plan87600Ms), 'plan87600Ms'),
+        row('largest state payload, full run and that plan', kb(figures.largestStatePayloadBytes), 'largestStatePayloadBytes'),
+        row('  of the full run alone', kb(largestRunStatePayloadBytes)),
+        row("  that plan's output (its windows)", kb(figures.planOutputBytes)),
+        row("  a window's PlanWindow output (its 1,000 chunks)", kb(figures.planWindowOutputBytes)),
+        row('Reconcile / (COUNT(*) of source + COUNT(*) of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
+      ],
+      ['l', 'r', 'l', 'l'],
+    )}\n`,
+  );
+  process.stdout.write(dataApiTable);
+  process.stdout.write(publishViaTable);
+  process.stdout.write(reconcile.table);
 }
+
+const s = (value: number) => `${(value / 1000).toFixed(2)} s`;
+const ms = (value: number) => `${value.toFixed(value < 10 ? 1 : 0)} ms`;
+const ratio = (value: number) => `${value.toFixed(2)}x`;
+const kb = (value: number) => `${(value / KB).toFixed(1)} KB`;
+const perSecond = (rows: number, value: number) => Math.round(rows / (value / 1000)).toLocaleString('en-US');
 
 main().catch((error: unknown) => {
   log(`bench failed: ${(error as Error)?.stack ?? String(error)}`);
