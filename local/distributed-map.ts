@@ -114,9 +114,11 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
   let next = 0;
   let failures = 0;
   let failed: Error | undefined;
+  // The parent execution was stopped: its children were stopped with it, and no other starts.
+  let stopped: Error | undefined;
   await new Promise<void>((resolve) => {
     const launch = () => {
-      while (!failed && running.size < limit && next < batches.length) {
+      while (!failed && !stopped && running.size < limit && next < batches.length) {
         const index = next++;
         const childName = `${label}:${index}`;
         const child = run.runChild(childDefinition, batches[index], { id: `${run.parent.id}/${name}:${index}`, name: childName });
@@ -127,7 +129,9 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
             run.onChild?.({ name: childName, mapState: name, status: 'SUCCEEDED', events: child.events(), historyEvents: child.historyEvents() });
           },
           (error: Error) => {
-            const aborted = failed !== undefined;
+            // Stopped: by this Map Run after another child failed, or with the parent execution.
+            if (error?.name === 'ExecutionAbortedError') stopped ??= error;
+            const aborted = failed !== undefined || stopped !== undefined;
             run.onChild?.({ name: childName, mapState: name, status: aborted ? 'ABORTED' : 'FAILED', events: child.events(), historyEvents: child.historyEvents(), error: error?.name });
             if (aborted) return;
             failures += 1;
@@ -140,15 +144,16 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
           },
         ).finally(() => {
           running.delete(index);
-          if (running.size === 0 && (failed || next >= batches.length)) resolve();
+          if (running.size === 0 && (failed || stopped || next >= batches.length)) resolve();
           else launch();
         });
       }
-      if (running.size === 0 && (failed || next >= batches.length)) resolve();
+      if (running.size === 0 && (failed || stopped || next >= batches.length)) resolve();
     };
     launch();
   });
   if (failed) throw failed;
+  if (stopped) throw stopped;
   return results;
 }
 

@@ -289,6 +289,10 @@ export class LocalRunner {
       taskResourceLocalHandlers[state] = async (input) => this.outbox.publish(input as Record<string, unknown>, executionId);
     }
     const childExecutions: ChildExecution[] = [];
+    // Stopping an execution stops its Map Runs' children too; its result
+    // waits until every child it started has been reported.
+    const runningChildren = new Set<{ abort: () => void }>();
+    const children = { started: 0, reported: 0, allReported: undefined as (() => void) | undefined };
     for (const map of this.distributedMaps) {
       taskResourceLocalHandlers[map.name] = async (input) => {
         const output = await runDistributedMap({
@@ -326,9 +330,20 @@ export class LocalRunner {
                 throw error.cause instanceof Error ? error.cause : error;
               },
             );
-            return { result, abort: () => child.abort(), events: () => events, historyEvents: () => history.count };
+            children.started += 1;
+            const handle = { abort: () => child.abort() };
+            runningChildren.add(handle);
+            void result.then(
+              () => runningChildren.delete(handle),
+              () => runningChildren.delete(handle),
+            );
+            return { result, abort: handle.abort, events: () => events, historyEvents: () => history.count };
           },
-          onChild: (child) => childExecutions.push(child),
+          onChild: (child) => {
+            childExecutions.push(child);
+            children.reported += 1;
+            if (children.reported === children.started) children.allReported?.();
+          },
         });
         checkPayload(output, `the output of ${map.name}`);
         return output;
@@ -381,6 +396,10 @@ export class LocalRunner {
         }
       }
       await collecting;
+      if (result.status === 'ABORTED' || result.status === 'TIMED_OUT') {
+        for (const child of runningChildren) child.abort();
+        if (children.reported < children.started) await new Promise<void>((resolve) => (children.allReported = resolve));
+      }
       // The event log can lag the execution: one that ended before its events
       // were counted past the limit still fails, as it would have on AWS.
       if (overLimit) {
@@ -400,7 +419,11 @@ export class LocalRunner {
         historyEvents: history.count,
       };
     };
-    const running: RunningExecution = { executionId, abort: () => execution.abort(), result: finish() };
+    const abort = () => {
+      execution.abort();
+      for (const child of runningChildren) child.abort();
+    };
+    const running: RunningExecution = { executionId, abort, result: finish() };
     this.executions.set(name, { executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running });
     void running.result.then(
       (result) => this.executions.set(name, { ...this.executions.get(name)!, status: result.status, result }),

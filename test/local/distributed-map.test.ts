@@ -86,4 +86,18 @@ describe('a distributed Map on the local runner', () => {
     expect(tolerated.status, `${tolerated.error}: ${tolerated.cause}`).toBe('SUCCEEDED');
     expect(tolerated.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'FAILED', 'SUCCEEDED']);
   });
+
+  it('stops the running children when the parent execution is stopped', async () => {
+    runner = await LocalRunner.create({ env: {}, template: templateWith({ maxConcurrency: 2 }) });
+    hold();
+    const running = await runner.start({ run: 'r3', items: items(10) });
+    await until(() => observed.running === 2, 'two children running');
+    running.abort();
+    const result = await running.result;
+
+    expect(result.status).toBe('ABORTED');
+    // The two running children were stopped, not left to finish, and no further child started.
+    expect(result.childExecutions.map((c) => c.status)).toEqual(['ABORTED', 'ABORTED']);
+    expect(observed.calls).toBe(2);
+  });
 });
