@@ -5,6 +5,10 @@
 // make 3 windows; the 87,600-chunk run is test/workflow/long-batch.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
+import { localWarehouse } from '../../local/aws-clients.ts';
+import { holdGate, type LockGate } from '../support/lock-gate.ts';
+import { until } from '../support/until.ts';
 import { CHUNKS_PER_WINDOW_ENV } from '../../domain/windows.ts';
 import { caughtError, inputFor, LIVE, namesFor, useWorkflow, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
 
@@ -94,6 +98,52 @@ describe('a batch longer than one window', () => {
     expect(result.status).toBe('SUCCEEDED');
     expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
     expect(result.childExecutions).toEqual([]);
+    wf.reset();
+  });
+});
+
+describe('a batch in windows whose execution is aborted', () => {
+  const day = TO_DAY + 1;
+  const names = namesFor(day);
+  /** Chunk loads of this batch still running, found by their statement names. */
+  const runningLoads = async () => {
+    const prefix = loadStatementPrefix('sales_order_lines', names.batchId);
+    return (await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).runningStatements(prefix)).map((s) => chunkOfLoadStatement(prefix, s.name)!);
+  };
+
+  it('stops its window, leaves no load running, marks the batch FAILED, and a re-run resumes it', async () => {
+    let gate: LockGate | undefined;
+    // The second window's loads wait at a lock on staging.
+    wf.faults.PlanWindow = async (input, next) => {
+      const output = await next(input);
+      if ((input as { window: { index: number } }).window.index === 1) gate = await holdGate(wf.wh.pg, { table: names.staging });
+      return output;
+    };
+    try {
+      const execution = await wf.start(inputFor(day), 'windows-aborted');
+      await until(async () => gate !== undefined && (await runningLoads()).length > 0, 'a load of the second window held');
+      execution.abort();
+      const aborted = await execution.result;
+
+      expect(aborted.status).toBe('ABORTED');
+      expect(aborted.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'ABORTED']);
+      expect(aborted.statusChange).toHaveLength(1);
+      expect(await runningLoads()).toEqual([]);
+      expect(await wf.batch(names.batchId)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted/) });
+    } finally {
+      await gate?.release();
+      await wf.quiesce();
+      wf.reset();
+    }
+    const done = (await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE'`, [names.batchId])).map((r) => r.chunk_index);
+    expect(done).toEqual(expect.arrayContaining([0, 1, 2]));
+
+    const rerun = await wf.run(inputFor(day), 'windows-aborted-rerun');
+
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    const loaded = wf.calls.filter((c) => c.state === 'WindowLoadChunk').map((c) => c.chunk!);
+    expect(loaded.some((chunk) => done.includes(chunk))).toBe(false);
     wf.reset();
   });
 });
