@@ -50,7 +50,7 @@ export interface ExecutionFigures {
   /** GB-seconds of those invocations at each function's memory, by the functions' architecture. */
   readonly lambdaGbSeconds: Readonly<Record<Architecture, number>>;
   readonly largestPayloadBytes: number;
-  /** Chunks whose LoadChunk ended without `pending` (loaded, or found loaded). */
+  /** Chunks whose LoadChunk succeeded (loaded, or found loaded); one still running ends it with a caught LoadStillRunningError instead. */
   readonly chunksLoaded: number;
   readonly publishWindow?: { readonly start: number; readonly end: number };
   /** Top-level state name -> ms from entered to exited (summed when entered again). */
@@ -136,7 +136,7 @@ export class ExecutionMeter {
         }
       }
       if (state.name === 'Publish' && this.publishWindow) this.publishWindow.end = event.timestamp;
-      if (event.type === 'StateExited' && state.name === 'LoadChunk' && (state.output as { pending?: boolean } | undefined)?.pending !== true) {
+      if (event.type === 'StateExited' && state.name === 'LoadChunk') {
         this.chunksLoaded += 1;
       }
     }

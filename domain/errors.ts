@@ -39,8 +39,8 @@ export class TransientWarehouseError extends AtomicPublishError {
 /**
  * A wait for a statement ran out (its poll time-out, or the invocation's
  * deadline) while the statement still runs in the warehouse. Transient
- * for every step (a retry re-attaches); LoadChunk instead reports the load
- * as still running, and the workflow waits for it without limit.
+ * for every step (a retry re-attaches); LoadChunk instead ends with
+ * LoadStillRunningError, and the workflow waits for the load without limit.
  */
 export class StatementStillRunningError extends TransientWarehouseError {
   constructor(
@@ -50,6 +50,17 @@ export class StatementStillRunningError extends TransientWarehouseError {
   ) {
     super(message);
   }
+}
+
+/**
+ * LoadChunk's invocation ends while its chunk's load still runs in the
+ * warehouse. Not transient and not a failure: the chunk's iteration catches
+ * it (lib/publish-workflow.ts chunkLoad), waits briefly and invokes
+ * LoadChunk again, which re-attaches to the load by its statement name. A
+ * Catch has no attempt budget, so a load of any length is waited for.
+ */
+export class LoadStillRunningError extends AtomicPublishError {
+  override name = 'LoadStillRunningError';
 }
 
 /** The warehouse rejected the SQL (syntax, missing table, bad data): retrying will not help. */

@@ -24,10 +24,10 @@ import { nextBoundary } from './time.ts';
 
 /**
  * Chunks per window, and the most a batch loads inline. Per chunk an
- * execution's history gets about 11 events (a Map iteration, the LoadChunk
- * task, the Choice and the Pass after it), so 1,000 chunks leave more than
- * half of the 25,000 events for retries and re-checks of long loads; their
- * items are about 100 KB of the 256 KB a state may carry.
+ * execution's history gets about 7 events (a Map iteration, the LoadChunk
+ * task with its invocation), so 1,000 chunks leave more than two thirds of
+ * the 25,000 events for retries and re-checks of long loads; their items
+ * are about 100 KB of the 256 KB a state may carry.
  */
 export const DEFAULT_CHUNKS_PER_WINDOW = 1000;
 

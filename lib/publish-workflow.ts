@@ -27,7 +27,7 @@ import { Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
-import { LAMBDA_SERVICE_ERROR_NAMES, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
+import { LAMBDA_SERVICE_ERROR_NAMES, LoadStillRunningError, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
 import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
 import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
@@ -40,6 +40,9 @@ import { CHUNK_LOAD_STATES, FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateNa
  * again. Short: the invocation itself waited up to its time-out.
  */
 export const LOAD_RECHECK_SECONDS = 5;
+
+/** The error LoadChunk ends with while its load still runs (caught: the iteration waits and comes back). */
+const LOAD_STILL_RUNNING_ERROR = new LoadStillRunningError('').name;
 
 export interface PublishWorkflowProps {
   /** Where the handlers send SQL; `secret` resolved (no `secretArn`). */
@@ -388,30 +391,27 @@ export class PublishWorkflow extends Construct {
     }
   }
   /**
-   * One chunk's load, as a Map iteration runs it: LoadChunk, then, while it
-   * reports the load still running (`pending`: the load outlasted the
-   * invocation), a short Wait and LoadChunk again, which re-attaches to the
-   * load by its statement name. A load of any length is waited for, never
-   * resubmitted and never failed for its length; only the execution's
-   * time-out bounds it. Each round is one invocation that waited up to its
-   * own time-out, so a long load adds a few history events per 15 minutes.
-   * Only the chunk index leaves an iteration: the Map's collected results
-   * stay small (they are discarded anyway).
+   * One chunk's load, as a Map iteration runs it: LoadChunk, whose output is
+   * the chunk's index (the Map's collected results stay small; they are
+   * discarded anyway). A load that outlasts the invocation ends it with
+   * LoadStillRunningError, which the iteration catches: a short Wait, then
+   * LoadChunk again, which re-attaches to the load by its statement name. A
+   * Catch has no attempt budget, so a load of any length is waited for,
+   * never resubmitted and never failed for its length; only the
+   * execution's time-out bounds it. A load that ends within the invocation
+   * (nearly all) costs one state transition and seven history events; each
+   * 15 minutes of a longer one adds a Wait and another LoadChunk.
    */
   private chunkLoad(
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
     prefix: '' | 'Member' | 'Window',
   ): IChainable {
     const names = CHUNK_LOAD_STATES;
-    const loadChunk = task(`${prefix}${names.load}`, { resultPath: '$.load' }, 'LoadChunk');
+    const loadChunk = task(`${prefix}${names.load}`, { resultPath: JsonPath.DISCARD, outputPath: '$.chunk.index' }, 'LoadChunk');
     const again = new Wait(this, `${prefix}${names.wait}`, { time: WaitTime.duration(Duration.seconds(LOAD_RECHECK_SECONDS)) });
-    const loaded = new Pass(this, `${prefix}${names.loaded}`, { outputPath: '$.chunk.index' });
-    return loadChunk.next(
-      new Choice(this, `${prefix}${names.stillRunning}`)
-        // A missing field would fail the Choice (States.Runtime): check it is there first.
-        .when(Condition.and(Condition.isPresent('$.load.pending'), Condition.booleanEquals('$.load.pending', true)), again.next(loadChunk))
-        .otherwise(loaded),
-    );
+    loadChunk.addCatch(again, { errors: [LOAD_STILL_RUNNING_ERROR], resultPath: '$.stillRunning' });
+    again.next(loadChunk);
+    return loadChunk;
   }
 
   /**

@@ -80,7 +80,7 @@ export const FAILED_ERROR = 'AtomicPublishFailed';
  * member's carry the prefix `Member`, a window's `Window`): LoadChunk, and the loop that waits
  * for a load longer than an invocation (lib/publish-workflow.ts chunkLoad).
  */
-export const CHUNK_LOAD_STATES = { load: 'LoadChunk', stillRunning: 'LoadStillRunning', wait: 'WaitForLoad', loaded: 'ChunkLoaded' } as const;
+export const CHUNK_LOAD_STATES = { load: 'LoadChunk', wait: 'WaitForLoad' } as const;
 
 /** Whether a state is one of a chunk load's (a pipeline run's, a group member's or a window's). */
 export function isChunkLoadState(name: string): boolean {

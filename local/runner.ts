@@ -267,7 +267,8 @@ export class LocalRunner {
     const childStates = new Set(this.distributedMaps.flatMap((m) => Object.keys((m.state.ItemProcessor as { States: object }).States)));
     for (const [state, handler] of this.handlers) {
       const inMap = this.workflow.mapStates.has(state) && !childStates.has(state);
-      const retried = new Set((this.workflow.retriers[state] ?? []).flat());
+      // Errors a Retry or a Catch of the state takes: they do not fail the Map.
+      const retried = new Set([...(this.workflow.retriers[state] ?? []), ...(this.workflow.catchers[state] ?? [])].flat());
       const timeoutSeconds = this.workflow.timeoutsSeconds[state]!;
       const call = (input: unknown) => invoke(handler, state, input, timeoutSeconds);
       const override = this.options.taskOverrides?.[state];

@@ -30,6 +30,8 @@ export interface SynthesizedWorkflow {
   readonly mapStates: ReadonlySet<string>;
   /** Task state name -> the ErrorEquals lists of its Retry. */
   readonly retriers: Record<string, string[][]>;
+  /** Task state name -> its catchers' ErrorEquals lists (an error a Catch takes does not fail the Map it runs in). */
+  readonly catchers: Record<string, string[][]>;
   /** ARN of the state machine as the template's tokens resolve locally. */
   readonly stateMachineArn: string;
   /** Functions EventBridge rules run on the state machine's execution status changes. */
@@ -102,9 +104,11 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
   const serviceTasks: Record<string, string> = {};
   const mapStates = new Set<string>();
   const retriers: Record<string, string[][]> = {};
+  const catchers: Record<string, string[][]> = {};
   visitStates(definition.States as unknown as AslStates, (name, state, inMap) => {
     if (inMap) mapStates.add(name);
     if (Array.isArray(state.Retry)) retriers[name] = (state.Retry as { ErrorEquals: string[] }[]).map((r) => r.ErrorEquals);
+    if (Array.isArray(state.Catch)) catchers[name] = (state.Catch as { ErrorEquals: string[] }[]).map((c) => c.ErrorEquals);
     if (state.Type === 'Task' && !(name in entries)) {
       const resource = String(state.Resource);
       if (!resource.includes(':states:::sns:publish')) throw new Error(`state ${name} uses ${resource}, which has no local equivalent`);
@@ -125,6 +129,7 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
     serviceTasks,
     mapStates,
     retriers,
+    catchers,
     stateMachineArn,
     statusChangeTargets: targets,
     scheduleTargets: schedules,

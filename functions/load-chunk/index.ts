@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
-import { StatementStillRunningError } from '../../domain/errors.ts';
+import { LoadStillRunningError, StatementStillRunningError } from '../../domain/errors.ts';
 import { chunkLoaded, type ChunkToLoad, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -21,12 +21,6 @@ export interface LoadChunkResult {
   readonly statementId?: string;
   /** True when the load was an earlier attempt's, waited for instead of submitted. */
   readonly reattached: boolean;
-  /**
-   * True when the load still runs at the end of this invocation's wait: the
-   * workflow comes back (LoadStillRunning, WaitForLoad) and this step
-   * re-attaches to it, for as long as it runs.
-   */
-  readonly pending?: boolean;
   readonly durationMs: number;
 }
 
@@ -57,8 +51,9 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     // never fail for its length; the workflow invokes this step again,
     // which re-attaches to it by name.
     if (!(error instanceof StatementStillRunningError)) throw error;
+    // The workflow catches this, waits (WaitForLoad) and comes back: this step re-attaches to the load, for as long as it runs.
     logger.info(STILL_RUNNING_MESSAGE, { batchId: event.batch.batchId, chunk: event.chunk.index, statementId: error.statementId });
-    return { index: event.chunk.index, skipped: false, rowsCleared: 0, statementId: error.statementId, reattached: false, pending: true, durationMs: Date.now() - started };
+    throw new LoadStillRunningError(`chunk ${event.chunk.index}'s load ${error.statementId} still runs after ${Math.round((Date.now() - started) / 1000)} s; the workflow waits for it`);
   }
 }
 

@@ -63,20 +63,10 @@ describe('state machine', () => {
       ].sort(),
     );
     expect(Object.keys(state('LoadWindows').ItemProcessor!.States).sort()).toEqual(['PlanWindow', 'WindowLoadChunks', 'WindowLoaded']);
-    expect(Object.keys(state('WindowLoadChunks').ItemProcessor!.States).sort()).toEqual([
-      'WindowChunkLoaded',
-      'WindowLoadChunk',
-      'WindowLoadStillRunning',
-      'WindowWaitForLoad',
-    ]);
-    expect(Object.keys(state('LoadChunks').ItemProcessor!.States).sort()).toEqual(['ChunkLoaded', 'LoadChunk', 'LoadStillRunning', 'WaitForLoad']);
+    expect(Object.keys(state('WindowLoadChunks').ItemProcessor!.States).sort()).toEqual(['WindowLoadChunk', 'WindowWaitForLoad']);
+    expect(Object.keys(state('LoadChunks').ItemProcessor!.States).sort()).toEqual(['LoadChunk', 'WaitForLoad']);
     expect(Object.keys(state('GroupMembers').ItemProcessor!.States).sort()).toEqual(['MemberLoadChunks', 'MemberReconcile']);
-    expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States).sort()).toEqual([
-      'MemberChunkLoaded',
-      'MemberLoadChunk',
-      'MemberLoadStillRunning',
-      'MemberWaitForLoad',
-    ]);
+    expect(Object.keys(state('MemberLoadChunks').ItemProcessor!.States).sort()).toEqual(['MemberLoadChunk', 'MemberWaitForLoad']);
     expect(Object.keys(state('GroupCleanup').ItemProcessor!.States).sort()).toEqual(['MemberCleanup', 'MemberEmitMetrics']);
   });
 
@@ -265,7 +255,20 @@ describe('state machine', () => {
     for (const name of ['Plan', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup']) {
       expect(state(name).Catch, name).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }]);
     }
-    expect(state('LoadChunk').Catch).toBeUndefined();
+    // LoadChunk catches only its load still running: any other error fails the Map, which pages.
+    expect(state('LoadChunk').Catch).toEqual([{ ErrorEquals: ['LoadStillRunningError'], ResultPath: '$.stillRunning', Next: 'WaitForLoad' }]);
+  });
+
+  it('loads a chunk in one state: LoadChunk returns the chunk index; a load outlasting the invocation is caught, waited for and looked at again', () => {
+    for (const prefix of ['', 'Member', 'Window']) {
+      expect(state(`${prefix}LoadChunk`), prefix).toMatchObject({ ResultPath: null, OutputPath: '$.chunk.index', End: true });
+      expect(state(`${prefix}LoadChunk`).Catch, prefix).toEqual([
+        { ErrorEquals: ['LoadStillRunningError'], ResultPath: '$.stillRunning', Next: `${prefix}WaitForLoad` },
+      ]);
+      expect(state(`${prefix}WaitForLoad`), prefix).toEqual({ Type: 'Wait', Seconds: 5, Next: `${prefix}LoadChunk` });
+    }
+    // Not retried: a Catch has no attempt budget, so a load of any length is waited for.
+    expect(JSON.stringify(state('LoadChunk').Retry)).not.toContain('LoadStillRunningError');
   });
 
   it('pages with a fallback alert built by DescribeFailure when RecordFailure itself fails', () => {

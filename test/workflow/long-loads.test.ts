@@ -1,6 +1,6 @@
-// A chunk load that outlasts its Lambda invocation: LoadChunk reports it
-// still running, the workflow waits (LoadStillRunning, WaitForLoad) and
-// invokes LoadChunk again, which re-attaches to the load by its statement
+// A chunk load that outlasts its Lambda invocation: LoadChunk ends with
+// LoadStillRunningError, which the chunk's iteration catches; it waits
+// (WaitForLoad) and invokes LoadChunk again, which re-attaches to the load by its statement
 // name. Here LoadChunk's time-out is shortened to 32 s (its waits end 30 s
 // before that, at about 2 s) and every chunk's INSERT is held at a lock on
 // the staging table until each chunk has been looked at several times:
@@ -44,6 +44,7 @@ describe('a load longer than a LoadChunk invocation', () => {
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
       // Never retried for its length, and the workflow's wait loop did the waiting.
       expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toEqual([]);
+      expect(stateEvents(result, 'StateCaught', 'LoadChunk').length).toBeGreaterThanOrEqual(2 * CHUNKS);
       expect(result.events.filter((e) => e.type === 'StateEntered' && e.state?.name === 'WaitForLoad').length).toBeGreaterThanOrEqual(2 * CHUNKS);
       // One load submitted per chunk, however often it was looked at.
       const prefix = loadStatementPrefix(PIPELINE.name, batchId);
