@@ -105,7 +105,7 @@ function insertMissing(table: string, columns: readonly string[], key: readonly 
 }
 
 /** The chunks' rows, PENDING, where missing. */
-export function chunkRows(batchId: string, chunks: readonly Chunk[]): string[] {
+function chunkRows(batchId: string, chunks: readonly Chunk[]): string[] {
   const id = sqlLiteral(batchId);
   const PENDING = sqlLiteral(ChunkStatus.PENDING);
   return insertMissing(

@@ -37,7 +37,7 @@ export function isWindowEvent(event: unknown): event is WindowEvent {
 
 export async function planWindow(event: WindowEvent, warehouse: Warehouse, registry?: readonly Pipeline[]): Promise<WindowPlan> {
   const { batch, window: item } = event;
-  const pipeline = registry === undefined ? frozenPipeline(batch) : frozenPipeline(batch, registry);
+  const pipeline = frozenPipeline(batch, registry);
   if (!Number.isInteger(item?.index) || item.index < 0) throw new ValidationError(`window input needs a whole window index, got ${echo(item?.index)}`);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan-window:${step}:${batch.batchId}:${item.index}`;
   const [row] = await warehouse.query(recordedWindow(batch.batchId, item.index), name('window'));
