@@ -18,7 +18,8 @@ import type pg from 'pg';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { isChunkLoadState } from '../../lib/workflow-steps.ts';
-import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
 import type { PgConnection } from '../../local/postgres.ts';
@@ -138,6 +139,8 @@ export interface Workflow {
   schemaExists(schema: string): Promise<boolean>;
   batch(batchId: string): Promise<Record<string, unknown> | undefined>;
   chunkStatuses(batchId: string): Promise<Record<string, number>>;
+  /** The batch's chunk loads submitted and still running, found as a re-run finds them: by their statement names; by chunk. */
+  runningLoads(batchId: string): Promise<{ chunk_index: number; statement_id: string }[]>;
   publications(): Promise<Record<string, unknown>[]>;
   readonly outboxFile: string;
   close(): Promise<void>;
@@ -257,6 +260,11 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
         [batchId],
       );
       return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+    },
+    async runningLoads(batchId) {
+      const prefix = loadStatementPrefix(PIPELINE.name, batchId);
+      const running = await localWarehouse(wh.endpoint, wh.pg.database).runningStatements(prefix);
+      return running.map((s) => ({ chunk_index: chunkOfLoadStatement(prefix, s.name)!, statement_id: s.id })).sort((a, b) => a.chunk_index - b.chunk_index);
     },
     publications: () => query(`SELECT * FROM atomic_publish.publications ORDER BY seq`),
     async close() {

@@ -13,7 +13,6 @@ import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/com
 import { recordFailure } from '../../functions/record-failure/index.ts';
 import { cancelExecutionOrphans, type CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
 import { localRedshiftDataClient, localTarget, localWarehouse } from '../../local/aws-clients.ts';
-import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
@@ -49,13 +48,7 @@ function gateStaging(): () => Promise<LockGate> {
 }
 
 /** Chunk loads submitted and still running, found as a re-run finds them: by their statement names. */
-async function recordedInserts(): Promise<{ chunk_index: number; statement_id: string }[]> {
-  const prefix = loadStatementPrefix('sales_order_lines', batchId);
-  const running = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).runningStatements(prefix);
-  return running
-    .map((s) => ({ chunk_index: chunkOfLoadStatement(prefix, s.name)!, statement_id: s.id }))
-    .sort((a, b) => a.chunk_index - b.chunk_index);
-}
+const recordedInserts = () => wf.runningLoads(batchId);
 
 async function statementStatus(id: string): Promise<string | undefined> {
   return (await localRedshiftDataClient(wf.wh.endpoint).send(new DescribeStatementCommand({ Id: id }))).Status;

@@ -5,8 +5,6 @@
 // make 3 windows; the 87,600-chunk run is test/workflow/long-batch.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
-import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
-import { localWarehouse } from '../../local/aws-clients.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { CHUNKS_PER_WINDOW_ENV } from '../../domain/windows.ts';
@@ -106,10 +104,7 @@ describe('a batch in windows whose execution is aborted', () => {
   const day = TO_DAY + 1;
   const names = namesFor(day);
   /** Chunk loads of this batch still running, found by their statement names. */
-  const runningLoads = async () => {
-    const prefix = loadStatementPrefix('sales_order_lines', names.batchId);
-    return (await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).runningStatements(prefix)).map((s) => chunkOfLoadStatement(prefix, s.name)!);
-  };
+  const runningLoads = async () => (await wf.runningLoads(names.batchId)).map((l) => l.chunk_index);
 
   it('stops its window, leaves no load running, marks the batch FAILED, and a re-run resumes it', async () => {
     let gate: LockGate | undefined;
