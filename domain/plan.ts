@@ -110,10 +110,14 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
 }
 
 /**
- * The interval a run covers. A scheduled run (no `to`) covers history up to
+ * The interval a run covers. A scheduled run (no `from`, no `to`) ends at
  * the start of the current chunk in the pipeline's zone: the last complete
  * chunk is the newest one loaded. `swap` rebuilds the whole table, so its
- * interval always starts at `historyStart`.
+ * interval always starts at `historyStart`; a scheduled run of another mode
+ * covers the newest complete grain unit and `lookback` units before it
+ * (from `historyStart` at the earliest). A manual run names `from` and/or
+ * `to` on the grain, inside `[historyStart, now]`; an omitted `to` is the
+ * start of the current chunk, an omitted `from` `historyStart`.
  */
 export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
   const known = new Set(['pipeline', 'from', 'to']);
@@ -122,8 +126,9 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
 
   const { grain, timezone } = pipeline.chunk;
   const historyStart = new Date(pipeline.historyStart);
-  const from = input.from === undefined ? historyStart : parseInstant('from', input.from);
   const to = input.to === undefined ? floorToGrain(now, grain, timezone) : parseInstant('to', input.to);
+  const scheduled = input.from === undefined && input.to === undefined && pipeline.publishMode !== 'swap';
+  const from = input.from === undefined ? (scheduled ? scheduledFrom(to, pipeline) : historyStart) : parseInstant('from', input.from);
 
   if (from.getTime() >= to.getTime()) {
     throw new ValidationError(`interval is empty or reversed: from ${from.toISOString()} is not before to ${to.toISOString()}`);
@@ -140,10 +145,26 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
       `pipeline ${pipeline.name} publishes by swap, which rebuilds the whole table: input.from must be omitted or equal historyStart ${historyStart.toISOString()}`,
     );
   }
+  if (from.getTime() < historyStart.getTime()) {
+    throw new ValidationError(
+      `input.from ${from.toISOString()} is before the history of pipeline ${pipeline.name}, which starts at ${historyStart.toISOString()} (historyStart): start at or after it`,
+    );
+  }
   if (to.getTime() > now.getTime()) {
     throw new ValidationError(`input.to ${to.toISOString()} is in the future`);
   }
   return { from, to };
+}
+
+/** A scheduled run's start: `lookback` grain units before the newest complete one that ends at `to`, not before historyStart. */
+function scheduledFrom(to: Date, pipeline: Pipeline): Date {
+  const { grain, timezone } = pipeline.chunk;
+  const historyStart = new Date(pipeline.historyStart);
+  let from = to;
+  for (let units = 0; units <= pipeline.lookback && from.getTime() > historyStart.getTime(); units += 1) {
+    from = floorToGrain(new Date(from.getTime() - 1), grain, timezone);
+  }
+  return from.getTime() < historyStart.getTime() ? historyStart : from;
 }
 
 /** Half-open chunks covering `[from, to)` with no gap and no overlap, however many (a long batch runs in windows, domain/windows.ts). */

@@ -18,7 +18,13 @@ export type PublishVia = 'rename' | 'view';
 export const PUBLISH_VIA: readonly PublishVia[] = ['rename', 'view'];
 
 /** Publish modes this version can run; the others are planned (see README). */
-export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap'];
+export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals'];
+
+/**
+ * Most grain units a scheduled run re-reads behind the newest complete one:
+ * a scheduled run stays within one window of chunks (domain/windows.ts).
+ */
+export const MAX_LOOKBACK = 999;
 
 /** What a pipeline author writes (see pipelines/). */
 export interface PipelineSpec {
@@ -53,8 +59,29 @@ export interface PipelineSpec {
   readonly historyStart: string;
   /** Columns that identify a row. */
   readonly businessKey: readonly string[];
-  /** @default 'swap' */
+  /**
+   * How staging reaches the live table (README, "Publish modes"):
+   * - `'swap'`: staging holds the whole history `[historyStart, to)`; one
+   *   transaction renames live to its old version and staging to live.
+   * - `'replace-intervals'`: staging holds only the batch's intervals
+   *   (input `from`/`to`, on the grain, inside history); one transaction
+   *   copies live's rows of those intervals to the retained old version,
+   *   deletes them from live and inserts staging. Rows outside the
+   *   intervals are not touched. A scheduled run covers the newest complete
+   *   grain unit and `lookback` units before it.
+   * @default 'swap'
+   */
   readonly publishMode?: PublishMode;
+  /**
+   * Grain units before the newest complete one that every scheduled run of
+   * a `replace-intervals` pipeline loads again, so rows that arrive late
+   * (up to this many units after their interval) are published by the next
+   * run, exactly once: the interval is replaced, not appended to. From 0 to
+   * 999 (a scheduled run stays within one window of 1,000 chunks); only for
+   * publish modes other than `swap`, which always rebuilds everything.
+   * @default 0
+   */
+  readonly lookback?: number;
   /**
    * How readers are switched to the new rows.
    * - `'rename'`: the live name is a table; the swap renames it to its old
@@ -103,6 +130,7 @@ export interface Pipeline {
   readonly historyStart: string;
   readonly businessKey: readonly string[];
   readonly publishMode: PublishMode;
+  readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly checks: { readonly allowEmpty: boolean };
   readonly freshness: { readonly slaMinutes: number };
@@ -281,6 +309,7 @@ const pipelineSchema = z
     historyStart: historyStartSchema,
     businessKey: businessKeySchema,
     publishMode: withDefault(publishModeSchema, 'swap'),
+    lookback: withDefault(integer(0, MAX_LOOKBACK, ' (grain units a scheduled run re-reads: at most one window of chunks)'), 0),
     publishVia: withDefault(publishViaSchema, 'rename'),
     checks: checksSchema,
     freshness: freshnessSchema,
@@ -309,6 +338,25 @@ const pipelineSchema = z
       }
     },
     { when: (payload) => !payload.issues.some((issue) => ['name', 'schedule'].includes(String(issue.path?.[0]))) },
+  )
+  .superRefine(
+    (spec, ctx) => {
+      if (spec.publishMode === 'swap' && spec.lookback > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['lookback'],
+          message: 'applies only to publish modes that load some intervals (replace-intervals): a swap rebuilds all of history on every run; remove lookback or change publishMode',
+        });
+      }
+      if (spec.publishMode !== 'swap' && spec.publishVia === 'view') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['publishVia'],
+          message: `"view" switches whole versions of the table and works with publishMode swap only; publishMode ${spec.publishMode} changes rows of the live table in place: use publishVia "rename" (the default)`,
+        });
+      }
+    },
+    { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia'].includes(String(issue.path?.[0]))) },
   );
 
 /** `chunk.grain`, `businessKey[1]`: a field as the author wrote it. */
@@ -343,6 +391,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     historyStart: valid.historyStart,
     businessKey: valid.businessKey,
     publishMode: valid.publishMode,
+    lookback: valid.lookback,
     publishVia: valid.publishVia,
     checks: valid.checks,
     freshness: valid.freshness,

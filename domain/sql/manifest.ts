@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 8;
+export const MANIFEST_VERSION = 9;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -231,6 +231,7 @@ export function manifestDdl(now: Date): string[] {
       latest_end timestamp;
       batch_end timestamp;
       batch_status varchar(16);
+      batch_mode varchar(32);
       checked_rows bigint;
       staged_rows bigint;
     BEGIN
@@ -240,6 +241,7 @@ export function manifestDdl(now: Date): string[] {
       END IF;
       SELECT INTO batch_status status FROM ${M}.batches WHERE batch_id = p_batch_id;
       SELECT INTO batch_end interval_end FROM ${M}.batches WHERE batch_id = p_batch_id;
+      SELECT INTO batch_mode mode FROM ${M}.batches WHERE batch_id = p_batch_id;
       SELECT INTO checked_rows rows_written FROM ${M}.batches WHERE batch_id = p_batch_id;
       IF batch_status IS NULL OR batch_status <> ${sqlLiteral(BatchStatus.CHECKED)} THEN
         -- Redshift's RAISE takes variables only, not expressions.
@@ -248,7 +250,11 @@ export function manifestDdl(now: Date): string[] {
       END IF;
       SELECT INTO latest_end b.interval_end FROM ${M}.publications p JOIN ${M}.batches b ON b.batch_id = p.batch_id
        WHERE p.pipeline = p_pipeline ORDER BY p.seq DESC LIMIT 1;
-      IF latest_end IS NOT NULL AND latest_end > batch_end THEN
+      -- Newest data wins for a swap, which replaces all of history: one
+      -- that ends earlier than what is live would take data away. A batch
+      -- of some intervals (replace-intervals) replaces only its own, so an
+      -- old month may be backfilled after newer days were published.
+      IF batch_mode = ${sqlLiteral('swap')} AND latest_end IS NOT NULL AND latest_end > batch_end THEN
         ${guardRaise(`pipeline % ${OLDER_DATA} %, later than the % of batch %`, 'p_pipeline', 'latest_end', 'batch_end', 'p_batch_id')}
       END IF;
       EXECUTE 'SELECT COUNT(*) FROM ' || quote_ident(p_schema) || '.' || quote_ident(p_staging) INTO staged_rows;
@@ -405,6 +411,13 @@ export function manifestDdl(now: Date): string[] {
       unit_counts varchar(65535),
       PRIMARY KEY (batch_id, window_index)
     )`,
+    // Version 9 (publish modes, domain/sql/publish-intervals.ts): each
+    // publication records how it published and the interval it wrote, so
+    // which publication last wrote each interval of a table is one query
+    // (intervalWriters); a swap writes all of history up to its end.
+    `CALL ${M}.add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
+    `CALL ${M}.add_column_if_missing('publications', 'interval_start', 'timestamp')`,
+    `CALL ${M}.add_column_if_missing('publications', 'interval_end', 'timestamp')`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

@@ -374,10 +374,12 @@ export function recordPublication(
   const { rollbackOf, countLive = false } = options;
   const rollback = rollbackOf === undefined ? { column: '', value: '' } : { column: ', rollback_of', value: `, ${sqlLiteral(rollbackOf)}` };
   const rows = countLive ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})` : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`;
-  return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published${rollback.column})
+  const ofBatch = (column: string) => `(SELECT ${column} FROM ${M}.batches WHERE batch_id = ${id})`;
+  return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published,
+                                          publish_mode, interval_start, interval_end${rollback.column})
      SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
             ${sqlLiteral(`${schema}.${retainedAs}`)},
-            ${rows}${rollback.value}
+            ${rows}, ${ofBatch('mode')}, ${ofBatch('interval_start')}, ${ofBatch('interval_end')}${rollback.value}
        FROM ${M}.publications WHERE pipeline = ${name}`;
 }
 

@@ -313,7 +313,8 @@ export async function plan(
   }
 
   const sortKeyWarning = await sortKeyCheck(warehouse, pipeline, name);
-  const baseline = await liveBaseline(warehouse, pipeline, batch.to, name);
+  // A swap replaces the whole live table: it must find it as Plan saw it. A replace of some intervals changes only those.
+  const baseline = pipeline.publishMode === 'swap' ? await liveBaseline(warehouse, pipeline, batch.to, name) : undefined;
   await warehouse.batch(
     startBatch({
       batchId,
@@ -336,7 +337,7 @@ export async function plan(
     busy: false,
     maxConcurrency: pipeline.chunk.maxConcurrency,
     chunkCount: chunks.length,
-    batch: { ...batch, live: baseline },
+    batch: baseline === undefined ? batch : { ...batch, live: baseline },
     ...(sortKeyWarning === undefined ? {} : { warnings: [sortKeyWarning] }),
   };
   if (windows.length > 0) {

@@ -10,6 +10,7 @@ import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-b
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
+import { publishIntervals } from './intervals.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -125,6 +126,7 @@ export async function publish(
   }
 
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
+  if (pipeline.publishMode === 'replace-intervals') return publishReplacing(event, warehouse, waits, liveTable, name);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
@@ -184,6 +186,20 @@ async function publishThroughView(event: PublishEvent, warehouse: Warehouse, wai
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);
   logger.info('published through the view', { batchId: batch.batchId, versionTable, ...result });
+  return result;
+}
+
+/** publishMode 'replace-intervals' (functions/publish/intervals.ts), with Publish's recovery and answer. */
+async function publishReplacing(event: PublishEvent, warehouse: Warehouse, waits: PublishWaits, liveTable: string, name: (step: string) => string): Promise<PublishResult> {
+  const { batch } = event;
+  try {
+    await publishIntervals(event, warehouse, waits, name);
+  } catch (error) {
+    return afterFailedPublish(error, event, warehouse, liveTable, name);
+  }
+  const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
+  const result = toResult(after!, liveTable, false);
+  logger.info('published: intervals replaced', { batchId: batch.batchId, from: batch.from, to: batch.to, ...result });
   return result;
 }
 

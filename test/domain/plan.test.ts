@@ -189,6 +189,45 @@ describe('resolveInterval', () => {
     expect(result).toEqual(interval('2026-02-01T00:00:00Z', '2026-03-01T00:00:00Z'));
   });
 
+  it('covers the newest complete day and lookback days before it on a scheduled run of a replace-intervals pipeline', () => {
+    const intervals = pipelineWith({ publishMode: 'replace-intervals', lookback: 2 });
+
+    expect(resolveInterval({ pipeline: 'orders' }, intervals, NOW)).toEqual(interval('2026-03-12T00:00:00Z', '2026-03-15T00:00:00Z'));
+    expect(resolveInterval({ pipeline: 'orders' }, pipelineWith({ publishMode: 'replace-intervals' }), NOW)).toEqual(
+      interval('2026-03-14T00:00:00Z', '2026-03-15T00:00:00Z'),
+    );
+  });
+
+  it('steps a scheduled run back over local days across a DST change (a 23-hour day) and never before historyStart', () => {
+    const berlin = pipelineWith({
+      publishMode: 'replace-intervals',
+      lookback: 3,
+      chunk: { grain: 'day', timezone: 'Europe/Berlin' },
+      historyStart: '2026-03-27T23:00:00Z',
+    });
+
+    // Berlin springs forward on 2026-03-29: that day is 23 hours long.
+    const result = resolveInterval({ pipeline: 'orders' }, berlin, new Date('2026-03-31T08:00:00Z'));
+
+    expect(result).toEqual(interval('2026-03-27T23:00:00Z', '2026-03-30T22:00:00Z'));
+  });
+
+  it('rejects a from before historyStart for a replace-intervals pipeline, naming where history starts', () => {
+    const intervals = pipelineWith({ publishMode: 'replace-intervals' });
+
+    expect(rejectionOf({ pipeline: 'orders', from: '2025-12-01', to: '2026-02-01' }, intervals).message).toBe(
+      'input.from 2025-12-01T00:00:00.000Z is before the history of pipeline orders, which starts at 2026-01-01T00:00:00.000Z (historyStart): start at or after it',
+    );
+  });
+
+  it('rejects a from off the grain for a replace-intervals pipeline', () => {
+    const intervals = pipelineWith({ publishMode: 'replace-intervals' });
+
+    expect(rejectionOf({ pipeline: 'orders', from: '2026-02-01T12:00:00Z', to: '2026-03-01' }, intervals).message).toMatch(
+      /^input\.from 2026-02-01T12:00:00\.000Z is not on a day boundary in UTC/,
+    );
+  });
+
   it.each([
     ['to', { pipeline: 'orders', to: '9'.repeat(MEGABYTE) }],
     ['from', { pipeline: 'orders', from: { nested: 'y'.repeat(MEGABYTE) } }],

@@ -30,6 +30,9 @@ describe('manifestDdl', () => {
     expect(calls.map(([, sql]) => sql)).toEqual([
       `CALL "atomic_publish".add_column_if_missing('publications', 'rollback_of', 'int')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'restored_at', 'timestamp')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'interval_start', 'timestamp')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'interval_end', 'timestamp')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
@@ -47,11 +50,21 @@ describe('manifestDdl', () => {
 
   it('adds in version 8 the windows of a long batch, before the version row', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(8);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(8);
     const windows = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batch_windows ('));
     expect(windows).toBeGreaterThan(ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".circuit_breaker (')));
     expect(ddl[windows]).toContain('PRIMARY KEY (batch_id, window_index)');
     expect(ddl.at(-1)).toContain('INSERT INTO "atomic_publish".manifest_version');
+  });
+
+  it('adds in version 9 the publish mode and interval of each publication, and refuses older data only to a swap', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(9);
+    const windows = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batch_windows ('));
+    const mode = ddl.findIndex((sql) => sql.includes("'publications', 'publish_mode'"));
+    expect(mode).toBeGreaterThan(windows);
+    const guard = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_publishable('))!;
+    expect(guard).toContain("IF batch_mode = 'swap' AND latest_end IS NOT NULL AND latest_end > batch_end THEN");
   });
 
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {

@@ -47,7 +47,7 @@ describe('swapRollback', () => {
 
   it('records the batch now live, the publication rolled back and the version restored', () => {
     const insert = swap.find((sql) => sql.startsWith('INSERT INTO "atomic_publish".publications'))!;
-    expect(insert).toContain('rows_published, rollback_of)');
+    expect(insert).toContain('interval_end, rollback_of)');
     expect(insert).toContain(`'aaaaaaaaaaaaaaaa'`);
     expect(insert).toContain(`'analytics.orders__rb_bbbbbbbbbbbbbbbb'`);
     expect(swap.slice(-2)).toEqual([

@@ -1,0 +1,78 @@
+/**
+ * The SQL of Publish for `replace-intervals`: the batch's intervals of the
+ * live table replaced by staging in one transaction, the replaced rows kept
+ * for rollback, and what the manifest says of the intervals a table holds.
+ */
+import type { BatchRef } from '../batch.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import type { Pipeline } from '../spec.ts';
+import { checkSwapSize, publishGuard, recordPublished } from './publish.ts';
+import { MANIFEST as M, type Statement } from './statement.ts';
+
+/** `timeColumn` in `[from, to)`: the rows of a batch's intervals. */
+function inIntervals(pipeline: Pipeline, from: string, to: string): string {
+  const t = quoteIdent(pipeline.timeColumn);
+  return `${t} >= ${sqlLiteral(new Date(from))} AND ${t} < ${sqlLiteral(new Date(to))}`;
+}
+
+/**
+ * The replace, as ONE transaction:
+ * 1. the statement timeout that bounds each lock wait;
+ * 2. LOCK staging (no late writer; no reader reads it), then the
+ *    publications (one publisher at a time, and the guard reads the latest
+ *    state: a transaction's snapshot is taken at its first statement that
+ *    is not a LOCK, https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html);
+ * 3. the publish guard: nothing published since Plan, the batch CHECKED,
+ *    staging holding the rows Reconcile checked;
+ * 4. without a time limit (these scan and write rows, and wait for no
+ *    reader): the live rows of the batch's intervals copied to the
+ *    retained old version (created LIKE the live table), deleted from live,
+ *    and staging's rows inserted;
+ * 5. the publication recorded and the batch PUBLISHED.
+ * The live table is not LOCKed: LOCK takes an exclusive lock that would
+ * make its readers wait for the whole replace. Its readers read it
+ * throughout and see, until the commit, the old rows of the intervals and,
+ * after it, the new ones; never neither, never both. No TRUNCATE: it
+ * commits on Redshift (https://docs.aws.amazon.com/redshift/latest/dg/r_TRUNCATE.html).
+ * Rows outside the intervals are not touched.
+ */
+export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number): string[] {
+  const { schema, table } = pipeline.target;
+  const live = qualifiedName(schema, table);
+  const retained = qualifiedName(schema, retainedAs);
+  const columns = batch.columns.map(quoteIdent).join(', ');
+  const rows = inIntervals(pipeline, batch.from, batch.to);
+  const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`;
+  const statements = [
+    lockWait,
+    `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
+    `LOCK ${M}.publications`,
+    publishGuard(pipeline, batch),
+    'SET LOCAL statement_timeout TO 0',
+    `CREATE TABLE ${retained} (LIKE ${live})`,
+    `INSERT INTO ${retained} (${columns}) SELECT ${columns} FROM ${live} WHERE ${rows}`,
+    `DELETE FROM ${live} WHERE ${rows}`,
+    `INSERT INTO ${live} (${columns}) SELECT ${columns} FROM ${qualifiedName(schema, batch.stagingTable)}`,
+    lockWait,
+    ...recordPublished(pipeline, batch.batchId, retainedAs, now),
+  ];
+  checkSwapSize(pipeline, statements);
+  return statements;
+}
+
+/**
+ * Which publication last wrote each stretch of the pipeline's table: its
+ * publications that are not rolled back, newest first, with how they
+ * published and the interval they wrote (manifest version 9). A swap
+ * wrote all of history up to its end; a replace only its intervals. The
+ * newest publication covering an instant wrote it (domain/intervals.ts).
+ */
+export function intervalWriters(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, batch_id, publish_mode, interval_start, interval_end, published_at
+            FROM ${M}.publications
+           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND interval_start IS NOT NULL
+           ORDER BY seq DESC`,
+    parameters: { pipeline },
+  };
+}

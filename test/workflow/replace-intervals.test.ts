@@ -1,0 +1,193 @@
+// publishMode 'replace-intervals' on the sample: a backfill of one week of
+// a table whose other days stay exactly as they were, readers reading
+// throughout, and scheduled runs whose lookback picks up a late row once.
+import '../support/intervals-pipeline.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
+import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { holdGate, type LockGate } from '../support/lock-gate.ts';
+import { LOOKBACK } from '../support/intervals-pipeline.ts';
+import { until } from '../support/until.ts';
+import { LIVE, PIPELINE, useWorkflow, type Fingerprint, type Workflow } from '../support/workflow.ts';
+
+const [FROM_DAY, TO_DAY] = [10, 17];
+const KEY = 'order_id * 1000 + line_no';
+const ts = (day: number) => sampleDay(day).toISOString().slice(0, 19);
+/** The live rows of `[from, to)` as a table expression. */
+const liveDays = (from: number, to: number) => `(SELECT * FROM ${LIVE} WHERE ordered_at >= '${ts(from)}' AND ordered_at < '${ts(to)}') AS days`;
+/** What the source says `[from, to)` should hold. */
+const sourceDays = (from: number, to: number) =>
+  `(SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, CAST(amount / quantity AS numeric(12, 4)) AS unit_price
+      FROM source.sales_order_lines WHERE ordered_at >= '${ts(from)}' AND ordered_at < '${ts(to)}') AS days`;
+const LAST_DAY = 40;
+
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_replace', { env: { PUBLISH_LOCK_WAIT_MS: '600000' } });
+  await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 35 });
+});
+afterAll(() => wf?.close());
+
+/** Every sample a reader took: count and key sum, as one of the allowed states. */
+function states(samples: readonly ReaderSample[]): string[] {
+  return [...new Set(samples.map((s) => (s.error ? `error: ${s.error}` : `${s.count}/${s.keySum}`)))];
+}
+
+describe('replace-intervals', () => {
+  it('replaces one week with readers reading: each reader sees the old week or the new one, the other days stay byte-identical', async () => {
+    // Upstream corrections inside the week (changed amounts, a line gone, a
+    // line added) and one outside it, which this backfill must not publish.
+    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 1 WHERE line_no = 1 AND ordered_at >= $1 AND ordered_at < $2`, [ts(FROM_DAY), ts(TO_DAY)]);
+    await wf.query(`DELETE FROM source.sales_order_lines WHERE order_id = (SELECT MIN(order_id) FROM source.sales_order_lines WHERE ordered_at >= $1)`, [ts(12)]);
+    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00)`, [ts(14)]);
+    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 100 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(20), ts(21)]);
+
+    const before = { week: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), earlier: await wf.fingerprint(liveDays(0, FROM_DAY)), later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)), all: await wf.fingerprint(LIVE) };
+    const expectedWeek = await wf.fingerprint(sourceDays(FROM_DAY, TO_DAY));
+    expect(expectedWeek).not.toEqual(before.week);
+
+    // Readers of the week (a view) and of the whole table, through plain connections, as dashboards read.
+    await wf.query(`CREATE VIEW analytics.replaced_week AS SELECT * FROM ${LIVE} WHERE ordered_at >= '${ts(FROM_DAY)}' AND ordered_at < '${ts(TO_DAY)}'`);
+    await wf.query(`GRANT SELECT ON analytics.replaced_week TO PUBLIC`);
+    const week = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 2 });
+    const whole = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 2 });
+    week.watch('analytics.replaced_week');
+    whole.watch(LIVE);
+
+    // Publish is held inside its transaction, after its DELETE and INSERT of
+    // the live table, at its update of the batch's attempt: the readers then
+    // read while the replace is provably under way.
+    let gate: LockGate | undefined;
+    wf.faults.Publish = async (input, next) => {
+      gate = await holdGate(wf.wh.pg, { table: 'atomic_publish.batch_attempts' });
+      return next(input);
+    };
+    const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
+    let running: Awaited<ReturnType<Workflow['start']>> | undefined;
+    try {
+      running = await wf.start(input, 'replace-week');
+      await until(() => gate !== undefined, 'Publish to start');
+      const [pid] = await gate!.waiting();
+      const held = await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE]);
+      expect(held.map((h) => h.mode)).toContain('RowExclusiveLock');
+      expect(held.map((h) => h.mode)).not.toContain('AccessExclusiveLock');
+      await Promise.all([week.readAll(), whole.readAll()]);
+      week.phase('held');
+      whole.phase('held');
+      await Promise.all([week.readAll(), whole.readAll()]);
+      week.phase('released');
+      whole.phase('released');
+      await gate!.release();
+      const result = await running.result;
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      week.phase('after');
+      whole.phase('after');
+      await Promise.all([week.readAll(), whole.readAll()]);
+    } finally {
+      await gate?.release();
+      wf.reset();
+    }
+    const weekSamples = await week.close();
+    const wholeSamples = await whole.close();
+
+    const after = { week: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), all: await wf.fingerprint(LIVE) };
+    expect(after.week).toEqual(expectedWeek);
+    expect(await wf.fingerprint(liveDays(0, FROM_DAY))).toEqual(before.earlier);
+    expect(await wf.fingerprint(liveDays(TO_DAY, LAST_DAY))).toEqual(before.later);
+
+    // Old or new, nothing else: while held, only the old states.
+    const old = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
+    expect(states(weekSamples)).toEqual(expect.arrayContaining([old(after.week)]));
+    for (const s of states(weekSamples)) expect([old(before.week), old(after.week)]).toContain(s);
+    for (const s of states(wholeSamples)) expect([old(before.all), old(after.all)]).toContain(s);
+    expect(states(weekSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.week)]);
+    expect(states(wholeSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.all)]);
+    expect(states(weekSamples.filter((s) => s.phase === 'after'))).toEqual([old(after.week)]);
+
+    // The replaced rows are kept as the publication's old version; the manifest says what it wrote.
+    const batchId = batchIdFor(PIPELINE, { from: sampleDay(FROM_DAY), to: sampleDay(TO_DAY) });
+    const retained = `analytics.${previousVersionTableFor(PIPELINE, batchId)}`;
+    expect(await wf.fingerprint(retained)).toEqual(before.week);
+    const [publication] = await wf.query<Record<string, unknown>>(
+      `SELECT publish_mode, interval_start, interval_end, rows_published, old_version_table FROM atomic_publish.publications WHERE batch_id = $1`,
+      [batchId],
+    );
+    expect(publication).toEqual({
+      publish_mode: 'replace-intervals',
+      interval_start: sampleDay(FROM_DAY),
+      interval_end: sampleDay(TO_DAY),
+      rows_published: String(expectedWeek.rows),
+      old_version_table: retained,
+    });
+  });
+
+  it('replays the backfill without changing anything', async () => {
+    const before = await wf.fingerprint(LIVE);
+    const publications = await wf.publications();
+    const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
+
+    const result = await wf.run(input, 'replace-week-replay');
+
+    expect(result.status).toBe('SUCCEEDED');
+    expect((result.output as { plan?: { alreadyPublished?: boolean } }).plan?.alreadyPublished ?? true).toBe(true);
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    expect(await wf.publications()).toEqual(publications);
+  });
+
+  it('refuses an interval outside history before writing anything', async () => {
+    const publications = await wf.publications();
+    const result = await wf.run({ pipeline: PIPELINE.name, from: '2025-12-01T00:00:00Z', to: sampleDay(3).toISOString() }, 'replace-before-history');
+
+    expect(result.status).toBe('FAILED');
+    expect(result.alerts[0]?.message).toContain('is before the history of pipeline sales_order_lines');
+    expect(await wf.publications()).toEqual(publications);
+  });
+});
+
+describe('scheduled runs with a lookback', () => {
+  /**
+   * A scheduled run at 07:00 on sample day `day`: Step Functions passes the
+   * execution's start time to Plan ($$.Execution.StartTime), which decides
+   * the interval; the test gives it the morning it simulates (and a lease
+   * long enough to reach from then to now).
+   */
+  async function scheduledRunOn(day: number, name: string) {
+    const startedAt = new Date(sampleDay(day).getTime() + 7 * 3_600_000).toISOString();
+    wf.faults.Plan = (input, next) => next({ ...(input as object), startedAt, leaseSeconds: 400 * 86_400 });
+    try {
+      return await wf.run({ pipeline: PIPELINE.name }, name);
+    } finally {
+      wf.reset();
+    }
+  }
+
+  it('publishes a row that arrives a day late exactly once over two scheduled runs', async () => {
+    const first = await scheduledRunOn(36, 'scheduled-36');
+    expect(first.status, `${first.error}: ${first.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(liveDays(36 - 1 - LOOKBACK, 36))).toEqual(await wf.fingerprint(sourceDays(36 - 1 - LOOKBACK, 36)));
+
+    // Entered in the source system after the morning run, for yesterday.
+    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000002, 1, $1::timestamp + interval '23 hours', 9, 9, 1, 19.99)`, [ts(35)]);
+    const late = () => wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${LIVE} WHERE order_id = 900000002`);
+    expect(await late()).toEqual([{ n: 0 }]);
+
+    const second = await scheduledRunOn(37, 'scheduled-37');
+    expect(second.status, `${second.error}: ${second.cause}`).toBe('SUCCEEDED');
+    expect(await late()).toEqual([{ n: 1 }]);
+
+    const third = await scheduledRunOn(38, 'scheduled-38');
+    expect(third.status, `${third.error}: ${third.cause}`).toBe('SUCCEEDED');
+    expect(await late()).toEqual([{ n: 1 }]);
+    expect(await wf.fingerprint(liveDays(34, 38))).toEqual(await wf.fingerprint(sourceDays(34, 38)));
+
+    const intervals = await wf.query<{ interval_start: Date; interval_end: Date }>(
+      `SELECT interval_start, interval_end FROM atomic_publish.publications WHERE publish_mode = 'replace-intervals' ORDER BY seq`,
+    );
+    expect(intervals.slice(-3)).toEqual([
+      { interval_start: sampleDay(34), interval_end: sampleDay(36) },
+      { interval_start: sampleDay(35), interval_end: sampleDay(37) },
+      { interval_start: sampleDay(36), interval_end: sampleDay(38) },
+    ]);
+  });
+});
