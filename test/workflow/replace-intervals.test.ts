@@ -191,3 +191,17 @@ describe('scheduled runs with a lookback', () => {
     ]);
   });
 });
+
+describe('rollback', () => {
+  it('refuses the whole-table rollback for a pipeline that replaces intervals, before writing anything', async () => {
+    const before = await wf.fingerprint(LIVE);
+    const publications = await wf.publications();
+
+    const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback');
+
+    expect(result.status).toBe('FAILED');
+    expect(result.alerts[0]?.message).toContain('publishes by replace-intervals: its publications replace some intervals');
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    expect(await wf.publications()).toEqual(publications);
+  });
+});
