@@ -7,6 +7,8 @@
  *   Monday:  the rebuild succeeds.
  *   Tuesday: an upstream order line with quantity 0 makes the rebuild fail at about 60%.
  *   Tuesday, re-run after the upstream fix: the failed batch resumes where it stopped.
+ *   Wednesday: March is corrected upstream; the pipeline, now published by
+ *     replace-intervals (a spec change, deployed), backfills March alone.
  *
  * Each day runs twice: naively in place (DELETE, then INSERT day by day,
  * the code most teams start with) and through atomic-publish. Readers poll
@@ -25,6 +27,10 @@ import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
 import { newClient } from './pg-clients.ts';
 import { ReaderPool, type ReaderSample } from './readers.ts';
+import type pg from 'pg';
+import { definePipeline } from '../domain/spec.ts';
+import { pipelines } from '../pipelines/index.ts';
+import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 
 const DATABASE = 'atomic_publish_demo';
 const ROWS_PER_DAY = Number(process.env.DEMO_ROWS_PER_DAY ?? 11_560);
@@ -32,6 +38,8 @@ const MONDAY_DAYS = 90; // source data 2026-01-01 .. 2026-03-31, rebuilt Monday 
 const LIVE_DAYS_BEFORE = 86; // the build before Monday's
 const BAD_ROW_DAY = 58; // Tuesday's bad order line: chunk 58 of 91, about 60% in
 const CHECKPOINTS = [0, 0.3, 0.6, 1] as const;
+/** Wednesday's backfill: March, sample days 59 (2026-03-01) to 90 (2026-04-01). */
+const MARCH = { firstDay: 59, days: 31 } as const;
 
 const err = (line = '') => process.stderr.write(`${line}\n`);
 const out = (line = '') => process.stdout.write(`${line}\n`);
@@ -99,20 +107,36 @@ async function readersAfter(readers: ReaderPool): Promise<ReaderSample[]> {
   return readers.stop();
 }
 
-async function runNaive(warehouse: Warehouse, readers: ReaderPool, days: number, label: string): Promise<PathRun> {
+/** What a scenario rebuilds: all days up to `days`, or (a backfill) `days` days from `firstDay` only. */
+interface Rebuild {
+  readonly days: number;
+  readonly firstDay?: number;
+}
+
+/** The table (or view of the backfilled days) readers of a schema's copy watch. */
+const watched = (schema: string, rebuild: Rebuild) => `${schema}.sales_order_lines${rebuild.firstDay === undefined ? '' : '_backfilled'}`;
+
+async function runNaive(warehouse: Warehouse, readers: ReaderPool, rebuild: Rebuild, label: string): Promise<PathRun> {
   const step = progressOf(`${label}: naive in place`, readers);
-  readers.watch('naive.sales_order_lines');
-  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days, firstDay: sampleDay(0) }, step);
+  readers.watch(watched('naive', rebuild));
+  const only = rebuild.firstDay !== undefined;
+  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days: rebuild.days, firstDay: sampleDay(rebuild.firstDay ?? 0), only }, step);
   if (result.failed && process.stderr.isTTY) process.stderr.write('\n');
   const samples = await readersAfter(readers);
   return { label, samples, failed: result.failed, message: result.message };
 }
 
-async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, label: string): Promise<{ run: PathRun; execution: ExecutionResult }> {
+async function runAtomic(runner: LocalRunner, readers: ReaderPool, rebuild: Rebuild, label: string): Promise<{ run: PathRun; execution: ExecutionResult }> {
   const step = progressOf(`${label}: atomic-publish`, readers);
   let total = 0;
   let done = 0;
-  readers.watch('analytics.sales_order_lines');
+  readers.watch(watched('analytics', rebuild));
+  const first = rebuild.firstDay ?? 0;
+  const input = {
+    pipeline: 'sales_order_lines',
+    ...(rebuild.firstDay === undefined ? {} : { from: sampleDay(first).toISOString() }),
+    to: sampleDay(first + rebuild.days).toISOString(),
+  };
   hooks.onEvent = (event: ExecutionEvent) => {
     if (event.type === 'StateExited' && event.state?.name === 'Plan') {
       total = ((event.state.output as { plan?: { chunks?: unknown[] } })?.plan?.chunks ?? []).length;
@@ -120,7 +144,7 @@ async function runAtomic(runner: LocalRunner, readers: ReaderPool, to: Date, lab
     }
   };
   hooks.chunkLoaded = () => step(++done, total);
-  const execution = await runner.run({ pipeline: 'sales_order_lines', to: to.toISOString() }, { name: `demo-${label.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}` });
+  const execution = await runner.run(input, { name: `demo-${label.toLowerCase().replace(/\W+/g, '-')}-${Date.now()}` });
   hooks.onEvent = undefined;
   hooks.chunkLoaded = undefined;
   if (execution.status === 'FAILED' && process.stderr.isTTY) process.stderr.write('\n');
@@ -200,19 +224,64 @@ async function printManifest(warehouse: Warehouse): Promise<void> {
     ),
   );
   const publications = await warehouse.query(
-    { sql: `SELECT seq, batch_id, published_at, old_version_table, rows_published FROM atomic_publish.publications ORDER BY seq` },
+    {
+      sql: `SELECT seq, batch_id, published_at, publish_mode, interval_start, interval_end, old_version_table, rows_published
+              FROM atomic_publish.publications ORDER BY seq`,
+    },
     'demo:manifest-publications',
   );
   out('Manifest: atomic_publish.publications');
   out(
     renderTable(
-      ['#', 'batch', 'published at', 'old version kept as', 'rows'],
-      publications.map((p) => [p.seq, p.batch_id, String(p.published_at).slice(0, 19), p.old_version_table, fmt(Number(p.rows_published))]),
-      ['r', 'l', 'l', 'l', 'r'],
+      ['#', 'batch', 'published at', 'mode', 'interval written', 'old rows kept as', 'rows'],
+      publications.map((p) => [
+        p.seq,
+        p.batch_id,
+        String(p.published_at).slice(0, 19),
+        p.publish_mode,
+        `${String(p.interval_start).slice(0, 10)} .. ${String(p.interval_end).slice(0, 10)}`,
+        p.old_version_table,
+        fmt(Number(p.rows_published)),
+      ]),
+      ['r', 'l', 'l', 'l', 'l', 'l', 'r'],
     ),
   );
 }
 
+/**
+ * Wednesday's deploy: the sample pipeline's spec with `publishMode:
+ * 'replace-intervals'` and a lookback of two days, as a redeploy of
+ * pipelines/ would ship it to the functions (they read this list).
+ */
+function deployReplaceIntervals(): void {
+  const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
+  pipelines[index] = definePipeline({ ...salesOrderLines, publishMode: 'replace-intervals', lookback: 2 });
+}
+
+/** March corrected in the order system: amounts re-priced by 5%, one line in 50 cancelled. */
+async function correctMarchUpstream(db: pg.Client): Promise<void> {
+  const [from, to] = [sampleDay(MARCH.firstDay), sampleDay(MARCH.firstDay + MARCH.days)];
+  await db.query(`UPDATE source.sales_order_lines SET amount = ROUND(amount * 1.05, 2) WHERE ordered_at >= $1 AND ordered_at < $2`, [from, to]);
+  await db.query(`DELETE FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 AND order_id % 50 = 0`, [from, to]);
+  // The views the readers of a backfill watch: the backfilled days of each copy.
+  const literal = (day: Date) => `'${day.toISOString().slice(0, 19)}'`;
+  for (const schema of ['analytics', 'naive']) {
+    await db.query(
+      `CREATE OR REPLACE VIEW ${schema}.sales_order_lines_backfilled AS
+       SELECT * FROM ${schema}.sales_order_lines WHERE ordered_at >= ${literal(from)} AND ordered_at < ${literal(to)}`,
+    );
+  }
+}
+
+/** A digest of every live row outside the backfilled days: the backfill must leave them byte-identical. */
+async function fingerprintOutside(db: pg.Client, rebuild: Required<Rebuild>): Promise<string> {
+  const { rows } = await db.query(
+    `SELECT COUNT(*) || ':' || md5(COALESCE(string_agg(concat_ws(':', order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price), ',' ORDER BY order_id, line_no), '')) AS f
+       FROM analytics.sales_order_lines WHERE ordered_at < $1 OR ordered_at >= $2`,
+    [sampleDay(rebuild.firstDay), sampleDay(rebuild.firstDay + rebuild.days)],
+  );
+  return String(rows[0].f);
+}
 
 async function main(): Promise<number> {
   silenceSdkNodeNotice();
@@ -260,31 +329,47 @@ async function main(): Promise<number> {
   const warehouse = localWarehouse(api.endpoint, DATABASE, DEFAULT_POLL, conn.user);
   const readers = new ReaderPool({ ...conn, database: DATABASE }, 2);
 
-  const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult }[] = [];
+  const results: { day: string; old: number; expectedNew: number; naive: PathRun; atomic: PathRun; execution: ExecutionResult; watched: string }[] = [];
   const loadStarted = Date.now();
   let atomicRows = 0;
-  const scenarios = [
-    { day: 'Monday', days: MONDAY_DAYS, story: 'clean source' },
-    { day: 'Tuesday', days: MONDAY_DAYS + 1, story: `an upstream order line with quantity 0 sits on day ${BAD_ROW_DAY + 1}` },
-    { day: 'Tuesday re-run', days: MONDAY_DAYS + 1, story: 'after the upstream fix, started with the input the alert gave' },
-  ] as const;
-  for (const { day, days, story } of scenarios) {
+  const scenarios: readonly { day: string; rebuild: Rebuild; story: string }[] = [
+    { day: 'Monday', rebuild: { days: MONDAY_DAYS }, story: 'clean source' },
+    { day: 'Tuesday', rebuild: { days: MONDAY_DAYS + 1 }, story: `an upstream order line with quantity 0 sits on day ${BAD_ROW_DAY + 1}` },
+    { day: 'Tuesday re-run', rebuild: { days: MONDAY_DAYS + 1 }, story: 'after the upstream fix, started with the input the alert gave' },
+    {
+      day: 'Wednesday',
+      rebuild: MARCH,
+      story: 'March re-priced upstream (amounts +5%, 1 line in 50 cancelled); the pipeline now publishes by replace-intervals and backfills March alone',
+    },
+  ];
+  let outsideMarch: { before: string; after?: string } | undefined;
+  for (const { day, rebuild, story } of scenarios) {
     if (day === 'Tuesday') await addBadSourceRow(db, sampleDay(BAD_ROW_DAY));
     if (day === 'Tuesday re-run') await removeBadSourceRows(db);
-    const old = Number((await db.query('SELECT COUNT(*) AS n FROM analytics.sales_order_lines')).rows[0].n);
-    const expectedNew = Number((await db.query('SELECT COUNT(*) AS n FROM source.sales_order_lines WHERE ordered_at < $1', [sampleDay(days)])).rows[0].n);
+    if (day === 'Wednesday') {
+      deployReplaceIntervals();
+      await correctMarchUpstream(db);
+      outsideMarch = { before: await fingerprintOutside(db, MARCH) };
+    }
+    const first = sampleDay(rebuild.firstDay ?? 0);
+    const last = sampleDay((rebuild.firstDay ?? 0) + rebuild.days);
+    const count = async (table: string) =>
+      Number((await db.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ordered_at >= $1 AND ordered_at < $2`, [first, last])).rows[0].n);
+    const old = await count('analytics.sales_order_lines');
+    const expectedNew = await count('source.sales_order_lines');
     err('');
-    err(`${day}: rebuilding ${days} days (${story})`);
-    const naive = await runNaive(warehouse, readers, days, day);
-    const { run: atomic, execution } = await runAtomic(runner, readers, sampleDay(days), day);
+    err(`${day}: ${rebuild.firstDay === undefined ? `rebuilding ${rebuild.days} days` : `backfilling ${rebuild.days} days from ${first.toISOString().slice(0, 10)}`} (${story})`);
+    const naive = await runNaive(warehouse, readers, rebuild, day);
+    const { run: atomic, execution } = await runAtomic(runner, readers, rebuild, day);
     if (execution.status === 'SUCCEEDED') atomicRows += expectedNew;
-    results.push({ day, old, expectedNew, naive, atomic, execution });
+    results.push({ day, old, expectedNew, naive, atomic, execution, watched: watched('analytics', rebuild) });
   }
+  if (outsideMarch) outsideMarch.after = await fingerprintOutside(db, MARCH);
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   await db.end();
 
   out('');
-  out('What readers saw (row count of the live table) as the rebuild progressed');
+  out('What readers saw (row count of the live table; on Wednesday, of its March) as the rebuild progressed');
   const rows: unknown[][] = [];
   const summaries: string[] = [];
   let mixed = 0;
@@ -293,7 +378,7 @@ async function main(): Promise<number> {
       rows.push([r.day, run === r.naive ? 'naive in place' : 'atomic-publish', ...CHECKPOINTS.map((c) => seenAt(run, c)), run.failed ? `FAILED: ${run.message}` : 'succeeded']);
     }
     const allowed = new Set([r.old, r.execution.status === 'SUCCEEDED' ? r.expectedNew : r.old]);
-    const atomicCounts = r.atomic.samples.filter((s) => s.table === 'analytics.sales_order_lines');
+    const atomicCounts = r.atomic.samples.filter((s) => s.table === r.watched);
     const bad = atomicCounts.filter((s) => s.count === undefined || !allowed.has(s.count));
     mixed += bad.length;
     const distinct = [...new Set(atomicCounts.map((s) => s.count ?? -1))].map((n) => (n < 0 ? 'error' : fmt(n)));
@@ -302,6 +387,11 @@ async function main(): Promise<number> {
   out(renderTable(['run', 'path', 'at 0%', 'at 30%', 'at 60%', 'at 100%', 'outcome'], rows, ['l', 'l', 'r', 'r', 'r', 'r', 'l']));
   out('');
   for (const summary of summaries) out(summary);
+  if (outsideMarch) {
+    const same = outsideMarch.before === outsideMarch.after;
+    out(`Wednesday: every row outside March ${same ? 'unchanged' : 'CHANGED'} by the backfill (fingerprint ${outsideMarch.before.slice(0, 12)} before, ${String(outsideMarch.after).slice(0, 12)} after)`);
+    if (!same) mixed += 1;
+  }
 
   for (const r of results) {
     out('');
