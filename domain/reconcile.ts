@@ -1,4 +1,5 @@
 import { type CheckResult, ChunkStatus } from './batch.ts';
+import type { NullTimes } from './spec.ts';
 import { renderTable } from './text-table.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
@@ -46,7 +47,45 @@ export interface StagingProblems {
   readonly plannedChunks?: number;
 }
 
-export function reconcile(counts: readonly ChunkCount[], staging: StagingProblems, allowEmpty: boolean, businessKey: readonly string[] = []): Reconciliation {
+/** Source rows of the batch's interval whose time column is NULL (sql/null-times.ts), and what became of them. */
+export interface NullTimeRows {
+  readonly timeColumn: string;
+  readonly rows: number;
+  /** A few of their business keys, e.g. `(order_id, line_no) = (17, 1)`. */
+  readonly sampleKeys: readonly string[];
+  readonly policy: NullTimes;
+  /** With policy 'quarantine': where they were copied (`schema.table`). */
+  readonly quarantinedIn?: string;
+}
+
+/** The check of rows no chunk loads because their time is NULL: failed under 'fail', passed (and counted) under 'quarantine'. */
+export function nullTimeCheck(nulls: NullTimeRows): CheckResult {
+  const sample = nulls.sampleKeys.length === 0 ? '' : `business keys of the first ${nulls.sampleKeys.length}: ${nulls.sampleKeys.join('; ')}`;
+  if (nulls.policy === 'quarantine') {
+    return {
+      check: 'source_time_not_null',
+      passed: true,
+      observed: `${nulls.rows} source row(s) with no ${nulls.timeColumn}${nulls.rows > 0 ? `, quarantined in ${nulls.quarantinedIn}` : ''}`,
+      expected: `rows with no ${nulls.timeColumn} quarantined (nullTimes: quarantine), the rest published`,
+      details: sample,
+    };
+  }
+  return {
+    check: 'source_time_not_null',
+    passed: nulls.rows === 0,
+    observed: `${nulls.rows} source row(s) with no ${nulls.timeColumn}: they belong to no interval and would not be published`,
+    expected: `0 rows (or nullTimes: 'quarantine' in the spec, to publish the rest and keep them aside)`,
+    details: sample,
+  };
+}
+
+export function reconcile(
+  counts: readonly ChunkCount[],
+  staging: StagingProblems,
+  allowEmpty: boolean,
+  businessKey: readonly string[] = [],
+  nullTimes?: NullTimeRows,
+): Reconciliation {
   const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
   const rowsWritten = counts.reduce((sum, c) => sum + c.stagingRows, 0) + outsideInterval;
@@ -100,6 +139,7 @@ export function reconcile(counts: readonly ChunkCount[], staging: StagingProblem
       expected: allowEmpty ? 'any number of rows (allowEmpty)' : 'at least 1 row',
       details: '',
     },
+    ...(nullTimes === undefined ? [] : [nullTimeCheck(nullTimes)]),
   ];
   return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches };
 }

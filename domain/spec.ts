@@ -16,6 +16,9 @@ export type PublishMode = 'swap' | 'replace-intervals' | 'merge';
 /** How the live name is switched to a new version: see PipelineSpec.publishVia. */
 export type PublishVia = 'rename' | 'view';
 export const PUBLISH_VIA: readonly PublishVia[] = ['rename', 'view'];
+/** What becomes of source rows whose time column is NULL: see PipelineSpec.nullTimes. */
+export type NullTimes = 'fail' | 'quarantine';
+export const NULL_TIMES: readonly NullTimes[] = ['fail', 'quarantine'];
 
 /** Publish modes this version can run; the others are planned (see README). */
 export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals'];
@@ -96,6 +99,19 @@ export interface PipelineSpec {
    * @default 'rename'
    */
   readonly publishVia?: PublishVia;
+  /**
+   * Source rows whose `timeColumn` is NULL belong to no interval, so no
+   * chunk loads them. Reconcile counts those the source query returns for
+   * the batch's interval (its own time filter must let them through, e.g.
+   * `WHERE (t >= :start AND t < :end) OR t IS NULL`) and:
+   * - `'fail'`: fails the batch, naming a few of their business keys;
+   * - `'quarantine'`: copies them into `<schema>.<table>__quarantine`
+   *   (the live table's columns, nullable, with `batch_id` and
+   *   `quarantined_at`), records their count as the batch's rows rejected,
+   *   and publishes the rest.
+   * @default 'fail'
+   */
+  readonly nullTimes?: NullTimes;
   readonly checks?: {
     /** Publish an empty staging table. @default false */
     readonly allowEmpty?: boolean;
@@ -132,6 +148,7 @@ export interface Pipeline {
   readonly publishMode: PublishMode;
   readonly lookback: number;
   readonly publishVia: PublishVia;
+  readonly nullTimes: NullTimes;
   readonly checks: { readonly allowEmpty: boolean };
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
@@ -311,6 +328,10 @@ const pipelineSchema = z
     publishMode: withDefault(publishModeSchema, 'swap'),
     lookback: withDefault(integer(0, MAX_LOOKBACK, ' (grain units a scheduled run re-reads: at most one window of chunks)'), 0),
     publishVia: withDefault(publishViaSchema, 'rename'),
+    nullTimes: withDefault(
+      checked<NullTimes>((value) => ((NULL_TIMES as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${NULL_TIMES.join(', ')}`)),
+      'fail',
+    ),
     checks: checksSchema,
     freshness: freshnessSchema,
     schedule: scheduleSchema,
@@ -393,6 +414,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     publishMode: valid.publishMode,
     lookback: valid.lookback,
     publishVia: valid.publishVia,
+    nullTimes: valid.nullTimes,
     checks: valid.checks,
     freshness: valid.freshness,
     // A schedule runs in the chunk zone unless it says otherwise.

@@ -128,7 +128,7 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
 export function recordChecks(
   batchId: string,
   results: readonly CheckResult[],
-  totals: { rowsRead: number; rowsWritten: number },
+  totals: { rowsRead: number; rowsWritten: number; rowsRejected?: number },
   now: Date,
   staleChunks: readonly number[] = [],
 ): string[] {
@@ -152,7 +152,7 @@ export function recordChecks(
   }
   statements.push(
     `UPDATE ${M}.batches SET rows_read = ${sqlLiteral(totals.rowsRead)}, rows_written = ${sqlLiteral(totals.rowsWritten)},
-            rows_rejected = 0${allPassed ? `, status = ${sqlLiteral(BatchStatus.CHECKED)}` : ''}
+            rows_rejected = ${sqlLiteral(totals.rowsRejected ?? 0)}${allPassed ? `, status = ${sqlLiteral(BatchStatus.CHECKED)}` : ''}
       WHERE batch_id = ${id} AND status = ${sqlLiteral(BatchStatus.RUNNING)}`,
   );
   return statements;

@@ -1,8 +1,11 @@
 import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
-import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
+import { type ChunkCount, describeFailure, type NullTimeRows, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
 import { chunkCounts, recordChecks } from '../../domain/sql/reconcile.ts';
+import { createQuarantine, nullTimeCount, quarantineRows, quarantineTableFor } from '../../domain/sql/null-times.ts';
+import { tableColumns } from '../../domain/sql/plan.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -41,18 +44,14 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     sourceRows: Number(r.source_rows),
     stagingRows: Number(r.staging_rows),
   }));
-  const result = evaluate(
-    counts,
-    problems,
-    pipeline.checks.allowEmpty,
-    pipeline.businessKey,
-  );
+  const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
+  const result = evaluate(counts, problems, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes);
 
   await warehouse.batch(
     recordChecks(
       batch.batchId,
       result.checks,
-      { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten },
+      { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten, rowsRejected: nullTimes.quarantinedIn === undefined ? 0 : nullTimes.rows },
       new Date(),
       // Chunks whose staging rows no longer match: the re-run reloads them.
       result.mismatches.filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index),
@@ -68,6 +67,29 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     rowsWritten: result.rowsWritten,
     checks: result.checks.map(({ check, passed, observed }) => ({ check, passed, observed })),
   };
+}
+
+/**
+ * The source rows of the batch's interval with no time (no chunk loaded
+ * them): counted with a few business keys; with `nullTimes: 'quarantine'`,
+ * copied to the quarantine table (created when missing) in one
+ * transaction that replaces what an earlier attempt put there.
+ */
+async function nullTimeRows(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<NullTimeRows> {
+  const rows = await warehouse.query(nullTimeCount(pipeline, batch), name('null-times'));
+  const count = Number(rows[0]?.null_rows ?? 0);
+  const sampleKeys = rows.map((r) => `(${pipeline.businessKey.join(', ')}) = (${pipeline.businessKey.map((k) => String(r[k])).join(', ')})`);
+  const found = { timeColumn: pipeline.timeColumn, rows: count, sampleKeys, policy: pipeline.nullTimes };
+  if (pipeline.nullTimes !== 'quarantine' || count === 0) return found;
+  const { schema } = pipeline.target;
+  const quarantine = quarantineTableFor(pipeline);
+  if ((await warehouse.query(tableColumns(schema, quarantine), name('quarantine-columns'))).length === 0) {
+    await warehouse.execute({ sql: createQuarantine(pipeline, batch.columns) }, name('quarantine-create'));
+  }
+  const { sqls, parameters } = quarantineRows(pipeline, batch, new Date());
+  await warehouse.batch(sqls, name('quarantine'), parameters);
+  logger.warn('source rows with no time quarantined', { batchId: batch.batchId, rows: count, table: `${schema}.${quarantine}` });
+  return { ...found, quarantinedIn: `${schema}.${quarantine}` };
 }
 
 export const handler = stepHandler((event: ReconcileEvent, context: Context) => reconcile(event, warehouseFor(context)));

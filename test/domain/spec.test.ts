@@ -207,6 +207,7 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['an empty businessKey', { businessKey: [] }, /^pipeline orders: businessKey must list at least one column/],
     ['a hostile businessKey column', { businessKey: ['order_id', 'Line No'] }, /^pipeline orders: businessKey\[1\] "Line No" is not allowed/],
     ['the unsupported publishMode merge', { publishMode: 'merge' }, /^pipeline orders: publishMode "merge" is not supported by this version \(supported: swap, replace-intervals\)/],
+    ['an unknown nullTimes', { nullTimes: 'drop' as PipelineSpec['nullTimes'] }, /^pipeline orders: nullTimes "drop" must be one of fail, quarantine$/],
     ['an unknown publishMode', { publishMode: 'upsert' as PipelineSpec['publishMode'] }, /^pipeline orders: publishMode "upsert" is not supported/],
     ['a lookback on a swap pipeline', { lookback: 2 }, /^pipeline orders: lookback applies only to publish modes that load some intervals \(replace-intervals\)/],
     ['a lookback of more than one window', { publishMode: 'replace-intervals', lookback: 1000 }, /^pipeline orders: lookback must be an integer from 0 to 999 \(grain units a scheduled run re-reads/],

@@ -1,0 +1,76 @@
+// Source rows whose time is NULL belong to no chunk: Reconcile counts them
+// and, by the spec's nullTimes, fails the batch naming them or quarantines
+// them and publishes the rest. The sample pipeline's source query here lets
+// such rows through its own filter, as the spec's documentation asks.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline, type NullTimes } from '../../domain/spec.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { inputFor, LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
+
+const TO_DAY = 5;
+const NULL_ROWS = 7;
+const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
+const sourceSql = salesOrderLines.sourceSql.replace('WHERE ordered_at >= :start AND ordered_at < :end', 'WHERE (ordered_at >= :start AND ordered_at < :end) OR ordered_at IS NULL');
+/** The sample pipeline with NULL times let through, and what becomes of them (deployed as a new spec would be: the functions read this list). */
+function deploy(nullTimes: NullTimes): void {
+  pipelines[index] = definePipeline({ ...salesOrderLines, sourceSql, nullTimes });
+}
+deploy('fail');
+
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_null_times');
+  await wf.sample({ rowsPerDay: 20, sourceDays: 6, liveDays: 3 });
+  await wf.query('ALTER TABLE source.sales_order_lines ALTER COLUMN ordered_at DROP NOT NULL');
+  await wf.query(
+    `INSERT INTO source.sales_order_lines SELECT 800000000 + n, 1, NULL, 1, 1, 2, 10.00 FROM generate_series(1, ${NULL_ROWS}) AS n`,
+  );
+});
+afterAll(() => {
+  deploy('fail');
+  return wf?.close();
+});
+
+/** The batch id of the run up to TO_DAY under the deployed spec (nullTimes is not part of the spec's hash: both deploys make the same batch). */
+const batchId = () => batchIdFor(pipelines[index]!, resolveInterval(inputFor(TO_DAY), pipelines[index]!, new Date()));
+const quarantined = () => wf.query<{ order_id: string; batch_id: string }>('SELECT order_id, batch_id FROM analytics.sales_order_lines__quarantine ORDER BY order_id');
+
+describe('source rows with no time', () => {
+  it("fails the batch under nullTimes 'fail', naming the rows, with the live table untouched", async () => {
+    const before = await wf.fingerprint(LIVE);
+
+    const result = await wf.run(inputFor(TO_DAY), 'null-times-fail');
+
+    expect(result.status).toBe('FAILED');
+    const message = result.alerts[0]?.message ?? '';
+    expect(message).toContain(`source_time_not_null: observed ${NULL_ROWS} source row(s) with no ordered_at`);
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    const [check] = await wf.query<{ passed: boolean; details: string }>(
+      `SELECT passed, details FROM atomic_publish.check_results WHERE batch_id = $1 AND check_name = 'source_time_not_null'`,
+      [batchId()],
+    );
+    expect(check).toEqual({ passed: false, details: expect.stringContaining('(order_id, line_no) = (800000001, 1); (order_id, line_no) = (800000002, 1)') });
+    expect(await wf.tableExists('analytics.sales_order_lines__quarantine')).toBe(false);
+  });
+
+  it("publishes the rest under nullTimes 'quarantine', keeping the rows aside and counting them as rejected; a replay keeps them once", async () => {
+    const failed = batchId();
+    deploy('quarantine');
+    expect(batchId()).toBe(failed);
+
+    const result = await wf.run(inputFor(TO_DAY), 'null-times-quarantine');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
+    expect((await quarantined()).map((r) => [r.order_id, r.batch_id])).toEqual(
+      Array.from({ length: NULL_ROWS }, (_, i) => [String(800000001 + i), failed]),
+    );
+    expect((await wf.batch(failed))?.rows_rejected).toBe(String(NULL_ROWS));
+
+    const replay = await wf.run(inputFor(TO_DAY), 'null-times-replay');
+    expect(replay.status).toBe('SUCCEEDED');
+    expect(await quarantined()).toHaveLength(NULL_ROWS);
+  });
+});
