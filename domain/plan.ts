@@ -110,14 +110,14 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
 }
 
 /**
- * The interval a run covers. A scheduled run (no `from`, no `to`) ends at
- * the start of the current chunk in the pipeline's zone: the last complete
- * chunk is the newest one loaded. `swap` rebuilds the whole table, so its
- * interval always starts at `historyStart`; a scheduled run of another mode
- * covers the newest complete grain unit and `lookback` units before it
- * (from `historyStart` at the earliest). A manual run names `from` and/or
- * `to` on the grain, inside `[historyStart, now]`; an omitted `to` is the
- * start of the current chunk, an omitted `from` `historyStart`.
+ * The interval a run covers. Without `to`, it ends at the start of the
+ * current chunk in the pipeline's zone: the last complete chunk is the
+ * newest one loaded. `swap` rebuilds the whole table, so its interval always
+ * starts at `historyStart`. Another mode without `from` (a scheduled run:
+ * StartRun passes only `to`) covers the grain unit before `to` and
+ * `lookback` units before that, from `historyStart` at the earliest; a
+ * manual run names `from` (and `to`) on the grain, inside
+ * `[historyStart, now]`.
  */
 export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
   const known = new Set(['pipeline', 'from', 'to']);
@@ -127,8 +127,8 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
   const { grain, timezone } = pipeline.chunk;
   const historyStart = new Date(pipeline.historyStart);
   const to = input.to === undefined ? floorToGrain(now, grain, timezone) : parseInstant('to', input.to);
-  const scheduled = input.from === undefined && input.to === undefined && pipeline.publishMode !== 'swap';
-  const from = input.from === undefined ? (scheduled ? scheduledFrom(to, pipeline) : historyStart) : parseInstant('from', input.from);
+  // Without `from`, a swap rebuilds all of history; another mode loads the grain unit before `to` and `lookback` units before that.
+  const from = input.from !== undefined ? parseInstant('from', input.from) : pipeline.publishMode === 'swap' ? historyStart : scheduledFrom(to, pipeline);
 
   if (from.getTime() >= to.getTime()) {
     throw new ValidationError(`interval is empty or reversed: from ${from.toISOString()} is not before to ${to.toISOString()}`);

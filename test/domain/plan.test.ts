@@ -198,6 +198,12 @@ describe('resolveInterval', () => {
     );
   });
 
+  it('covers the same days before a given to when from is left out (a scheduled start passes only to)', () => {
+    const intervals = pipelineWith({ publishMode: 'replace-intervals', lookback: 1 });
+
+    expect(resolveInterval({ pipeline: 'orders', to: '2026-03-10' }, intervals, NOW)).toEqual(interval('2026-03-08T00:00:00Z', '2026-03-10T00:00:00Z'));
+  });
+
   it('steps a scheduled run back over local days across a DST change (a 23-hour day) and never before historyStart', () => {
     const berlin = pipelineWith({
       publishMode: 'replace-intervals',
