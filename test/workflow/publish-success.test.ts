@@ -90,6 +90,7 @@ describe('a successful run', () => {
     expect(checks.map((c) => c.check_name)).toEqual([
       'all_chunks_loaded',
       'business_key_unique',
+      'source_time_not_null',
       'staging_not_empty',
       'staging_rows_match_load_record',
       'staging_rows_match_source',
@@ -163,7 +164,7 @@ describe('a replay of the same input after success', () => {
     expect(await wf.publications()).toHaveLength(1);
     expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 1, execution_id: first.executionId });
     const { n } = (await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM atomic_publish.check_results'))[0]!;
-    expect(n).toBe(6);
+    expect(n).toBe(7);
     expect(await wf.derivedTables()).toEqual([names.previous]);
     expect(await wf.fingerprint(names.previous)).toEqual(before);
   });

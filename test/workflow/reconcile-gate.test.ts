@@ -42,6 +42,7 @@ describe('a source that changed while the batch loaded', () => {
     expect(checks.map((c) => [c.check_name, c.passed])).toEqual([
       ['all_chunks_loaded', true],
       ['business_key_unique', true],
+      ['source_time_not_null', true],
       ['staging_not_empty', true],
       ['staging_rows_match_load_record', true],
       ['staging_rows_match_source', false],
