@@ -124,6 +124,24 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
   };
 }
 
+/** Business-key values sampled when Reconcile found some on more than one row. */
+export const DUPLICATE_KEY_SAMPLES = 5;
+
+/**
+ * A few business-key values staging holds on more than one row, with how
+ * many rows hold each, in key order (the first `limit`): asked only when
+ * Reconcile counted some, so the alert shows which keys to look for.
+ */
+export function duplicateKeySamples(pipeline: Pipeline, batch: BatchRef, limit = DUPLICATE_KEY_SAMPLES): Statement {
+  const key = pipeline.businessKey.map(quoteIdent);
+  return {
+    sql: `SELECT ${key.join(', ')}, COUNT(*) AS ap_rows
+            FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
+           GROUP BY ${key.join(', ')} HAVING COUNT(*) > 1
+           ORDER BY ${key.join(', ')} LIMIT ${Math.max(1, Math.floor(limit))}`,
+  };
+}
+
 /** Records check results and moves the batch to CHECKED (all passed) or leaves it for RecordFailure. */
 export function recordChecks(
   batchId: string,

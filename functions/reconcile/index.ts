@@ -1,8 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
-import { type ChunkCount, describeFailure, reconcile as evaluate } from '../../domain/reconcile.ts';
+import { type ChunkCount, describeFailure, duplicateKeyText, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { chunkCounts, recordChecks } from '../../domain/sql/reconcile.ts';
+import { chunkCounts, duplicateKeySamples, recordChecks } from '../../domain/sql/reconcile.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -33,6 +33,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     duplicateKeys: Number(whole?.duplicate_keys ?? 0),
     ...(whole?.planned_chunks === undefined || whole.planned_chunks === null ? {} : { plannedChunks: Number(whole.planned_chunks) }),
   };
+  // Only when there are some: a few of them for the alert.
+  const duplicates = problems.duplicateKeys > 0 ? await warehouse.query(duplicateKeySamples(pipeline, batch), name('duplicate-keys')) : [];
+  const duplicateKeySampleTexts = duplicates.map((r) => duplicateKeyText(pipeline.businessKey, pipeline.businessKey.map((c) => r[c]), Number(r.ap_rows)));
   const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),
@@ -43,7 +46,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   }));
   const result = evaluate(
     counts,
-    problems,
+    { ...problems, duplicateKeySamples: duplicateKeySampleTexts },
     pipeline.checks.allowEmpty,
     pipeline.businessKey,
   );
