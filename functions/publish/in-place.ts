@@ -7,7 +7,7 @@ import { frozenPipeline } from '../commons/pipeline.ts';
 import { retryPublishTransaction } from '../commons/swap.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
-/** A publish mode that changes rows of the live table in place (replace-intervals). */
+/** A publish mode that changes rows of the live table in place (replace-intervals, merge). */
 export interface InPlacePublish {
   /** The one transaction, keeping the replaced rows at `retainedAs`. */
   readonly statements: (pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number) => string[];

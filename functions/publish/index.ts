@@ -11,6 +11,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { publishIntervals } from './intervals.ts';
+import { publishMerge } from './merge.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -127,6 +128,7 @@ export async function publish(
 
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
   if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced');
+  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged');
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
@@ -191,8 +193,8 @@ async function publishThroughView(event: PublishEvent, warehouse: Warehouse, wai
 
 /**
  * A publish mode that changes rows of the live table in place
- * (replace-intervals: functions/publish/intervals.ts), with Publish's
- * recovery and answer.
+ * (replace-intervals: functions/publish/intervals.ts; merge:
+ * functions/publish/merge.ts), with Publish's recovery and answer.
  */
 async function publishChangingRows(
   event: PublishEvent,
