@@ -240,3 +240,17 @@ describe('scheduled runs extracting by modification time, with a lookback', () =
     expect(await lastIntervals(wf, 'merge', 3)).toEqual(THREE_SCHEDULED_RUNS);
   });
 });
+
+describe('rollback', () => {
+  it('refuses the whole-table rollback for a merge pipeline (its old versions hold only the rows each merge replaced), before writing anything', async () => {
+    const before = await content(LIVE);
+    const publications = await wf.publications();
+
+    const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'merge-rollback');
+
+    expect(result.status).toBe('FAILED');
+    expect(result.alerts[0]?.message).toContain('publishes by merge: its publications');
+    expect(await content(LIVE)).toEqual(before);
+    expect(await wf.publications()).toEqual(publications);
+  });
+});
