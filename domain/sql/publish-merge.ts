@@ -58,6 +58,8 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
   const sameKey = (liveRef: string) => pipeline.businessKey.map((c) => `${liveRef}.${quoteIdent(c)} = s.${quoteIdent(c)}`).join(' AND ');
   const stagingWins = (liveRef: string) => `${sameKey(liveRef)} AND (${liveRef}.${version} IS NULL OR s.${version} > ${liveRef}.${version})`;
   const firstKey = quoteIdent(pipeline.businessKey[0]!);
+  // In the WHERE clause, where Redshift takes IS TRUE on a boolean (a NULL flag is not a delete):
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_Boolean_type.html
   const notDeleted = merge.softDeleteColumn === undefined ? '' : ` AND NOT (s.${quoteIdent(merge.softDeleteColumn)} IS TRUE)`;
   const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`;
   const statements = [
