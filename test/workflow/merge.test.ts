@@ -9,6 +9,7 @@ import { plan, type PlanEvent } from '../../functions/plan/index.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { definePipelines } from '../../domain/spec.ts';
+import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
@@ -241,7 +242,7 @@ describe('scheduled runs extracting by modification time, with a lookback', () =
   });
 });
 
-describe('rollback', () => {
+describe('rollback and the intervals a table holds', () => {
   it('refuses the whole-table rollback for a merge pipeline (its old versions hold only the rows each merge replaced), before writing anything', async () => {
     const before = await content(LIVE);
     const publications = await wf.publications();
@@ -252,5 +253,11 @@ describe('rollback', () => {
     expect(result.alerts[0]?.message).toContain('publishes by merge: its publications');
     expect(await content(LIVE)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
+  });
+
+  it('lists no stretch of the table as written by a merge publication (intervalWriters)', async () => {
+    const merges = await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM atomic_publish.publications WHERE publish_mode = 'merge' AND interval_start IS NOT NULL`);
+    expect(merges[0]!.n).toBeGreaterThan(0);
+    expect(await wf.query(intervalWriters(PIPELINE.name).sql.replace(':pipeline', '$1'), [PIPELINE.name])).toEqual([]);
   });
 });

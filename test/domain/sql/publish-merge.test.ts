@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { checkSql, endsTransaction } from '../../../domain/redshift-sql/check.ts';
 import { parseSql } from '../../../domain/redshift-sql/parser.ts';
+import { intervalWriters } from '../../../domain/sql/publish-intervals.ts';
 import { mergeIntoLive } from '../../../domain/sql/publish-merge.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { batch, NOW, pipeline, previous, staging } from './support.ts';
@@ -49,5 +50,11 @@ describe('the merge transaction', () => {
 
   it('is refused for a pipeline without a merge section', () => {
     expect(() => mergeIntoLive(pipeline, batch, previous, NOW, 5000)).toThrow(ValidationError);
+  });
+});
+
+describe('what the manifest says a merge wrote', () => {
+  it('lists no stretch of the table for a merge publication: it changed rows by key, its interval is of modification time', () => {
+    expect(intervalWriters('orders').sql).toContain("AND publish_mode <> 'merge'");
   });
 });
