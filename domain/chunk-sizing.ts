@@ -7,6 +7,7 @@
  */
 import { ValidationError } from './errors.ts';
 import type { BatchInterval, Chunk } from './plan.ts';
+import { extractColumn } from './extract-column.ts';
 import type { Pipeline } from './spec.ts';
 import type { SourceTable } from './redshift-sql/source-sql.ts';
 import { floorToGrain, nextBoundary, parseWarehouseTime } from './time.ts';
@@ -86,13 +87,14 @@ export interface SortKeyFact {
  */
 export function sortKeyWarning(pipeline: Pipeline, facts: readonly SortKeyFact[]): string | undefined {
   if (facts.length === 0) return undefined;
-  if (facts.some((f) => f.firstSortColumn === pipeline.timeColumn)) return undefined;
+  const t = extractColumn(pipeline);
+  if (facts.some((f) => f.firstSortColumn === t)) return undefined;
   const listed = facts
     .map((f) => `${f.table.schema === undefined ? '' : `${f.table.schema}.`}${f.table.table} (${f.firstSortColumn === undefined ? 'no sort key' : `sorted first on ${f.firstSortColumn}`})`)
     .join(', ');
   return (
-    `pipeline ${pipeline.name}: no table the source reads is sorted first on the time column ${pipeline.timeColumn}: ${listed}. ` +
-    `Each chunk's load then scans the whole source rather than the chunk's rows; give the source table a sort key starting with ${pipeline.timeColumn} ` +
+    `pipeline ${pipeline.name}: no table the source reads is sorted first on the ${t === pipeline.timeColumn ? 'time column' : 'modification time column'} ${t}: ${listed}. ` +
+    `Each chunk's load then scans the whole source rather than the chunk's rows; give the source table a sort key starting with ${t} ` +
     `(locally: an index on it), or use fewer, larger chunks (chunk.grain, chunk.targetRows)`
   );
 }

@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { checkMergeColumns } from './merge.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
 import { clip, echo } from './text.ts';
@@ -46,7 +47,8 @@ export interface LiveColumn {
  * it exists, timeColumn and the businessKey columns are columns of it, and
  * timeColumn is a `timestamp without time zone` (chunk boundaries are UTC
  * instants compared with the column as stored: a column with a time zone
- * would place rows by a different clock). Returns its column names in order.
+ * would place rows by a different clock); `modifiedColumn` and the merge
+ * columns as domain/merge.ts checks them. Returns its column names in order.
  */
 export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColumn[]): string[] {
   const { schema, table } = pipeline.target;
@@ -68,6 +70,7 @@ export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColum
       `pipeline ${pipeline.name}: timeColumn ${pipeline.timeColumn} of ${schema}.${table} is ${timeType}; it must be a timestamp without time zone holding UTC`,
     );
   }
+  checkMergeColumns(pipeline, columns);
   return names;
 }
 

@@ -43,6 +43,8 @@ export interface StagingProblems {
   readonly outsideInterval: number;
   /** Business-key values held by more than one row. */
   readonly duplicateKeys: number;
+  /** A few of them, as `(a, b) = (1, 2) on 2 rows` (sql.duplicateKeySamples). @default none */
+  readonly duplicateKeySamples?: readonly string[];
   /** Chunks the batch was planned with (batches.chunk_count); a chunk never recorded (a window that never ran) is not done. @default counts.length */
   readonly plannedChunks?: number;
 }
@@ -130,7 +132,7 @@ export function reconcile(
       passed: duplicateKeys === 0,
       observed: `${duplicateKeys} key value(s) on more than one row`,
       expected: `each (${businessKey.join(', ') || 'business key'}) on one row`,
-      details: '',
+      details: sampleKeysText(duplicateKeys, staging.duplicateKeySamples ?? []),
     },
     {
       check: 'staging_not_empty',
@@ -144,6 +146,24 @@ export function reconcile(
   return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches };
 }
 
+/** `sample keys: ...; ... and 3 more`: the duplicate keys an alert shows. */
+function sampleKeysText(duplicateKeys: number, samples: readonly string[]): string {
+  if (samples.length === 0) return '';
+  const more = duplicateKeys - samples.length;
+  return `sample keys: ${samples.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
+}
+
+/** One duplicate key value as the alert lists it: `(order_id, line_no) = (5, 1) on 2 rows`. */
+export function duplicateKeyText(businessKey: readonly string[], values: readonly unknown[], rows: number): string {
+  return `${keyText(businessKey, values)} on ${rows} rows`;
+}
+
+/** A business key's value as an alert names it: `(order_id, line_no) = (17, 1)`. */
+export function keyText(businessKey: readonly string[], values: readonly unknown[]): string {
+  const shown = values.map((v) => (v === null || v === undefined ? 'NULL' : String(v)));
+  return `(${businessKey.join(', ')}) = (${shown.join(', ')})`;
+}
+
 /**
  * The failed checks and, where counts differ, a table of the chunks that
  * differ: what the on-call engineer reads first in the alert.
@@ -151,7 +171,11 @@ export function reconcile(
 export function describeFailure(batchId: string, result: Reconciliation): string {
   const failed = result.checks.filter((c) => !c.passed);
   const lines = [`${failed.length} check(s) failed for batch ${batchId}:`];
-  for (const c of failed) lines.push(`  ${c.check}: observed ${c.observed}; expected ${c.expected}`);
+  for (const c of failed) {
+    lines.push(`  ${c.check}: observed ${c.observed}; expected ${c.expected}`);
+    // Chunk lists are in the table below; the duplicate keys are not.
+    if (c.check === 'business_key_unique' && c.details !== '') lines.push(`    ${c.details}`);
+  }
   if (result.mismatches.length > 0) {
     const shown = result.mismatches.slice(0, MAX_LISTED);
     lines.push(`Chunks that differ (${shown.length} of ${result.mismatches.length}):`);

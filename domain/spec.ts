@@ -21,7 +21,7 @@ export type NullTimes = 'fail' | 'quarantine';
 export const NULL_TIMES: readonly NullTimes[] = ['fail', 'quarantine'];
 
 /** Publish modes this version can run; the others are planned (see README). */
-export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals'];
+export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals', 'merge'];
 
 /**
  * Most grain units a scheduled run re-reads behind the newest complete one:
@@ -41,8 +41,21 @@ export interface PipelineSpec {
    * `[:start, :end)`. Both placeholders are required; they are bound as parameters.
    */
   readonly sourceSql: string;
-  /** Column (in the source result and the live table) whose value places a row in a chunk. */
+  /**
+   * Column (in the source result and the live table) whose value places a
+   * row in a chunk, unless `modifiedColumn` is named: then it is the event
+   * time, stored and reported, and `modifiedColumn` places rows in chunks.
+   */
   readonly timeColumn: string;
+  /**
+   * The source's modification time (in the source result and the live
+   * table, a timestamp without time zone, UTC): with it, the batch
+   * interval, chunks, the load's filter and Reconcile's counts are on this
+   * column, so a row changed or entered late for an old event (an old
+   * `timeColumn`) is found by the run covering its change. `publishMode:
+   * 'merge'` only. @default - rows are extracted by `timeColumn`
+   */
+  readonly modifiedColumn?: string;
   readonly chunk: {
     readonly grain: ChunkGrain;
     /** IANA time zone in which chunk boundaries fall. @default 'UTC' */
@@ -72,14 +85,40 @@ export interface PipelineSpec {
    *   deletes them from live and inserts staging. Rows outside the
    *   intervals are not touched. A scheduled run covers the newest complete
    *   grain unit and `lookback` units before it.
+   * - `'merge'`: staging holds the rows of the batch's interval (of
+   *   `modifiedColumn`, else `timeColumn`); one transaction upserts them
+   *   into live by `businessKey`: a staging row replaces the live row of
+   *   its key only when its `merge.versionColumn` is greater, keys live
+   *   does not hold are inserted, and rows `merge.softDeleteColumn` marks
+   *   delete the live row (when newer) and are not inserted. The replaced
+   *   live rows are kept as the old version. Needs `merge`.
    * @default 'swap'
    */
   readonly publishMode?: PublishMode;
+  /** `publishMode: 'merge'` only, and required with it. */
+  readonly merge?: {
+    /**
+     * Column of the live table (a number, date or timestamp) that orders
+     * two versions of a key's row: a staging row wins only when its value
+     * is greater than the live row's (or the live row has none), so an
+     * older source row never overwrites a newer live row, and a re-read of
+     * the same version changes nothing. Often the same column as
+     * `modifiedColumn`.
+     */
+    readonly versionColumn: string;
+    /**
+     * Boolean column of the live table: a staging row where it is true
+     * deletes the live row of its key (if the staging row is newer) and is
+     * not inserted; live rows never hold true. @default - no soft deletes
+     */
+    readonly softDeleteColumn?: string;
+  };
   /**
    * Grain units before the newest complete one that every scheduled run of
-   * a `replace-intervals` pipeline loads again, so rows that arrive late
-   * (up to this many units after their interval) are published by the next
-   * run, exactly once: the interval is replaced, not appended to. From 0 to
+   * a `replace-intervals` or `merge` pipeline loads again, so rows that
+   * arrive late (up to this many units after their interval) are published
+   * by the next run, exactly once: the interval is replaced, not appended
+   * to, or the rows are merged by their business key. From 0 to
    * 999 (a scheduled run stays within one window of 1,000 chunks); only for
    * publish modes other than `swap`, which always rebuilds everything.
    * @default 0
@@ -142,10 +181,12 @@ export interface Pipeline {
   readonly target: { readonly schema: string; readonly table: string };
   readonly sourceSql: string;
   readonly timeColumn: string;
+  readonly modifiedColumn?: string;
   readonly chunk: { readonly grain: ChunkGrain; readonly timezone: string; readonly maxConcurrency: number; readonly targetRows?: number };
   readonly historyStart: string;
   readonly businessKey: readonly string[];
   readonly publishMode: PublishMode;
+  readonly merge?: { readonly versionColumn: string; readonly softDeleteColumn?: string };
   readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
@@ -287,6 +328,16 @@ const publishViaSchema = checked<PublishVia>((value) =>
   (PUBLISH_VIA as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${PUBLISH_VIA.join(', ')}`,
 );
 
+const mergeSchema = z
+  .object(
+    {
+      versionColumn: identifier,
+      softDeleteColumn: z.preprocess((value) => value ?? undefined, identifier.optional()),
+    },
+    { error: 'must be an object with a versionColumn' },
+  )
+  .optional();
+
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
 });
@@ -322,10 +373,12 @@ const pipelineSchema = z
     target: targetSchema,
     sourceSql: sourceSqlSchema,
     timeColumn: identifier,
+    modifiedColumn: z.preprocess((value) => value ?? undefined, identifier.optional()),
     chunk: chunkSchema,
     historyStart: historyStartSchema,
     businessKey: businessKeySchema,
     publishMode: withDefault(publishModeSchema, 'swap'),
+    merge: z.preprocess((value) => value ?? undefined, mergeSchema),
     lookback: withDefault(integer(0, MAX_LOOKBACK, ' (grain units a scheduled run re-reads: at most one window of chunks)'), 0),
     publishVia: withDefault(publishViaSchema, 'rename'),
     nullTimes: withDefault(
@@ -366,7 +419,7 @@ const pipelineSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['lookback'],
-          message: 'applies only to publish modes that load some intervals (replace-intervals): a swap rebuilds all of history on every run; remove lookback or change publishMode',
+          message: 'applies only to publish modes that load some intervals (replace-intervals, merge): a swap rebuilds all of history on every run; remove lookback or change publishMode',
         });
       }
       if (spec.publishMode !== 'swap' && spec.publishVia === 'view') {
@@ -378,7 +431,40 @@ const pipelineSchema = z
       }
     },
     { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia'].includes(String(issue.path?.[0]))) },
-  );
+  )
+  .superRefine((spec, ctx) => mergeProblems(spec, ctx), {
+    when: (payload) => !payload.issues.some((issue) => ['publishMode', 'merge', 'modifiedColumn', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
+  });
+
+/** What `merge` and `modifiedColumn` need of the rest of the spec (domain/sql/publish-merge.ts). */
+function mergeProblems(
+  spec: { publishMode: PublishMode; merge?: { versionColumn: string; softDeleteColumn?: string | undefined } | undefined; modifiedColumn?: string | undefined; businessKey: string[] },
+  ctx: z.RefinementCtx,
+): void {
+  const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if (spec.publishMode === 'merge' && spec.merge === undefined) {
+    issue(['merge'], 'is required with publishMode merge: name merge.versionColumn, the live column (a version number or modification time) that decides which of two rows of a business key is newer');
+  }
+  if (spec.publishMode !== 'merge' && spec.merge !== undefined) {
+    issue(['merge'], `applies to publishMode merge only (this pipeline publishes by ${spec.publishMode}): remove merge or set publishMode "merge"`);
+  }
+  if (spec.publishMode !== 'merge' && spec.modifiedColumn !== undefined) {
+    issue(
+      ['modifiedColumn'],
+      spec.publishMode === 'replace-intervals'
+        ? 'cannot be used with publishMode replace-intervals: staging would hold only the rows modified in the batch interval, and replacing their event-time intervals with them would delete the rest of those intervals; use publishMode "merge" to extract by modification time, or remove modifiedColumn'
+        : 'cannot be used with publishMode swap, which rebuilds all of history by timeColumn on every run: use publishMode "merge" to extract by modification time, or remove modifiedColumn',
+    );
+  }
+  const { merge } = spec;
+  if (merge === undefined) return;
+  if (spec.businessKey.includes(merge.versionColumn)) {
+    issue(['merge', 'versionColumn'], `${merge.versionColumn} is a businessKey column: name the column whose value grows with each new version of a row`);
+  }
+  if (merge.softDeleteColumn !== undefined && (spec.businessKey.includes(merge.softDeleteColumn) || merge.softDeleteColumn === merge.versionColumn)) {
+    issue(['merge', 'softDeleteColumn'], `${merge.softDeleteColumn} is a businessKey or the version column: name the boolean column that marks a deleted row`);
+  }
+}
 
 /** `chunk.grain`, `businessKey[1]`: a field as the author wrote it. */
 function fieldPath(path: readonly PropertyKey[]): string {
@@ -408,10 +494,12 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     target: valid.target,
     sourceSql: valid.sourceSql,
     timeColumn: valid.timeColumn,
+    ...(valid.modifiedColumn === undefined ? {} : { modifiedColumn: valid.modifiedColumn }),
     chunk: chunkSettings(valid.chunk),
     historyStart: valid.historyStart,
     businessKey: valid.businessKey,
     publishMode: valid.publishMode,
+    ...(valid.merge === undefined ? {} : { merge: mergeSettings(valid.merge) }),
     lookback: valid.lookback,
     publishVia: valid.publishVia,
     nullTimes: valid.nullTimes,
@@ -423,6 +511,11 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     outOfBand: valid.outOfBand,
   };
   return { ...normalized, specHash: specHash(normalized) };
+}
+
+/** The merge section without an absent softDeleteColumn. */
+function mergeSettings(merge: { versionColumn: string; softDeleteColumn?: string | undefined }): NonNullable<Pipeline['merge']> {
+  return merge.softDeleteColumn === undefined ? { versionColumn: merge.versionColumn } : { versionColumn: merge.versionColumn, softDeleteColumn: merge.softDeleteColumn };
 }
 
 /** The chunk section without an absent targetRows. */
@@ -443,6 +536,9 @@ function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {
     target: pipeline.target,
     sourceSql: pipeline.sourceSql,
     timeColumn: pipeline.timeColumn,
+    // Absent (left out of the JSON) unless named: existing hashes stay.
+    modifiedColumn: pipeline.modifiedColumn,
+    merge: pipeline.merge,
     chunk: { grain: pipeline.chunk.grain, timezone: pipeline.chunk.timezone },
     historyStart: (parseInstant(pipeline.historyStart) as Date).toISOString(),
     businessKey: pipeline.businessKey,

@@ -5,6 +5,7 @@
 import { type BatchRef, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
+import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
@@ -48,7 +49,7 @@ export function chunkOfLoadStatement(prefix: string, name: string): number | und
  * the half-open interval even if the source query is looser.
  */
 export function insertIntervalSql(pipeline: Pipeline, batch: BatchRef): string {
-  const t = quoteIdent(pipeline.timeColumn);
+  const t = quoteIdent(extractColumn(pipeline));
   const columns = batch.columns.map(quoteIdent).join(', ');
   return `INSERT INTO ${qualifiedName(pipeline.target.schema, batch.stagingTable)} (${columns})
           SELECT ${columns} FROM (${pipeline.sourceSql}
@@ -84,7 +85,7 @@ export interface ChunkLoad {
  * API's BatchExecuteStatement `Parameters`).
  */
 export function loadChunkSqls(pipeline: Pipeline, batch: BatchRef, chunk: ChunkToLoad, now: Date): ChunkLoad {
-  const t = quoteIdent(pipeline.timeColumn);
+  const t = quoteIdent(extractColumn(pipeline));
   const clear = `DELETE FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} WHERE ${t} >= :start AND ${t} < :end`;
   const record = `INSERT INTO ${M}.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at)
           SELECT :batch_id, CAST(:chunk_index AS int), CAST(:generation AS int), COUNT(*), CAST(:now AS timestamp)

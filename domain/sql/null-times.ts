@@ -1,10 +1,12 @@
 /**
- * The SQL of Reconcile for source rows whose time column is NULL: no chunk
+ * The SQL of Reconcile for source rows whose time column (the column chunks
+ * are placed by: extractColumn) is NULL: no chunk
  * loads them (each load keeps `[start, end)`), so they are counted over the
  * batch's interval and, with `nullTimes: 'quarantine'`, copied aside.
  */
 import type { BatchRef } from '../batch.ts';
 import { qualifiedName, quoteIdent } from '../identifiers.ts';
+import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { type Statement, timestampParam } from './statement.ts';
 
@@ -19,7 +21,7 @@ export function quarantineTableFor(pipeline: Pipeline): string {
 /** The source query over the batch's interval, its rows with no time: a FROM clause. */
 function nullTimeRows(pipeline: Pipeline): string {
   return `(${pipeline.sourceSql}
-) AS src WHERE src.${quoteIdent(pipeline.timeColumn)} IS NULL`;
+) AS src WHERE src.${quoteIdent(extractColumn(pipeline))} IS NULL`;
 }
 
 const intervalParameters = (batch: BatchRef) => ({ start: timestampParam(batch.from), end: timestampParam(batch.to) });

@@ -3,6 +3,7 @@ import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
+import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import type { ChunkWindow } from '../windows.ts';
 import { CHUNKS_LOCK, LOCK_MANIFEST } from './manifest.ts';
@@ -321,7 +322,7 @@ export function grainKey(pipeline: Pipeline, column: string): string {
  * chunk boundaries are, domain/chunk-sizing.ts). Empty units have no row.
  */
 export function sourceVolume(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
-  const t = `s.${quoteIdent(pipeline.timeColumn)}`;
+  const t = `s.${quoteIdent(extractColumn(pipeline))}`;
   return {
     sql: `SELECT MIN(${t}) AS first_at, COUNT(*) AS n
             FROM (${pipeline.sourceSql}

@@ -66,12 +66,14 @@ export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs
  * published and the interval they wrote (manifest version 9). A swap
  * wrote all of history up to its end; a replace only its intervals. The
  * newest publication covering an instant wrote it (domain/intervals.ts).
+ * A merge writes no stretch: it changes rows by key, and its interval is
+ * of the modification time that picked them (domain/sql/publish-merge.ts).
  */
 export function intervalWriters(pipeline: string): Statement {
   return {
     sql: `SELECT seq, batch_id, publish_mode, interval_start, interval_end, published_at
             FROM ${M}.publications
-           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND interval_start IS NOT NULL
+           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND interval_start IS NOT NULL AND publish_mode <> 'merge'
            ORDER BY seq DESC`,
     parameters: { pipeline },
   };

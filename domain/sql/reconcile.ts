@@ -1,6 +1,7 @@
 /** The SQL of Reconcile: per-chunk figures and whole-table checks from one pass over each side, and the recorded results. */
 import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
 import { grainKey } from './plan.ts';
@@ -23,9 +24,9 @@ export interface ChunkAggregate {
 
 const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
 
-/** True when the business key holds the time column: then a key value's rows all lie in one chunk. */
+/** True when the business key holds the column chunks are placed by: then a key value's rows all lie in one chunk. */
 function keyImpliesTime(pipeline: Pipeline): boolean {
-  return pipeline.businessKey.includes(pipeline.timeColumn);
+  return pipeline.businessKey.includes(extractColumn(pipeline));
 }
 
 /**
@@ -50,7 +51,7 @@ function keyImpliesTime(pipeline: Pipeline): boolean {
  * instead of 0.9 s).
  */
 export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
-  const t = quoteIdent(pipeline.timeColumn);
+  const t = quoteIdent(extractColumn(pipeline));
   const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const key = pipeline.businessKey.map((c) => `s.${quoteIdent(c)}`).join(', ');
   const aggregateColumns = aggregates.flatMap((a) => a.columns);
@@ -79,7 +80,7 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
           )`
     : `stg AS (
             SELECT s.ap_unit AS k, ${sums('staging', inside)}, COUNT(*) - COUNT(s.ap_unit) AS outside
-              FROM ${stagingRows([pipeline.timeColumn, ...aggregateColumns])}
+              FROM ${stagingRows([extractColumn(pipeline), ...aggregateColumns])}
              GROUP BY s.ap_unit
           ),
           dup AS (
@@ -121,6 +122,24 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
             LEFT JOIN stg_chunk AS gc ON gc.chunk_index = chunk.chunk_index
            ORDER BY chunk.chunk_index`,
     parameters: { batch_id: batch.batchId, start: timestampParam(batch.from), end: timestampParam(batch.to) },
+  };
+}
+
+/** Business-key values sampled when Reconcile found some on more than one row. */
+export const DUPLICATE_KEY_SAMPLES = 5;
+
+/**
+ * A few business-key values staging holds on more than one row, with how
+ * many rows hold each, in key order (the first `limit`): asked only when
+ * Reconcile counted some, so the alert shows which keys to look for.
+ */
+export function duplicateKeySamples(pipeline: Pipeline, batch: BatchRef, limit = DUPLICATE_KEY_SAMPLES): Statement {
+  const key = pipeline.businessKey.map(quoteIdent);
+  return {
+    sql: `SELECT ${key.join(', ')}, COUNT(*) AS ap_rows
+            FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)}
+           GROUP BY ${key.join(', ')} HAVING COUNT(*) > 1
+           ORDER BY ${key.join(', ')} LIMIT ${Math.max(1, Math.floor(limit))}`,
   };
 }
 

@@ -11,6 +11,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { publishIntervals } from './intervals.ts';
+import { publishMerge } from './merge.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -126,7 +127,8 @@ export async function publish(
   }
 
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
-  if (pipeline.publishMode === 'replace-intervals') return publishReplacing(event, warehouse, waits, liveTable, name);
+  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced');
+  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged');
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
@@ -189,17 +191,29 @@ async function publishThroughView(event: PublishEvent, warehouse: Warehouse, wai
   return result;
 }
 
-/** publishMode 'replace-intervals' (functions/publish/intervals.ts), with Publish's recovery and answer. */
-async function publishReplacing(event: PublishEvent, warehouse: Warehouse, waits: PublishWaits, liveTable: string, name: (step: string) => string): Promise<PublishResult> {
+/**
+ * A publish mode that changes rows of the live table in place
+ * (replace-intervals: functions/publish/intervals.ts; merge:
+ * functions/publish/merge.ts), with Publish's recovery and answer.
+ */
+async function publishChangingRows(
+  event: PublishEvent,
+  warehouse: Warehouse,
+  waits: PublishWaits,
+  liveTable: string,
+  name: (step: string) => string,
+  run: typeof publishIntervals,
+  logged: string,
+): Promise<PublishResult> {
   const { batch } = event;
   try {
-    await publishIntervals(event, warehouse, waits, name);
+    await run(event, warehouse, waits, name);
   } catch (error) {
     return afterFailedPublish(error, event, warehouse, liveTable, name);
   }
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);
-  logger.info('published: intervals replaced', { batchId: batch.batchId, from: batch.from, to: batch.to, ...result });
+  logger.info(logged, { batchId: batch.batchId, from: batch.from, to: batch.to, ...result });
   return result;
 }
 

@@ -1,46 +1,18 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
-import { previousVersionTableFor } from '../../domain/plan.ts';
+import type { PublishWaits } from '../../domain/publish-waits.ts';
 import { replaceIntervals } from '../../domain/sql/publish-intervals.ts';
-import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
-import { frozenPipeline } from '../commons/pipeline.ts';
-import { retryPublishTransaction } from '../commons/swap.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
+import { publishInPlace } from './in-place.ts';
 
 /**
  * publishMode 'replace-intervals': the batch's intervals of the live table
  * replaced by staging in one transaction (domain/sql/publish-intervals.ts),
- * the replaced rows kept as the publication's old version for rollback.
- * Nothing is renamed, so a snapshot reader keeps reading the table it
- * knows: no wait for older snapshots. A transaction that gave up its lock
- * wait is retried by Step Functions; a failure goes back to Publish's
- * recovery (an earlier attempt may have committed; the guard may refuse).
+ * the replaced rows kept as the publication's old version for rollback
+ * (functions/publish/in-place.ts).
  */
-export async function publishIntervals(
-  event: { readonly batch: BatchRef },
-  warehouse: Warehouse,
-  waits: PublishWaits,
-  name: (step: string) => string,
-): Promise<void> {
-  const { batch } = event;
-  const pipeline = frozenPipeline(batch);
-  const { schema, table } = pipeline.target;
-  const retainedAs = previousVersionTableFor(pipeline, batch.batchId);
-  await retryPublishTransaction(
-    warehouse,
-    name,
-    async () => ({
-      statements: replaceIntervals(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs),
-      locks: [
-        { schema, table: batch.stagingTable },
-        { schema: MANIFEST_SCHEMA, table: 'publications' },
-        { schema, table },
-      ],
-      carried: undefined,
-    }),
-    (holders) =>
-      `the replace of ${batch.from} to ${batch.to} in ${schema}.${table} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
-      `holding its staging table, the publications or writing ${schema}.${table}: ${holders}. ` +
-      `Nothing was published; the live table keeps its rows. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
-  );
+export function publishIntervals(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string): Promise<void> {
+  return publishInPlace(event, warehouse, waits, name, {
+    statements: replaceIntervals,
+    what: (batch, live) => `the replace of ${batch.from} to ${batch.to} in ${live}`,
+  });
 }

@@ -1,11 +1,12 @@
 import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
-import { type ChunkCount, describeFailure, type NullTimeRows, reconcile as evaluate } from '../../domain/reconcile.ts';
+import { type ChunkCount, describeFailure, duplicateKeyText, keyText, type NullTimeRows, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { chunkCounts, recordChecks } from '../../domain/sql/reconcile.ts';
+import { chunkCounts, duplicateKeySamples, recordChecks } from '../../domain/sql/reconcile.ts';
 import { createQuarantine, nullTimeCount, quarantineRows, quarantineTableFor } from '../../domain/sql/null-times.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -36,6 +37,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     duplicateKeys: Number(whole?.duplicate_keys ?? 0),
     ...(whole?.planned_chunks === undefined || whole.planned_chunks === null ? {} : { plannedChunks: Number(whole.planned_chunks) }),
   };
+  // Only when there are some: a few of them for the alert.
+  const duplicates = problems.duplicateKeys > 0 ? await warehouse.query(duplicateKeySamples(pipeline, batch), name('duplicate-keys')) : [];
+  const duplicateKeySampleTexts = duplicates.map((r) => duplicateKeyText(pipeline.businessKey, pipeline.businessKey.map((c) => r[c]), Number(r.ap_rows)));
   const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),
@@ -45,7 +49,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     stagingRows: Number(r.staging_rows),
   }));
   const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
-  const result = evaluate(counts, problems, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes);
+  const result = evaluate(counts, { ...problems, duplicateKeySamples: duplicateKeySampleTexts }, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes);
 
   await warehouse.batch(
     recordChecks(
@@ -78,8 +82,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
 async function nullTimeRows(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<NullTimeRows> {
   const rows = await warehouse.query(nullTimeCount(pipeline, batch), name('null-times'));
   const count = Number(rows[0]?.null_rows ?? 0);
-  const sampleKeys = rows.map((r) => `(${pipeline.businessKey.join(', ')}) = (${pipeline.businessKey.map((k) => String(r[k])).join(', ')})`);
-  const found = { timeColumn: pipeline.timeColumn, rows: count, sampleKeys, policy: pipeline.nullTimes };
+  const sampleKeys = rows.map((r) => keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k])));
+  const found = { timeColumn: extractColumn(pipeline), rows: count, sampleKeys, policy: pipeline.nullTimes };
   if (pipeline.nullTimes !== 'quarantine' || count === 0) return found;
   const { schema } = pipeline.target;
   const quarantine = quarantineTableFor(pipeline);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ChunkCount } from '../../domain/reconcile.ts';
-import { describeFailure, reconcile } from '../../domain/reconcile.ts';
+import { describeFailure, duplicateKeyText, reconcile } from '../../domain/reconcile.ts';
 
 function chunk(index: number, rows: number, overrides: Partial<ChunkCount> = {}): ChunkCount {
   return {
@@ -158,5 +158,16 @@ describe('business key', () => {
       observed: '2 key value(s) on more than one row',
       expected: 'each (order_id, line_no) on one row',
     });
+  });
+
+  it('lists sample keys in the check and the alert, saying how many more there are', () => {
+    const samples = [duplicateKeyText(['order_id', 'line_no'], ['5', 1], 2), duplicateKeyText(['order_id', 'line_no'], [null, 2], 3)];
+    const result = reconcile([chunk(0, 10)], { outsideInterval: 0, duplicateKeys: 7, duplicateKeySamples: samples }, false, ['order_id', 'line_no']);
+
+    expect(check(result, 'business_key_unique').details).toBe(
+      'sample keys: (order_id, line_no) = (5, 1) on 2 rows; (order_id, line_no) = (NULL, 2) on 3 rows; and 5 more',
+    );
+    const text = describeFailure('abc', result);
+    expect(text).toContain('business_key_unique: observed 7 key value(s) on more than one row; expected each (order_id, line_no) on one row\n    sample keys: (order_id, line_no) = (5, 1) on 2 rows;');
   });
 });

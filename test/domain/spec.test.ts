@@ -206,10 +206,30 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a historyStart mid-month for a month grain', { chunk: { grain: 'month' }, historyStart: '2026-01-15T00:00:00Z' }, /^pipeline orders: historyStart .* not on a month boundary/],
     ['an empty businessKey', { businessKey: [] }, /^pipeline orders: businessKey must list at least one column/],
     ['a hostile businessKey column', { businessKey: ['order_id', 'Line No'] }, /^pipeline orders: businessKey\[1\] "Line No" is not allowed/],
-    ['the unsupported publishMode merge', { publishMode: 'merge' }, /^pipeline orders: publishMode "merge" is not supported by this version \(supported: swap, replace-intervals\)/],
     ['an unknown nullTimes', { nullTimes: 'drop' as PipelineSpec['nullTimes'] }, /^pipeline orders: nullTimes "drop" must be one of fail, quarantine$/],
-    ['an unknown publishMode', { publishMode: 'upsert' as PipelineSpec['publishMode'] }, /^pipeline orders: publishMode "upsert" is not supported/],
-    ['a lookback on a swap pipeline', { lookback: 2 }, /^pipeline orders: lookback applies only to publish modes that load some intervals \(replace-intervals\)/],
+    [
+      'merge without a merge section (no version column)',
+      { publishMode: 'merge' },
+      /^pipeline orders: merge is required with publishMode merge: name merge\.versionColumn, the live column \(a version number or modification time\) that decides/,
+    ],
+    ['merge with an empty versionColumn', { publishMode: 'merge', merge: { versionColumn: '' } }, /^pipeline orders: merge\.versionColumn must be a non-empty string/],
+    ['a merge section that is not an object', { publishMode: 'merge', merge: 'updated_at' as unknown as PipelineSpec['merge'] }, /^pipeline orders: merge must be an object with a versionColumn/],
+    ['a merge section on a swap pipeline', { merge: { versionColumn: 'updated_at' } }, /^pipeline orders: merge applies to publishMode merge only \(this pipeline publishes by swap\): remove merge or set publishMode "merge"/],
+    ['a business-key column as the version column', { publishMode: 'merge', merge: { versionColumn: 'order_id' } }, /^pipeline orders: merge\.versionColumn order_id is a businessKey column/],
+    [
+      'the version column as the soft-delete column',
+      { publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'updated_at' } },
+      /^pipeline orders: merge\.softDeleteColumn updated_at is a businessKey or the version column/,
+    ],
+    [
+      'a modifiedColumn with replace-intervals',
+      { publishMode: 'replace-intervals', modifiedColumn: 'updated_at' },
+      /^pipeline orders: modifiedColumn cannot be used with publishMode replace-intervals: staging would hold only the rows modified in the batch interval, and replacing their event-time intervals with them would delete the rest/,
+    ],
+    ['a modifiedColumn with swap', { modifiedColumn: 'updated_at' }, /^pipeline orders: modifiedColumn cannot be used with publishMode swap/],
+    ['a hostile modifiedColumn', { publishMode: 'merge', merge: { versionColumn: 'v' }, modifiedColumn: 'a b' }, /^pipeline orders: modifiedColumn "a b" is not allowed/],
+    ['an unknown publishMode', { publishMode: 'upsert' as PipelineSpec['publishMode'] }, /^pipeline orders: publishMode "upsert" is not supported by this version \(supported: swap, replace-intervals, merge\)/],
+    ['a lookback on a swap pipeline', { lookback: 2 }, /^pipeline orders: lookback applies only to publish modes that load some intervals \(replace-intervals, merge\)/],
     ['a lookback of more than one window', { publishMode: 'replace-intervals', lookback: 1000 }, /^pipeline orders: lookback must be an integer from 0 to 999 \(grain units a scheduled run re-reads/],
     ['a negative lookback', { publishMode: 'replace-intervals', lookback: -1 }, /^pipeline orders: lookback must be an integer from 0 to 999/],
     [
@@ -410,6 +430,32 @@ describe('specHash', () => {
     ['the target table', { target: { schema: 'analytics', table: 'orders_v2' } }],
   ])('changes when %s changes', (_what, overrides) => {
     expect(definePipeline(specWith(overrides)).specHash).not.toBe(definePipeline(ordersSpec).specHash);
+  });
+});
+
+describe('merge and modifiedColumn', () => {
+  const merge = specWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'deleted' }, modifiedColumn: 'updated_at', lookback: 2 });
+
+  it('keeps the merge section and the modification time column, with a lookback', () => {
+    const pipeline = definePipeline(merge);
+    expect(pipeline.publishMode).toBe('merge');
+    expect(pipeline.merge).toEqual({ versionColumn: 'updated_at', softDeleteColumn: 'deleted' });
+    expect(pipeline.modifiedColumn).toBe('updated_at');
+    expect(pipeline.lookback).toBe(2);
+    expect(definePipeline(specWith({ publishMode: 'merge', merge: { versionColumn: 'v' } })).merge).toEqual({ versionColumn: 'v' });
+  });
+
+  it('leaves both out of a pipeline that does not name them, and its hash as it was', () => {
+    const pipeline = definePipeline(ordersSpec);
+    expect('merge' in pipeline).toBe(false);
+    expect('modifiedColumn' in pipeline).toBe(false);
+  });
+
+  it('puts the version, soft-delete and modification columns in the spec hash: they decide the published rows', () => {
+    const hash = definePipeline(merge).specHash;
+    expect(definePipeline({ ...merge, merge: { versionColumn: 'version' } }).specHash).not.toBe(hash);
+    expect(definePipeline({ ...merge, merge: { versionColumn: 'updated_at' } }).specHash).not.toBe(hash);
+    expect(definePipeline({ ...merge, modifiedColumn: undefined }).specHash).not.toBe(hash);
   });
 });
 

@@ -8,6 +8,7 @@ import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { LOOKBACK } from '../support/intervals-pipeline.ts';
+import { lastIntervals, scheduledRunOn, THREE_SCHEDULED_RUNS } from '../support/scheduled-run.ts';
 import { until } from '../support/until.ts';
 import { LIVE, PIPELINE, useWorkflow, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
@@ -146,24 +147,8 @@ describe('replace-intervals', () => {
 });
 
 describe('scheduled runs with a lookback', () => {
-  /**
-   * A scheduled run at 07:00 on sample day `day`: Step Functions passes the
-   * execution's start time to Plan ($$.Execution.StartTime), which decides
-   * the interval; the test gives it the morning it simulates (and a lease
-   * long enough to reach from then to now).
-   */
-  async function scheduledRunOn(day: number, name: string) {
-    const startedAt = new Date(sampleDay(day).getTime() + 7 * 3_600_000).toISOString();
-    wf.faults.Plan = (input, next) => next({ ...(input as object), startedAt, leaseSeconds: 400 * 86_400 });
-    try {
-      return await wf.run({ pipeline: PIPELINE.name }, name);
-    } finally {
-      wf.reset();
-    }
-  }
-
   it('publishes a row that arrives a day late exactly once over two scheduled runs', async () => {
-    const first = await scheduledRunOn(36, 'scheduled-36');
+    const first = await scheduledRunOn(wf, 36, 'scheduled-36');
     expect(first.status, `${first.error}: ${first.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(liveDays(36 - 1 - LOOKBACK, 36))).toEqual(await wf.fingerprint(sourceDays(36 - 1 - LOOKBACK, 36)));
 
@@ -172,23 +157,16 @@ describe('scheduled runs with a lookback', () => {
     const late = () => wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${LIVE} WHERE order_id = 900000002`);
     expect(await late()).toEqual([{ n: 0 }]);
 
-    const second = await scheduledRunOn(37, 'scheduled-37');
+    const second = await scheduledRunOn(wf, 37, 'scheduled-37');
     expect(second.status, `${second.error}: ${second.cause}`).toBe('SUCCEEDED');
     expect(await late()).toEqual([{ n: 1 }]);
 
-    const third = await scheduledRunOn(38, 'scheduled-38');
+    const third = await scheduledRunOn(wf, 38, 'scheduled-38');
     expect(third.status, `${third.error}: ${third.cause}`).toBe('SUCCEEDED');
     expect(await late()).toEqual([{ n: 1 }]);
     expect(await wf.fingerprint(liveDays(34, 38))).toEqual(await wf.fingerprint(sourceDays(34, 38)));
 
-    const intervals = await wf.query<{ interval_start: Date; interval_end: Date }>(
-      `SELECT interval_start, interval_end FROM atomic_publish.publications WHERE publish_mode = 'replace-intervals' ORDER BY seq`,
-    );
-    expect(intervals.slice(-3)).toEqual([
-      { interval_start: sampleDay(34), interval_end: sampleDay(36) },
-      { interval_start: sampleDay(35), interval_end: sampleDay(37) },
-      { interval_start: sampleDay(36), interval_end: sampleDay(38) },
-    ]);
+    expect(await lastIntervals(wf, 'replace-intervals', 3)).toEqual(THREE_SCHEDULED_RUNS);
   });
 });
 

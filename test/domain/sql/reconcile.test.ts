@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BatchRef, CheckResult } from '../../../domain/batch.ts';
 import { ValidationError } from '../../../domain/errors.ts';
-import { chunkCounts, recordChecks } from '../../../domain/sql/reconcile.ts';
+import { chunkCounts, duplicateKeySamples, recordChecks } from '../../../domain/sql/reconcile.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from './support.ts';
 
@@ -11,7 +11,14 @@ describe('single statements of Reconcile', () => {
     ['chunkCounts (Berlin month grain)', chunkCounts(berlinMonthly, batch)],
     ['chunkCounts', chunkCounts(pipeline, batch)],
     ['chunkCounts (business key holding the time)', chunkCounts(pipelineWith({ businessKey: ['order_id', 'ordered_at'] }), batch)],
+    ['duplicateKeySamples', duplicateKeySamples(pipelineWith({ businessKey: ['order_id', 'ordered_at'] }), batch)],
   ]);
+
+  it('samples a few duplicated business keys of staging, in key order, with their rows', () => {
+    const { sql } = duplicateKeySamples(pipelineWith({ businessKey: ['order_id', 'ordered_at'] }), batch, 3);
+    expect(sql).toMatch(/^SELECT "order_id", "ordered_at", COUNT\(\*\) AS ap_rows\s+FROM "analytics"\."orders__stg_[0-9a-f]{16}"/);
+    expect(sql).toMatch(/GROUP BY "order_id", "ordered_at" HAVING COUNT\(\*\) > 1\s+ORDER BY "order_id", "ordered_at" LIMIT 3$/);
+  });
 
   it('counts rows outside the batch interval, including rows with no time, in the grouped pass over staging, and duplicated business keys', () => {
     const statement = chunkCounts(pipeline, batch);

@@ -1,0 +1,18 @@
+import type { BatchRef } from '../../domain/batch.ts';
+import type { PublishWaits } from '../../domain/publish-waits.ts';
+import { mergeIntoLive } from '../../domain/sql/publish-merge.ts';
+import type { Warehouse } from '../commons/warehouse.ts';
+import { publishInPlace } from './in-place.ts';
+
+/**
+ * publishMode 'merge': staging upserted into the live table by the
+ * business key in one transaction (domain/sql/publish-merge.ts), the
+ * replaced live rows kept as the publication's old version for rollback
+ * (functions/publish/in-place.ts).
+ */
+export function publishMerge(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string): Promise<void> {
+  return publishInPlace(event, warehouse, waits, name, {
+    statements: mergeIntoLive,
+    what: (batch, live) => `the merge of ${batch.from} to ${batch.to} into ${live}`,
+  });
+}
