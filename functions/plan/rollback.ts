@@ -53,7 +53,7 @@ export async function planRollback(event: PlanEvent, warehouse: Warehouse, regis
   if (pipeline.publishMode !== 'swap') {
     // Such a publication's old version holds only the rows it replaced: swapped in, it would take every other interval away.
     throw new ValidationError(
-      `pipeline ${pipeline.name} publishes by ${pipeline.publishMode}: its publications replace some intervals, and the rollback operation swaps whole tables. ` +
+      `pipeline ${pipeline.name} publishes by ${pipeline.publishMode}: its publications change some rows of the live table, and the rollback operation swaps whole tables. ` +
         `Restore an interval by running it again from the source (input from/to), or by hand from the old_version_table of its row in atomic_publish.publications, which holds the rows it replaced. Nothing was written`,
     );
   }

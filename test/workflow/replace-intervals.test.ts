@@ -1,5 +1,5 @@
-// publishMode 'replace-intervals' on the sample: a backfill of one week of
-// a table whose other days stay exactly as they were, readers reading
+// publishMode 'replace-intervals' on the sample: a backfill of February
+// (sample days 31 to 59) of a table whose other months stay exactly as they were, readers reading
 // throughout, and scheduled runs whose lookback picks up a late row once.
 import '../support/intervals-pipeline.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import { lastIntervals, scheduledRunOn, THREE_SCHEDULED_RUNS } from '../support/
 import { until } from '../support/until.ts';
 import { LIVE, PIPELINE, useWorkflow, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
-const [FROM_DAY, TO_DAY] = [10, 17];
+const [FROM_DAY, TO_DAY] = [31, 59];
 const KEY = 'order_id * 1000 + line_no';
 const ts = (day: number) => sampleDay(day).toISOString().slice(0, 19);
 /** The live rows of `[from, to)` as a table expression. */
@@ -21,12 +21,12 @@ const liveDays = (from: number, to: number) => `(SELECT * FROM ${LIVE} WHERE ord
 const sourceDays = (from: number, to: number) =>
   `(SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, CAST(amount / quantity AS numeric(12, 4)) AS unit_price
       FROM source.sales_order_lines WHERE ordered_at >= '${ts(from)}' AND ordered_at < '${ts(to)}') AS days`;
-const LAST_DAY = 40;
+const LAST_DAY = 70;
 
 let wf: Workflow;
 beforeAll(async () => {
   wf = await useWorkflow('wf_replace', { env: { PUBLISH_LOCK_WAIT_MS: '600000' } });
-  await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 35 });
+  await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 65 });
 });
 afterAll(() => wf?.close());
 
@@ -36,24 +36,24 @@ function states(samples: readonly ReaderSample[]): string[] {
 }
 
 describe('replace-intervals', () => {
-  it('replaces one week with readers reading: each reader sees the old week or the new one, the other days stay byte-identical', async () => {
-    // Upstream corrections inside the week (changed amounts, a line gone, a
+  it('replaces February with readers reading: each reader sees the old month or the new one, January and March stay byte-identical', async () => {
+    // Upstream corrections inside the month (changed amounts, a line gone, a
     // line added) and one outside it, which this backfill must not publish.
     await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 1 WHERE line_no = 1 AND ordered_at >= $1 AND ordered_at < $2`, [ts(FROM_DAY), ts(TO_DAY)]);
-    await wf.query(`DELETE FROM source.sales_order_lines WHERE order_id = (SELECT MIN(order_id) FROM source.sales_order_lines WHERE ordered_at >= $1)`, [ts(12)]);
-    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00)`, [ts(14)]);
-    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 100 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(20), ts(21)]);
+    await wf.query(`DELETE FROM source.sales_order_lines WHERE order_id = (SELECT MIN(order_id) FROM source.sales_order_lines WHERE ordered_at >= $1)`, [ts(40)]);
+    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00)`, [ts(45)]);
+    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 100 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(62), ts(63)]);
 
-    const before = { week: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), earlier: await wf.fingerprint(liveDays(0, FROM_DAY)), later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)), all: await wf.fingerprint(LIVE) };
-    const expectedWeek = await wf.fingerprint(sourceDays(FROM_DAY, TO_DAY));
-    expect(expectedWeek).not.toEqual(before.week);
+    const before = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), earlier: await wf.fingerprint(liveDays(0, FROM_DAY)), later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)), all: await wf.fingerprint(LIVE) };
+    const expectedMonth = await wf.fingerprint(sourceDays(FROM_DAY, TO_DAY));
+    expect(expectedMonth).not.toEqual(before.month);
 
-    // Readers of the week (a view) and of the whole table, through plain connections, as dashboards read.
-    await wf.query(`CREATE VIEW analytics.replaced_week AS SELECT * FROM ${LIVE} WHERE ordered_at >= '${ts(FROM_DAY)}' AND ordered_at < '${ts(TO_DAY)}'`);
-    await wf.query(`GRANT SELECT ON analytics.replaced_week TO PUBLIC`);
-    const week = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 2 });
+    // Readers of the month (a view) and of the whole table, through plain connections, as dashboards read.
+    await wf.query(`CREATE VIEW analytics.replaced_month AS SELECT * FROM ${LIVE} WHERE ordered_at >= '${ts(FROM_DAY)}' AND ordered_at < '${ts(TO_DAY)}'`);
+    await wf.query(`GRANT SELECT ON analytics.replaced_month TO PUBLIC`);
+    const month = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 2 });
     const whole = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 2 });
-    week.watch('analytics.replaced_week');
+    month.watch('analytics.replaced_month');
     whole.watch(LIVE);
 
     // Publish is held inside its transaction, after its DELETE and INSERT of
@@ -67,49 +67,49 @@ describe('replace-intervals', () => {
     const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
     let running: Awaited<ReturnType<Workflow['start']>> | undefined;
     try {
-      running = await wf.start(input, 'replace-week');
+      running = await wf.start(input, 'replace-month');
       await until(() => gate !== undefined, 'Publish to start');
       const [pid] = await gate!.waiting();
       const held = await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE]);
       expect(held.map((h) => h.mode)).toContain('RowExclusiveLock');
       expect(held.map((h) => h.mode)).not.toContain('AccessExclusiveLock');
-      await Promise.all([week.readAll(), whole.readAll()]);
-      week.phase('held');
+      await Promise.all([month.readAll(), whole.readAll()]);
+      month.phase('held');
       whole.phase('held');
-      await Promise.all([week.readAll(), whole.readAll()]);
-      week.phase('released');
+      await Promise.all([month.readAll(), whole.readAll()]);
+      month.phase('released');
       whole.phase('released');
       await gate!.release();
       const result = await running.result;
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-      week.phase('after');
+      month.phase('after');
       whole.phase('after');
-      await Promise.all([week.readAll(), whole.readAll()]);
+      await Promise.all([month.readAll(), whole.readAll()]);
     } finally {
       await gate?.release();
       wf.reset();
     }
-    const weekSamples = await week.close();
+    const monthSamples = await month.close();
     const wholeSamples = await whole.close();
 
-    const after = { week: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), all: await wf.fingerprint(LIVE) };
-    expect(after.week).toEqual(expectedWeek);
+    const after = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), all: await wf.fingerprint(LIVE) };
+    expect(after.month).toEqual(expectedMonth);
     expect(await wf.fingerprint(liveDays(0, FROM_DAY))).toEqual(before.earlier);
     expect(await wf.fingerprint(liveDays(TO_DAY, LAST_DAY))).toEqual(before.later);
 
     // Old or new, nothing else: while held, only the old states.
     const old = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
-    expect(states(weekSamples)).toEqual(expect.arrayContaining([old(after.week)]));
-    for (const s of states(weekSamples)) expect([old(before.week), old(after.week)]).toContain(s);
+    expect(states(monthSamples)).toEqual(expect.arrayContaining([old(after.month)]));
+    for (const s of states(monthSamples)) expect([old(before.month), old(after.month)]).toContain(s);
     for (const s of states(wholeSamples)) expect([old(before.all), old(after.all)]).toContain(s);
-    expect(states(weekSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.week)]);
+    expect(states(monthSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.month)]);
     expect(states(wholeSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.all)]);
-    expect(states(weekSamples.filter((s) => s.phase === 'after'))).toEqual([old(after.week)]);
+    expect(states(monthSamples.filter((s) => s.phase === 'after'))).toEqual([old(after.month)]);
 
     // The replaced rows are kept as the publication's old version; the manifest says what it wrote.
     const batchId = batchIdFor(PIPELINE, { from: sampleDay(FROM_DAY), to: sampleDay(TO_DAY) });
     const retained = `analytics.${previousVersionTableFor(PIPELINE, batchId)}`;
-    expect(await wf.fingerprint(retained)).toEqual(before.week);
+    expect(await wf.fingerprint(retained)).toEqual(before.month);
     const [publication] = await wf.query<Record<string, unknown>>(
       `SELECT publish_mode, interval_start, interval_end, rows_published, old_version_table FROM atomic_publish.publications WHERE batch_id = $1`,
       [batchId],
@@ -118,7 +118,7 @@ describe('replace-intervals', () => {
       publish_mode: 'replace-intervals',
       interval_start: sampleDay(FROM_DAY),
       interval_end: sampleDay(TO_DAY),
-      rows_published: String(expectedWeek.rows),
+      rows_published: String(expectedMonth.rows),
       old_version_table: retained,
     });
   });
@@ -128,7 +128,7 @@ describe('replace-intervals', () => {
     const publications = await wf.publications();
     const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
 
-    const result = await wf.run(input, 'replace-week-replay');
+    const result = await wf.run(input, 'replace-month-replay');
 
     expect(result.status).toBe('SUCCEEDED');
     expect((result.output as { plan?: { alreadyPublished?: boolean } }).plan?.alreadyPublished ?? true).toBe(true);
@@ -178,7 +178,7 @@ describe('rollback', () => {
     const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback');
 
     expect(result.status).toBe('FAILED');
-    expect(result.alerts[0]?.message).toContain('publishes by replace-intervals: its publications replace some intervals');
+    expect(result.alerts[0]?.message).toContain('publishes by replace-intervals: its publications change some rows of the live table');
     expect(await wf.fingerprint(LIVE)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
   });
