@@ -70,6 +70,10 @@ export interface PublicationRecord {
   readonly restored: boolean;
   /** For a rollback: the publication it rolled back. */
   readonly rollbackOf?: number;
+  /** How it published (manifest version 9; absent before): `swap`, `replace-intervals`, `merge`. */
+  readonly mode?: string;
+  /** The interval it wrote, ISO instants (manifest version 9). */
+  readonly interval?: { readonly from: string; readonly to: string };
 }
 
 /** What a rollback swaps in, and where the live version goes. */
@@ -86,6 +90,15 @@ export interface RollbackTarget {
   readonly fromBatchId: string;
   /** The name the live table takes: retained, so the rollback can itself be undone. */
   readonly retainedTable: string;
+  /**
+   * Present when the publication rolled back replaced some intervals
+   * (replace-intervals): instead of a swap, the live rows of this interval
+   * are replaced by `restoreTable`, the rows that publication replaced,
+   * and kept in `retainedTable`.
+   */
+  readonly interval?: { readonly from: string; readonly to: string };
+  /** With `interval`, when the publication undone is itself such a rollback: the publication whose rows go live again. */
+  readonly reinstates?: number;
 }
 
 /** A rollback to the batch that is live already: nothing to do. */
@@ -101,6 +114,51 @@ export interface AlreadyLive {
  */
 export function rolledBackVersionTableFor(pipeline: Pipeline, batchId: string): string {
   return `${pipeline.target.table}__rb_${batchId}`;
+}
+
+/** Where the live rows an interval rollback replaces are kept: one name per publication rolled back. */
+export function replacedRowsTableFor(pipeline: Pipeline, rolledBackSeq: number): string {
+  return `${pipeline.target.table}__rbs_${rolledBackSeq}`;
+}
+
+/**
+ * The rollback of a pipeline whose latest publication replaced some
+ * intervals: only that publication can be undone (`{}`), by putting back
+ * the rows it replaced, which its old version holds; a second `{}` undoes
+ * the first. A publication of a merge, or one from before manifest version
+ * 9 (no interval recorded), cannot be; nor can a rollback `to` a batch.
+ */
+export function resolveIntervalRollback(pipeline: Pipeline, to: string | undefined, history: readonly PublicationRecord[]): RollbackTarget {
+  const latest = [...history].sort((a, b) => a.seq - b.seq).at(-1);
+  if (!latest) throw new ValidationError(`pipeline ${pipeline.name} has never published: there is nothing to roll back`);
+  if (to !== undefined) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}'s latest publication (${latest.seq}) replaced some intervals: it is rolled back one publication at a time, newest first, with {"pipeline": "${pipeline.name}", "rollback": {}}; "to" a batch applies to whole-table versions. Nothing was written`,
+    );
+  }
+  if (latest.mode !== 'replace-intervals' || latest.interval === undefined) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}'s latest publication (${latest.seq}) ${latest.mode === undefined ? 'records no interval (published before manifest version 9)' : `was published by ${latest.mode}`}: ` +
+        `its old version holds only the rows it replaced, and which rows it wrote is not recorded, so it cannot be undone as a whole. ` +
+        `Run the interval again from the source (input from/to), or restore the rows by hand from ${latest.oldVersionTable}. Nothing was written`,
+    );
+  }
+  if (latest.dropped || latest.restored) {
+    throw new ValidationError(
+      `the rows publication ${latest.seq} of ${pipeline.name} replaced are no longer retained (${latest.dropped ? `dropped by Cleanup past retention.keepVersions ${pipeline.retention.keepVersions}` : 'already put back'}): ` +
+        `run the interval ${latest.interval.from} to ${latest.interval.to} again from the source instead. Nothing was written`,
+    );
+  }
+  return {
+    batchId: latest.batchId,
+    restoreSeq: latest.seq,
+    restoreTable: bareName(pipeline, latest.oldVersionTable),
+    rolledBackSeq: latest.seq,
+    fromBatchId: latest.batchId,
+    retainedTable: replacedRowsTableFor(pipeline, latest.seq),
+    interval: latest.interval,
+    ...(latest.rollbackOf === undefined ? {} : { reinstates: latest.rollbackOf }),
+  };
 }
 
 /** The bare table name of a `schema.table` the manifest records. */

@@ -37,27 +37,61 @@ function inIntervals(pipeline: Pipeline, from: string, to: string): string {
  * Rows outside the intervals are not touched.
  */
 export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number): string[] {
-  const { schema, table } = pipeline.target;
-  const live = qualifiedName(schema, table);
-  const retained = qualifiedName(schema, retainedAs);
-  const columns = batch.columns.map(quoteIdent).join(', ');
-  const rows = inIntervals(pipeline, batch.from, batch.to);
-  const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`;
   const statements = [
-    lockWait,
-    `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
-    `LOCK ${M}.publications`,
-    publishGuard(pipeline, batch),
-    'SET LOCAL statement_timeout TO 0',
-    `CREATE TABLE ${retained} (LIKE ${live})`,
-    `INSERT INTO ${retained} (${columns}) SELECT ${columns} FROM ${live} WHERE ${rows}`,
-    `DELETE FROM ${live} WHERE ${rows}`,
-    `INSERT INTO ${live} (${columns}) SELECT ${columns} FROM ${qualifiedName(schema, batch.stagingTable)}`,
-    lockWait,
+    ...replaceRows(pipeline, {
+      incoming: batch.stagingTable,
+      retainedAs,
+      columns: batch.columns,
+      from: batch.from,
+      to: batch.to,
+      guard: publishGuard(pipeline, batch),
+      lockWaitMs,
+    }),
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
   checkSwapSize(pipeline, statements);
   return statements;
+}
+
+/** One replace of the live rows of `[from, to)` by the rows of `incoming`, as replaceIntervals describes it. */
+export interface RowsReplace {
+  /** The table whose rows go live (staging; for a rollback, the rows a publication replaced), in the target schema. */
+  readonly incoming: string;
+  /** Where the live rows of the interval are kept, in the target schema. */
+  readonly retainedAs: string;
+  readonly columns: readonly string[];
+  readonly from: string;
+  readonly to: string;
+  /** The guard procedure's CALL, run under the locks. */
+  readonly guard: string;
+  readonly lockWaitMs: number;
+}
+
+/**
+ * The statements of a replace up to its records: the bounded lock wait,
+ * LOCK `incoming` and the publications, the guard, then without a time
+ * limit the live rows of the interval copied to `retainedAs` (created LIKE
+ * live), deleted, and `incoming`'s rows inserted; the bound again.
+ */
+export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] {
+  const { schema, table } = pipeline.target;
+  const live = qualifiedName(schema, table);
+  const retained = qualifiedName(schema, replace.retainedAs);
+  const columns = replace.columns.map(quoteIdent).join(', ');
+  const rows = inIntervals(pipeline, replace.from, replace.to);
+  const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(replace.lockWaitMs))}`;
+  return [
+    lockWait,
+    `LOCK ${qualifiedName(schema, replace.incoming)}`,
+    `LOCK ${M}.publications`,
+    replace.guard,
+    'SET LOCAL statement_timeout TO 0',
+    `CREATE TABLE ${retained} (LIKE ${live})`,
+    `INSERT INTO ${retained} (${columns}) SELECT ${columns} FROM ${live} WHERE ${rows}`,
+    `DELETE FROM ${live} WHERE ${rows}`,
+    `INSERT INTO ${live} (${columns}) SELECT ${columns} FROM ${qualifiedName(schema, replace.incoming)}`,
+    lockWait,
+  ];
 }
 
 /**
@@ -66,6 +100,8 @@ export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs
  * published and the interval they wrote (manifest version 9). A swap
  * wrote all of history up to its end; a replace only its intervals. The
  * newest publication covering an instant wrote it (domain/intervals.ts).
+ * A rollback writes none either: it puts back what earlier publications
+ * wrote, and the one it rolled back is left out (rolled_back_at).
  * A merge writes no stretch: it changes rows by key, and its interval is
  * of the modification time that picked them (domain/sql/publish-merge.ts).
  */
@@ -73,7 +109,7 @@ export function intervalWriters(pipeline: string): Statement {
   return {
     sql: `SELECT seq, batch_id, publish_mode, interval_start, interval_end, published_at
             FROM ${M}.publications
-           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND interval_start IS NOT NULL AND publish_mode <> 'merge'
+           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND rollback_of IS NULL AND interval_start IS NOT NULL AND publish_mode <> 'merge'
            ORDER BY seq DESC`,
     parameters: { pipeline },
   };

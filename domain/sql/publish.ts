@@ -359,21 +359,27 @@ export function renameStatements(pipeline: Pipeline, incoming: string, retainedA
  * The publications row of a swap: the next seq of the pipeline, the batch
  * now live, where the old version went, the rows Reconcile checked (or,
  * `countLive`, the rows of the new live table: expected writers' rows were
- * carried into it), and for a rollback the publication it rolled back.
+ * carried into it; `rowsOf`, the rows of that table: what a rollback of
+ * some intervals put back), and for a rollback the publication it rolled
+ * back.
  */
 export function recordPublication(
   pipeline: Pipeline,
   batchId: string,
   retainedAs: string,
   now: Date,
-  options: { readonly rollbackOf?: number; readonly countLive?: boolean } = {},
+  options: { readonly rollbackOf?: number; readonly countLive?: boolean; readonly rowsOf?: Relation } = {},
 ): string {
   const { schema, table } = pipeline.target;
   const name = sqlLiteral(pipeline.name);
   const id = sqlLiteral(batchId);
-  const { rollbackOf, countLive = false } = options;
+  const { rollbackOf, countLive = false, rowsOf } = options;
   const rollback = rollbackOf === undefined ? { column: '', value: '' } : { column: ', rollback_of', value: `, ${sqlLiteral(rollbackOf)}` };
-  const rows = countLive ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})` : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`;
+  const rows = rowsOf
+    ? `(SELECT COUNT(*) FROM ${qualifiedName(rowsOf.schema, rowsOf.table)})`
+    : countLive
+      ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})`
+      : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`;
   const ofBatch = (column: string) => `(SELECT ${column} FROM ${M}.batches WHERE batch_id = ${id})`;
   return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published,
                                           publish_mode, interval_start, interval_end${rollback.column})

@@ -4,6 +4,7 @@ import { sqlLiteral } from '../identifiers.ts';
 import type { RollbackTarget } from '../rollback.ts';
 import type { Pipeline } from '../spec.ts';
 import { checkSwapSize, recordPublication, swapLockStatements, swapRenames } from './publish.ts';
+import { replaceRows } from './publish-intervals.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
@@ -16,7 +17,7 @@ export function publicationHistory(pipeline: string): Statement {
     sql: `SELECT seq, batch_id, published_at, old_version_table,
                  CASE WHEN dropped_at IS NULL THEN 0 ELSE 1 END AS dropped,
                  CASE WHEN restored_at IS NULL THEN 0 ELSE 1 END AS restored,
-                 rollback_of
+                 rollback_of, publish_mode, interval_start, interval_end
             FROM ${M}.publications WHERE pipeline = :pipeline ORDER BY seq`,
     parameters: { pipeline },
   };
@@ -62,6 +63,41 @@ export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Da
     recordPublication(pipeline, target.batchId, target.retainedTable, now, { rollbackOf: target.rolledBackSeq }),
     `UPDATE ${M}.publications SET restored_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.restoreSeq)}`,
     `UPDATE ${M}.publications SET rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
+  ];
+  checkSwapSize(pipeline, statements);
+  return statements;
+}
+
+/**
+ * The rollback of a publication that replaced some intervals, as ONE
+ * transaction under the locks of its publish (domain/sql/publish-intervals.ts):
+ * the rows it replaced (its old version) LOCKed, then the publications;
+ * the rollback guard; then the live rows of its interval kept in
+ * `retainedTable` (so the rollback can itself be undone), deleted, and the
+ * old version's rows inserted; the rollback recorded (its batch and
+ * interval those of the publication rolled back, its rows those put back),
+ * the publication rolled back marked rolled_back_at and its old version
+ * restored_at; when that publication was itself such a rollback, the one
+ * it undid is live again (rolled_back_at cleared).
+ */
+export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number): string[] {
+  const name = sqlLiteral(pipeline.name);
+  const at = sqlLiteral(now);
+  const interval = target.interval!;
+  const { schema } = pipeline.target;
+  const statements = [
+    ...replaceRows(pipeline, {
+      incoming: target.restoreTable,
+      retainedAs: target.retainedTable,
+      columns,
+      from: interval.from,
+      to: interval.to,
+      guard: `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,
+      lockWaitMs,
+    }),
+    recordPublication(pipeline, target.batchId, target.retainedTable, now, { rollbackOf: target.rolledBackSeq, rowsOf: { schema, table: target.restoreTable } }),
+    `UPDATE ${M}.publications SET restored_at = ${at}, rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
+    ...(target.reinstates === undefined ? [] : [`UPDATE ${M}.publications SET rolled_back_at = NULL WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.reinstates)}`]),
   ];
   checkSwapSize(pipeline, statements);
   return statements;

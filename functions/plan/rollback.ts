@@ -7,7 +7,7 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { liveTableColumns, resolvePipeline } from '../../domain/plan.ts';
-import { parseRollbackInput, type PublicationRecord, resolveRollback } from '../../domain/rollback.ts';
+import { parseRollbackInput, type PublicationRecord, resolveIntervalRollback, resolveRollback } from '../../domain/rollback.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import { publicationHistory, rollbackBatch } from '../../domain/sql/rollback.ts';
@@ -31,6 +31,10 @@ function publicationRecord(row: Row): PublicationRecord {
     dropped: Number(row.dropped) === 1,
     restored: Number(row.restored) === 1,
     ...(row.rollback_of === null || row.rollback_of === undefined ? {} : { rollbackOf: Number(row.rollback_of) }),
+    ...(row.publish_mode === null || row.publish_mode === undefined ? {} : { mode: String(row.publish_mode) }),
+    ...(row.interval_start === null || row.interval_start === undefined
+      ? {}
+      : { interval: { from: isoInstant(row.interval_start), to: isoInstant(row.interval_end) } }),
   };
 }
 
@@ -50,13 +54,6 @@ export async function planRollback(event: PlanEvent, warehouse: Warehouse, regis
         `CREATE OR REPLACE VIEW ${pipeline.target.schema}.${pipeline.target.table} AS SELECT <its columns> FROM <the old_version_table of its latest row in atomic_publish.publications>. Nothing was written`,
     );
   }
-  if (pipeline.publishMode !== 'swap') {
-    // Such a publication's old version holds only the rows it replaced: swapped in, it would take every other interval away.
-    throw new ValidationError(
-      `pipeline ${pipeline.name} publishes by ${pipeline.publishMode}: its publications change some rows of the live table, and the rollback operation swaps whole tables. ` +
-        `Restore an interval by running it again from the source (input from/to), or by hand from the old_version_table of its row in atomic_publish.publications, which holds the rows it replaced. Nothing was written`,
-    );
-  }
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:rollback-${step}:${input.to ?? 'previous'}`;
   const { schema, table } = pipeline.target;
 
@@ -68,7 +65,12 @@ export async function planRollback(event: PlanEvent, warehouse: Warehouse, regis
 
   const history = (await warehouse.query(publicationHistory(pipeline.name), name('history'))).map(publicationRecord);
   const named = input.to === undefined ? undefined : (await warehouse.query(rollbackBatch(pipeline.name, input.to), name('batch')))[0];
-  const resolved = resolveRollback(pipeline, input.to, history, named === undefined ? undefined : String(named.status));
+  // A publication that replaced some intervals is undone by putting back the rows it replaced; a whole-table one by a swap.
+  const latestMode = history.at(-1)?.mode;
+  const resolved =
+    latestMode === undefined || latestMode === 'swap'
+      ? resolveRollback(pipeline, input.to, history, named === undefined ? undefined : String(named.status))
+      : resolveIntervalRollback(pipeline, input.to, history);
   const [row] = await warehouse.query(rollbackBatch(pipeline.name, resolved.batchId), name('batch'));
   const batch: BatchRef = {
     pipeline: pipeline.name,

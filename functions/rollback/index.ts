@@ -1,15 +1,16 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { PublishConflictError } from '../../domain/errors.ts';
-import { type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import type { RollbackTarget } from '../../domain/rollback.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
+import { restoreIntervals, rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
+import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { swapAndCarryOver, type Swap } from '../commons/swap.ts';
-import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { retryPublishTransaction, swapAndCarryOver, type Swap } from '../commons/swap.ts';
+import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { type PublishResult, toResult } from '../publish/index.ts';
 
 export interface RollbackEvent {
@@ -44,6 +45,7 @@ export async function rollback(
     logger.info('rollback already done; nothing to do', { ...target });
     return toResult(before, liveTable, true);
   }
+  if (target.interval !== undefined) return rollbackIntervals(event, warehouse, waits, name, recorded);
   const swap: Swap = {
     pipeline,
     step: 'Rollback',
@@ -65,6 +67,49 @@ export async function rollback(
   if (recovered) return recovered;
   const result = toResult((await recorded())!, liveTable, false);
   logger.info('rolled back', { ...target, ...result });
+  return result;
+}
+
+/**
+ * The rollback of a publication that replaced some intervals: its
+ * replaced rows put back in one transaction (domain/sql/rollback.ts
+ * restoreIntervals), with the bounded lock wait of its publish; nothing is
+ * renamed, so no snapshot wait. Answers as Publish does.
+ */
+async function rollbackIntervals(
+  event: RollbackEvent,
+  warehouse: Warehouse,
+  waits: PublishWaits,
+  name: (step: string) => string,
+  recorded: () => Promise<Row | undefined>,
+): Promise<PublishResult> {
+  const { batch, rollback: target } = event;
+  const pipeline = frozenPipeline(batch);
+  const { schema, table } = pipeline.target;
+  const liveTable = `${schema}.${table}`;
+  try {
+    await retryPublishTransaction(
+      warehouse,
+      name,
+      async () => ({
+        statements: restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs),
+        locks: [{ schema, table: target.restoreTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }, { schema, table }],
+        carried: undefined,
+      }),
+      (holders) =>
+        `the rollback of ${target.interval!.from} to ${target.interval!.to} in ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
+        `holding the rows it restores, the publications or writing ${liveTable}: ${holders}. Nothing was changed. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
+    );
+  } catch (error) {
+    // An earlier attempt whose response was lost may have committed.
+    const done = await recorded();
+    if (done) return toResult(done, liveTable, true);
+    const refusal = error instanceof Error ? publishGuardRefusal(error.message) : undefined;
+    if (refusal !== undefined) throw new PublishConflictError(`rollback refused: ${refusal}; nothing was changed. Start the rollback again: Plan resolves it anew`, { cause: error });
+    throw error;
+  }
+  const result = toResult((await recorded())!, liveTable, false);
+  logger.info('rolled back: the replaced rows of the interval are live again', { ...target, ...result });
   return result;
 }
 

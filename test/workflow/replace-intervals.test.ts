@@ -4,6 +4,7 @@
 import '../support/intervals-pipeline.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
+import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
@@ -171,15 +172,61 @@ describe('scheduled runs with a lookback', () => {
 });
 
 describe('rollback', () => {
-  it('refuses the whole-table rollback for a pipeline that replaces intervals, before writing anything', async () => {
-    const before = await wf.fingerprint(LIVE);
-    const publications = await wf.publications();
+  /** Source days 60 to 62 corrected upstream, then replaced: the publication the rollbacks undo. */
+  const input = { pipeline: PIPELINE.name, from: sampleDay(60).toISOString(), to: sampleDay(63).toISOString() };
+  let before: Fingerprint;
+  let after: Fingerprint;
+  let replaced: number;
+
+  it('undoes the latest replace: the rows it replaced are live again, every other row untouched, recorded as a rollback', async () => {
+    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 3 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(60), ts(63)]);
+    before = await wf.fingerprint(LIVE);
+    const published = await wf.run(input, 'replace-then-rollback');
+    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+    after = await wf.fingerprint(LIVE);
+    expect(after).not.toEqual(before);
+    const publishedDays = await wf.fingerprint(liveDays(60, 63));
+    replaced = Number((await wf.publications()).at(-1)!.seq);
 
     const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback');
 
-    expect(result.status).toBe('FAILED');
-    expect(result.alerts[0]?.message).toContain('publishes by replace-intervals: its publications change some rows of the live table');
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(before);
+    const [undone, rollback] = (await wf.publications()).slice(-2);
+    expect(undone).toMatchObject({ seq: replaced, rolled_back_at: expect.any(Date), restored_at: expect.any(Date) });
+    expect(rollback).toMatchObject({
+      seq: replaced + 1,
+      rollback_of: replaced,
+      publish_mode: 'replace-intervals',
+      interval_start: sampleDay(60),
+      interval_end: sampleDay(63),
+      old_version_table: `analytics.sales_order_lines__rbs_${replaced}`,
+      rows_published: String((await wf.fingerprint(liveDays(60, 63))).rows),
+    });
+    // The rows rolled away from are kept: the rollback can be undone.
+    expect(await wf.fingerprint(`analytics.sales_order_lines__rbs_${replaced}`)).toEqual(publishedDays);
+  });
+
+  it('undoes the rollback with a second one, and then the replace is live and counted as written again', async () => {
+    const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback-undo');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(await wf.fingerprint(LIVE)).toEqual(after);
+    const rows = await wf.publications();
+    expect(rows.find((p) => Number(p.seq) === replaced)).toMatchObject({ rolled_back_at: null });
+    expect(rows.at(-1)).toMatchObject({ rollback_of: replaced + 1, old_version_table: `analytics.sales_order_lines__rbs_${replaced + 1}` });
+    const writers = await wf.query<{ seq: number }>(intervalWriters(PIPELINE.name).sql.replace(':pipeline', '$1'), [PIPELINE.name]);
+    expect(writers.map((w) => w.seq)).toContain(replaced);
+    expect(writers.map((w) => w.seq)).not.toContain(replaced + 1);
+  });
+
+  it('refuses a rollback to a named batch, one publication at a time, before writing anything', async () => {
+    const publications = await wf.publications();
+    const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: String(publications.at(-2)!.batch_id) } }, 'replace-rollback-to');
+
+    expect(result.status).toBe('FAILED');
+    expect(result.alerts[0]?.message).toContain('it is rolled back one publication at a time, newest first');
+    expect(await wf.fingerprint(LIVE)).toEqual(after);
     expect(await wf.publications()).toEqual(publications);
   });
 });
