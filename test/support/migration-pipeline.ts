@@ -35,3 +35,8 @@ export const migratingSpec: PipelineSpec = {
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 pipelines[index] = definePipeline(migratingSpec);
+
+/** Deploys the sample spec as it was before the migration (`false`) or the one with it (`true`), in this file's module graph. */
+export function deployMigration(withMigration: boolean): void {
+  pipelines[index] = definePipeline(withMigration ? migratingSpec : salesOrderLines);
+}

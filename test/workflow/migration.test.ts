@@ -5,8 +5,9 @@
 // afterwards every row the writer committed is in the new table exactly
 // once; the history was copied; the new table has the DDL's columns,
 // encodings and keys; grants and a dependent view were carried over; the
-// old table is retained; a replay changes nothing. Bad input (a DDL that
-// drops a column a bound view reads) is refused before anything is written.
+// old table is retained and a rollback puts it back; a replay changes
+// nothing. Bad input (a DDL that drops a column a bound view reads) is
+// refused before anything is written.
 import '../support/migration-pipeline.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -23,7 +24,7 @@ import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult, RunningExecution } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
+import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
 import { until } from '../support/until.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, useWorkflow, type Workflow } from '../support/workflow.ts';
 
@@ -154,6 +155,12 @@ describe('before the migration', () => {
 
 describe('a migration with a writer appending throughout, killed once and resumed', () => {
   beforeAll(async () => {
+    // The live table as the pipeline last published it, before the spec with the migration was deployed.
+    deployMigration(false);
+    const published = await wf.run(inputFor(TO_DAY), 'normal-before-deploy');
+    deployMigration(true);
+    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+
     writerClient = newClient(wf.wh.pg);
     await writerClient.connect();
     writer = new Writer(writerClient);
@@ -321,8 +328,7 @@ describe('a migration with a writer appending throughout, killed once and resume
 
   it('retained the old table, with its old columns, as the publication\'s old version', async () => {
     expect(await columns(PREVIOUS)).toEqual(before.columns);
-    const [publication] = await wf.publications();
-    expect(publication).toMatchObject({ batch_id: BATCH_ID, old_version_table: PREVIOUS });
+    expect((await wf.publications())[1]).toMatchObject({ batch_id: BATCH_ID, old_version_table: PREVIOUS });
   });
 
   it('kept readers reading throughout: no error, and every read saw the whole history (old table or new, never a hole)', () => {
@@ -340,7 +346,7 @@ describe('a migration with a writer appending throughout, killed once and resume
     expect(replay.status, `${replay.error}: ${replay.cause}`).toBe('SUCCEEDED');
     expect(planOf(replay).alreadyPublished).toBe(true);
     expect(await wf.fingerprint(LIVE)).toEqual(live);
-    expect(await wf.publications()).toHaveLength(1);
+    expect(await wf.publications()).toHaveLength(2);
     expect(await wf.tableExists(`analytics.${stagingTableFor(PIPELINE, BATCH_ID)}`)).toBe(false);
   });
 
@@ -360,5 +366,20 @@ describe('a migration with a writer appending throughout, killed once and resume
     expect(result.status).toBe('FAILED');
     expect(caughtMessage(result)).toContain('already has the columns of migration.ddl: nothing to migrate');
     expect(await wf.derivedTables()).toEqual(tables);
+  });
+
+  it('a rollback to the batch published before the migration puts the old table back: old columns, the rows it held, the view on it', async () => {
+    const [first] = await wf.publications();
+    const held = await wf.fingerprint(PREVIOUS);
+    const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: first!.batch_id } }, 'rollback-migration');
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(await columns(LIVE)).toEqual(before.columns);
+    expect(await wf.fingerprint(LIVE)).toEqual(held);
+    const count = async (table: string) => (await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+    expect(await count(VIEW)).toBe(await count(LIVE));
+    expect(await wf.query(`SELECT has_table_privilege($1, '${LIVE}', 'SELECT') AS ok`, [READER])).toEqual([{ ok: true }]);
+    // The spec still declares the migration: normal runs are refused until it runs again.
+    const normal = await wf.run(inputFor(TO_DAY + 1), 'normal-after-rollback');
+    expect(caughtMessage(normal)).toContain('run the migration first');
   });
 });
