@@ -153,6 +153,23 @@ describe('before the migration', () => {
   });
 });
 
+describe('before the migration, a live row the copy would miss', () => {
+  it('refuses the migration before writing anything, with the count and what to do', async () => {
+    const early = `INSERT INTO ${LIVE} (order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price)
+                   VALUES (700000000, 1, '2025-12-31 23:00:00', 1, 1, 1, 1.00, 1.0000)`;
+    await wf.query(early);
+    try {
+      const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+      await expect(plan({ input: INPUT, executionId: 'early-row' }, warehouseFromEnv(env))).rejects.toThrow(
+        /1 row\(s\) of analytics\.sales_order_lines have no ordered_at or one before historyStart 2026-01-01T00:00:00Z, .*move historyStart back \(or delete those rows\)/,
+      );
+      expect(await wf.schemaExists('atomic_publish')).toBe(false);
+    } finally {
+      await wf.query(`DELETE FROM ${LIVE} WHERE order_id = 700000000`);
+    }
+  });
+});
+
 describe('a migration with a writer appending throughout, killed once and resumed', () => {
   beforeAll(async () => {
     // The live table as the pipeline last published it, before the spec with the migration was deployed.
