@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
@@ -171,7 +171,17 @@ async function catchUp(
   if (carryFrom === undefined || pipeline.publishVia === 'view') return;
   if (ifRetained && (await warehouse.query(tableColumns(pipeline.target.schema, previous), name('old-version-columns'))).length === 0) return;
   const columns = pipeline.migrating?.columns ?? batch.live!.columns;
-  await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs), name('catch-up'));
+  try {
+    await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs), name('catch-up'));
+  } catch (error) {
+    if (!(error instanceof WarehouseError) || error instanceof TransientWarehouseError) throw error;
+    // Retried: the retry finds the batch published and runs the catch-up again.
+    throw new TransientWarehouseError(
+      `the swap of ${batch.liveTable} committed (readers see the new table), but the catch-up of rows at or after ${carryFrom} that reached ` +
+        `${pipeline.target.schema}.${previous} while the swap waited failed and is retried: ${error.message}`,
+      { cause: error },
+    );
+  }
 }
 
 /**

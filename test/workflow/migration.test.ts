@@ -26,7 +26,7 @@ import type { ExecutionResult, RunningExecution } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 8;
 const INPUT = { pipeline: PIPELINE.name, migrate: true, to: sampleDay(TO_DAY).toISOString() };
@@ -105,8 +105,14 @@ const columns = async (table: string) =>
 const WRITER_FINGERPRINT = `SELECT count(*)::int AS rows, count(DISTINCT order_id)::int AS distinct_ids,
                                   md5(COALESCE(string_agg(order_id || '|' || ordered_at, ',' ORDER BY order_id), '')) AS digest`;
 
+/** Catch-up transactions still to fail (as a lock wait that gave up would), by the endpoint. */
+let failingCatchUps = 0;
+
 beforeAll(async () => {
-  wf = await useWorkflow('wf_migration');
+  wf = await useWorkflow('wf_migration', {
+    statementError: ({ name, index }) =>
+      name?.includes(':publish:catch-up:') && index === 0 && failingCatchUps > 0 ? (failingCatchUps--, 'ERROR: canceling statement due to statement timeout') : undefined,
+  });
   await wf.sample({ rowsPerDay: 10, sourceDays: 12, liveDays: TO_DAY });
   await ensureLocalUser(wf.wh.pg, READER);
   for (const sql of [
@@ -218,7 +224,11 @@ describe('a migration with a writer appending throughout, killed once and resume
     // after the swap's snapshot was taken (by its lock on the view): a
     // transaction of another writer holds the row uncommitted until the
     // swap is seen waiting, then commits.
+    let gated = false;
     wf.faults.Publish = async (input, next) => {
+      // Only the first invocation: a retry finds the batch published.
+      if (gated) return next(input);
+      gated = true;
       const late = newClient(wf.wh.pg);
       await late.connect();
       try {
@@ -241,6 +251,7 @@ describe('a migration with a writer appending throughout, killed once and resume
       }
     };
     const committedBefore = writer.committed.length;
+    failingCatchUps = 1;
     resumed = await wf.run(INPUT, 'migrate-resumed');
     // Rows the writer commits after the swap go into the new table by name.
     await until(() => writer.committed.length >= committedBefore + 40, 'the writer committing rows after the run');
@@ -279,6 +290,11 @@ describe('a migration with a writer appending throughout, killed once and resume
         INPUT.to.slice(0, 19),
       ]),
     ).toEqual([]);
+  });
+
+  it('retried Publish once when the catch-up failed after the swap had committed, and the retry caught up', () => {
+    expect(failingCatchUps).toBe(0);
+    expect(stateEvents(resumed, 'StateRetried', 'Publish')).toHaveLength(1);
   });
 
   it('caught up the row committed while the swap waited for its lock: it reached the old table, and the new one once', async () => {
