@@ -97,8 +97,8 @@ const baseType = (type: string) => type.replace(/\(.*$/, '');
  * table's columns (`name type`) and the bound views reading it: the time
  * column missing from the live table; a copied column whose type changes
  * family (text to number: row by row the copy would fail, or convert
- * silently); a new column without a DEFAULT declared NOT NULL is left to
- * the database. A bound view reading a column the DDL drops, or one whose
+ * silently); a new column NOT NULL without a DEFAULT (the copy has no
+ * value for it). A bound view reading a column the DDL drops, or one whose
  * type it changes, is refused with what to change: the swap re-creates
  * each bound view from its text, which would fail on a missing column, and
  * CREATE OR REPLACE VIEW cannot change a view column's type (PostgreSQL's
@@ -117,6 +117,12 @@ export function migrationProblems(pipeline: Pipeline, liveColumns: readonly stri
         `migration.ddl changes column ${column.name} from ${type} to ${column.type}, another kind of value; copy it into a new column instead (add the new column, keep or drop the old one)`,
       );
     }
+  }
+  const unfilled = ddl.filter((c) => !live.has(c.name) && c.name !== pipeline.timeColumn && c.notNull && !c.hasDefault).map((c) => c.name);
+  if (unfilled.length > 0) {
+    problems.push(
+      `migration.ddl adds column${unfilled.length > 1 ? 's' : ''} ${unfilled.join(', ')} as NOT NULL without a DEFAULT, and the copied rows have no value for ${unfilled.length > 1 ? 'them' : 'it'}; give ${unfilled.length > 1 ? 'them' : 'it'} a DEFAULT or let ${unfilled.length > 1 ? 'them' : 'it'} be NULL`,
+    );
   }
   const kept = new Map(ddl.map((c) => [c.name, c.type]));
   for (const view of views) {

@@ -192,6 +192,8 @@ export interface DdlColumn {
   /** The type as information_schema.columns spells it, with length or precision: `numeric(14,2)`, `character varying(16)`. */
   readonly type: string;
   readonly hasDefault: boolean;
+  /** NOT NULL, or in the PRIMARY KEY (which implies it). */
+  readonly notNull: boolean;
 }
 
 /** A table body validated as Redshift DDL: its columns and attributes. */
@@ -251,18 +253,26 @@ export function parseTableDdl(body: string): TableDdl {
   const unsupported = checkStatements(statements)[0];
   if (unsupported) throw new TableDdlError(`uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`);
   const columns: DdlColumn[] = [];
+  const primaryKey = new Set<string>();
   for (const element of (create.tableElts ?? []) as Record<string, unknown>[]) {
     const column = element.ColumnDef as Record<string, unknown> | undefined;
     if (column) {
       const constraints = ((column.constraints ?? []) as { Constraint: { contype: string } }[]).map((c) => c.Constraint.contype);
-      columns.push({ name: String(column.colname), type: typeText(column.typeName as Record<string, unknown>), hasDefault: constraints.includes('CONSTR_DEFAULT') });
+      columns.push({
+        name: String(column.colname),
+        type: typeText(column.typeName as Record<string, unknown>),
+        hasDefault: constraints.includes('CONSTR_DEFAULT'),
+        notNull: constraints.includes('CONSTR_NOTNULL') || constraints.includes('CONSTR_PRIMARY'),
+      });
       continue;
     }
-    const constraint = (element.Constraint as { contype?: string } | undefined)?.contype;
-    if (!['CONSTR_PRIMARY', 'CONSTR_UNIQUE', 'CONSTR_FOREIGN'].includes(String(constraint))) {
+    const constraint = element.Constraint as { contype?: string; keys?: unknown } | undefined;
+    if (!['CONSTR_PRIMARY', 'CONSTR_UNIQUE', 'CONSTR_FOREIGN'].includes(String(constraint?.contype))) {
       throw new TableDdlError('must hold columns and PRIMARY KEY, UNIQUE or FOREIGN KEY constraints only (no LIKE, no CHECK)');
     }
+    if (constraint?.contype === 'CONSTR_PRIMARY') for (const key of names(constraint.keys)) primaryKey.add(key);
   }
+  for (const [i, column] of columns.entries()) if (primaryKey.has(column.name)) columns[i] = { ...column, notNull: true };
   if (columns.length === 0) throw new TableDdlError('must declare at least one column');
   const attributes = stripped?.attributes ?? { encodings: {}, sortKey: [] };
   const known = new Set(columns.map((c) => c.name));

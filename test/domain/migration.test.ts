@@ -27,10 +27,10 @@ describe('migration.ddl in the spec', () => {
     expect(pipeline.migration?.ddl.endsWith(';')).toBe(false);
     expect(pipeline.migration?.table).toEqual({
       columns: [
-        { name: 'order_id', type: 'bigint', hasDefault: false },
-        { name: 'ordered_at', type: 'timestamp without time zone', hasDefault: false },
-        { name: 'amount', type: 'numeric(14,2)', hasDefault: false },
-        { name: 'channel', type: 'character varying(16)', hasDefault: true },
+        { name: 'order_id', type: 'bigint', hasDefault: false, notNull: true },
+        { name: 'ordered_at', type: 'timestamp without time zone', hasDefault: false, notNull: true },
+        { name: 'amount', type: 'numeric(14,2)', hasDefault: false, notNull: false },
+        { name: 'channel', type: 'character varying(16)', hasDefault: true, notNull: false },
       ],
       attributes: { encodings: { order_id: 'az64', amount: 'az64', channel: 'zstd' }, distStyle: 'key', distKey: 'order_id', sortStyle: 'compound', sortKey: ['ordered_at', 'order_id'] },
     });
@@ -156,6 +156,14 @@ describe('migrationProblems', () => {
     expect(problems).toEqual([
       'the live table analytics.orders has no column ordered_at (timeColumn) to copy its rows by',
       expect.stringContaining('migration.ddl changes column order_id from character varying(20) to bigint, another kind of value'),
+    ]);
+  });
+
+  it('refuses a new NOT NULL column without a DEFAULT: the copied rows have no value for it', () => {
+    const strict = pipelineWith({ migration: { ddl: '(order_id bigint PRIMARY KEY, ordered_at timestamp, region char(2) NOT NULL, seen boolean NOT NULL DEFAULT false)' } });
+    expect(strict.migration?.table.columns.map((c) => c.notNull)).toEqual([true, false, true, true]);
+    expect(migrationProblems(strict, LIVE, [])).toEqual([
+      'migration.ddl adds column region as NOT NULL without a DEFAULT, and the copied rows have no value for it; give it a DEFAULT or let it be NULL',
     ]);
   });
 
