@@ -14,7 +14,7 @@ import { ValidationError } from './errors.ts';
 import { qualifiedName, quoteIdent } from './identifiers.ts';
 import { type BatchInterval, resolveInterval, typeFamily } from './plan.ts';
 import type { Pipeline } from './spec.ts';
-import { sha256 } from './spec.ts';
+import { canonicalJson, sha256 } from './spec.ts';
 import { echo } from './text.ts';
 
 /** `{"pipeline": "x", "migrate": true}`, optionally with `to` (the watermark; default: the start of the current grain unit). */
@@ -45,14 +45,19 @@ export function migrationInterval(input: Record<string, unknown>, pipeline: Pipe
   return resolveInterval({ pipeline: pipeline.name, ...(input.to === undefined ? {} : { to: input.to as string }) }, pipeline, now);
 }
 
-/** The spec hash of a pipeline's migration batches: its own hash, the DDL and a mode marker, so a migration never shares a batch id with a normal run. */
+/** The spec hash of a pipeline's migration batches: its own hash, the DDL, the renames and a mode marker, so a migration never shares a batch id with a normal run. */
 export function migrationSpecHash(pipeline: Pipeline): string {
-  return sha256(['migrate', pipeline.specHash, pipeline.migration?.ddl ?? ''].join('\n'));
+  return sha256(['migrate', pipeline.specHash, pipeline.migration?.ddl ?? '', canonicalJson(pipeline.migration?.renames ?? {})].join('\n'));
 }
 
-/** The new table's columns that the live table has (copied), in the new table's order. */
+/** The live column a column of the new table is copied from: its own name unless migration.renames names another. */
+export function sourceColumnOf(pipeline: Pipeline, column: string): string {
+  return pipeline.migration?.renames[column] ?? column;
+}
+
+/** The new table's columns that are copied from a live column (by name, or by migration.renames), in the new table's order. */
 export function copiedColumns(pipeline: Pipeline, liveColumns: readonly string[]): string[] {
-  return (pipeline.migration?.table.columns ?? []).map((c) => c.name).filter((c) => liveColumns.includes(c));
+  return (pipeline.migration?.table.columns ?? []).map((c) => c.name).filter((c) => liveColumns.includes(sourceColumnOf(pipeline, c)));
 }
 
 /**
@@ -68,13 +73,14 @@ export function copiedColumns(pipeline: Pipeline, liveColumns: readonly string[]
  */
 export function migrationPipeline(pipeline: Pipeline, liveColumns: readonly string[]): Pipeline {
   const columns = copiedColumns(pipeline, liveColumns);
+  const from = columns.map((c) => sourceColumnOf(pipeline, c));
   const t = quoteIdent(pipeline.timeColumn);
-  const list = columns.map(quoteIdent).join(', ');
+  const list = columns.map((c, i) => (from[i] === c ? quoteIdent(c) : `${quoteIdent(from[i]!)} AS ${quoteIdent(c)}`)).join(', ');
   return {
     ...pipeline,
     sourceSql: `SELECT ${list} FROM ${qualifiedName(pipeline.target.schema, pipeline.target.table)} WHERE ${t} >= :start AND ${t} < :end`,
     outOfBand: { expectedWriters: true },
-    migrating: { columns },
+    migrating: { columns, from },
     specHash: migrationSpecHash(pipeline),
   };
 }
@@ -110,23 +116,35 @@ export function migrationProblems(pipeline: Pipeline, liveColumns: readonly stri
   const ddl = pipeline.migration?.table.columns ?? [];
   const problems: string[] = [];
   if (!live.has(pipeline.timeColumn)) problems.push(`the live table ${schema}.${table} has no column ${pipeline.timeColumn} (timeColumn) to copy its rows by`);
+  const source = (column: string) => sourceColumnOf(pipeline, column);
+  for (const [to, from] of Object.entries(pipeline.migration?.renames ?? {})) {
+    if (!live.has(from)) problems.push(`migration.renames copies ${from} into ${to}, but the live table ${schema}.${table} has no column ${from}`);
+  }
   for (const column of ddl) {
-    const type = live.get(column.name);
+    const type = live.get(source(column.name));
     if (type !== undefined && typeFamily(baseType(type)) !== typeFamily(baseType(column.type))) {
       problems.push(
         `migration.ddl changes column ${column.name} from ${type} to ${column.type}, another kind of value; copy it into a new column instead (add the new column, keep or drop the old one)`,
       );
     }
   }
-  const unfilled = ddl.filter((c) => !live.has(c.name) && c.name !== pipeline.timeColumn && c.notNull && !c.hasDefault).map((c) => c.name);
+  const unfilled = ddl.filter((c) => !live.has(source(c.name)) && c.name !== pipeline.timeColumn && c.notNull && !c.hasDefault).map((c) => c.name);
   if (unfilled.length > 0) {
     problems.push(
       `migration.ddl adds column${unfilled.length > 1 ? 's' : ''} ${unfilled.join(', ')} as NOT NULL without a DEFAULT, and the copied rows have no value for ${unfilled.length > 1 ? 'them' : 'it'}; give ${unfilled.length > 1 ? 'them' : 'it'} a DEFAULT or let ${unfilled.length > 1 ? 'them' : 'it'} be NULL`,
     );
   }
   const kept = new Map(ddl.map((c) => [c.name, c.type]));
+  const renamedTo = new Map(Object.entries(pipeline.migration?.renames ?? {}).map(([to, from]) => [from, to]));
   for (const view of views) {
-    const dropped = view.columns.filter((c) => !kept.has(c));
+    const renamed = view.columns.filter((c) => !kept.has(c) && renamedTo.has(c));
+    if (renamed.length > 0) {
+      problems.push(
+        `view ${view.schema}.${view.view} reads column${renamed.length > 1 ? 's' : ''} ${renamed.map((c) => `${c} (renamed to ${renamedTo.get(c)} by migration.renames)`).join(', ')} of ${schema}.${table}, ` +
+          `and a bound view's text names the old column; drop the view and re-create it on the new name after the migration, or re-create it WITH NO SCHEMA BINDING, and run the migration again`,
+      );
+    }
+    const dropped = view.columns.filter((c) => !kept.has(c) && !renamedTo.has(c));
     const retyped = view.columns.filter((c) => kept.has(c) && live.has(c) && kept.get(c) !== live.get(c));
     if (dropped.length > 0) {
       problems.push(

@@ -99,9 +99,11 @@ export interface PipelineSpec {
    * from the live table's own rows, carrying over rows written meanwhile
    * (domain/migration.ts; README "Migrating a live table"). Ship it with the
    * `sourceSql` that produces its columns: until the migration has run,
-   * normal runs are refused. @default - no migration
+   * normal runs are refused. `renames` maps a column of the DDL to the
+   * live column it is copied from under another name (not timeColumn nor a
+   * businessKey column). @default - no migration
    */
-  readonly migration?: { readonly ddl: string };
+  readonly migration?: { readonly ddl: string; readonly renames?: Readonly<Record<string, string>> };
 }
 
 /** A validated spec with defaults applied. */
@@ -121,14 +123,16 @@ export interface Pipeline {
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
   readonly outOfBand: { readonly expectedWriters: boolean };
-  /** The migration DDL as written (without trailing semicolons) and as parsed. */
-  readonly migration?: { readonly ddl: string; readonly table: TableDdl };
+  /** The migration DDL as written (without trailing semicolons) and as parsed, and its renames (new column -> live column). */
+  readonly migration?: { readonly ddl: string; readonly table: TableDdl; readonly renames: Readonly<Record<string, string>> };
   /**
    * Set only on a migration batch's pipeline (domain/migration.ts
-   * migrationPipeline): the live columns the migration copies, in the new
-   * table's order; its sourceSql reads them from the live table.
+   * migrationPipeline): the new table's columns the migration copies, in
+   * its order, and the live column each is copied from (`from`, the same
+   * name unless migration.renames says otherwise); its sourceSql reads them
+   * from the live table.
    */
-  readonly migrating?: { readonly columns: readonly string[] };
+  readonly migrating?: { readonly columns: readonly string[]; readonly from: readonly string[] };
   /** sha256 of the fields that decide the published rows: frozen into every batch. */
   readonly specHash: string;
 }
@@ -307,6 +311,7 @@ const migrationSchema = z
           return z.NEVER;
         }
       }),
+      renames: withDefault(z.record(z.string(), identifier, { error: 'must map new column names to live column names' }), {}),
     },
     { error: 'must be an object with a ddl' },
   )
@@ -346,6 +351,16 @@ const pipelineSchema = z
       }
       const missing = spec.businessKey.filter((k) => !columns.some((c) => c.name === k));
       if (missing.length > 0) ctx.addIssue({ code: 'custom', path: ['migration', 'ddl'], message: `does not declare businessKey column(s) ${missing.join(', ')}` });
+      for (const [to, from] of Object.entries(spec.migration?.renames ?? {})) {
+        const problem = !columns.some((c) => c.name === to)
+          ? `names ${to}, which migration.ddl does not declare`
+          : [spec.timeColumn, ...spec.businessKey].includes(to) || [spec.timeColumn, ...spec.businessKey].includes(from)
+            ? `renames ${from} to ${to}, but timeColumn and businessKey columns keep their names (the copy and the swap find rows by them)`
+            : columns.some((c) => c.name === from)
+              ? `copies ${from} into ${to}, but migration.ddl declares ${from} too: rename it, or copy it in a later run`
+              : undefined;
+        if (problem) ctx.addIssue({ code: 'custom', path: ['migration', 'renames', to], message: problem });
+      }
     },
     { when: (payload) => (payload.value as { migration?: unknown }).migration !== undefined && !payload.issues.some((issue) => ['migration', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))) },
   )
@@ -411,7 +426,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     ...(schedule ? { schedule: { expression: schedule.expression, timezone: schedule.timezone ?? valid.chunk.timezone } } : {}),
     retention: valid.retention,
     outOfBand: valid.outOfBand,
-    ...(valid.migration ? { migration: valid.migration.ddl } : {}),
+    ...(valid.migration ? { migration: { ...valid.migration.ddl, renames: valid.migration.renames } } : {}),
   };
   return { ...normalized, specHash: specHash(normalized) };
 }

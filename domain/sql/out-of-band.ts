@@ -94,12 +94,16 @@ export function assertLiveUnchanged(pipeline: Pipeline, baseline: LiveBaseline):
  * does not hold (Reconcile found no staging row outside its interval).
  * Inside the swap transaction, so it happens once or not at all.
  */
-export function carryOverRows(pipeline: Pipeline, stagingTable: string, columns: readonly string[], carryFrom: string): string {
+export function carryOverRows(pipeline: Pipeline, stagingTable: string, columns: readonly string[], carryFrom: string, sources: readonly string[] = columns): string {
   const { schema, table } = pipeline.target;
-  const list = columns.map((c) => quoteIdent(c.split(' ')[0]!)).join(', ');
-  return `INSERT INTO ${qualifiedName(schema, stagingTable)} (${list}) SELECT ${list} FROM ${qualifiedName(schema, table)} WHERE ${quoteIdent(
+  return `INSERT INTO ${qualifiedName(schema, stagingTable)} (${columnList(columns)}) SELECT ${columnList(sources)} FROM ${qualifiedName(schema, table)} WHERE ${quoteIdent(
     pipeline.timeColumn,
   )} >= ${sqlLiteral(new Date(carryFrom))}`;
+}
+
+/** Column names (or `name type` texts) as a quoted list, each prefixed with `alias.` when given. */
+function columnList(columns: readonly string[], alias?: string): string {
+  return columns.map((c) => `${alias === undefined ? '' : `${alias}.`}${quoteIdent(c.split(' ')[0]!)}`).join(', ');
 }
 
 /**
@@ -114,11 +118,17 @@ export function carryOverRows(pipeline: Pipeline, stagingTable: string, columns:
  * transaction's snapshot is taken after both locks (LOCK takes none). Run
  * again it copies nothing. See docs/decisions.md ("Migrating a live table").
  */
-export function catchUpRows(pipeline: Pipeline, retainedAs: string, columns: readonly string[], carryFrom: string, lockWaitMs: number): string[] {
+export function catchUpRows(
+  pipeline: Pipeline,
+  retainedAs: string,
+  columns: readonly string[],
+  carryFrom: string,
+  lockWaitMs: number,
+  sources: readonly string[] = columns,
+): string[] {
   const { schema, table } = pipeline.target;
   const live = qualifiedName(schema, table);
   const old = qualifiedName(schema, retainedAs);
-  const list = columns.map((c) => quoteIdent(c.split(' ')[0]!)).join(', ');
   const t = quoteIdent(pipeline.timeColumn);
   const sameKey = pipeline.businessKey.map((k) => `l.${quoteIdent(k)} = o.${quoteIdent(k)}`).join(' AND ');
   return [
@@ -126,7 +136,7 @@ export function catchUpRows(pipeline: Pipeline, retainedAs: string, columns: rea
     `LOCK ${live}`,
     `LOCK ${old}`,
     'SET LOCAL statement_timeout TO 0',
-    `INSERT INTO ${live} (${list}) SELECT ${columns.map((c) => `o.${quoteIdent(c.split(' ')[0]!)}`).join(', ')} FROM ${old} AS o
+    `INSERT INTO ${live} (${columnList(columns)}) SELECT ${columnList(sources, 'o')} FROM ${old} AS o
       WHERE o.${t} >= ${sqlLiteral(new Date(carryFrom))} AND NOT EXISTS (SELECT 1 FROM ${live} AS l WHERE ${sameKey})`,
   ];
 }

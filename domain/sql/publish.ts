@@ -460,7 +460,9 @@ export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string
   return [
     assertLiveUnchanged(pipeline, live),
     // A migration copies the columns both tables have; new ones take their DEFAULT.
-    ...(live.carryFrom === undefined ? [] : [carryOverRows(pipeline, batch.stagingTable, pipeline.migrating?.columns ?? live.columns, live.carryFrom)]),
+    ...(live.carryFrom === undefined
+      ? []
+      : [carryOverRows(pipeline, batch.stagingTable, pipeline.migrating?.columns ?? live.columns, live.carryFrom, pipeline.migrating?.from ?? live.columns)]),
   ];
 }
 

@@ -172,7 +172,7 @@ async function catchUp(
   if (ifRetained && (await warehouse.query(tableColumns(pipeline.target.schema, previous), name('old-version-columns'))).length === 0) return;
   const columns = pipeline.migrating?.columns ?? batch.live!.columns;
   try {
-    await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs), name('catch-up'));
+    await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs, pipeline.migrating?.from ?? columns), name('catch-up'));
   } catch (error) {
     if (!(error instanceof WarehouseError) || error instanceof TransientWarehouseError) throw error;
     // Retried: the retry finds the batch published and runs the catch-up again.

@@ -13,7 +13,7 @@ import {
 import { liveTableFacts } from '../../domain/dependents.ts';
 import { batchIdFor } from '../../domain/plan.ts';
 import { parseTableDdl } from '../../domain/redshift-sql/table-ddl.ts';
-import { catchUpRows } from '../../domain/sql/out-of-band.ts';
+import { carryOverRows, catchUpRows } from '../../domain/sql/out-of-band.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 
 const DDL = `(order_id bigint NOT NULL ENCODE az64, ordered_at timestamp NOT NULL, amount numeric(14, 2) ENCODE az64,
@@ -64,6 +64,45 @@ describe('migration.ddl in the spec', () => {
   });
 });
 
+describe('migration.renames', () => {
+  const renaming = pipelineWith({ migration: { ddl: DDL, renames: { channel: 'note' } } });
+
+  it('copies a live column into a new name: the copy, the carry-over and the catch-up read the old name', () => {
+    const migrating = migrationPipeline(renaming, LIVE.map((c) => c.split(' ')[0]!));
+    expect(migrating.migrating).toEqual({ columns: ['order_id', 'ordered_at', 'amount', 'channel'], from: ['order_id', 'ordered_at', 'amount', 'note'] });
+    expect(migrating.sourceSql).toContain('SELECT "order_id", "ordered_at", "amount", "note" AS "channel" FROM "analytics"."orders"');
+    expect(carryOverRows(migrating, 'stg', migrating.migrating!.columns, '2026-03-01T00:00:00.000Z', migrating.migrating!.from)).toMatch(
+      /^INSERT INTO "analytics"\."stg" \("order_id", "ordered_at", "amount", "channel"\) SELECT "order_id", "ordered_at", "amount", "note" FROM "analytics"\."orders" WHERE/,
+    );
+    expect(catchUpRows(migrating, 'prev', migrating.migrating!.columns, '2026-03-01T00:00:00.000Z', 1, migrating.migrating!.from)[4]).toContain(
+      'INSERT INTO "analytics"."orders" ("order_id", "ordered_at", "amount", "channel") SELECT o."order_id", o."ordered_at", o."amount", o."note" FROM',
+    );
+  });
+
+  it('is part of the migration\'s batch identity', () => {
+    expect(migrationSpecHash(renaming)).not.toBe(migrationSpecHash(pipeline));
+  });
+
+  it('names a bound view reading the renamed column, and a rename of a column the live table lacks', () => {
+    const view = { schema: 'reporting', view: 'v', definition: 'SELECT ...', owner: 'IAMR:steps', columns: ['note'] };
+    expect(migrationProblems(renaming, LIVE, [view])).toEqual([
+      expect.stringContaining('view reporting.v reads column note (renamed to channel by migration.renames) of analytics.orders, and a bound view\'s text names the old column'),
+    ]);
+    expect(migrationProblems(pipelineWith({ migration: { ddl: DDL, renames: { channel: 'memo' } } }), LIVE, [])).toEqual([
+      'migration.renames copies memo into channel, but the live table analytics.orders has no column memo',
+    ]);
+  });
+
+  it.each([
+    [{ nothing: 'note' }, /migration\.renames\.nothing names nothing, which migration\.ddl does not declare/],
+    [{ ordered_at: 'created_at' }, /renames created_at to ordered_at, but timeColumn and businessKey columns keep their names/],
+    [{ channel: 'amount' }, /copies amount into channel, but migration\.ddl declares amount too/],
+    [{ channel: 'Not An Identifier' }, /migration\.renames\.channel/],
+  ])('refuses %j at synth time', (renames, message) => {
+    expect(() => pipelineWith({ migration: { ddl: DDL, renames } })).toThrow(message);
+  });
+});
+
 describe('parseTableDdl', () => {
   it('takes column-level DISTKEY and SORTKEY, and a string that reads like an attribute stays a string', () => {
     const { columns, attributes } = parseTableDdl(`(a int DISTKEY, b varchar(8) DEFAULT 'ENCODE zstd' SORTKEY, "Mixed" char(2)) BACKUP NO`);
@@ -109,7 +148,7 @@ describe('a migration batch', () => {
       'SELECT "order_id", "ordered_at", "amount" FROM "analytics"."orders" WHERE "ordered_at" >= :start AND "ordered_at" < :end',
     );
     expect(migrating.outOfBand.expectedWriters).toBe(true);
-    expect(migrating.migrating).toEqual({ columns: ['order_id', 'ordered_at', 'amount'] });
+    expect(migrating.migrating).toEqual({ columns: ['order_id', 'ordered_at', 'amount'], from: ['order_id', 'ordered_at', 'amount'] });
   });
 
   it('is done once the live table has exactly the DDL columns and types', () => {

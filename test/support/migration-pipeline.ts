@@ -36,7 +36,14 @@ export const migratingSpec: PipelineSpec = {
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 pipelines[index] = definePipeline(migratingSpec);
 
-/** Deploys the sample spec as it was before the migration (`false`) or the one with it (`true`), in this file's module graph. */
-export function deployMigration(withMigration: boolean): void {
-  pipelines[index] = definePipeline(withMigration ? migratingSpec : salesOrderLines);
+/** The same migration, with unit_price renamed to price_per_unit (migration.renames). */
+export const renamingSpec: PipelineSpec = {
+  ...migratingSpec,
+  sourceSql: migratingSpec.sourceSql.replace('AS unit_price', 'AS price_per_unit'),
+  migration: { ddl: MIGRATION_DDL.replace('unit_price numeric', 'price_per_unit numeric'), renames: { price_per_unit: 'unit_price' } },
+};
+
+/** Deploys a spec of the sample pipeline in this file's module graph: as it was before the migration, with it, or with the renaming one. */
+export function deployMigration(spec: 'before' | 'migration' | 'renaming'): void {
+  pipelines[index] = definePipeline(spec === 'before' ? salesOrderLines : spec === 'migration' ? migratingSpec : renamingSpec);
 }

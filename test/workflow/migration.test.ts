@@ -179,9 +179,9 @@ describe('before the migration, a live row the copy would miss', () => {
 describe('a migration with a writer appending throughout, killed once and resumed', () => {
   beforeAll(async () => {
     // The live table as the pipeline last published it, before the spec with the migration was deployed.
-    deployMigration(false);
+    deployMigration('before');
     const published = await wf.run(inputFor(TO_DAY), 'normal-before-deploy');
-    deployMigration(true);
+    deployMigration('migration');
     expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
 
     writerClient = newClient(wf.wh.pg);
@@ -414,5 +414,16 @@ describe('a migration with a writer appending throughout, killed once and resume
     // The spec still declares the migration: normal runs are refused until it runs again.
     const normal = await wf.run(inputFor(TO_DAY + 1), 'normal-after-rollback');
     expect(caughtMessage(normal)).toContain('run the migration first');
+  });
+
+  it('a migration that renames a column copies its values under the new name', async () => {
+    deployMigration('renaming');
+    const input = { ...INPUT, to: sampleDay(TO_DAY + 1).toISOString() };
+    const old = await wf.query(`SELECT count(*)::int AS n, sum(unit_price)::text AS total FROM ${LIVE}`);
+    const result = await wf.run(input, 'migrate-renaming');
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(await columns(LIVE)).toContain('price_per_unit numeric(12,4)');
+    expect(await columns(LIVE)).not.toContain('unit_price numeric(12,4)');
+    expect(await wf.query(`SELECT count(*)::int AS n, sum(price_per_unit)::text AS total FROM ${LIVE}`)).toEqual(old);
   });
 });
