@@ -65,7 +65,7 @@ export function copiedColumns(pipeline: Pipeline, liveColumns: readonly string[]
  * itself (the copied columns of `[:start, :end)`; the load's INSERT
  * converts each to its new type, as Redshift's INSERT does for compatible
  * types, "Type compatibility and conversion",
- * https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html),
+ * https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html#r_Type_conversion),
  * writers are expected (rows at or after the batch end are carried over in
  * the swap), and the hash is the migration's. `liveColumns` are the live
  * table's column names as Plan read them (BatchRef.live.columns carries
