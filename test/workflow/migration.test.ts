@@ -18,6 +18,8 @@ import { quoteUser } from '../../domain/identifiers.ts';
 import { migrationSpecHash } from '../../domain/migration.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { definePipelines } from '../../domain/spec.ts';
+import { defineGroups } from '../../domain/groups.ts';
+import { planGroup } from '../../functions/plan/group.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
@@ -142,6 +144,19 @@ describe('before the migration', () => {
     expect(caughtError(result)?.Error).toBe('ValidationError');
     expect(caughtMessage(result)).toContain(`run the migration first: start an execution with input {"pipeline":"sales_order_lines","migrate":true}`);
     expect(await wf.tableExists('atomic_publish.publications')).toBe(false);
+  });
+
+  it('refuses a publish group run with the pipeline among its members, naming the migration input', async () => {
+    // Named to sort after the sample pipeline, whose member check comes first (the mirror has no live table).
+    const mirror = { ...migratingSpec, name: 'sales_order_lines_mirror', target: { schema: 'analytics', table: 'sales_order_lines_mirror' }, migration: undefined };
+    const registry = definePipelines([migratingSpec, mirror]);
+    const declared = defineGroups([{ name: 'sales', members: [PIPELINE.name, mirror.name] }], registry);
+    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+    const event: PlanEvent = { input: { group: 'sales', to: INPUT.to }, executionId: 'group-before-migration' };
+    await expect(planGroup(event, warehouseFromEnv(env), registry, declared)).rejects.toThrow(
+      /sales_order_lines: analytics\.sales_order_lines does not have the columns of migration\.ddl yet.*run the migration first/,
+    );
+    expect(await wf.schemaExists('atomic_publish')).toBe(false);
   });
 
   it('refuses, before writing anything, a DDL that drops a column a bound view reads, naming the view, the column and what to change', async () => {
