@@ -4,6 +4,7 @@ import { ValidationError } from './errors.ts';
 import type { BatchRef } from './batch.ts';
 import { identifierProblem } from './identifiers.ts';
 import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
+import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { insertIntervalSql } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
@@ -172,6 +173,19 @@ export interface PipelineSpec {
    * are still refused. @default - no expected writers: any change is refused
    */
   readonly outOfBand?: { readonly expectedWriters?: boolean };
+  /**
+   * The live table's next DDL: the body of a CREATE TABLE, `(<columns>)
+   * <attributes>` (column types, DEFAULTs, NOT NULL, ENCODE, keys,
+   * DISTSTYLE / DISTKEY / SORTKEY), validated at synth time. An execution
+   * `{"pipeline": ..., "migrate": true}` rebuilds the live table with it
+   * from the live table's own rows, carrying over rows written meanwhile
+   * (domain/migration.ts; README "Migrating a live table"). Ship it with the
+   * `sourceSql` that produces its columns: until the migration has run,
+   * normal runs are refused. `renames` maps a column of the DDL to the
+   * live column it is copied from under another name (not timeColumn nor a
+   * businessKey column). @default - no migration
+   */
+  readonly migration?: { readonly ddl: string; readonly renames?: Readonly<Record<string, string>> };
 }
 
 /** A validated spec with defaults applied. */
@@ -195,6 +209,16 @@ export interface Pipeline {
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
   readonly outOfBand: { readonly expectedWriters: boolean };
+  /** The migration DDL as written (without trailing semicolons) and as parsed, and its renames (new column -> live column). */
+  readonly migration?: { readonly ddl: string; readonly table: TableDdl; readonly renames: Readonly<Record<string, string>> };
+  /**
+   * Set only on a migration batch's pipeline (domain/migration.ts
+   * migrationPipeline): the new table's columns the migration copies, in
+   * its order, and the live column each is copied from (`from`, the same
+   * name unless migration.renames says otherwise); its sourceSql reads them
+   * from the live table.
+   */
+  readonly migrating?: { readonly columns: readonly string[]; readonly from: readonly string[] };
   /** sha256 of the fields that decide the published rows: frozen into every batch. */
   readonly specHash: string;
 }
@@ -366,6 +390,29 @@ const outOfBandSchema = section({
   expectedWriters: withDefault(z.boolean({ error: 'must be true or false' }), false),
 });
 
+/** The migration DDL without surrounding blanks and trailing semicolons. */
+function normalizeDdl(ddl: string): string {
+  return ddl.replace(/[\s;]+$/, '').trim();
+}
+
+const migrationSchema = z
+  .object(
+    {
+      ddl: z.string({ error: 'must be the body of a CREATE TABLE: (<columns>) <table attributes>' }).transform((ddl, ctx) => {
+        try {
+          return { ddl: normalizeDdl(ddl), table: parseTableDdl(normalizeDdl(ddl)) };
+        } catch (error) {
+          if (!(error instanceof TableDdlError || error instanceof SqlSyntaxError)) throw error;
+          ctx.addIssue({ code: 'custom', message: `${error instanceof SqlSyntaxError ? 'does not parse: ' : ''}${error.message}` });
+          return z.NEVER;
+        }
+      }),
+      renames: withDefault(z.record(z.string(), identifier, { error: 'must map new column names to live column names' }), {}),
+    },
+    { error: 'must be an object with a ddl' },
+  )
+  .optional();
+
 const pipelineSchema = z
   .object({
     name: identifier,
@@ -390,7 +437,36 @@ const pipelineSchema = z
     schedule: scheduleSchema,
     retention: retentionSchema,
     outOfBand: outOfBandSchema,
+    migration: migrationSchema,
   })
+  .superRefine(
+    (spec, ctx) => {
+      const columns = spec.migration?.ddl.table.columns ?? [];
+      const time = columns.find((c) => c.name === spec.timeColumn);
+      if (time?.type !== 'timestamp without time zone') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['migration', 'ddl'],
+          message: time
+            ? `declares timeColumn ${spec.timeColumn} as ${time.type}; it must stay a timestamp without time zone holding UTC`
+            : `does not declare timeColumn ${spec.timeColumn}: the migration copies rows by it`,
+        });
+      }
+      const missing = spec.businessKey.filter((k) => !columns.some((c) => c.name === k));
+      if (missing.length > 0) ctx.addIssue({ code: 'custom', path: ['migration', 'ddl'], message: `does not declare businessKey column(s) ${missing.join(', ')}` });
+      for (const [to, from] of Object.entries(spec.migration?.renames ?? {})) {
+        const problem = !columns.some((c) => c.name === to)
+          ? `names ${to}, which migration.ddl does not declare`
+          : [spec.timeColumn, ...spec.businessKey].includes(to) || [spec.timeColumn, ...spec.businessKey].includes(from)
+            ? `renames ${from} to ${to}, but timeColumn and businessKey columns keep their names (the copy and the swap find rows by them)`
+            : columns.some((c) => c.name === from)
+              ? `copies ${from} into ${to}, but migration.ddl declares ${from} too: rename it, or copy it in a later run`
+              : undefined;
+        if (problem) ctx.addIssue({ code: 'custom', path: ['migration', 'renames', to], message: problem });
+      }
+    },
+    { when: (payload) => (payload.value as { migration?: unknown }).migration !== undefined && !payload.issues.some((issue) => ['migration', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))) },
+  )
   .superRefine(
     (spec, ctx) => {
       const { grain, timezone } = spec.chunk;
@@ -509,6 +585,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     ...(schedule ? { schedule: { expression: schedule.expression, timezone: schedule.timezone ?? valid.chunk.timezone } } : {}),
     retention: valid.retention,
     outOfBand: valid.outOfBand,
+    ...(valid.migration ? { migration: { ...valid.migration.ddl, renames: valid.migration.renames } } : {}),
   };
   return { ...normalized, specHash: specHash(normalized) };
 }

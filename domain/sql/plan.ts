@@ -66,6 +66,11 @@ export interface BatchRecord {
   readonly stagingTable: string;
   /** The table of the target schema staging is created LIKE. @default - the live table (with publishVia 'view': the version table the live view reads) */
   readonly stagingLike?: string;
+  /**
+   * A migration's: staging is created from this CREATE TABLE body
+   * (spec migration.ddl, validated at synth time) instead of LIKE a table.
+   */
+  readonly stagingDdl?: string;
   readonly chunks: readonly Chunk[];
   /** A batch longer than one window (domain/windows.ts): its windows are recorded instead of its chunks. */
   readonly windows?: readonly ChunkWindow[];
@@ -196,7 +201,7 @@ export function startBatch(record: BatchRecord): string[] {
   const PENDING = sqlLiteral(ChunkStatus.PENDING);
   const statements = [
     LOCK_MANIFEST,
-    `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})`,
+    record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
         execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at)
      SELECT ${[

@@ -1,6 +1,7 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
 import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
 import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
+import { migrationFacts } from '../migration.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
@@ -189,11 +190,14 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
     const option = grant.withGrantOption && grant.identityType === 'user' ? ' WITH GRANT OPTION' : '';
     statements.push(`GRANT ${grant.privileges.join(', ')} ON TABLE ${live} TO ${grantee(grant)}${option}`);
   }
-  for (const [column, expression] of facts.defaults) {
+  // Only for columns the incoming table has: a migration's new table, or
+  // the version from before one that a rollback restores, may lack some.
+  const has = (column: string) => facts.stagingColumns.size === 0 || facts.stagingColumns.has(column);
+  for (const [column, expression] of [...facts.defaults].filter(([column]) => has(column))) {
     statements.push(`ALTER TABLE ${live} ALTER COLUMN ${quoteIdent(column)} SET DEFAULT ${expression}`);
   }
   if (facts.tableComment !== undefined) statements.push(`COMMENT ON TABLE ${live} IS ${sqlLiteral(facts.tableComment)}`);
-  for (const [column, comment] of facts.columnComments) {
+  for (const [column, comment] of [...facts.columnComments].filter(([column]) => has(column))) {
     statements.push(`COMMENT ON COLUMN ${live}.${quoteIdent(column)} IS ${sqlLiteral(comment)}`);
   }
   // Under the constraint's own name: it is the old version's too (a name is
@@ -433,7 +437,7 @@ export function swapPublish(
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
     publishGuard(pipeline, batch),
-    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
+    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, pipeline.migrating ? migrationFacts(facts) : facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
   ];
   checkSwapSize(pipeline, statements);
@@ -463,7 +467,10 @@ export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string
   if (live === undefined) return [];
   return [
     assertLiveUnchanged(pipeline, live),
-    ...(live.carryFrom === undefined ? [] : [carryOverRows(pipeline, batch.stagingTable, live.columns, live.carryFrom)]),
+    // A migration copies the columns both tables have; new ones take their DEFAULT.
+    ...(live.carryFrom === undefined
+      ? []
+      : [carryOverRows(pipeline, batch.stagingTable, pipeline.migrating?.columns ?? live.columns, live.carryFrom, pipeline.migrating?.from ?? live.columns)]),
   ];
 }
 

@@ -19,6 +19,7 @@ import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PipelineBusy, type PlanEvent, takeLease } from './index.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
+import { refuseUnmigrated } from './migration.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -73,6 +74,7 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const chunks = pipeline.chunk.targetRows === undefined ? planChunks(interval, pipeline) : [];
     const batchId = batchIdFor(pipeline, interval);
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
+    if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
     const columns = await checkWarehouseSide(warehouse, pipeline, interval, name);
     const batch: BatchRef = {
       pipeline: pipeline.name,

@@ -50,6 +50,8 @@ import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/wareh
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
+import { planMigration, refuseUnmigrated } from './migration.ts';
+import { isMigrationInput } from '../../domain/migration.ts';
 import { isWindowEvent, planWindow, type WindowEvent, type WindowPlan } from './window.ts';
 import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/windows.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
@@ -273,18 +275,49 @@ export async function plan(
   registry: readonly Pipeline[] = pipelines,
 ): Promise<PlanResult> {
   if (isRollbackInput(event?.input)) return planRollback(event, warehouse, registry);
+  if (isMigrationInput(event?.input)) return planMigration(event, warehouse, registry);
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
   const batchId = batchIdFor(pipeline, interval);
-  const stagingTable = stagingTableFor(pipeline, batchId);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
-  const { schema, table } = pipeline.target;
+
+  if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
 
   const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, name);
 
   const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, name('live-view')) : undefined;
+  return startOrResume(event, warehouse, pipeline, interval, { batchId, name, columns: liveColumns, ...(stagingLike !== undefined ? { stagingLike } : {}) });
+}
 
+/** How Plan starts a batch whose checks passed: its id, statement names, the columns it loads, and what staging is created from. */
+export interface BatchStart {
+  readonly batchId: string;
+  readonly name: (step: string) => string;
+  /** The columns each chunk inserts into staging. */
+  readonly columns: readonly string[];
+  /** See BatchRecord.stagingLike. */
+  readonly stagingLike?: string;
+  /** See BatchRecord.stagingDdl. */
+  readonly stagingDdl?: string;
+}
+
+/**
+ * After the checks: installs the manifest if needed, finds an earlier run
+ * of the batch (a published one: nothing to do), checks the loads fit the
+ * execution's time, takes the lease, records the live baseline and starts
+ * or resumes the batch; returns the chunks still to load.
+ */
+export async function startOrResume(
+  event: PlanEvent,
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  interval: BatchInterval,
+  start: BatchStart,
+): Promise<PlanResult> {
+  const { batchId, name, stagingLike, stagingDdl } = start;
+  const stagingTable = stagingTableFor(pipeline, batchId);
+  const { schema, table } = pipeline.target;
   await ensureManifest(warehouse, name('manifest'));
   const [existing] = await warehouse.query(findBatch(batchId), name('find-batch'));
   const { chunks, windows } = await batchChunks(warehouse, pipeline, interval, batchId, existing !== undefined, name, chunksPerWindow(process.env));
@@ -297,7 +330,7 @@ export async function plan(
     from: interval.from.toISOString(),
     to: interval.to.toISOString(),
     stagingTable,
-    columns: liveColumns,
+    columns: start.columns,
     basePublication,
   };
   if (existing?.status === BatchStatus.PUBLISHED) {
@@ -325,6 +358,7 @@ export async function plan(
       basePublication,
       stagingTable,
       ...(stagingLike !== undefined ? { stagingLike } : {}),
+      ...(stagingDdl !== undefined ? { stagingDdl } : {}),
       chunks,
       windows,
       now: new Date(),

@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
@@ -7,6 +7,9 @@ import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { batchState, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
+import { catchUpRows } from '../../domain/sql/out-of-band.ts';
+import { tableColumns } from '../../domain/sql/plan.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -119,6 +122,8 @@ export async function publish(
   const [before] = await warehouse.query(batchState(batch.batchId), name('state'));
   if (before?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId: batch.batchId });
+    // A retry after the swap committed: the catch-up may not have run.
+    await catchUp(warehouse, pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), waits, name, true);
     return toResult(before, liveTable, true);
   }
   // A retry after an attempt that found the batch superseded but failed before answering (e.g. releasing the lease).
@@ -143,10 +148,44 @@ export async function publish(
   };
   const recovered = await swapAndCarryOver(warehouse, swap, (error) => afterFailedPublish(error, event, warehouse, liveTable, name));
   if (recovered) return recovered;
+  await catchUp(warehouse, pipeline, batch, previous, waits, name);
   const [after] = await warehouse.query(batchState(batch.batchId), name('state'));
   const result = toResult(after!, liveTable, false);
   logger.info('published', { batchId: batch.batchId, ...result });
   return result;
+}
+
+/**
+ * After a swap that carried expected writers' rows over (a migration, or
+ * outOfBand.expectedWriters): copies those the swap's snapshot missed from
+ * the old version into the new live table (domain/sql/out-of-band.ts
+ * catchUpRows). `ifRetained`: only when the old version still exists (a
+ * replay long after may find it dropped by Cleanup).
+ */
+async function catchUp(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  previous: string,
+  waits: PublishWaits,
+  name: (step: string) => string,
+  ifRetained = false,
+): Promise<void> {
+  const carryFrom = batch.live?.carryFrom;
+  if (carryFrom === undefined || pipeline.publishVia === 'view') return;
+  if (ifRetained && (await warehouse.query(tableColumns(pipeline.target.schema, previous), name('old-version-columns'))).length === 0) return;
+  const columns = pipeline.migrating?.columns ?? batch.live!.columns;
+  try {
+    await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs, pipeline.migrating?.from ?? columns), name('catch-up'));
+  } catch (error) {
+    if (!(error instanceof WarehouseError) || error instanceof TransientWarehouseError) throw error;
+    // Retried: the retry finds the batch published and runs the catch-up again.
+    throw new TransientWarehouseError(
+      `the swap of ${batch.liveTable} committed (readers see the new table), but the catch-up of rows at or after ${carryFrom} that reached ` +
+        `${pipeline.target.schema}.${previous} while the swap waited failed and is retried: ${error.message}`,
+      { cause: error },
+    );
+  }
 }
 
 /**

@@ -6,6 +6,10 @@
 //   TRANSACTION batch (on Redshift it would end the batch's transaction),
 // - run without its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, which
 //   are recorded instead (informational-keys.ts);
+// - run without its Redshift table attributes (ENCODE, DISTSTYLE, DISTKEY,
+//   SORTKEY, BACKUP: domain/redshift-sql/table-ddl.ts), which are recorded
+//   for the catalog views instead, as a CREATE TABLE ... (LIKE t) copies
+//   t's (Redshift's LIKE copies encodings, distribution and sort keys);
 // - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`: Redshift names a
 //   role grantee with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
 //   PostgreSQL, whose roles are its users and groups, with its bare name.
@@ -17,7 +21,9 @@ import {
   refusalMessage,
 } from '../../domain/redshift-sql/check.ts';
 import { parsePositional, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
-import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint } from './informational-keys.ts';
+import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint, type TableName } from './informational-keys.ts';
+import { kindOf } from '../../domain/redshift-sql/ast.ts';
+import { stripTableAttributes, type TableAttributes, TableDdlError } from '../../domain/redshift-sql/table-ddl.ts';
 import type { TranslatedSql } from './params.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 
@@ -32,6 +38,8 @@ export interface GatedSql {
   dropped?: DroppedKey[];
   /** Record `constraints` only if the statement created its table (CREATE TABLE IF NOT EXISTS). */
   ifNew?: boolean;
+  /** A CREATE TABLE's Redshift attributes, or the table a CREATE TABLE ... (LIKE t) copies them from. */
+  tableAttributes?: { table: TableName; ifNew: boolean } & ({ attributes: TableAttributes } | { likeOf: TableName });
 }
 
 /**
@@ -56,8 +64,45 @@ export function gate(texts: readonly string[], inTransaction: boolean): GatedSql
 const verdicts = new Map<string, GatedSql>();
 const MAX_VERDICTS = 2000;
 
+const CREATE_TABLE = /^\s*create\s+((local\s+)?(temp|temporary)\s+)?table\s/i;
+
 function gateOne(original: string, inTransaction: boolean): GatedSql {
-  const text = withoutRoleKeyword(original);
+  let text = withoutRoleKeyword(original);
+  let attributes: TableAttributes | undefined;
+  if (CREATE_TABLE.test(text)) {
+    try {
+      const stripped = stripTableAttributes(text);
+      if (stripped) ({ text, attributes } = stripped);
+    } catch (error) {
+      // Not Redshift's attribute grammar: the statement runs as written, and the parse or the database says what is wrong.
+      if (!(error instanceof TableDdlError)) throw error;
+    }
+  }
+  const gated = gateParsed(text, inTransaction);
+  const table = gated.refusal === undefined ? tableAttributesOf(gated.text, attributes) : undefined;
+  return table ? { ...gated, tableAttributes: table } : gated;
+}
+
+/** What a CREATE TABLE records of its table's attributes: those it declares, or its LIKE table's. */
+function tableAttributesOf(text: string, attributes: TableAttributes | undefined): GatedSql['tableAttributes'] {
+  if (!CREATE_TABLE.test(text)) return undefined;
+  let node;
+  try {
+    [node] = parsePositional(text).map((s) => s.node);
+  } catch {
+    return undefined;
+  }
+  if (!node || kindOf(node) !== 'CreateStmt') return undefined;
+  const create = node.CreateStmt as { relation: { schemaname?: string; relname: string }; if_not_exists?: boolean; tableElts?: Record<string, unknown>[] };
+  const name = (r: { schemaname?: string; relname: string }): TableName => (r.schemaname === undefined ? { table: r.relname } : { schema: r.schemaname, table: r.relname });
+  const table = name(create.relation);
+  const ifNew = create.if_not_exists === true;
+  if (attributes) return { table, ifNew, attributes };
+  const like = (create.tableElts ?? []).map((e) => e.TableLikeClause as { relation: { schemaname?: string; relname: string } } | undefined).find((l) => l);
+  return like ? { table, ifNew, likeOf: name(like.relation) } : undefined;
+}
+
+function gateParsed(text: string, inTransaction: boolean): GatedSql {
   let statements: ParsedStatement[];
   try {
     statements = parsePositional(text);
@@ -87,7 +132,7 @@ export function withoutRoleKeyword(text: string): string {
  * drops, run right after it in its session and transaction, so a
  * rolled-back declaration leaves no record.
  */
-export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropped' | 'ifNew'>): TranslatedSql[] {
+export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropped' | 'ifNew' | 'tableAttributes'>): TranslatedSql[] {
   const recorded = gated.constraints.map((c) => ({
     text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_key(to_regclass($1)::oid, $2, $3, $4::json, to_regclass($5)::oid, $6::json, $7)`,
     values: [
@@ -104,7 +149,19 @@ export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropp
     text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.drop_key(to_regclass($1)::oid, $2, $3, $4)`,
     values: [regclassName(d.table), d.name, String(d.missingOk), regclassName(d.table)],
   }));
-  return [...recorded, ...dropped];
+  const attributes = gated.tableAttributes;
+  const table = attributes === undefined ? [] : [
+    'attributes' in attributes
+      ? {
+          text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_table_attributes(to_regclass($1)::oid, $2::json, $3)`,
+          values: [regclassName(attributes.table), JSON.stringify(attributes.attributes), String(attributes.ifNew)],
+        }
+      : {
+          text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.copy_table_attributes(to_regclass($1)::oid, to_regclass($2)::oid, $3)`,
+          values: [regclassName(attributes.table), regclassName(attributes.likeOf), String(attributes.ifNew)],
+        },
+  ];
+  return [...recorded, ...dropped, ...table];
 }
 
 /** Key constraints by database, in the order their statements committed. */

@@ -152,7 +152,7 @@ export class RedshiftDataService {
       : translated.map((t) => ({ text: t.text, constraints: [] }));
     return gated.map((g, i) => ({
       ...g,
-      sql: { text: g.text, values: translated[i]!.values, ...(g.constraints.length > 0 || g.dropped ? { after: recordKeyStatements(g) } : {}) },
+      sql: { text: g.text, values: translated[i]!.values, ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? { after: recordKeyStatements(g) } : {}) },
     }));
   }
 

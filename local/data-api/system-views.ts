@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 7';
+const VERSION = 'atomic-publish local Redshift system views, version 9';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -112,15 +112,18 @@ const VIEWS: Record<string, string> = {
            format_type(a.atttypid, a.atttypmod)::varchar(32) AS data_type,
            pg_get_expr(d.adbin, d.adrelid)::varchar(4000) AS column_default,
            (CASE WHEN a.attnotnull THEN 'NO' ELSE 'YES' END)::varchar(3) AS is_nullable,
-           NULL::varchar(128) AS encoding,
-           false AS distkey,
-           COALESCE(array_position(sk.indkey::int2[], a.attnum) - array_lower(sk.indkey::int2[], 1) + 1, 0)::int4 AS sortkey,
+           (ta.encodings ->> a.attname)::varchar(128) AS encoding,
+           COALESCE(ta.distkey = a.attname, false) AS distkey,
+           (CASE WHEN cardinality(ta.sortkey) > 0
+                 THEN COALESCE(array_position(ta.sortkey, a.attname::text), 0) * (CASE WHEN ta.sortstyle = 'interleaved' THEN -1 ELSE 1 END)
+                 ELSE COALESCE(array_position(sk.indkey::int2[], a.attnum) - array_lower(sk.indkey::int2[], 1) + 1, 0) END)::int4 AS sortkey,
            NULL::varchar(128) AS column_acl,
            col_description(c.oid, a.attnum)::varchar(256) AS remarks
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
       LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+      LEFT JOIN ${SYSTEM_VIEWS_SCHEMA}.table_attributes ta ON ta.relid = c.oid
       LEFT JOIN LATERAL (
         SELECT i.indkey FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
          WHERE i.indrelid = c.oid AND am.amname = 'btree'
@@ -132,21 +135,21 @@ const VIEWS: Record<string, string> = {
        AND ((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user) OR has_any_column_privilege(c.oid, 'SELECT'))`,
 
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TABLE_INFO.html
-  // PostgreSQL has no sort keys, distribution or column encodings: those
-  // columns are NULL (sortkey_num 0). tbl_rows is the planner's count,
+  // PostgreSQL has no sort keys, distribution or column encodings: those a
+  // CREATE TABLE declared (table_attributes), else NULL (sortkey_num 0). tbl_rows is the planner's count,
   // exact after ANALYZE; size in 1 MB blocks.
   svv_table_info: `
     SELECT current_database()::text AS database,
            n.nspname::text AS schema,
            c.oid AS table_id,
            c.relname::text AS "table",
-           NULL::text AS encoded,
-           NULL::text AS diststyle,
-           NULL::text AS sortkey1,
+           (CASE WHEN ta.relid IS NULL THEN NULL WHEN ta.encodings::text <> '{}' THEN 'Y' ELSE 'N' END)::text AS encoded,
+           (CASE ta.diststyle WHEN 'key' THEN 'KEY(' || ta.distkey || ')' WHEN 'even' THEN 'EVEN' WHEN 'all' THEN 'ALL' WHEN 'auto' THEN 'AUTO(EVEN)' END)::text AS diststyle,
+           (CASE WHEN cardinality(ta.sortkey) > 0 THEN (CASE WHEN ta.sortstyle = 'interleaved' THEN 'INTERLEAVED' ELSE ta.sortkey[1] END) END)::text AS sortkey1,
            (SELECT MAX(att.atttypmod - 4) FROM pg_attribute att
              WHERE att.attrelid = c.oid AND att.attnum > 0 AND NOT att.attisdropped AND att.atttypid = 1043)::int4 AS max_varchar,
            NULL::char(32) AS sortkey1_enc,
-           0::int4 AS sortkey_num,
+           COALESCE(cardinality(ta.sortkey), 0)::int4 AS sortkey_num,
            CEIL(pg_total_relation_size(c.oid) / 1048576.0)::int8 AS size,
            NULL::numeric(10, 4) AS pct_used,
            NULL::int8 AS empty,
@@ -161,6 +164,7 @@ const VIEWS: Record<string, string> = {
            NULL::timestamp AS create_time
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
+      LEFT JOIN ${SYSTEM_VIEWS_SCHEMA}.table_attributes ta ON ta.relid = c.oid
      WHERE c.relkind IN ('r', 'p', 'm')
        AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
        AND n.nspname NOT LIKE 'pg\\_%'`,
@@ -226,6 +230,48 @@ const STRTOL: string[] = [
  */
 const KEYS_TABLE = `${SYSTEM_VIEWS_SCHEMA}.informational_constraints`;
 
+/**
+ * Redshift's table attributes (ENCODE, DISTSTYLE, DISTKEY, SORTKEY) of the
+ * tables whose CREATE TABLE declared them or copied them by LIKE, which
+ * PostgreSQL has no place for (redshift-mode.ts takes them out of the
+ * statement): by table oid, so they follow a rename and go with a drop, as
+ * Redshift's do. Recorded in the transaction of the CREATE TABLE.
+ */
+const ATTRIBUTES_TABLE = `${SYSTEM_VIEWS_SCHEMA}.table_attributes`;
+const TABLE_ATTRIBUTES: string[] = [
+  `CREATE TABLE ${ATTRIBUTES_TABLE} (relid oid PRIMARY KEY, diststyle text, distkey text, sortstyle text, sortkey text[] NOT NULL, encodings json NOT NULL)`,
+  `GRANT SELECT ON ${ATTRIBUTES_TABLE} TO PUBLIC`,
+  // Whether this transaction created the table (its pg_class row): a CREATE
+  // TABLE IF NOT EXISTS of a table that existed declared nothing.
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.created_in_this_transaction(p_table oid) RETURNS boolean
+     LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+       SELECT (SELECT c.xmin::text FROM pg_class c WHERE c.oid = p_table) = (pg_current_xact_id()::text::bigint % 4294967296)::text
+     $$`,
+];
+const ATTRIBUTE_FUNCTIONS: string[] = [
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.record_table_attributes(p_table oid, p_attributes json, p_if_new boolean)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       IF p_table IS NULL THEN RAISE EXCEPTION 'record_table_attributes: table not found'; END IF;
+       IF p_if_new AND NOT ${SYSTEM_VIEWS_SCHEMA}.created_in_this_transaction(p_table) THEN RETURN; END IF;
+       DELETE FROM ${ATTRIBUTES_TABLE} WHERE relid = p_table;
+       INSERT INTO ${ATTRIBUTES_TABLE} (relid, diststyle, distkey, sortstyle, sortkey, encodings)
+       VALUES (p_table, p_attributes ->> 'distStyle', p_attributes ->> 'distKey', p_attributes ->> 'sortStyle',
+               ARRAY(SELECT json_array_elements_text(p_attributes -> 'sortKey')), p_attributes -> 'encodings');
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.copy_table_attributes(p_table oid, p_parent oid, p_if_new boolean)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       IF p_table IS NULL OR p_parent IS NULL THEN RETURN; END IF;
+       IF p_if_new AND NOT ${SYSTEM_VIEWS_SCHEMA}.created_in_this_transaction(p_table) THEN RETURN; END IF;
+       DELETE FROM ${ATTRIBUTES_TABLE} WHERE relid = p_table;
+       INSERT INTO ${ATTRIBUTES_TABLE} (relid, diststyle, distkey, sortstyle, sortkey, encodings)
+       SELECT p_table, diststyle, distkey, sortstyle, sortkey, encodings FROM ${ATTRIBUTES_TABLE} WHERE relid = p_parent;
+     END
+     $$`,
+];
+
 /** The endpoint sessions' search_path: this schema's catalog stand-ins before pg_catalog, user schemas first. */
 export const SESSION_SEARCH_PATH = `$user,public,${SYSTEM_VIEWS_SCHEMA},pg_catalog`;
 
@@ -281,10 +327,7 @@ const KEY_CATALOG: string[] = [
        table_name name;
      BEGIN
        IF p_table IS NULL THEN RAISE EXCEPTION 'record_key: table not found'; END IF;
-       -- CREATE TABLE IF NOT EXISTS of a table that existed declared nothing.
-       IF p_if_new AND (SELECT c.xmin::text FROM pg_class c WHERE c.oid = p_table) <> (pg_current_xact_id()::text::bigint % 4294967296)::text THEN
-         RETURN;
-       END IF;
+       IF p_if_new AND NOT ${SYSTEM_VIEWS_SCHEMA}.created_in_this_transaction(p_table) THEN RETURN; END IF;
        keys := ARRAY(SELECT a.attnum FROM unnest(cols) WITH ORDINALITY AS u(name, ord)
                        JOIN pg_attribute a ON a.attrelid = p_table AND a.attname = u.name ORDER BY u.ord);
        IF kind = 'f' THEN
@@ -344,6 +387,7 @@ const KEY_CATALOG: string[] = [
            USING ERRCODE = '2BP01', HINT = 'a foreign key of another table references it (informational, as on Amazon Redshift)';
        END LOOP;
        DELETE FROM ${KEYS_TABLE} WHERE conrelid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+       DELETE FROM ${ATTRIBUTES_TABLE} WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
      END
      $$`,
   `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
@@ -372,10 +416,12 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
       await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_referenced_drop');
       await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
       await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);
+      for (const sql of TABLE_ATTRIBUTES) await client.query(sql);
       for (const [name, sql] of Object.entries(VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
       await client.query(`GRANT USAGE ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} TO PUBLIC`);
       for (const name of PUBLIC_VIEWS) await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO PUBLIC`);
       for (const sql of KEY_CATALOG) await client.query(sql);
+      for (const sql of ATTRIBUTE_FUNCTIONS) await client.query(sql);
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);
     }
     await client.query('COMMIT');

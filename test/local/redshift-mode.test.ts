@@ -1,7 +1,8 @@
 // Redshift mode of the local Data API endpoint, through the real SDK client:
 // PostgreSQL-only SQL fails as it would on Redshift, key constraints are
-// recorded and not enforced, TRUNCATE and VACUUM stay out of multi-statement
-// transactions.
+// recorded and not enforced, table attributes (ENCODE, DISTKEY, SORTKEY)
+// recorded for the catalog views, TRUNCATE and VACUUM stay out of
+// multi-statement transactions.
 import { BatchExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
@@ -304,6 +305,61 @@ describe('key constraints', () => {
       await limited.close();
       await wh.query(`DROP SCHEMA owned CASCADE; REVOKE ALL ON DATABASE ${wh.target.Database} FROM ${role}; DROP ROLE ${role}`);
     }
+  });
+});
+
+describe('table attributes', () => {
+  /** What svv_redshift_columns and svv_table_info show of a table's encodings, distribution and sort key. */
+  const attributes = async (table: string) => ({
+    columns: await wh.select(
+      `SELECT column_name, encoding, CASE WHEN distkey THEN 'dist' ELSE '' END, sortkey FROM svv_redshift_columns WHERE table_name = :t ORDER BY ordinal_position`,
+      { t: table },
+    ),
+    table: await wh.select(`SELECT diststyle, sortkey1, sortkey_num FROM svv_table_info WHERE "table" = :t`, { t: table }),
+  });
+
+  it("runs a CREATE TABLE with Redshift's ENCODE, DISTSTYLE, DISTKEY and SORTKEY and shows them in the catalog views", async () => {
+    const created = await wh.run(`CREATE TABLE attr_events (id bigint ENCODE az64, at timestamp NOT NULL, note varchar(20) DEFAULT 'ENCODE x' ENCODE zstd)
+      DISTSTYLE KEY DISTKEY (id) COMPOUND SORTKEY (at, id)`);
+    expect(created.Status, created.Error).toBe('FINISHED');
+    expect(await attributes('attr_events')).toEqual({
+      columns: [
+        ['id', 'az64', 'dist', '2'],
+        ['at', null, '', '1'],
+        ['note', 'zstd', '', '0'],
+      ],
+      table: [['KEY(id)', 'at', '2']],
+    });
+    expect(await wh.query("SELECT column_default FROM information_schema.columns WHERE table_name = 'attr_events' AND column_name = 'note'")).toEqual([
+      { column_default: "'ENCODE x'::character varying" },
+    ]);
+  });
+
+  it('keeps them through a rename, copies them to a table created LIKE it, drops them with the table, and records none from a rolled-back CREATE', async () => {
+    await wh.run('CREATE TABLE attr_a (id int ENCODE zstd SORTKEY, v int) DISTSTYLE EVEN');
+    expect((await wh.run('ALTER TABLE attr_a RENAME TO attr_b')).Status).toBe('FINISHED');
+    expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (LIKE attr_b)')).Status).toBe('FINISHED');
+    const shown = { columns: [['id', 'zstd', '', '1'], ['v', null, '', '0']], table: [['EVEN', 'id', '1']] };
+    expect(await attributes('attr_b')).toEqual(shown);
+    expect(await attributes('attr_like')).toEqual(shown);
+    // A second CREATE TABLE IF NOT EXISTS of an existing table changes nothing.
+    expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (id int ENCODE raw) DISTSTYLE ALL')).Status).toBe('FINISHED');
+    expect(await attributes('attr_like')).toEqual(shown);
+
+    expect((await wh.run('DROP TABLE attr_b')).Status).toBe('FINISHED');
+    expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes WHERE relid NOT IN (SELECT oid FROM pg_class)")).toEqual([{ n: 0 }]);
+
+    const { Id } = await wh.client.send(
+      new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE attr_rolled (id int ENCODE zstd) DISTSTYLE ALL', 'SELECT 1/0'] }),
+    );
+    expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
+    expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes")).toEqual([{ n: 2 }]);
+  });
+
+  it('runs a statement whose attributes do not follow the grammar as written: the database refuses it', async () => {
+    const done = await wh.run('CREATE TABLE attr_bad (id int ENCODE nothing)');
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(/syntax error/);
   });
 });
 

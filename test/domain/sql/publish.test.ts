@@ -97,6 +97,7 @@ describe('what the new live table gets back', () => {
     row('grant', 'user:analyst', 'SELECT', 'admin'),
     row('staging_column', 'amount'),
     row('staging_column', 'order_id'),
+    row('staging_column', 'quantity'),
     row('user', 'IAMR:steps'),
     row('view', 'reporting.big_orders', ' SELECT order_id, amount FROM analytics.orders WHERE amount > 100;', 'IAMR:steps'),
     row('view_column', 'reporting.big_orders', 'amount'),
@@ -115,6 +116,11 @@ describe('what the new live table gets back', () => {
       'CREATE OR REPLACE VIEW "reporting"."big_orders" AS SELECT order_id, amount FROM analytics.orders WHERE amount > 100',
     ]);
     expect(dependentViewProblems('analytics.orders', facts)).toBeUndefined();
+  });
+
+  it('sets no default or comment on a column the incoming table lacks (a migration\'s new table, or the version a rollback restores past one)', () => {
+    const lacking = liveTableFacts([row('comment', 'amount', 'in EUR'), row('default', 'quantity', '1'), row('staging_column', 'order_id'), row('user', 'IAMR:steps')]);
+    expect(reapplyStatements(pipeline, lacking)).toEqual([]);
   });
 
   it('refuses a view reading a column the new table lacks, naming both', () => {
