@@ -5,12 +5,17 @@
  *
  *   baseline   `SELECT COUNT(*)` of the source query over the batch
  *              interval, then `SELECT COUNT(*)` of staging
- *   gate       Reconcile's chunkCounts: per-chunk counts of both sides, rows
- *              outside the interval and duplicated business keys: one
- *              grouped pass over each side, and the key check as one more
- *              grouping of staging by key (the sample's key, order and
- *              line, does not hold the time)
- *   gate, key  the same with the time column added to the business key:
+ *   gate       Reconcile's reading: staging's columns from the catalog,
+ *              then chunkCounts with the gate's aggregates (the sample
+ *              pipeline with measures quantity and amount): per-chunk
+ *              counts, content checksums over every column and measure
+ *              sums of both sides, rows outside the interval and
+ *              duplicated business keys: one grouped pass over each side,
+ *              and the key check as one more grouping of staging by key
+ *              (the sample's key, order and line, does not hold the time)
+ *   counts     the same without checksum and sums (the gate before them)
+ *   only
+ *   gate, key  the gate with the time column added to the business key:
  *   with time  the key check is per chunk, in the one pass over staging
  *   key pass   `GROUP BY <business key> HAVING COUNT(*) > 1` over staging
  *              alone: the uniqueness check any gate pays, for scale
@@ -23,7 +28,8 @@ import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import { planChunks, stagingTableFor } from '../domain/plan.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
-import { chunkCounts } from '../domain/sql/reconcile.ts';
+import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
+import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { startBatch } from '../domain/sql/plan.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import { ensureManifest } from '../functions/plan/index.ts';
@@ -90,9 +96,17 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
       await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM (${pipeline.sourceSql}\n) AS s WHERE s.${t} >= :start AND s.${t} < :end`, parameters: range }, 'bench:reconcile:count-source');
       await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM ${staging}` }, 'bench:reconcile:count-staging');
     });
-  const gate = () => timed(() => warehouse.query(chunkCounts(pipeline, batch), 'bench:reconcile:gate'));
-  const keyed = definePipeline({ ...salesOrderLines, businessKey: [...salesOrderLines.businessKey, pipeline.timeColumn] });
-  const keyedGate = () => timed(() => warehouse.query(chunkCounts(keyed, batch), 'bench:reconcile:gate-key-with-time'));
+  // What Reconcile reads (functions/reconcile/index.ts): staging's columns, then the one statement.
+  const measures = { ...salesOrderLines.checks, measures: ['quantity', 'amount'] };
+  const gated = definePipeline({ ...salesOrderLines, checks: measures });
+  const gateOf = (p: Pipeline, statement: string) => async () => {
+    const columns = (await warehouse.query(liveColumnsQuery(p.target.schema, stagingTable), `${statement}-columns`)).map((r) => String(r.col));
+    return warehouse.query(chunkCounts(p, batch, gateAggregates(p, columns)), statement);
+  };
+  const gate = () => timed(gateOf(gated, 'bench:reconcile:gate'));
+  const countsOnly = () => timed(() => warehouse.query(chunkCounts(pipeline, batch), 'bench:reconcile:counts-only'));
+  const keyed = definePipeline({ ...salesOrderLines, checks: measures, businessKey: [...salesOrderLines.businessKey, pipeline.timeColumn] });
+  const keyedGate = () => timed(gateOf(keyed, 'bench:reconcile:gate-key-with-time'));
   const keyPass = () =>
     timed(() =>
       warehouse.query(
@@ -104,15 +118,18 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   // One warm-up of each (cache), then the repetitions, interleaved.
   await baseline();
   await gate();
+  await countsOnly();
   await keyedGate();
   await keyPass();
   const baselineMs: number[] = [];
   const gateMs: number[] = [];
+  const countsMs: number[] = [];
   const keyedMs: number[] = [];
   const keyMs: number[] = [];
   for (let i = 0; i < opts.repeat; i++) {
     baselineMs.push(await baseline());
     gateMs.push(await gate());
+    countsMs.push(await countsOnly());
     keyedMs.push(await keyedGate());
     keyMs.push(await keyPass());
   }
@@ -120,6 +137,7 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
 
   const b = median(baselineMs);
   const g = median(gateMs);
+  const c = median(countsMs);
   const k = median(keyMs);
   const kt = median(keyedMs);
   const ms = (value: number) => `${value.toFixed(0)} ms`;
@@ -127,7 +145,8 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     ['reconcile (median)', 'time', 'ratio to the baseline'],
     [
       ['baseline: COUNT(*) of the source + COUNT(*) of staging', ms(b), '1.00x'],
-      [`gate: per-chunk counts of ${chunks.length} chunks, outside rows, duplicate keys`, ms(g), `${(g / b).toFixed(2)}x`],
+      [`gate: per-chunk counts, checksums and sums of 2 measures of ${chunks.length} chunks, outside rows, duplicate keys`, ms(g), `${(g / b).toFixed(2)}x`],
+      ['counts only: the gate without checksums and sums', ms(c), `${(c / b).toFixed(2)}x`],
       ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
       ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
     ],

@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { checkMeasureColumns } from './gate.ts';
 import { checkMergeColumns } from './merge.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
@@ -71,6 +72,7 @@ export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColum
     );
   }
   checkMergeColumns(pipeline, columns);
+  checkMeasureColumns(pipeline, columns);
   return names;
 }
 

@@ -1,6 +1,7 @@
 import { type CheckResult, ChunkStatus } from './batch.ts';
 import type { NullTimes } from './spec.ts';
 import { renderTable } from './text-table.ts';
+import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -10,6 +11,24 @@ export interface ChunkCount {
   readonly recordedRows: number | null;
   readonly sourceRows: number;
   readonly stagingRows: number;
+  /** The content checksums of both sides, as decimal texts (sql/reconcile.ts gateAggregates), when the gate computes them. */
+  readonly sourceChecksum?: string;
+  readonly stagingChecksum?: string;
+  /** The sums of `checks.measures`, in their order, when the spec declares some. */
+  readonly sums?: readonly MeasureSum[];
+}
+
+/** One measure's sum over a chunk on both sides, as decimal texts. */
+export interface MeasureSum {
+  readonly column: string;
+  readonly source: string;
+  readonly staging: string;
+}
+
+/** What the gate compares beyond counts (the spec's `checks`). */
+export interface ContentChecks {
+  readonly contentChecksum: boolean;
+  readonly measures: readonly string[];
 }
 
 export interface Reconciliation {
@@ -19,6 +38,8 @@ export interface Reconciliation {
   readonly rowsWritten: number;
   /** Chunks whose counts disagree, for the operator's diff table. */
   readonly mismatches: readonly ChunkCount[];
+  /** Chunks whose content checksum or a measure's sum disagrees, for the second table. @default none */
+  readonly contentMismatches?: readonly ChunkCount[];
 }
 
 const MAX_LISTED = 20;
@@ -87,6 +108,7 @@ export function reconcile(
   allowEmpty: boolean,
   businessKey: readonly string[] = [],
   nullTimes?: NullTimeRows,
+  content: ContentChecks = { contentChecksum: false, measures: [] },
 ): Reconciliation {
   const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
@@ -142,8 +164,66 @@ export function reconcile(
       details: '',
     },
     ...(nullTimes === undefined ? [] : [nullTimeCheck(nullTimes)]),
+    ...contentChecks(counts, content),
   ];
-  return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches };
+  const contentMismatches = counts.filter((c) => checksumDiffers(c) || sumsDiffering(c).length > 0);
+  return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches, contentMismatches };
+}
+
+/** True when the chunk's content checksums were computed and differ. */
+function checksumDiffers(c: ChunkCount): boolean {
+  return c.sourceChecksum !== undefined && c.stagingChecksum !== undefined && !decimalEqual(c.sourceChecksum, c.stagingChecksum);
+}
+
+/** The chunk's measure sums that differ. */
+function sumsDiffering(c: ChunkCount): MeasureSum[] {
+  return (c.sums ?? []).filter((m) => !decimalEqual(m.source, m.staging));
+}
+
+/** `amount: source 45176850.00, staging 45076850.00, source - staging 100000.00`. */
+function sumText(m: MeasureSum): string {
+  return `${m.column}: source ${m.source}, staging ${m.staging}, source - staging ${decimalDifference(m.source, m.staging) ?? '?'}`;
+}
+
+function listed<T>(items: readonly T[], text: (item: T) => string): string {
+  const shown = items.slice(0, MAX_LISTED).map(text);
+  if (items.length > MAX_LISTED) shown.push(`... and ${items.length - MAX_LISTED} more`);
+  return shown.join('; ');
+}
+
+/**
+ * The gate's content checks, per chunk, source against staging: the
+ * checksum over every published column of each row (a corrected value, a
+ * swapped key, duplicates and omissions that cancel out in the count),
+ * and the sums of the declared measures, with the difference per chunk.
+ */
+function contentChecks(counts: readonly ChunkCount[], content: ContentChecks): CheckResult[] {
+  const checks: CheckResult[] = [];
+  if (content.contentChecksum) {
+    const differing = counts.filter(checksumDiffers);
+    checks.push({
+      check: 'staging_content_matches_source',
+      passed: differing.length === 0,
+      observed: `${differing.length} chunk(s) whose rows differ from the source's`,
+      expected: '0 chunks differ (a checksum over every published column of each row, per chunk)',
+      details: listed(differing, (c) => `#${c.index} ${c.start}: checksum differs (source ${c.sourceRows} rows, staging ${c.stagingRows} rows)`),
+    });
+  }
+  if (content.measures.length > 0) {
+    const differing = counts.filter((c) => sumsDiffering(c).length > 0);
+    const totals = content.measures.map((column, i) => {
+      const total = (side: 'source' | 'staging') => counts.reduce((sum, c) => decimalSum(sum, c.sums?.[i]?.[side] ?? '0') ?? sum, '0');
+      return { column, source: total('source'), staging: total('staging') };
+    });
+    checks.push({
+      check: 'staging_sums_match_source',
+      passed: differing.length === 0,
+      observed: `${differing.length} chunk(s) whose sums differ; ${totals.map(sumText).join('; ')}`,
+      expected: `sums of ${content.measures.join(', ')} equal in every chunk`,
+      details: listed(differing, (c) => `#${c.index} ${c.start}: ${sumsDiffering(c).map(sumText).join('; ')}`),
+    });
+  }
+  return checks;
 }
 
 /** `sample keys: ...; ... and 3 more`: the duplicate keys an alert shows. */
@@ -184,6 +264,26 @@ export function describeFailure(batchId: string, result: Reconciliation): string
         ['chunk', 'starts', 'status', 'source', 'staging', 'recorded', 'staging - source'],
         shown.map((c) => [c.index, c.start, c.status, c.sourceRows, c.stagingRows, c.recordedRows ?? '-', c.stagingRows - c.sourceRows]),
         ['r', 'l', 'l', 'r', 'r', 'r', 'r'],
+      ),
+    );
+  }
+  const content = result.contentMismatches ?? [];
+  if (content.length > 0) {
+    const shown = content.slice(0, MAX_LISTED);
+    const measures = shown[0]?.sums?.map((m) => m.column) ?? [];
+    lines.push(`Chunks whose content differs from the source (${shown.length} of ${content.length}):`);
+    lines.push(
+      renderTable(
+        ['chunk', 'starts', 'source rows', 'staging rows', 'checksum', ...measures.flatMap((m) => [`${m} source`, `${m} staging`, `${m} source - staging`])],
+        shown.map((c) => [
+          c.index,
+          c.start,
+          c.sourceRows,
+          c.stagingRows,
+          c.sourceChecksum === undefined ? '-' : checksumDiffers(c) ? 'differs' : 'same',
+          ...(c.sums ?? []).flatMap((m) => [m.source, m.staging, decimalDifference(m.source, m.staging) ?? '?']),
+        ]),
+        ['r', 'l', 'r', 'r', 'l', ...measures.flatMap((): ('r' | 'l')[] => ['r', 'r', 'r'])],
       ),
     );
   }

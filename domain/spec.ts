@@ -155,6 +155,23 @@ export interface PipelineSpec {
   readonly checks?: {
     /** Publish an empty staging table. @default false */
     readonly allowEmpty?: boolean;
+    /**
+     * Numeric columns of the live table (smallint, integer, bigint,
+     * numeric) that Reconcile sums per chunk on both sides, in the same pass
+     * as the counts: a chunk whose sum differs fails
+     * `staging_sums_match_source`, and the alert gives the difference
+     * (source - staging). Plan refuses a column the live table lacks or of
+     * another type. @default none
+     */
+    readonly measures?: readonly string[];
+    /**
+     * Reconcile compares, per chunk, an order-independent checksum over
+     * every published column of each row on both sides (same pass as the
+     * counts): a corrected value or a swapped key fails
+     * `staging_content_matches_source` even when counts and sums agree.
+     * @default true
+     */
+    readonly contentChecksum?: boolean;
   };
   /** Page when no publish happened for this long. */
   readonly freshness: { readonly slaMinutes: number };
@@ -204,7 +221,7 @@ export interface Pipeline {
   readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
-  readonly checks: { readonly allowEmpty: boolean };
+  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean };
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
@@ -364,6 +381,14 @@ const mergeSchema = z
 
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
+  measures: withDefault(
+    z.array(identifier, { error: 'must list numeric columns of the live table to sum per chunk' }).superRefine((columns, ctx) => {
+      const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
+      if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
+    }),
+    [],
+  ),
+  contentChecksum: withDefault(z.boolean({ error: 'must be true or false' }), true),
 });
 
 const freshnessSchema = section({
@@ -623,9 +648,18 @@ function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {
     // A batch planned for one way cannot be published the other way; left
     // out for 'rename' so that the hashes of existing pipelines stay.
     publishVia: pipeline.publishVia === 'rename' ? undefined : pipeline.publishVia,
-    checks: pipeline.checks,
+    checks: checksHashed(pipeline.checks),
   };
   return sha256(canonicalJson(dataDefinition));
+}
+
+/** The checks as the spec hash sees them: the gate's fields left out at their defaults, so that the hashes of existing pipelines stay. */
+function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
+  return {
+    allowEmpty: checks.allowEmpty,
+    measures: checks.measures.length > 0 ? checks.measures : undefined,
+    contentChecksum: checks.contentChecksum ? undefined : false,
+  };
 }
 
 /** Validates a list of specs and rejects duplicate names and shared target tables. */

@@ -35,14 +35,47 @@ export function columnsText(columns: readonly string[]): string {
 /** Types whose values have no text form shared by both engines: left out of the checksum (still counted). */
 const UNHASHED_TYPES = new Set(['super', 'geometry', 'geography', 'hllsketch', 'varbyte', 'binary varying', 'bytea']);
 
-/** A column's value as text for the row digest: `v<text>` or `n` for NULL (booleans by CASE: no cast to text is needed). */
-function valueText(column: string): string | undefined {
+/** A type as the catalog writes it (liveColumnsQuery): words, then optionally `(n)` or `(p,s)`; only such a text is used as a cast target. */
+export const CATALOG_TYPE = /^[a-z][a-z ]*[a-z](\(\d+(,\d+)?\))?$/;
+
+/**
+ * A column's value as text for the row digest: `v<text>` or `n` for NULL
+ * (booleans by CASE: no cast to text is needed; NULL is neither branch). With `alias`, the column
+ * is read as `alias.column`; with `castToType`, the value is first cast to
+ * the column's type, so a source value hashes as the staging value an
+ * INSERT of it becomes (rounded to the column's scale).
+ */
+function valueText(column: string, alias?: string, castToType = false): string | undefined {
   const [name, ...type] = column.split(' ');
-  const dataType = type.join(' ').replace(/\(.*$/, '');
+  const fullType = type.join(' ');
+  const dataType = fullType.replace(/\(.*$/, '');
   if (UNHASHED_TYPES.has(dataType)) return undefined;
-  const c = quoteIdent(name!);
-  const text = dataType === 'boolean' ? `CASE WHEN ${c} THEN 't' ELSE 'f' END` : `CAST(${c} AS varchar(65535))`;
+  const read = `${alias === undefined ? '' : `${alias}.`}${quoteIdent(name!)}`;
+  const c = castToType && CATALOG_TYPE.test(fullType) ? `CAST(${read} AS ${fullType})` : read;
+  const text = dataType === 'boolean' ? `CASE WHEN ${c} THEN 't' WHEN NOT ${c} THEN 'f' END` : `CAST(${c} AS varchar(65535))`;
   return `COALESCE('v' || ${text}, 'n')`;
+}
+
+/** The text a row's MD5 is taken over: its hashed columns' texts joined by `|`. */
+function rowText(columns: readonly string[], alias?: string, castToType = false): string {
+  const values = columns.map((c) => valueText(c, alias, castToType)).filter((v): v is string => v !== undefined);
+  return values.length > 0 ? values.join(` || '|' || `) : `''`;
+}
+
+/** The columns (`name type` texts) the row digest reads: those of a type with a text form shared by both engines. */
+export function hashedColumns(columns: readonly string[]): string[] {
+  return columns.filter((c) => valueText(c) !== undefined);
+}
+
+/**
+ * One row's 60-bit value as DECIMAL(38,0), from the MD5 over its columns
+ * (`name type` texts), the same digest the live fingerprint sums: a sum of
+ * them over any set of rows is order-independent and cannot overflow
+ * (2^60 per row leaves room for 10^20 rows). Reconcile sums it per chunk on
+ * both sides (domain/sql/reconcile.ts gateAggregates).
+ */
+export function rowChecksumValue(columns: readonly string[], alias?: string, castToType = false): string {
+  return `CAST(${hexValue(`MD5(${rowText(columns, alias, castToType)})`)} AS decimal(38, 0))`;
 }
 
 /**
@@ -67,8 +100,7 @@ function hexValue(hex: string): string {
  */
 export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly string[], carryFrom?: string): Statement {
   const { schema, table } = pipeline.target;
-  const values = columns.map(valueText).filter((v): v is string => v !== undefined);
-  const row = values.length > 0 ? values.join(` || '|' || `) : `''`;
+  const row = rowText(columns);
   const t = quoteIdent(pipeline.timeColumn);
   const where = carryFrom === undefined ? '' : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
   const sql = `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(CAST(${hexValue('h')} AS decimal(38, 0))), 0) AS varchar(64)) AS fingerprint

@@ -4,6 +4,7 @@ import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { CATALOG_TYPE, hashedColumns, rowChecksumValue } from './out-of-band.ts';
 import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
@@ -23,6 +24,48 @@ export interface ChunkAggregate {
 }
 
 const CHUNK_AGGREGATES: readonly ChunkAggregate[] = [{ name: 'rows', perRow: () => '1', columns: [] }];
+
+/** Result column suffix of the content checksum, and of the sum of `checks.measures[i]` (`sum_<i>`: a column name may not fit an alias). */
+export const CHECKSUM_AGGREGATE = 'checksum';
+export const measureAggregate = (index: number) => `sum_${index}`;
+
+/** Integer types: summed as DECIMAL(38,0), since Redshift's SUM of a BIGINT is a BIGINT (https://docs.aws.amazon.com/redshift/latest/dg/r_SUM.html). */
+const INTEGER_TYPES = new Set(['smallint', 'integer', 'bigint']);
+
+/**
+ * The aggregates of the reconciliation gate, on top of the row count, over
+ * the columns the loads insert, as staging's catalog lists them (`name
+ * type`, out-of-band.ts liveColumnsQuery):
+ * - with `checks.contentChecksum`, the sum of each row's 60-bit MD5 value
+ *   over every hashed column (the live fingerprint's digest,
+ *   rowChecksumValue), each source value first cast to the staging
+ *   column's type, as the load's INSERT converts it;
+ * - per `checks.measures` column, its sum: the value cast to the staging
+ *   column's type, integers then to DECIMAL(38,0); Redshift's SUM of a
+ *   NUMERIC(p,s) is a NUMERIC(38,s) (same page), so neither side overflows
+ *   nor rounds differently.
+ */
+export function gateAggregates(pipeline: Pipeline, stagingColumns: readonly string[]): ChunkAggregate[] {
+  const typeOf = new Map(stagingColumns.map((c) => [c.split(' ')[0]!, c.slice(c.indexOf(' ') + 1)]));
+  const hashed = hashedColumns(stagingColumns);
+  const aggregates: ChunkAggregate[] = [...CHUNK_AGGREGATES];
+  if (pipeline.checks.contentChecksum && hashed.length > 0) {
+    aggregates.push({ name: CHECKSUM_AGGREGATE, perRow: (row) => rowChecksumValue(hashed, row, true), columns: hashed.map((c) => c.split(' ')[0]!) });
+  }
+  pipeline.checks.measures.forEach((column, i) => {
+    const type = typeOf.get(column) ?? '';
+    const base = type.replace(/\(.*$/, '');
+    aggregates.push({
+      name: measureAggregate(i),
+      perRow: (row) => {
+        const value = CATALOG_TYPE.test(type) ? `CAST(${row}.${quoteIdent(column)} AS ${type})` : `${row}.${quoteIdent(column)}`;
+        return INTEGER_TYPES.has(base) ? `CAST(${value} AS decimal(38, 0))` : value;
+      },
+      columns: [column],
+    });
+  });
+  return aggregates;
+}
 
 /** True when the business key holds the column chunks are placed by: then a key value's rows all lie in one chunk. */
 function keyImpliesTime(pipeline: Pipeline): boolean {

@@ -2,7 +2,8 @@ import type { Context } from 'aws-lambda';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { type ChunkCount, describeFailure, duplicateKeyText, keyText, type NullTimeRows, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { chunkCounts, duplicateKeySamples, recordChecks } from '../../domain/sql/reconcile.ts';
+import { CHECKSUM_AGGREGATE, type ChunkAggregate, chunkCounts, duplicateKeySamples, gateAggregates, measureAggregate, recordChecks } from '../../domain/sql/reconcile.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { createQuarantine, nullTimeCount, quarantineRows, quarantineTableFor } from '../../domain/sql/null-times.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
@@ -29,8 +30,11 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const pipeline = frozenPipeline(batch);
   const name = (step: string) => `atomic-publish:${pipeline.name}:reconcile:${step}:${batch.batchId}`;
 
-  // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts).
-  const rows = await warehouse.query(chunkCounts(pipeline, batch), name('chunk-counts'));
+  // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts),
+  // with the content checksum and the measures' sums when the spec asks for them.
+  const aggregates = await contentAggregates(warehouse, pipeline, batch, name);
+  const rows = await warehouse.query(chunkCounts(pipeline, batch, aggregates), name('chunk-counts'));
+  const computed = new Set(aggregates.map((a) => a.name));
   const [whole] = rows;
   const problems = {
     outsideInterval: Number(whole?.outside_interval ?? 0),
@@ -47,9 +51,22 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     recordedRows: r.rows_written === null ? null : Number(r.rows_written),
     sourceRows: Number(r.source_rows),
     stagingRows: Number(r.staging_rows),
+    ...(computed.has(CHECKSUM_AGGREGATE) ? { sourceChecksum: String(r[`source_${CHECKSUM_AGGREGATE}`]), stagingChecksum: String(r[`staging_${CHECKSUM_AGGREGATE}`]) } : {}),
+    ...(pipeline.checks.measures.length > 0
+      ? {
+          sums: pipeline.checks.measures.map((column, i) => ({
+            column,
+            source: String(r[`source_${measureAggregate(i)}`]),
+            staging: String(r[`staging_${measureAggregate(i)}`]),
+          })),
+        }
+      : {}),
   }));
   const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
-  const result = evaluate(counts, { ...problems, duplicateKeySamples: duplicateKeySampleTexts }, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes);
+  const result = evaluate(counts, { ...problems, duplicateKeySamples: duplicateKeySampleTexts }, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes, {
+    contentChecksum: computed.has(CHECKSUM_AGGREGATE),
+    measures: pipeline.checks.measures,
+  });
 
   await warehouse.batch(
     recordChecks(
@@ -57,8 +74,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
       result.checks,
       { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten, rowsRejected: nullTimes.quarantinedIn === undefined ? 0 : nullTimes.rows },
       new Date(),
-      // Chunks whose staging rows no longer match: the re-run reloads them.
-      result.mismatches.filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index),
+      // Chunks whose staging rows no longer match (counts or content): the re-run reloads them.
+      [...new Set([...result.mismatches, ...(result.contentMismatches ?? [])].filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index))].sort((a, b) => a - b),
     ),
     name('record'),
   );
@@ -71,6 +88,19 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     rowsWritten: result.rowsWritten,
     checks: result.checks.map(({ check, passed, observed }) => ({ check, passed, observed })),
   };
+}
+
+/**
+ * The row count and, as the spec's checks ask, the content checksum and
+ * the measures' sums, over the columns the loads insert, typed as staging's
+ * catalog lists them (one catalog read; none when the spec asks for
+ * neither).
+ */
+async function contentAggregates(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<ChunkAggregate[]> {
+  if (!pipeline.checks.contentChecksum && pipeline.checks.measures.length === 0) return gateAggregates(pipeline, []);
+  const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('staging-columns'))).map((r) => String(r.col));
+  const loaded = batch.columns.length === 0 ? listed : listed.filter((c) => batch.columns.includes(c.split(' ')[0]!));
+  return gateAggregates(pipeline, loaded);
 }
 
 /**

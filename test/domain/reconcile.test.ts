@@ -171,3 +171,73 @@ describe('business key', () => {
     expect(text).toContain('business_key_unique: observed 7 key value(s) on more than one row; expected each (order_id, line_no) on one row\n    sample keys: (order_id, line_no) = (5, 1) on 2 rows;');
   });
 });
+
+describe('reconcile: content checksum and measure sums', () => {
+  const gate = { contentChecksum: true, measures: ['amount'] };
+  const same = (index: number, rows: number, amount: string) =>
+    chunk(index, rows, { sourceChecksum: '123456789012345678901', stagingChecksum: '123456789012345678901', sums: [{ column: 'amount', source: amount, staging: amount }] });
+
+  it('passes both checks when every chunk has the same checksum and sums on both sides', () => {
+    const result = reconcile([same(0, 10, '100.00'), same(1, 20, '200.50')], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, gate);
+
+    expect(result.passed).toBe(true);
+    expect(check(result, 'staging_content_matches_source').passed).toBe(true);
+    expect(check(result, 'staging_sums_match_source')).toMatchObject({
+      passed: true,
+      observed: '0 chunk(s) whose sums differ; amount: source 300.50, staging 300.50, source - staging 0.00',
+      expected: 'sums of amount equal in every chunk',
+    });
+    expect(result.contentMismatches).toEqual([]);
+  });
+
+  it('fails on a corrected amount with the same count, naming the chunk, its day and the difference (source - staging)', () => {
+    const corrected = chunk(1, 20, {
+      sourceChecksum: '99',
+      stagingChecksum: '98',
+      sums: [{ column: 'amount', source: '45176850.00', staging: '45076850.00' }],
+    });
+    const result = reconcile([same(0, 10, '100.00'), corrected], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, gate);
+
+    expect(result.passed).toBe(false);
+    expect(check(result, 'staging_rows_match_source').passed).toBe(true);
+    expect(check(result, 'staging_content_matches_source')).toMatchObject({
+      passed: false,
+      observed: "1 chunk(s) whose rows differ from the source's",
+      details: '#1 2026-01-02 00:00:00: checksum differs (source 20 rows, staging 20 rows)',
+    });
+    expect(check(result, 'staging_sums_match_source')).toMatchObject({
+      passed: false,
+      details: '#1 2026-01-02 00:00:00: amount: source 45176850.00, staging 45076850.00, source - staging 100000.00',
+    });
+    expect(result.mismatches).toEqual([]);
+    expect(result.contentMismatches!.map((c) => c.index)).toEqual([1]);
+    const message = describeFailure('b1', result);
+    expect(message).toContain('Chunks whose content differs from the source (1 of 1):');
+    expect(message).toContain('│ chunk │ starts              │ source rows │ staging rows │ checksum │ amount source │ amount staging │ amount source - staging │');
+    expect(message).toContain('│     1 │ 2026-01-02 00:00:00 │          20 │           20 │ differs  │   45176850.00 │    45076850.00 │               100000.00 │');
+    expect(message).not.toContain('Chunks that differ (');
+  });
+
+  it('fails only the checksum for a swapped key whose sums agree', () => {
+    const swapped = chunk(0, 10, { sourceChecksum: '1152921504606846975', stagingChecksum: '1152921504606846974', sums: [{ column: 'amount', source: '10.00', staging: '10.00' }] });
+    const result = reconcile([swapped], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, gate);
+
+    expect(result.checks.filter((c) => !c.passed).map((c) => c.check)).toEqual(['staging_content_matches_source']);
+  });
+
+  it('compares decimal texts as numbers: 10.5 and 10.50 are the same sum', () => {
+    const result = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.5', staging: '10.50' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, {
+      contentChecksum: false,
+      measures: ['amount'],
+    });
+
+    expect(check(result, 'staging_sums_match_source').passed).toBe(true);
+    expect(result.checks.map((c) => c.check)).not.toContain('staging_content_matches_source');
+  });
+
+  it('adds neither check when the spec asks for neither', () => {
+    const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, { contentChecksum: false, measures: [] });
+    expect(result.checks.map((c) => c.check)).not.toContain('staging_content_matches_source');
+    expect(result.checks.map((c) => c.check)).not.toContain('staging_sums_match_source');
+  });
+});

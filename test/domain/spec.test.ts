@@ -331,7 +331,7 @@ describe('definePipeline reports every wrong field at once', () => {
   it('applies the defaults of a section given as null', () => {
     const pipeline = definePipeline(specWith({ checks: null as unknown as PipelineSpec['checks'], retention: null as unknown as PipelineSpec['retention'] }));
 
-    expect(pipeline.checks).toEqual({ allowEmpty: false });
+    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true });
     expect(pipeline.retention).toEqual({ keepVersions: 3 });
   });
 
@@ -430,6 +430,36 @@ describe('specHash', () => {
     ['the target table', { target: { schema: 'analytics', table: 'orders_v2' } }],
   ])('changes when %s changes', (_what, overrides) => {
     expect(definePipeline(specWith(overrides)).specHash).not.toBe(definePipeline(ordersSpec).specHash);
+  });
+});
+
+describe('checks: measures and contentChecksum', () => {
+  it('sums no measures and compares the content checksum by default', () => {
+    expect(definePipeline(ordersSpec).checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true });
+  });
+
+  it('keeps declared measures in order, and contentChecksum false', () => {
+    const pipeline = definePipeline(specWith({ checks: { measures: ['amount', 'quantity'], contentChecksum: false } }));
+    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: ['amount', 'quantity'], contentChecksum: false });
+  });
+
+  it.each([
+    ['a measure that is not an identifier', { measures: ['amount; DROP TABLE x'] }, /checks\.measures\[0\] /],
+    ['a measure named twice', { measures: ['amount', 'amount'] }, /checks\.measures names amount more than once$/],
+    ['measures that are not a list', { measures: 'amount' }, /checks\.measures must list numeric columns of the live table to sum per chunk$/],
+    ['a contentChecksum that is not a boolean', { contentChecksum: 'yes' }, /checks\.contentChecksum must be true or false$/],
+  ])('rejects %s at synth time, naming the pipeline and the field', (_what, checks, message) => {
+    const error = rejection(specWith({ checks: checks as PipelineSpec['checks'] }));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toMatch(/^pipeline orders: /);
+    expect(error.message).toMatch(message);
+  });
+
+  it('keeps the hash of a pipeline that leaves both at their defaults, and changes it when either is set: they decide what may publish', () => {
+    const hash = definePipeline(ordersSpec).specHash;
+    expect(definePipeline(specWith({ checks: { allowEmpty: false, measures: [], contentChecksum: true } })).specHash).toBe(hash);
+    expect(definePipeline(specWith({ checks: { measures: ['amount'] } })).specHash).not.toBe(hash);
+    expect(definePipeline(specWith({ checks: { contentChecksum: false } })).specHash).not.toBe(hash);
   });
 });
 

@@ -3,7 +3,10 @@
 // writes NOTHING to the warehouse: on this fresh database the manifest
 // schema never comes into existence and no staging table appears.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/spec.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../../local/data-api/system-views.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, useWorkflow, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
@@ -173,6 +176,21 @@ describe('a warehouse that does not fit the pipeline', () => {
       expect(await wf.derivedTables()).toEqual([]);
     } finally {
       await wf.query(`ALTER TABLE ${LIVE} RENAME COLUMN order_time TO ordered_at`);
+    }
+  });
+
+  it.each([
+    ['a column the live table lacks', ['amount', 'discount'], /^pipeline sales_order_lines: checks\.measures names discount, which is not a column of analytics\.sales_order_lines: name a numeric column/],
+    ['a column that is not a number', ['ordered_at'], /^pipeline sales_order_lines: checks\.measures names ordered_at of analytics\.sales_order_lines, which is timestamp without time zone; a measure must be a number/],
+  ])('rejects checks.measures naming %s, and writes nothing', async (_label, measures, message) => {
+    const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
+    const original = pipelines[index]!;
+    pipelines[index] = definePipeline({ ...salesOrderLines, checks: { allowEmpty: false, measures } });
+    try {
+      expectRejected(await wf.run(inputFor(4)), message);
+      await expectNothingWritten();
+    } finally {
+      pipelines[index] = original;
     }
   });
 

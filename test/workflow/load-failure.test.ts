@@ -151,7 +151,7 @@ describe('the re-run after the source is fixed', () => {
       'SELECT attempt, passed FROM atomic_publish.check_results WHERE batch_id = $1',
       [names.batchId],
     );
-    expect(checks).toHaveLength(7);
+    expect(checks).toHaveLength(8);
     expect(checks.every((c) => c.attempt === 2 && c.passed)).toBe(true);
     expect(rerun.alerts).toEqual([]);
     expect(rerun.metrics.find((m) => 'Published' in m.values)?.values.RowsPublished).toBe(TO_DAY * ROWS_PER_DAY);

@@ -65,7 +65,7 @@ describe('a swap transaction that fails in the warehouse', () => {
     expect(batch).toMatchObject({ status: 'FAILED', attempt: 1 });
     expect(String(batch!.error)).toMatch(/^WarehouseError: .*publish:swap.* failed: .*already exists/);
     const checks = await wf.query<{ passed: boolean }>('SELECT passed FROM atomic_publish.check_results WHERE batch_id = $1', [names.batchId]);
-    expect(checks.map((c) => c.passed)).toEqual([true, true, true, true, true, true, true]);
+    expect(checks.map((c) => c.passed)).toEqual([true, true, true, true, true, true, true, true]);
   });
 
   it('pages once, saying the live table is untouched', () => {

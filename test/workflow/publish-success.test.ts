@@ -91,6 +91,7 @@ describe('a successful run', () => {
       'all_chunks_loaded',
       'business_key_unique',
       'source_time_not_null',
+      'staging_content_matches_source',
       'staging_not_empty',
       'staging_rows_match_load_record',
       'staging_rows_match_source',
@@ -164,7 +165,7 @@ describe('a replay of the same input after success', () => {
     expect(await wf.publications()).toHaveLength(1);
     expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 1, execution_id: first.executionId });
     const { n } = (await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM atomic_publish.check_results'))[0]!;
-    expect(n).toBe(7);
+    expect(n).toBe(8);
     expect(await wf.derivedTables()).toEqual([names.previous]);
     expect(await wf.fingerprint(names.previous)).toEqual(before);
   });

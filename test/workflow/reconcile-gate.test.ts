@@ -43,6 +43,7 @@ describe('a source that changed while the batch loaded', () => {
       ['all_chunks_loaded', true],
       ['business_key_unique', true],
       ['source_time_not_null', true],
+      ['staging_content_matches_source', false],
       ['staging_not_empty', true],
       ['staging_rows_match_load_record', true],
       ['staging_rows_match_source', false],
@@ -56,11 +57,13 @@ describe('a source that changed while the batch loaded', () => {
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED' });
     const [attempt] = await wf.query<{ status: string; error: string }>('SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId]);
     expect(attempt!.status).toBe('FAILED');
-    expect(attempt!.error).toMatch(/^CheckFailedError: 1 check\(s\) failed for batch /);
+    expect(attempt!.error).toMatch(/^CheckFailedError: 2 check\(s\) failed for batch /);
 
     expect(result.alerts).toHaveLength(1);
     const { message } = result.alerts[0]!;
     expect(message).toContain('staging_rows_match_source: observed');
+    // The content checksum of that chunk differs too, in a table of its own.
+    expect(message).toContain('staging_content_matches_source: observed 1 chunk(s) whose rows differ');
     expect(message).toContain('Chunks that differ (1 of 1):');
     expect(message).toMatch(new RegExp(`│ +3 │ 2026-01-04 00:00:00 │ DONE +│ +${ROWS_PER_DAY + 2} │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ +-2 │`));
     expect(message).toContain('Live table: analytics.sales_order_lines untouched');
