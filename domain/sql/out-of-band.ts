@@ -71,8 +71,9 @@ export function hashedColumns(columns: readonly string[]): string[] {
  * One row's 60-bit value as DECIMAL(38,0), from the MD5 over its columns
  * (`name type` texts), the same digest the live fingerprint sums: a sum of
  * them over any set of rows is order-independent and cannot overflow
- * (2^60 per row leaves room for 10^20 rows). Reconcile sums it per chunk on
- * both sides (domain/sql/reconcile.ts gateAggregates).
+ * (each value is below 2^60: 38 digits hold the sum of more than 10^19
+ * rows). Reconcile sums it per chunk on both sides (domain/sql/reconcile.ts
+ * gateAggregates).
  */
 export function rowChecksumValue(columns: readonly string[], alias?: string, castToType = false): string {
   return `CAST(${hexValue(`MD5(${rowText(columns, alias, castToType)})`)} AS decimal(38, 0))`;
