@@ -20,6 +20,8 @@
  *                   latency minus the median latency of reads before it
  *   plan at scale   plan() of 87,600 hourly chunks, and the largest state
  *                   payload (bench/plan-scale.ts)
+ *   backfill        a replace-intervals run of a tenth of the days vs the
+ *                   full run (bench/backfill.ts)
  *   reconcile       the gate's reading vs one plain COUNT(*) pass over the
  *                   source plus one over staging (bench/reconcile.ts)
  *   data API,       the local Data API's own costs (bench/data-api.ts) and
@@ -50,6 +52,7 @@ import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
 import { costPer1000Chunks, lambdaFunctions } from './prices.ts';
 import { benchPublishVia } from './publish-via.ts';
 import { benchReconcile } from './reconcile.ts';
+import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { pollReads } from './reads.ts';
 
 const DAYS = 60;
@@ -88,6 +91,7 @@ const TARGETS = {
   plan87600Ms: { limit: 1000, strict: true, unit: ' ms' },
   largestStatePayloadBytes: { limit: 256 * KB, strict: true, unit: ' bytes (256 KB)' },
   reconcileRatio: { limit: 1.3, strict: false, unit: 'x' },
+  backfillShare: { limit: 0.5, strict: false, unit: ' of a full run' },
 } as const satisfies Record<string, Target>;
 
 type TargetField = keyof typeof TARGETS;
@@ -195,6 +199,13 @@ async function main(): Promise<void> {
     );
   }
 
+  log(`bench: backfill of ${BACKFILL_DAYS} days by replace-intervals`);
+  // On an endpoint of its own, as each full run was (the last one is closed).
+  const backfillApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
+  Object.assign(process.env, localHandlerEnvironment(backfillApi.endpoint, database));
+  const backfillMs = await benchBackfill({ runner, days: DAYS, repeat });
+  await backfillApi.close();
+
   log(`bench: planning ${PLAN_HOURS.toLocaleString('en-US')} hourly chunks`);
   const planScale = await benchPlanScale({ db, warehouse, repeat });
 
@@ -257,6 +268,9 @@ async function main(): Promise<void> {
     reconcileBaselineMs: reconcile.baselineMs,
     reconcileGateMs: reconcile.gateMs,
     reconcileRatio: reconcile.reconcileRatio,
+    backfillDays: BACKFILL_DAYS,
+    backfillRunMs: median(backfillMs),
+    backfillShare: median(backfillMs) / fullRunMs,
   };
   const targets = Object.fromEntries(
     (Object.entries(TARGETS) as [TargetField, Target][]).map(([field, t]) => [field, { target: describeTarget(t), met: meets(figures[field], t) }]),
@@ -313,6 +327,7 @@ async function main(): Promise<void> {
         row("  that plan's output (its windows)", kb(figures.planOutputBytes)),
         row("  a window's PlanWindow output (its 1,000 chunks)", kb(figures.planWindowOutputBytes)),
         row('Reconcile / (COUNT(*) of source + COUNT(*) of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
+        row(`backfill of ${BACKFILL_DAYS} of ${DAYS} days (replace-intervals) / full run`, `${figures.backfillShare.toFixed(2)} (${s(figures.backfillRunMs)})`, 'backfillShare'),
       ],
       ['l', 'r', 'l', 'l'],
     )}\n`,

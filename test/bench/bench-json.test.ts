@@ -32,6 +32,8 @@ const NUMBERS = [
   'reconcileBaselineMs',
   'reconcileGateMs',
   'reconcileRatio',
+  'backfillRunMs',
+  'backfillShare',
   'plan87600Ms',
   'planOutputBytes',
   'planWindowOutputBytes',
@@ -46,6 +48,7 @@ const TARGETED = [
   'plan87600Ms',
   'largestStatePayloadBytes',
   'reconcileRatio',
+  'backfillShare',
 ];
 
 afterAll(() => dropDatabase(inject('pg'), DATABASE));
@@ -75,6 +78,7 @@ describe('npm run bench -- --json', () => {
     expect(figures.overheadRatio).toBe((figures.fullRunMs as number) / (figures.insertRenameMs as number));
     expect(figures.ctasRatio).toBe((figures.fullRunMs as number) / (figures.ctasRenameMs as number));
     expect(figures.reconcileRatio).toBe((figures.reconcileGateMs as number) / (figures.reconcileBaselineMs as number));
+    expect(figures.backfillShare).toBe((figures.backfillRunMs as number) / (figures.fullRunMs as number));
     // Each target beside its figure: met or missed.
     for (const field of TARGETED) {
       expect(figures.targets[field]?.target, field).toMatch(/^<=? /);
