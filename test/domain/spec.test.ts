@@ -503,6 +503,7 @@ describe('checks: declared checks with severity and tolerance', () => {
     ['custom SQL that leaves its parentheses', { sql: [{ name: 'escape', sql: 'SELECT 1 FROM {staging}) AS src, (SELECT 1' }] }, /of check sql:escape (must stay inside|does not parse)/],
     ['custom SQL with a parameter', { sql: [{ name: 'p', sql: 'SELECT 1 FROM {staging} WHERE x > :start' }] }, /of check sql:p uses :start, but no parameters are bound/],
     ['a check declared twice', { notNull: ['amount', 'amount'] }, /declare check\(s\) not_null:amount more than once/],
+    ['a references check whose name check_results cannot hold', { references: [{ columns: ['a'.repeat(60), 'b'.repeat(60), 'c'.repeat(60)], parent: { schema: 'crm', table: 'x', columns: ['a', 'b', 'c'] } }] }, /checks name check\(s\) longer than 128 characters: references:a{49}/],
   ])('rejects %s at synth time, naming the pipeline and the check', (_what, checks, message) => {
     const error = rejection(specWith({ checks: checks as PipelineSpec['checks'] }));
     expect(error).toBeInstanceOf(ValidationError);
