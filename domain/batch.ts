@@ -34,6 +34,12 @@ export interface CheckResult {
   readonly observed: string;
   readonly expected: string;
   readonly details: string;
+  /** A declared check's (domain/declared-checks.ts): a failed `warn` does not block. @default 'block' */
+  readonly severity?: 'block' | 'warn';
+  /** A declared check's offending rows allowed. */
+  readonly tolerance?: number;
+  /** A failed declared check's offending keys (at most DECLARED_SAMPLES). */
+  readonly samples?: readonly string[];
 }
 
 /** Status words as constants named by themselves: `ChunkStatus.DONE` is `'DONE'`. */

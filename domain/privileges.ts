@@ -11,7 +11,8 @@
  * reading a table needs SELECT on it.
  */
 import { MissingPrivilegeError, ValidationError } from './errors.ts';
-import type { Relation } from './identifiers.ts';
+import { qualifiedName, type Relation } from './identifiers.ts';
+import { STAGING_PLACEHOLDER } from './declared-checks.ts';
 import { sourceTables } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
@@ -40,10 +41,32 @@ export function sourceRelations(pipeline: Pipeline): Relation[] {
   });
 }
 
+/**
+ * The tables the declared checks read besides staging: each references'
+ * parent, and what each custom check's SQL reads (its `{staging}` stands
+ * for a table of the target schema the user creates, so needs nothing
+ * more). They must name their schema, as the source's tables must.
+ */
+export function checkRelations(pipeline: Pipeline): Relation[] {
+  const { schema, table } = pipeline.target;
+  const found: Relation[] = pipeline.checks.references.map((c) => ({ schema: c.parent.schema, table: c.parent.table }));
+  for (const check of pipeline.checks.sql) {
+    for (const read of sourceTables(check.sql.replaceAll(STAGING_PLACEHOLDER, qualifiedName(schema, table)))) {
+      if (read.schema === undefined) {
+        throw new ValidationError(`pipeline ${pipeline.name}: check sql:${check.name} reads ${read.table} without a schema; qualify it (schema.${read.table}), or name staging as ${STAGING_PLACEHOLDER}`);
+      }
+      if (read.schema !== schema || read.table !== table) found.push({ schema: read.schema, table: read.table });
+    }
+  }
+  return found;
+}
+
 /** Every privilege the pipeline's database user needs, each once, in the order the setup grants them. */
 export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
   const { schema, table } = pipeline.target;
-  const sources = sourceRelations(pipeline);
+  const read = sourceRelations(pipeline);
+  const sources = [...read];
+  for (const r of checkRelations(pipeline)) if (!sources.some((s) => relationKey(s) === relationKey(r))) sources.push(r);
   const required: Requirement[] = [
     { kind: 'database', privilege: 'CREATE', reason: `to create the ${MANIFEST_SCHEMA} schema` },
     { kind: 'schema', privilege: 'USAGE', schema, reason: 'to reach the live and staging tables' },
@@ -60,7 +83,7 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
     }
   }
   for (const source of sources) {
-    required.push({ kind: 'table', privilege: 'SELECT', ...source, reason: 'to read the source' });
+    required.push({ kind: 'table', privilege: 'SELECT', ...source, reason: read.includes(source) ? 'to read the source' : 'to run the declared checks' });
   }
   return required;
 }

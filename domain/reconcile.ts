@@ -2,6 +2,7 @@ import { type CheckResult, ChunkStatus } from './batch.ts';
 import type { NullTimes } from './spec.ts';
 import { renderTable } from './text-table.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
+import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -40,6 +41,8 @@ export interface Reconciliation {
   readonly mismatches: readonly ChunkCount[];
   /** Chunks whose content checksum or a measure's sum disagrees, for the second table. @default none */
   readonly contentMismatches?: readonly ChunkCount[];
+  /** Declared checks of severity warn that failed: recorded and shown, not blocking. @default none */
+  readonly warnings?: readonly CheckResult[];
 }
 
 const MAX_LISTED = 20;
@@ -109,6 +112,7 @@ export function reconcile(
   businessKey: readonly string[] = [],
   nullTimes?: NullTimeRows,
   content: ContentChecks = { contentChecksum: false, measures: [] },
+  declared: readonly CheckResult[] = [],
 ): Reconciliation {
   const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
@@ -165,9 +169,11 @@ export function reconcile(
     },
     ...(nullTimes === undefined ? [] : [nullTimeCheck(nullTimes)]),
     ...contentChecks(counts, content),
+    ...declared,
   ];
   const contentMismatches = counts.filter((c) => checksumDiffers(c) || sumsDiffering(c).length > 0);
-  return { passed: checks.every((c) => c.passed), checks, rowsRead, rowsWritten, mismatches, contentMismatches };
+  // A failed check of severity warn does not block (domain/declared-checks.ts).
+  return { passed: !checks.some(isBlocking), checks, rowsRead, rowsWritten, mismatches, contentMismatches, warnings: checks.filter(isWarning) };
 }
 
 /** True when the chunk's content checksums were computed and differ. */
@@ -249,12 +255,19 @@ export function keyText(businessKey: readonly string[], values: readonly unknown
  * differ: what the on-call engineer reads first in the alert.
  */
 export function describeFailure(batchId: string, result: Reconciliation): string {
-  const failed = result.checks.filter((c) => !c.passed);
+  const failed = result.checks.filter(isBlocking);
   const lines = [`${failed.length} check(s) failed for batch ${batchId}:`];
   for (const c of failed) {
     lines.push(`  ${c.check}: observed ${c.observed}; expected ${c.expected}`);
+    if (c.severity !== undefined && c.details !== '') lines.push(`    ${c.details}`);
     // Chunk lists are in the table below; the duplicate keys are not.
     if (c.check === 'business_key_unique' && c.details !== '') lines.push(`    ${c.details}`);
+  }
+  // The declared checks that failed, blocking or not: what each found and a few offending keys.
+  const declared = result.checks.filter((c) => c.severity !== undefined && !c.passed);
+  if (declared.length > 0) {
+    lines.push(`Declared checks that failed (${declared.length}):`);
+    lines.push(declaredTable(declared));
   }
   if (result.mismatches.length > 0) {
     const shown = result.mismatches.slice(0, MAX_LISTED);

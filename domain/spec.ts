@@ -2,8 +2,20 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ValidationError } from './errors.ts';
 import type { BatchRef } from './batch.ts';
-import { identifierProblem } from './identifiers.ts';
-import { sourceSqlProblem } from './redshift-sql/source-sql.ts';
+import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
+import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
+import {
+  type DeclaredChecks,
+  MAX_TOLERANCE,
+  SEVERITIES,
+  type Severity,
+  STAGING_PLACEHOLDER,
+  acceptedValuesName,
+  declaredCheckNames,
+  notNullName,
+  referencesName,
+  sqlCheckName,
+} from './declared-checks.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { insertIntervalSql } from './sql/load-chunk.ts';
@@ -172,6 +184,37 @@ export interface PipelineSpec {
      * @default true
      */
     readonly contentChecksum?: boolean;
+    /**
+     * Declared checks of staging's rows, run by Reconcile after the gate's
+     * own. Each has a `severity` (`block`, the default: a failure stops
+     * the publish; `warn`: recorded in check_results, logged and returned
+     * in Reconcile's `warnings`, and the batch publishes) and a `tolerance`
+     * (offending rows allowed, 0 to 1e9, default 0). Plan refuses a check
+     * naming a column the live table lacks, a parent table that does not
+     * exist, or values of another type than the column's.
+     */
+    /** Columns of staging that must hold no NULL: a name, or `{ column, severity, tolerance }`. @default none */
+    readonly notNull?: readonly (string | { readonly column: string; readonly severity?: Severity; readonly tolerance?: number })[];
+    /** A column's values must be among `values` (a NULL is left to notNull). @default none */
+    readonly acceptedValues?: readonly { readonly column: string; readonly values: readonly (string | number)[]; readonly severity?: Severity; readonly tolerance?: number }[];
+    /**
+     * Every staging row's `columns` (all not NULL) exist as `parent.columns`
+     * in the parent table: detail rows are not published before their
+     * master rows. The alert samples the missing keys. @default none
+     */
+    readonly references?: readonly {
+      readonly columns: readonly string[];
+      readonly parent: { readonly schema: string; readonly table: string; readonly columns: readonly string[] };
+      readonly severity?: Severity;
+      readonly tolerance?: number;
+    }[];
+    /**
+     * Custom checks: one SELECT returning the offending rows, naming
+     * staging as `{staging}` (replaced with the quoted staging table, also
+     * inside a string literal); other tables it reads must name their
+     * schema. No parameters are bound. @default none
+     */
+    readonly sql?: readonly { readonly name: string; readonly sql: string; readonly severity?: Severity; readonly tolerance?: number }[];
   };
   /** Page when no publish happened for this long. */
   readonly freshness: { readonly slaMinutes: number };
@@ -221,7 +264,7 @@ export interface Pipeline {
   readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
-  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean };
+  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean } & DeclaredChecks;
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
@@ -379,6 +422,53 @@ const mergeSchema = z
   )
   .optional();
 
+/**
+ * A declared check: its own fields, then `severity` and `tolerance`,
+ * whose messages name the check (`name`).
+ */
+function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check: z.output<z.ZodObject<Shape>>) => string) {
+  return z
+    .object({ ...shape, severity: z.unknown().optional(), tolerance: z.unknown().optional() }, { error: 'must be an object' })
+    .transform((raw, ctx) => {
+      const check = raw as unknown as z.output<z.ZodObject<Shape>>;
+      const label = `of check ${name(check)}`;
+      const given = raw as { severity?: unknown; tolerance?: unknown };
+      const severity = given.severity ?? 'block';
+      const tolerance = given.tolerance ?? 0;
+      if (!(SEVERITIES as readonly unknown[]).includes(severity)) {
+        ctx.addIssue({ code: 'custom', path: ['severity'], message: `${label}: ${echo(severity)} must be one of ${SEVERITIES.join(', ')}` });
+      }
+      if (typeof tolerance !== 'number' || !Number.isInteger(tolerance) || tolerance < 0 || tolerance > MAX_TOLERANCE) {
+        ctx.addIssue({ code: 'custom', path: ['tolerance'], message: `${label}: ${echo(tolerance)} must be an integer from 0 to ${MAX_TOLERANCE} (offending rows allowed)` });
+      }
+      return { ...check, severity: severity as Severity, tolerance: tolerance as number };
+    });
+}
+
+/** Accepted values: strings or finite numbers, each one a SQL literal can carry. */
+const acceptedValuesSchema = z
+  .array(z.union([z.string(), z.number().finite()]), { error: 'must list the accepted values (strings or numbers)' })
+  .min(1, { error: 'must list at least one value' })
+  .superRefine((values, ctx) => {
+    for (const value of values) {
+      try {
+        sqlLiteral(value);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: `cannot hold ${echo(value)} (no backslash or control character)` });
+      }
+    }
+  });
+
+/**
+ * What is wrong with a custom check's SQL: the placeholder replaced as
+ * Reconcile replaces it, then checked as one read-only SELECT that
+ * Redshift runs inside `(<sql>) AS src`.
+ */
+function customSqlProblem(sql: string): string | undefined {
+  const probe = sql.replaceAll(STAGING_PLACEHOLDER, qualifiedName('target_schema', 'staging_table'));
+  return checkSqlProblem(probe, [`SELECT COUNT(*) AS ap_rows FROM (${probe}\n) AS src`, `SELECT * FROM (${probe}\n) AS src LIMIT 5`]);
+}
+
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
   measures: withDefault(
@@ -389,7 +479,52 @@ const checksSchema = section({
     [],
   ),
   contentChecksum: withDefault(z.boolean({ error: 'must be true or false' }), true),
+  notNull: withDefault(z.array(z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName)), { error: 'must list columns' }), []),
+  acceptedValues: withDefault(
+    z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName), { error: 'must list objects with a column and its values' }),
+    [],
+  ),
+  references: withDefault(
+    z.array(
+      judged(
+        {
+          columns: z.array(identifier, { error: 'must list the key columns of staging' }).min(1, { error: 'must list the key columns of staging' }),
+          parent: z.object(
+            { schema: identifier, table: identifier, columns: z.array(identifier, { error: 'must list the key columns of the parent' }).min(1, { error: 'must list the key columns of the parent' }) },
+            { error: 'must be an object with schema, table and columns' },
+          ),
+        },
+        referencesName,
+      ).superRefine((c, ctx) => {
+        if (c.columns.length !== c.parent.columns.length) {
+          ctx.addIssue({ code: 'custom', path: ['parent', 'columns'], message: `of check ${referencesName(c)} must list as many columns as columns (${c.columns.length})` });
+        }
+      }),
+      { error: 'must list objects with columns and a parent' },
+    ),
+    [],
+  ),
+  sql: withDefault(
+    z.array(
+      judged({ name: identifier, sql: z.string({ error: 'must be a SELECT statement returning the offending rows' }).transform(normalizeSourceSql) }, sqlCheckName).superRefine((c, ctx) => {
+        const problem = customSqlProblem(c.sql);
+        if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['sql'], message: `of check ${sqlCheckName(c)} ${problem}` });
+      }),
+      { error: 'must list objects with a name and the SQL' },
+    ),
+    [],
+  ),
+}).superRefine((checks, ctx) => {
+  const names = declaredCheckNames(checks);
+  const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
+  if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `declare check(s) ${repeated.join(', ')} more than once` });
+  // check_results.check_name is a varchar(128) (domain/sql/manifest.ts).
+  const long = names.filter((n) => n.length > MAX_CHECK_NAME_LENGTH);
+  if (long.length > 0) ctx.addIssue({ code: 'custom', message: `name check(s) longer than ${MAX_CHECK_NAME_LENGTH} characters: ${long.map((n) => clip(n, 60)).join(', ')}` });
 });
+
+/** The longest check name check_results holds. */
+const MAX_CHECK_NAME_LENGTH = 128;
 
 const freshnessSchema = section({
   slaMinutes: integer(1, 24 * 60, ' (one alarm period of at most a day)'),
@@ -659,6 +794,11 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     allowEmpty: checks.allowEmpty,
     measures: checks.measures.length > 0 ? checks.measures : undefined,
     contentChecksum: checks.contentChecksum ? undefined : false,
+    // The declared checks decide what publishes: in the hash when declared.
+    notNull: checks.notNull.length > 0 ? checks.notNull : undefined,
+    acceptedValues: checks.acceptedValues.length > 0 ? checks.acceptedValues : undefined,
+    references: checks.references.length > 0 ? checks.references : undefined,
+    sql: checks.sql.length > 0 ? checks.sql : undefined,
   };
 }
 

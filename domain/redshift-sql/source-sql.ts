@@ -36,10 +36,31 @@ export function sourceTables(sourceSql: string): SourceTable[] {
  * its parentheses.
  */
 export function sourceSqlProblem(sourceSql: string, wrapped: readonly string[]): string | undefined {
-  if (sourceSql.trim() === '') return 'must be a SELECT statement';
+  return readOnlySelectProblem(sourceSql, wrapped, {
+    notSelect: 'must be a SELECT statement',
+    parameters: (names) => {
+      const missing = BOUND.filter((name) => !names.includes(name)).map((name) => `:${name}`);
+      if (missing.length > 0) return `must use the ${missing.join(' and ')} placeholder${missing.length > 1 ? 's' : ''} (rows in [:start, :end))`;
+      const extra = names.filter((name) => !BOUND.includes(name)).map((name) => `:${name}`);
+      return extra.length > 0 ? `uses ${extra.join(', ')}, but only :start and :end are bound` : undefined;
+    },
+    escaped: 'must stay inside the parentheses Plan and LoadChunk wrap it in (as "(<sourceSql>) AS src")',
+  });
+}
+
+/** How a query is judged: its messages, and what its parameters may be. */
+interface SelectRules {
+  readonly notSelect: string;
+  readonly parameters: (names: readonly string[]) => string | undefined;
+  readonly escaped: string;
+}
+
+/** One read-only SELECT that Redshift runs, with the parameters `rules` allow, staying inside `(...) AS src` in each of `wrapped`. */
+function readOnlySelectProblem(sql: string, wrapped: readonly string[], rules: SelectRules): string | undefined {
+  if (sql.trim() === '') return rules.notSelect;
   let parsed: ParsedSql;
   try {
-    parsed = parseSql(sourceSql);
+    parsed = parseSql(sql);
   } catch (error) {
     if (error instanceof SqlSyntaxError) return `does not parse: ${error.message}`;
     throw error;
@@ -47,16 +68,13 @@ export function sourceSqlProblem(sourceSql: string, wrapped: readonly string[]):
   const { statements, parameterNames } = parsed;
   if (statements.length > 1) return 'must be one statement (no ";")';
   const [statement] = statements;
-  if (!statement || kindOf(statement.node) !== 'SelectStmt') return 'must be a SELECT statement';
+  if (!statement || kindOf(statement.node) !== 'SelectStmt') return rules.notSelect;
   const select = statement.node.SelectStmt as Record<string, unknown>;
   if (select.intoClause) return 'must not use SELECT INTO';
   if (nodesOf(statement.node, 'LockingClause').length > 0) return 'must not lock rows (FOR UPDATE, FOR SHARE)';
   if (WRITES.some((kind) => nodesOf(statement.node, kind).length > 0)) return 'must only read (no INSERT, UPDATE, DELETE or MERGE)';
-
-  const missing = BOUND.filter((name) => !parameterNames.includes(name)).map((name) => `:${name}`);
-  if (missing.length > 0) return `must use the ${missing.join(' and ')} placeholder${missing.length > 1 ? 's' : ''} (rows in [:start, :end))`;
-  const extra = parameterNames.filter((name) => !BOUND.includes(name)).map((name) => `:${name}`);
-  if (extra.length > 0) return `uses ${extra.join(', ')}, but only :start and :end are bound`;
+  const parameters = rules.parameters(parameterNames);
+  if (parameters !== undefined) return parameters;
 
   const unsupported = checkStatements(statements)[0];
   if (unsupported) {
@@ -64,7 +82,7 @@ export function sourceSqlProblem(sourceSql: string, wrapped: readonly string[]):
   }
   const source = withoutLocations(statement.node);
   for (const text of wrapped) {
-    if (!wrapsExactly(text, source)) return 'must stay inside the parentheses Plan and LoadChunk wrap it in (as "(<sourceSql>) AS src")';
+    if (!wrapsExactly(text, source)) return rules.escaped;
   }
   return undefined;
 }
@@ -91,4 +109,20 @@ function wrapsExactly(text: string, source: string): boolean {
 /** A tree as JSON without text positions, to compare the same SQL at two places. */
 function withoutLocations(node: unknown): string {
   return JSON.stringify(node, (key, value: unknown) => (key === 'location' || key.endsWith('_location') ? undefined : value));
+}
+
+/**
+ * What is wrong with a declared check's SQL (checks.sql[].sql), said after
+ * the field name; undefined when nothing is. `sql` has its staging
+ * placeholder already replaced by a table name; `wrapped` are the
+ * statements Reconcile builds around it (as `(<sql>) AS src`). It must be
+ * one read-only SELECT that Redshift runs, without parameters (none are
+ * bound), staying inside its parentheses.
+ */
+export function checkSqlProblem(sql: string, wrapped: readonly string[]): string | undefined {
+  return readOnlySelectProblem(sql, wrapped, {
+    notSelect: 'must be a SELECT statement returning the offending rows',
+    parameters: (names) => (names.length > 0 ? `uses ${names.map((n) => `:${n}`).join(', ')}, but no parameters are bound` : undefined),
+    escaped: 'must stay inside the parentheses Reconcile wraps it in (as "(<sql>) AS src")',
+  });
 }

@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 9;
+export const MANIFEST_VERSION = 10;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -418,6 +418,8 @@ export function manifestDdl(now: Date): string[] {
     `CALL ${M}.add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
     `CALL ${M}.add_column_if_missing('publications', 'interval_start', 'timestamp')`,
     `CALL ${M}.add_column_if_missing('publications', 'interval_end', 'timestamp')`,
+    // Version 10 (declared checks): a check's severity; a failed 'warn' did not block the batch.
+    `CALL ${M}.add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

@@ -3,6 +3,7 @@ import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../ba
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
+import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, STAGING_PLACEHOLDER } from '../declared-checks.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
 import { CATALOG_TYPE, hashedColumns, rowChecksumValue } from './out-of-band.ts';
 import { grainKey } from './plan.ts';
@@ -186,6 +187,97 @@ export function duplicateKeySamples(pipeline: Pipeline, batch: BatchRef, limit =
   };
 }
 
+/** Result column of notNull[i] (`nn_<i>`) and acceptedValues[i] (`av_<i>`) in declaredRowChecks and declaredRowSamples. */
+export const notNullColumn = (index: number) => `nn_${index}`;
+export const acceptedValuesColumn = (index: number) => `av_${index}`;
+
+/** The rows each row check counts, over staging's alias `s`: keyed by its result column. */
+function rowCheckConditions(pipeline: Pipeline): { column: string; condition: string; value: string }[] {
+  return [
+    ...pipeline.checks.notNull.map((c, i) => ({ column: notNullColumn(i), condition: `s.${quoteIdent(c.column)} IS NULL`, value: 'NULL' })),
+    // A NULL is no value outside the list: notNull is the check for it.
+    ...pipeline.checks.acceptedValues.map((c, i) => ({
+      column: acceptedValuesColumn(i),
+      condition: `s.${quoteIdent(c.column)} NOT IN (${c.values.map((v) => sqlLiteral(v)).join(', ')})`,
+      value: `s.${quoteIdent(c.column)}`,
+    })),
+  ];
+}
+
+/**
+ * The declared row checks (notNull, acceptedValues) of staging in one pass:
+ * per check, the rows that break it; undefined when none is declared.
+ */
+export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statement | undefined {
+  const checks = rowCheckConditions(pipeline);
+  if (checks.length === 0) return undefined;
+  return {
+    sql: `SELECT ${checks.map((c) => `SUM(CASE WHEN ${c.condition} THEN 1 ELSE 0 END) AS ${c.column}`).join(', ')}
+            FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} AS s`,
+  };
+}
+
+/**
+ * The business keys (and the value, as text) of the first `limit` rows, in
+ * key order, that break each of the row checks `failing` (result columns of
+ * declaredRowChecks): asked only when some failed, in one statement. The
+ * branches are numbered per check with ROW_NUMBER() OVER (PARTITION BY ...
+ * ORDER BY ...) (https://docs.aws.amazon.com/redshift/latest/dg/r_WF_ROW_NUMBER.html);
+ * each casts its value to one text type, since a set operation converts
+ * no type of one category to another implicitly
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_UNION.html).
+ */
+export function declaredRowSamples(pipeline: Pipeline, batch: BatchRef, failing: readonly string[], limit = DECLARED_SAMPLES): Statement {
+  const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
+  const key = pipeline.businessKey.map(quoteIdent);
+  const branches = rowCheckConditions(pipeline)
+    .filter((c) => failing.includes(c.column))
+    .map((c) => `SELECT ${sqlLiteral(c.column)} AS ap_check, ${key.map((k) => `s.${k}`).join(', ')}, CAST(${c.value} AS varchar(256)) AS ap_value
+                 FROM ${table} AS s WHERE ${c.condition}`);
+  return {
+    sql: `SELECT ap_check, ${key.join(', ')}, ap_value
+            FROM (SELECT u.*, ROW_NUMBER() OVER (PARTITION BY u.ap_check ORDER BY ${key.map((k) => `u.${k}`).join(', ')}) AS ap_n
+                    FROM (${branches.join('\n                 UNION ALL ')}) AS u) AS r
+           WHERE ap_n <= ${Math.max(1, Math.floor(limit))}
+           ORDER BY ap_check, ap_n`,
+  };
+}
+
+/**
+ * Staging's rows whose key (all its columns not NULL, as a foreign key
+ * reads it) the parent table lacks: `ap_rows` counts them; with `sample`,
+ * the first few missing keys in key order with their rows instead. The
+ * parent's keys are made distinct first, so a parent row repeated does not
+ * repeat the child's.
+ */
+export function missingReferences(pipeline: Pipeline, batch: BatchRef, check: ReferencesCheck, sample?: number): Statement {
+  const child = check.columns.map((c) => `s.${quoteIdent(c)}`);
+  const parentKey = (i: number) => `p.ap_k${i}`;
+  const from = `${qualifiedName(pipeline.target.schema, batch.stagingTable)} AS s
+            LEFT JOIN (SELECT DISTINCT ${check.parent.columns.map((c, i) => `p.${quoteIdent(c)} AS ap_k${i}`).join(', ')}
+                         FROM ${qualifiedName(check.parent.schema, check.parent.table)} AS p) AS p
+              ON ${child.map((c, i) => `${c} = ${parentKey(i)}`).join(' AND ')}
+           WHERE ${parentKey(0)} IS NULL AND ${child.map((c) => `${c} IS NOT NULL`).join(' AND ')}`;
+  if (sample === undefined) return { sql: `SELECT COUNT(*) AS ap_rows FROM ${from}` };
+  return {
+    sql: `SELECT ${child.join(', ')}, COUNT(*) AS ap_rows FROM ${from}
+           GROUP BY ${child.join(', ')} ORDER BY ${child.join(', ')} LIMIT ${Math.max(1, Math.floor(sample))}`,
+  };
+}
+
+/** A custom check's SQL with the staging placeholder replaced by the quoted staging table. */
+export function customCheckSql(pipeline: Pipeline, stagingTable: string, check: SqlCheck): string {
+  return check.sql.replaceAll(STAGING_PLACEHOLDER, qualifiedName(pipeline.target.schema, stagingTable));
+}
+
+/** The rows a custom check returns: counted (`ap_rows`), or with `sample` the first few of them. */
+export function customCheckRows(pipeline: Pipeline, batch: BatchRef, check: SqlCheck, sample?: number): Statement {
+  const sql = customCheckSql(pipeline, batch.stagingTable, check);
+  return sample === undefined
+    ? { sql: `SELECT COUNT(*) AS ap_rows FROM (${sql}\n) AS src` }
+    : { sql: `SELECT * FROM (${sql}\n) AS src LIMIT ${Math.max(1, Math.floor(sample))}` };
+}
+
 /** Records check results and moves the batch to CHECKED (all passed) or leaves it for RecordFailure. */
 export function recordChecks(
   batchId: string,
@@ -200,11 +292,12 @@ export function recordChecks(
   // once, also when an earlier invocation's transaction is still running.
   const statements = [LOCK_MANIFEST, `DELETE FROM ${M}.check_results WHERE batch_id = ${id} AND attempt = ${attempt}`];
   statements.push(...results.map(
-    (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at)
+    (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at, severity)
             SELECT ${id}, ${attempt}, ${sqlLiteral(r.check)}, ${sqlLiteral(r.passed)}, ${sqlLiteral(r.observed)},
-                   ${sqlLiteral(r.expected)}, ${sqlLiteral(r.details)}, ${sqlLiteral(now)}`,
+                   ${sqlLiteral(r.expected)}, ${sqlLiteral(r.details)}, ${sqlLiteral(now)}, ${sqlLiteral(r.severity ?? 'block')}`,
   ));
-  const allPassed = results.every((r) => r.passed);
+  // A failed warning is recorded; only blocking failures keep the batch from CHECKED.
+  const allPassed = !results.some(isBlocking);
   if (staleChunks.length > 0) {
     statements.push(
       // A new generation: the loads of the old one no longer count (chunk_state).

@@ -48,6 +48,7 @@ import { breakerGuard, breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
+import { checkDeclaredChecks } from './declared-checks.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
 import { planMigration, refuseUnmigrated } from './migration.ts';
@@ -259,6 +260,7 @@ export async function checkWarehouseSide(
   await checkPrivileges(warehouse, pipeline, name);
   const live = await readLiveColumns(warehouse, pipeline.target.schema, pipeline.target.table, name);
   const liveColumns = liveTableColumns(pipeline, live);
+  await checkDeclaredChecks(warehouse, pipeline, live, name);
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
   checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
   checkSourceTypes(pipeline, live, sourceColumns);

@@ -9,6 +9,7 @@ import { tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
+import { declaredCheckResults } from './declared-checks.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -22,6 +23,8 @@ export interface ReconcileResult {
   readonly rowsRead: number;
   readonly rowsWritten: number;
   readonly checks: readonly Pick<CheckResult, 'check' | 'passed' | 'observed'>[];
+  /** Declared checks of severity warn that failed: recorded, and the batch publishes. */
+  readonly warnings: readonly Pick<CheckResult, 'check' | 'observed' | 'details'>[];
 }
 
 /** Runs the checks on staging against the source; a failure blocks publishing and is recorded. */
@@ -63,10 +66,16 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
       : {}),
   }));
   const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
-  const result = evaluate(counts, { ...problems, duplicateKeySamples: duplicateKeySampleTexts }, pipeline.checks.allowEmpty, pipeline.businessKey, nullTimes, {
-    contentChecksum: computed.has(CHECKSUM_AGGREGATE),
-    measures: pipeline.checks.measures,
-  });
+  const declared = await declaredCheckResults(warehouse, pipeline, batch, name);
+  const result = evaluate(
+    counts,
+    { ...problems, duplicateKeySamples: duplicateKeySampleTexts },
+    pipeline.checks.allowEmpty,
+    pipeline.businessKey,
+    nullTimes,
+    { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures },
+    declared,
+  );
 
   await warehouse.batch(
     recordChecks(
@@ -80,6 +89,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     name('record'),
   );
   logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten: result.rowsWritten });
+  const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
+  if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
 
   if (!result.passed) throw new CheckFailedError(describeFailure(batch.batchId, result));
   return {
@@ -87,6 +98,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     rowsRead: result.rowsRead,
     rowsWritten: result.rowsWritten,
     checks: result.checks.map(({ check, passed, observed }) => ({ check, passed, observed })),
+    warnings,
   };
 }
 

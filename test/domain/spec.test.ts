@@ -10,6 +10,7 @@ import {
   MAX_TABLE_NAME_LENGTH,
 } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
+import { NO_DECLARED_CHECKS } from '../../domain/declared-checks.ts';
 import { ordersSpec, specWith } from './fixtures.ts';
 
 function rejection(spec: PipelineSpec): Error {
@@ -331,7 +332,7 @@ describe('definePipeline reports every wrong field at once', () => {
   it('applies the defaults of a section given as null', () => {
     const pipeline = definePipeline(specWith({ checks: null as unknown as PipelineSpec['checks'], retention: null as unknown as PipelineSpec['retention'] }));
 
-    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true });
+    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true, ...NO_DECLARED_CHECKS });
     expect(pipeline.retention).toEqual({ keepVersions: 3 });
   });
 
@@ -435,12 +436,12 @@ describe('specHash', () => {
 
 describe('checks: measures and contentChecksum', () => {
   it('sums no measures and compares the content checksum by default', () => {
-    expect(definePipeline(ordersSpec).checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true });
+    expect(definePipeline(ordersSpec).checks).toEqual({ allowEmpty: false, measures: [], contentChecksum: true, ...NO_DECLARED_CHECKS });
   });
 
   it('keeps declared measures in order, and contentChecksum false', () => {
     const pipeline = definePipeline(specWith({ checks: { measures: ['amount', 'quantity'], contentChecksum: false } }));
-    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: ['amount', 'quantity'], contentChecksum: false });
+    expect(pipeline.checks).toEqual({ allowEmpty: false, measures: ['amount', 'quantity'], contentChecksum: false, ...NO_DECLARED_CHECKS });
   });
 
   it.each([
@@ -460,6 +461,54 @@ describe('checks: measures and contentChecksum', () => {
     expect(definePipeline(specWith({ checks: { allowEmpty: false, measures: [], contentChecksum: true } })).specHash).toBe(hash);
     expect(definePipeline(specWith({ checks: { measures: ['amount'] } })).specHash).not.toBe(hash);
     expect(definePipeline(specWith({ checks: { contentChecksum: false } })).specHash).not.toBe(hash);
+  });
+});
+
+describe('checks: declared checks with severity and tolerance', () => {
+  const declared = {
+    notNull: ['amount', { column: 'customer_id', severity: 'warn' as const, tolerance: 2 }],
+    acceptedValues: [{ column: 'status', values: ['open', 'paid'] }],
+    references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }],
+    sql: [{ name: 'negative_amounts', sql: 'SELECT order_id FROM {staging} WHERE amount < 0;', severity: 'warn' as const }],
+  };
+
+  it('applies severity block and tolerance 0 by default, takes a column name for notNull, and trims the custom SQL', () => {
+    const { checks } = definePipeline(specWith({ checks: declared }));
+    expect(checks.notNull).toEqual([
+      { column: 'amount', severity: 'block', tolerance: 0 },
+      { column: 'customer_id', severity: 'warn', tolerance: 2 },
+    ]);
+    expect(checks.acceptedValues).toEqual([{ column: 'status', values: ['open', 'paid'], severity: 'block', tolerance: 0 }]);
+    expect(checks.references).toEqual([{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] }, severity: 'block', tolerance: 0 }]);
+    expect(checks.sql).toEqual([{ name: 'negative_amounts', sql: 'SELECT order_id FROM {staging} WHERE amount < 0', severity: 'warn', tolerance: 0 }]);
+  });
+
+  it('keeps the hash when none is declared, and changes it when one is', () => {
+    const hash = definePipeline(ordersSpec).specHash;
+    expect(definePipeline(specWith({ checks: { notNull: [], acceptedValues: [], references: [], sql: [] } })).specHash).toBe(hash);
+    expect(definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash).not.toBe(hash);
+    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', severity: 'warn' }] } })).specHash).not.toBe(definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash);
+  });
+
+  it.each([
+    ['a tolerance below 0', { notNull: [{ column: 'amount', tolerance: -1 }] }, /checks\.notNull\[0\]\.tolerance of check not_null:amount: -1 must be an integer from 0 to 1000000000/],
+    ['a tolerance above the maximum', { acceptedValues: [{ column: 'status', values: ['a'], tolerance: 1e10 }] }, /checks\.acceptedValues\[0\]\.tolerance of check accepted_values:status: 10000000000 must be an integer/],
+    ['a tolerance that is not whole', { sql: [{ name: 'x', sql: 'SELECT 1 FROM {staging}', tolerance: 0.5 }] }, /tolerance of check sql:x: 0\.5 must be an integer/],
+    ['an unknown severity', { notNull: [{ column: 'amount', severity: 'fatal' }] }, /checks\.notNull\[0\]\.severity of check not_null:amount: "fatal" must be one of block, warn/],
+    ['no accepted values', { acceptedValues: [{ column: 'status', values: [] }] }, /checks\.acceptedValues\[0\]\.values must list at least one value/],
+    ['a references whose column counts differ', { references: [{ columns: ['a', 'b'], parent: { schema: 'crm', table: 'c', columns: ['id'] } }] }, /checks\.references\[0\]\.parent\.columns of check references:a,b must list as many columns as columns \(2\)/],
+    ['custom SQL of two statements', { sql: [{ name: 'two', sql: 'SELECT 1 FROM {staging}; SELECT 2' }] }, /checks\.sql\[0\]\.sql of check sql:two must be one statement/],
+    ['custom SQL that writes', { sql: [{ name: 'wipe', sql: 'DELETE FROM {staging}' }] }, /checks\.sql\[0\]\.sql of check sql:wipe must be a SELECT statement returning the offending rows/],
+    ['custom SQL that does not parse', { sql: [{ name: 'broken', sql: 'SELECT FROM WHERE' }] }, /of check sql:broken does not parse/],
+    ['custom SQL that leaves its parentheses', { sql: [{ name: 'escape', sql: 'SELECT 1 FROM {staging}) AS src, (SELECT 1' }] }, /of check sql:escape (must stay inside|does not parse)/],
+    ['custom SQL with a parameter', { sql: [{ name: 'p', sql: 'SELECT 1 FROM {staging} WHERE x > :start' }] }, /of check sql:p uses :start, but no parameters are bound/],
+    ['a check declared twice', { notNull: ['amount', 'amount'] }, /declare check\(s\) not_null:amount more than once/],
+    ['a references check whose name check_results cannot hold', { references: [{ columns: ['a'.repeat(60), 'b'.repeat(60), 'c'.repeat(60)], parent: { schema: 'crm', table: 'x', columns: ['a', 'b', 'c'] } }] }, /checks name check\(s\) longer than 128 characters: references:a{49}/],
+  ])('rejects %s at synth time, naming the pipeline and the check', (_what, checks, message) => {
+    const error = rejection(specWith({ checks: checks as PipelineSpec['checks'] }));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toMatch(/^pipeline orders: /);
+    expect(error.message).toMatch(message);
   });
 });
 

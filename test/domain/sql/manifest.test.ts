@@ -33,6 +33,7 @@ describe('manifestDdl', () => {
       `CALL "atomic_publish".add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_start', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_end', 'timestamp')`,
+      `CALL "atomic_publish".add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
@@ -59,12 +60,20 @@ describe('manifestDdl', () => {
 
   it('adds in version 9 the publish mode and interval of each publication, and refuses older data only to a swap', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(9);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(9);
     const windows = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batch_windows ('));
     const mode = ddl.findIndex((sql) => sql.includes("'publications', 'publish_mode'"));
     expect(mode).toBeGreaterThan(windows);
     const guard = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_publishable('))!;
     expect(guard).toContain("IF batch_mode = 'swap' AND latest_end IS NOT NULL AND latest_end > batch_end THEN");
+  });
+
+  it('adds in version 10 the severity of each check result, after the table it extends', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(10);
+    const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".check_results ('));
+    const severity = ddl.findIndex((sql) => sql.includes("'check_results', 'severity', 'varchar(8)'"));
+    expect(severity).toBeGreaterThan(table);
   });
 
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {
