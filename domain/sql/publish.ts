@@ -6,7 +6,7 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
-import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
+import { assertLiveUnchanged, carryOverRows, rowChecksumValue } from './out-of-band.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
@@ -501,4 +501,28 @@ export function markSuperseded(batchId: string, reason: string, now: Date): stri
     `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.SUPERSEDED)}, finished_at = ${sqlLiteral(now)}, error = ${sqlLiteral(reason)}
       WHERE batch_id = ${id} AND status <> ${PUBLISHED}`,
   ];
+}
+
+/**
+ * A restatement's comparison, in one read: `<rows>:<checksum>` of staging
+ * and of the live rows it would replace, with the row digest of the live
+ * fingerprint (domain/sql/out-of-band.ts rowChecksumValue) over `columns`
+ * (`name type` texts of the live table). A swap replaces the whole table
+ * (with expected writers, only the rows before the batch end); a replace
+ * of intervals or a merge, the rows of the batch's interval.
+ */
+export function restatementFingerprints(pipeline: Pipeline, batch: BatchRef, columns: readonly string[]): Statement {
+  const { schema, table } = pipeline.target;
+  const t = quoteIdent(pipeline.timeColumn);
+  const carryFrom = batch.live?.carryFrom;
+  const where =
+    pipeline.publishMode !== 'swap'
+      ? ` WHERE ${t} >= ${sqlLiteral(new Date(batch.from))} AND ${t} < ${sqlLiteral(new Date(batch.to))}`
+      : carryFrom === undefined
+        ? ''
+        : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
+  const fingerprint = (from: string) =>
+    `(SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(v), 0) AS varchar(64)) FROM (SELECT ${rowChecksumValue(columns)} AS v FROM ${from}) AS r)`;
+  const sql = `SELECT ${fingerprint(qualifiedName(schema, batch.stagingTable))} AS staged, ${fingerprint(`${qualifiedName(schema, table)}${where}`)} AS live`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
 }

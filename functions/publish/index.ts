@@ -5,9 +5,9 @@ import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
+import { batchState, markSuperseded, restatementFingerprints, swapPublish } from '../../domain/sql/publish.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
-import { catchUpRows } from '../../domain/sql/out-of-band.ts';
+import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
@@ -40,6 +40,13 @@ export interface PublishResult {
    */
   readonly superseded: boolean;
   readonly reason?: string;
+  /**
+   * A restatement whose staging equals the live rows it would replace:
+   * nothing was published; the batch ends SUPERSEDED (the live rows already
+   * hold its data) and `superseded` is true too, so the execution ends in
+   * state Superseded, without a page.
+   */
+  readonly unchanged?: boolean;
 }
 
 /** A publications row (joined to its batch, or a rollback's own) as the step's answer. */
@@ -131,6 +138,11 @@ export async function publish(
     return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
   }
 
+  if (batch.restatement !== undefined) {
+    const same = await restatementUnchanged(warehouse, pipeline, batch, name);
+    if (same !== undefined) return { ...(await superseded(event, warehouse, same, liveTable, name)), unchanged: true };
+  }
+
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
   if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced');
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged');
@@ -153,6 +165,21 @@ export async function publish(
   const result = toResult(after!, liveTable, false);
   logger.info('published', { batchId: batch.batchId, ...result });
   return result;
+}
+
+/**
+ * A restatement publishes only if its rows differ from the live rows it
+ * would replace (domain/sql/publish.ts restatementFingerprints): the reason
+ * it ends without publishing, or undefined when they differ.
+ */
+async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
+  const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, pipeline.target.table), name('restatement-columns'))).map((r) => String(r.col));
+  const [row] = await warehouse.query(restatementFingerprints(pipeline, batch, columns), name('restatement-compare'));
+  const staged = String(row?.staged ?? '');
+  const live = String(row?.live ?? '');
+  logger.info('restatement compared with the live rows', { batchId: batch.batchId, restatement: batch.restatement, staged, live });
+  if (staged !== live) return undefined;
+  return `restatement ${batch.restatement} of ${batch.from} to ${batch.to}: staging equals the live rows it would replace (rows:checksum ${staged}); nothing to publish`;
 }
 
 /**

@@ -1,0 +1,141 @@
+// Restating a published interval: a source correction found after the
+// interval was published. A plain replay of the interval stays a no-op;
+// `"restate": true` re-runs it as a new batch (restatement 1, 2, ...) and
+// publishes it only if its rows differ from the live ones. Bad restate
+// input is refused in Plan before anything is written.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_restate');
+  await wf.sample({ rowsPerDay: 24, sourceDays: 10, liveDays: 5 });
+});
+afterAll(() => wf?.close());
+
+const restatementId = (day: number, n: number) => batchIdFor(PIPELINE, resolveInterval(inputFor(day), PIPELINE, new Date()), n);
+const restate = (day: number) => ({ ...inputFor(day), restate: true });
+const day = (n: number) => sampleDay(n).toISOString().slice(0, 19);
+const publicationCount = async () => (await wf.publications()).length;
+const batchCount = async () => Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.batches'))[0]!.n);
+/** A correction of the source's day-3 amounts, as found after day 3 was published. */
+const correctDay3 = () =>
+  wf.query(
+    `UPDATE source.sales_order_lines SET amount = amount + 7.00
+      WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
+                                     WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 5)`,
+    [day(3), day(4)],
+  );
+
+describe('restating a published interval', () => {
+  it('publishes the interval once', async () => {
+    const result = await wf.run(inputFor(7), 'first-publish');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visited(result)).toContain('Published');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  });
+
+  it('leaves a source correction unpublished on a plain replay', async () => {
+    wf.reset();
+    const live = await wf.fingerprint(LIVE);
+    const publications = await publicationCount();
+    await correctDay3();
+    expect(await wf.expected(7)).not.toEqual(live);
+
+    const replay = await wf.run(inputFor(7), 'plain-replay');
+
+    expect(replay.status).toBe('SUCCEEDED');
+    expect(visited(replay)).toContain('NothingToPublish');
+    expect(wf.loads.started).toEqual([]);
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await publicationCount()).toBe(publications);
+  });
+
+  it('publishes the correction with restate, as restatement 1: a new batch and publication', async () => {
+    wf.reset();
+    const publications = await publicationCount();
+
+    const result = await wf.run(restate(7), 'restate');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visited(result)).toContain('Published');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    const id = restatementId(7, 1);
+    expect(id).not.toBe(restatementId(7, 0));
+    expect((await wf.batch(id))?.status).toBe('PUBLISHED');
+    expect((await wf.batch(restatementId(7, 0)))?.status).toBe('PUBLISHED');
+    const all = await wf.publications();
+    expect(all).toHaveLength(publications + 1);
+    expect(all.at(-1)?.batch_id).toBe(id);
+  });
+
+  it('changes nothing when the restate input is replayed: restatement 2 equals the live rows', async () => {
+    wf.reset();
+    const live = await wf.fingerprint(LIVE);
+    const publications = await publicationCount();
+
+    const replay = await wf.run(restate(7), 'restate-replay');
+
+    expect(replay.status, `${replay.error}: ${replay.cause}`).toBe('SUCCEEDED');
+    expect(visited(replay)).toContain('Superseded');
+    expect(visited(replay)).not.toContain('EmitMetrics');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await publicationCount()).toBe(publications);
+    const second = await wf.batch(restatementId(7, 2));
+    expect(second?.status).toBe('SUPERSEDED');
+    expect(String(second?.error)).toMatch(/^restatement 2 of .*: staging equals the live rows it would replace \(rows:checksum \d+:\d+\); nothing to publish$/);
+    expect(result(replay).unchanged).toBe(true);
+  });
+
+  it('publishes nothing for a restate of an interval whose source did not change', async () => {
+    wf.reset();
+    expect((await wf.run(inputFor(8), 'publish-8')).status).toBe('SUCCEEDED');
+    const live = await wf.fingerprint(LIVE);
+    const publications = await publicationCount();
+
+    const result8 = await wf.run(restate(8), 'restate-8');
+
+    expect(result8.status).toBe('SUCCEEDED');
+    expect(visited(result8)).toContain('Superseded');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await publicationCount()).toBe(publications);
+    expect((await wf.batch(restatementId(8, 1)))?.status).toBe('SUPERSEDED');
+  });
+});
+
+describe('bad restate input, refused in Plan before anything is written', () => {
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['restate not a boolean', { ...inputFor(8), restate: 'yes' }, /^input\.restate must be true or false, got "yes"/],
+    ['restate with rollback', { pipeline: PIPELINE.name, rollback: {}, restate: true }, /^input has unknown field\(s\): restate \(allowed: pipeline, rollback/],
+    ['restate of an interval never published', restate(9), /^pipeline sales_order_lines: input\.restate re-runs an interval already published, but the batch of .* with this spec is not recorded\. Nothing was written/],
+  ];
+  for (const [what, input, message] of cases) {
+    it(what, async () => {
+      wf.reset();
+      const live = await wf.fingerprint(LIVE);
+      const batches = await batchCount();
+      const publications = await publicationCount();
+      const derived = await wf.derivedTables();
+
+      const refused = await wf.run(input, what.replace(/\W+/g, '-'));
+
+      expect(refused.status).toBe('FAILED');
+      expect(visited(refused)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+      expect(caughtError(refused)?.Error).toBe('ValidationError');
+      expect(caughtMessage(refused)).toMatch(message);
+      expect(await wf.fingerprint(LIVE)).toEqual(live);
+      expect(await batchCount()).toBe(batches);
+      expect(await publicationCount()).toBe(publications);
+      expect(await wf.derivedTables()).toEqual(derived);
+    });
+  }
+});
+
+/** Publish's answer in an execution's output. */
+function result(execution: { output?: unknown }): { unchanged?: boolean } {
+  const output = (typeof execution.output === 'string' ? JSON.parse(execution.output) : execution.output) as { publish?: { unchanged?: boolean } };
+  return output?.publish ?? {};
+}
