@@ -1,11 +1,22 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, SourceChangedError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, markSuperseded, restatementFingerprints, swapPublish } from '../../domain/sql/publish.ts';
+import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
+import {
+  batchState,
+  markNewestChunkStale,
+  markSuperseded,
+  newestChunk,
+  restatementFingerprints,
+  sourceRecheck,
+  stagingChunkFingerprint,
+  swapPublish,
+  withSourceRecheck,
+} from '../../domain/sql/publish.ts';
+import { warehouseInstant } from '../../domain/chunk-sizing.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
@@ -100,6 +111,11 @@ async function afterFailedPublish(
   if (!(error instanceof WarehouseError)) throw error;
   const [now] = await warehouse.query(batchState(event.batch.batchId), name('state'));
   if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+  const changed = sourceChangedRefusal(error.message);
+  if (changed !== undefined) {
+    await warehouse.batch(markNewestChunkStale(event.batch.batchId), name('source-changed'));
+    throw new SourceChangedError(`${changed}. Nothing was published; the chunk is marked STALE, so the next run of the batch reloads it`, { cause: error });
+  }
   const refusal = publishGuardRefusal(error.message);
   if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
   if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
@@ -143,9 +159,11 @@ export async function publish(
     if (same !== undefined) return { ...(await superseded(event, warehouse, same, liveTable, name)), unchanged: true };
   }
 
+  const recheck = pipeline.publishVia === 'view' || pipeline.migrating ? [] : await sourceRecheckOf(warehouse, pipeline, batch, waits, name);
+
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
-  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced');
-  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged');
+  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
+  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
@@ -156,7 +174,7 @@ export async function publish(
     retainedAs: previous,
     waits,
     name,
-    statements: (facts, factsQuery) => swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs),
+    statements: (facts, factsQuery) => withSourceRecheck(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs), pipeline, batch, recheck),
   };
   const recovered = await swapAndCarryOver(warehouse, swap, (error) => afterFailedPublish(error, event, warehouse, liveTable, name));
   if (recovered) return recovered;
@@ -180,6 +198,31 @@ async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, ba
   logger.info('restatement compared with the live rows', { batchId: batch.batchId, restatement: batch.restatement, staged, live });
   if (staged !== live) return undefined;
   return `restatement ${batch.restatement} of ${batch.from} to ${batch.to}: staging equals the live rows it would replace (rows:checksum ${staged}); nothing to publish`;
+}
+
+/**
+ * The publish transaction's re-check of the source's newest chunk
+ * (domain/sql/publish.ts sourceRecheck), with staging's fingerprint of it
+ * read now as what the source must still hold. None when the source query
+ * cannot be re-run inside the transaction: then logged, as the source may
+ * move between Reconcile and the publish unseen.
+ */
+async function sourceRecheckOf(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, waits: PublishWaits, name: (step: string) => string): Promise<string[]> {
+  const [row] = await warehouse.query(newestChunk(batch.batchId), name('newest-chunk'));
+  if (row === undefined) return [];
+  const chunk = { index: Number(row.chunk_index), start: warehouseInstant(String(row.interval_start)), end: warehouseInstant(String(row.interval_end)) };
+  const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('staging-columns'))).map((r) => String(r.col));
+  const columns = batch.columns.length === 0 ? listed : listed.filter((c) => batch.columns.includes(c.split(' ')[0]!));
+  const [staged] = await warehouse.query(stagingChunkFingerprint(pipeline, batch, columns, chunk), name('newest-chunk-staging'));
+  const recheck = sourceRecheck(pipeline, batch, columns, chunk, String(staged?.fp ?? ''), waits.lockWaitMs);
+  if (recheck === undefined) {
+    logger.warn('the source query cannot be re-run inside the publish transaction: a change to the source after Reconcile is not caught', {
+      batchId: batch.batchId,
+      chunk: chunk.index,
+    });
+    return [];
+  }
+  return recheck;
 }
 
 /**
@@ -270,10 +313,11 @@ async function publishChangingRows(
   name: (step: string) => string,
   run: typeof publishIntervals,
   logged: string,
+  recheck: readonly string[],
 ): Promise<PublishResult> {
   const { batch } = event;
   try {
-    await run(event, warehouse, waits, name);
+    await run(event, warehouse, waits, name, recheck);
   } catch (error) {
     return afterFailedPublish(error, event, warehouse, liveTable, name);
   }

@@ -20,13 +20,13 @@ const restate = (day: number) => ({ ...inputFor(day), restate: true });
 const day = (n: number) => sampleDay(n).toISOString().slice(0, 19);
 const publicationCount = async () => (await wf.publications()).length;
 const batchCount = async () => Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.batches'))[0]!.n);
-/** A correction of the source's day-3 amounts, as found after day 3 was published. */
-const correctDay3 = () =>
+/** A source correction of sample day n: `set` on its first `rows` rows by key. */
+const correctSource = (n: number, set: string, rows: number) =>
   wf.query(
-    `UPDATE source.sales_order_lines SET amount = amount + 7.00
+    `UPDATE source.sales_order_lines SET ${set}
       WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
-                                     WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 5)`,
-    [day(3), day(4)],
+                                     WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT ${rows})`,
+    [day(n), day(n + 1)],
   );
 
 describe('restating a published interval', () => {
@@ -42,7 +42,8 @@ describe('restating a published interval', () => {
     wf.reset();
     const live = await wf.fingerprint(LIVE);
     const publications = await publicationCount();
-    await correctDay3();
+    // Found after day 3 was published.
+    await correctSource(3, 'amount = amount + 7.00', 5);
     expect(await wf.expected(7)).not.toEqual(live);
 
     const replay = await wf.run(inputFor(7), 'plain-replay');
@@ -132,6 +133,46 @@ describe('bad restate input, refused in Plan before anything is written', () => 
       expect(await wf.derivedTables()).toEqual(derived);
     });
   }
+});
+
+describe('a source change between the check and the publish', () => {
+  it('refuses the publish when the newest chunk changed after Reconcile: live untouched, a page naming the chunk, the chunk STALE', async () => {
+    wf.reset();
+    const live = await wf.fingerprint(LIVE);
+    const publications = await publicationCount();
+    // Committed after Reconcile passed, before Publish runs: a late correction lands in the newest chunk (sample day 8).
+    wf.faults.Publish = async (input, next) => {
+      await correctSource(8, 'quantity = quantity + 1', 1);
+      return next(input);
+    };
+
+    const result9 = await wf.run(inputFor(9), 'source-moved');
+
+    expect(result9.status).toBe('FAILED');
+    expect(visited(result9)).toContain('Publish');
+    expect(caughtError(result9)?.Error).toBe('SourceChangedError');
+    const message = caughtMessage(result9);
+    expect(message).toMatch(
+      new RegExp(`source changed: chunk #8 \\(${sampleDay(8).toISOString()} to ${sampleDay(9).toISOString()}\\) of batch ${restatementId(9, 0)} holds rows:checksum 24:\\d+ in the source now, but 24:\\d+ in staging`),
+    );
+    expect(message).toContain('Nothing was published; the chunk is marked STALE');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await publicationCount()).toBe(publications);
+    expect(await wf.chunkStatuses(restatementId(9, 0))).toEqual({ DONE: 8, STALE: 1 });
+    expect(result9.alerts).toHaveLength(1);
+    expect(result9.alerts[0]!.message).toContain(`SourceChangedError: ${message}`);
+    expect(result9.alerts[0]!.message).toContain('only that chunk reloads');
+  });
+
+  it('reloads just that chunk on the re-run and publishes the changed source', async () => {
+    wf.reset();
+
+    const rerun = await wf.run(inputFor(9), 'source-moved-rerun');
+
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    expect(wf.loads.started).toEqual([8]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
+  });
 });
 
 /** Publish's answer in an execution's output. */

@@ -59,12 +59,21 @@ describe('manifestDdl', () => {
 
   it('adds in version 9 the publish mode and interval of each publication, and refuses older data only to a swap', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(9);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(9);
     const windows = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batch_windows ('));
     const mode = ddl.findIndex((sql) => sql.includes("'publications', 'publish_mode'"));
     expect(mode).toBeGreaterThan(windows);
     const guard = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_publishable('))!;
     expect(guard).toContain("IF batch_mode = 'swap' AND latest_end IS NOT NULL AND latest_end > batch_end THEN");
+  });
+
+  it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(10);
+    const recheck = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_source_unchanged('))!;
+    expect(recheck).toContain('EXECUTE p_query INTO fp;');
+    expect(recheck).toContain("RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;");
+    expect(ddl.findIndex((sql) => sql === recheck)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
   });
 
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {
