@@ -75,8 +75,9 @@ export function toResult(row: Row, liveTable: string, alreadyPublished: boolean)
 
 /**
  * Newest data wins: a batch older than what the pipeline publishes ends
- * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). Its
- * staging table is left to the next Cleanup, which drops it.
+ * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). So
+ * does a restatement equal to the live rows (`unchanged`: they already hold
+ * its data). Its staging table is left to the next Cleanup, which drops it.
  */
 async function superseded(
   event: PublishEvent,
@@ -85,12 +86,14 @@ async function superseded(
   liveTable: string,
   name: (step: string) => string,
   marked = false,
+  unchanged = false,
 ): Promise<PublishResult> {
   const { batch } = event;
   if (!marked) await warehouse.batch(markSuperseded(batch.batchId, reason, new Date()), name('superseded'));
   await releaseExecutionLease(warehouse, event.executionId ?? '', name('superseded'));
-  logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
-  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason };
+  if (unchanged) logger.info('restatement equals the live rows; nothing published', { batchId: batch.batchId, reason });
+  else logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
+  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason, ...(unchanged ? { unchanged } : {}) };
 }
 
 /**
@@ -151,12 +154,13 @@ export async function publish(
   }
   // A retry after an attempt that found the batch superseded but failed before answering (e.g. releasing the lease).
   if (before?.status === BatchStatus.SUPERSEDED) {
-    return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
+    const earlier = batch.restatement === undefined ? 'found newer data live' : 'found newer data live, or staging equal to the live rows';
+    return superseded(event, warehouse, `an earlier attempt of Publish ${earlier} (see batches.error)`, liveTable, name, true);
   }
 
   if (batch.restatement !== undefined) {
     const same = await restatementUnchanged(warehouse, pipeline, batch, name);
-    if (same !== undefined) return { ...(await superseded(event, warehouse, same, liveTable, name)), unchanged: true };
+    if (same !== undefined) return superseded(event, warehouse, same, liveTable, name, false, true);
   }
 
   const recheck = pipeline.publishVia === 'view' || pipeline.migrating ? [] : await sourceRecheckOf(warehouse, pipeline, batch, waits, name);

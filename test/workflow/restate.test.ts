@@ -175,6 +175,36 @@ describe('a source change between the check and the publish', () => {
   });
 });
 
+describe('a restatement that failed', () => {
+  it('pages with the input that resumes it, and that input resumes the same restatement', async () => {
+    wf.reset();
+    const live = await wf.fingerprint(LIVE);
+    await correctSource(5, 'amount = amount + 2.00', 3);
+    wf.faults.Publish = async (input, next) => {
+      await correctSource(8, 'quantity = quantity + 1', 1);
+      return next(input);
+    };
+
+    const failed = await wf.run(restate(9), 'restate-fails');
+
+    expect(failed.status).toBe('FAILED');
+    expect(caughtError(failed)?.Error).toBe('SourceChangedError');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect((await wf.batch(restatementId(9, 1)))?.status).toBe('FAILED');
+    const resume = { pipeline: PIPELINE.name, from: sampleDay(0).toISOString(), restate: true, to: sampleDay(9).toISOString() };
+    expect(failed.alerts[0]!.message).toContain(`start an execution with input ${JSON.stringify(resume)}; only that chunk reloads.`);
+
+    wf.reset();
+    const resumed = await wf.run(resume, 'restate-resumed');
+
+    expect(resumed.status, `${resumed.error}: ${resumed.cause}`).toBe('SUCCEEDED');
+    expect(wf.loads.started).toEqual([8]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
+    expect((await wf.batch(restatementId(9, 1)))?.status).toBe('PUBLISHED');
+    expect(await wf.batch(restatementId(9, 2))).toBeUndefined();
+  });
+});
+
 /** Publish's answer in an execution's output. */
 function result(execution: { output?: unknown }): { unchanged?: boolean } {
   const output = (typeof execution.output === 'string' ? JSON.parse(execution.output) : execution.output) as { publish?: { unchanged?: boolean } };
