@@ -25,6 +25,12 @@ export interface BatchRef {
    * BatchRef from before the check existed (then nothing is compared).
    */
   readonly live?: LiveBaseline;
+  /**
+   * Present for a restatement (input `"restate": true`): its number, 1 for
+   * the first of the interval. Publish then publishes only if staging
+   * differs from the live rows of the interval.
+   */
+  readonly restatement?: number;
 }
 
 /** One reconciliation check as `check_results` records it. */

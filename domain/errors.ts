@@ -124,6 +124,16 @@ export class OutOfBandChangeError extends AtomicPublishError {
 }
 
 /**
+ * The source's newest chunk changed between Reconcile's check and the
+ * publish transaction, which re-checks it (domain/sql/publish.ts
+ * sourceRecheck): nothing was published, the chunk is marked STALE. Not
+ * retried: a re-run reloads the chunk.
+ */
+export class SourceChangedError extends AtomicPublishError {
+  override name = 'SourceChangedError';
+}
+
+/**
  * The warehouse's circuit breaker is open (domain/neighbour.ts): Plan ended
  * the execution at once instead of letting it retry against a warehouse
  * that keeps failing. Never retried; not counted as a failure of the warehouse.

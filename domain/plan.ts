@@ -18,6 +18,12 @@ export interface ExecutionInput {
   readonly pipeline: string;
   readonly from?: string;
   readonly to?: string;
+  /**
+   * Re-run an interval already published (a source correction found after
+   * publishing) as a new batch, published only if its rows differ from the
+   * live ones (docs/decisions.md "Restating a published interval").
+   */
+  readonly restate?: boolean;
 }
 
 export interface BatchInterval {
@@ -125,9 +131,10 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
  * `[historyStart, now]`.
  */
 export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
-  const known = new Set(['pipeline', 'from', 'to']);
+  const known = new Set(['pipeline', 'from', 'to', 'restate']);
   const extra = Object.keys(input).filter((key) => !known.has(key));
-  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to)`);
+  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to, restate)`);
+  isRestatement(input);
 
   const { grain, timezone } = pipeline.chunk;
   const historyStart = new Date(pipeline.historyStart);
@@ -187,12 +194,23 @@ export function planChunks(interval: BatchInterval, pipeline: Pipeline): Chunk[]
   return chunks;
 }
 
+/** True for an input with `"restate": true`; anything but a boolean there is refused. */
+export function isRestatement(input: unknown): boolean {
+  if (typeof input !== 'object' || input === null || !('restate' in input)) return false;
+  const restate = (input as { restate?: unknown }).restate;
+  if (typeof restate !== 'boolean') throw new ValidationError(`input.restate must be true or false, got ${echo(restate)}`);
+  return restate;
+}
+
 /**
  * Same pipeline, interval and spec: same batch id. A re-run of a failed
  * batch therefore resumes it, and a replay of a published one finds it done.
+ * Restatement `n` (n >= 1) of that batch has an id of its own, from the same
+ * facts and `n`; restatement 0 is the batch itself (its id as before).
  */
-export function batchIdFor(pipeline: Pipeline, interval: BatchInterval): string {
-  return sha256([pipeline.name, interval.from.toISOString(), interval.to.toISOString(), pipeline.specHash].join('\n')).slice(0, 16);
+export function batchIdFor(pipeline: Pipeline, interval: BatchInterval, restatement = 0): string {
+  const facts = [pipeline.name, interval.from.toISOString(), interval.to.toISOString(), pipeline.specHash];
+  return sha256((restatement > 0 ? [...facts, `restatement ${restatement}`] : facts).join('\n')).slice(0, 16);
 }
 
 /** Staging table of a batch, in the target schema. */

@@ -170,6 +170,8 @@ function nextStep(name: string, pipeline: string, input: string | undefined): st
       return `have a superuser run the setup SQL the error names (npm run setup-sql -- --pipeline ${pipeline})${rerun}.`;
     case 'CheckFailedError':
       return `fix the source rows the check names (${MANIFEST_SCHEMA}.check_results holds them)${rerun}; only the chunks that differ reload.`;
+    case 'SourceChangedError':
+      return `the source changed after Reconcile checked it (the error names the chunk, now marked STALE)${rerun}; only that chunk reloads.`;
     case 'DependentViewError':
       return `change the view the error names (or give the functions' user its ownership)${rerun}.`;
     case 'TransientWarehouseError':
@@ -293,7 +295,8 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
     const publication = isObject(state.publish) ? state.publish.publication : undefined;
     const published = publication ?? (facts.batchStatus === BatchStatus.PUBLISHED ? facts.ownPublication : undefined);
     const latest = facts.latestPublication;
-    const input = JSON.stringify({ pipeline: batch.pipeline, to: batch.to });
+    // A restatement resumes only with restate (functions/plan/index.ts nextRestatement).
+    const input = JSON.stringify({ pipeline: batch.pipeline, ...(batch.restatement !== undefined ? { from: batch.from, restate: true } : {}), to: batch.to });
     if (published !== undefined || facts.batchStatus === BatchStatus.PUBLISHED) {
       lines.push(
         `Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}${facts.livePublication?.seq === published ? `, published at ${facts.livePublication!.publishedAt} UTC` : ''}); a step after publishing failed.`,

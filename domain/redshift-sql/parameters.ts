@@ -62,3 +62,41 @@ function forEachReference(sql: string, visit: (name: string, start: number, end:
     }
   }
 }
+
+/**
+ * `sql` with every `:name` replaced by `values[name]` (SQL text, e.g. a
+ * literal), on one line, for a text run where the Data API binds no
+ * parameters (inside a procedure's EXECUTE): a `--` comment becomes a space,
+ * line breaks in code become spaces. Undefined when that cannot be done
+ * safely: a name without a value, or a literal, quoted identifier or block
+ * comment holding a line break or a backslash (sqlLiteral refuses them).
+ */
+export function inlineParameters(sql: string, values: Readonly<Record<string, string>>): string | undefined {
+  const references = new Map<number, { name: string; end: number }>();
+  forEachReference(sql, (name, start, end) => references.set(start, { name, end }));
+  let text = '';
+  let position = 0;
+  const gap = (part: string): boolean => {
+    if (part.startsWith('--')) text += ' ';
+    // eslint-disable-next-line no-control-regex
+    else if (/[\\\u0000-\u001f]/.test(part)) return false;
+    else text += part;
+    return true;
+  };
+  for (const span of [...codeSpans(sql), { start: sql.length, end: sql.length }]) {
+    if (!gap(sql.slice(position, span.start))) return undefined;
+    for (let i = span.start; i < span.end; i++) {
+      const reference = references.get(i);
+      if (reference !== undefined) {
+        const value = values[reference.name];
+        if (value === undefined) return undefined;
+        text += value;
+        i = reference.end - 1;
+      } else {
+        text += /\s/.test(sql[i]!) ? ' ' : sql[i];
+      }
+    }
+    position = span.end;
+  }
+  return text;
+}

@@ -76,6 +76,18 @@ export function isOlderDataRefusal(refusal: string): boolean {
   return refusal.includes(` ${OLDER_DATA} `);
 }
 
+/**
+ * How the publish transaction's re-check of the source starts its refusal:
+ * the source's newest chunk changed since Reconcile checked it.
+ */
+export const SOURCE_CHANGED = 'source changed';
+
+/** The source re-check's refusal within a failed publish's error message, or undefined. */
+export function sourceChangedRefusal(message: string): string | undefined {
+  const at = message.indexOf(`${SOURCE_CHANGED}: `);
+  return at < 0 ? undefined : message.slice(at);
+}
+
 /** Every refusal of the publish guard starts with `publish guard: `; Publish recognises a refusal by it. */
 export const PUBLISH_GUARD = 'publish guard';
 
@@ -420,6 +432,23 @@ export function manifestDdl(now: Date): string[] {
     `CALL ${M}.add_column_if_missing('publications', 'interval_end', 'timestamp')`,
     // Version 10 (declared checks): a check's severity; a failed 'warn' did not block the batch.
     `CALL ${M}.add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
+    // Also version 10 (a change between the check and the publish,
+    // domain/sql/publish.ts sourceRecheck): runs the source's fingerprint
+    // of a chunk under the publish transaction's locks and raises unless it
+    // is what staging holds. EXECUTE ... INTO and RAISE with variables:
+    // https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html.
+    `CREATE OR REPLACE PROCEDURE ${M}.assert_source_unchanged(p_what varchar(1024), p_query varchar(65535), p_expected varchar(128))
+    AS $$
+    DECLARE
+      fp varchar(128);
+    BEGIN
+      EXECUTE p_query INTO fp;
+      IF fp IS NULL OR fp <> p_expected THEN
+        fp := COALESCE(fp, 'nothing');
+        ${raise(SOURCE_CHANGED, '% holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', 'p_what', 'fp', 'p_expected')}
+      END IF;
+    END;
+    $$ LANGUAGE plpgsql`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

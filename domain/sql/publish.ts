@@ -1,12 +1,14 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
-import { AttemptStatus, BatchStatus, type BatchRef } from '../batch.ts';
+import { AttemptStatus, BatchStatus, type BatchRef, ChunkStatus } from '../batch.ts';
 import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
 import { migrationFacts } from '../migration.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
-import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
+import { assertLiveUnchanged, carryOverRows, hashedColumns, rowChecksumValue } from './out-of-band.ts';
+import { extractColumn } from '../extract-column.ts';
+import { inlineParameters } from '../redshift-sql/parameters.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 export function batchState(batchId: string): Statement {
@@ -500,5 +502,101 @@ export function markSuperseded(batchId: string, reason: string, now: Date): stri
       WHERE batch_id = ${id} AND attempt = (SELECT attempt FROM ${M}.batches WHERE batch_id = ${id} AND status <> ${PUBLISHED})`,
     `UPDATE ${M}.batches SET status = ${sqlLiteral(BatchStatus.SUPERSEDED)}, finished_at = ${sqlLiteral(now)}, error = ${sqlLiteral(reason)}
       WHERE batch_id = ${id} AND status <> ${PUBLISHED}`,
+  ];
+}
+
+/**
+ * A restatement's comparison, in one read: `<rows>:<checksum>` of staging
+ * and of the live rows it would replace, with the row digest of the live
+ * fingerprint (domain/sql/out-of-band.ts rowChecksumValue) over `columns`
+ * (`name type` texts of the live table). A swap replaces the whole table
+ * (with expected writers, only the rows before the batch end); a replace
+ * of intervals or a merge, the rows of the batch's interval.
+ */
+export function restatementFingerprints(pipeline: Pipeline, batch: BatchRef, columns: readonly string[]): Statement {
+  const { schema, table } = pipeline.target;
+  const t = quoteIdent(pipeline.timeColumn);
+  const carryFrom = batch.live?.carryFrom;
+  const where =
+    pipeline.publishMode !== 'swap'
+      ? ` WHERE ${t} >= ${sqlLiteral(new Date(batch.from))} AND ${t} < ${sqlLiteral(new Date(batch.to))}`
+      : carryFrom === undefined
+        ? ''
+        : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
+  const fingerprint = (from: string) =>
+    `(SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(v), 0) AS varchar(64)) FROM (SELECT ${rowChecksumValue(columns)} AS v FROM ${from}) AS r)`;
+  const sql = `SELECT ${fingerprint(qualifiedName(schema, batch.stagingTable))} AS staged, ${fingerprint(`${qualifiedName(schema, table)}${where}`)} AS live`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
+/** A batch's newest chunk, where late source changes land: its index and bounds (chunk_state). */
+export function newestChunk(batchId: string): Statement {
+  return {
+    sql: `SELECT chunk_index, interval_start, interval_end FROM ${M}.chunk_state WHERE batch_id = :batch_id ORDER BY chunk_index DESC LIMIT 1`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/** A chunk of a batch: its index and bounds. */
+export interface ChunkBounds {
+  readonly index: number;
+  readonly start: Date;
+  readonly end: Date;
+}
+
+/**
+ * `<rows>:<checksum>` of `rows` (a table or a subquery) placed in the chunk
+ * by the column chunks are placed by, with Reconcile's per-row digest
+ * (domain/sql/reconcile.ts gateAggregates: each value cast to the staging
+ * column's type); rows only, with `checks.contentChecksum` off.
+ */
+function chunkFingerprintSql(pipeline: Pipeline, rows: string, columns: readonly string[], chunk: ChunkBounds): string {
+  const t = quoteIdent(extractColumn(pipeline));
+  const hashed = pipeline.checks.contentChecksum ? hashedColumns(columns) : [];
+  const value = hashed.length > 0 ? rowChecksumValue(hashed, 's', true) : '0';
+  return `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(r.v), 0) AS varchar(64)) AS fp FROM (SELECT ${value} AS v FROM ${rows} AS s WHERE s.${t} >= ${sqlLiteral(chunk.start)} AND s.${t} < ${sqlLiteral(chunk.end)}) AS r`;
+}
+
+/** Staging's fingerprint of the chunk, which the publish transaction's re-check expects of the source. */
+export function stagingChunkFingerprint(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds): Statement {
+  return { sql: chunkFingerprintSql(pipeline, qualifiedName(pipeline.target.schema, batch.stagingTable), columns, chunk) };
+}
+
+/**
+ * The re-check of the source inside the publish transaction, after the
+ * guard: the source's fingerprint of the chunk, run by the procedure
+ * assert_source_unchanged (manifest version 10), must be `expected`
+ * (staging's, which Reconcile checked against the source); else the
+ * transaction raises `source changed: ...` naming the chunk and nothing is
+ * published. The source query's `:start`/`:end` become literals (the
+ * procedure's EXECUTE binds no parameters). Undefined when the source
+ * query cannot be written so (domain/redshift-sql/parameters.ts
+ * inlineParameters) or the query outgrows the procedure's argument: then
+ * nothing is re-checked.
+ */
+export function sourceRecheck(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds, expected: string, lockWaitMs: number): string[] | undefined {
+  const source = inlineParameters(pipeline.sourceSql, { start: sqlLiteral(chunk.start), end: sqlLiteral(chunk.end) });
+  if (source === undefined) return undefined;
+  const query = chunkFingerprintSql(pipeline, `(${source} )`, columns, chunk);
+  if (Buffer.byteLength(query) > 65535) return undefined;
+  const what = `chunk #${chunk.index} (${chunk.start.toISOString()} to ${chunk.end.toISOString()}) of batch ${batch.batchId}`;
+  return unboundedScans([`CALL ${M}.assert_source_unchanged(${sqlLiteral(what)}, ${sqlLiteral(query)}, ${sqlLiteral(expected)})`], lockWaitMs);
+}
+
+/** A publish transaction's statements with the source re-check right after the batch's guard. */
+export function withSourceRecheck(statements: readonly string[], pipeline: Pipeline, batch: BatchRef, recheck: readonly string[]): string[] {
+  if (recheck.length === 0) return [...statements];
+  const at = statements.indexOf(publishGuard(pipeline, batch));
+  if (at < 0) throw new Error(`the publish transaction of batch ${batch.batchId} has no guard to re-check the source after`);
+  return [...statements.slice(0, at + 1), ...recheck, ...statements.slice(at + 1)];
+}
+
+/** The source's newest chunk changed under Publish: a new generation, STALE, so the next run reloads it (as Reconcile marks a chunk). */
+export function markNewestChunkStale(batchId: string): string[] {
+  const id = sqlLiteral(batchId);
+  return [
+    LOCK_MANIFEST,
+    `UPDATE ${M}.chunks SET status = ${sqlLiteral(ChunkStatus.STALE)}, attempt = attempt + 1
+      WHERE batch_id = ${id} AND chunk_index = (SELECT MAX(chunk_index) FROM ${M}.chunks WHERE batch_id = ${id})`,
   ];
 }

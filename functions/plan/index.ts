@@ -4,6 +4,7 @@ import {
   batchIdFor,
   checkSourceColumns,
   checkSourceTypes,
+  isRestatement,
   liveTableColumns,
   planningTime,
   resolveInterval,
@@ -281,15 +282,53 @@ export async function plan(
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
-  const batchId = batchIdFor(pipeline, interval);
+  const restate = isRestatement(event.input);
+  const baseId = batchIdFor(pipeline, interval);
+  const baseName = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${baseId}`;
+
+  if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, baseName);
+
+  const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, baseName);
+
+  const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, baseName('live-view')) : undefined;
+  const restatement = restate ? await nextRestatement(warehouse, pipeline, interval, baseName) : 0;
+  const batchId = restatement > 0 ? batchIdFor(pipeline, interval, restatement) : baseId;
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
+  return startOrResume(event, warehouse, pipeline, interval, {
+    batchId,
+    name,
+    columns: liveColumns,
+    ...(stagingLike !== undefined ? { stagingLike } : {}),
+    ...(restatement > 0 ? { restatement } : {}),
+  });
+}
 
-  if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
+/** Statuses a batch ends with: a restatement so ended is not resumed; the next one is started. */
+const ENDED: readonly unknown[] = [BatchStatus.PUBLISHED, BatchStatus.SUPERSEDED];
 
-  const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, name);
-
-  const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, name('live-view')) : undefined;
-  return startOrResume(event, warehouse, pipeline, interval, { batchId, name, columns: liveColumns, ...(stagingLike !== undefined ? { stagingLike } : {}) });
+/**
+ * The restatement an input `"restate": true` runs: the interval's batch
+ * (restatement 0) must be PUBLISHED, or the input is refused before
+ * anything is written (a batch never published is published by a run
+ * without `restate`). Then the first restatement 1, 2, ... that has not
+ * ended: one that failed is resumed, as a failed batch is; once all have
+ * ended, a new one is started. Its id follows from (pipeline, interval,
+ * spec, n), so a retried Plan finds the same one.
+ */
+async function nextRestatement(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<number> {
+  // Only read: with no manifest yet, nothing was ever published.
+  const [present] = await warehouse.query(installedManifestVersion()[0]!, name('manifest-present'));
+  const [base] = Number(present?.present ?? 0) > 0 ? await warehouse.query(findBatch(batchIdFor(pipeline, interval)), name('find-restated')) : [];
+  if (base?.status !== BatchStatus.PUBLISHED) {
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: input.restate re-runs an interval already published, but the batch of ${interval.from.toISOString()} to ${interval.to.toISOString()} ` +
+        `with this spec is ${base === undefined ? 'not recorded' : String(base.status)}. Nothing was written. Run it without restate to publish it`,
+    );
+  }
+  for (let n = 1; ; n += 1) {
+    const [found] = await warehouse.query(findBatch(batchIdFor(pipeline, interval, n)), name(`find-restatement-${n}`));
+    if (found === undefined || !ENDED.includes(found.status)) return n;
+  }
 }
 
 /** How Plan starts a batch whose checks passed: its id, statement names, the columns it loads, and what staging is created from. */
@@ -302,6 +341,8 @@ export interface BatchStart {
   readonly stagingLike?: string;
   /** See BatchRecord.stagingDdl. */
   readonly stagingDdl?: string;
+  /** See BatchRef.restatement. */
+  readonly restatement?: number;
 }
 
 /**
@@ -334,6 +375,7 @@ export async function startOrResume(
     stagingTable,
     columns: start.columns,
     basePublication,
+    ...(start.restatement === undefined ? {} : { restatement: start.restatement }),
   };
   if (existing?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });

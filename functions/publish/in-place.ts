@@ -2,6 +2,7 @@ import type { BatchRef } from '../../domain/batch.ts';
 import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { withSourceRecheck } from '../../domain/sql/publish.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { retryPublishTransaction } from '../commons/swap.ts';
@@ -13,6 +14,8 @@ export interface InPlacePublish {
   readonly statements: (pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number) => string[];
   /** What it does, for the message of a lock wait given up: `the merge of <from> to <to> into <live>`. */
   readonly what: (batch: BatchRef, live: string) => string;
+  /** The source re-check, placed after the guard (domain/sql/publish.ts withSourceRecheck). */
+  readonly recheck?: readonly string[];
 }
 
 /**
@@ -38,7 +41,7 @@ export async function publishInPlace(
     warehouse,
     name,
     async () => ({
-      statements: how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs),
+      statements: withSourceRecheck(how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs), pipeline, batch, how.recheck ?? []),
       locks: [
         { schema, table: batch.stagingTable },
         { schema: MANIFEST_SCHEMA, table: 'publications' },

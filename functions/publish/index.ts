@@ -1,13 +1,24 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, SourceChangedError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { isOlderDataRefusal, publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState, markSuperseded, swapPublish } from '../../domain/sql/publish.ts';
+import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
+import {
+  batchState,
+  markNewestChunkStale,
+  markSuperseded,
+  newestChunk,
+  restatementFingerprints,
+  sourceRecheck,
+  stagingChunkFingerprint,
+  swapPublish,
+  withSourceRecheck,
+} from '../../domain/sql/publish.ts';
+import { warehouseInstant } from '../../domain/chunk-sizing.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
-import { catchUpRows } from '../../domain/sql/out-of-band.ts';
+import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
@@ -40,6 +51,13 @@ export interface PublishResult {
    */
   readonly superseded: boolean;
   readonly reason?: string;
+  /**
+   * A restatement whose staging equals the live rows it would replace:
+   * nothing was published; the batch ends SUPERSEDED (the live rows already
+   * hold its data) and `superseded` is true too, so the execution ends in
+   * state Superseded, without a page.
+   */
+  readonly unchanged?: boolean;
 }
 
 /** A publications row (joined to its batch, or a rollback's own) as the step's answer. */
@@ -57,8 +75,9 @@ export function toResult(row: Row, liveTable: string, alreadyPublished: boolean)
 
 /**
  * Newest data wins: a batch older than what the pipeline publishes ends
- * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). Its
- * staging table is left to the next Cleanup, which drops it.
+ * SUPERSEDED, logged, not paged (nothing is wrong: newer data is live). So
+ * does a restatement equal to the live rows (`unchanged`: they already hold
+ * its data). Its staging table is left to the next Cleanup, which drops it.
  */
 async function superseded(
   event: PublishEvent,
@@ -67,12 +86,14 @@ async function superseded(
   liveTable: string,
   name: (step: string) => string,
   marked = false,
+  unchanged = false,
 ): Promise<PublishResult> {
   const { batch } = event;
   if (!marked) await warehouse.batch(markSuperseded(batch.batchId, reason, new Date()), name('superseded'));
   await releaseExecutionLease(warehouse, event.executionId ?? '', name('superseded'));
-  logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
-  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason };
+  if (unchanged) logger.info('restatement equals the live rows; nothing published', { batchId: batch.batchId, reason });
+  else logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
+  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason, ...(unchanged ? { unchanged } : {}) };
 }
 
 /**
@@ -93,6 +114,11 @@ async function afterFailedPublish(
   if (!(error instanceof WarehouseError)) throw error;
   const [now] = await warehouse.query(batchState(event.batch.batchId), name('state'));
   if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+  const changed = sourceChangedRefusal(error.message);
+  if (changed !== undefined) {
+    await warehouse.batch(markNewestChunkStale(event.batch.batchId), name('source-changed'));
+    throw new SourceChangedError(`${changed}. Nothing was published; the chunk is marked STALE, so the next run of the batch reloads it`, { cause: error });
+  }
   const refusal = publishGuardRefusal(error.message);
   if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
   if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
@@ -128,12 +154,20 @@ export async function publish(
   }
   // A retry after an attempt that found the batch superseded but failed before answering (e.g. releasing the lease).
   if (before?.status === BatchStatus.SUPERSEDED) {
-    return superseded(event, warehouse, 'an earlier attempt of Publish found newer data live (see batches.error)', liveTable, name, true);
+    const earlier = batch.restatement === undefined ? 'found newer data live' : 'found newer data live, or staging equal to the live rows';
+    return superseded(event, warehouse, `an earlier attempt of Publish ${earlier} (see batches.error)`, liveTable, name, true);
   }
 
+  if (batch.restatement !== undefined) {
+    const same = await restatementUnchanged(warehouse, pipeline, batch, name);
+    if (same !== undefined) return superseded(event, warehouse, same, liveTable, name, false, true);
+  }
+
+  const recheck = pipeline.publishVia === 'view' || pipeline.migrating ? [] : await sourceRecheckOf(warehouse, pipeline, batch, waits, name);
+
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
-  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced');
-  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged');
+  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
+  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const swap: Swap = {
@@ -144,7 +178,7 @@ export async function publish(
     retainedAs: previous,
     waits,
     name,
-    statements: (facts, factsQuery) => swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs),
+    statements: (facts, factsQuery) => withSourceRecheck(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs), pipeline, batch, recheck),
   };
   const recovered = await swapAndCarryOver(warehouse, swap, (error) => afterFailedPublish(error, event, warehouse, liveTable, name));
   if (recovered) return recovered;
@@ -153,6 +187,46 @@ export async function publish(
   const result = toResult(after!, liveTable, false);
   logger.info('published', { batchId: batch.batchId, ...result });
   return result;
+}
+
+/**
+ * A restatement publishes only if its rows differ from the live rows it
+ * would replace (domain/sql/publish.ts restatementFingerprints): the reason
+ * it ends without publishing, or undefined when they differ.
+ */
+async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
+  const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, pipeline.target.table), name('restatement-columns'))).map((r) => String(r.col));
+  const [row] = await warehouse.query(restatementFingerprints(pipeline, batch, columns), name('restatement-compare'));
+  const staged = String(row?.staged ?? '');
+  const live = String(row?.live ?? '');
+  logger.info('restatement compared with the live rows', { batchId: batch.batchId, restatement: batch.restatement, staged, live });
+  if (staged !== live) return undefined;
+  return `restatement ${batch.restatement} of ${batch.from} to ${batch.to}: staging equals the live rows it would replace (rows:checksum ${staged}); nothing to publish`;
+}
+
+/**
+ * The publish transaction's re-check of the source's newest chunk
+ * (domain/sql/publish.ts sourceRecheck), with staging's fingerprint of it
+ * read now as what the source must still hold. None when the source query
+ * cannot be re-run inside the transaction: then logged, as the source may
+ * move between Reconcile and the publish unseen.
+ */
+async function sourceRecheckOf(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, waits: PublishWaits, name: (step: string) => string): Promise<string[]> {
+  const [row] = await warehouse.query(newestChunk(batch.batchId), name('newest-chunk'));
+  if (row === undefined) return [];
+  const chunk = { index: Number(row.chunk_index), start: warehouseInstant(String(row.interval_start)), end: warehouseInstant(String(row.interval_end)) };
+  const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('staging-columns'))).map((r) => String(r.col));
+  const columns = batch.columns.length === 0 ? listed : listed.filter((c) => batch.columns.includes(c.split(' ')[0]!));
+  const [staged] = await warehouse.query(stagingChunkFingerprint(pipeline, batch, columns, chunk), name('newest-chunk-staging'));
+  const recheck = sourceRecheck(pipeline, batch, columns, chunk, String(staged?.fp ?? ''), waits.lockWaitMs);
+  if (recheck === undefined) {
+    logger.warn('the source query cannot be re-run inside the publish transaction: a change to the source after Reconcile is not caught', {
+      batchId: batch.batchId,
+      chunk: chunk.index,
+    });
+    return [];
+  }
+  return recheck;
 }
 
 /**
@@ -243,10 +317,11 @@ async function publishChangingRows(
   name: (step: string) => string,
   run: typeof publishIntervals,
   logged: string,
+  recheck: readonly string[],
 ): Promise<PublishResult> {
   const { batch } = event;
   try {
-    await run(event, warehouse, waits, name);
+    await run(event, warehouse, waits, name, recheck);
   } catch (error) {
     return afterFailedPublish(error, event, warehouse, liveTable, name);
   }

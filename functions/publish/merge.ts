@@ -10,8 +10,9 @@ import { publishInPlace } from './in-place.ts';
  * replaced live rows kept as the publication's old version for rollback
  * (functions/publish/in-place.ts).
  */
-export function publishMerge(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string): Promise<void> {
+export function publishMerge(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string, recheck: readonly string[] = []): Promise<void> {
   return publishInPlace(event, warehouse, waits, name, {
+    recheck,
     statements: mergeIntoLive,
     what: (batch, live) => `the merge of ${batch.from} to ${batch.to} into ${live}`,
   });

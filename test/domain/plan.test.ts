@@ -5,6 +5,7 @@ import type { BatchInterval, Chunk, ExecutionInput } from '../../domain/plan.ts'
 import {
   batchIdFor,
   checkSourceColumns,
+  isRestatement,
   type LiveColumn,
   liveTableColumns,
   planChunks,
@@ -249,7 +250,7 @@ describe('resolveInterval', () => {
   it('rejects unknown extra fields and lists them', () => {
     const input = { pipeline: 'orders', force: true, dryRun: 1 } as unknown as ExecutionInput;
 
-    expect(rejectionOf(input).message).toBe('input has unknown field(s): force, dryRun (allowed: pipeline, from, to)');
+    expect(rejectionOf(input).message).toBe('input has unknown field(s): force, dryRun (allowed: pipeline, from, to, restate)');
   });
 
   it('rejects a to in the future', () => {
@@ -421,6 +422,26 @@ describe('batchIdFor', () => {
     ['the pipeline name', january, pipelineWith({ name: 'orders_copy' })],
   ])('changes when %s changes', (_what, otherInterval, otherPipeline) => {
     expect(batchIdFor(otherPipeline, otherInterval)).not.toBe(batchIdFor(orders, january));
+  });
+
+  it('gives each restatement an id of its own, and restatement 0 the batch id as before', () => {
+    const ids = [0, 1, 2].map((n) => batchIdFor(orders, january, n));
+    expect(ids[0]).toBe(batchIdFor(orders, january));
+    expect(new Set(ids).size).toBe(3);
+    expect(batchIdFor(pipelineWith(), january, 2)).toBe(ids[2]);
+  });
+});
+
+describe('isRestatement', () => {
+  it('is true only for restate: true', () => {
+    expect(isRestatement({ pipeline: 'orders', restate: true })).toBe(true);
+    expect(isRestatement({ pipeline: 'orders', restate: false })).toBe(false);
+    expect(isRestatement({ pipeline: 'orders' })).toBe(false);
+  });
+
+  it.each([['yes'], [1], [null]])('refuses restate: %j', (value) => {
+    expect(() => isRestatement({ pipeline: 'orders', restate: value })).toThrow(ValidationError);
+    expect(() => isRestatement({ pipeline: 'orders', restate: value })).toThrow(/^input\.restate must be true or false, got /);
   });
 });
 

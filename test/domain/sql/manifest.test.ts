@@ -76,6 +76,15 @@ describe('manifestDdl', () => {
     expect(severity).toBeGreaterThan(table);
   });
 
+  it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(10);
+    const recheck = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_source_unchanged('))!;
+    expect(recheck).toContain('EXECUTE p_query INTO fp;');
+    expect(recheck).toContain("RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;");
+    expect(ddl.findIndex((sql) => sql === recheck)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
+  });
+
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {
     const ddl = manifestDdl(NOW);
     expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(6);
