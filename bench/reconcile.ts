@@ -3,8 +3,10 @@
  * over the source plus one over staging, measured in the same run through
  * the same Data API endpoint:
  *
- *   baseline   `SELECT COUNT(*)` of the source query over the batch
- *              interval, then `SELECT COUNT(*)` of staging
+ *   baseline   per grain unit (day), COUNT(*) and the sums of the measures
+ *              (quantity, amount) of the source query over the batch
+ *              interval, then the same of staging: what a hand-written
+ *              count-and-sum comparison reads
  *   gate       Reconcile's reading: staging's columns from the catalog,
  *              then chunkCounts with the gate's aggregates (the sample
  *              pipeline with measures quantity and amount): per-chunk
@@ -19,6 +21,8 @@
  *   with time  the key check is per chunk, in the one pass over staging
  *   key pass   `GROUP BY <business key> HAVING COUNT(*) > 1` over staging
  *              alone: the uniqueness check any gate pays, for scale
+ *   COUNT(*)   `SELECT COUNT(*)` of each side, for scale (the baseline
+ *              before the gate had sums: a row count reads no column)
  *
  * The batch is set up directly (manifest, chunk rows, staging filled by one
  * INSERT ... SELECT of the source), so only the reading is timed.
@@ -30,7 +34,7 @@ import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
-import { startBatch } from '../domain/sql/plan.ts';
+import { grainKey, startBatch } from '../domain/sql/plan.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import { ensureManifest } from '../functions/plan/index.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
@@ -91,13 +95,21 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     await run();
     return performance.now() - started;
   };
+  const measures = { ...salesOrderLines.checks, measures: ['quantity', 'amount'] };
+  const plain = (from: string) =>
+    `SELECT ${grainKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n, ${measures.measures.map((m) => `SUM(s.${quoteIdent(m)}) AS ${quoteIdent(`sum_${m}`)}`).join(', ')}
+       FROM ${from} WHERE s.${t} >= :start AND s.${t} < :end GROUP BY 1`;
   const baseline = () =>
+    timed(async () => {
+      await warehouse.query({ sql: plain(`(${pipeline.sourceSql}\n) AS s`), parameters: range }, 'bench:reconcile:plain-source');
+      await warehouse.query({ sql: plain(`${staging} AS s`), parameters: range }, 'bench:reconcile:plain-staging');
+    });
+  const counts = () =>
     timed(async () => {
       await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM (${pipeline.sourceSql}\n) AS s WHERE s.${t} >= :start AND s.${t} < :end`, parameters: range }, 'bench:reconcile:count-source');
       await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM ${staging}` }, 'bench:reconcile:count-staging');
     });
   // What Reconcile reads (functions/reconcile/index.ts): staging's columns, then the one statement.
-  const measures = { ...salesOrderLines.checks, measures: ['quantity', 'amount'] };
   const gated = definePipeline({ ...salesOrderLines, checks: measures });
   const gateOf = (p: Pipeline, statement: string) => async () => {
     const columns = (await warehouse.query(liveColumnsQuery(p.target.schema, stagingTable), `${statement}-columns`)).map((r) => String(r.col));
@@ -121,6 +133,8 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   await countsOnly();
   await keyedGate();
   await keyPass();
+  await counts();
+  const countStarMs: number[] = [];
   const baselineMs: number[] = [];
   const gateMs: number[] = [];
   const countsMs: number[] = [];
@@ -132,6 +146,7 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     countsMs.push(await countsOnly());
     keyedMs.push(await keyedGate());
     keyMs.push(await keyPass());
+    countStarMs.push(await counts());
   }
   await warehouse.execute({ sql: `DROP TABLE IF EXISTS ${staging}` }, 'bench:reconcile:cleanup');
 
@@ -140,15 +155,17 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   const c = median(countsMs);
   const k = median(keyMs);
   const kt = median(keyedMs);
+  const cs = median(countStarMs);
   const ms = (value: number) => `${value.toFixed(0)} ms`;
   const table = renderTable(
     ['reconcile (median)', 'time', 'ratio to the baseline'],
     [
-      ['baseline: COUNT(*) of the source + COUNT(*) of staging', ms(b), '1.00x'],
+      ['baseline: per-day COUNT(*) and sums of 2 measures of the source + the same of staging', ms(b), '1.00x'],
       [`gate: per-chunk counts, checksums and sums of 2 measures of ${chunks.length} chunks, outside rows, duplicate keys`, ms(g), `${(g / b).toFixed(2)}x`],
       ['counts only: the gate without checksums and sums', ms(c), `${(c / b).toFixed(2)}x`],
       ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
       ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
+      ['for scale: COUNT(*) of the source + COUNT(*) of staging', ms(cs), `${(cs / b).toFixed(2)}x`],
     ],
     ['l', 'r', 'r'],
   );

@@ -22,7 +22,7 @@
  *                   payload (bench/plan-scale.ts)
  *   backfill        a replace-intervals run of a tenth of the days vs the
  *                   full run (bench/backfill.ts)
- *   reconcile       the gate's reading vs one plain COUNT(*) pass over the
+ *   reconcile       the gate's reading vs one plain per-day count-and-sum pass over the
  *                   source plus one over staging (bench/reconcile.ts)
  *   data API,       the local Data API's own costs (bench/data-api.ts) and
  *   publishVia      rename vs view (bench/publish-via.ts): markdown only
@@ -326,7 +326,7 @@ async function main(): Promise<void> {
         row('  of the full run alone', kb(largestRunStatePayloadBytes)),
         row("  that plan's output (its windows)", kb(figures.planOutputBytes)),
         row("  a window's PlanWindow output (its 1,000 chunks)", kb(figures.planWindowOutputBytes)),
-        row('Reconcile / (COUNT(*) of source + COUNT(*) of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
+        row('Reconcile / (per-day count and sums of source + of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
         row(`backfill of ${BACKFILL_DAYS} of ${DAYS} days (replace-intervals) / full run`, `${figures.backfillShare.toFixed(2)} (${s(figures.backfillRunMs)})`, 'backfillShare'),
       ],
       ['l', 'r', 'l', 'l'],

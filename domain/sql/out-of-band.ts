@@ -68,18 +68,6 @@ export function hashedColumns(columns: readonly string[]): string[] {
 }
 
 /**
- * One row's 60-bit value as DECIMAL(38,0), from the MD5 over its columns
- * (`name type` texts), the same digest the live fingerprint sums: a sum of
- * them over any set of rows is order-independent and cannot overflow
- * (each value is below 2^60: 38 digits hold the sum of more than 10^19
- * rows). Reconcile sums it per chunk on both sides (domain/sql/reconcile.ts
- * gateAggregates).
- */
-export function rowChecksumValue(columns: readonly string[], alias?: string, castToType = false): string {
-  return `CAST(${hexValue(`MD5(${rowText(columns, alias, castToType)})`)} AS decimal(38, 0))`;
-}
-
-/**
  * The 60-bit number the first 15 hex digits of an MD5 stand for, as
  * Redshift's idiom writes it: STRTOL(SUBSTRING(md5, 1, 15), 16)
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_MD5.html,

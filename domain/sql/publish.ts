@@ -6,7 +6,8 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
-import { assertLiveUnchanged, carryOverRows, hashedColumns, rowChecksumValue } from './out-of-band.ts';
+import { assertLiveUnchanged, carryOverRows, hashedColumns } from './out-of-band.ts';
+import { rowHashValue } from './row-hash.ts';
 import { extractColumn } from '../extract-column.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
@@ -507,8 +508,8 @@ export function markSuperseded(batchId: string, reason: string, now: Date): stri
 
 /**
  * A restatement's comparison, in one read: `<rows>:<checksum>` of staging
- * and of the live rows it would replace, with the row digest of the live
- * fingerprint (domain/sql/out-of-band.ts rowChecksumValue) over `columns`
+ * and of the live rows it would replace, with the gate's row hash
+ * (domain/sql/row-hash.ts rowHashValue) over `columns`
  * (`name type` texts of the live table). A swap replaces the whole table
  * (with expected writers, only the rows before the batch end); a replace
  * of intervals or a merge, the rows of the batch's interval.
@@ -524,7 +525,7 @@ export function restatementFingerprints(pipeline: Pipeline, batch: BatchRef, col
         ? ''
         : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
   const fingerprint = (from: string) =>
-    `(SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(v), 0) AS varchar(64)) FROM (SELECT ${rowChecksumValue(columns)} AS v FROM ${from}) AS r)`;
+    `(SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(v), 0) AS varchar(64)) FROM (SELECT ${rowHashValue(columns)} AS v FROM ${from}) AS r)`;
   const sql = `SELECT ${fingerprint(qualifiedName(schema, batch.stagingTable))} AS staged, ${fingerprint(`${qualifiedName(schema, table)}${where}`)} AS live`;
   return { sql: sql.replace(/\s+/g, ' ').trim() };
 }
@@ -553,7 +554,7 @@ export interface ChunkBounds {
 function chunkFingerprintSql(pipeline: Pipeline, rows: string, columns: readonly string[], chunk: ChunkBounds): string {
   const t = quoteIdent(extractColumn(pipeline));
   const hashed = pipeline.checks.contentChecksum ? hashedColumns(columns) : [];
-  const value = hashed.length > 0 ? rowChecksumValue(hashed, 's', true) : '0';
+  const value = hashed.length > 0 ? rowHashValue(hashed, 's', true) : '0';
   return `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(r.v), 0) AS varchar(64)) AS fp FROM (SELECT ${value} AS v FROM ${rows} AS s WHERE s.${t} >= ${sqlLiteral(chunk.start)} AND s.${t} < ${sqlLiteral(chunk.end)}) AS r`;
 }
 

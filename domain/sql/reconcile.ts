@@ -5,7 +5,8 @@ import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, STAGING_PLACEHOLDER } from '../declared-checks.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
-import { CATALOG_TYPE, hashedColumns, rowChecksumValue } from './out-of-band.ts';
+import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';
+import { rowHashValue } from './row-hash.ts';
 import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
@@ -37,10 +38,10 @@ const INTEGER_TYPES = new Set(['smallint', 'integer', 'bigint']);
  * The aggregates of the reconciliation gate, on top of the row count, over
  * the columns the loads insert, as staging's catalog lists them (`name
  * type`, out-of-band.ts liveColumnsQuery):
- * - with `checks.contentChecksum`, the sum of each row's 60-bit MD5 value
- *   over every hashed column (the live fingerprint's digest,
- *   rowChecksumValue), each source value first cast to the staging
- *   column's type, as the load's INSERT converts it;
+ * - with `checks.contentChecksum`, the sum of each row's 64-bit FNV_HASH
+ *   over every hashed column (row-hash.ts rowHashValue), each source value
+ *   first cast to the staging column's type, as the load's INSERT
+ *   converts it;
  * - per `checks.measures` column, its sum: the value cast to the staging
  *   column's type, integers then to DECIMAL(38,0); Redshift's SUM of a
  *   NUMERIC(p,s) is a NUMERIC(38,s) (same page), so neither side overflows
@@ -51,7 +52,7 @@ export function gateAggregates(pipeline: Pipeline, stagingColumns: readonly stri
   const hashed = hashedColumns(stagingColumns);
   const aggregates: ChunkAggregate[] = [...CHUNK_AGGREGATES];
   if (pipeline.checks.contentChecksum && hashed.length > 0) {
-    aggregates.push({ name: CHECKSUM_AGGREGATE, perRow: (row) => rowChecksumValue(hashed, row, true), columns: hashed.map((c) => c.split(' ')[0]!) });
+    aggregates.push({ name: CHECKSUM_AGGREGATE, perRow: (row) => rowHashValue(hashed, row, true), columns: hashed.map((c) => c.split(' ')[0]!) });
   }
   pipeline.checks.measures.forEach((column, i) => {
     const type = typeOf.get(column) ?? '';

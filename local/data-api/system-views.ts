@@ -18,7 +18,7 @@ import type pg from 'pg';
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 9';
+const VERSION = 'atomic-publish local Redshift system views, version 10';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -215,6 +215,39 @@ const STRTOL: string[] = [
 ];
 
 /**
+ * Redshift's FNV_HASH(value [, seed])
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_FNV_HASH.html): a
+ * 64-bit BIGINT hash of a value's binary form, typed, seeded so that hashes
+ * chain over columns; without a seed, the FNV offset basis. PostgreSQL has
+ * no FNV-1a; the stand-in takes its own typed, seeded 64-bit hash functions
+ * (the ones its hash indexes use), one inlined SQL function per type, so a
+ * scan pays no call per row and converts no value to text. Its values
+ * differ from Redshift's: the pipeline compares hashes only with hashes the
+ * same engine computed in the same run (domain/sql/row-hash.ts). NULL in
+ * gives NULL out (Redshift's page does not say; the pipeline hashes no NULL).
+ */
+const FNV_HASH_BODIES: [string, string][] = [
+  ['smallint', 'hashint2extended(v, seed)'],
+  ['integer', 'hashint4extended(v, seed)'],
+  ['bigint', 'hashint8extended(v, seed)'],
+  ['numeric', 'hash_numeric_extended(v, seed)'],
+  ['real', 'hashfloat4extended(v, seed)'],
+  ['double precision', 'hashfloat8extended(v, seed)'],
+  ['boolean', `hashcharextended(CAST(CASE WHEN v THEN 't' ELSE 'f' END AS "char"), seed)`],
+  // character and character varying arrive here by their implicit cast to text.
+  ['text', 'hashtextextended(v, seed)'],
+  ['date', "hashint4extended(v - DATE '2000-01-01', seed)"],
+  ['timestamp', 'timestamp_hash_extended(v, seed)'],
+  ['timestamptz', "timestamp_hash_extended(v AT TIME ZONE 'UTC', seed)"],
+  ['time', 'time_hash_extended(v, seed)'],
+  ['timetz', 'timetz_hash_extended(v, seed)'],
+];
+const FNV_HASH: string[] = FNV_HASH_BODIES.map(
+  ([type, body]) => `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.fnv_hash(v ${type}, seed bigint DEFAULT -3750763034362895579) RETURNS bigint
+     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ${body} $$`,
+);
+
+/**
  * The informational key constraints (informational-keys.ts) as Redshift's
  * catalog shows them: Redshift keeps PRIMARY KEY, UNIQUE and FOREIGN KEY
  * constraints in pg_constraint and renders them with pg_get_constraintdef,
@@ -393,6 +426,7 @@ const KEY_CATALOG: string[] = [
   `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
   `GRANT SELECT ON ${KEYS_TABLE} TO PUBLIC`,
   ...STRTOL,
+  ...FNV_HASH,
   `GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.pg_constraint TO PUBLIC`,
 ];
 

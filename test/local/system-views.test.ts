@@ -189,3 +189,45 @@ describe('STRTOL', () => {
     expect((await wh.run(`SELECT STRTOL('ffffffffffffffffff', 16)`)).Error).toMatch(/out of the signed 64-bit range/);
   });
 });
+
+describe('FNV_HASH', () => {
+  const text = (expression: string) => `CAST(${expression} AS varchar(24))`;
+  it("hashes every column type the gate reads, seeded and typed, with the offset basis as the default seed", async () => {
+    const [row] = await wh.select(
+      `SELECT ${[
+        text('FNV_HASH(1)'),
+        text('FNV_HASH(1, -3750763034362895579)'),
+        text('FNV_HASH(1, 7)'),
+        text("FNV_HASH(CAST('ab' AS varchar(4)))"),
+        text("FNV_HASH(CAST('ab' AS char(4)))"),
+        text('FNV_HASH(CAST(1.50 AS numeric(12, 2)))'),
+        text('FNV_HASH(CAST(1.51 AS numeric(12, 2)))'),
+        text('FNV_HASH(true)'),
+        text('FNV_HASH(false)'),
+        text("FNV_HASH(CAST('2026-01-01' AS date))"),
+        text("FNV_HASH(CAST('2026-01-01 10:00' AS timestamp))"),
+        text("FNV_HASH(CAST('2026-01-01 10:00+00' AS timestamptz))"),
+        text('FNV_HASH(CAST(1 AS smallint))'),
+        text('FNV_HASH(CAST(1 AS bigint))'),
+        text('FNV_HASH(CAST(1 AS real))'),
+        text('FNV_HASH(CAST(1 AS double precision))'),
+        text("FNV_HASH(CAST('10:00' AS time))"),
+        text('FNV_HASH(CAST(NULL AS integer))'),
+      ].join(', ')}`,
+    );
+    expect(row).toHaveLength(18);
+    const [defaultSeed, offsetBasis, seven, varchar, , decimal150, decimal151, yes, no, date, timestamp, timestamptz, , , , , time, none] = row!;
+    expect(defaultSeed).toBe(offsetBasis);
+    expect(seven).not.toBe(defaultSeed);
+    expect(new Set([defaultSeed, varchar, decimal150, decimal151, yes, no, date, timestamp, time]).size).toBe(9);
+    // The same instant, as a timestamp and as a timestamptz in UTC.
+    expect(timestamptz).toBe(timestamp);
+    expect(none).toBeNull();
+    for (const value of row!.slice(0, 17)) expect(String(value)).toMatch(/^-?\d+$/);
+  });
+
+  it('chains over columns: the order of the values changes the hash', async () => {
+    const [[ab, ba]] = (await wh.select(`SELECT ${text('FNV_HASH(2, FNV_HASH(1))')}, ${text('FNV_HASH(1, FNV_HASH(2))')}`)) as [[string, string]];
+    expect(ab).not.toBe(ba);
+  });
+});

@@ -97,6 +97,16 @@ describe.each([
     ]);
     expect((await gateFigures(pipeline, "UPDATE STAGING SET note = '' WHERE order_id = 2")).map((f) => f.checksumEqual)).toEqual([false, true]);
     expect((await gateFigures(pipeline, 'UPDATE STAGING SET flag = false WHERE order_id = 3')).map((f) => f.checksumEqual)).toEqual([true, false]);
+    // A NULL made a zero: the hash of a NULL column is its type's zero, told apart by the NULL mask.
+    expect((await gateFigures(pipeline, 'UPDATE STAGING SET flag = false WHERE order_id = 3')).map((f) => f.checksumEqual)).toEqual([true, false]);
+    expect((await gateFigures(pipeline, "UPDATE STAGING SET note = NULL WHERE order_id = 1")).map((f) => f.checksumEqual)).toEqual([false, true]);
+    // Two rows' values of one column swapped: every column's total is unchanged, but the rows are not.
+    expect(
+      (await gateFigures(pipeline, 'UPDATE STAGING SET qty = CASE order_id WHEN 1 THEN 1 ELSE 2 END WHERE order_id IN (1, 2)')).map((f) => [f.checksumEqual, f.qty[0] === f.qty[1]]),
+    ).toEqual([
+      [false, true],
+      [true, true],
+    ]);
     // Order 4 loaded twice, order 3 lost, in one chunk: the count matches.
     const cancelled = await gateFigures(pipeline, 'DELETE FROM STAGING WHERE order_id = 3; INSERT INTO STAGING SELECT * FROM STAGING WHERE order_id = 4');
     expect(cancelled.map((f) => [f.rows, f.checksumEqual])).toEqual([

@@ -1,0 +1,92 @@
+/**
+ * The per-row value of the reconciliation gate's content checksum: a 64-bit
+ * FNV-1a hash of the row's columns, chained column by column as Redshift's
+ * FNV_HASH(value, seed) documents it ("compute the FNV hash of the first
+ * column and pass it as a seed to the hash of the second column", typed:
+ * "INTEGER values are hashed using 4 bytes and BIGINT values using 8 bytes",
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_FNV_HASH.html). It hashes
+ * each value's binary form, so no value is converted to text: measured on
+ * 600,000 rows of the sample table locally, about a fifth of the cost of the
+ * MD5 over the row's text that the live fingerprint (out-of-band.ts) takes.
+ *
+ * The page says nothing of NULL, so no NULL is hashed: a NULL column hashes
+ * as a zero of its type, and a mask of which columns are NULL is hashed
+ * last, so a NULL and a zero (or an empty string) still differ. Each source
+ * value is first cast to the staging column's type (`castToType`), as the
+ * load's INSERT converts it, so both sides hash the same bytes.
+ *
+ * Only Reconcile and the publish transaction's source re-check use it, and
+ * both compute both sides in the same run: nothing stored is compared with
+ * it (the live fingerprint, recorded by Plan and checked by Publish, stays
+ * the MD5 digest).
+ */
+import { quoteIdent } from '../identifiers.ts';
+import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';
+
+/**
+ * The zero a NULL of the type hashes as, by the catalog's data type (the
+ * type text without its `(n)` or `(p,s)`); undefined for a type with none
+ * here, whose values are hashed as text.
+ */
+function zeroOf(dataType: string): string | undefined {
+  switch (dataType) {
+    case 'smallint':
+    case 'integer':
+    case 'bigint':
+    case 'numeric':
+    case 'real':
+    case 'double precision':
+      return '0';
+    case 'boolean':
+      return 'false';
+    case 'character':
+    case 'character varying':
+    case 'text':
+      return `''`;
+    case 'date':
+      return `CAST('2000-01-01' AS date)`;
+    case 'timestamp without time zone':
+      return `CAST('2000-01-01 00:00:00' AS timestamp)`;
+    case 'timestamp with time zone':
+      return `CAST('2000-01-01 00:00:00+00' AS timestamptz)`;
+    case 'time without time zone':
+      return `CAST('00:00:00' AS time)`;
+    case 'time with time zone':
+      return `CAST('00:00:00+00' AS timetz)`;
+    default:
+      return undefined;
+  }
+}
+
+/** Columns per NULL mask: bits of a BIGINT that stay positive. */
+const MASK_BITS = 62;
+
+/** The FNV offset basis as a signed BIGINT: the chain's first seed, so the first column is hashed as FNV_HASH(value) is. */
+export const FNV_OFFSET_BASIS = '-3750763034362895579';
+
+/**
+ * One row's value as DECIMAL(38,0): FNV_HASH chained over `columns`
+ * (`name type` texts, catalog order; types without a binary form shared by
+ * both engines are left out, as the fingerprint leaves them out), then the
+ * NULL masks. A sum of them over any set of rows is order-independent and
+ * cannot overflow: each value is a signed 64-bit number, and 38 digits hold
+ * the sum of more than 10^19 of them.
+ */
+export function rowHashValue(columns: readonly string[], alias?: string, castToType = false): string {
+  const values = hashedColumns(columns).map((column) => {
+    const [name, ...type] = column.split(' ');
+    const fullType = type.join(' ');
+    const read = `${alias === undefined ? '' : `${alias}.`}${quoteIdent(name!)}`;
+    const value = castToType && CATALOG_TYPE.test(fullType) ? `CAST(${read} AS ${fullType})` : read;
+    const zero = zeroOf(fullType.replace(/\(.*$/, ''));
+    return { value, hashed: zero === undefined ? `COALESCE(CAST(${value} AS varchar(65535)), '')` : `COALESCE(${value}, ${zero})` };
+  });
+  if (values.length === 0) return 'CAST(0 AS decimal(38, 0))';
+  let chain = FNV_OFFSET_BASIS;
+  for (const v of values) chain = `FNV_HASH(${v.hashed}, ${chain})`;
+  for (let i = 0; i < values.length; i += MASK_BITS) {
+    const bits = values.slice(i, i + MASK_BITS).map((v, bit) => `CASE WHEN ${v.value} IS NULL THEN ${(2n ** BigInt(bit)).toString()} ELSE 0 END`);
+    chain = `FNV_HASH(CAST(${bits.join(' + ')} AS bigint), ${chain})`;
+  }
+  return `CAST(${chain} AS decimal(38, 0))`;
+}
