@@ -13,8 +13,14 @@ export interface LiveBaseline {
   readonly columns: readonly string[];
   /** Rows Plan counted (those before `carryFrom` when set). */
   readonly rows: number;
-  /** Sum over those rows of a 60-bit value of the MD5 of every column (domain/sql/out-of-band.ts). */
+  /** Sum over those rows of each row's hash over every column (domain/sql/out-of-band.ts liveFingerprintQuery). */
   readonly checksum: string;
+  /**
+   * The row hash the checksum was taken with: `fnv` (domain/sql/row-hash.ts)
+   * since Plan records it; absent in a baseline Plan recorded before, which
+   * took the MD5 digest, so the swap recomputes with that one.
+   */
+  readonly rowHash?: RowHash;
   /**
    * Set when the pipeline declares expected writers (`outOfBand.expectedWriters`):
    * the batch's `to`. Rows at or after it are not fingerprinted; the swap
@@ -22,6 +28,9 @@ export interface LiveBaseline {
    */
   readonly carryFrom?: string;
 }
+
+/** How a live fingerprint hashes each row: FNV_HASH over the binary values, or (baselines recorded before it) MD5 over their text. */
+export type RowHash = 'fnv' | 'md5';
 
 /** The fingerprint as the swap's check compares it: `<rows>:<checksum>`. */
 export function fingerprintText(rows: number | string, checksum: string): string {

@@ -5,7 +5,8 @@
  * over). The same query texts run in both places, so the two sides
  * compute the same text from the same table.
  */
-import { fingerprintText, type LiveBaseline } from '../out-of-band.ts';
+import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
+import { rowHashValue } from './row-hash.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
@@ -82,18 +83,21 @@ function hexValue(hex: string): string {
 /**
  * The live table's fingerprint in one scan, as one text `<rows>:<checksum>`
  * (the procedure compares it whole): the row count and the sum, as
- * DECIMAL(38,0), of a 60-bit value of each row's MD5 over every column.
- * A sum does not depend on row order, so it needs no sort; any inserted,
- * deleted or updated row changes it (short of a 2^-60 coincidence). With
- * `carryFrom`, only rows before it (or with no time) count.
+ * DECIMAL(38,0), of each row's hash over every column: by default the
+ * 64-bit FNV_HASH chain of row-hash.ts; `md5`, the 60-bit value of the MD5
+ * over the row's text, for a baseline Plan recorded before (a batch planned
+ * before an upgrade and published after it). A sum does not depend on row
+ * order, so it needs no sort; any inserted, deleted or updated row changes
+ * it (short of a coincidence of 2^-60 or less). With `carryFrom`, only rows
+ * before it (or with no time) count.
  */
-export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly string[], carryFrom?: string): Statement {
+export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly string[], carryFrom?: string, rowHash: RowHash = 'fnv'): Statement {
   const { schema, table } = pipeline.target;
-  const row = rowText(columns);
   const t = quoteIdent(pipeline.timeColumn);
   const where = carryFrom === undefined ? '' : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
-  const sql = `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(CAST(${hexValue('h')} AS decimal(38, 0))), 0) AS varchar(64)) AS fingerprint
-      FROM (SELECT MD5(${row}) AS h FROM ${qualifiedName(schema, table)}${where}) AS r`;
+  const value = rowHash === 'md5' ? `CAST(${hexValue(`MD5(${rowText(columns)})`)} AS decimal(38, 0))` : rowHashValue(columns);
+  const sql = `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(r.v), 0) AS varchar(64)) AS fingerprint
+      FROM (SELECT ${value} AS v FROM ${qualifiedName(schema, table)}${where}) AS r`;
   return { sql: sql.replace(/\s+/g, ' ').trim() };
 }
 
@@ -103,7 +107,7 @@ export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly strin
  */
 export function assertLiveUnchanged(pipeline: Pipeline, baseline: LiveBaseline): string {
   const { schema, table } = pipeline.target;
-  const fingerprint = liveFingerprintQuery(pipeline, baseline.columns, baseline.carryFrom);
+  const fingerprint = liveFingerprintQuery(pipeline, baseline.columns, baseline.carryFrom, baseline.rowHash ?? 'md5');
   return `CALL ${M}.assert_live_unchanged(${sqlLiteral(`${schema}.${table}`)}, ${sqlLiteral(liveColumnsQuery(schema, table).sql)}, ${sqlLiteral(columnsText(baseline.columns))}, ${sqlLiteral(
     fingerprint.sql,
   )}, ${sqlLiteral(fingerprintText(baseline.rows, baseline.checksum))})`;

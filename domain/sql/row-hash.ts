@@ -6,8 +6,8 @@
  * "INTEGER values are hashed using 4 bytes and BIGINT values using 8 bytes",
  * https://docs.aws.amazon.com/redshift/latest/dg/r_FNV_HASH.html). It hashes
  * each value's binary form, so no value is converted to text: measured on
- * 600,000 rows of the sample table locally, about a fifth of the cost of the
- * MD5 over the row's text that the live fingerprint (out-of-band.ts) takes.
+ * 600,000 rows of the sample table locally, about a fifth of the cost of an
+ * MD5 over the row's text.
  *
  * The page says nothing of NULL, so no NULL is hashed: a NULL column hashes
  * as a zero of its type, and a mask of which columns are NULL is hashed
@@ -15,10 +15,11 @@
  * value is first cast to the staging column's type (`castToType`), as the
  * load's INSERT converts it, so both sides hash the same bytes.
  *
- * Only Reconcile and the publish transaction's source re-check use it, and
- * both compute both sides in the same run: nothing stored is compared with
- * it (the live fingerprint, recorded by Plan and checked by Publish, stays
- * the MD5 digest).
+ * Reconcile, the publish transaction's source re-check and a restatement's
+ * comparison hash both sides in the same run. The live fingerprint Plan
+ * records and the swap checks (out-of-band.ts liveFingerprintQuery) takes
+ * it too; a baseline recorded before (no `rowHash`) is checked with the MD5
+ * digest it was taken with.
  */
 import { quoteIdent } from '../identifiers.ts';
 import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';

@@ -244,7 +244,7 @@ export async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to:
   const carryFrom = pipeline.outOfBand.expectedWriters ? to : undefined;
   const [row] = await warehouse.query(liveFingerprintQuery(pipeline, columns, carryFrom), name('live-baseline'));
   const [rows, checksum] = String(row?.fingerprint ?? '0:0').split(':');
-  return { columns, rows: Number(rows), checksum: checksum ?? '0', ...(carryFrom === undefined ? {} : { carryFrom }) };
+  return { columns, rows: Number(rows), checksum: checksum ?? '0', rowHash: 'fnv', ...(carryFrom === undefined ? {} : { carryFrom }) };
 }
 
 /**

@@ -18,13 +18,23 @@ const COLUMNS = ['order_id bigint', 'ordered_at timestamp without time zone', 'a
 const TO = '2026-02-01T00:00:00.000Z';
 
 describe('the generated SQL', () => {
-  const fingerprint = liveFingerprintQuery(pipeline, COLUMNS).sql;
+  // The MD5 digest: what a baseline Plan recorded before the FNV_HASH one is checked with.
+  const fingerprint = liveFingerprintQuery(pipeline, COLUMNS, undefined, 'md5').sql;
   const baseline: LiveBaseline = { columns: COLUMNS, rows: 3, checksum: '12', carryFrom: TO };
 
   it('passes the Redshift gate', () => {
-    const statements = [liveColumnsQuery('analytics', 'orders').sql, fingerprint, liveFingerprintQuery(pipeline, COLUMNS, TO).sql,
-      assertLiveUnchanged(pipeline, baseline), carryOverRows(pipeline, staging, COLUMNS, TO)];
+    const statements = [liveColumnsQuery('analytics', 'orders').sql, fingerprint, liveFingerprintQuery(pipeline, COLUMNS, TO).sql, liveFingerprintQuery(pipeline, COLUMNS).sql,
+      assertLiveUnchanged(pipeline, baseline), assertLiveUnchanged(pipeline, { ...baseline, rowHash: 'fnv' }), carryOverRows(pipeline, staging, COLUMNS, TO)];
     expect(statements.flatMap((sql) => checkSql(sql))).toEqual([]);
+  });
+
+  it('hashes by FNV_HASH unless the baseline was recorded with the MD5 digest', () => {
+    const fnv = liveFingerprintQuery(pipeline, COLUMNS).sql;
+    expect(fnv).toContain('FNV_HASH(COALESCE("order_id", 0), -3750763034362895579)');
+    expect(fnv).not.toContain('MD5');
+    expect(fnv).not.toContain('"doc"');
+    expect(assertLiveUnchanged(pipeline, { ...baseline, rowHash: 'fnv' })).toContain('FNV_HASH');
+    expect(assertLiveUnchanged(pipeline, baseline)).toContain('MD5');
   });
 
   it('digests booleans by CASE, leaves binary columns out, quotes every name, and reads the live table once', () => {
@@ -48,8 +58,9 @@ describe('the generated SQL', () => {
 describe('on a real database through the Data API', () => {
   let wh: Warehouse;
   let steps: Steps;
-  const fingerprint = async (carryFrom?: string) =>
-    String((await steps.query(liveFingerprintQuery(pipeline, COLUMNS, carryFrom), 'fp'))[0]!.fingerprint);
+  const fingerprintOf = async (carryFrom?: string, rowHash: 'fnv' | 'md5' = 'fnv') =>
+    String((await steps.query(liveFingerprintQuery(pipeline, COLUMNS, carryFrom, rowHash), 'fp'))[0]!.fingerprint);
+  const fingerprint = (carryFrom?: string) => fingerprintOf(carryFrom);
   const columns = async () => (await steps.query(liveColumnsQuery('analytics', 'orders'), 'cols')).map((r) => String(r.col));
   const ROWS = `(1, '2026-01-05 10:00', 10.50, true, 'a', NULL), (2, '2026-01-06 11:00', 20.00, false, NULL, NULL), (3, '2026-02-03 12:00', 5.25, NULL, '', NULL)`;
 
@@ -69,7 +80,7 @@ describe('on a real database through the Data API', () => {
 
   it('counts the rows and does not depend on their order', async () => {
     const first = await fingerprint();
-    expect(first).toMatch(/^3:[1-9]\d*$/);
+    expect(first).toMatch(/^3:-?[1-9]\d*$/);
     await wh.query('CREATE TABLE analytics.orders_copy AS SELECT * FROM analytics.orders');
     await wh.query('DELETE FROM analytics.orders');
     await wh.query('INSERT INTO analytics.orders SELECT * FROM analytics.orders_copy ORDER BY order_id DESC');
@@ -78,7 +89,8 @@ describe('on a real database through the Data API', () => {
     expect(await fingerprint()).toBe(first);
   });
 
-  it('changes with an update, a NULL made empty, an insert or a delete, and back when undone', async () => {
+  it.each(['fnv', 'md5'] as const)('changes with an update, a NULL made empty, an insert or a delete, and back when undone (%s)', async (rowHash) => {
+    const fingerprint = (carryFrom?: string) => fingerprintOf(carryFrom, rowHash);
     const first = await fingerprint();
     const changes: [string, string][] = [
       ['UPDATE analytics.orders SET amount = 10.51 WHERE order_id = 1', 'UPDATE analytics.orders SET amount = 10.50 WHERE order_id = 1'],
@@ -100,14 +112,17 @@ describe('on a real database through the Data API', () => {
 
   it('the swap procedure passes an unchanged table and refuses a changed one in words Publish parses', async () => {
     const [rows, checksum] = (await fingerprint()).split(':');
-    const baseline: LiveBaseline = { columns: COLUMNS, rows: Number(rows), checksum: checksum! };
+    const baseline: LiveBaseline = { columns: COLUMNS, rows: Number(rows), checksum: checksum!, rowHash: 'fnv' };
     const check = async () => steps.batch([assertLiveUnchanged(pipeline, baseline)], 'check');
     await check();
+    // A baseline recorded before the FNV_HASH digest (no rowHash) is checked with the MD5 one it was taken with.
+    const [, md5] = (await fingerprintOf(undefined, 'md5')).split(':');
+    await steps.batch([assertLiveUnchanged(pipeline, { columns: COLUMNS, rows: Number(rows), checksum: md5! })], 'check-md5');
 
     await wh.query(`INSERT INTO analytics.orders VALUES (5, '2026-01-08', 1, true, 'y', NULL)`);
     const rowsRefusal = await check().then(() => undefined, (error: unknown) => error);
     expect(rowsRefusal).toBeInstanceOf(WarehouseError);
-    expect(outOfBandRefusal((rowsRefusal as Error).message)).toEqual({ rows: 4, checksum: expect.stringMatching(/^\d+$/) });
+    expect(outOfBandRefusal((rowsRefusal as Error).message)).toEqual({ rows: 4, checksum: expect.stringMatching(/^-?\d+$/) });
     await wh.query('DELETE FROM analytics.orders WHERE order_id = 5');
 
     await wh.query('ALTER TABLE analytics.orders ADD COLUMN extra int');
