@@ -163,6 +163,15 @@ export function locationChecks(location: Location): CheckResult[] {
   ];
 }
 
+/** In place of the location, when locating failed: the check that says so, and the alert's line. */
+export function notLocated(error: Error): { checks: CheckResult[]; text: string } {
+  const reason = `${error.name}: ${clip(error.message, 300)}`;
+  return {
+    checks: [{ check: 'difference_located', passed: false, observed: `not located: ${reason}`, expected: 'the segments and keys that differ', details: '' }],
+    text: `Where the content differs: not located (${reason}); the gate's checks above stand.`,
+  };
+}
+
 /** The location for the alert: a table of the segments that differ, then the keys that differ in each direction. */
 export function locationText(location: Location): string {
   const unit = location.unit;

@@ -10,8 +10,7 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { declaredCheckResults } from './declared-checks.ts';
-import { locateDifference } from './locate.ts';
-import { locationChecks, locationText } from '../../domain/locate.ts';
+import { located } from './locate.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -79,8 +78,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     declared,
   );
   // Only when the gate failed (a passing run pays nothing): where the difference lies, recorded beside the gate's checks.
-  const location = result.passed ? undefined : await locateDifference(warehouse, pipeline, batch, name, result, aggregates);
-  const checks = location === undefined ? result.checks : [...result.checks, ...locationChecks(location)];
+  const location = result.passed ? undefined : await located(warehouse, pipeline, batch, name, result, aggregates);
+  const checks = [...result.checks, ...(location?.checks ?? [])];
 
   await warehouse.batch(
     recordChecks(
@@ -98,7 +97,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
 
   if (!result.passed) {
-    throw new CheckFailedError([describeFailure(batch.batchId, result), ...(location === undefined ? [] : [locationText(location)])].join('\n'));
+    throw new CheckFailedError([describeFailure(batch.batchId, result), ...(location === undefined ? [] : [location.text])].join('\n'));
   }
   return {
     passed: true,

@@ -1,6 +1,10 @@
-import type { BatchRef } from '../../domain/batch.ts';
+import type { BatchRef, CheckResult } from '../../domain/batch.ts';
+import { WarehouseError } from '../../domain/errors.ts';
 import {
   chunksToLocate,
+  locationChecks,
+  locationText,
+  notLocated,
   keySample,
   LOCATED_KEY_SAMPLES,
   type LocatedKeys,
@@ -16,11 +20,37 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { dimensionColumn, differingKeys, differingSegments, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/sql/locate.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { CHECKSUM_AGGREGATE, type ChunkAggregate, measureAggregate } from '../../domain/sql/reconcile.ts';
+import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 type Row = Record<string, unknown>;
 
 const figure = (row: Row, name: string): SideFigure => ({ source: String(row[`source_${name}`] ?? 0), staging: String(row[`staging_${name}`] ?? 0) });
+
+/**
+ * What Reconcile records and pages about where a failed gate's difference
+ * lies (undefined: nothing to locate). A database error while locating
+ * does not hide the gate's failure: it is recorded and shown in place of
+ * the location (a transient one still fails the step, whose Retry runs
+ * Reconcile again).
+ */
+export async function located(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  name: (step: string) => string,
+  result: Reconciliation,
+  aggregates: readonly ChunkAggregate[],
+): Promise<{ checks: CheckResult[]; text: string } | undefined> {
+  try {
+    const location = await locateDifference(warehouse, pipeline, batch, name, result, aggregates);
+    return location === undefined ? undefined : { checks: locationChecks(location), text: locationText(location) };
+  } catch (error) {
+    if (!(error instanceof WarehouseError)) throw error;
+    logger.warn('could not locate the difference', { batchId: batch.batchId, error: error.message });
+    return notLocated(error);
+  }
+}
 
 /**
  * Where the failed gate's difference lies, in two statements over the

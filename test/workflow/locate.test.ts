@@ -16,8 +16,12 @@ const ROWS_PER_DAY = 120;
 const deploy = (checks: PipelineSpec['checks'] = {}) => deploySampleChecks({ allowEmpty: false, measures: ['quantity', 'amount'], ...checks });
 
 let wf: Workflow;
+/** Fail the key statement of locating with a database error. */
+let failLocating = false;
 beforeAll(async () => {
-  wf = await useWorkflow('wf_locate');
+  wf = await useWorkflow('wf_locate', {
+    statementError: ({ name }) => (failLocating && name?.includes(':reconcile:locate-keys:') ? 'ERROR: out of memory DETAIL: injected while locating' : undefined),
+  });
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 10, liveDays: 5 });
 });
 afterAll(() => {
@@ -179,6 +183,27 @@ describe('locating a difference the gate found', () => {
     expect(recorded.get('missing_in_source')?.passed).toBe(true);
     expect(recorded.get('rows_changed')?.details).toBe(`first keys: (order_id, line_no) = (${kept!.order_id}, ${kept!.line_no}): rows source 1, staging 2`);
     expect(recorded.get('difference_located')!.observed).toBe('1 segment(s) by day differ; chunk(s) #6 examined');
+  });
+});
+
+describe('a database error while locating', () => {
+  it('leaves the gate failed and recorded, with the location named as not found', async () => {
+    wf.reset();
+    deploy();
+    wf.faults.Reconcile = async (input, next) => {
+      await wf.withClient((db) => correctAmountsInPlace(db, { from: sampleDay(2), to: sampleDay(3) }, 3, '1.00'));
+      return next(input);
+    };
+    failLocating = true;
+
+    const result = await wf.run(inputFor(5), 'locating-fails').finally(() => (failLocating = false));
+
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('CheckFailedError');
+    const recorded = await checks(batchId(5));
+    expect(recorded.get('staging_sums_match_source')?.passed).toBe(false);
+    expect(recorded.get('difference_located')).toMatchObject({ passed: false, observed: expect.stringMatching(/^not located: WarehouseError: .*out of memory/) });
+    expect(result.alerts[0]!.message).toMatch(/Where the content differs: not located \(WarehouseError: .*out of memory.*\); the gate's checks above stand\./);
   });
 });
 
