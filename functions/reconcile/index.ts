@@ -78,7 +78,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     declared,
   );
   // Only when the gate failed (a passing run pays nothing): where the difference lies, recorded beside the gate's checks.
-  const location = result.passed ? undefined : await located(warehouse, pipeline, batch, name, result, aggregates);
+  const location = result.passed ? undefined : await located({ warehouse, pipeline, batch, name, result, aggregates });
   const checks = [...result.checks, ...(location?.checks ?? [])];
 
   await warehouse.batch(

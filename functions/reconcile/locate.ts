@@ -27,6 +27,16 @@ type Row = Record<string, unknown>;
 
 const figure = (row: Row, name: string): SideFigure => ({ source: String(row[`source_${name}`] ?? 0), staging: String(row[`staging_${name}`] ?? 0) });
 
+/** What locating reads: Reconcile's warehouse, frozen pipeline, batch and statement names, the gate's result and its figures. */
+export interface LocateInput {
+  readonly warehouse: Warehouse;
+  readonly pipeline: Pipeline;
+  readonly batch: BatchRef;
+  readonly name: (step: string) => string;
+  readonly result: Reconciliation;
+  readonly aggregates: readonly ChunkAggregate[];
+}
+
 /**
  * What Reconcile records and pages about where a failed gate's difference
  * lies (undefined: nothing to locate). A database error while locating
@@ -34,20 +44,13 @@ const figure = (row: Row, name: string): SideFigure => ({ source: String(row[`so
  * the location (a transient one still fails the step, whose Retry runs
  * Reconcile again).
  */
-export async function located(
-  warehouse: Warehouse,
-  pipeline: Pipeline,
-  batch: BatchRef,
-  name: (step: string) => string,
-  result: Reconciliation,
-  aggregates: readonly ChunkAggregate[],
-): Promise<{ checks: CheckResult[]; text: string } | undefined> {
+export async function located(at: LocateInput): Promise<{ checks: CheckResult[]; text: string } | undefined> {
   try {
-    const location = await locateDifference(warehouse, pipeline, batch, name, result, aggregates);
+    const location = await locateDifference(at);
     return location === undefined ? undefined : { checks: locationChecks(location), text: locationText(location) };
   } catch (error) {
     if (!(error instanceof WarehouseError)) throw error;
-    logger.warn('could not locate the difference', { batchId: batch.batchId, error: error.message });
+    logger.warn('could not locate the difference', { batchId: at.batch.batchId, error: error.message });
     return notLocated(error);
   }
 }
@@ -59,14 +62,7 @@ export async function located(
  * and no statement, when no loaded chunk differs (the gate failed on
  * something else).
  */
-export async function locateDifference(
-  warehouse: Warehouse,
-  pipeline: Pipeline,
-  batch: BatchRef,
-  name: (step: string) => string,
-  result: Reconciliation,
-  aggregates: readonly ChunkAggregate[],
-): Promise<Location | undefined> {
+async function locateDifference({ warehouse, pipeline, batch, name, result, aggregates }: LocateInput): Promise<Location | undefined> {
   const { chunks, differing } = chunksToLocate([...result.mismatches, ...(result.contentMismatches ?? [])]);
   if (chunks.length === 0) return undefined;
   const dimensions = pipeline.checks.dimensions ?? [];
