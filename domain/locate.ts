@@ -5,8 +5,7 @@
  * segment (day, or hour, and the dimension values), then per business key
  * in both directions: the checksum-diff idea, one level deep plus the row.
  */
-import type { CheckResult } from './batch.ts';
-import { ChunkStatus } from './batch.ts';
+import { type CheckResult, ChunkStatus } from './batch.ts';
 import { decimalDifference, decimalEqual } from './decimal.ts';
 import { ValidationError } from './errors.ts';
 import type { LiveColumn } from './plan.ts';
@@ -137,8 +136,7 @@ function keysText(keys: LocatedKeys): string {
  * missing from staging, missing from the source, and changed.
  */
 export function locationChecks(location: Location): CheckResult[] {
-  const unit = location.unit === 'day' ? 'day' : 'hour';
-  const by = [unit, ...location.dimensions].join(', ');
+  const by = [location.unit, ...location.dimensions].join(', ');
   const segments = location.segments.map((s) => `${segmentName(location, s)}: ${segmentFigures(location, s)}`);
   if (location.segmentCount > location.segments.length) segments.push(`... and ${location.segmentCount - location.segments.length} more`);
   const key = `(${location.businessKey.join(', ')})`;
@@ -174,7 +172,7 @@ export function notLocated(error: Error): { checks: CheckResult[]; text: string 
 
 /** The location for the alert: a table of the segments that differ, then the keys that differ in each direction. */
 export function locationText(location: Location): string {
-  const unit = location.unit;
+  const { unit } = location;
   const lines = [`Where the content differs (${location.segments.length} of ${location.segmentCount} segment(s) by ${[unit, ...location.dimensions].join(', ')}; ${examined(location)}):`];
   if (location.segments.length > 0) {
     const measureHeads = location.measures.flatMap((m) => [`${m} source`, `${m} staging`, `${m} source - staging`]);
