@@ -186,6 +186,27 @@ describe('locating a difference the gate found', () => {
   });
 });
 
+describe('many chunks that differ', () => {
+  it('examines the first 5 in order and says how many differ in all', async () => {
+    wf.reset();
+    deploy();
+    // The re-run of the batch up to day 10 (it failed above): one row of each of days 0 to 6 corrected after the loads.
+    wf.faults.Reconcile = async (input, next) => {
+      for (let n = 0; n <= 6; n++) await wf.withClient((db) => correctAmountsInPlace(db, { from: sampleDay(n), to: sampleDay(n + 1) }, 1, '0.01'));
+      return next(input);
+    };
+
+    const result = await wf.run(inputFor(10), 'seven-chunks');
+
+    expect(result.status).toBe('FAILED');
+    const located = (await checks(batchId(10))).get('difference_located')!;
+    expect(located.observed).toBe('5 segment(s) by day differ; chunk(s) #0, #1, #2, #3, #4 examined: the first 5 of 7 that differ');
+    expect(located.details.split('; #').map((d) => d.replace(/^#/, '').split(':')[0])).toEqual([0, 1, 2, 3, 4].map((n) => `${n} ${date(n)}`));
+    expect((await checks(batchId(10))).get('rows_changed')!.observed).toMatch(/^5 key\(s\)/);
+    expect(result.alerts[0]!.message).toContain('Where the content differs (5 of 5 segment(s) by day; chunk(s) #0, #1, #2, #3, #4 examined: the first 5 of 7 that differ):');
+  });
+});
+
 describe('a database error while locating', () => {
   it('leaves the gate failed and recorded, with the location named as not found', async () => {
     wf.reset();
