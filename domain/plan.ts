@@ -1,5 +1,6 @@
 import { ValidationError } from './errors.ts';
 import { checkMeasureColumns } from './gate.ts';
+import { checkDimensionColumns } from './locate.ts';
 import { checkMergeColumns } from './merge.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
@@ -79,6 +80,7 @@ export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColum
   }
   checkMergeColumns(pipeline, columns);
   checkMeasureColumns(pipeline, columns);
+  checkDimensionColumns(pipeline, columns);
   return names;
 }
 

@@ -185,6 +185,15 @@ export interface PipelineSpec {
      */
     readonly contentChecksum?: boolean;
     /**
+     * Business dimension columns of the live table (at most
+     * MAX_DIMENSIONS, e.g. region, product line) by which Reconcile, only
+     * when the gate failed, splits each differing chunk beside the day:
+     * the alert then names the day and the dimension values whose rows,
+     * sums or checksum disagree. Plan refuses a column the live table
+     * lacks or of a floating-point type. @default none (by day only)
+     */
+    readonly dimensions?: readonly string[];
+    /**
      * Declared checks of staging's rows, run by Reconcile after the gate's
      * own. Each has a `severity` (`block`, the default: a failure stops
      * the publish; `warn`: recorded in check_results, logged and returned
@@ -264,7 +273,7 @@ export interface Pipeline {
   readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
-  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean } & DeclaredChecks;
+  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean; readonly dimensions?: readonly string[] } & DeclaredChecks;
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
@@ -469,6 +478,9 @@ function customSqlProblem(sql: string): string | undefined {
   return checkSqlProblem(probe, [`SELECT COUNT(*) AS ap_rows FROM (${probe}\n) AS src`, `SELECT * FROM (${probe}\n) AS src LIMIT 5`]);
 }
 
+/** Most `checks.dimensions` a pipeline declares. */
+export const MAX_DIMENSIONS = 3;
+
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
   measures: withDefault(
@@ -479,6 +491,15 @@ const checksSchema = section({
     [],
   ),
   contentChecksum: withDefault(z.boolean({ error: 'must be true or false' }), true),
+  // Optional, not defaulted: a pipeline without dimensions keeps its checks (and spec hash) as they were.
+  dimensions: z.preprocess((value) => value ?? undefined, z
+    .array(identifier, { error: 'must list columns of the live table to locate differences by' })
+    .max(MAX_DIMENSIONS, { error: `must list at most ${MAX_DIMENSIONS} columns (each multiplies the segments an alert lists)` })
+    .superRefine((columns, ctx) => {
+      const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
+      if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
+    })
+    .optional()),
   notNull: withDefault(z.array(z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName)), { error: 'must list columns' }), []),
   acceptedValues: withDefault(
     z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName), { error: 'must list objects with a column and its values' }),
@@ -794,6 +815,8 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     allowEmpty: checks.allowEmpty,
     measures: checks.measures.length > 0 ? checks.measures : undefined,
     contentChecksum: checks.contentChecksum ? undefined : false,
+    // dimensions: left out, since they decide no published row, only how a failed gate's difference is
+    // located; declaring one to look into a failed batch resumes that batch instead of starting a new one.
     // The declared checks decide what publishes: in the hash when declared.
     notNull: checks.notNull.length > 0 ? checks.notNull : undefined,
     acceptedValues: checks.acceptedValues.length > 0 ? checks.acceptedValues : undefined,

@@ -9,6 +9,12 @@
  *   Tuesday, re-run after the upstream fix: the failed batch resumes where it stopped.
  *   Wednesday: March is corrected upstream; the pipeline, now published by
  *     replace-intervals (a spec change, deployed), backfills March alone.
+ *   Thursday: the last three days are backfilled; after their chunks
+ *     loaded, 100 order lines of 2026-03-31 are corrected upstream in place
+ *     (+1,000.00 each, same count). The gate fails, live stays as it was,
+ *     and the alert locates the change: chunk, day, amount, keys.
+ *   Thursday, re-run with the input the alert gave: the corrected chunk
+ *     reloads and publishes.
  *
  * Each day runs twice: naively in place (DELETE, then INSERT day by day,
  * the code most teams start with) and through atomic-publish. Readers poll
@@ -21,14 +27,14 @@ import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '.
 import { startLocalDataApi } from './data-api/server.ts';
 import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
-import { addBadSourceRow, createSampleWarehouse, removeBadSourceRows, sampleDay, samplePipeline } from './sample-data.ts';
+import { addBadSourceRow, correctAmountsInPlace, createSampleWarehouse, removeBadSourceRows, sampleDay, samplePipeline } from './sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from './database-users.ts';
 import { bar, renderTable, renderTimeline } from './table.ts';
 import { naiveRebuild } from './naive-rebuild.ts';
 import { newClient } from './pg-clients.ts';
 import { ReaderPool, type ReaderSample } from './readers.ts';
 import type pg from 'pg';
-import { definePipeline } from '../domain/spec.ts';
+import { definePipeline, type PipelineSpec } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 
@@ -40,6 +46,10 @@ const BAD_ROW_DAY = 58; // Tuesday's bad order line: chunk 58 of 91, about 60% i
 const CHECKPOINTS = [0, 0.3, 0.6, 1] as const;
 /** Wednesday's backfill: March, sample days 59 (2026-03-01) to 90 (2026-04-01). */
 const MARCH = { firstDay: 59, days: 31 } as const;
+/** Thursday's backfill: sample days 88 to 90 (2026-03-30 .. 2026-04-02); day 89 (2026-03-31) is corrected while it runs. */
+const THURSDAY = { firstDay: 88, days: 3 } as const;
+const CORRECTED_DAY = 89;
+const CORRECTED_ROWS = 100;
 
 const err = (line = '') => process.stderr.write(`${line}\n`);
 const out = (line = '') => process.stdout.write(`${line}\n`);
@@ -153,8 +163,12 @@ async function runAtomic(runner: LocalRunner, readers: ReaderPool, rebuild: Rebu
   return { run: { label, samples, failed: execution.status === 'FAILED', message }, execution };
 }
 
-/** What the current atomic run wants to hear about: execution events, and each chunk loaded (awaited before the chunk's step ends). */
-const hooks: { onEvent?: (event: ExecutionEvent) => void; chunkLoaded?: () => Promise<void> } = {};
+/**
+ * What the current atomic run wants to hear about: execution events, each
+ * chunk loaded (awaited before the chunk's step ends), and Reconcile about
+ * to start (every chunk loaded: Thursday's upstream correction).
+ */
+const hooks: { onEvent?: (event: ExecutionEvent) => void; chunkLoaded?: () => Promise<void>; beforeReconcile?: () => Promise<void> } = {};
 
 function timelineOf(execution: ExecutionResult): string {
   const steps: { name: string; start: number; end: number; failed?: boolean }[] = [];
@@ -251,11 +265,12 @@ async function printManifest(warehouse: Warehouse): Promise<void> {
 /**
  * Wednesday's deploy: the sample pipeline's spec with `publishMode:
  * 'replace-intervals'` and a lookback of two days, as a redeploy of
- * pipelines/ would ship it to the functions (they read this list).
+ * pipelines/ would ship it to the functions (they read this list);
+ * Thursday's adds the sum of amount per chunk to the gate's checks.
  */
-function deployReplaceIntervals(): void {
+function deployReplaceIntervals(checks: PipelineSpec['checks'] = salesOrderLines.checks): void {
   const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
-  pipelines[index] = definePipeline({ ...salesOrderLines, publishMode: 'replace-intervals', lookback: 2 });
+  pipelines[index] = definePipeline({ ...salesOrderLines, publishMode: 'replace-intervals', lookback: 2, checks });
 }
 
 /** March corrected in the order system: amounts re-priced by 5%, one line in 50 cancelled. */
@@ -263,7 +278,12 @@ async function correctMarchUpstream(db: pg.Client): Promise<void> {
   const [from, to] = [sampleDay(MARCH.firstDay), sampleDay(MARCH.firstDay + MARCH.days)];
   await db.query(`UPDATE source.sales_order_lines SET amount = ROUND(amount * 1.05, 2) WHERE ordered_at >= $1 AND ordered_at < $2`, [from, to]);
   await db.query(`DELETE FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 AND order_id % 50 = 0`, [from, to]);
-  // The views the readers of a backfill watch: the backfilled days of each copy.
+  await watchBackfill(db, MARCH);
+}
+
+/** The views the readers of a backfill watch: the backfilled days of each copy. */
+async function watchBackfill(db: pg.Client, rebuild: Required<Rebuild>): Promise<void> {
+  const [from, to] = [sampleDay(rebuild.firstDay), sampleDay(rebuild.firstDay + rebuild.days)];
   const literal = (day: Date) => `'${day.toISOString().slice(0, 19)}'`;
   for (const schema of ['analytics', 'naive']) {
     await db.query(
@@ -324,6 +344,10 @@ async function main(): Promise<number> {
         await hooks.chunkLoaded?.();
         return loaded;
       },
+      Reconcile: async (input, next) => {
+        await hooks.beforeReconcile?.();
+        return next(input);
+      },
     },
   });
   const warehouse = localWarehouse(api.endpoint, DATABASE, DEFAULT_POLL, conn.user);
@@ -341,6 +365,12 @@ async function main(): Promise<number> {
       rebuild: MARCH,
       story: 'March re-priced upstream (amounts +5%, 1 line in 50 cancelled); the pipeline now publishes by replace-intervals and backfills March alone',
     },
+    {
+      day: 'Thursday',
+      rebuild: THURSDAY,
+      story: `the gate now also sums amount per chunk; once the chunks loaded, ${CORRECTED_ROWS} order lines of ${sampleDay(CORRECTED_DAY).toISOString().slice(0, 10)} are corrected upstream in place (+1,000.00 each, same count)`,
+    },
+    { day: 'Thursday re-run', rebuild: THURSDAY, story: 'started with the input the alert gave' },
   ];
   let outsideMarch: { before: string; after?: string } | undefined;
   for (const { day, rebuild, story } of scenarios) {
@@ -350,6 +380,14 @@ async function main(): Promise<number> {
       deployReplaceIntervals();
       await correctMarchUpstream(db);
       outsideMarch = { before: await fingerprintOutside(db, MARCH) };
+    }
+    if (day === 'Thursday') {
+      deployReplaceIntervals({ ...salesOrderLines.checks, measures: ['amount'] });
+      await watchBackfill(db, THURSDAY);
+      hooks.beforeReconcile = async () => {
+        hooks.beforeReconcile = undefined;
+        await correctAmountsInPlace(db, { from: sampleDay(CORRECTED_DAY), to: sampleDay(CORRECTED_DAY + 1) }, CORRECTED_ROWS, '1000.00');
+      };
     }
     const first = sampleDay(rebuild.firstDay ?? 0);
     const last = sampleDay((rebuild.firstDay ?? 0) + rebuild.days);
@@ -363,13 +401,17 @@ async function main(): Promise<number> {
     const { run: atomic, execution } = await runAtomic(runner, readers, rebuild, day);
     if (execution.status === 'SUCCEEDED') atomicRows += expectedNew;
     results.push({ day, old, expectedNew, naive, atomic, execution, watched: watched('analytics', rebuild) });
+    if (day === 'Wednesday' && outsideMarch) outsideMarch.after = await fingerprintOutside(db, MARCH);
   }
-  if (outsideMarch) outsideMarch.after = await fingerprintOutside(db, MARCH);
+  // What Thursday's gate located, as check_results records it.
+  const located = (
+    await db.query(`SELECT details FROM atomic_publish.check_results WHERE check_name = 'difference_located' ORDER BY checked_at DESC LIMIT 1`)
+  ).rows[0]?.details as string | undefined;
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   await db.end();
 
   out('');
-  out('What readers saw (row count of the live table; on Wednesday, of its March) as the rebuild progressed');
+  out('What readers saw (row count of the live table; on Wednesday and Thursday, of the days backfilled) as the rebuild progressed');
   const rows: unknown[][] = [];
   const summaries: string[] = [];
   let mixed = 0;
@@ -392,6 +434,7 @@ async function main(): Promise<number> {
     out(`Wednesday: every row outside March ${same ? 'unchanged' : 'CHANGED'} by the backfill (fingerprint ${outsideMarch.before.slice(0, 12)} before, ${String(outsideMarch.after).slice(0, 12)} after)`);
     if (!same) mixed += 1;
   }
+  if (located !== undefined) out(`Thursday: the gate located the correction (check_results, difference_located): ${located}`);
 
   for (const r of results) {
     out('');

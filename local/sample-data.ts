@@ -101,3 +101,16 @@ export async function addBadSourceRow(db: pg.ClientBase, day: Date): Promise<voi
 export async function removeBadSourceRows(db: pg.ClientBase): Promise<void> {
   await db.query(`DELETE FROM source.sales_order_lines WHERE quantity = 0`);
 }
+
+/**
+ * An upstream correction in place: the first `rows` order lines (in key
+ * order) of [from, to) get `by` added to their amount; the row count stays.
+ */
+export async function correctAmountsInPlace(db: pg.ClientBase, range: { from: Date; to: Date }, rows: number, by: string): Promise<void> {
+  await db.query(
+    `UPDATE source.sales_order_lines SET amount = amount + CAST($4 AS numeric(12, 2))
+      WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
+                                     WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT $3)`,
+    [range.from.toISOString().slice(0, 19), range.to.toISOString().slice(0, 19), rows, by],
+  );
+}

@@ -43,6 +43,12 @@ describe('npm start (the demo)', () => {
     // The manifest: both batches published, the Tuesday batch on its second attempt after a failed first.
     expect(out).toMatch(/│ [0-9a-f]{16} │ PUBLISHED │ +2 │ 2026-01-01 \.\. 2026-04-02 │/);
     expect(out).toMatch(/│ [0-9a-f]{16} │ +1 │ FAILED +│ demo-tuesday-\d+ +│ +[\d.]+ │ ERROR: division by zero/);
+    // Thursday: 100 order lines of 2026-03-31 corrected in place after the chunks loaded; the gate fails and locates them, the re-run publishes.
+    expect(row('Thursday       ', 'atomic-publish')[6]).toContain('CheckFailedError');
+    expect(row('Thursday re-run', 'atomic-publish')[6]).toBe('succeeded');
+    expect(out).toMatch(/│ +\d+ │ 2026-03-31 │ +(\d+) │ +\1 │ +[\d.]+ │ +[\d.]+ │ +100000\.00 │ differs +│/);
+    expect(out).toContain('on both sides, rows differ: 100 (first keys: (order_id, line_no) = (');
+    expect(out).toMatch(/^Thursday: the gate located the correction \(check_results, difference_located\): #\d+ 2026-03-31: .*source - staging 100000\.00; checksum differs$/m);
     expect(out).toContain('OK: readers of the atomic path only ever saw the old or the new table.');
   }, 180_000);
 });

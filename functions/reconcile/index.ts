@@ -10,6 +10,7 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { declaredCheckResults } from './declared-checks.ts';
+import { located } from './locate.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -76,11 +77,14 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures },
     declared,
   );
+  // Only when the gate failed (a passing run pays nothing): where the difference lies, recorded beside the gate's checks.
+  const location = result.passed ? undefined : await located({ warehouse, pipeline, batch, name, result, aggregates });
+  const checks = [...result.checks, ...(location?.checks ?? [])];
 
   await warehouse.batch(
     recordChecks(
       batch.batchId,
-      result.checks,
+      checks,
       { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten, rowsRejected: nullTimes.quarantinedIn === undefined ? 0 : nullTimes.rows },
       new Date(),
       // Chunks whose staging rows no longer match (counts or content): the re-run reloads them.
@@ -92,7 +96,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
   if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
 
-  if (!result.passed) throw new CheckFailedError(describeFailure(batch.batchId, result));
+  if (!result.passed) {
+    throw new CheckFailedError([describeFailure(batch.batchId, result), ...(location === undefined ? [] : [location.text])].join('\n'));
+  }
   return {
     passed: true,
     rowsRead: result.rowsRead,

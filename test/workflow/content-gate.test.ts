@@ -74,7 +74,8 @@ describe('changes every count misses', () => {
     const corrected = await sourceAmount(3);
     expect(corrected).not.toBe(loaded);
     const id = batchId(7);
-    expect(await failed(id)).toEqual(['staging_content_matches_source', 'staging_sums_match_source']);
+    // With where the difference lies (test/workflow/locate.test.ts): the corrected rows' keys.
+    expect(await failed(id)).toEqual(['difference_located', 'rows_changed', 'staging_content_matches_source', 'staging_sums_match_source']);
     const recorded = await checks(id);
     expect(recorded.find((c) => c.check_name === 'staging_rows_match_source')?.passed).toBe(true);
     const sums = recorded.find((c) => c.check_name === 'staging_sums_match_source')!;
@@ -123,7 +124,8 @@ describe('changes every count misses', () => {
 
     expect(result.status).toBe('FAILED');
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
-    expect(await failed(batchId(8))).toEqual(['staging_content_matches_source']);
+    // Of the gate's checks only the checksum; where: the key in both directions (test/workflow/locate.test.ts).
+    expect(await failed(batchId(8))).toEqual(['difference_located', 'missing_in_source', 'missing_in_staging', 'staging_content_matches_source']);
     expect(result.alerts[0]!.message).toMatch(new RegExp(`│ +4 │ 2026-01-05 00:00:00 │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ differs +│`));
     expect(await wf.fingerprint(LIVE)).toEqual(live);
   });

@@ -42,6 +42,11 @@ describe('a source that changed while the batch loaded', () => {
     expect(checks.map((c) => [c.check_name, c.passed])).toEqual([
       ['all_chunks_loaded', true],
       ['business_key_unique', true],
+      // Where: the located difference (test/workflow/locate.test.ts), the late rows' keys missing from staging.
+      ['difference_located', false],
+      ['missing_in_source', true],
+      ['missing_in_staging', false],
+      ['rows_changed', true],
       ['source_time_not_null', true],
       ['staging_content_matches_source', false],
       ['staging_not_empty', true],
@@ -53,6 +58,7 @@ describe('a source that changed while the batch loaded', () => {
     expect(mismatch.observed).toBe(`${7 * ROWS_PER_DAY} staging rows; 1 chunk(s) differ`);
     expect(mismatch.expected).toBe(`${7 * ROWS_PER_DAY + 2} source rows; 0 chunks differ`);
     expect(mismatch.details).toBe(`#3 2026-01-04 00:00:00: source ${ROWS_PER_DAY + 2}, staging ${ROWS_PER_DAY}, recorded ${ROWS_PER_DAY}`);
+    expect(checks.find((c) => c.check_name === 'missing_in_staging')!.details).toBe('first keys: (order_id, line_no) = (900000001, 1); (order_id, line_no) = (900000002, 1)');
 
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED' });
     const [attempt] = await wf.query<{ status: string; error: string }>('SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId]);
