@@ -31,11 +31,17 @@ interface Judged {
   readonly tolerance: number;
 }
 
-export interface NotNullCheck extends Judged {
+/** A row check may move the rows that break it to the quarantine (domain/quarantine.ts) instead of counting them. */
+interface Quarantinable {
+  /** Present only as `'quarantine'` (a spec hash stays as it was without it). @default - counted and judged */
+  readonly action?: 'quarantine';
+}
+
+export interface NotNullCheck extends Judged, Quarantinable {
   readonly column: string;
 }
 
-export interface AcceptedValuesCheck extends Judged {
+export interface AcceptedValuesCheck extends Judged, Quarantinable {
   readonly column: string;
   readonly values: readonly (string | number)[];
 }

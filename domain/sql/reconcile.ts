@@ -5,6 +5,8 @@ import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, STAGING_PLACEHOLDER } from '../declared-checks.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { quarantines } from '../quarantine.ts';
+import { stagingWithQuarantined } from './quarantine.ts';
 import { CATALOG_TYPE, hashedColumns, rowChecksumValue } from './out-of-band.ts';
 import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
@@ -103,15 +105,20 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
   const rolled = (side: string, from: string) => aggregates.map((a) => `SUM(${from}.${side}_${a.name}) AS ${side}_${a.name}`).join(', ');
   // Staging's rows as a pass reads them: the columns it needs, and the unit
   // of the row's time where that lies in the batch interval (else NULL).
+  // With the quarantine, the batch's quarantined rows too (source = staging
+  // + quarantined, per chunk; domain/sql/quarantine.ts), marked `ap_q`.
+  const quarantined = quarantines(pipeline);
   const stagingRows = (columns: readonly string[]) =>
-    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},
+    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},${quarantined ? ' s.ap_q,' : ''}
                            CASE WHEN s.${t} >= :start AND s.${t} < :end THEN ${grainKey(pipeline, `s.${t}`)} END AS ap_unit
-                      FROM ${table} AS s) AS s`;
+                      FROM ${quarantined ? `${stagingWithQuarantined(pipeline, batch, [...new Set([extractColumn(pipeline), ...columns])])} AS s` : `${table} AS s`}) AS s`;
+  // A key's rows in staging: the quarantined ones of the key are not.
+  const keyRows = quarantined ? 'SUM(1 - s.ap_q)' : 'COUNT(*)';
   // Rows in the interval: the unit is not NULL.
   const inside = (a: ChunkAggregate) => (a.perRow('s') === '1' ? 'COUNT(s.ap_unit)' : `SUM(CASE WHEN s.ap_unit IS NOT NULL THEN ${a.perRow('s')} END)`);
   const stagingPass = keyImpliesTime(pipeline)
     ? `stg_key AS (
-            SELECT s.ap_unit AS k, COUNT(*) AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
+            SELECT s.ap_unit AS k, ${keyRows} AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
               FROM ${stagingRows([...pipeline.businessKey, ...aggregateColumns])}
              GROUP BY s.ap_unit, ${key}
           ),
