@@ -5,7 +5,7 @@
  * (domain/sql/quarantine.ts), and how the tolerance judges what it moved.
  */
 import type { CheckResult } from './batch.ts';
-import { acceptedValuesName, notNullName } from './declared-checks.ts';
+import { acceptedValuesName, notNullName, patternName, patternParameter } from './declared-checks.ts';
 import { ValidationError } from './errors.ts';
 import type { LiveColumn } from './plan.ts';
 import type { Pipeline } from './spec.ts';
@@ -48,6 +48,8 @@ export interface RowRule {
   readonly column: string;
   /** For acceptedValues: the values allowed (a NULL is left to notNull). */
   readonly values?: readonly (string | number)[];
+  /** For pattern: the regex and the parameter it travels as. */
+  readonly pattern?: { readonly regex: string; readonly parameter: string };
 }
 
 /** True when the pipeline quarantines: then NULL keys and duplicates are quarantined too. */
@@ -60,6 +62,9 @@ export function rowRules(pipeline: Pipeline): RowRule[] {
   return [
     ...pipeline.checks.notNull.filter((c) => c.action === 'quarantine').map((c) => ({ reason: notNullName(c), column: c.column })),
     ...pipeline.checks.acceptedValues.filter((c) => c.action === 'quarantine').map((c) => ({ reason: acceptedValuesName(c), column: c.column, values: c.values })),
+    ...pipeline.checks.pattern.flatMap((c, i) =>
+      c.action === 'quarantine' ? [{ reason: patternName(c), column: c.column, pattern: { regex: c.regex, parameter: patternParameter(i) } }] : [],
+    ),
   ];
 }
 

@@ -13,6 +13,7 @@ import {
   acceptedValuesName,
   declaredCheckNames,
   notNullName,
+  patternName,
   referencesName,
   sqlCheckName,
 } from './declared-checks.ts';
@@ -209,6 +210,14 @@ export interface PipelineSpec {
       readonly tolerance?: number;
       readonly action?: CheckAction;
     }[];
+    /**
+     * A text column's values must match `regex`, a POSIX regular expression
+     * (Redshift's `~`; sent as a parameter, backslashes allowed), e.g. a
+     * date or a number kept as text that would not parse; a NULL is left
+     * to notNull. Plan refuses a column that is not of a character type.
+     * `action` as for notNull. @default none
+     */
+    readonly pattern?: readonly { readonly column: string; readonly regex: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction }[];
     /**
      * Every staging row's `columns` (all not NULL) exist as `parent.columns`
      * in the parent table: detail rows are not published before their
@@ -506,6 +515,14 @@ function customSqlProblem(sql: string): string | undefined {
   return checkSqlProblem(probe, [`SELECT COUNT(*) AS ap_rows FROM (${probe}\n) AS src`, `SELECT * FROM (${probe}\n) AS src LIMIT 5`]);
 }
 
+/** A POSIX regular expression, sent as a parameter: any text a varchar holds, but no control character. */
+const regexSchema = z
+  .string({ error: 'must be a POSIX regular expression (a string)' })
+  .min(1, { error: 'must be a POSIX regular expression (a string)' })
+  .max(1000, { error: 'must be at most 1000 characters' })
+  // eslint-disable-next-line no-control-regex
+  .refine((regex) => !/[\u0000-\u001f]/.test(regex), { error: 'must hold no control character' });
+
 /** The tolerance of quarantined rows: at least one limit; each given must hold. */
 const quarantineSchema = z
   .object(
@@ -543,6 +560,10 @@ const checksSchema = section({
     z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName, true), { error: 'must list objects with a column and its values' }),
     [],
   ),
+  pattern: withDefault(
+    z.array(judged({ column: identifier, regex: regexSchema }, patternName, true), { error: 'must list objects with a column and its regex' }),
+    [],
+  ),
   references: withDefault(
     z.array(
       judged(
@@ -575,7 +596,11 @@ const checksSchema = section({
   ),
   quarantine: z.preprocess((value) => value ?? undefined, quarantineSchema.optional()),
 }).superRefine((checks, ctx) => {
-  const quarantining = [...checks.notNull.filter((c) => c.action === 'quarantine').map(notNullName), ...checks.acceptedValues.filter((c) => c.action === 'quarantine').map(acceptedValuesName)];
+  const quarantining = [
+    ...checks.notNull.filter((c) => c.action === 'quarantine').map(notNullName),
+    ...checks.acceptedValues.filter((c) => c.action === 'quarantine').map(acceptedValuesName),
+    ...checks.pattern.filter((c) => c.action === 'quarantine').map(patternName),
+  ];
   if (quarantining.length > 0 && checks.quarantine === undefined) {
     ctx.addIssue({ code: 'custom', path: ['quarantine'], message: `must be declared ({ maxRows, maxPct }: how many rows may be quarantined) for check(s) ${quarantining.join(', ')} with action quarantine` });
   }
@@ -861,6 +886,7 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     // The declared checks decide what publishes: in the hash when declared.
     notNull: checks.notNull.length > 0 ? checks.notNull : undefined,
     acceptedValues: checks.acceptedValues.length > 0 ? checks.acceptedValues : undefined,
+    pattern: checks.pattern.length > 0 ? checks.pattern : undefined,
     references: checks.references.length > 0 ? checks.references : undefined,
     sql: checks.sql.length > 0 ? checks.sql : undefined,
     quarantine: checks.quarantine,

@@ -8,7 +8,7 @@
 import type { BatchRef } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { extractColumn } from '../extract-column.ts';
-import { QUARANTINE_SAMPLES, quarantines, REASON, rowRules } from '../quarantine.ts';
+import { QUARANTINE_SAMPLES, quarantines, REASON, type RowRule, rowRules } from '../quarantine.ts';
 import type { Pipeline } from '../spec.ts';
 import { quarantineTableFor } from './null-times.ts';
 import { hashedColumns, rowChecksumValue } from './out-of-band.ts';
@@ -58,12 +58,9 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
 
   const rules: { reason: string; condition: (alias: string) => string }[] = [
     ...(quarantines(pipeline) ? [{ reason: REASON.nullKey, condition: (a: string) => keys.map((k) => `${a}.${k} IS NULL`).join(' OR ') }] : []),
-    ...rowRules(pipeline).map((r) => ({
-      reason: r.reason,
-      condition: (a: string) =>
-        r.values === undefined ? `${a}.${quoteIdent(r.column)} IS NULL` : `${a}.${quoteIdent(r.column)} NOT IN (${r.values.map((v) => sqlLiteral(v)).join(', ')})`,
-    })),
+    ...rowRules(pipeline).map((r) => ({ reason: r.reason, condition: (a: string) => ruleCondition(r, `${a}.${quoteIdent(r.column)}`) })),
   ];
+  const patterns = Object.fromEntries(rowRules(pipeline).flatMap((r) => (r.pattern === undefined ? [] : [[r.pattern.parameter, r.pattern.regex]])));
   const sqls = [
     `LOCK ${staging}`,
     `DELETE FROM ${quarantine}
@@ -113,7 +110,14 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
           AND NOT EXISTS (SELECT 1 FROM ${staging} AS s WHERE ${sameKey('s', 'q')})`,
     );
   }
-  return { sqls, parameters: { batch_id: batch.batchId, now: timestampParam(now), start: timestampParam(batch.from), end: timestampParam(batch.to) } };
+  return { sqls, parameters: { batch_id: batch.batchId, now: timestampParam(now), start: timestampParam(batch.from), end: timestampParam(batch.to), ...patterns } };
+}
+
+/** The condition a row breaks a rule by, over its column's value: NULL matches no NOT IN and no pattern (notNull's to catch). */
+function ruleCondition(rule: RowRule, value: string): string {
+  if (rule.pattern !== undefined) return `NOT (${value} ~ :${rule.pattern.parameter})`;
+  if (rule.values !== undefined) return `${value} NOT IN (${rule.values.map((v) => sqlLiteral(v)).join(', ')})`;
+  return `${value} IS NULL`;
 }
 
 /**

@@ -6,6 +6,7 @@ import { addQuarantineColumns, createQuarantine, quarantineTableFor } from '../.
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import { moveToQuarantine, quarantineSummary } from '../../domain/sql/quarantine.ts';
+import { printable } from '../../domain/text.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
@@ -60,7 +61,7 @@ export async function judgeQuarantine(warehouse: Warehouse, pipeline: Pipeline, 
   for (const r of rows) {
     const reason = String(r.ap_reason);
     const entry = reasons.get(reason) ?? { reason, rows: Number(r.ap_rows), chunked: Number(r.ap_chunked), sampleKeys: [] };
-    entry.sampleKeys.push(keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k])));
+    entry.sampleKeys.push(printable(keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k]))));
     reasons.set(reason, entry);
   }
   const byReason = [...reasons.values()];

@@ -63,6 +63,8 @@ describe('checks.quarantine in the spec', () => {
     ['a fractional row count', { quarantine: { maxRows: 1.5 } }, /checks\.quarantine\.maxRows must be an integer/],
     ['an unknown field', { quarantine: { maxRows: 1, maxrows: 2 } as never }, /checks\.quarantine has unknown field\(s\) maxrows/],
     ['a quarantining check without a tolerance', { notNull: [{ column: 'amount', action: 'quarantine' }] }, /checks\.quarantine must be declared .* for check\(s\) not_null:amount with action quarantine/],
+    ['an empty pattern', { pattern: [{ column: 'code', regex: '' }] }, /checks\.pattern\[0\]\.regex must be a POSIX regular expression/],
+    ['a pattern with a control character', { pattern: [{ column: 'code', regex: '^a\tb$' }] }, /checks\.pattern\[0\]\.regex must hold no control character/],
     ['an unknown action', { acceptedValues: [{ column: 'amount', values: [1], action: 'drop' as never }] }, /checks\.acceptedValues\[0\]\.action of check accepted_values:amount: "drop" must be one of check, quarantine/],
   ])('refuses %s at synth, naming the pipeline and the field', (_what, checks, message) => {
     const error = errorOf(() => definePipeline(specWith({ checks })));
@@ -83,6 +85,14 @@ describe('checks.quarantine in the spec', () => {
 describe('moveToQuarantine', () => {
   const batch = { pipeline: 'orders', batchId: 'b1', specHash: '', liveTable: 'analytics.orders', from: '2026-01-01T00:00:00.000Z', to: '2026-01-03T00:00:00.000Z', stagingTable: 'orders__stg_b1', columns: ['order_id', 'ordered_at', 'amount'], basePublication: 0 };
   const columns = ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)'];
+
+  it('sends a pattern as a parameter, so that its backslashes reach the warehouse as written', () => {
+    const pipeline = pipelineWith({ checks: { pattern: [{ column: 'code', regex: '^A\\d+$', action: 'quarantine' }], quarantine: { maxPct: 1 } } });
+    const { sqls, parameters } = moveToQuarantine(pipeline, { ...batch, columns: ['order_id', 'ordered_at', 'code'] }, columns, new Date('2026-01-05T00:00:00Z'));
+
+    expect(sqls[2]).toContain(`WHEN NOT (s."code" ~ :ap_pattern_0) THEN 'pattern:code'`);
+    expect(parameters.ap_pattern_0).toBe('^A\\d+$');
+  });
 
   it('locks staging, drops the quarantined rows of superseded chunk generations, then moves rule breakers and duplicates in one transaction', () => {
     const { sqls, parameters } = moveToQuarantine(pipelineWith({ checks: { notNull: [{ column: 'amount', action: 'quarantine' }], quarantine: { maxRows: 1 } } }), batch, columns, new Date('2026-01-05T00:00:00Z'));
