@@ -39,13 +39,16 @@ function quarantineTable(pipeline: Pipeline): string {
  *    DISTINCT of the quarantined copies) inserted, unless staging already
  *    holds the key (a retry after a committed move).
  * A retry or a resumed batch moves what is still in staging and nothing
- * twice: what an earlier move took is no longer there.
+ * twice: what an earlier move took is no longer there. The DELETEs find
+ * their rows with EXISTS: Redshift's DELETE takes only tables in USING
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html).
  * `stagingColumns` are staging's `name type` texts (liveColumnsQuery).
  */
 export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingColumns: readonly string[], now: Date): { sqls: string[]; parameters: Record<string, string> } {
   const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const stagingName = quoteIdent(batch.stagingTable);
   const quarantine = quarantineTable(pipeline);
+  const quarantineName = quoteIdent(quarantineTableFor(pipeline));
   const t = quoteIdent(extractColumn(pipeline));
   const columns = batch.columns.map(quoteIdent);
   const keys = pipeline.businessKey.map(quoteIdent);
@@ -66,7 +69,7 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
     `DELETE FROM ${quarantine}
       WHERE batch_id = :batch_id AND chunk_index IS NOT NULL
         AND NOT EXISTS (SELECT 1 FROM ${M}.chunk_state AS c
-                         WHERE c.batch_id = :batch_id AND c.chunk_index = ${quarantine}.chunk_index AND c.generation = ${quarantine}.generation)`,
+                         WHERE c.batch_id = :batch_id AND c.chunk_index = ${quarantineName}.chunk_index AND c.generation = ${quarantineName}.generation)`,
   ];
   if (rules.length > 0) {
     const reason = `CASE ${rules.map((r) => `WHEN ${r.condition('s')} THEN ${sqlLiteral(r.reason)}`).join(' ')} END`;
@@ -77,9 +80,10 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
          ${chunkOf('r')}
         WHERE r.ap_reason IS NOT NULL`,
       // The same rows: the same conditions, and a chunk holding them (as the INSERT's join).
-      `DELETE FROM ${staging} USING ${M}.chunk_state AS c
-        WHERE c.batch_id = :batch_id AND ${stagingName}.${t} >= c.interval_start AND ${stagingName}.${t} < c.interval_end
-          AND ${inInterval(stagingName)} AND (${rules.map((r) => r.condition(stagingName)).join(' OR ')})`,
+      `DELETE FROM ${staging}
+        WHERE ${inInterval(stagingName)} AND (${rules.map((r) => r.condition(stagingName)).join(' OR ')})
+          AND EXISTS (SELECT 1 FROM ${M}.chunk_state AS c
+                       WHERE c.batch_id = :batch_id AND ${stagingName}.${t} >= c.interval_start AND ${stagingName}.${t} < c.interval_end)`,
     );
   }
   if (quarantines(pipeline)) {
@@ -102,8 +106,8 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
                 WHERE ${inInterval('s')}) AS r
          ${chunkOf('r')}
         WHERE r.ap_n > 1`,
-      `DELETE FROM ${staging} USING ${duplicated('')} AS d
-        WHERE ${sameKey(stagingName, 'd')} AND ${inInterval(stagingName)}`,
+      `DELETE FROM ${staging}
+        WHERE ${inInterval(stagingName)} AND EXISTS (SELECT 1 FROM ${duplicated('')} AS d WHERE ${sameKey('d', stagingName)})`,
       `INSERT INTO ${staging} (${columns.join(', ')})
        SELECT DISTINCT ${read('q')} FROM ${quarantine} AS q
         WHERE q.batch_id = :batch_id AND q.reason = ${sqlLiteral(REASON.identicalDuplicate)} AND q.chunk_index IS NOT NULL
