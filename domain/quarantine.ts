@@ -52,9 +52,13 @@ export interface RowRule {
   readonly pattern?: { readonly regex: string; readonly parameter: string };
 }
 
-/** True when the pipeline quarantines: then NULL keys and duplicates are quarantined too. */
+/**
+ * True when the pipeline quarantines: then NULL keys and duplicates are
+ * quarantined too. Not a migration's batch: it copies the live table as it
+ * is, into columns the quarantine table may not have.
+ */
 export function quarantines(pipeline: Pipeline): boolean {
-  return pipeline.checks.quarantine !== undefined;
+  return pipeline.checks.quarantine !== undefined && pipeline.migrating === undefined;
 }
 
 /** The declared checks whose action is quarantine, in the order their rows are judged (a row takes the first reason it breaks). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { checkQuarantineColumns, QUARANTINE_CHECK, quarantineCheck, type Quarantined, rowRules } from '../../domain/quarantine.ts';
+import { checkQuarantineColumns, QUARANTINE_CHECK, quarantineCheck, type Quarantined, quarantines, rowRules } from '../../domain/quarantine.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { moveToQuarantine } from '../../domain/sql/quarantine.ts';
@@ -71,6 +71,14 @@ describe('checks.quarantine in the spec', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect(error.message).toMatch(/^pipeline orders: /);
     expect(error.message).toMatch(message);
+  });
+
+  it('quarantines only when declared, and not in a migration, which copies the live table as it is', () => {
+    const pipeline = pipelineWith({ checks: quarantining });
+
+    expect(quarantines(pipeline)).toBe(true);
+    expect(quarantines(pipelineWith())).toBe(false);
+    expect(quarantines({ ...pipeline, migrating: { columns: ['order_id'], from: ['order_id'] } })).toBe(false);
   });
 
   it('is refused in Plan when the live table has a column the quarantine table adds', () => {
