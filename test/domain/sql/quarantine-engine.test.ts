@@ -7,26 +7,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
 import type { Chunk } from '../../../domain/plan.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { createQuarantine } from '../../../domain/sql/null-times.ts';
 import { liveColumnsQuery } from '../../../domain/sql/out-of-band.ts';
 import { startBatch } from '../../../domain/sql/plan.ts';
 import { moveToQuarantine } from '../../../domain/sql/quarantine.ts';
 import { chunkCounts } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
 import { pipelineWith } from '../fixtures.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+import type { Warehouse } from '../../support/warehouse.ts';
+import { useOrdersWarehouse } from './orders-warehouse.ts';
 
 let wh: Warehouse;
 let steps: Steps;
 beforeAll(async () => {
-  wh = await useWarehouse('sql_quarantine_engine');
-  steps = localWarehouse(wh.endpoint, wh.pg.database);
-  await wh.query('CREATE SCHEMA raw; CREATE SCHEMA analytics');
-  await wh.query('CREATE TABLE raw.order_events (order_id bigint, ordered_at timestamp, amount numeric(12,2))');
-  await wh.query('CREATE TABLE analytics.orders (order_id bigint, ordered_at timestamp, amount numeric(12,2))');
-  await steps.batch(manifestDdl(new Date()), 'manifest');
+  ({ wh, steps } = await useOrdersWarehouse('sql_quarantine_engine'));
 });
 afterAll(() => wh?.close());
 
