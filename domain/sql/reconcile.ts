@@ -226,7 +226,7 @@ function rowCheckParameters(checks: readonly { parameters?: Record<string, strin
 }
 
 /**
- * The declared row checks (notNull, acceptedValues) of staging in one pass:
+ * The declared row checks (notNull, acceptedValues, pattern) of staging in one pass:
  * per check, the rows that break it; undefined when none is declared.
  */
 export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statement | undefined {
