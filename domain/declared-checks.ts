@@ -31,13 +31,31 @@ interface Judged {
   readonly tolerance: number;
 }
 
-export interface NotNullCheck extends Judged {
+/** A row check may move the rows that break it to the quarantine (domain/quarantine.ts) instead of counting them. */
+interface Quarantinable {
+  /** Present only as `'quarantine'` (a spec hash stays as it was without it). @default - counted and judged */
+  readonly action?: 'quarantine';
+}
+
+export interface NotNullCheck extends Judged, Quarantinable {
   readonly column: string;
 }
 
-export interface AcceptedValuesCheck extends Judged {
+export interface AcceptedValuesCheck extends Judged, Quarantinable {
   readonly column: string;
   readonly values: readonly (string | number)[];
+}
+
+/**
+ * A text column's values must match a POSIX regular expression (Redshift's
+ * `~`, https://docs.aws.amazon.com/redshift/latest/dg/pattern-matching-conditions-posix.html):
+ * a value that would not parse as what it stands for (a date, a code, a
+ * number kept as text). It travels as a parameter, so it may hold
+ * backslashes.
+ */
+export interface PatternCheck extends Judged, Quarantinable {
+  readonly column: string;
+  readonly regex: string;
 }
 
 export interface ReferencesCheck extends Judged {
@@ -54,21 +72,31 @@ export interface SqlCheck extends Judged {
 export interface DeclaredChecks {
   readonly notNull: readonly NotNullCheck[];
   readonly acceptedValues: readonly AcceptedValuesCheck[];
+  readonly pattern: readonly PatternCheck[];
   readonly references: readonly ReferencesCheck[];
   readonly sql: readonly SqlCheck[];
 }
 
-export const NO_DECLARED_CHECKS: DeclaredChecks = { notNull: [], acceptedValues: [], references: [], sql: [] };
+export const NO_DECLARED_CHECKS: DeclaredChecks = { notNull: [], acceptedValues: [], pattern: [], references: [], sql: [] };
 
 /** The name `check_results` records a declared check under. */
 export const notNullName = (c: Pick<NotNullCheck, 'column'>) => `not_null:${c.column}`;
 export const acceptedValuesName = (c: Pick<AcceptedValuesCheck, 'column'>) => `accepted_values:${c.column}`;
+export const patternName = (c: Pick<PatternCheck, 'column'>) => `pattern:${c.column}`;
+/** The parameter pattern[i]'s regex travels as. */
+export const patternParameter = (index: number) => `ap_pattern_${index}`;
 export const referencesName = (c: Pick<ReferencesCheck, 'columns'>) => `references:${c.columns.join(',')}`;
 export const sqlCheckName = (c: Pick<SqlCheck, 'name'>) => `sql:${c.name}`;
 
 /** Every declared check's name, in the order Reconcile records them. */
 export function declaredCheckNames(checks: DeclaredChecks): string[] {
-  return [...checks.notNull.map(notNullName), ...checks.acceptedValues.map(acceptedValuesName), ...checks.references.map(referencesName), ...checks.sql.map(sqlCheckName)];
+  return [
+    ...checks.notNull.map(notNullName),
+    ...checks.acceptedValues.map(acceptedValuesName),
+    ...checks.pattern.map(patternName),
+    ...checks.references.map(referencesName),
+    ...checks.sql.map(sqlCheckName),
+  ];
 }
 
 const NUMERIC = /^(smallint|integer|bigint|numeric|real|double precision)$/;
@@ -105,6 +133,10 @@ export function checkDeclaredColumns(pipeline: Pipeline, columns: readonly LiveC
     if (wrong.length > 0 && (numeric || CHARACTER.test(type))) {
       throw refuse(acceptedValuesName(c), `lists ${wrong.map((v) => JSON.stringify(v)).join(', ')} for ${c.column} of ${live}, which is ${type}: list ${numeric ? 'numbers' : 'strings'}`);
     }
+  }
+  for (const c of pipeline.checks.pattern) {
+    const type = typeOf(patternName(c), c.column);
+    if (!CHARACTER.test(type)) throw refuse(patternName(c), `matches ${c.column} of ${live}, which is ${type}: a pattern reads a text column (character varying, character)`);
   }
   for (const c of pipeline.checks.references) {
     const name = referencesName(c);

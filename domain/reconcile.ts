@@ -3,6 +3,7 @@ import type { NullTimes } from './spec.ts';
 import { renderTable } from './text-table.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
+import { QUARANTINE_CHECK } from './quarantine.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -261,7 +262,7 @@ export function describeFailure(batchId: string, result: Reconciliation): string
     lines.push(`  ${c.check}: observed ${c.observed}; expected ${c.expected}`);
     if (c.severity !== undefined && c.details !== '') lines.push(`    ${c.details}`);
     // Chunk lists are in the table below; the duplicate keys are not.
-    if (c.check === 'business_key_unique' && c.details !== '') lines.push(`    ${c.details}`);
+    if ((c.check === 'business_key_unique' || c.check === QUARANTINE_CHECK) && c.details !== '') lines.push(`    ${c.details}`);
   }
   // The declared checks that failed, blocking or not: what each found and a few offending keys.
   const declared = result.checks.filter((c) => c.severity !== undefined && !c.passed);

@@ -13,9 +13,11 @@ import {
   acceptedValuesName,
   declaredCheckNames,
   notNullName,
+  patternName,
   referencesName,
   sqlCheckName,
 } from './declared-checks.ts';
+import { CHECK_ACTIONS, type CheckAction } from './quarantine.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { insertIntervalSql } from './sql/load-chunk.ts';
@@ -202,10 +204,29 @@ export interface PipelineSpec {
      * naming a column the live table lacks, a parent table that does not
      * exist, or values of another type than the column's.
      */
-    /** Columns of staging that must hold no NULL: a name, or `{ column, severity, tolerance }`. @default none */
-    readonly notNull?: readonly (string | { readonly column: string; readonly severity?: Severity; readonly tolerance?: number })[];
-    /** A column's values must be among `values` (a NULL is left to notNull). @default none */
-    readonly acceptedValues?: readonly { readonly column: string; readonly values: readonly (string | number)[]; readonly severity?: Severity; readonly tolerance?: number }[];
+    /**
+     * Columns of staging that must hold no NULL: a name, or `{ column,
+     * severity, tolerance, action }`; `action: 'quarantine'` moves the rows
+     * to the quarantine (see `quarantine`; severity and tolerance then do
+     * not apply). @default none
+     */
+    readonly notNull?: readonly (string | { readonly column: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction })[];
+    /** A column's values must be among `values` (a NULL is left to notNull); `action` as for notNull. @default none */
+    readonly acceptedValues?: readonly {
+      readonly column: string;
+      readonly values: readonly (string | number)[];
+      readonly severity?: Severity;
+      readonly tolerance?: number;
+      readonly action?: CheckAction;
+    }[];
+    /**
+     * A text column's values must match `regex`, a POSIX regular expression
+     * (Redshift's `~`; sent as a parameter, backslashes allowed), e.g. a
+     * date or a number kept as text that would not parse; a NULL is left
+     * to notNull. Plan refuses a column that is not of a character type.
+     * `action` as for notNull. @default none
+     */
+    readonly pattern?: readonly { readonly column: string; readonly regex: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction }[];
     /**
      * Every staging row's `columns` (all not NULL) exist as `parent.columns`
      * in the parent table: detail rows are not published before their
@@ -224,6 +245,21 @@ export interface PipelineSpec {
      * schema. No parameters are bound. @default none
      */
     readonly sql?: readonly { readonly name: string; readonly sql: string; readonly severity?: Severity; readonly tolerance?: number }[];
+    /**
+     * Row-level rules whose rows Reconcile moves out of staging into
+     * `<schema>.<table>__quarantine` (with the batch id, the time, the
+     * reason, the chunk) instead of failing: rows with a NULL
+     * businessKey column, rows of one business key with different content
+     * (all of them; of identical rows one stays and the others go), and
+     * rows breaking a notNull or acceptedValues check declared with
+     * `action: 'quarantine'`. They count as the batch's rows rejected; the
+     * batch publishes without them while their number is within `maxRows`
+     * and `maxPct` (percent of the source rows of the batch's interval;
+     * each one given must hold, at least one is required), else
+     * `quarantine_within_tolerance` blocks it. @default - nothing is
+     * quarantined (NULL-time rows aside: nullTimes)
+     */
+    readonly quarantine?: { readonly maxRows?: number; readonly maxPct?: number };
   };
   /** Page when no publish happened for this long. */
   readonly freshness: { readonly slaMinutes: number };
@@ -273,7 +309,14 @@ export interface Pipeline {
   readonly lookback: number;
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
-  readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean; readonly dimensions?: readonly string[] } & DeclaredChecks;
+  readonly checks: {
+    readonly allowEmpty: boolean;
+    readonly measures: readonly string[];
+    readonly contentChecksum: boolean;
+    readonly dimensions?: readonly string[];
+    /** Absent unless the spec declares it (see PipelineSpec.checks.quarantine). */
+    readonly quarantine?: { readonly maxRows?: number; readonly maxPct?: number };
+  } & DeclaredChecks;
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
@@ -435,13 +478,16 @@ const mergeSchema = z
  * A declared check: its own fields, then `severity` and `tolerance`,
  * whose messages name the check (`name`).
  */
-function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check: z.output<z.ZodObject<Shape>>) => string) {
+function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check: z.output<z.ZodObject<Shape>>) => string, quarantinable = false) {
   return z
-    .object({ ...shape, severity: z.unknown().optional(), tolerance: z.unknown().optional() }, { error: 'must be an object' })
+    .object({ ...shape, severity: z.unknown().optional(), tolerance: z.unknown().optional(), ...(quarantinable ? { action: z.unknown().optional() } : {}) }, { error: 'must be an object' })
     .transform((raw, ctx) => {
-      const check = raw as unknown as z.output<z.ZodObject<Shape>>;
-      const label = `of check ${name(check)}`;
+      const { action, ...check } = raw as unknown as z.output<z.ZodObject<Shape>> & { action?: unknown };
+      const label = `of check ${name(check as z.output<z.ZodObject<Shape>>)}`;
       const given = raw as { severity?: unknown; tolerance?: unknown };
+      if (action !== undefined && !(CHECK_ACTIONS as readonly unknown[]).includes(action)) {
+        ctx.addIssue({ code: 'custom', path: ['action'], message: `${label}: ${echo(action)} must be one of ${CHECK_ACTIONS.join(', ')}` });
+      }
       const severity = given.severity ?? 'block';
       const tolerance = given.tolerance ?? 0;
       if (!(SEVERITIES as readonly unknown[]).includes(severity)) {
@@ -450,7 +496,8 @@ function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check:
       if (typeof tolerance !== 'number' || !Number.isInteger(tolerance) || tolerance < 0 || tolerance > MAX_TOLERANCE) {
         ctx.addIssue({ code: 'custom', path: ['tolerance'], message: `${label}: ${echo(tolerance)} must be an integer from 0 to ${MAX_TOLERANCE} (offending rows allowed)` });
       }
-      return { ...check, severity: severity as Severity, tolerance: tolerance as number };
+      // The action is kept only when it quarantines: the spec hashes of checks without it stay.
+      return { ...(check as z.output<z.ZodObject<Shape>>), severity: severity as Severity, tolerance: tolerance as number, ...(action === 'quarantine' ? { action: 'quarantine' as const } : {}) };
     });
 }
 
@@ -481,6 +528,36 @@ function customSqlProblem(sql: string): string | undefined {
 /** Most `checks.dimensions` a pipeline declares. */
 export const MAX_DIMENSIONS = 3;
 
+/** A POSIX regular expression, sent as a parameter: any text a varchar holds, but no control character. */
+const regexSchema = z
+  .string({ error: 'must be a POSIX regular expression (a string)' })
+  .min(1, { error: 'must be a POSIX regular expression (a string)' })
+  .max(1000, { error: 'must be at most 1000 characters' })
+  // eslint-disable-next-line no-control-regex
+  .refine((regex) => !/[\u0000-\u001f]/.test(regex), { error: 'must hold no control character' });
+
+/** The tolerance of quarantined rows: at least one limit; each given must hold. */
+const quarantineSchema = z
+  .object(
+    {
+      maxRows: z.preprocess((value) => value ?? undefined, integer(0, MAX_TOLERANCE, ' (quarantined rows the batch may still publish with)').optional()),
+      maxPct: z.preprocess(
+        (value) => value ?? undefined,
+        z
+          .number({ error: 'must be a number from 0 to 100 (percent of the source rows)' })
+          .refine((n) => Number.isFinite(n) && n >= 0 && n <= 100, { error: 'must be a number from 0 to 100 (percent of the source rows)' })
+          .optional(),
+      ),
+    },
+    {
+      error: (issue) =>
+        issue.code === 'unrecognized_keys' ? `has unknown field(s) ${issue.keys.join(', ')}: give maxRows or maxPct` : 'must be an object with maxRows or maxPct',
+    },
+  )
+  .strict()
+  .refine((q) => q.maxRows !== undefined || q.maxPct !== undefined, { error: 'must give maxRows or maxPct (or both): how many rows may be quarantined' })
+  .transform((q) => ({ ...(q.maxRows === undefined ? {} : { maxRows: q.maxRows }), ...(q.maxPct === undefined ? {} : { maxPct: q.maxPct }) }));
+
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
   measures: withDefault(
@@ -500,9 +577,13 @@ const checksSchema = section({
       if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
     })
     .optional()),
-  notNull: withDefault(z.array(z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName)), { error: 'must list columns' }), []),
+  notNull: withDefault(z.array(z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName, true)), { error: 'must list columns' }), []),
   acceptedValues: withDefault(
-    z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName), { error: 'must list objects with a column and its values' }),
+    z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName, true), { error: 'must list objects with a column and its values' }),
+    [],
+  ),
+  pattern: withDefault(
+    z.array(judged({ column: identifier, regex: regexSchema }, patternName, true), { error: 'must list objects with a column and its regex' }),
     [],
   ),
   references: withDefault(
@@ -535,7 +616,16 @@ const checksSchema = section({
     ),
     [],
   ),
+  quarantine: z.preprocess((value) => value ?? undefined, quarantineSchema.optional()),
 }).superRefine((checks, ctx) => {
+  const quarantining = [
+    ...checks.notNull.filter((c) => c.action === 'quarantine').map(notNullName),
+    ...checks.acceptedValues.filter((c) => c.action === 'quarantine').map(acceptedValuesName),
+    ...checks.pattern.filter((c) => c.action === 'quarantine').map(patternName),
+  ];
+  if (quarantining.length > 0 && checks.quarantine === undefined) {
+    ctx.addIssue({ code: 'custom', path: ['quarantine'], message: `must be declared ({ maxRows, maxPct }: how many rows may be quarantined) for check(s) ${quarantining.join(', ')} with action quarantine` });
+  }
   const names = declaredCheckNames(checks);
   const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
   if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `declare check(s) ${repeated.join(', ')} more than once` });
@@ -820,8 +910,10 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     // The declared checks decide what publishes: in the hash when declared.
     notNull: checks.notNull.length > 0 ? checks.notNull : undefined,
     acceptedValues: checks.acceptedValues.length > 0 ? checks.acceptedValues : undefined,
+    pattern: checks.pattern.length > 0 ? checks.pattern : undefined,
     references: checks.references.length > 0 ? checks.references : undefined,
     sql: checks.sql.length > 0 ? checks.sql : undefined,
+    quarantine: checks.quarantine,
   };
 }
 

@@ -23,6 +23,16 @@ export function clip(text: string, maxChars = ECHO_MAX_CHARS): string {
   return `${text.slice(0, end)}... (${text.length} characters)`;
 }
 
+/**
+ * Text from the warehouse as the manifest records it: a backslash or a
+ * control character shown as `?` (a SQL literal refuses them,
+ * identifiers.ts sqlLiteral).
+ */
+export function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\\\u0000-\u001f]/g, '?');
+}
+
 /** Text cut to at most `maxBytes` of UTF-8, saying how long it was; the result, note included, fits `maxBytes`. */
 export function clipUtf8(text: string, maxBytes: number): string {
   const bytes = Buffer.byteLength(text, 'utf8');

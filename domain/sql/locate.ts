@@ -10,6 +10,8 @@ import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { CATALOG_TYPE } from './out-of-band.ts';
 import type { ChunkAggregate } from './reconcile.ts';
+import { quarantines } from '../quarantine.ts';
+import { stagingWithQuarantined } from './quarantine.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /** Result columns: the segment's start, dimension i's value (`ap_d<i>`), the chunk, a key's class and its place in it. */
@@ -52,9 +54,21 @@ function sideRows(pipeline: Pipeline, from: string): string {
              WHERE ${t} >= :start AND ${t} < :end`;
 }
 
-function sources(pipeline: Pipeline, batch: BatchRef): { source: string; staging: string } {
-  return { source: `(${pipeline.sourceSql}\n) `, staging: qualifiedName(pipeline.target.schema, batch.stagingTable) };
+/**
+ * The two sides as FROM items. With a quarantine, staging's side is
+ * staging and the batch's quarantined rows together, as the gate counted
+ * them (quarantine.ts stagingWithQuarantined): a quarantined row is not
+ * missing. `columns`: those the statement reads.
+ */
+function sources(pipeline: Pipeline, batch: BatchRef, columns: readonly string[]): { source: string; staging: string } {
+  const staging = quarantines(pipeline)
+    ? stagingWithQuarantined(pipeline, batch, [...new Set([extractColumn(pipeline), ...pipeline.businessKey, ...columns])])
+    : qualifiedName(pipeline.target.schema, batch.stagingTable);
+  return { source: `(${pipeline.sourceSql}\n) `, staging };
 }
+
+/** The columns the gate's aggregates read. */
+const aggregateColumns = (aggregates: readonly ChunkAggregate[]) => aggregates.flatMap((a) => a.columns);
 
 /**
  * The two sides' groups side by side: each side grouped on its own, then
@@ -103,7 +117,7 @@ export function differingSegments(
     return cast && CATALOG_TYPE.test(type) ? `CAST(s.${quoteIdent(column)} AS ${type})` : `s.${quoteIdent(column)}`;
   };
   const groups = ['chunk_index', SEGMENT_COLUMN, ...dimensions.map((_, i) => dimensionColumn(i))];
-  const { source, staging } = sources(pipeline, batch);
+  const { source, staging } = sources(pipeline, batch, [...dimensions, ...aggregateColumns(aggregates)]);
   const side = (name: 'source' | 'staging') =>
     `SELECT c.chunk_index, ${segmentOf(pipeline, `s.${quoteIdent(extractColumn(pipeline))}`)} AS ${SEGMENT_COLUMN},
                     ${[...dimensions.map((d, i) => `${dimension(d, name === 'source')} AS ${dimensionColumn(i)}`), ...aggregates.map((a) => `SUM(${a.perRow('s')}) AS ${name}_${a.name}`)].join(', ')}
@@ -140,7 +154,7 @@ export function differingSegments(
  */
 export function differingKeys(pipeline: Pipeline, batch: BatchRef, chunks: readonly number[], aggregates: readonly ChunkAggregate[], limit: number): Statement {
   const keys = pipeline.businessKey.map((_, i) => keyColumn(i));
-  const { source, staging } = sources(pipeline, batch);
+  const { source, staging } = sources(pipeline, batch, aggregateColumns(aggregates));
   const side = (name: 'source' | 'staging') =>
     `SELECT ${[...pipeline.businessKey.map((k, i) => `s.${quoteIdent(k)} AS ${keyColumn(i)}`), ...aggregates.map((a) => `SUM(${a.perRow('s')}) AS ${name}_${a.name}`)].join(', ')}
                FROM ${sideRows(pipeline, name === 'source' ? source : staging)}

@@ -6,6 +6,8 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { quarantines } from '../quarantine.ts';
+import { stagingWithQuarantinedLiteral } from './quarantine.ts';
 import { assertLiveUnchanged, carryOverRows, hashedColumns } from './out-of-band.ts';
 import { rowHashValue } from './row-hash.ts';
 import { extractColumn } from '../extract-column.ts';
@@ -558,9 +560,16 @@ function chunkFingerprintSql(pipeline: Pipeline, rows: string, columns: readonly
   return `SELECT CAST(COUNT(*) AS varchar(32)) || ':' || CAST(COALESCE(SUM(r.v), 0) AS varchar(64)) AS fp FROM (SELECT ${value} AS v FROM ${rows} AS s WHERE s.${t} >= ${sqlLiteral(chunk.start)} AND s.${t} < ${sqlLiteral(chunk.end)}) AS r`;
 }
 
-/** Staging's fingerprint of the chunk, which the publish transaction's re-check expects of the source. */
+/**
+ * Staging's fingerprint of the chunk, which the publish transaction's
+ * re-check expects of the source: with the quarantine, of staging and the
+ * chunk's quarantined rows together (the source still holds those).
+ */
 export function stagingChunkFingerprint(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds): Statement {
-  return { sql: chunkFingerprintSql(pipeline, qualifiedName(pipeline.target.schema, batch.stagingTable), columns, chunk) };
+  const rows = quarantines(pipeline)
+    ? stagingWithQuarantinedLiteral(pipeline, batch, columns.map((c) => c.split(' ')[0]!))
+    : qualifiedName(pipeline.target.schema, batch.stagingTable);
+  return { sql: chunkFingerprintSql(pipeline, rows, columns, chunk) };
 }
 
 /**

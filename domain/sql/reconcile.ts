@@ -3,8 +3,10 @@ import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../ba
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
-import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, STAGING_PLACEHOLDER } from '../declared-checks.ts';
+import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, patternParameter, STAGING_PLACEHOLDER } from '../declared-checks.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { quarantines } from '../quarantine.ts';
+import { stagingWithQuarantined } from './quarantine.ts';
 import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';
 import { rowHashValue } from './row-hash.ts';
 import { grainKey } from './plan.ts';
@@ -104,15 +106,20 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
   const rolled = (side: string, from: string) => aggregates.map((a) => `SUM(${from}.${side}_${a.name}) AS ${side}_${a.name}`).join(', ');
   // Staging's rows as a pass reads them: the columns it needs, and the unit
   // of the row's time where that lies in the batch interval (else NULL).
+  // With the quarantine, the batch's quarantined rows too (source = staging
+  // + quarantined, per chunk; domain/sql/quarantine.ts), marked `ap_q`.
+  const quarantined = quarantines(pipeline);
   const stagingRows = (columns: readonly string[]) =>
-    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},
+    `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},${quarantined ? ' s.ap_q,' : ''}
                            CASE WHEN s.${t} >= :start AND s.${t} < :end THEN ${grainKey(pipeline, `s.${t}`)} END AS ap_unit
-                      FROM ${table} AS s) AS s`;
+                      FROM ${quarantined ? `${stagingWithQuarantined(pipeline, batch, [...new Set([extractColumn(pipeline), ...columns])])} AS s` : `${table} AS s`}) AS s`;
+  // A key's rows in staging: the quarantined ones of the key are not.
+  const keyRows = quarantined ? 'SUM(1 - s.ap_q)' : 'COUNT(*)';
   // Rows in the interval: the unit is not NULL.
   const inside = (a: ChunkAggregate) => (a.perRow('s') === '1' ? 'COUNT(s.ap_unit)' : `SUM(CASE WHEN s.ap_unit IS NOT NULL THEN ${a.perRow('s')} END)`);
   const stagingPass = keyImpliesTime(pipeline)
     ? `stg_key AS (
-            SELECT s.ap_unit AS k, COUNT(*) AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
+            SELECT s.ap_unit AS k, ${keyRows} AS key_rows, COUNT(*) - COUNT(s.ap_unit) AS outside, ${sums('staging', inside)}
               FROM ${stagingRows([...pipeline.businessKey, ...aggregateColumns])}
              GROUP BY s.ap_unit, ${key}
           ),
@@ -188,12 +195,13 @@ export function duplicateKeySamples(pipeline: Pipeline, batch: BatchRef, limit =
   };
 }
 
-/** Result column of notNull[i] (`nn_<i>`) and acceptedValues[i] (`av_<i>`) in declaredRowChecks and declaredRowSamples. */
+/** Result column of notNull[i] (`nn_<i>`), acceptedValues[i] (`av_<i>`) and pattern[i] (`pt_<i>`) in declaredRowChecks and declaredRowSamples. */
 export const notNullColumn = (index: number) => `nn_${index}`;
 export const acceptedValuesColumn = (index: number) => `av_${index}`;
+export const patternColumn = (index: number) => `pt_${index}`;
 
-/** The rows each row check counts, over staging's alias `s`: keyed by its result column. */
-function rowCheckConditions(pipeline: Pipeline): { column: string; condition: string; value: string }[] {
+/** The rows each row check counts, over staging's alias `s`: keyed by its result column, with the parameters it binds. */
+function rowCheckConditions(pipeline: Pipeline): { column: string; condition: string; value: string; parameters?: Record<string, string> }[] {
   return [
     ...pipeline.checks.notNull.map((c, i) => ({ column: notNullColumn(i), condition: `s.${quoteIdent(c.column)} IS NULL`, value: 'NULL' })),
     // A NULL is no value outside the list: notNull is the check for it.
@@ -202,11 +210,24 @@ function rowCheckConditions(pipeline: Pipeline): { column: string; condition: st
       condition: `s.${quoteIdent(c.column)} NOT IN (${c.values.map((v) => sqlLiteral(v)).join(', ')})`,
       value: `s.${quoteIdent(c.column)}`,
     })),
+    // A POSIX match (https://docs.aws.amazon.com/redshift/latest/dg/pattern-matching-conditions-posix.html); NULL is notNull's.
+    ...pipeline.checks.pattern.map((c, i) => ({
+      column: patternColumn(i),
+      condition: `NOT (s.${quoteIdent(c.column)} ~ :${patternParameter(i)})`,
+      value: `s.${quoteIdent(c.column)}`,
+      parameters: { [patternParameter(i)]: c.regex },
+    })),
   ];
 }
 
+/** The parameters of the row checks a statement reads. */
+function rowCheckParameters(checks: readonly { parameters?: Record<string, string> }[]): { parameters?: Record<string, string> } {
+  const parameters = Object.assign({}, ...checks.map((c) => c.parameters ?? {})) as Record<string, string>;
+  return Object.keys(parameters).length > 0 ? { parameters } : {};
+}
+
 /**
- * The declared row checks (notNull, acceptedValues) of staging in one pass:
+ * The declared row checks (notNull, acceptedValues, pattern) of staging in one pass:
  * per check, the rows that break it; undefined when none is declared.
  */
 export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statement | undefined {
@@ -215,6 +236,7 @@ export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statemen
   return {
     sql: `SELECT ${checks.map((c) => `SUM(CASE WHEN ${c.condition} THEN 1 ELSE 0 END) AS ${c.column}`).join(', ')}
             FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} AS s`,
+    ...rowCheckParameters(checks),
   };
 }
 
@@ -231,8 +253,8 @@ export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statemen
 export function declaredRowSamples(pipeline: Pipeline, batch: BatchRef, failing: readonly string[], limit = DECLARED_SAMPLES): Statement {
   const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const key = pipeline.businessKey.map(quoteIdent);
-  const branches = rowCheckConditions(pipeline)
-    .filter((c) => failing.includes(c.column))
+  const sampled = rowCheckConditions(pipeline).filter((c) => failing.includes(c.column));
+  const branches = sampled
     .map((c) => `SELECT ${sqlLiteral(c.column)} AS ap_check, ${key.map((k) => `s.${k}`).join(', ')}, CAST(${c.value} AS varchar(256)) AS ap_value
                  FROM ${table} AS s WHERE ${c.condition}`);
   return {
@@ -241,6 +263,7 @@ export function declaredRowSamples(pipeline: Pipeline, batch: BatchRef, failing:
                     FROM (${branches.join('\n                 UNION ALL ')}) AS u) AS r
            WHERE ap_n <= ${Math.max(1, Math.floor(limit))}
            ORDER BY ap_check, ap_n`,
+    ...rowCheckParameters(sampled),
   };
 }
 

@@ -1,6 +1,7 @@
 import { checkDeclaredColumns, sqlCheckName } from '../../domain/declared-checks.ts';
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { LiveColumn } from '../../domain/plan.ts';
+import { checkQuarantineColumns } from '../../domain/quarantine.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { customCheckSql } from '../../domain/sql/reconcile.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
@@ -22,6 +23,7 @@ export async function checkDeclaredChecks(warehouse: Warehouse, pipeline: Pipeli
     parents.set(key, rows.map((r) => ({ name: String(r.column_name), dataType: String(r.data_type) })));
   }
   checkDeclaredColumns(pipeline, live, parents);
+  checkQuarantineColumns(pipeline, live);
   for (const check of pipeline.checks.sql) {
     try {
       await warehouse.columns({ sql: `SELECT * FROM (${customCheckSql(pipeline, pipeline.target.table, check)}\n) AS src LIMIT 0` }, name('check-sql'));

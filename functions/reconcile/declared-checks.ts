@@ -5,6 +5,7 @@ import {
   type DeclaredObservation,
   declaredResult,
   notNullName,
+  patternName,
   referencesName,
   sqlCheckName,
 } from '../../domain/declared-checks.ts';
@@ -17,8 +18,9 @@ import {
   declaredRowSamples,
   missingReferences,
   notNullColumn,
+  patternColumn,
 } from '../../domain/sql/reconcile.ts';
-import { clip } from '../../domain/text.ts';
+import { clip, printable } from '../../domain/text.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /**
@@ -29,7 +31,7 @@ import type { Warehouse } from '../commons/warehouse.ts';
  * failed.
  */
 export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<CheckResult[]> {
-  const { notNull, acceptedValues, references, sql } = pipeline.checks;
+  const { notNull, acceptedValues, pattern, references, sql } = pipeline.checks;
   const key = pipeline.businessKey;
   const observations: DeclaredObservation[] = [];
 
@@ -46,6 +48,13 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
         judged: c,
         what: `row(s) whose ${c.column} is not one of ${clip(c.values.map((v) => JSON.stringify(v)).join(', '), 200)}`,
       })),
+      ...pattern.map((c, i) => ({
+        column: patternColumn(i),
+        value: c.column,
+        check: patternName(c),
+        judged: c,
+        what: `row(s) whose ${c.column} does not match its pattern`,
+      })),
     ];
     const failing = rows.filter((r) => found(r.column) > r.judged.tolerance).map((r) => r.column);
     const samples = failing.length === 0 ? [] : await warehouse.query(declaredRowSamples(pipeline, batch, failing), name('declared-samples'));
@@ -58,7 +67,7 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
         what: r.what,
         samples: samples
           .filter((s) => s.ap_check === r.column)
-          .map((s) => `${keyText(key, key.map((k) => s[k]))}${r.value === undefined ? '' : `: ${r.value} ${s.ap_value === null ? 'NULL' : clip(String(s.ap_value), 60)}`}`),
+          .map((s) => printable(`${keyText(key, key.map((k) => s[k]))}${r.value === undefined ? '' : `: ${r.value} ${s.ap_value === null ? 'NULL' : clip(String(s.ap_value), 60)}`}`)),
       });
     }
   }

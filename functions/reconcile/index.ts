@@ -4,13 +4,14 @@ import { type ChunkCount, describeFailure, duplicateKeyText, keyText, type NullT
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
 import { CHECKSUM_AGGREGATE, type ChunkAggregate, chunkCounts, duplicateKeySamples, gateAggregates, measureAggregate, recordChecks } from '../../domain/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { createQuarantine, nullTimeCount, quarantineRows, quarantineTableFor } from '../../domain/sql/null-times.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
+import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
+import { quarantines } from '../../domain/quarantine.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { declaredCheckResults } from './declared-checks.ts';
 import { located } from './locate.ts';
+import { ensureQuarantine, judgeQuarantine, quarantineRows } from './quarantine.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -34,6 +35,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const pipeline = frozenPipeline(batch);
   const name = (step: string) => `atomic-publish:${pipeline.name}:reconcile:${step}:${batch.batchId}`;
 
+  // Rows that break a row-level rule leave staging for the quarantine first (./quarantine.ts).
+  if (quarantines(pipeline)) await quarantineRows(warehouse, pipeline, batch, name);
   // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts),
   // with the content checksum and the measures' sums when the spec asks for them.
   const aggregates = await contentAggregates(warehouse, pipeline, batch, name);
@@ -68,6 +71,8 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   }));
   const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
   const declared = await declaredCheckResults(warehouse, pipeline, batch, name);
+  const sourceRows = counts.reduce((sum, c) => sum + c.sourceRows, 0);
+  const quarantine = quarantines(pipeline) ? await judgeQuarantine(warehouse, pipeline, batch, sourceRows, name) : undefined;
   const result = evaluate(
     counts,
     { ...problems, duplicateKeySamples: duplicateKeySampleTexts },
@@ -75,24 +80,27 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     pipeline.businessKey,
     nullTimes,
     { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures },
-    declared,
+    quarantine === undefined ? declared : [...declared, quarantine.check],
   );
   // Only when the gate failed (a passing run pays nothing): where the difference lies, recorded beside the gate's checks.
   const location = result.passed ? undefined : await located({ warehouse, pipeline, batch, name, result, aggregates });
   const checks = [...result.checks, ...(location?.checks ?? [])];
+  // The gate counts the quarantined rows with staging's; they are rejected, not written.
+  const rowsRejected = quarantine?.rows ?? (nullTimes.quarantinedIn === undefined ? 0 : nullTimes.rows);
+  const rowsWritten = result.rowsWritten - (quarantine?.fromStaging ?? 0);
 
   await warehouse.batch(
     recordChecks(
       batch.batchId,
       checks,
-      { rowsRead: result.rowsRead, rowsWritten: result.rowsWritten, rowsRejected: nullTimes.quarantinedIn === undefined ? 0 : nullTimes.rows },
+      { rowsRead: result.rowsRead, rowsWritten, rowsRejected },
       new Date(),
       // Chunks whose staging rows no longer match (counts or content): the re-run reloads them.
       [...new Set([...result.mismatches, ...(result.contentMismatches ?? [])].filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index))].sort((a, b) => a - b),
     ),
     name('record'),
   );
-  logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten: result.rowsWritten });
+  logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten, rowsRejected });
   const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
   if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
 
@@ -102,7 +110,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   return {
     passed: true,
     rowsRead: result.rowsRead,
-    rowsWritten: result.rowsWritten,
+    rowsWritten,
     checks: result.checks.map(({ check, passed, observed }) => ({ check, passed, observed })),
     warnings,
   };
@@ -133,15 +141,11 @@ async function nullTimeRows(warehouse: Warehouse, pipeline: Pipeline, batch: Bat
   const sampleKeys = rows.map((r) => keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k])));
   const found = { timeColumn: extractColumn(pipeline), rows: count, sampleKeys, policy: pipeline.nullTimes };
   if (pipeline.nullTimes !== 'quarantine' || count === 0) return found;
-  const { schema } = pipeline.target;
-  const quarantine = quarantineTableFor(pipeline);
-  if ((await warehouse.query(tableColumns(schema, quarantine), name('quarantine-columns'))).length === 0) {
-    await warehouse.execute({ sql: createQuarantine(pipeline, batch.columns) }, name('quarantine-create'));
-  }
-  const { sqls, parameters } = quarantineRows(pipeline, batch, new Date());
+  const table = await ensureQuarantine(warehouse, pipeline, batch, name);
+  const { sqls, parameters } = nullTimeQuarantineRows(pipeline, batch, new Date());
   await warehouse.batch(sqls, name('quarantine'), parameters);
-  logger.warn('source rows with no time quarantined', { batchId: batch.batchId, rows: count, table: `${schema}.${quarantine}` });
-  return { ...found, quarantinedIn: `${schema}.${quarantine}` };
+  logger.warn('source rows with no time quarantined', { batchId: batch.batchId, rows: count, table });
+  return { ...found, quarantinedIn: table };
 }
 
 export const handler = stepHandler((event: ReconcileEvent, context: Context) => reconcile(event, warehouseFor(context)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clip, clipJsonUtf8, clipUtf8, echo, ECHO_MAX_CHARS, truncateUtf8 } from '../../domain/text.ts';
+import { clip, clipJsonUtf8, clipUtf8, echo, ECHO_MAX_CHARS, printable, truncateUtf8 } from '../../domain/text.ts';
 
 const MEGABYTE = 1024 * 1024;
 
@@ -88,5 +88,13 @@ describe('truncateUtf8', () => {
   it('cuts at a character boundary at or below the byte bound', () => {
     expect(truncateUtf8('a€b', 3)).toBe('a');
     expect(truncateUtf8('a€b', 4)).toBe('a€');
+  });
+});
+
+describe('printable', () => {
+  it('shows a backslash and control characters as ?, so that a SQL literal can carry the text, and leaves the rest', () => {
+    const text = printable('C:\\temp\tx\nSKU-€');
+
+    expect(text).toBe('C:?temp?x?SKU-€');
   });
 });
