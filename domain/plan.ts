@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { checkDriftColumns } from './drift.ts';
 import { checkMeasureColumns } from './gate.ts';
 import { checkMergeColumns } from './merge.ts';
 import type { Pipeline } from './spec.ts';
@@ -79,6 +80,7 @@ export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColum
   }
   checkMergeColumns(pipeline, columns);
   checkMeasureColumns(pipeline, columns);
+  checkDriftColumns(pipeline, columns);
   return names;
 }
 

@@ -10,6 +10,9 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { declaredCheckResults } from './declared-checks.ts';
+import { driftResults } from './drift.ts';
+import { nullRateColumns } from '../../domain/drift.ts';
+import { nullCountAggregates } from '../../domain/sql/drift.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -35,7 +38,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
 
   // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts),
   // with the content checksum and the measures' sums when the spec asks for them.
-  const aggregates = await contentAggregates(warehouse, pipeline, batch, name);
+  // With checks.drift.nullRate, each compared column's NULLs are more entries of the same pass.
+  const nullColumns = nullRateColumns(pipeline, batch.columns);
+  const aggregates = [...(await contentAggregates(warehouse, pipeline, batch, name)), ...nullCountAggregates(nullColumns)];
   const rows = await warehouse.query(chunkCounts(pipeline, batch, aggregates), name('chunk-counts'));
   const computed = new Set(aggregates.map((a) => a.name));
   const [whole] = rows;
@@ -67,14 +72,16 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   }));
   const nullTimes = await nullTimeRows(warehouse, pipeline, batch, name);
   const declared = await declaredCheckResults(warehouse, pipeline, batch, name);
+  const drift = await driftResults(warehouse, pipeline, batch, rows, nullColumns, name);
   const result = evaluate(
     counts,
     { ...problems, duplicateKeySamples: duplicateKeySampleTexts },
     pipeline.checks.allowEmpty,
     pipeline.businessKey,
     nullTimes,
-    { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures },
+    { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures, tolerances: pipeline.checks.measureTolerances ?? {} },
     declared,
+    drift,
   );
 
   await warehouse.batch(
@@ -90,7 +97,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   );
   logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten: result.rowsWritten });
   const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
-  if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
+  if (warnings.length > 0) logger.warn('checks warned', { batchId: batch.batchId, warnings });
 
   if (!result.passed) throw new CheckFailedError(describeFailure(batch.batchId, result));
   return {
