@@ -12,7 +12,11 @@ const FLOATING = ['real', 'double precision'];
  * How far a measure's sums may differ between source and staging and still
  * pass: at most `absolute` (a decimal text), or at most `relative` times
  * the source's sum (0 to 1); within either passes. A floating-point
- * measure needs one, since its sums depend on the order rows are added in.
+ * measure needs one: REAL and DOUBLE PRECISION are inexact
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_Numeric_types201.html)
+ * and their SUM is a DOUBLE PRECISION
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SUM.html), rounded
+ * as rows are added, in whatever order the slices add them.
  */
 export interface MeasureTolerance {
   readonly absolute?: string;
