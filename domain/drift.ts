@@ -176,9 +176,18 @@ export function driftChecks(drift: DriftChecks | undefined, chunks: readonly Chu
   };
 }
 
+/**
+ * The drift checks a batch of the pipeline runs: none for a migration
+ * batch (domain/migration.ts), which copies the live table itself into its
+ * new DDL (columns live does not have yet included).
+ */
+export function driftOf(pipeline: Pipeline): DriftChecks | undefined {
+  return pipeline.migrating === undefined ? pipeline.checks.drift : undefined;
+}
+
 /** The columns whose NULL shares are compared: the declared ones, else every column the loads insert. */
 export function nullRateColumns(pipeline: Pipeline, loaded: readonly string[]): string[] {
-  const rule = pipeline.checks.drift?.nullRate;
+  const rule = driftOf(pipeline)?.nullRate;
   if (rule === undefined) return [];
   return [...(rule.columns ?? loaded)];
 }

@@ -1,5 +1,5 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import { type ColumnNulls, driftChecks, type DriftOutcome, NO_DRIFT } from '../../domain/drift.ts';
+import { type ColumnNulls, driftChecks, driftOf, type DriftOutcome, NO_DRIFT } from '../../domain/drift.ts';
 import { liveDriftCounts, nullAggregate } from '../../domain/sql/drift.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
@@ -9,7 +9,7 @@ import type { Warehouse } from '../commons/warehouse.ts';
  * rows and NULL counts per chunk from the gate's pass (`counted`, the rows
  * of chunkCounts, with the NULL counts of `nullColumns` as
  * `staging_null_<i>`), live's from one grouped pass over its rows of the
- * batch interval. None declared: no statement.
+ * batch interval. None declared, or a migration batch: no statement.
  */
 export async function driftResults(
   warehouse: Warehouse,
@@ -19,7 +19,7 @@ export async function driftResults(
   nullColumns: readonly string[],
   name: (step: string) => string,
 ): Promise<DriftOutcome> {
-  const drift = pipeline.checks.drift;
+  const drift = driftOf(pipeline);
   if (drift === undefined) return NO_DRIFT;
   const live = new Map((await warehouse.query(liveDriftCounts(pipeline, batch, nullColumns), name('live-drift'))).map((r) => [Number(r.chunk_index), r]));
   const chunks = counted.map((r) => ({

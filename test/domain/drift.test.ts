@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { checkDriftColumns, driftChecks, driftFailureText, isDriftCheck, nullRateDrift, nullRateColumns, rowCountDrift, type RowCountDrift } from '../../domain/drift.ts';
+import { checkDriftColumns, driftChecks, driftOf, driftFailureText, isDriftCheck, nullRateDrift, nullRateColumns, rowCountDrift, type RowCountDrift } from '../../domain/drift.ts';
 import { describeFailure, reconcile } from '../../domain/reconcile.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 
@@ -100,6 +100,14 @@ describe('drift columns', () => {
     expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { columns: ['amount'], maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual(['amount']);
     expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual(['order_id', 'amount']);
     expect(nullRateColumns(pipelineWith({ checks: { drift: { rowCount: { maxDecreasePct: 5 } } } }), ['order_id'])).toEqual([]);
+  });
+
+  it('runs no drift check in a migration batch, which copies live itself', () => {
+    const pipeline = pipelineWith({ checks: { drift: { nullRate: { maxIncreasePoints: 5 } } } });
+    expect(driftOf(pipeline)).toEqual(pipeline.checks.drift);
+    const migrating = { ...pipeline, migrating: { columns: ['order_id', 'ordered_at', 'amount', 'note'], from: ['order_id', 'ordered_at', 'amount', 'note'] } };
+    expect(driftOf(migrating)).toBeUndefined();
+    expect(nullRateColumns(migrating, ['order_id', 'note'])).toEqual([]);
   });
 
   it('refuses in Plan a NULL-rate column the live table lacks, naming the pipeline and the check', () => {

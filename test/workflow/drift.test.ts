@@ -217,6 +217,34 @@ describe('tolerances of the measures', () => {
   });
 });
 
+describe('drift against live under replace-intervals', () => {
+  it('compares only the live rows of the replaced days, and fails the day the source lost', async () => {
+    wf.reset();
+    // The table now has weight (the test above); the days 7 and 8 are replaced.
+    const sourceSql = salesOrderLines.sourceSql.replace('AS unit_price', 'AS unit_price, weight');
+    pipelines[index] = withChecks({ drift: { rowCount: DRIFT.rowCount } }, { sourceSql, publishMode: 'replace-intervals' });
+    await wf.query(
+      `DELETE FROM source.sales_order_lines WHERE (order_id, line_no) IN (
+         SELECT order_id, line_no FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 100)`,
+      [day(8), day(9)],
+    );
+    const live = await wf.fingerprint(LIVE);
+    const input = { pipeline: salesOrderLines.name, from: sampleDay(7).toISOString(), to: sampleDay(9).toISOString() };
+
+    const result = await wf.run(input, 'replace-truncated');
+
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('CheckFailedError');
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    const id = batchIdFor(pipelines[index]!, resolveInterval(input, pipelines[index]!, new Date()));
+    expect(await failed(id)).toEqual(['live_row_count_drift']);
+    expect((await recorded(id)).live_row_count_drift).toMatchObject({
+      observed: '1 of 2 chunk(s) compared outside the bounds',
+      details: `#1 2026-01-09 00:00:00: live ${ROWS_PER_DAY}, staging 20, -83.3%`,
+    });
+  });
+});
+
 describe('drift checks the live table does not fit, refused in Plan before any load', () => {
   it('refuses a NULL-rate column the live table lacks, naming the pipeline and the check', async () => {
     wf.reset();
