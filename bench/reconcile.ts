@@ -23,6 +23,11 @@
  *              alone: the uniqueness check any gate pays, for scale
  *   COUNT(*)   `SELECT COUNT(*)` of each side, for scale (the baseline
  *              before the gate had sums: a row count reads no column)
+ *   gate with  the gate with `checks.drift.nullRate` over every column:
+ *   NULL counts staging's NULL counts as more entries of the same pass
+ *   live drift the live side of `checks.drift` (domain/sql/drift.ts
+ *   pass       liveDriftCounts): rows and NULL counts of every column per
+ *              chunk, one grouped pass over live's rows of the interval
  *
  * The batch is set up directly (manifest, chunk rows, staging filled by one
  * INSERT ... SELECT of the source), so only the reading is timed.
@@ -33,6 +38,7 @@ import { planChunks, stagingTableFor } from '../domain/plan.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
+import { liveDriftCounts, nullCountAggregates } from '../domain/sql/drift.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { grainKey, startBatch } from '../domain/sql/plan.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
@@ -116,6 +122,13 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     return warehouse.query(chunkCounts(p, batch, gateAggregates(p, columns)), statement);
   };
   const gate = () => timed(gateOf(gated, 'bench:reconcile:gate'));
+  const names = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, stagingTable), 'bench:reconcile:names')).map((r) => String(r.col).split(' ')[0]!);
+  const nullsGate = () =>
+    timed(async () => {
+      const columns = (await warehouse.query(liveColumnsQuery(gated.target.schema, stagingTable), 'bench:reconcile:gate-nulls-columns')).map((r) => String(r.col));
+      return warehouse.query(chunkCounts(gated, batch, [...gateAggregates(gated, columns), ...nullCountAggregates(names)]), 'bench:reconcile:gate-nulls');
+    });
+  const livePass = () => timed(() => warehouse.query(liveDriftCounts(pipeline, batch, names), 'bench:reconcile:live-drift'));
   const countsOnly = () => timed(() => warehouse.query(chunkCounts(pipeline, batch), 'bench:reconcile:counts-only'));
   const keyed = definePipeline({ ...salesOrderLines, checks: measures, businessKey: [...salesOrderLines.businessKey, pipeline.timeColumn] });
   const keyedGate = () => timed(gateOf(keyed, 'bench:reconcile:gate-key-with-time'));
@@ -135,6 +148,10 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   await keyPass();
   await counts();
   const countStarMs: number[] = [];
+  await nullsGate();
+  await livePass();
+  const nullsMs: number[] = [];
+  const liveMs: number[] = [];
   const baselineMs: number[] = [];
   const gateMs: number[] = [];
   const countsMs: number[] = [];
@@ -147,6 +164,8 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     keyedMs.push(await keyedGate());
     keyMs.push(await keyPass());
     countStarMs.push(await counts());
+    nullsMs.push(await nullsGate());
+    liveMs.push(await livePass());
   }
   await warehouse.execute({ sql: `DROP TABLE IF EXISTS ${staging}` }, 'bench:reconcile:cleanup');
 
@@ -166,6 +185,8 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
       ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
       ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
       ['for scale: COUNT(*) of the source + COUNT(*) of staging', ms(cs), `${(cs / b).toFixed(2)}x`],
+      [`gate with the NULL counts of all ${names.length} columns (checks.drift.nullRate): same passes`, ms(median(nullsMs)), `${(median(nullsMs) / b).toFixed(2)}x`],
+      [`live side of checks.drift: rows and NULL counts of ${names.length} columns per chunk, one pass over live`, ms(median(liveMs)), `${(median(liveMs) / b).toFixed(2)}x`],
     ],
     ['l', 'r', 'r'],
   );

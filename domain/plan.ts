@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.ts';
+import { checkDriftColumns } from './drift.ts';
 import { checkMeasureColumns } from './gate.ts';
 import { checkDimensionColumns } from './locate.ts';
 import { checkMergeColumns } from './merge.ts';
@@ -81,6 +82,7 @@ export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColum
   checkMergeColumns(pipeline, columns);
   checkMeasureColumns(pipeline, columns);
   checkDimensionColumns(pipeline, columns);
+  checkDriftColumns(pipeline, columns);
   return names;
 }
 

@@ -4,6 +4,8 @@ import { renderTable } from './text-table.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
 import { QUARANTINE_CHECK } from './quarantine.ts';
+import { type DriftOutcome, driftFailureText, isDriftCheck, NO_DRIFT } from './drift.ts';
+import { type MeasureTolerance, toleranceText, withinTolerance } from './gate.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -31,6 +33,8 @@ export interface MeasureSum {
 export interface ContentChecks {
   readonly contentChecksum: boolean;
   readonly measures: readonly string[];
+  /** The measures' tolerances, by column (checks.measureTolerances). @default none */
+  readonly tolerances?: Readonly<Record<string, MeasureTolerance>>;
 }
 
 export interface Reconciliation {
@@ -44,6 +48,8 @@ export interface Reconciliation {
   readonly contentMismatches?: readonly ChunkCount[];
   /** Declared checks of severity warn that failed: recorded and shown, not blocking. @default none */
   readonly warnings?: readonly CheckResult[];
+  /** The drift checks against live (domain/drift.ts), for the alert's tables. @default none */
+  readonly drift?: DriftOutcome;
 }
 
 const MAX_LISTED = 20;
@@ -114,6 +120,7 @@ export function reconcile(
   nullTimes?: NullTimeRows,
   content: ContentChecks = { contentChecksum: false, measures: [] },
   declared: readonly CheckResult[] = [],
+  drift: DriftOutcome = NO_DRIFT,
 ): Reconciliation {
   const { outsideInterval, duplicateKeys } = staging;
   const rowsRead = counts.reduce((sum, c) => sum + c.sourceRows, 0);
@@ -171,10 +178,11 @@ export function reconcile(
     ...(nullTimes === undefined ? [] : [nullTimeCheck(nullTimes)]),
     ...contentChecks(counts, content),
     ...declared,
+    ...drift.checks,
   ];
-  const contentMismatches = counts.filter((c) => checksumDiffers(c) || sumsDiffering(c).length > 0);
+  const contentMismatches = counts.filter((c) => checksumDiffers(c) || sumsDiffering(c, content.tolerances).length > 0);
   // A failed check of severity warn does not block (domain/declared-checks.ts).
-  return { passed: !checks.some(isBlocking), checks, rowsRead, rowsWritten, mismatches, contentMismatches, warnings: checks.filter(isWarning) };
+  return { passed: !checks.some(isBlocking), checks, rowsRead, rowsWritten, mismatches, contentMismatches, warnings: checks.filter(isWarning), drift };
 }
 
 /** True when the chunk's content checksums were computed and differ. */
@@ -182,9 +190,12 @@ function checksumDiffers(c: ChunkCount): boolean {
   return c.sourceChecksum !== undefined && c.stagingChecksum !== undefined && !decimalEqual(c.sourceChecksum, c.stagingChecksum);
 }
 
-/** The chunk's measure sums that differ. */
-function sumsDiffering(c: ChunkCount): MeasureSum[] {
-  return (c.sums ?? []).filter((m) => !decimalEqual(m.source, m.staging));
+/** The chunk's measure sums that differ (beyond the measure's tolerance, where it has one). */
+function sumsDiffering(c: ChunkCount, tolerances: Readonly<Record<string, MeasureTolerance>> = {}): MeasureSum[] {
+  return (c.sums ?? []).filter((m) => {
+    const tolerance = tolerances[m.column];
+    return tolerance === undefined ? !decimalEqual(m.source, m.staging) : !withinTolerance(m.source, m.staging, tolerance);
+  });
 }
 
 /** `amount: source 45176850.00, staging 45076850.00, source - staging 100000.00`. */
@@ -217,7 +228,8 @@ function contentChecks(counts: readonly ChunkCount[], content: ContentChecks): C
     });
   }
   if (content.measures.length > 0) {
-    const differing = counts.filter((c) => sumsDiffering(c).length > 0);
+    const tolerances = content.tolerances ?? {};
+    const differing = counts.filter((c) => sumsDiffering(c, tolerances).length > 0);
     const totals = content.measures.map((column, i) => {
       const total = (side: 'source' | 'staging') => counts.reduce((sum, c) => decimalSum(sum, c.sums?.[i]?.[side] ?? '0') ?? sum, '0');
       return { column, source: total('source'), staging: total('staging') };
@@ -226,8 +238,8 @@ function contentChecks(counts: readonly ChunkCount[], content: ContentChecks): C
       check: 'staging_sums_match_source',
       passed: differing.length === 0,
       observed: `${differing.length} chunk(s) whose sums differ; ${totals.map(sumText).join('; ')}`,
-      expected: `sums of ${content.measures.join(', ')} equal in every chunk`,
-      details: listed(differing, (c) => `#${c.index} ${c.start}: ${sumsDiffering(c).map(sumText).join('; ')}`),
+      expected: `sums of ${content.measures.map((m) => (tolerances[m] === undefined ? m : `${m} (tolerance ${toleranceText(tolerances[m])})`)).join(', ')} equal in every chunk`,
+      details: listed(differing, (c) => `#${c.index} ${c.start}: ${sumsDiffering(c, tolerances).map(sumText).join('; ')}`),
     });
   }
   return checks;
@@ -265,11 +277,12 @@ export function describeFailure(batchId: string, result: Reconciliation): string
     if ((c.check === 'business_key_unique' || c.check === QUARANTINE_CHECK) && c.details !== '') lines.push(`    ${c.details}`);
   }
   // The declared checks that failed, blocking or not: what each found and a few offending keys.
-  const declared = result.checks.filter((c) => c.severity !== undefined && !c.passed);
+  const declared = result.checks.filter((c) => c.severity !== undefined && !c.passed && !isDriftCheck(c));
   if (declared.length > 0) {
     lines.push(`Declared checks that failed (${declared.length}):`);
     lines.push(declaredTable(declared));
   }
+  lines.push(...driftFailureText(result.drift ?? NO_DRIFT));
   if (result.mismatches.length > 0) {
     const shown = result.mismatches.slice(0, MAX_LISTED);
     lines.push(`Chunks that differ (${shown.length} of ${result.mismatches.length}):`);

@@ -24,6 +24,8 @@ import { insertIntervalSql } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
+import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './drift.ts';
+import type { MeasureTolerance } from './gate.ts';
 import { isOnGrain, parseInstant } from './time.ts';
 
 export type ChunkGrain = 'hour' | 'day' | 'month';
@@ -175,9 +177,13 @@ export interface PipelineSpec {
      * as the counts: a chunk whose sum differs fails
      * `staging_sums_match_source`, and the alert gives the difference
      * (source - staging). Plan refuses a column the live table lacks or of
-     * another type. @default none
+     * another type. An entry may be `{ column, tolerance: { absolute?,
+     * relative? } }`: the sums then pass when they differ by at most
+     * `absolute` (a decimal, as a string or number) or by at most
+     * `relative` (0 to 1) times the source's sum; a floating-point column
+     * (real, double precision) is accepted only with a tolerance. @default none
      */
-    readonly measures?: readonly string[];
+    readonly measures?: readonly (string | { readonly column: string; readonly tolerance?: { readonly absolute?: string | number; readonly relative?: number } })[];
     /**
      * Reconcile compares, per chunk, an order-independent checksum over
      * every published column of each row on both sides (same pass as the
@@ -260,6 +266,28 @@ export interface PipelineSpec {
      * quarantined (NULL-time rows aside: nullTimes)
      */
     readonly quarantine?: { readonly maxRows?: number; readonly maxPct?: number };
+    /**
+     * Drift against the live table: what would publish compared with what
+     * readers see now, over the batch interval (the live rows whose
+     * `modifiedColumn`, else `timeColumn`, lies in `[from, to)`), so that
+     * a source that silently lost rows or a column gone NULL is caught
+     * though staging matches the source. Each part has a `severity`
+     * (`block`, the default, or `warn`) and `minRows` (default 100): fewer
+     * live rows are not compared. Not with `publishMode: 'merge'` and a
+     * `modifiedColumn` (staging then holds only the changed rows).
+     * - `rowCount`: per chunk, staging's rows against live's rows of the
+     *   chunk's interval may fall by at most `maxDecreasePct` (0 to 100)
+     *   and rise by at most `maxIncreasePct` percent (at least one);
+     *   a chunk live holds no rows of (a first publication) passes;
+     * - `nullRate`: per column (`columns`, default every column the loads
+     *   insert), staging's share of NULLs over the interval may exceed
+     *   live's by at most `maxIncreasePoints` percentage points (0 to 100).
+     * @default none
+     */
+    readonly drift?: {
+      readonly rowCount?: { readonly maxDecreasePct?: number; readonly maxIncreasePct?: number; readonly minRows?: number; readonly severity?: Severity };
+      readonly nullRate?: { readonly columns?: readonly string[]; readonly maxIncreasePoints: number; readonly minRows?: number; readonly severity?: Severity };
+    };
   };
   /** Page when no publish happened for this long. */
   readonly freshness: { readonly slaMinutes: number };
@@ -311,11 +339,16 @@ export interface Pipeline {
   readonly nullTimes: NullTimes;
   readonly checks: {
     readonly allowEmpty: boolean;
+    /** The measures' columns, in the spec's order. */
     readonly measures: readonly string[];
+    /** The tolerances declared with measures, by column; left out when none is. */
+    readonly measureTolerances?: Readonly<Record<string, MeasureTolerance>>;
     readonly contentChecksum: boolean;
     readonly dimensions?: readonly string[];
     /** Absent unless the spec declares it (see PipelineSpec.checks.quarantine). */
     readonly quarantine?: { readonly maxRows?: number; readonly maxPct?: number };
+    /** Left out when not declared. */
+    readonly drift?: DriftChecks;
   } & DeclaredChecks;
   readonly freshness: { readonly slaMinutes: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
@@ -557,16 +590,123 @@ const quarantineSchema = z
   .strict()
   .refine((q) => q.maxRows !== undefined || q.maxPct !== undefined, { error: 'must give maxRows or maxPct (or both): how many rows may be quarantined' })
   .transform((q) => ({ ...(q.maxRows === undefined ? {} : { maxRows: q.maxRows }), ...(q.maxPct === undefined ? {} : { maxPct: q.maxPct }) }));
+/** A decimal an absolute tolerance may be: digits, a point, digits. */
+const DECIMAL_TEXT = /^\d{1,38}(\.\d{1,38})?$/;
+
+/** A measure's tolerance: an absolute difference (a decimal) or a relative one (0 to 1), at least one. */
+const measureToleranceSchema = z
+  .strictObject({ absolute: z.unknown().optional(), relative: z.unknown().optional() }, { error: 'must be an object naming absolute and/or relative, nothing else' })
+  .transform((raw, ctx): MeasureTolerance => {
+    const absolute = typeof raw.absolute === 'number' && Number.isFinite(raw.absolute) && raw.absolute >= 0 ? String(raw.absolute) : raw.absolute;
+    if (absolute !== undefined && (typeof absolute !== 'string' || !DECIMAL_TEXT.test(absolute))) {
+      ctx.addIssue({ code: 'custom', path: ['absolute'], message: `${echo(raw.absolute)} must be a difference of at least 0, as a decimal (e.g. "0.01")` });
+    }
+    const { relative } = raw;
+    if (relative !== undefined && (typeof relative !== 'number' || !(relative >= 0 && relative <= 1))) {
+      ctx.addIssue({ code: 'custom', path: ['relative'], message: `${echo(relative)} must be a number from 0 to 1 (a fraction of the source's sum)` });
+    }
+    if (absolute === undefined && relative === undefined) ctx.addIssue({ code: 'custom', message: 'must declare absolute, relative or both' });
+    return { ...(absolute === undefined ? {} : { absolute: absolute as string }), ...(relative === undefined ? {} : { relative: relative as number }) };
+  });
+
+const measureObjectSchema = z.object(
+  { column: identifier, tolerance: z.preprocess((v) => v ?? undefined, measureToleranceSchema.optional()) },
+  { error: 'must be a column name or { column, tolerance }' },
+);
+
+/** A measure: a column name (reported as the entry itself when wrong), or `{ column, tolerance }`. */
+const measureSchema = z.unknown().transform((value, ctx): z.output<typeof measureObjectSchema> => {
+  if (typeof value === 'string') {
+    const problem = identifierProblem(value);
+    if (problem === undefined) return { column: value };
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }
+  const parsed = measureObjectSchema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const issue of parsed.error.issues) ctx.addIssue({ code: 'custom', path: issue.path as (string | number)[], message: issue.message });
+  return z.NEVER;
+});
+
+/** A percentage or a number of points from `min` to `max`. */
+function share(min: number, max: number, what: string) {
+  const message = `must be a number from ${min} to ${max} (${what})`;
+  return z.number({ error: message }).refine((n) => Number.isFinite(n) && n >= min && n <= max, { error: message });
+}
+
+const severitySchema = (check: string) =>
+  withDefault(checked<Severity>((value) => ((SEVERITIES as readonly unknown[]).includes(value) ? undefined : `of check ${check}: ${echo(value)} must be one of ${SEVERITIES.join(', ')}`)), 'block');
+const minRowsSchema = withDefault(integer(1, MAX_TOLERANCE, ' (live rows below which nothing is compared)'), DEFAULT_DRIFT_MIN_ROWS);
+
+const driftSchema = z
+  .strictObject(
+    {
+      rowCount: z.preprocess(
+        (v) => v ?? undefined,
+        z
+          .strictObject(
+            {
+              maxDecreasePct: z.preprocess((v) => v ?? undefined, share(0, 100, 'percent of live\'s rows a chunk may lose').optional()),
+              maxIncreasePct: z.preprocess((v) => v ?? undefined, share(0, MAX_INCREASE_PCT, 'percent of live\'s rows a chunk may gain').optional()),
+              minRows: minRowsSchema,
+              severity: severitySchema(ROW_COUNT_DRIFT),
+            },
+            { error: 'must be an object naming maxDecreasePct and/or maxIncreasePct, minRows, severity, nothing else' },
+          )
+          .superRefine((r, ctx) => {
+            if (r.maxDecreasePct === undefined && r.maxIncreasePct === undefined) ctx.addIssue({ code: 'custom', message: `of check ${ROW_COUNT_DRIFT} must declare maxDecreasePct, maxIncreasePct or both` });
+          })
+          .optional(),
+      ),
+      nullRate: z.preprocess(
+        (v) => v ?? undefined,
+        z
+          .strictObject(
+            {
+              columns: z.preprocess(
+                (v) => v ?? undefined,
+                z
+                  .array(identifier, { error: 'must list columns of the live table' })
+                  .min(1, { error: 'must list at least one column (or be left out: every column)' })
+                  .superRefine((columns, ctx) => {
+                    const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
+                    if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
+                  })
+                  .optional(),
+              ),
+              maxIncreasePoints: share(0, 100, 'percentage points the NULL share may rise by'),
+              minRows: minRowsSchema,
+              severity: severitySchema(NULL_RATE_DRIFT),
+            },
+            { error: 'must be an object naming maxIncreasePoints, columns, minRows, severity, nothing else' },
+          )
+          .optional(),
+      ),
+    },
+    { error: 'must be an object naming rowCount and/or nullRate, nothing else' },
+  )
+  .transform((d): DriftChecks => {
+    const { maxDecreasePct, maxIncreasePct, ...rowCount } = d.rowCount ?? { minRows: 0, severity: 'block' as Severity };
+    const { columns, ...nullRate } = d.nullRate ?? { maxIncreasePoints: 0, minRows: 0, severity: 'block' as Severity };
+    return {
+      ...(d.rowCount === undefined
+        ? {}
+        : { rowCount: { ...rowCount, ...(maxDecreasePct === undefined ? {} : { maxDecreasePct }), ...(maxIncreasePct === undefined ? {} : { maxIncreasePct }) } }),
+      ...(d.nullRate === undefined ? {} : { nullRate: { ...nullRate, ...(columns === undefined ? {} : { columns }) } }),
+    };
+  });
 
 const checksSchema = section({
   allowEmpty: withDefault(z.boolean({ error: 'must be true or false' }), false),
   measures: withDefault(
-    z.array(identifier, { error: 'must list numeric columns of the live table to sum per chunk' }).superRefine((columns, ctx) => {
+    z.array(measureSchema, { error: 'must list numeric columns of the live table to sum per chunk' }).superRefine((measures, ctx) => {
+      const columns = measures.map((m) => m.column);
       const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
       if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
     }),
     [],
   ),
+  drift: z.preprocess((v) => v ?? undefined, driftSchema.optional()),
   contentChecksum: withDefault(z.boolean({ error: 'must be true or false' }), true),
   // Optional, not defaulted: a pipeline without dimensions keeps its checks (and spec hash) as they were.
   dimensions: z.preprocess((value) => value ?? undefined, z
@@ -632,6 +772,14 @@ const checksSchema = section({
   // check_results.check_name is a varchar(128) (domain/sql/manifest.ts).
   const long = names.filter((n) => n.length > MAX_CHECK_NAME_LENGTH);
   if (long.length > 0) ctx.addIssue({ code: 'custom', message: `name check(s) longer than ${MAX_CHECK_NAME_LENGTH} characters: ${long.map((n) => clip(n, 60)).join(', ')}` });
+}).transform(({ measures, drift, ...checks }) => {
+  const tolerances = measures.filter((m) => m.tolerance !== undefined).map((m): [string, MeasureTolerance] => [m.column, m.tolerance!]);
+  return {
+    ...checks,
+    measures: measures.map((m) => m.column),
+    ...(tolerances.length === 0 ? {} : { measureTolerances: Object.fromEntries(tolerances) }),
+    ...(drift === undefined ? {} : { drift }),
+  };
 });
 
 /** The longest check name check_results holds. */
@@ -779,6 +927,18 @@ const pipelineSchema = z
     },
     { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia'].includes(String(issue.path?.[0]))) },
   )
+  .superRefine(
+    (spec, ctx) => {
+      if (spec.checks.drift !== undefined && spec.publishMode === 'merge' && spec.modifiedColumn !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['checks', 'drift'],
+          message: `cannot be used with publishMode merge and a modifiedColumn: staging holds only the rows modified in the batch interval, which says nothing about how many rows or NULLs live holds; remove checks.drift or extract by timeColumn`,
+        });
+      }
+    },
+    { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'modifiedColumn', 'checks'].includes(String(issue.path?.[0]))) },
+  )
   .superRefine((spec, ctx) => mergeProblems(spec, ctx), {
     when: (payload) => !payload.issues.some((issue) => ['publishMode', 'merge', 'modifiedColumn', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
   });
@@ -903,7 +1063,8 @@ function specHash(pipeline: Omit<Pipeline, 'specHash'>): string {
 function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
   return {
     allowEmpty: checks.allowEmpty,
-    measures: checks.measures.length > 0 ? checks.measures : undefined,
+    // A measure with a tolerance as { column, tolerance }; plain names as before.
+    measures: checks.measures.length > 0 ? checks.measures.map((column) => (checks.measureTolerances?.[column] === undefined ? column : { column, tolerance: checks.measureTolerances[column] })) : undefined,
     contentChecksum: checks.contentChecksum ? undefined : false,
     // dimensions: left out, since they decide no published row, only how a failed gate's difference is
     // located; declaring one to look into a failed batch resumes that batch instead of starting a new one.
@@ -914,6 +1075,8 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     references: checks.references.length > 0 ? checks.references : undefined,
     sql: checks.sql.length > 0 ? checks.sql : undefined,
     quarantine: checks.quarantine,
+    // Drift against live decides what may publish: in the hash when declared.
+    drift: checks.drift,
   };
 }
 

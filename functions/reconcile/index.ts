@@ -12,6 +12,9 @@ import { frozenPipeline } from '../commons/pipeline.ts';
 import { declaredCheckResults } from './declared-checks.ts';
 import { located } from './locate.ts';
 import { ensureQuarantine, judgeQuarantine, quarantineRows } from './quarantine.ts';
+import { driftResults } from './drift.ts';
+import { nullRateColumns } from '../../domain/drift.ts';
+import { nullCountAggregates } from '../../domain/sql/drift.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
@@ -39,7 +42,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   if (quarantines(pipeline)) await quarantineRows(warehouse, pipeline, batch, name);
   // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts),
   // with the content checksum and the measures' sums when the spec asks for them.
-  const aggregates = await contentAggregates(warehouse, pipeline, batch, name);
+  // With checks.drift.nullRate, each compared column's NULLs are more entries of the same pass.
+  const nullColumns = nullRateColumns(pipeline, batch.columns);
+  const aggregates = [...(await contentAggregates(warehouse, pipeline, batch, name)), ...nullCountAggregates(nullColumns)];
   const rows = await warehouse.query(chunkCounts(pipeline, batch, aggregates), name('chunk-counts'));
   const computed = new Set(aggregates.map((a) => a.name));
   const [whole] = rows;
@@ -73,14 +78,16 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const declared = await declaredCheckResults(warehouse, pipeline, batch, name);
   const sourceRows = counts.reduce((sum, c) => sum + c.sourceRows, 0);
   const quarantine = quarantines(pipeline) ? await judgeQuarantine(warehouse, pipeline, batch, sourceRows, name) : undefined;
+  const drift = await driftResults(warehouse, pipeline, batch, rows, nullColumns, name);
   const result = evaluate(
     counts,
     { ...problems, duplicateKeySamples: duplicateKeySampleTexts },
     pipeline.checks.allowEmpty,
     pipeline.businessKey,
     nullTimes,
-    { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures },
+    { contentChecksum: computed.has(CHECKSUM_AGGREGATE), measures: pipeline.checks.measures, tolerances: pipeline.checks.measureTolerances ?? {} },
     quarantine === undefined ? declared : [...declared, quarantine.check],
+    drift,
   );
   // Only when the gate failed (a passing run pays nothing): where the difference lies, recorded beside the gate's checks.
   const location = result.passed ? undefined : await located({ warehouse, pipeline, batch, name, result, aggregates });
@@ -102,7 +109,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   );
   logger.info('reconciled', { batchId: batch.batchId, passed: result.passed, rowsRead: result.rowsRead, rowsWritten, rowsRejected });
   const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
-  if (warnings.length > 0) logger.warn('declared checks warned', { batchId: batch.batchId, warnings });
+  if (warnings.length > 0) logger.warn('checks warned', { batchId: batch.batchId, warnings });
 
   if (!result.passed) {
     throw new CheckFailedError([describeFailure(batch.batchId, result), ...(location === undefined ? [] : [location.text])].join('\n'));

@@ -235,6 +235,17 @@ describe('reconcile: content checksum and measure sums', () => {
     expect(result.checks.map((c) => c.check)).not.toContain('staging_content_matches_source');
   });
 
+  it("passes sums that differ within the measure's tolerance, names it, and fails them beyond it", () => {
+    const tolerant = { contentChecksum: false, measures: ['amount'], tolerances: { amount: { absolute: '0.50' } } };
+    const within = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '10.40' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, tolerant);
+    const beyond = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '11.00' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, tolerant);
+
+    expect(check(within, 'staging_sums_match_source')).toMatchObject({ passed: true, expected: 'sums of amount (tolerance absolute 0.50) equal in every chunk' });
+    expect(within.contentMismatches).toEqual([]);
+    expect(check(beyond, 'staging_sums_match_source')).toMatchObject({ passed: false, details: '#0 2026-01-01 00:00:00: amount: source 10.00, staging 11.00, source - staging -1.00' });
+    expect(beyond.contentMismatches!.map((c) => c.index)).toEqual([0]);
+  });
+
   it('adds neither check when the spec asks for neither', () => {
     const result = reconcile(matching, { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, { contentChecksum: false, measures: [] });
     expect(result.checks.map((c) => c.check)).not.toContain('staging_content_matches_source');

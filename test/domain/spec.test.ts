@@ -464,6 +464,65 @@ describe('checks: measures and contentChecksum', () => {
   });
 });
 
+describe('checks: measure tolerances and drift against live', () => {
+  it('takes { column, tolerance } beside plain names, keeps the hash of plain names, and puts a tolerance in it', () => {
+    const plain = definePipeline(specWith({ checks: { measures: ['amount', 'quantity'] } }));
+    const objects = definePipeline(specWith({ checks: { measures: [{ column: 'amount' }, 'quantity'] } }));
+    const tolerant = definePipeline(specWith({ checks: { measures: [{ column: 'amount', tolerance: { absolute: 0.01, relative: 1e-9 } }, 'quantity'] } }));
+
+    expect(objects.checks).toEqual(plain.checks);
+    expect(objects.specHash).toBe(plain.specHash);
+    expect(plain.checks).not.toHaveProperty('measureTolerances');
+    expect(tolerant.checks.measures).toEqual(['amount', 'quantity']);
+    expect(tolerant.checks.measureTolerances).toEqual({ amount: { absolute: '0.01', relative: 1e-9 } });
+    expect(tolerant.specHash).not.toBe(plain.specHash);
+  });
+
+  it('applies the drift defaults (minRows 100, severity block), leaves the hash alone without drift and changes it with', () => {
+    const pipeline = definePipeline(specWith({ checks: { drift: { rowCount: { maxDecreasePct: 50 }, nullRate: { maxIncreasePoints: 5 } } } }));
+
+    expect(pipeline.checks.drift).toEqual({ rowCount: { maxDecreasePct: 50, minRows: 100, severity: 'block' }, nullRate: { maxIncreasePoints: 5, minRows: 100, severity: 'block' } });
+    expect(definePipeline(specWith({ checks: { drift: null } as unknown as PipelineSpec['checks'] })).specHash).toBe(definePipeline(ordersSpec).specHash);
+    expect(definePipeline(ordersSpec).checks).not.toHaveProperty('drift');
+    expect(pipeline.specHash).not.toBe(definePipeline(ordersSpec).specHash);
+    const warn = definePipeline(specWith({ checks: { drift: { rowCount: { maxDecreasePct: 50, severity: 'warn' }, nullRate: { maxIncreasePoints: 5 } } } }));
+    expect(warn.specHash).not.toBe(pipeline.specHash);
+  });
+
+  it.each([
+    ['a negative absolute tolerance', { measures: [{ column: 'amount', tolerance: { absolute: '-1' } }] }, /checks\.measures\[0\]\.tolerance\.absolute "-1" must be a difference of at least 0/],
+    ['a relative tolerance above 1', { measures: [{ column: 'amount', tolerance: { relative: 2 } }] }, /checks\.measures\[0\]\.tolerance\.relative 2 must be a number from 0 to 1/],
+    ['an empty tolerance', { measures: [{ column: 'amount', tolerance: {} }] }, /checks\.measures\[0\]\.tolerance must declare absolute, relative or both$/],
+    ['a measure object naming no column', { measures: [{ tolerance: { relative: 0.1 } }] }, /checks\.measures\[0\]\.column /],
+    ['a decrease above 100%', { drift: { rowCount: { maxDecreasePct: 150 } } }, /checks\.drift\.rowCount\.maxDecreasePct must be a number from 0 to 100/],
+    ['a negative increase', { drift: { rowCount: { maxIncreasePct: -1 } } }, /checks\.drift\.rowCount\.maxIncreasePct must be a number from 0 to 1000000/],
+    ['a row-count check with no bound', { drift: { rowCount: { minRows: 10 } } }, /checks\.drift\.rowCount of check live_row_count_drift must declare maxDecreasePct, maxIncreasePct or both$/],
+    ['a minRows of 0', { drift: { rowCount: { maxDecreasePct: 10, minRows: 0 } } }, /checks\.drift\.rowCount\.minRows must be an integer from 1 to/],
+    ['an unknown severity', { drift: { nullRate: { maxIncreasePoints: 5, severity: 'page' } } }, /checks\.drift\.nullRate\.severity of check live_null_rate_drift: "page" must be one of block, warn$/],
+    ['points above 100', { drift: { nullRate: { maxIncreasePoints: 101 } } }, /checks\.drift\.nullRate\.maxIncreasePoints must be a number from 0 to 100/],
+    ['a column named twice', { drift: { nullRate: { maxIncreasePoints: 5, columns: ['amount', 'amount'] } } }, /checks\.drift\.nullRate\.columns names amount more than once$/],
+    ['a misspelt field', { drift: { rowCount: { maxDecreasePercent: 10 } } }, /checks\.drift\.rowCount must be an object naming maxDecreasePct/],
+  ])('rejects %s at synth time, naming the pipeline and the field', (_what, checks, message) => {
+    const error = rejection(specWith({ checks: checks as unknown as PipelineSpec['checks'] }));
+    expect(error).toBeInstanceOf(ValidationError);
+    expect(error.message).toMatch(/^pipeline orders: /);
+    expect(error.message).toMatch(message);
+  });
+
+  it('refuses drift with merge by modification time: staging then holds only the changed rows', () => {
+    const error = rejection(
+      specWith({
+        sourceSql: 'SELECT order_id, ordered_at, changed_at, amount FROM raw.order_events WHERE changed_at >= :start AND changed_at < :end',
+        publishMode: 'merge',
+        merge: { versionColumn: 'changed_at' },
+        modifiedColumn: 'changed_at',
+        checks: { drift: { rowCount: { maxDecreasePct: 10 } } },
+      }),
+    );
+    expect(error.message).toMatch(/^pipeline orders: checks\.drift cannot be used with publishMode merge and a modifiedColumn/);
+  });
+});
+
 describe('checks: declared checks with severity and tolerance', () => {
   const declared = {
     notNull: ['amount', { column: 'customer_id', severity: 'warn' as const, tolerance: 2 }],
