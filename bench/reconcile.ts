@@ -23,6 +23,8 @@
  *              alone: the uniqueness check any gate pays, for scale
  *   COUNT(*)   `SELECT COUNT(*)` of each side, for scale (the baseline
  *              before the gate had sums: a row count reads no column)
+ *   every      per day, COUNT(*) and MAX of every column, each side: what
+ *   column     a check of every column reads at the least, for scale
  *   gate with  the gate with `checks.drift.nullRate` over every column:
  *   NULL counts staging's NULL counts as more entries of the same pass
  *   live drift the live side of `checks.drift` (domain/sql/drift.ts
@@ -128,6 +130,15 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
       const columns = (await warehouse.query(liveColumnsQuery(gated.target.schema, stagingTable), 'bench:reconcile:gate-nulls-columns')).map((r) => String(r.col));
       return warehouse.query(chunkCounts(gated, batch, [...gateAggregates(gated, columns), ...nullCountAggregates(names)]), 'bench:reconcile:gate-nulls');
     });
+  // Every column read, nothing hashed: what a content check must read at the least.
+  const readAll = (from: string) =>
+    `SELECT ${grainKey(pipeline, `s.${t}`)} AS k, COUNT(*) AS n, ${names.map((c, i) => `MAX(s.${quoteIdent(c)}) AS ap_m${i}`).join(', ')}
+       FROM ${from} WHERE s.${t} >= :start AND s.${t} < :end GROUP BY 1`;
+  const everyColumn = () =>
+    timed(async () => {
+      await warehouse.query({ sql: readAll(`(${pipeline.sourceSql}\n) AS s`), parameters: range }, 'bench:reconcile:every-column-source');
+      await warehouse.query({ sql: readAll(`${staging} AS s`), parameters: range }, 'bench:reconcile:every-column-staging');
+    });
   const livePass = () => timed(() => warehouse.query(liveDriftCounts(pipeline, batch, names), 'bench:reconcile:live-drift'));
   const countsOnly = () => timed(() => warehouse.query(chunkCounts(pipeline, batch), 'bench:reconcile:counts-only'));
   const keyed = definePipeline({ ...salesOrderLines, checks: measures, businessKey: [...salesOrderLines.businessKey, pipeline.timeColumn] });
@@ -147,7 +158,9 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   await keyedGate();
   await keyPass();
   await counts();
+  await everyColumn();
   const countStarMs: number[] = [];
+  const everyMs: number[] = [];
   await nullsGate();
   await livePass();
   const nullsMs: number[] = [];
@@ -164,6 +177,7 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     keyedMs.push(await keyedGate());
     keyMs.push(await keyPass());
     countStarMs.push(await counts());
+    everyMs.push(await everyColumn());
     nullsMs.push(await nullsGate());
     liveMs.push(await livePass());
   }
@@ -185,6 +199,7 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
       ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
       ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
       ['for scale: COUNT(*) of the source + COUNT(*) of staging', ms(cs), `${(cs / b).toFixed(2)}x`],
+      [`for scale: per-day COUNT(*) and MAX of each of the ${names.length} columns, each side (every column read, nothing hashed)`, ms(median(everyMs)), `${(median(everyMs) / b).toFixed(2)}x`],
       [`gate with the NULL counts of all ${names.length} columns (checks.drift.nullRate): same passes`, ms(median(nullsMs)), `${(median(nullsMs) / b).toFixed(2)}x`],
       [`live side of checks.drift: rows and NULL counts of ${names.length} columns per chunk, one pass over live`, ms(median(liveMs)), `${(median(liveMs) / b).toFixed(2)}x`],
     ],
