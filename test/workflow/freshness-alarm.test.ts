@@ -15,6 +15,7 @@ import { localCloudWatchClient, localWarehouse } from '../../local/aws-clients.t
 import { alarmsFromTemplate, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
 import { type AlarmTransition, type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
+import { closedPort } from '../support/unreachable.ts';
 import { inputFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const MINUTE = 60_000;
@@ -43,6 +44,20 @@ async function monitorThenEvaluate(start: number, runs: number) {
 
 /** The stack's other alarms (failed and timed-out executions) are evaluated beside it: leave them out. */
 const transitionsOfThisAlarm = (transitions: AlarmTransition[]) => transitions.filter((t) => t.alarmName === alarm.alarmName);
+
+/** The pipeline's PublishAgeSeconds as CloudWatch hands it back (GetMetricStatistics), one statistic per period. */
+const publishAge = (start: Date, end: Date, periodSeconds: number, statistic: 'Maximum' | 'SampleCount') =>
+  client.send(
+    new GetMetricStatisticsCommand({
+      Namespace: 'AtomicPublish',
+      MetricName: 'PublishAgeSeconds',
+      Dimensions: [{ Name: 'Pipeline', Value: PIPELINE.name }],
+      StartTime: start,
+      EndTime: end,
+      Period: periodSeconds,
+      Statistics: [statistic],
+    }),
+  );
 
 const pages = () => outbox.alerts.map((a) => ({ subject: a.subject ?? '', message: JSON.parse(a.message) as Record<string, unknown> }));
 const livePublishedAt = async () =>
@@ -95,17 +110,7 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
     const changed = await monitorThenEvaluate(start, 3);
 
     expect(changed).toEqual([expect.objectContaining({ alarmName: alarm.alarmName, from: 'INSUFFICIENT_DATA', to: 'OK' })]);
-    const age = await client.send(
-      new GetMetricStatisticsCommand({
-        Namespace: 'AtomicPublish',
-        MetricName: 'PublishAgeSeconds',
-        Dimensions: [{ Name: 'Pipeline', Value: PIPELINE.name }],
-        StartTime: new Date(start - 30_000),
-        EndTime: new Date(start - 30_000 + 3 * period),
-        Period: period / 1000,
-        Statistics: ['Maximum'],
-      }),
-    );
+    const age = await publishAge(new Date(start - 30_000), new Date(start - 30_000 + 3 * period), period / 1000, 'Maximum');
     expect(age.Datapoints!.map((d) => d.Maximum)).toEqual([0, 1, 2].map((k) => (start + k * period - firstPublishedAt) / 1000));
     expect(pages().at(-1)).toMatchObject({ subject: expect.stringMatching(/^OK: /), message: { NewStateValue: 'OK', AlarmName: alarm.alarmName } });
   });
@@ -165,26 +170,58 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
   });
 });
 
+describe('a rollback', () => {
+  it('does not count as a publish: the age is again that of the publication it puts back', async () => {
+    const [first] = await wf.query<{ at: Date }>(`SELECT published_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = 1`, [PIPELINE.name]);
+    const run = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'freshness-rollback');
+    expect(run.status, `${run.error}: ${run.cause}`).toBe('SUCCEEDED');
+    const [latest] = await wf.query<{ rollback_of: number | null }>(`SELECT rollback_of FROM atomic_publish.publications WHERE pipeline = $1 ORDER BY seq DESC LIMIT 1`, [PIPELINE.name]);
+    expect(latest!.rollback_of).toBe(2);
+    const now = Date.now();
+
+    const report = await monitorFreshness({ warehouse, cloudWatch: client, now: new Date(now), pipelines: [PIPELINE] });
+
+    expect(report.measured[PIPELINE.name]).toContainEqual({ name: 'PublishAgeSeconds', seconds: (now - first!.at.getTime()) / 1000 });
+    expect((now - first!.at.getTime()) / 1000).toBeGreaterThan(PIPELINE.freshness.slaMinutes * 60);
+  });
+});
+
+describe('the deployed handler, invoked as its schedule invokes it', () => {
+  it('measures every pipeline of the registry at the real time and writes to the CloudWatch endpoint it is given', async () => {
+    const before = Date.now();
+    const result = (await wf.runner.fireFreshnessMonitor(cw.endpoint)) as { measured: Record<string, { name: string; seconds: number }[]> };
+    const after = Date.now();
+
+    expect(Object.keys(result.measured)).toEqual([PIPELINE.name]);
+    const age = result.measured[PIPELINE.name]!.find((v) => v.name === 'PublishAgeSeconds')!;
+    const written = await publishAge(new Date(before - 1000), new Date(after + 1000), 1, 'Maximum');
+    expect(written.Datapoints!.map((d) => d.Maximum)).toContain(age.seconds);
+    expect(written.Datapoints!.every((d) => d.Unit === 'Seconds')).toBe(true);
+  });
+});
+
 describe('a pipeline the monitor cannot measure', () => {
   it('does not keep the others\' metrics from being written, and fails the run naming it', async () => {
     const missing: Pipeline = { ...PIPELINE, name: 'gone_pipeline', target: { schema: 'analytics', table: 'no_such_table' } };
-    const now = Date.now();
+    // An instant no other test measured at.
+    const now = Date.now() - 90 * MINUTE;
 
     const run = monitorFreshness({ warehouse, cloudWatch: client, now: new Date(now), pipelines: [missing, PIPELINE] });
 
     await expect(run).rejects.toThrow(FreshnessMonitorError);
     await expect(run).rejects.toThrow(/freshness not measured for 1 pipeline\(s\): gone_pipeline \(WarehouseError: .*no_such_table/);
-    const written = await client.send(
-      new GetMetricStatisticsCommand({
-        Namespace: 'AtomicPublish',
-        MetricName: 'PublishAgeSeconds',
-        Dimensions: [{ Name: 'Pipeline', Value: PIPELINE.name }],
-        StartTime: new Date(now - 1000),
-        EndTime: new Date(now + 1000),
-        Period: 60,
-        Statistics: ['SampleCount'],
-      }),
-    );
+    const written = await publishAge(new Date(now - 1000), new Date(now + 1000), 60, 'SampleCount');
     expect(written.Datapoints!.map((d) => d.SampleCount)).toEqual([1]);
+  });
+
+  it('when the warehouse does not answer: fails naming every pipeline, having written nothing', async () => {
+    const unreachable = localWarehouse(`http://127.0.0.1:${await closedPort()}`, wf.wh.pg.database);
+    const now = Date.now() - 3 * 3600_000;
+
+    const run = monitorFreshness({ warehouse: unreachable, cloudWatch: client, now: new Date(now), pipelines: [PIPELINE] });
+
+    await expect(run).rejects.toThrow(new RegExp(`freshness not measured for 1 pipeline\\(s\\): ${PIPELINE.name} \\(`));
+    const written = await publishAge(new Date(now - 60_000), new Date(now + 60_000), 60, 'SampleCount');
+    expect(written.Datapoints).toEqual([]);
   });
 });
