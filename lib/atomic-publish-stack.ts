@@ -11,12 +11,12 @@ import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { FreshnessMonitor, freshnessMonitorRateMinutes, monitorRoleNameFor } from './freshness-monitor.ts';
+import { FreshnessMonitor, freshnessMonitorRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { type CircuitBreakerProps, neighbourProps, type PauseProbeProps, PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
-import { databaseUserFor, defaultHandlerRoleName, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
+import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
 import type { StepName } from './workflow-steps.ts';
 

@@ -31,12 +31,6 @@ export interface FreshnessMonitorProps {
   readonly logRetention?: RetentionDays;
 }
 
-/** The monitor's role name beside the handlers' role name: `<handler role name>-monitor`, within IAM's 64 characters. */
-export function monitorRoleNameFor(handlerRoleName: string): string {
-  const suffix = '-monitor';
-  return `${handlerRoleName.slice(0, 64 - suffix.length)}${suffix}`;
-}
-
 /** The monitor's rate in whole minutes; a bad value throws, naming the prop. */
 export function freshnessMonitorRateMinutes(rate: Duration | undefined): number {
   if (rate === undefined) return DEFAULT_FRESHNESS_MONITOR_RATE_MINUTES;

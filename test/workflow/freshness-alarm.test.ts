@@ -10,7 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FreshnessMonitorError } from '../../domain/freshness.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
-import type { Warehouse } from '../../functions/commons/warehouse.ts';
+import { DEFAULT_POLL, type Warehouse } from '../../functions/commons/warehouse.ts';
+import { monitorSetupStatements } from '../../domain/sql/setup.ts';
+import { ensureLocalUser } from '../../local/database-users.ts';
 import { localCloudWatchClient, localWarehouse } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
 import { type AlarmTransition, type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
@@ -183,6 +185,21 @@ describe('a rollback', () => {
 
     expect(report.measured[PIPELINE.name]).toContainEqual({ name: 'PublishAgeSeconds', seconds: (now - first!.at.getTime()) / 1000 });
     expect((now - first!.at.getTime()) / 1000).toBeGreaterThan(PIPELINE.freshness.slaMinutes * 60);
+  });
+});
+
+describe('the monitor as a database user of its own', () => {
+  it('cannot measure without its grants, and measures with exactly what its setup SQL grants', async () => {
+    const user = 'IAMR:atomic-publish-local-monitor';
+    await ensureLocalUser(wf.wh.pg, user);
+    const asMonitor = localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, user);
+    const measure = (now: number) => monitorFreshness({ warehouse: asMonitor, cloudWatch: client, now: new Date(now), pipelines: [PIPELINE] });
+
+    await expect(measure(Date.now() - 100 * MINUTE)).rejects.toThrow(/permission denied/);
+
+    for (const sql of monitorSetupStatements(PIPELINE, { database: wf.wh.pg.database, user })) await wf.query(sql);
+    const report = await measure(Date.now() - 110 * MINUTE);
+    expect(report.measured[PIPELINE.name]!.map((v) => v.name)).toEqual(['PublishAgeSeconds', 'LiveDataLagSeconds']);
   });
 });
 
