@@ -216,8 +216,13 @@ export interface PipelineSpec {
      */
     readonly sql?: readonly { readonly name: string; readonly sql: string; readonly severity?: Severity; readonly tolerance?: number }[];
   };
-  /** Page when no publish happened for this long. */
-  readonly freshness: { readonly slaMinutes: number };
+  /**
+   * `slaMinutes`: page when the live data was published longer ago than
+   * this. `maxDataLagMinutes`: also page when the newest event time in the
+   * live table is older than this (the source stopped delivering, or runs
+   * publish nothing newer). @default - maxDataLagMinutes: no data-lag alarm
+   */
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
   /** EventBridge Scheduler expression, e.g. `cron(0 6 * * ? *)`, in `timezone`. @default - no schedule */
   readonly schedule?: { readonly expression: string; readonly timezone?: string };
   /** Old versions kept for rollback after a publish. @default 3 */
@@ -265,7 +270,7 @@ export interface Pipeline {
   readonly publishVia: PublishVia;
   readonly nullTimes: NullTimes;
   readonly checks: { readonly allowEmpty: boolean; readonly measures: readonly string[]; readonly contentChecksum: boolean } & DeclaredChecks;
-  readonly freshness: { readonly slaMinutes: number };
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
   readonly outOfBand: { readonly expectedWriters: boolean };
@@ -527,7 +532,8 @@ const checksSchema = section({
 const MAX_CHECK_NAME_LENGTH = 128;
 
 const freshnessSchema = section({
-  slaMinutes: integer(1, 24 * 60, ' (one alarm period of at most a day)'),
+  slaMinutes: integer(1, 24 * 60, ' (at most a day)'),
+  maxDataLagMinutes: integer(1, 366 * 24 * 60, ' (at most a year)').optional(),
 });
 
 const scheduleSchema = z

@@ -82,7 +82,7 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
+  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;

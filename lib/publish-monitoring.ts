@@ -32,7 +32,7 @@ export const FRESHNESS_EVALUATION = { evaluationPeriods: 3, datapointsToAlarm: 2
  * pipeline (missing data breaching), and tells on-call again when it clears.
  */
 export class PublishMonitoring extends Construct {
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
+  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
   public readonly alarms: Record<string, Alarm>;
 
   constructor(scope: Construct, id: string, props: PublishMonitoringProps) {
@@ -94,6 +94,29 @@ export class PublishMonitoring extends Construct {
       // The page clears itself: on-call hears when the pipeline is fresh again.
       alarm.addOkAction(action);
       alarms[`Freshness:${pipeline.name}`] = alarm;
+
+      const maxLag = pipeline.freshness.maxDataLagMinutes;
+      if (maxLag === undefined) continue;
+      const lag = new Alarm(this, `DataLag-${pipeline.name}`, {
+        alarmDescription:
+          `atomic-publish: pipeline ${pipeline.name} publishes old data: the newest ${pipeline.timeColumn} in ${pipeline.target.schema}.${pipeline.target.table} ` +
+          `is more than ${maxLag} minutes old (freshness.maxDataLagMinutes); the source may have stopped delivering. ` +
+          'Runbook: README.md, Operate, "Data lag alarm".',
+        metric: new Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: MetricName.LiveDataLagSeconds,
+          dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
+          statistic: Stats.MAXIMUM,
+          period,
+        }),
+        threshold: maxLag * 60,
+        ...FRESHNESS_EVALUATION,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        // A monitor that stopped pages through the freshness alarm already; an empty table has no lag to judge.
+        treatMissingData: TreatMissingData.MISSING,
+      });
+      lag.addOkAction(action);
+      alarms[`DataLag:${pipeline.name}`] = lag;
     }
 
     for (const alarm of Object.values(alarms)) alarm.addAlarmAction(action);

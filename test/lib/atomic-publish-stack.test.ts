@@ -3,7 +3,10 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipelines } from '../../pipelines/index.ts';
 import { buildApp } from '../../lib/app.ts';
-import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { App } from 'aws-cdk-lib';
+import { definePipeline } from '../../domain/spec.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
 import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
@@ -629,6 +632,32 @@ describe('on-call topic and alarms', () => {
     }
     // The publish count no longer pages: the age covers "nothing published" and measures how stale.
     expect(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'Published' } })).toEqual({});
+  });
+
+  it('pages on the data lag only for a pipeline that sets freshness.maxDataLagMinutes, leaving a silent monitor to the freshness alarm', () => {
+    expect(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'LiveDataLagSeconds' } })).toEqual({});
+    const lagging = definePipeline({ ...salesOrderLines, freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } });
+    const other = new AtomicPublishStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), 'Lag', {
+      warehouse: { database: 'dev', workgroupName: 'wg' },
+      pipelines: [lagging],
+    });
+    const t = Template.fromStack(other);
+    expect(other.alarms['DataLag:sales_order_lines']).toBeDefined();
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AtomicPublish',
+      MetricName: 'LiveDataLagSeconds',
+      Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }],
+      Statistic: 'Maximum',
+      Period: 300,
+      Threshold: 2880 * 60,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      TreatMissingData: 'missing',
+      AlarmActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
+      OKActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
+      AlarmDescription: Match.stringLikeRegexp('pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: README.md, Operate, "Data lag alarm"'),
+    });
   });
 
   it('runs the freshness monitor every 5 minutes by default, under a role of its own with a fixed name, without retries', () => {

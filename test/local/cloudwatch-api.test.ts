@@ -12,6 +12,11 @@ import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
 import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
+import { App } from 'aws-cdk-lib';
+import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
+import { definePipeline } from '../../domain/spec.ts';
+import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { synthesizeTemplate, type Template } from '../../local/template.ts';
 
 const TOPIC = 'arn:aws:sns:local:000000000000:OnCall';
@@ -182,6 +187,34 @@ describe('the stack\'s alarms, read from the synthesized template', () => {
     expect(alarms.map((a) => a.metricName).sort()).toEqual(['ExecutionsFailed', 'ExecutionsTimedOut', 'PublishAgeSeconds']);
     for (const a of alarms) expect(a.actions.ALARM).toEqual([`arn:aws:sns:local:000000000000:${topicId}`]);
     expect(alarms.find((a) => a.metricName === 'ExecutionsFailed')).toMatchObject({ statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, treatMissingData: 'notBreaching' });
+  });
+
+  it('evaluate a data-lag alarm as synthesized: pages past maxDataLagMinutes, and without data says only that it has none', async () => {
+    const stack = new AtomicPublishStack(new App({ context: { 'aws:cdk:bundling-stacks': [] }, outdir: join(dir, 'cdk.out') }), 'Lag', {
+      warehouse: { database: 'dev', workgroupName: 'wg' },
+      pipelines: [definePipeline({ ...salesOrderLines, freshness: { slaMinutes: 1440, maxDataLagMinutes: 60 } })],
+    });
+    const lag = alarmsFromTemplate(CdkTemplate.fromStack(stack).toJSON() as Template, 'Lag').find((a) => a.metricName === 'LiveDataLagSeconds')!;
+    const pagesOf = new SnsOutbox(join(dir, 'lag-alerts.jsonl'));
+    const local = await startLocalCloudWatchApi({ alarms: [lag], outbox: pagesOf, clock: () => new Date(T0) });
+    try {
+      const lagClient = localCloudWatchClient(local.endpoint);
+      const lagAt = (seconds: number, at: number) =>
+        lagClient.send(new PutMetricDataCommand({ Namespace: 'AtomicPublish', MetricData: [{ MetricName: 'LiveDataLagSeconds', Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }], Timestamp: new Date(at), Value: seconds }] }));
+
+      // No datapoint (an empty table, or a monitor that stopped: the freshness alarm pages for that): no page.
+      expect(local.evaluate(new Date(T0 - 60 * MINUTE))).toEqual([]);
+      expect(local.state(lag.alarmName)).toBe('INSUFFICIENT_DATA');
+      expect(pagesOf.alerts).toEqual([]);
+      await lagAt(3000, T0 - 14 * MINUTE);
+      await lagAt(3700, T0 - 9 * MINUTE);
+      await lagAt(4000, T0 - 4 * MINUTE);
+
+      expect(local.evaluate(new Date(T0)).map((t) => [t.from, t.to])).toEqual([['INSUFFICIENT_DATA', 'ALARM']]);
+      expect(JSON.parse(pagesOf.alerts.at(-1)!.message)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('pipeline sales_order_lines publishes old data') });
+    } finally {
+      await local.close();
+    }
   });
 
   it('refuses an alarm it cannot evaluate rather than evaluate it wrongly', () => {
