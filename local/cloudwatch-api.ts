@@ -279,6 +279,7 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
         changed.push(transition);
         if (!alarm.actionsEnabled) continue;
         for (const topicArn of alarm.actions[next.state].filter((arn) => arn.includes(':sns:'))) {
+          // The outbox records who sent an alert in `executionId`: here the alarm.
           outbox.publish({ TopicArn: topicArn, ...notification(alarm, transition) }, alarm.alarmArn);
         }
       }
