@@ -11,13 +11,22 @@ export const METRICS_NAMESPACE = 'AtomicPublish';
 /** Powertools service name: the value of the `service` dimension of every metric. */
 export const SERVICE_NAME = 'atomic-publish';
 
-/** Metric names. EmitMetrics emits the first four after a publish, RecordFailure BatchFailed; the freshness alarm reads Published. */
+/**
+ * Metric names. EmitMetrics emits the first four after a publish (Powertools,
+ * dimensions service and Pipeline), RecordFailure BatchFailed. The freshness
+ * monitor writes the last two (PutMetricData, dimension Pipeline only) on
+ * its schedule, publish or not; the freshness alarm reads PublishAgeSeconds.
+ */
 export const MetricName = {
   Published: 'Published',
   RowsPublished: 'RowsPublished',
   RunDurationSeconds: 'RunDurationSeconds',
   DataLagSeconds: 'DataLagSeconds',
   BatchFailed: 'BatchFailed',
+  /** Now minus when the live data was published (the newest publication not rolled back, a rollback not counted): the freshness alarm's metric. */
+  PublishAgeSeconds: 'PublishAgeSeconds',
+  /** Now minus the newest event time in the live table. */
+  LiveDataLagSeconds: 'LiveDataLagSeconds',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

@@ -88,6 +88,22 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
   return required;
 }
 
+/**
+ * What the freshness monitor's database user needs (lib/freshness-monitor.ts):
+ * to read the live table (its newest event time) and the manifest's
+ * publications (when the live data was published). Nothing it could write
+ * with. The manifest schema exists once the first run's Plan created it.
+ */
+export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
+  const { schema, table } = pipeline.target;
+  return [
+    { kind: 'schema', privilege: 'USAGE', schema, reason: 'to reach the live table' },
+    { kind: 'table', privilege: 'SELECT', schema, table, reason: 'to read its newest event time (the data lag)' },
+    { kind: 'schema', privilege: 'USAGE', schema: MANIFEST_SCHEMA, reason: 'to reach the manifest (it exists after the first run)' },
+    { kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'publications', reason: 'to read when the live data was published (the publish age)' },
+  ];
+}
+
 /** What the warehouse says the current user holds; an object it does not list (absent, or not asked yet) is not judged. */
 export interface PrivilegeFacts {
   readonly user: string;

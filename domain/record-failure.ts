@@ -301,7 +301,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
       lines.push(
         `Live table: ${batch.liveTable} was published by this batch (publication ${published ?? '?'}${facts.livePublication?.seq === published ? `, published at ${facts.livePublication!.publishedAt} UTC` : ''}); a step after publishing failed.`,
       );
-      next = `nothing to publish again: readers see this batch. The run's Published metric may be missing (the freshness alarm counts it); old versions and staging tables are dropped by the next successful run's Cleanup. A run with input ${input} ends at NothingToPublish.`;
+      next = `nothing to publish again: readers see this batch. The run's Published metric may be missing (the freshness alarm does not need it: the monitor reads the publication from the manifest); old versions and staging tables are dropped by the next successful run's Cleanup. A run with input ${input} ends at NothingToPublish.`;
     } else if ((latest !== undefined && latest > batch.basePublication) || name === 'PublishConflictError') {
       lines.push(
         `Live table: ${batch.liveTable} shows ${latest === undefined ? 'publication ?' : publicationText(latest, facts)}, published by another batch; this batch was not published and is superseded.`,

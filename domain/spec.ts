@@ -289,8 +289,13 @@ export interface PipelineSpec {
       readonly nullRate?: { readonly columns?: readonly string[]; readonly maxIncreasePoints: number; readonly minRows?: number; readonly severity?: Severity };
     };
   };
-  /** Page when no publish happened for this long. */
-  readonly freshness: { readonly slaMinutes: number };
+  /**
+   * `slaMinutes`: page when the live data was published longer ago than
+   * this. `maxDataLagMinutes`: also page when the newest event time in the
+   * live table is older than this (the source stopped delivering, or runs
+   * publish nothing newer). @default - maxDataLagMinutes: no data-lag alarm
+   */
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
   /** EventBridge Scheduler expression, e.g. `cron(0 6 * * ? *)`, in `timezone`. @default - no schedule */
   readonly schedule?: { readonly expression: string; readonly timezone?: string };
   /** Old versions kept for rollback after a publish. @default 3 */
@@ -350,7 +355,7 @@ export interface Pipeline {
     /** Left out when not declared. */
     readonly drift?: DriftChecks;
   } & DeclaredChecks;
-  readonly freshness: { readonly slaMinutes: number };
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
   readonly outOfBand: { readonly expectedWriters: boolean };
@@ -786,7 +791,8 @@ const checksSchema = section({
 const MAX_CHECK_NAME_LENGTH = 128;
 
 const freshnessSchema = section({
-  slaMinutes: integer(1, 24 * 60, ' (one alarm period of at most a day)'),
+  slaMinutes: integer(1, 24 * 60, ' (at most a day)'),
+  maxDataLagMinutes: integer(1, 366 * 24 * 60, ' (at most a year)').optional(),
 });
 
 const scheduleSchema = z

@@ -249,6 +249,12 @@ export function defaultHandlerRoleName(stackName: string): string {
   return `${stackName.toLowerCase().slice(0, 64 - suffix.length)}${suffix}`;
 }
 
+/** The freshness monitor's role name beside the handlers' role name: `<handler role name>-monitor`, within IAM's 64 characters. */
+export function monitorRoleNameFor(handlerRoleName: string): string {
+  const suffix = '-monitor';
+  return `${handlerRoleName.slice(0, 64 - suffix.length)}${suffix}`;
+}
+
 /** Rejects a role name IAM would refuse or that is not lower-case (`where` names the setting). */
 export function validateHandlerRoleName(name: unknown, where = 'handlerRoleName'): asserts name is string {
   if (typeof name !== 'string' || !HANDLER_ROLE_NAME.test(name)) {

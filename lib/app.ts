@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { App, Validations } from 'aws-cdk-lib';
+import { App, Duration, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { contextString, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { pipelines } from '../pipelines/index.ts';
@@ -13,7 +13,7 @@ export const STACK_NAME = 'AtomicPublish';
 export interface BuildAppOptions {
   /**
    * Context over cdk.json's (and, under the CDK CLI, under the CLI's):
-   * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail`.
+   * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail`, `freshnessMonitorRateMinutes`.
    */
   readonly context?: Record<string, unknown>;
   /**
@@ -52,6 +52,7 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
   const alarmEmail = contextString(node.tryGetContext('alarmEmail'), 'alarmEmail');
   const handlerRoleName = contextString(node.tryGetContext('handlerRoleName'), 'handlerRoleName');
   const secretKmsKeyArn = contextString(node.tryGetContext('secretKmsKeyArn'), 'secretKmsKeyArn');
+  const monitorRate = contextMinutes(node.tryGetContext('freshnessMonitorRateMinutes'), 'freshnessMonitorRateMinutes');
   const stack = new AtomicPublishStack(app, STACK_NAME, {
     description: 'atomic-publish: rebuild Redshift tables so readers see old data or new data, never a mix',
     warehouse: {
@@ -61,11 +62,20 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
     pipelines,
     ...(handlerRoleName ? { handlerRoleName } : {}),
     ...(alarmEmail ? { alarmEmail } : {}),
+    ...(monitorRate !== undefined ? { freshnessMonitorRate: Duration.minutes(monitorRate) } : {}),
   });
   // cdk-nag's AWS Solutions rules run at every synthesis; an unacknowledged
   // finding fails it (each acknowledgement sits on its construct, with its reason).
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
+}
+
+/** A whole number of minutes from context (`-c key=5` arrives as a string); unset when absent. */
+function contextMinutes(value: unknown, key: string): number | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const minutes = typeof value === 'string' ? Number(value) : value;
+  if (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 1) throw new Error(`context ${key} must be a whole number of minutes, got ${JSON.stringify(value)}`);
+  return minutes;
 }
 
 /**

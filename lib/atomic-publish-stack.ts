@@ -1,4 +1,4 @@
-import { ArnFormat, CfnOutput, type Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
+import { ArnFormat, CfnOutput, Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
 import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
@@ -11,11 +11,12 @@ import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { FreshnessMonitor, freshnessMonitorRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { type CircuitBreakerProps, neighbourProps, type PauseProbeProps, PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
-import { databaseUserFor, defaultHandlerRoleName, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
+import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
 import type { StepName } from './workflow-steps.ts';
 
@@ -56,6 +57,12 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default - opens after 5 consecutive transient failures, probes after 15 minutes
    */
   readonly circuitBreaker?: CircuitBreakerProps | false;
+  /**
+   * How often the freshness monitor measures every pipeline (whole minutes,
+   * 1 to 60); also the period of the freshness alarms.
+   * @default Duration.minutes(5)
+   */
+  readonly freshnessMonitorRate?: Duration;
 }
 
 /**
@@ -75,7 +82,7 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`. */
+  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
@@ -83,6 +90,8 @@ export class AtomicPublishStack extends Stack {
   public readonly schedules: Record<string, Schedule>;
   /** Starts each scheduled run under a name of its scheduled time; absent when no pipeline has a schedule. */
   public readonly startRun?: StepHandler;
+  /** Measures every pipeline's freshness on a schedule and writes it to CloudWatch. */
+  public readonly freshnessMonitor: FreshnessMonitor;
 
   constructor(scope: Construct, id: string, props: AtomicPublishStackProps) {
     validateProps(props);
@@ -126,10 +135,16 @@ export class AtomicPublishStack extends Stack {
     this.handlerRole = workflow.role;
     this.logGroup = workflow.logGroup;
 
+    this.freshnessMonitor = new FreshnessMonitor(this, 'FreshnessMonitor', {
+      warehouse,
+      roleName: monitorRoleNameFor(this.handlerRoleName),
+      ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
+    });
     this.alarms = new PublishMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,
       topic: this.topic,
       pipelines: props.pipelines,
+      freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
     }).alarms;
     const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
     this.schedules = schedules.schedules;
@@ -142,6 +157,11 @@ export class AtomicPublishStack extends Stack {
       value: user.kind === 'secret' ? `the username in ${user.secretArn}` : user.name,
       description: 'The database user the step handlers act as: grant to it and make it the owner of the live tables',
     });
+    const monitorUser = databaseUserFor(props.warehouse, monitorRoleNameFor(this.handlerRoleName), { isUnresolved: (value) => Token.isUnresolved(value) });
+    new CfnOutput(this, 'MonitorDatabaseUser', {
+      value: monitorUser.kind === 'secret' ? `the username in ${monitorUser.secretArn}` : monitorUser.name,
+      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables and atomic_publish.publications',
+    });
   }
 }
 
@@ -152,6 +172,7 @@ function validateProps(props: AtomicPublishStackProps): void {
     validateSecretKmsKey(props.warehouse);
     if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
     neighbourProps(props.pauseProbe, props.circuitBreaker);
+    freshnessMonitorRateMinutes(props.freshnessMonitorRate);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }

@@ -75,7 +75,8 @@ const GETATT_ARN: Record<string, (id: string) => string> = {
   'AWS::SNS::Topic': REF_ARN['AWS::SNS::Topic']!,
 };
 
-function resolveToken(part: unknown, resources: Record<string, CfnResource>): string {
+/** A template value as it resolves on this machine: Ref, Fn::GetAtt and Fn::Join of the stack's resources and pseudo parameters. */
+export function resolveToken(part: unknown, resources: Record<string, CfnResource>): string {
   if (typeof part === 'string') return part;
   if (typeof part !== 'object' || part === null) throw new Error(`unexpected token in DefinitionString: ${JSON.stringify(part)}`);
   const token = part as Record<string, unknown>;

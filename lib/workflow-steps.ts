@@ -55,12 +55,24 @@ export const STARTER_STEPS = {
 
 export type StarterStepName = keyof typeof STARTER_STEPS;
 
-/** Every function of the stack: the step handlers and the starter. */
-export type FunctionStepName = StepName | StarterStepName;
+/**
+ * The freshness monitor, run every few minutes by a schedule of its own
+ * (lib/freshness-monitor.ts): reads the warehouse, writes CloudWatch metrics,
+ * under a role of its own.
+ */
+export const MONITOR_STEPS = {
+  FreshnessMonitor: { folder: 'freshness-monitor', timeoutMinutes: 2 },
+} as const satisfies Record<string, { folder: string; timeoutMinutes: number }>;
+
+export type MonitorStepName = keyof typeof MONITOR_STEPS;
+
+/** Every function of the stack: the step handlers, the starter and the monitor. */
+export type FunctionStepName = StepName | StarterStepName | MonitorStepName;
 
 /** Folder and timeout of any step handler. */
 export function stepSettings(step: FunctionStepName): { readonly folder: string; readonly timeoutMinutes: number } {
   if (step in STARTER_STEPS) return STARTER_STEPS[step as StarterStepName];
+  if (step in MONITOR_STEPS) return MONITOR_STEPS[step as MonitorStepName];
   return step in EVENT_STEPS ? EVENT_STEPS[step as EventStepName] : LAMBDA_STEPS[step as LambdaStateName];
 }
 

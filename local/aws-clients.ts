@@ -4,6 +4,7 @@
  * the loopback endpoints accept any credentials.
  */
 import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
@@ -38,6 +39,12 @@ export function localRedshiftDataClient(endpoint: string, config: Partial<Redshi
 export function localStepFunctionsClient(endpoint: string): SFNClient {
   silenceSdkNodeNotice();
   return new SFNClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
+}
+
+/** The real CloudWatch client, talking to a local endpoint (local/cloudwatch-api.ts). */
+export function localCloudWatchClient(endpoint: string): CloudWatchClient {
+  silenceSdkNodeNotice();
+  return new CloudWatchClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
 }
 
 function localCredentials() {

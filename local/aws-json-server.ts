@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 
 export type AwsJsonOperation = (input: Record<string, unknown>) => Promise<Record<string, unknown>>;
 
@@ -98,7 +99,9 @@ async function handle(options: AwsJsonServerOptions, req: http.IncomingMessage):
   if (req.method !== 'POST' || !operation) throw new AwsJsonRequestError('UnknownOperationException', `Unknown operation ${JSON.stringify(target)}`);
   let input: unknown;
   try {
-    const body = Buffer.concat(chunks).toString('utf8');
+    // The SDK gzips a large request of an operation with the requestCompression trait (CloudWatch's PutMetricData).
+    const raw = Buffer.concat(chunks);
+    const body = (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8');
     input = body.length > 0 ? JSON.parse(body) : {};
   } catch {
     throw new AwsJsonRequestError('SerializationException', 'Request body is not valid JSON.');

@@ -17,6 +17,8 @@ import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
 import { type ChildExecution, type DistributedMapState, runDistributedMap, withDistributedMapsAsTasks } from './distributed-map.ts';
 import { StartRunEnv } from '../functions/start-run/env.ts';
+import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
+import { stepEntry } from '../lib/workflow-steps.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
@@ -509,6 +511,21 @@ export class LocalRunner {
       [StartRunEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
     });
     return invoke(this.eventHandlers.get(schedule.functionLogicalId)!, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds);
+  }
+
+  /**
+   * What the freshness monitor's schedule does when due: invokes its target
+   * function (functions/freshness-monitor) in its synthesized environment,
+   * writing to the CloudWatch endpoint `cloudWatchEndpoint` (a local one,
+   * local/cloudwatch-api.ts). It measures at the real time, as deployed.
+   * Returns what the function returned; throws what it threw.
+   */
+  async fireFreshnessMonitor(cloudWatchEndpoint: string): Promise<unknown> {
+    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor'));
+    if (!schedule) throw new Error('the synthesized template has no freshness monitor schedule');
+    const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
+    Object.assign(process.env, Object.fromEntries(missing), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
+    return invoke(this.eventHandlers.get(schedule.functionLogicalId)!, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds);
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 /**
- * `npm run setup-sql -- --pipeline NAME --user USER [--database NAME]`:
+ * `npm run setup-sql -- --pipeline NAME --user USER [--database NAME] [--monitor]`:
  * prints the SQL a superuser runs once before a pipeline's first run (and
  * safely again): the grants and the ownership transfer its database user
  * needs (domain/sql/setup.ts). The user is the one the step functions run
@@ -8,47 +8,60 @@
  * (`warehouse.database` in cdk.json's context).
  *
  *   npm run setup-sql -- --pipeline sales_order_lines --user 'IAMR:atomic-publish-steps'
+ *
+ * With `--monitor`: the read-only grants of the freshness monitor's database
+ * user instead (by default the deployment's: `IAMR:<role name>-monitor` on
+ * Serverless with IAM, else the step functions' own user).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { databaseUserProblem, identifierProblem } from '../domain/identifiers.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { setupScript } from '../domain/sql/setup.ts';
-import { databaseUserFor, defaultHandlerRoleName, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
+import { monitorSetupScript, setupScript } from '../domain/sql/setup.ts';
+import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { STACK_NAME } from '../lib/app.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';
 import { pipelines } from '../pipelines/index.ts';
 
+export interface SetupDefaults {
+  readonly database?: string;
+  readonly user?: string;
+  readonly monitorUser?: string;
+}
+
 /**
  * What the deployment's context (cdk.json) says: its database, and the
- * database user its step functions will be (databaseUserFor), unless that
- * user is inside a secret.
+ * database users its step functions and its freshness monitor will be
+ * (databaseUserFor), unless that user is inside a secret.
  */
-export function contextDefaults(cdkJson = join(PROJECT_ROOT, 'cdk.json')): { database?: string; user?: string } {
+export function contextDefaults(cdkJson = join(PROJECT_ROOT, 'cdk.json')): SetupDefaults {
   try {
     const context = (JSON.parse(readFileSync(cdkJson, 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
     if (context.warehouse === undefined) return {};
     const target = warehouseTargetFromContext(context.warehouse, context.secretArn);
     const roleName = typeof context.handlerRoleName === 'string' ? context.handlerRoleName : defaultHandlerRoleName(STACK_NAME);
     const user = databaseUserFor(target, roleName);
-    return { database: target.database, ...(user.kind === 'secret' ? {} : { user: user.name }) };
+    const monitorUser = databaseUserFor(target, monitorRoleNameFor(roleName));
+    return { database: target.database, ...(user.kind === 'secret' ? {} : { user: user.name }), ...(monitorUser.kind === 'secret' ? {} : { monitorUser: monitorUser.name }) };
   } catch {
     return {};
   }
 }
 
 /** The setup SQL for the arguments (without node and script), or an error that says what is wrong. */
-export function setupSqlFor(args: readonly string[], registry: readonly Pipeline[] = pipelines, defaults: { database?: string; user?: string } = contextDefaults()): string {
+export function setupSqlFor(args: readonly string[], registry: readonly Pipeline[] = pipelines, defaults: SetupDefaults = contextDefaults()): string {
   const command = new Command('setup-sql')
     .description('Print the grants and ownership transfer a pipeline needs for its database user')
     .requiredOption('--pipeline <name>', 'the pipeline (pipelines/index.ts)')
-    .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)", defaults.user)
+    .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)")
     .option('--database <name>', 'the database of the target and source schemas', defaults.database)
+    .option('--monitor', "the freshness monitor's read-only grants instead (its user by default the deployment's, from cdk.json)", false)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   command.parse(args, { from: 'user' });
-  const options = command.opts<{ pipeline: string; user?: string; database?: string }>();
+  const parsed = command.opts<{ pipeline: string; user?: string; database?: string; monitor: boolean }>();
+  const options = { ...parsed, user: parsed.user ?? (parsed.monitor ? defaults.monitorUser : defaults.user) };
   const pipeline = registry.find((p) => p.name === options.pipeline);
   if (!pipeline) {
     throw new Error(`unknown pipeline ${JSON.stringify(options.pipeline)}; known pipelines: ${registry.map((p) => p.name).join(', ') || '(none)'}`);
@@ -59,7 +72,7 @@ export function setupSqlFor(args: readonly string[], registry: readonly Pipeline
   if (options.database === undefined) throw new Error('--database is required: cdk.json names no warehouse.database');
   const databaseProblem = identifierProblem(options.database);
   if (databaseProblem) throw new Error(`--database ${databaseProblem}`);
-  return setupScript(pipeline, { database: options.database, user: options.user });
+  return (options.monitor ? monitorSetupScript : setupScript)(pipeline, { database: options.database, user: options.user });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

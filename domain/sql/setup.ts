@@ -12,7 +12,7 @@
  * `SYSLOG ACCESS UNRESTRICTED`).
  */
 import { qualifiedName, quoteIdent, quoteUser } from '../identifiers.ts';
-import { describeRequirement, type Requirement, requiredPrivileges } from '../privileges.ts';
+import { describeRequirement, monitorPrivileges, type Requirement, requiredPrivileges } from '../privileges.ts';
 import type { Pipeline } from '../spec.ts';
 
 export interface SetupTarget {
@@ -44,15 +44,39 @@ export function setupStatements(pipeline: Pipeline, target: SetupTarget): string
   return requiredPrivileges(pipeline).map((r) => grantStatement(r, target));
 }
 
+/** The freshness monitor's grants for one pipeline (domain/privileges.ts monitorPrivileges), without comments. */
+export function monitorSetupStatements(pipeline: Pipeline, target: SetupTarget): string[] {
+  return monitorPrivileges(pipeline).map((r) => grantStatement(r, target));
+}
+
+function script(header: readonly string[], requirements: readonly Requirement[], target: SetupTarget): string {
+  const lines = [...header];
+  for (const r of requirements) lines.push('', `-- ${describeRequirement(r)}: ${r.reason}`, `${grantStatement(r, target)};`);
+  return `${lines.join('\n')}\n`;
+}
+
 /** The setup as a script to read and run: each statement with what it is for. */
 export function setupScript(pipeline: Pipeline, target: SetupTarget): string {
-  const lines = [
-    `-- atomic-publish setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
-    '-- Run as a superuser (or the owner of each object) before the first run; safe to run again.',
-    '-- The live table must exist; the manifest schema is created by the first run.',
-  ];
-  for (const r of requiredPrivileges(pipeline)) {
-    lines.push('', `-- ${describeRequirement(r)}: ${r.reason}`, `${grantStatement(r, target)};`);
-  }
-  return `${lines.join('\n')}\n`;
+  return script(
+    [
+      `-- atomic-publish setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
+      '-- Run as a superuser (or the owner of each object) before the first run; safe to run again.',
+      '-- The live table must exist; the manifest schema is created by the first run.',
+    ],
+    requiredPrivileges(pipeline),
+    target,
+  );
+}
+
+/** The freshness monitor's setup as a script: read-only grants for its own database user. */
+export function monitorSetupScript(pipeline: Pipeline, target: SetupTarget): string {
+  return script(
+    [
+      `-- atomic-publish freshness monitor setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
+      '-- Run as a superuser after the first run (it creates the manifest schema); safe to run again.',
+      '-- Publish carries the grants on the live table over to each new version.',
+    ],
+    monitorPrivileges(pipeline),
+    target,
+  );
 }

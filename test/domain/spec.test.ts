@@ -241,6 +241,8 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a freshness.slaMinutes of 0', { freshness: { slaMinutes: 0 } }, /^pipeline orders: freshness\.slaMinutes must be an integer from 1 to 1440/],
     ['a freshness.slaMinutes above a day', { freshness: { slaMinutes: 1441 } }, /^pipeline orders: freshness\.slaMinutes/],
     ['a missing freshness', { freshness: undefined as unknown as PipelineSpec['freshness'] }, /^pipeline orders: freshness\.slaMinutes/],
+    ['a freshness.maxDataLagMinutes of 0', { freshness: { slaMinutes: 60, maxDataLagMinutes: 0 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer from 1 to 527040 \(at most a year\)/],
+    ['a fractional freshness.maxDataLagMinutes', { freshness: { slaMinutes: 60, maxDataLagMinutes: 1.5 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer/],
     ['a schedule.expression that is not cron/rate/at', { schedule: { expression: '0 6 * * *' } }, /^pipeline orders: schedule\.expression must be an EventBridge Scheduler expression/],
     ['an unclosed schedule.expression', { schedule: { expression: 'rate(1 day' } }, /^pipeline orders: schedule\.expression/],
     ['an empty cron()', { schedule: { expression: 'cron()' } }, /^pipeline orders: schedule\.expression/],
@@ -304,7 +306,7 @@ describe('definePipeline reports every wrong field at once', () => {
     expect(error.message).toBe(
       'pipeline sales: 4 problems: chunk.grain must be one of hour, day, month; chunk.maxConcurrency must be an integer from 1 to 40; ' +
         'businessKey[1] "Line" is not allowed: use lower-case letters, digits and underscores, starting with a letter or underscore; ' +
-        'freshness.slaMinutes must be an integer from 1 to 1440 (one alarm period of at most a day)',
+        'freshness.slaMinutes must be an integer from 1 to 1440 (at most a day)',
     );
   });
 
@@ -410,12 +412,18 @@ describe('specHash', () => {
   it.each([
     ['the description', { description: 'now with a better description' }],
     ['the freshness SLA', { freshness: { slaMinutes: 90 } }],
+    ['the data lag allowed', { freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } }],
     ['the schedule', { schedule: { expression: 'cron(30 5 * * ? *)' } }],
     ['the retention', { retention: { keepVersions: 7 } }],
     ['the load concurrency', { chunk: { grain: 'day' as const, maxConcurrency: 8 } }],
     ['the spelling of historyStart', { historyStart: '2026-01-01T00:00:00.000Z' }],
   ])('stays the same when %s changes, which does not change the published rows', (_what, overrides) => {
     expect(definePipeline(specWith(overrides)).specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it('keeps freshness.maxDataLagMinutes when given, and has none when left out', () => {
+    expect(definePipeline(specWith({ freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } })).freshness).toEqual({ slaMinutes: 1440, maxDataLagMinutes: 2880 });
+    expect(definePipeline(ordersSpec).freshness).toEqual({ slaMinutes: 1440 });
   });
 
   it('stays the same when outOfBand.expectedWriters changes: each Plan freezes the setting into its batch, so a batch in flight keeps its own', () => {

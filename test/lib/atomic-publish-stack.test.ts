@@ -3,7 +3,10 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { pipelines } from '../../pipelines/index.ts';
 import { buildApp } from '../../lib/app.ts';
-import type { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { App } from 'aws-cdk-lib';
+import { definePipeline } from '../../domain/spec.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
 import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
@@ -383,13 +386,18 @@ describe('permissions', () => {
     return Object.values(policies).flatMap((p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[]);
   };
 
-  it('runs every step handler under one role, so every step is the same database user; StartRun under a role of its own', () => {
+  it('runs every step handler under one role, so every step is the same database user; StartRun and the freshness monitor under roles of their own', () => {
     const roleId = logicalId(stack.handlerRole.node.defaultChild);
     const startRunRoleId = logicalId(stack.startRun!.role!.node.defaultChild);
+    const monitorRoleId = logicalId(stack.freshnessMonitor.role.node.defaultChild);
+    const ownRoles: Record<string, string> = {
+      [logicalId(stack.startRun!.node.defaultChild)]: startRunRoleId,
+      [logicalId(stack.freshnessMonitor.function.node.defaultChild)]: monitorRoleId,
+    };
     const functions = Object.entries(template.findResources('AWS::Lambda::Function'));
-    expect(functions).toHaveLength(STEP_NAMES.length + 1);
+    expect(functions).toHaveLength(STEP_NAMES.length + 2);
     for (const [id, fn] of functions) {
-      expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [id === logicalId(stack.startRun!.node.defaultChild) ? startRunRoleId : roleId, 'Arn'] });
+      expect(fn.Properties.Role).toEqual({ 'Fn::GetAtt': [ownRoles[id] ?? roleId, 'Arn'] });
     }
     for (const name of STEP_NAMES) expect(stack.functions[name].role).toBe(stack.handlerRole);
     // Only these two roles are assumed by Lambda (no per-function ServiceRole left over).
@@ -398,7 +406,7 @@ describe('permissions', () => {
         Properties: { AssumeRolePolicyDocument: { Statement: [Match.objectLike({ Principal: { Service: 'lambda.amazonaws.com' } })] } },
       }),
     );
-    expect(lambdaRoles.sort()).toEqual([roleId, startRunRoleId].sort());
+    expect(lambdaRoles.sort()).toEqual([roleId, startRunRoleId, monitorRoleId].sort());
   });
 
   it('lets StartRun start executions of this state machine and write its own log, nothing else', () => {
@@ -413,15 +421,14 @@ describe('permissions', () => {
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
   });
 
-  it('attaches the Data API permissions once, to the handler role', () => {
+  it('attaches the Data API permissions once to the handler role, and once to the freshness monitor\'s', () => {
     const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) =>
       (p.Properties.PolicyDocument.Statement as { Action: unknown }[]).map((statement) => ({ statement, roles: p.Properties.Roles })),
     );
     const withAction = (action: string) => statements.filter(({ statement }) => JSON.stringify(statement.Action).includes(`"${action}"`));
-    const roleRef = [{ Ref: logicalId(stack.handlerRole.node.defaultChild) }];
+    const roleRefs = [stack.handlerRole, stack.freshnessMonitor.role].map((role) => [{ Ref: logicalId(role.node.defaultChild) }]);
     for (const action of ['redshift-data:ExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-serverless:GetCredentials']) {
-      expect(withAction(action), action).toHaveLength(1);
-      expect(withAction(action)[0]!.roles, action).toEqual(roleRef);
+      expect(withAction(action).map((s) => s.roles), action).toEqual(roleRefs);
     }
   });
 
@@ -597,25 +604,84 @@ describe('on-call topic and alarms', () => {
     expect(descriptions[1]).toContain('no failure alert was sent');
   });
 
-  it('pages per pipeline when nothing was published within its freshness SLA, counting no data as breaching', () => {
+  it('pages per pipeline when its live data was published longer ago than its SLA, or the monitor stops measuring it, and says so when it clears', () => {
     expect(pipelines.length).toBeGreaterThan(0);
     for (const pipeline of pipelines) {
       expect(stack.alarms[`Freshness:${pipeline.name}`]).toBeDefined();
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'AtomicPublish',
-        MetricName: 'Published',
-        Dimensions: Match.arrayEquals([
-          { Name: 'Pipeline', Value: pipeline.name },
-          { Name: 'service', Value: 'atomic-publish' },
-        ]),
-        Statistic: 'SampleCount',
-        Period: pipeline.freshness.slaMinutes * 60,
-        Threshold: 1,
-        ComparisonOperator: 'LessThanThreshold',
+        MetricName: 'PublishAgeSeconds',
+        Dimensions: [{ Name: 'Pipeline', Value: pipeline.name }],
+        Statistic: 'Maximum',
+        // The monitor's rate (5 minutes by default): one datapoint a period.
+        Period: 300,
+        Threshold: pipeline.freshness.slaMinutes * 60,
+        ComparisonOperator: 'GreaterThanThreshold',
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 2,
         TreatMissingData: 'breaching',
         AlarmActions: [{ Ref: topicId() }],
+        OKActions: [{ Ref: topicId() }],
       });
+      const [alarm] = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { Dimensions: [{ Name: 'Pipeline', Value: pipeline.name }] } }));
+      const description = alarm!.Properties.AlarmDescription as string;
+      expect(description).toContain(`pipeline ${pipeline.name}`);
+      expect(description).toContain(`${pipeline.freshness.slaMinutes} minutes`);
+      expect(description).toContain('freshness monitor stopped');
+      expect(description).toContain('Runbook: README.md, Operate, "Freshness alarm"');
     }
+    // The publish count no longer pages: the age covers "nothing published" and measures how stale.
+    expect(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'Published' } })).toEqual({});
+  });
+
+  it('pages on the data lag only for a pipeline that sets freshness.maxDataLagMinutes, leaving a silent monitor to the freshness alarm', () => {
+    expect(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'LiveDataLagSeconds' } })).toEqual({});
+    const lagging = definePipeline({ ...salesOrderLines, freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } });
+    const other = new AtomicPublishStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), 'Lag', {
+      warehouse: { database: 'dev', workgroupName: 'wg' },
+      pipelines: [lagging],
+    });
+    const t = Template.fromStack(other);
+    expect(other.alarms['DataLag:sales_order_lines']).toBeDefined();
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AtomicPublish',
+      MetricName: 'LiveDataLagSeconds',
+      Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }],
+      Statistic: 'Maximum',
+      Period: 300,
+      Threshold: 2880 * 60,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 2,
+      TreatMissingData: 'missing',
+      AlarmActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
+      OKActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
+      AlarmDescription: Match.stringLikeRegexp('pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: README.md, Operate, "Data lag alarm"'),
+    });
+  });
+
+  it('runs the freshness monitor every 5 minutes by default, under a role of its own with a fixed name, without retries', () => {
+    const monitorFn = logicalId(stack.freshnessMonitor.function.node.defaultChild);
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [monitorFn, 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 300 } }),
+    });
+    template.hasResourceProperties('AWS::IAM::Role', { RoleName: 'atomicpublish-handlers-monitor' });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Role: { 'Fn::GetAtt': [logicalId(stack.freshnessMonitor.role.node.defaultChild), 'Arn'] },
+      Environment: { Variables: Match.objectLike({ WAREHOUSE_DATABASE: 'dev', WAREHOUSE_WORKGROUP: 'analytics' }) },
+    });
+    template.hasOutput('MonitorDatabaseUser', { Value: 'IAMR:atomicpublish-handlers-monitor' });
+  });
+
+  it('takes the monitor rate from context, and the alarms follow it; refuses a rate that is no whole number of minutes', () => {
+    const { stack: other } = buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '2' } });
+    const t = Template.fromStack(other);
+    t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(2 minutes)' });
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'PublishAgeSeconds', Period: 120 });
+    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '1.5' } })).toThrow(/freshnessMonitorRateMinutes must be a whole number of minutes/);
+    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '90' } })).toThrow(/freshnessMonitorRate must be a whole number of minutes from 1 to 60/);
   });
 });
 
@@ -623,7 +689,8 @@ describe('schedules', () => {
   it('invokes StartRun for each scheduled pipeline at its cron in its time zone with the pipeline and the scheduled time, retried, no flexible window', () => {
     const scheduled = pipelines.filter((p) => p.schedule);
     expect(scheduled.length).toBeGreaterThan(0);
-    expect(Object.keys(template.findResources('AWS::Scheduler::Schedule'))).toHaveLength(scheduled.length);
+    const startRunArn = { 'Fn::GetAtt': [logicalId(stack.startRun!.node.defaultChild), 'Arn'] };
+    expect(Object.keys(template.findResources('AWS::Scheduler::Schedule', { Properties: { Target: { Arn: startRunArn } } }))).toHaveLength(scheduled.length);
     for (const pipeline of scheduled) {
       template.hasResourceProperties('AWS::Scheduler::Schedule', {
         ScheduleExpression: pipeline.schedule!.expression,

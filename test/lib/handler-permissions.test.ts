@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 import { buildApp } from '../../lib/app.ts';
-import { ENTRY_METADATA_KEY, STARTER_STEPS, STEP_NAMES, type StarterStepName, stepEntry } from '../../lib/workflow-steps.ts';
+import { ENTRY_METADATA_KEY, MONITOR_STEPS, type MonitorStepName, STARTER_STEPS, STEP_NAMES, type StarterStepName, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
@@ -66,6 +66,9 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
     case 'redshift-data:CancelStatement':
     case 'redshift-data:ListStatements':
       return { action, resource: '*', context: own };
+    // No resource type; the monitor writes into the project's namespace.
+    case 'cloudwatch:PutMetricData':
+      return { action, resource: '*', context: { 'aws:userid': userId(caller), 'cloudwatch:namespace': 'AtomicPublish' } };
     default:
       throw new Error(`no resource known for ${action}: add it to explicitRequest, and grant it`);
   }
@@ -117,7 +120,9 @@ interface FunctionUnderTest {
 const synthesized: Record<string, FunctionUnderTest[]> = {};
 /** The functions that start executions, not warehouse statements (StartRun): no warehouse target in their environment. */
 const STARTER_ENTRIES = new Set((Object.keys(STARTER_STEPS) as StarterStepName[]).map(stepEntry));
-const scans = Object.fromEntries([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES].map((entry) => [entry, scanSdkCalls(entry)]));
+/** The freshness monitor: the Data API as the handlers use it, and PutMetricData. */
+const MONITOR_ENTRIES = new Set((Object.keys(MONITOR_STEPS) as MonitorStepName[]).map(stepEntry));
+const scans = Object.fromEntries([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES, ...MONITOR_ENTRIES].map((entry) => [entry, scanSdkCalls(entry)]));
 
 beforeAll(() => {
   for (const [name, path] of Object.entries(AUTH_PATHS)) {
@@ -165,6 +170,7 @@ describe('the SDK calls in the handlers\' code', () => {
           'redshift-data:GetStatementResult',
           'redshift-data:CancelStatement',
           'redshift-data:ListStatements',
+          ...(MONITOR_ENTRIES.has(entry) ? ['cloudwatch:PutMetricData'] : []),
         ]),
       );
     }
@@ -200,7 +206,7 @@ describe('the SDK calls in the handlers\' code', () => {
 describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
     const functions = synthesized[name]!;
-    expect(functions.map((f) => f.entry).sort()).toEqual([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES].sort());
+    expect(functions.map((f) => f.entry).sort()).toEqual([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES, ...MONITOR_ENTRIES].sort());
     for (const fn of functions) {
       for (const request of fn.requests) expect(isAllowed(fn.statements, request), `${fn.entry}: ${request.action} on ${request.resource}`).toBe(true);
     }
@@ -229,6 +235,17 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
+  });
+
+  it('lets the freshness monitor write metrics into the AtomicPublish namespace only, and no step handler write any', () => {
+    const monitor = synthesized[name]!.find((f) => MONITOR_ENTRIES.has(f.entry))!;
+    const handler = synthesized[name]!.find((f) => !MONITOR_ENTRIES.has(f.entry) && !STARTER_ENTRIES.has(f.entry))!;
+    expect(monitor.roleId).not.toBe(handler.roleId);
+    const put = (namespace: string) => ({ action: 'cloudwatch:PutMetricData', resource: '*', context: { 'aws:userid': userId(monitor.caller), 'cloudwatch:namespace': namespace } });
+    expect(isAllowed(monitor.statements, put('AtomicPublish'))).toBe(true);
+    expect(isAllowed(monitor.statements, put('SomeoneElses'))).toBe(false);
+    expect(isAllowed(handler.statements, put('AtomicPublish'))).toBe(false);
+    expect(isAllowed(monitor.statements, { action: 'states:StartExecution', resource: '*' })).toBe(false);
   });
 });
 

@@ -77,6 +77,13 @@ describe('cdk-nag AWS Solutions checks', () => {
     expect(Object.fromEntries(Object.entries(found).map(([path, rules]) => [path, Object.keys(rules).sort()]))).toEqual({
       ...l1,
       'Schedules/StartRunFunction': ['AwsSolutions-L1'],
+      'FreshnessMonitor/Function': ['AwsSolutions-L1'],
+      'FreshnessMonitor/Role': [
+        'AwsSolutions-IAM5[Resource::*]',
+        'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',
+      ],
+      // PutMetricData has no resource type: the namespace condition scopes it.
+      'FreshnessMonitor/PutMetricDataPolicy': ['AwsSolutions-IAM5[Resource::*]'],
       'Workflow/HandlerRole': [
         'AwsSolutions-IAM5[Resource::*]',
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',
@@ -92,6 +99,7 @@ describe('cdk-nag AWS Solutions checks', () => {
     for (const reason of reasons) expect(reason.length).toBeGreaterThan(80);
     expect(found['Workflow/HandlerRole']!['AwsSolutions-IAM5[Resource::*]']).toContain('statement-owner-iam-userid');
     expect(found['Workflow/PlanFunction']!['AwsSolutions-L1']).toContain('nodejs22.x');
+    expect(found['FreshnessMonitor/PutMetricDataPolicy']!['AwsSolutions-IAM5[Resource::*]']).toContain('cloudwatch:namespace');
   });
 
   it('no longer acknowledge the workgroup wildcard once the workgroup ARN is given', () => {

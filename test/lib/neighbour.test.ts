@@ -16,10 +16,11 @@ const stackWith = (extra: Partial<AtomicPublishStackProps>) =>
     pipelines: [],
     ...extra,
   });
+/** The step handlers' environments (the freshness monitor runs no step and reads neither setting). */
 const environments = (stack: AtomicPublishStack) =>
-  Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function')).map(
-    (r) => (r as { Properties: { Environment?: { Variables?: Record<string, string> } } }).Properties.Environment?.Variables ?? {},
-  );
+  Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'))
+    .filter((r) => (r as { Metadata?: Record<string, unknown> }).Metadata?.['atomic-publish:entry'] !== 'functions/freshness-monitor/index.ts')
+    .map((r) => (r as { Properties: { Environment?: { Variables?: Record<string, string> } } }).Properties.Environment?.Variables ?? {});
 
 describe('bad input', () => {
   it.each([

@@ -26,6 +26,7 @@ describe('cdk synth', () => {
       'functions/cancel-orphans/index.ts',
       'functions/cleanup/index.ts',
       'functions/emit-metrics/index.ts',
+      'functions/freshness-monitor/index.ts',
       'functions/load-chunk/index.ts',
       'functions/plan/index.ts',
       'functions/publish-group/index.ts',

@@ -24,13 +24,26 @@ describe('npm run setup-sql', () => {
   });
 
   it("defaults the user to the deployment's: this project's cdk.json is a workgroup with IAM, so IAMR:<the handlers' role>", () => {
-    expect(contextDefaults()).toEqual({ database: 'dev', user: 'IAMR:atomicpublish-handlers' });
+    expect(contextDefaults()).toEqual({ database: 'dev', user: 'IAMR:atomicpublish-handlers', monitorUser: 'IAMR:atomicpublish-handlers-monitor' });
     expect(setupSqlFor(['--pipeline', 'sales_order_lines'])).toContain('OWNER TO "IAMR:atomicpublish-handlers";');
   });
 
+  it("prints the freshness monitor's read-only grants with --monitor, for its own user by default", () => {
+    const sql = setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor']);
+    const statements = sql.split('\n').filter((line) => line !== '' && !line.startsWith('--'));
+    expect(statements).toEqual([
+      'GRANT USAGE ON SCHEMA "analytics" TO "IAMR:atomicpublish-handlers-monitor";',
+      'GRANT SELECT ON TABLE "analytics"."sales_order_lines" TO "IAMR:atomicpublish-handlers-monitor";',
+      'GRANT USAGE ON SCHEMA "atomic_publish" TO "IAMR:atomicpublish-handlers-monitor";',
+      'GRANT SELECT ON TABLE "atomic_publish"."publications" TO "IAMR:atomicpublish-handlers-monitor";',
+    ]);
+    expect(sql).toMatch(/^-- atomic-publish freshness monitor setup for pipeline sales_order_lines/);
+    expect(setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor', '--user', 'reader'], pipelines, { database: 'dev' })).toContain('TO "reader";');
+  });
+
   it('derives the user from the context: a role name, a DbUser, or nothing when the user is inside a secret', () => {
-    expect(defaultsOf({ warehouse: { workgroupName: 'wg', database: 'db1' }, handlerRoleName: 'etl-steps' })).toEqual({ database: 'db1', user: 'IAMR:etl-steps' });
-    expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', dbUser: 'loader', database: 'db2' } })).toEqual({ database: 'db2', user: 'loader' });
+    expect(defaultsOf({ warehouse: { workgroupName: 'wg', database: 'db1' }, handlerRoleName: 'etl-steps' })).toEqual({ database: 'db1', user: 'IAMR:etl-steps', monitorUser: 'IAMR:etl-steps-monitor' });
+    expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', dbUser: 'loader', database: 'db2' } })).toEqual({ database: 'db2', user: 'loader', monitorUser: 'loader' });
     const secretArn = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:warehouse-AbCdEf';
     expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', database: 'db3' }, secretArn })).toEqual({ database: 'db3' });
     expect(() => setupSqlFor(['--pipeline', 'sales_order_lines'], pipelines, { database: 'db3' })).toThrow('--user is required');

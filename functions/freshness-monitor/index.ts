@@ -1,0 +1,93 @@
+import { CloudWatchClient, PutMetricDataCommand, type MetricDatum } from '@aws-sdk/client-cloudwatch';
+import type { Context } from 'aws-lambda';
+import { optionalEnv } from '../../domain/env.ts';
+import { FreshnessMonitorError, freshnessValues, inRequests, type FreshnessValue } from '../../domain/freshness.ts';
+import { DimensionName, METRICS_NAMESPACE } from '../../domain/names.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
+import { livePublishedAt } from '../../domain/sql/freshness-monitor.ts';
+import { pipelines as registry } from '../../pipelines/index.ts';
+import { stepHandler } from '../commons/handler.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
+import { FreshnessMonitorEnv } from './env.ts';
+
+export interface FreshnessMonitorOptions {
+  readonly warehouse: Warehouse;
+  readonly cloudWatch: CloudWatchClient;
+  /** The clock the ages are measured against, and the metrics' timestamp. */
+  readonly now: Date;
+  /** @default every pipeline of pipelines/index.ts */
+  readonly pipelines?: readonly Pipeline[];
+}
+
+export interface FreshnessReport {
+  /** The values written, by pipeline (a pipeline never published or with an empty table has fewer). */
+  readonly measured: Record<string, FreshnessValue[]>;
+}
+
+async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Promise<FreshnessValue[]> {
+  const name = (what: string) => `atomic-publish:${pipeline.name}:freshness-monitor:${what}`;
+  const [published] = await warehouse.query(livePublishedAt(pipeline.name), name('published'));
+  const [latest] = await warehouse.query(latestEventTime(pipeline), name('lag'));
+  return freshnessValues({
+    publishedAt: published?.published_at == null ? undefined : String(published.published_at),
+    latestEventTime: latest?.latest == null ? undefined : String(latest.latest),
+    now,
+  });
+}
+
+/**
+ * Measures every pipeline's freshness and writes it to CloudWatch (namespace
+ * AtomicPublish, dimension Pipeline), one pipeline after the other. A
+ * pipeline that cannot be measured (its table missing, the warehouse not
+ * answering) is logged and skipped, so the others' metrics are still
+ * written; then the invocation fails with FreshnessMonitorError naming it.
+ * Its missing metric pages through its freshness alarm (missing data
+ * breaching), the failed invocation shows in the function's Errors.
+ */
+export async function monitorFreshness(options: FreshnessMonitorOptions): Promise<FreshnessReport> {
+  const measured: Record<string, FreshnessValue[]> = {};
+  const failures: { pipeline: string; error: string }[] = [];
+  const data: MetricDatum[] = [];
+  for (const pipeline of options.pipelines ?? registry) {
+    try {
+      const values = await measure(pipeline, options.warehouse, options.now);
+      measured[pipeline.name] = values;
+      for (const value of values) {
+        data.push({
+          MetricName: value.name,
+          Dimensions: [{ Name: DimensionName.Pipeline, Value: pipeline.name }],
+          Timestamp: options.now,
+          Value: value.seconds,
+          Unit: 'Seconds',
+        });
+      }
+      logger.info('freshness measured', { pipeline: pipeline.name, ...Object.fromEntries(values.map((v) => [v.name, v.seconds])) });
+    } catch (error) {
+      const message = (error as Error)?.message ?? String(error);
+      failures.push({ pipeline: pipeline.name, error: `${(error as Error)?.name ?? 'Error'}: ${message}` });
+      logger.error('freshness not measured', { pipeline: pipeline.name, error: error as Error });
+    }
+  }
+  for (const request of inRequests(data)) {
+    await options.cloudWatch.send(new PutMetricDataCommand({ Namespace: METRICS_NAMESPACE, MetricData: request }));
+  }
+  if (failures.length > 0) throw new FreshnessMonitorError(failures);
+  return { measured };
+}
+
+let cached: { endpoint: string | undefined; client: CloudWatchClient } | undefined;
+
+function cloudWatch(endpoint: string | undefined): CloudWatchClient {
+  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: new CloudWatchClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 }) };
+  return cached.client;
+}
+
+export const handler = stepHandler((_event: unknown, context: Context) =>
+  monitorFreshness({
+    warehouse: warehouseFor(context),
+    cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)),
+    now: new Date(),
+  }),
+);

@@ -1,0 +1,105 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import { Effect, Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { Construct } from 'constructs';
+import { METRICS_NAMESPACE } from '../domain/names.ts';
+import { warehouseEnvironment } from '../domain/warehouse-target.ts';
+import { StepHandler } from './step-handler.ts';
+import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
+
+/** Every how many minutes the monitor runs when the stack is not told: also the freshness alarm's period. */
+export const DEFAULT_FRESHNESS_MONITOR_RATE_MINUTES = 5;
+
+export interface FreshnessMonitorProps {
+  /** Where the pipelines publish; `secret` resolved (no `secretArn`). */
+  readonly warehouse: WarehouseTarget;
+  /**
+   * Name of the monitor's IAM role, fixed for the reason the handlers' is
+   * (on Serverless without a secret the role is the database user
+   * `IAMR:<name>`, which must be granted SELECT on what the monitor reads).
+   */
+  readonly roleName: string;
+  /**
+   * How often the monitor runs: whole minutes, 1 to 60. The freshness alarms
+   * use it as their period.
+   * @default Duration.minutes(5)
+   */
+  readonly rate?: Duration;
+  /** Retention of the monitor's log group. @default RetentionDays.THREE_MONTHS */
+  readonly logRetention?: RetentionDays;
+}
+
+/** The monitor's rate in whole minutes; a bad value throws, naming the prop. */
+export function freshnessMonitorRateMinutes(rate: Duration | undefined): number {
+  if (rate === undefined) return DEFAULT_FRESHNESS_MONITOR_RATE_MINUTES;
+  const minutes = rate.toMinutes({ integral: false });
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) {
+    throw new Error(`freshnessMonitorRate must be a whole number of minutes from 1 to 60 (one alarm period), got ${rate.toHumanString()}`);
+  }
+  return minutes;
+}
+
+/**
+ * The freshness monitor (functions/freshness-monitor): every few minutes
+ * EventBridge Scheduler runs it; it measures each pipeline's publish age
+ * and data lag in the warehouse and writes them with PutMetricData. Its
+ * role of its own reads the warehouse through the Data API as the step
+ * handlers do (grantWarehouseAccess) and writes metrics only into the
+ * project's namespace.
+ */
+export class FreshnessMonitor extends Construct {
+  public readonly function: StepHandler;
+  public readonly role: Role;
+  public readonly schedule: Schedule;
+  /** The rate in whole minutes. */
+  public readonly rateMinutes: number;
+
+  constructor(scope: Construct, id: string, props: FreshnessMonitorProps) {
+    super(scope, id);
+    this.rateMinutes = freshnessMonitorRateMinutes(props.rate);
+    this.role = new Role(this, 'Role', {
+      roleName: props.roleName,
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'atomic-publish FreshnessMonitor: reads the warehouse, writes AtomicPublish metrics',
+    });
+    grantWarehouseAccess(this.role, props.warehouse);
+    // PutMetricData has no resource type; the cloudwatch:namespace condition key limits it to one namespace.
+    // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html
+    const metrics = new Policy(this, 'PutMetricDataPolicy', {
+      statements: [
+        new PolicyStatement({
+          effect: Effect.ALLOW,
+          actions: ['cloudwatch:PutMetricData'],
+          resources: ['*'],
+          conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
+        }),
+      ],
+    });
+    this.role.attachInlinePolicy(metrics);
+    Validations.of(metrics).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'cloudwatch:PutMetricData has no resource type, so IAM takes only Resource "*"; the condition cloudwatch:namespace = AtomicPublish ' +
+        'limits the monitor to writing the project\'s own metrics (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).',
+    });
+
+    this.function = new StepHandler(this, 'Function', {
+      state: 'FreshnessMonitor',
+      role: this.role,
+      environment: warehouseEnvironment(props.warehouse),
+      ...(props.logRetention ? { logRetention: props.logRetention } : {}),
+    });
+    // A missed run is not worth retrying: the next one is minutes away, and the alarm tolerates one missing period.
+    this.function.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.minutes(this.rateMinutes) });
+
+    // https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html (rate-based schedules)
+    this.schedule = new Schedule(this, 'Schedule', {
+      description: `atomic-publish: measure every pipeline's freshness every ${this.rateMinutes} minute(s)`,
+      schedule: ScheduleExpression.rate(Duration.minutes(this.rateMinutes)),
+      target: new LambdaInvoke(this.function, { retryAttempts: 0, maxEventAge: Duration.minutes(this.rateMinutes) }),
+      timeWindow: TimeWindow.off(),
+    });
+  }
+}

@@ -1,0 +1,229 @@
+// The local CloudWatch endpoint, through the real @aws-sdk/client-cloudwatch
+// client: PutMetricData with CloudWatch's limits, statistics per aligned
+// period, and metric alarms evaluated at the instant a test gives, as
+// CloudWatch evaluates them (M of N periods, the missing-data treatments,
+// actions on every change of state).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { localCloudWatchClient } from '../../local/aws-clients.ts';
+import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
+import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { SnsOutbox } from '../../local/sns-outbox.ts';
+import { App } from 'aws-cdk-lib';
+import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
+import { definePipeline } from '../../domain/spec.ts';
+import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import { synthesizeTemplate, type Template } from '../../local/template.ts';
+
+const TOPIC = 'arn:aws:sns:local:000000000000:OnCall';
+const T0 = Date.UTC(2026, 11, 1, 8, 0, 0);
+const MINUTE = 60_000;
+
+const alarmOn = (overrides: Partial<MetricAlarm>): MetricAlarm => ({
+  logicalId: 'Test',
+  alarmName: 'test-alarm',
+  alarmArn: 'arn:aws:cloudwatch:local:000000000000:alarm:test-alarm',
+  description: 'the test alarm: what it means, and the runbook',
+  namespace: 'Test',
+  metricName: 'Age',
+  dimensions: { Pipeline: 'p' },
+  statistic: 'Maximum',
+  periodSeconds: 60,
+  evaluationPeriods: 3,
+  datapointsToAlarm: 2,
+  threshold: 100,
+  comparison: 'GreaterThanThreshold',
+  treatMissingData: 'breaching',
+  actionsEnabled: true,
+  actions: { ALARM: [TOPIC], OK: [TOPIC], INSUFFICIENT_DATA: [] },
+  ...overrides,
+});
+
+let dir: string;
+let cw: LocalCloudWatchApi;
+let client: CloudWatchClient;
+let outbox: SnsOutbox;
+let now = T0;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-'));
+  outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
+  cw = await startLocalCloudWatchApi({ alarms: [alarmOn({})], outbox, clock: () => new Date(now) });
+  client = localCloudWatchClient(cw.endpoint);
+});
+afterAll(async () => {
+  await cw?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const put = (value: number, at: number, extra: Record<string, unknown> = {}) =>
+  client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }] }));
+const stats = (start: number, end: number, period = 60) =>
+  client.send(
+    new GetMetricStatisticsCommand({
+      Namespace: 'Test',
+      MetricName: 'Age',
+      Dimensions: [{ Name: 'Pipeline', Value: 'p' }],
+      StartTime: new Date(start),
+      EndTime: new Date(end),
+      Period: period,
+      Statistics: ['SampleCount', 'Sum', 'Average', 'Minimum', 'Maximum'],
+    }),
+  );
+
+describe('PutMetricData', () => {
+  it('refuses what CloudWatch refuses, storing nothing of a refused request', async () => {
+    const reserved = client.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [{ MetricName: 'Age', Value: 1 }] }));
+    await expect(reserved).rejects.toMatchObject({ name: 'InvalidParameterValueException', message: expect.stringMatching(/AWS\/ .*reserved/) });
+    const tooOld = client.send(
+      new PutMetricDataCommand({
+        Namespace: 'Test',
+        MetricData: [
+          { MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 - 30 * MINUTE), Value: 7 },
+          { MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 - 15 * 24 * 60 * MINUTE), Value: 7 },
+        ],
+      }),
+    );
+    await expect(tooOld).rejects.toThrow(/two weeks before and two hours after now/);
+    const tooMany = client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: Array.from({ length: 1001 }, () => ({ MetricName: 'Other', Value: 1 })) }));
+    await expect(tooMany).rejects.toThrow(/greater than 1000/);
+
+    expect((await stats(T0 - 60 * MINUTE, T0)).Datapoints).toEqual([]);
+  });
+
+  it('takes a request of 1,000 metrics, which the SDK sends gzipped', async () => {
+    const metrics = Array.from({ length: 1000 }, (_, i) => ({ MetricName: 'Many', Dimensions: [{ Name: 'Pipeline', Value: `p${i}` }], Timestamp: new Date(T0 - 5 * MINUTE), Value: i }));
+    await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: metrics }));
+    const last = await client.send(
+      new GetMetricStatisticsCommand({ Namespace: 'Test', MetricName: 'Many', Dimensions: [{ Name: 'Pipeline', Value: 'p999' }], StartTime: new Date(T0 - 6 * MINUTE), EndTime: new Date(T0), Period: 60, Statistics: ['Maximum'] }),
+    );
+    expect(last.Datapoints!.map((d) => d.Maximum)).toEqual([999]);
+  });
+
+  it('keeps values, value lists with counts and statistic sets, and reduces them per aligned period', async () => {
+    await put(10, T0 - 50 * MINUTE + 1000);
+    await put(30, T0 - 50 * MINUTE + 2000);
+    await client.send(
+      new PutMetricDataCommand({
+        Namespace: 'Test',
+        MetricData: [
+          { MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 - 49 * MINUTE), Values: [1, 5], Counts: [2, 1] },
+          { MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'other' }], Timestamp: new Date(T0 - 49 * MINUTE), Value: 1000 },
+        ],
+      }),
+    );
+
+    const { Datapoints } = await stats(T0 - 51 * MINUTE, T0 - 48 * MINUTE);
+
+    expect(Datapoints).toEqual([
+      { Timestamp: new Date(T0 - 50 * MINUTE), SampleCount: 2, Sum: 40, Average: 20, Minimum: 10, Maximum: 30, Unit: 'Seconds' },
+      { Timestamp: new Date(T0 - 49 * MINUTE), SampleCount: 3, Sum: 7, Average: 7 / 3, Minimum: 1, Maximum: 5, Unit: 'Seconds' },
+    ]);
+  });
+});
+
+describe('an alarm, evaluated at the instant given', () => {
+  it('starts INSUFFICIENT_DATA; with missing data breaching, two missing periods of three alarm, and the page carries the description', async () => {
+    expect(cw.state('test-alarm')).toBe('INSUFFICIENT_DATA');
+    now = T0 + 10 * MINUTE;
+    await put(50, T0 + 7 * MINUTE + 5000);
+
+    const changed = cw.evaluate(new Date(T0 + 10 * MINUTE));
+
+    expect(changed).toEqual([expect.objectContaining({ from: 'INSUFFICIENT_DATA', to: 'ALARM', reason: expect.stringMatching(/^2 of the last 3 datapoints \[missing, missing, 50\]/) })]);
+    const page = outbox.alerts.at(-1)!;
+    expect(page).toMatchObject({ topicArn: TOPIC, subject: 'ALARM: "test-alarm" in local' });
+    expect(JSON.parse(page.message)).toMatchObject({ AlarmDescription: 'the test alarm: what it means, and the runbook', NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA' });
+    expect(readFileSync(join(dir, 'alerts.jsonl'), 'utf8').trim().split('\n')).toHaveLength(outbox.alerts.length);
+  });
+
+  it('turns OK when fewer than M of the N periods breach, notifies once, and stays quiet while the state holds', async () => {
+    await put(50, T0 + 8 * MINUTE);
+    await put(500, T0 + 9 * MINUTE);
+    const before = outbox.alerts.length;
+
+    expect(cw.evaluate(new Date(T0 + 10 * MINUTE)).map((t) => t.to)).toEqual(['OK']);
+    expect(cw.evaluate(new Date(T0 + 10 * MINUTE + 30_000))).toEqual([]);
+
+    expect(outbox.alerts.slice(before).map((a) => a.subject)).toEqual(['OK: "test-alarm" in local']);
+    const { MetricAlarms } = await client.send(new DescribeAlarmsCommand({ StateValue: 'OK' }));
+    expect(MetricAlarms!.map((a) => [a.AlarmName, a.StateValue, a.Threshold, a.TreatMissingData])).toEqual([['test-alarm', 'OK', 100, 'breaching']]);
+    expect((await client.send(new DescribeAlarmsCommand({ StateValue: 'ALARM' }))).MetricAlarms).toEqual([]);
+  });
+});
+
+describe('missing data, as each treatment has it', () => {
+  const alarm = (treatMissingData: MetricAlarm['treatMissingData']) => alarmOn({ treatMissingData });
+  it.each<[MetricAlarm['treatMissingData'], 'OK' | 'ALARM' | 'INSUFFICIENT_DATA']>([
+    ['breaching', 'ALARM'],
+    ['notBreaching', 'OK'],
+    ['missing', 'INSUFFICIENT_DATA'],
+    ['ignore', 'OK'],
+  ])('no datapoint at all, treated as %s, from OK: %s', (treatment, expected) => {
+    expect(evaluateAlarm(alarm(treatment), [undefined, undefined, undefined], 'OK').state).toBe(expected);
+  });
+
+  it('counts missing periods with the breaching ones only when treated as breaching', () => {
+    expect(evaluateAlarm(alarm('breaching'), [500, undefined, 1], 'OK').state).toBe('ALARM');
+    expect(evaluateAlarm(alarm('notBreaching'), [500, undefined, 1], 'OK').state).toBe('OK');
+    expect(evaluateAlarm(alarm('notBreaching'), [500, 101, undefined], 'OK').state).toBe('ALARM');
+    expect(evaluateAlarm(alarmOn({ comparison: 'LessThanThreshold', threshold: 1, datapointsToAlarm: 1, evaluationPeriods: 1 }), [0], 'OK').state).toBe('ALARM');
+  });
+});
+
+describe('the stack\'s alarms, read from the synthesized template', () => {
+  let template: Template;
+  beforeAll(async () => {
+    template = await synthesizeTemplate();
+  });
+
+  it('are every metric alarm of the template, their topic resolved as the local engine names it', () => {
+    const alarms = alarmsFromTemplate(template);
+    const topicId = Object.entries(template.Resources).find(([, r]) => r.Type === 'AWS::SNS::Topic')![0];
+    expect(alarms.map((a) => a.metricName).sort()).toEqual(['ExecutionsFailed', 'ExecutionsTimedOut', 'PublishAgeSeconds']);
+    for (const a of alarms) expect(a.actions.ALARM).toEqual([`arn:aws:sns:local:000000000000:${topicId}`]);
+    expect(alarms.find((a) => a.metricName === 'ExecutionsFailed')).toMatchObject({ statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, treatMissingData: 'notBreaching' });
+  });
+
+  it('evaluate a data-lag alarm as synthesized: pages past maxDataLagMinutes, and without data says only that it has none', async () => {
+    const stack = new AtomicPublishStack(new App({ context: { 'aws:cdk:bundling-stacks': [] }, outdir: join(dir, 'cdk.out') }), 'Lag', {
+      warehouse: { database: 'dev', workgroupName: 'wg' },
+      pipelines: [definePipeline({ ...salesOrderLines, freshness: { slaMinutes: 1440, maxDataLagMinutes: 60 } })],
+    });
+    const lag = alarmsFromTemplate(CdkTemplate.fromStack(stack).toJSON() as Template, 'Lag').find((a) => a.metricName === 'LiveDataLagSeconds')!;
+    const pagesOf = new SnsOutbox(join(dir, 'lag-alerts.jsonl'));
+    const local = await startLocalCloudWatchApi({ alarms: [lag], outbox: pagesOf, clock: () => new Date(T0) });
+    try {
+      const lagClient = localCloudWatchClient(local.endpoint);
+      const lagAt = (seconds: number, at: number) =>
+        lagClient.send(new PutMetricDataCommand({ Namespace: 'AtomicPublish', MetricData: [{ MetricName: 'LiveDataLagSeconds', Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }], Timestamp: new Date(at), Value: seconds }] }));
+
+      // No datapoint (an empty table, or a monitor that stopped: the freshness alarm pages for that): no page.
+      expect(local.evaluate(new Date(T0 - 60 * MINUTE))).toEqual([]);
+      expect(local.state(lag.alarmName)).toBe('INSUFFICIENT_DATA');
+      expect(pagesOf.alerts).toEqual([]);
+      await lagAt(3000, T0 - 14 * MINUTE);
+      await lagAt(3700, T0 - 9 * MINUTE);
+      await lagAt(4000, T0 - 4 * MINUTE);
+
+      expect(local.evaluate(new Date(T0)).map((t) => [t.from, t.to])).toEqual([['INSUFFICIENT_DATA', 'ALARM']]);
+      expect(JSON.parse(pagesOf.alerts.at(-1)!.message)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('pipeline sales_order_lines publishes old data') });
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('refuses an alarm it cannot evaluate rather than evaluate it wrongly', () => {
+    const id = Object.entries(template.Resources).find(([, r]) => r.Type === 'AWS::CloudWatch::Alarm')![0];
+    const withMath = JSON.parse(JSON.stringify(template)) as Template;
+    withMath.Resources[id]!.Properties = { ...withMath.Resources[id]!.Properties, MetricName: undefined, Metrics: [{ Id: 'm1', Expression: 'a+b' }] };
+    expect(() => alarmsFromTemplate(withMath)).toThrow(/only alarms on one metric are evaluated locally/);
+    const percentile = JSON.parse(JSON.stringify(template)) as Template;
+    percentile.Resources[id]!.Properties = { ...percentile.Resources[id]!.Properties, Statistic: undefined, ExtendedStatistic: 'p99' };
+    expect(() => alarmsFromTemplate(percentile)).toThrow(/statistic undefined is not evaluated locally/);
+  });
+});
