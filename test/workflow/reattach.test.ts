@@ -5,6 +5,7 @@
 // of calling it a conflict.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
+import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish-waits.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
 import { loadChunk, REATTACHED_MESSAGE, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
 import { publish, type PublishEvent } from '../../functions/publish/index.ts';
@@ -143,15 +144,20 @@ describe('a Publish retry after its own commit', () => {
     wf.reset();
     let results: PromiseSettledResult<Awaited<ReturnType<typeof publish>>>[] = [];
     // Both read the batch as not yet published; the LOCK lets one swap, the
-    // other's guard fails and it finds its own batch published.
+    // other's guard fails and it finds its own batch published. The second
+    // waits for the first's locks as long as it takes (the bound on lock
+    // waits is not what this test is about: on a busy machine the first's
+    // transaction can outlast the default 5 s, and the second would give up
+    // before the first committed, to be retried by the state machine).
+    const waits = { ...DEFAULT_PUBLISH_WAITS, lockWaitMs: MAX_PUBLISH_WAIT_MS };
     wf.faults.Publish = async (input) => {
-      results = await Promise.allSettled([publish(input as PublishEvent), publish(input as PublishEvent)]);
+      results = await Promise.allSettled([publish(input as PublishEvent, undefined, waits), publish(input as PublishEvent, undefined, waits)]);
       const made = results.find((r) => r.status === 'fulfilled' && !r.value.alreadyPublished);
       return made && made.status === 'fulfilled' ? made.value : Promise.reject(new Error('no attempt published'));
     };
     const result = await wf.run(inputFor(7), 'publish-overlap');
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled']);
+    expect(results.map((r) => r.status), results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; ')).toEqual(['fulfilled', 'fulfilled']);
     expect(results.map((r) => (r as PromiseFulfilledResult<{ alreadyPublished: boolean }>).value.alreadyPublished).sort()).toEqual([false, true]);
     expect(await wf.publications()).toHaveLength(1);
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
