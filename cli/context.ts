@@ -80,8 +80,7 @@ export function isUnreachable(error: unknown): boolean {
   const codes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'ECONNRESET', 'EHOSTUNREACH', 'ETIMEDOUT', 'EAI_AGAIN']);
   if (e?.code && codes.has(e.code)) return true;
   if (e?.name === 'TimeoutError') return true;
-  const cause = e?.cause as { code?: string } | undefined;
-  if (cause?.code && codes.has(cause.code)) return true;
+  if (e?.cause !== undefined && e.cause !== error && isUnreachable(e.cause)) return true;
   const errors = (error as { errors?: { code?: string }[] })?.errors;
   return Array.isArray(errors) && errors.some((x) => x.code !== undefined && codes.has(x.code));
 }

@@ -176,7 +176,8 @@ async function startAndFollow(
     else io.stdout(`Nothing started: execution ${started.name} of this run already succeeded.`);
     return ExitCode.OK;
   }
-  if (!ctx.json) io.stderr(`${started.kind === 'started' ? 'Started' : 'Following the running'} execution ${started.name}`);
+  // On stderr, --json or not: a script reads the result from stdout.
+  io.stderr(`${started.kind === 'started' ? 'Started' : 'Following the running'} execution ${started.name}`);
   const bar = !ctx.json && io.tty ? new cliProgress.SingleBar({ format: ' {bar} {value}/{total} chunks loaded | {rows} rows', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
   let progress = { chunks: 0, done: 0, rows: 0 };
   const readProgress = async () => {
@@ -471,6 +472,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stderr(`atomic-publish: ${error.message}\nNothing was started.`);
       return ExitCode.USAGE;
     }
+    if (io.env.ATOMIC_PUBLISH_DEBUG) io.stderr(String((error as Error)?.stack ?? error));
     if (isUnreachable(error)) {
       io.stderr(`atomic-publish: cannot reach an endpoint (${(error as Error).message || (error as Error).name}). Check --sfn-endpoint, --data-api-endpoint and the environment; nothing was started.`);
       return ExitCode.USAGE;
