@@ -4,6 +4,7 @@
  * deployed stack or the local engine. Human-readable tables by default,
  * `--json` for scripts. Exit codes: cli/errors.ts.
  */
+import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
@@ -12,6 +13,7 @@ import { MEASURED_PER_CHUNK, costPer1000Chunks } from '../bench/prices.ts';
 import { AtomicPublishError, ValidationError } from '../domain/errors.ts';
 import { batchIdFor, type BatchInterval, liveTableColumns, planChunks, resolveInterval, resolvePipeline, stagingTableFor } from '../domain/plan.ts';
 import { type PublicationRecord, resolveRollback } from '../domain/rollback.ts';
+import { DimensionName } from '../domain/names.ts';
 import { manualRunName } from '../domain/run-name.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { batchProgress, latestCheckResults, newestPublication, publishedIntervals, recentBatches } from '../domain/sql/cli.ts';
@@ -269,10 +271,28 @@ async function rollback(ctx: Context, io: CliIo, name: string, opts: { to?: stri
 
 // --- status and history --------------------------------------------------
 
+/** Every metric alarm (all pages); undefined, with a note on stderr, when CloudWatch does not answer: status goes on without them. */
+async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | undefined> {
+  const alarms: MetricAlarm[] = [];
+  let nextToken: string | undefined;
+  try {
+    do {
+      const page = await ctx.cloudWatch().send(new DescribeAlarmsCommand({ AlarmTypes: ['MetricAlarm'], ...(nextToken ? { NextToken: nextToken } : {}) }));
+      alarms.push(...(page.MetricAlarms ?? []));
+      nextToken = page.NextToken;
+    } while (nextToken);
+    return alarms;
+  } catch (error) {
+    io.stderr(`atomic-publish: alarms not read (CloudWatch: ${(error as Error).message || (error as Error).name})`);
+    return undefined;
+  }
+}
+
 async function status(ctx: Context, io: CliIo, name: string | undefined): Promise<number> {
   const chosen = name === undefined ? [...pipelines] : [pipelineNamed(name)];
   const manifest = await manifestPresent(ctx);
   const running = (await ctx.sfn().send(new ListExecutionsCommand({ stateMachineArn: ctx.stateMachineArn(), statusFilter: 'RUNNING', maxResults: 1000 }))).executions ?? [];
+  const alarms = await metricAlarms(ctx, io);
   const now = Date.now();
   const rows = [];
   for (const pipeline of chosen) {
@@ -289,6 +309,11 @@ async function status(ctx: Context, io: CliIo, name: string | undefined): Promis
         : null,
       freshness: { ageMinutes: ageMinutes ?? null, slaMinutes: sla, withinSla: ageMinutes !== undefined && ageMinutes <= sla },
       running: running.filter((e) => e.name?.startsWith(`${pipeline.name}-`)).map((e) => ({ name: e.name!, executionArn: e.executionArn!, startDate: e.startDate?.toISOString() ?? null })),
+      // The pipeline's own alarms (a Pipeline dimension of its name); null when CloudWatch was not read.
+      alarms:
+        alarms
+          ?.filter((a) => a.Dimensions?.some((d) => d.Name === DimensionName.Pipeline && d.Value === pipeline.name))
+          .map((a) => ({ name: a.AlarmName!, state: a.StateValue! })) ?? null,
     });
   }
   if (ctx.json) {
@@ -297,12 +322,13 @@ async function status(ctx: Context, io: CliIo, name: string | undefined): Promis
   }
   io.stdout(
     table(
-      ['pipeline', 'live (publication, batch, published at)', 'last batch', 'freshness', 'running'],
+      ['pipeline', 'live (publication, batch, published at)', 'last batch', 'freshness', 'alarms', 'running'],
       rows.map((r) => [
         r.pipeline,
         r.live ? `#${r.live.seq} ${r.live.batchId} ${r.live.publishedAt}${r.live.rollbackOf ? ` (rollback of #${r.live.rollbackOf})` : ''}` : 'never published',
         r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status} ${r.lastBatch.from} .. ${r.lastBatch.to}` : '-',
         r.freshness.ageMinutes === null ? `no publication (SLA ${r.freshness.slaMinutes} min)` : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`,
+        r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-',
         r.running.map((e) => e.name).join('\n') || '-',
       ]),
     ),

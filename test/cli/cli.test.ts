@@ -100,6 +100,8 @@ beforeAll(async () => {
     REDSHIFT_DATA_ENDPOINT: wf.wh.endpoint,
     ATOMIC_PUBLISH_SFN_ENDPOINT: api.endpoint,
     ATOMIC_PUBLISH_STATE_MACHINE_ARN: wf.runner.workflow.stateMachineArn,
+    // No CloudWatch here (`local up` below has one): status goes on without the alarms.
+    ATOMIC_PUBLISH_CLOUDWATCH_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
   };
 });
 
@@ -175,7 +177,11 @@ describe('plan, run, status, history', () => {
     const plan = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(6)])).out);
     expect(plan.published).toEqual([expect.objectContaining({ seq: 1, batchId: batchOf(day(0), day(5)), rows: 100 })]);
 
-    const status = JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out);
+    const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
+    expect(statusRan.code).toBe(0);
+    expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
+    const status = JSON.parse(statusRan.out);
+    expect(status.alarms).toBeNull();
     expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
 
     const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
@@ -314,7 +320,11 @@ describe('local up (a real process)', () => {
       expect(printed.AWS_ENDPOINT_URL_SFN).toBe(printed.ATOMIC_PUBLISH_SFN_ENDPOINT);
       const status = await cli(['--json', 'status'], { env: { ...process.env, ...printed } });
       expect(status.code).toBe(0);
-      expect(JSON.parse(status.out)).toEqual([expect.objectContaining({ pipeline: 'sales_order_lines', live: null, running: [] })]);
+      const [pipeline] = JSON.parse(status.out);
+      expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
+      // The stack's alarms of the pipeline, from the local CloudWatch endpoint: none evaluated yet.
+      expect(pipeline.alarms.length).toBeGreaterThan(0);
+      expect(pipeline.alarms.every((a: { state: string }) => a.state === 'INSUFFICIENT_DATA')).toBe(true);
       const plan = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(3)], { env: { ...process.env, ...printed } });
       expect(JSON.parse(plan.out).chunks).toHaveLength(3);
     } finally {
