@@ -1,6 +1,5 @@
-#!/usr/bin/env -S node --import tsx
 // The command line (cli/main.ts). From a clone: `npm run cli -- <command>`;
-// installed (npm link): `atomic-publish <command>`.
+// installed (npm link): `atomic-publish <command>` (bin/atomic-publish.js).
 import { silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { main } from '../cli/main.ts';
 

@@ -4,6 +4,7 @@
 // API endpoints, the synthesized state machine run by the test's runner (so
 // a test can hold a chunk load to stop or kill mid-run).
 import { type ChildProcess, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,7 @@ import { closedPort } from '../support/unreachable.ts';
 import { PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'bin/atomic-publish.ts');
+const BIN = path.join(ROOT, 'bin/atomic-publish.js');
 
 let wf: Workflow;
 let api: LocalStepFunctionsApi;
@@ -296,7 +297,7 @@ describe('a failed run', () => {
 });
 
 function spawnCli(argv: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', BIN, ...argv], { cwd: ROOT, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 describe('local up (a real process)', () => {
