@@ -28,7 +28,7 @@ import type { Row } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { type Context, contextFrom, type GlobalOptions, isUnreachable } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
-import { failureAlert, follow, startOrFollow } from './runs.ts';
+import { failureAlert, follow, outcomeOf, startOrFollow } from './runs.ts';
 
 export interface CliIo {
   readonly stdout: (text: string) => void;
@@ -207,10 +207,22 @@ async function startAndFollow(
     ...(batchId ? { batchId, chunks: progress.chunks, chunksLoaded: progress.done, rows: progress.rows } : {}),
   };
   if (status === 'SUCCEEDED') {
-    const output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
-    result.output = output;
+    const outcome = outcomeOf(ended.output);
+    result.outcome = outcome.kind;
+    result.output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
+    if (outcome.kind === 'busy') {
+      result.next = 'repeat this command once that execution has ended: the next attempt runs.';
+      if (ctx.json) io.stdout(JSON.stringify(result));
+      else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${String(result.next)}`);
+      return ExitCode.RUN_FAILED;
+    }
+    const said = {
+      published: batchId ? `published batch ${batchId}, ${progress.done} of ${progress.chunks} chunk(s) loaded, ${progress.rows} rows` : 'done',
+      'nothing-to-publish': `nothing to publish: batch ${batchId ?? ''} is published already`,
+      superseded: 'superseded: the pipeline already publishes newer data; nothing was published',
+    }[outcome.kind];
     if (ctx.json) io.stdout(JSON.stringify(result));
-    else io.stdout(`Execution ${started.name} SUCCEEDED${batchId ? `: batch ${batchId}, ${progress.done} of ${progress.chunks} chunk(s) loaded, ${progress.rows} rows` : ''}.`);
+    else io.stdout(`Execution ${started.name} SUCCEEDED: ${said}.`);
     return ExitCode.OK;
   }
   const alert = await failureAlert(ctx, started.executionArn);

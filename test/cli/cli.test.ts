@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { executionArnOf } from '../../cli/runs.ts';
@@ -164,7 +164,7 @@ describe('plan, run, status, history', () => {
     const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
     expect(ran.code).toBe(0);
     const result = JSON.parse(ran.out);
-    expect(result).toMatchObject({ status: 'SUCCEEDED', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
+    expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
     expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(5));
 
     const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
@@ -281,16 +281,40 @@ describe('rollback', () => {
   });
 });
 
+describe('a run while another execution holds the lease', () => {
+  it('ends busy with exit 1, having run nothing; the command again after the holder ended runs its next attempt', async () => {
+    wf.reset();
+    const hold = holdLoadsFrom(0);
+    const holder = await sfn.send(
+      new StartExecutionCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn, name: 'lease-holder', input: JSON.stringify({ pipeline: PIPELINE.name, to: day(9) }) }),
+    );
+    await hold.entered;
+    const busy = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
+    expect(busy.code).toBe(1);
+    expect(JSON.parse(busy.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'busy', execution: nameOf(day(0), day(9)) });
+    expect(JSON.parse(busy.out).next).toMatch(/repeat this command once that execution has ended/);
+
+    hold.release();
+    await wf.runner.describe(holder.executionArn!)!.running.result;
+    delete wf.faults.LoadChunk;
+    const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
+    expect(again.code).toBe(0);
+    // The holder published this very batch: the next attempt finds it published.
+    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'nothing-to-publish', execution: nameOf(day(0), day(9), 2), started: true });
+    expect(await publicationsOf(batchOf(day(0), day(9)))).toBe(1);
+  });
+});
+
 describe('a failed run', () => {
   it('exits 1 with the alert\'s reason and its next step', async () => {
     wf.reset();
     wf.faults.Reconcile = async () => {
       throw Object.assign(new Error('1 check(s) failed for the batch: staging_rows_match_source'), { name: 'CheckFailedError' });
     };
-    const ran = await cli(['run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
+    const ran = await cli(['run', 'sales_order_lines', '--to', day(10), '--poll-ms', '50']);
     delete wf.faults.Reconcile;
     expect(ran.code).toBe(1);
-    expect(ran.err).toContain(`Execution ${nameOf(day(0), day(9))} FAILED`);
+    expect(ran.err).toContain(`Execution ${nameOf(day(0), day(10))} FAILED`);
     expect(ran.err).toContain('CheckFailedError: 1 check(s) failed for the batch');
     expect(ran.err).toMatch(/Next step: fix the source rows the check names/);
   });
