@@ -20,7 +20,7 @@ import { batchProgress, latestCheckResults, newestPublication, publishedInterval
 import { insertIntervalSql } from '../domain/sql/load-chunk.ts';
 import { manifestTablePresent } from '../domain/sql/manifest.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
-import { findBatch, tableColumns } from '../domain/sql/plan.ts';
+import { doneChunks, findBatch, tableColumns } from '../domain/sql/plan.ts';
 import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import { publicationHistory, rollbackBatch } from '../domain/sql/rollback.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
@@ -98,6 +98,7 @@ async function plan(ctx: Context, io: CliIo, name: string, opts: { from?: string
   const published = manifest ? await query(ctx, publishedIntervals(pipeline.name, interval), 'plan:published') : [];
   const existing = manifest ? (await query(ctx, findBatch(batchId), 'plan:batch'))[0] : undefined;
   const progress = existing ? (await query(ctx, batchProgress(batchId), 'plan:progress'))[0] : undefined;
+  const loaded = new Set(existing ? (await query(ctx, doneChunks(batchId), 'plan:chunks')).filter((r) => r.status === 'DONE').map((r) => num(r.chunk_index)) : []);
   const toLoad = chunks.length - num(progress?.done);
   const cost = costPer1000Chunks(MEASURED_PER_CHUNK);
   const estimate = {
@@ -113,7 +114,7 @@ async function plan(ctx: Context, io: CliIo, name: string, opts: { from?: string
     interval: { from: batch.from, to: batch.to },
     batchId,
     batchStatus: existing ? String(existing.status) : null,
-    chunks: chunks.map((c) => ({ ...c, loaded: false })),
+    chunks: chunks.map((c) => ({ ...c, loaded: loaded.has(c.index) })),
     ...(pipeline.chunk.targetRows ? { mergedByTargetRows: true } : {}),
     sql: {
       load: { sql: insertIntervalSql(pipeline, batch), parameters: { start: chunks[0]!.start, end: chunks[0]!.end } },
@@ -139,7 +140,7 @@ async function plan(ctx: Context, io: CliIo, name: string, opts: { from?: string
   out.push(`Batch ${batchId}${existing ? ` (already in the manifest: ${text(existing.status)}, ${num(progress?.done)} of ${chunks.length} chunk(s) loaded)` : ' (new)'}`);
   out.push(`${chunks.length} chunk(s) of one ${pipeline.chunk.grain} in ${pipeline.chunk.timezone}${pipeline.chunk.targetRows ? ' (Plan merges adjacent ones up to chunk.targetRows)' : ''}:`);
   const shown = chunks.length > 12 ? [...chunks.slice(0, 6), undefined, ...chunks.slice(-5)] : chunks;
-  out.push(table(['#', 'start', 'end'], shown.map((c) => (c ? [c.index, c.start, c.end] : ['...', `${chunks.length - 11} more`, '']))));
+  out.push(table(['#', 'start', 'end', 'loaded'], shown.map((c) => (c ? [c.index, c.start, c.end, loaded.has(c.index) ? 'yes' : ''] : ['...', `${chunks.length - 11} more`, '', '']))));
   out.push('', `The load of a chunk (LoadChunk; :start and :end, the first chunk's: ${chunks[0]!.start}, ${chunks[0]!.end}):`, result.sql.load.sql);
   out.push('', `The gate's statement (Reconcile; :start ${batch.from}, :end ${batch.to}):`, gate.sql);
   out.push('', published.length === 0 ? 'Published already: nothing of this interval.' : 'Published already (publications that wrote some of this interval):');
@@ -180,7 +181,10 @@ async function startAndFollow(
   }
   // On stderr, --json or not: a script reads the result from stdout.
   io.stderr(`${started.kind === 'started' ? 'Started' : 'Following the running'} execution ${started.name}`);
-  const bar = !ctx.json && io.tty ? new cliProgress.SingleBar({ format: ' {bar} {value}/{total} chunks loaded | {rows} rows', hideCursor: true }, cliProgress.Presets.shades_classic) : undefined;
+  const bar =
+    !ctx.json && io.tty
+      ? new cliProgress.SingleBar({ format: ' {bar} {value}/{total} chunks loaded | {rows} rows', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
+      : undefined;
   let progress = { chunks: 0, done: 0, rows: 0 };
   const readProgress = async () => {
     if (!batchId || !(manifest || (await manifestPresent(ctx)))) return;

@@ -177,6 +177,11 @@ describe('plan, run, status, history', () => {
   it('plan shows the interval published; status and history read the manifest', async () => {
     const plan = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(6)])).out);
     expect(plan.published).toEqual([expect.objectContaining({ seq: 1, batchId: batchOf(day(0), day(5)), rows: 100 })]);
+    expect(plan.chunks.every((c: { loaded: boolean }) => !c.loaded)).toBe(true);
+    // The batch published: its chunks are loaded.
+    const replay = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)])).out);
+    expect(replay).toMatchObject({ batchStatus: 'PUBLISHED', estimate: { chunksToLoad: 0 } });
+    expect(replay.chunks.map((c: { loaded: boolean }) => c.loaded)).toEqual([true, true, true, true, true]);
 
     const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
     expect(statusRan.code).toBe(0);
