@@ -24,7 +24,7 @@ import { startLocalStepFunctionsApi } from '../local/step-functions-api.ts';
 import { synthesizeTemplate } from '../local/template.ts';
 import { CliEnv } from './context.ts';
 import { ExitCode } from './errors.ts';
-import type { CliIo } from './main.ts';
+import type { CliIo } from './shared.ts';
 
 export interface LocalUpOptions {
   readonly database: string;

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../cli/main.ts';
-import { executionArnOf } from '../../cli/runs.ts';
+import { executionArnOf } from '../../cli/executions.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { manualRunName } from '../../domain/run-name.ts';
 import { STATE_DIR } from '../../lib/project.ts';
