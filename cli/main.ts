@@ -128,7 +128,6 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       io.stderr(`atomic-publish: ${error.message}\nNothing was started.`);
       return ExitCode.USAGE;
     }
-    if (io.env.ATOMIC_PUBLISH_DEBUG) io.stderr(String((error as Error)?.stack ?? error));
     if (isUnreachable(error)) {
       io.stderr(`atomic-publish: cannot reach an endpoint (${(error as Error).message || (error as Error).name}). Check --sfn-endpoint, --data-api-endpoint and the environment; nothing was started.`);
       return ExitCode.USAGE;
