@@ -56,3 +56,17 @@ export function costPer1000Chunks(perChunk: CostPerChunk): Cost {
     1000 * (perChunk.lambdaGbSeconds.arm64 * PRICES.lambdaPerGbSecond.arm64 + perChunk.lambdaGbSeconds.x86_64 * PRICES.lambdaPerGbSecond.x86_64);
   return { stepFunctions, lambdaRequests, lambdaDuration, total: stepFunctions + lambdaRequests + lambdaDuration };
 }
+
+/**
+ * What a run costs per chunk, as `npm run bench` measured it on the sample
+ * (README "Measured": the whole run's figures over its chunks, so the
+ * fixed states of a run are spread over them): the CLI's `plan` estimate.
+ * Lambda GB-seconds follow from the measured duration ($0.0004 per 1,000
+ * chunks on arm64).
+ */
+export const MEASURED_PER_CHUNK: CostPerChunk & { readonly dataApiRequests: number } = {
+  transitions: 1.17,
+  lambdaRequests: 1.08,
+  lambdaGbSeconds: { arm64: 0.03, x86_64: 0 },
+  dataApiRequests: 4.6,
+};

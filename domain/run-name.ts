@@ -68,9 +68,31 @@ export function parseScheduledTime(value: unknown): Date {
  * machine logs to CloudWatch Logs.
  */
 export function scheduledRunName(pipeline: string, scheduledTime: Date): string {
-  const stamp = scheduledTime.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
-  const name = `${pipeline}-${SCHEDULED}-${stamp}`;
+  const name = `${pipeline}-${SCHEDULED}-${nameStamp(scheduledTime)}`;
   const problem = executionNameProblem(name);
   if (problem) throw new ValidationError(`the scheduled run's execution name ${echo(name)} ${problem}`);
+  return name;
+}
+
+/** `20260301T000000Z`: an instant as a run's name carries it. */
+function nameStamp(instant: Date): string {
+  return instant.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+}
+
+/**
+ * The name of an operator's run of `pipeline` over `[from, to)` (the CLI's
+ * `run` and `backfill`), attempt `attempt` (1 first): e.g.
+ * `sales_order_lines-20260301T000000Z-20260401T000000Z` and then `...-2`.
+ * The same command asks for the same name, so Step Functions starts it once
+ * while it runs; after an attempt ended without publishing, the next
+ * number starts a new execution, whose Plan resumes the same batch (the
+ * batch id follows from pipeline, interval and spec, domain/plan.ts).
+ * Names too long for Step Functions keep the pipeline's first characters.
+ */
+export function manualRunName(pipeline: string, interval: { from: Date; to: Date }, attempt: number): string {
+  const suffix = `-${nameStamp(interval.from)}-${nameStamp(interval.to)}${attempt > 1 ? `-${attempt}` : ''}`;
+  const name = `${pipeline.slice(0, MAX_EXECUTION_NAME_LENGTH - suffix.length)}${suffix}`;
+  const problem = executionNameProblem(name);
+  if (problem) throw new ValidationError(`the run's execution name ${echo(name)} ${problem}`);
   return name;
 }

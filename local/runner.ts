@@ -126,6 +126,8 @@ export interface ExecutionRecord {
   readonly status: 'RUNNING' | ExecutionResult['status'];
   readonly result?: ExecutionResult;
   readonly running: RunningExecution;
+  /** Its events so far (all of them once it has ended), oldest first. */
+  events(): readonly ExecutionEvent[];
 }
 
 /**
@@ -231,6 +233,11 @@ export class LocalRunner {
   /** The execution of this ARN, as DescribeExecution reports it; undefined when this runner started none. */
   describe(executionArn: string): ExecutionRecord | undefined {
     return [...this.executions.values()].find((e) => e.executionArn === executionArn);
+  }
+
+  /** Every execution this runner started, in the order they started. */
+  list(): readonly ExecutionRecord[] {
+    return [...this.executions.values()];
   }
 
   /**
@@ -427,7 +434,7 @@ export class LocalRunner {
       for (const child of runningChildren) child.abort();
     };
     const running: RunningExecution = { executionId, abort, result: finish() };
-    this.executions.set(name, { executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running });
+    this.executions.set(name, { executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events });
     void running.result.then(
       (result) => this.executions.set(name, { ...this.executions.get(name)!, status: result.status, result }),
       // The caller sees the error; the name stays taken.

@@ -6,13 +6,19 @@
 //   const sfn = localStepFunctionsClient(api.endpoint); // local/aws-clients.ts
 //   await sfn.send(new StartExecutionCommand({ stateMachineArn: runner.workflow.stateMachineArn, name, input }));
 //
-// It serves what the project's callers use: StartExecution (with its rules
-// for names: a name is taken once; while its execution runs with the same
-// input the call returns it), DescribeExecution and StopExecution.
+// It serves what the project's callers use (the CLI, bin/atomic-publish.ts,
+// among them): StartExecution (with its rules for names: a name is taken
+// once; while its execution runs with the same input the call returns it),
+// DescribeExecution, StopExecution, ListExecutions (newest first,
+// `statusFilter`, pages of `maxResults` with `nextToken`) and
+// GetExecutionHistory (history events as Step Functions types them, from
+// the events aws-local-stepfunctions reports; see historyEvent below).
 // Wire: AWS JSON 1.0 (local/aws-json-server.ts), timestamps as epoch seconds.
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
 import { type AwsJsonOperation, AwsJsonRequestError, startAwsJsonServer } from './aws-json-server.ts';
-import { ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
+import { type ExecutionEvent, ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
 
 export interface LocalStepFunctionsApi {
   /** e.g. http://127.0.0.1:41234 */
@@ -31,6 +37,66 @@ class SfnError extends Error {
     message: string,
   ) {
     super(message);
+  }
+}
+
+const EXECUTION_STATUSES = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE']);
+
+/** One page of `items`: `maxResults` of them (0 or absent: 100, at most 1,000), from the offset `nextToken` carries. */
+function page(key: string, items: readonly Record<string, unknown>[], maxResults: unknown, nextToken: unknown): Record<string, unknown> {
+  const size = typeof maxResults === 'number' && maxResults > 0 ? Math.min(maxResults, 1000) : 100;
+  let offset = 0;
+  if (nextToken !== undefined) {
+    offset = Number(Buffer.from(String(nextToken), 'base64url').toString('utf8'));
+    if (!Number.isInteger(offset) || offset < 0 || offset > items.length) throw new SfnError('InvalidToken', `Invalid Token: '${String(nextToken)}'`);
+  }
+  const end = offset + size;
+  return { [key]: items.slice(offset, end), ...(end < items.length ? { nextToken: Buffer.from(String(end)).toString('base64url') } : {}) };
+}
+
+const json = (value: unknown) => JSON.stringify(value ?? null);
+const text = (value: unknown) => (typeof value === 'string' ? value : json(value));
+
+/**
+ * The history event(s) Step Functions writes for one aws-local-stepfunctions
+ * event: `<StateType>StateEntered` / `Exited` with the state's name and its
+ * input or output, the execution's start and end, Map iterations, a Task's
+ * failure as LambdaFunctionFailed. A retry and a Catch have no event of
+ * their own there, so none here; nor do the Lambda scheduling events the
+ * local engine does not report (local/history.ts counts them).
+ * https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html
+ */
+function historyEvent(event: ExecutionEvent, withData: boolean, input: string): Record<string, unknown>[] {
+  const timestamp = event.timestamp / 1000;
+  const data = (key: string, value: unknown) => (withData ? { [key]: text(value) } : {});
+  const raw = event as ExecutionEvent & { output?: unknown; parentState?: { name: string } };
+  switch (event.type) {
+    case 'ExecutionStarted':
+      return [{ timestamp, type: 'ExecutionStarted', executionStartedEventDetails: { ...data('input', input) } }];
+    case 'ExecutionSucceeded':
+      return [{ timestamp, type: 'ExecutionSucceeded', executionSucceededEventDetails: { ...data('output', raw.output) } }];
+    case 'ExecutionFailed':
+      return [{ timestamp, type: 'ExecutionFailed', executionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }];
+    case 'ExecutionAborted':
+      return [{ timestamp, type: 'ExecutionAborted', executionAbortedEventDetails: {} }];
+    case 'ExecutionTimeout':
+      return [{ timestamp, type: 'ExecutionTimedOut', executionTimedOutEventDetails: { error: 'States.Timeout' } }];
+    case 'StateEntered':
+      return [{ timestamp, type: `${event.state!.type}StateEntered`, stateEnteredEventDetails: { name: event.state!.name, ...data('input', event.state!.input) } }];
+    case 'StateExited':
+      return [{ timestamp, type: `${event.state!.type}StateExited`, stateExitedEventDetails: { name: event.state!.name, ...data('output', event.state!.output) } }];
+    case 'StateFailed':
+      return event.state!.type === 'Task'
+        ? [{ timestamp, type: 'LambdaFunctionFailed', lambdaFunctionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }]
+        : [];
+    case 'MapIterationStarted':
+    case 'MapIterationSucceeded':
+    case 'MapIterationFailed': {
+      const key = `mapIteration${event.type.slice('MapIteration'.length)}EventDetails`;
+      return [{ timestamp, type: event.type, [key]: { name: raw.parentState?.name, index: event.index } }];
+    }
+    default:
+      return [];
   }
 }
 
@@ -87,6 +153,33 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
         ...(result?.error !== undefined ? { error: result.error } : {}),
         ...(result?.cause !== undefined ? { cause: result.cause } : {}),
       };
+    },
+    ListExecutions: async ({ stateMachineArn: arn, statusFilter, maxResults, nextToken }) => {
+      knownMachine(arn);
+      if (statusFilter !== undefined && !EXECUTION_STATUSES.has(String(statusFilter))) {
+        throw new SfnError('ValidationException', `1 validation error detected: Value '${String(statusFilter)}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [${[...EXECUTION_STATUSES].join(', ')}]`);
+      }
+      // Newest first, as Step Functions sorts them.
+      const listed = runner
+        .list()
+        .filter((e) => statusFilter === undefined || e.status === statusFilter)
+        .reverse()
+        .map((e) => ({
+          executionArn: e.executionArn,
+          stateMachineArn,
+          name: e.name,
+          status: e.status,
+          startDate: epochSeconds(e.startedAt),
+          ...(e.result ? { stopDate: epochSeconds(e.result.stoppedAt) } : {}),
+        }));
+      return page('executions', listed, maxResults, nextToken);
+    },
+    GetExecutionHistory: async ({ executionArn, maxResults, nextToken, reverseOrder, includeExecutionData }) => {
+      const found = execution(executionArn);
+      const withData = includeExecutionData !== false;
+      const events = found.events().flatMap((event) => historyEvent(event, withData, found.input));
+      const numbered = events.map((event, i) => ({ ...event, id: i + 1, ...(i > 0 ? { previousEventId: i } : {}) }));
+      return page('events', reverseOrder === true ? numbered.reverse() : numbered, maxResults, nextToken);
     },
     StopExecution: async ({ executionArn }) => {
       const found = execution(executionArn);

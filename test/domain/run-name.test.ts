@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   executionNameProblem,
+  manualRunName,
   MAX_EXECUTION_NAME_LENGTH,
   MAX_SCHEDULED_PIPELINE_NAME_LENGTH,
   parseScheduledTime,
@@ -73,5 +74,21 @@ describe('a pipeline with a schedule', () => {
     expect(refused.message).toContain(`name must be at most ${MAX_SCHEDULED_PIPELINE_NAME_LENGTH} characters for a pipeline with a schedule`);
     expect(definePipeline(specWith({ name: long })).name).toBe(long);
     expect(definePipeline(specWith({ name: 'p'.repeat(MAX_SCHEDULED_PIPELINE_NAME_LENGTH), schedule: { expression: 'cron(0 6 * * ? *)' } })).schedule).toBeDefined();
+  });
+});
+
+describe('manualRunName', () => {
+  const interval = { from: new Date('2026-03-01T00:00:00Z'), to: new Date('2026-04-01T00:00:00Z') };
+
+  it('names a run after its pipeline and interval; later attempts add their number', () => {
+    expect(manualRunName('sales_order_lines', interval, 1)).toBe('sales_order_lines-20260301T000000Z-20260401T000000Z');
+    expect(manualRunName('sales_order_lines', interval, 2)).toBe('sales_order_lines-20260301T000000Z-20260401T000000Z-2');
+  });
+
+  it('keeps a long pipeline name to what fits in 80 characters, the interval and attempt whole', () => {
+    const name = manualRunName('p'.repeat(80), interval, 12);
+    expect(name).toHaveLength(MAX_EXECUTION_NAME_LENGTH);
+    expect(name.endsWith('-20260301T000000Z-20260401T000000Z-12')).toBe(true);
+    expect(executionNameProblem(name)).toBeUndefined();
   });
 });

@@ -1,0 +1,108 @@
+/**
+ * `atomic-publish local up`: the local engine as a service. Starts (or
+ * reuses) the embedded PostgreSQL, a database with the sample source and
+ * live table (created once; kept across restarts), the local Redshift Data
+ * API, the state machine run by a LocalRunner behind a local Step Functions
+ * endpoint, and a local CloudWatch endpoint with the stack's alarms; prints
+ * the endpoints and the environment that points this CLI, the AWS CLI and
+ * a user's own SDK code at them; runs until the signal aborts.
+ *
+ * The AWS CLI and the AWS SDKs read a service's endpoint from
+ * AWS_ENDPOINT_URL_<SERVICE> (service-specific endpoints):
+ * https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html
+ */
+import { localHandlerEnvironment } from '../local/aws-clients.ts';
+import { alarmsFromTemplate } from '../local/cloudwatch-alarms.ts';
+import { startLocalCloudWatchApi } from '../local/cloudwatch-api.ts';
+import { startLocalDataApi } from '../local/data-api/server.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../local/database-users.ts';
+import { withClient } from '../local/pg-clients.ts';
+import { ensureDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { LocalRunner } from '../local/runner.ts';
+import { createSampleWarehouse, samplePipeline } from '../local/sample-data.ts';
+import { startLocalStepFunctionsApi } from '../local/step-functions-api.ts';
+import { synthesizeTemplate } from '../local/template.ts';
+import { CliEnv } from './context.ts';
+import { ExitCode } from './errors.ts';
+import type { CliIo } from './shared.ts';
+
+export interface LocalUpOptions {
+  readonly database: string;
+  readonly sampleDays: number;
+  readonly rowsPerDay: number;
+}
+
+export async function localUp(io: CliIo, options: LocalUpOptions): Promise<number> {
+  const log = (line: string) => io.stderr(line);
+  const postgres = await startLocalPostgres({ ...(io.env.ATOMIC_PUBLISH_PG_DIR ? { dataDir: io.env.ATOMIC_PUBLISH_PG_DIR } : {}), log });
+  const conn = { host: postgres.host, port: postgres.port, user: postgres.user, password: postgres.password };
+  const closers: (() => Promise<void> | void)[] = [() => postgres.release()];
+  try {
+    await ensureDatabase(conn, options.database);
+    await ensureLocalUser(conn);
+    await withClient({ ...conn, database: options.database }, async (db) => {
+      const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('source.sales_order_lines') IS NOT NULL AS present");
+      if (!rows[0]?.present) {
+        log(`Creating the sample source in ${options.database}: ${options.rowsPerDay} order lines a day over ${options.sampleDays} days...`);
+        await createSampleWarehouse(db, { rowsPerDay: options.rowsPerDay, sourceDays: options.sampleDays, liveDays: Math.max(1, options.sampleDays - 2) });
+        await applyPipelineSetup(db, samplePipeline());
+      }
+    });
+    const dataApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
+    closers.unshift(() => dataApi.close());
+    const template = await synthesizeTemplate();
+    const handlerEnv = localHandlerEnvironment(dataApi.endpoint, options.database);
+    const runner = await LocalRunner.create({ env: { ...handlerEnv, POWERTOOLS_LOG_LEVEL: 'WARN' }, template });
+    closers.unshift(() => runner.close());
+    const sfn = await startLocalStepFunctionsApi(runner);
+    closers.unshift(() => sfn.close());
+    const cloudWatch = await startLocalCloudWatchApi({ alarms: alarmsFromTemplate(template) });
+    closers.unshift(() => cloudWatch.close());
+
+    const env: Record<string, string> = {
+      AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
+      AWS_DEFAULT_REGION: process.env.AWS_REGION ?? 'us-east-1',
+      AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
+      AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
+      ...handlerEnv,
+      [CliEnv.STATE_MACHINE_ARN]: runner.workflow.stateMachineArn,
+      [CliEnv.SFN_ENDPOINT]: sfn.endpoint,
+      [CliEnv.CLOUDWATCH_ENDPOINT]: cloudWatch.endpoint,
+      AWS_ENDPOINT_URL_SFN: sfn.endpoint,
+      AWS_ENDPOINT_URL_REDSHIFT_DATA: dataApi.endpoint,
+      AWS_ENDPOINT_URL_CLOUDWATCH: cloudWatch.endpoint,
+    };
+    const endpoints = {
+      postgres: `postgresql://${postgres.host}:${postgres.port}/${options.database}`,
+      dataApi: dataApi.endpoint,
+      stepFunctions: sfn.endpoint,
+      cloudWatch: cloudWatch.endpoint,
+      stateMachineArn: runner.workflow.stateMachineArn,
+    };
+    io.stdout(
+      [
+            '# atomic-publish local engine: up (Ctrl-C to stop)',
+            `# PostgreSQL      ${endpoints.postgres}`,
+            `# Data API        ${endpoints.dataApi}`,
+            `# Step Functions  ${endpoints.stepFunctions}`,
+            `# CloudWatch      ${endpoints.cloudWatch}`,
+            `# State machine   ${endpoints.stateMachineArn}`,
+            '# In another shell, paste these lines, then e.g. `npm run cli -- status` or `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
+            ...Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+            '# ready',
+      ].join('\n'),
+    );
+    await new Promise<void>((resolve) => {
+      if (!io.signal || io.signal.aborted) return resolve();
+      io.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+    log('Stopping the local engine...');
+    return ExitCode.OK;
+  } finally {
+    for (const close of closers) await close();
+  }
+}
+
+function shellQuote(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}

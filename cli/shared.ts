@@ -1,0 +1,48 @@
+/** What every command shares: its I/O, tables, the manifest reads, the pipeline and interval checks (Plan's own). */
+import Table from 'cli-table3';
+import { type BatchInterval, resolveInterval, resolvePipeline } from '../domain/plan.ts';
+import type { Pipeline } from '../domain/spec.ts';
+import { manifestTablePresent } from '../domain/sql/manifest.ts';
+import type { Statement } from '../domain/sql/statement.ts';
+import type { Row } from '../functions/commons/warehouse.ts';
+import { pipelines } from '../pipelines/index.ts';
+import type { Context } from './context.ts';
+
+export interface CliIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+  /** Draw a progress bar (a terminal). */
+  readonly tty?: boolean;
+  /** `local up` runs until this aborts (Ctrl-C in bin/atomic-publish.ts). */
+  readonly signal?: AbortSignal;
+}
+
+export const STATEMENT = (command: string) => `atomic-publish:cli:${command}`;
+
+export function table(head: string[], rows: (string | number)[][]): string {
+  const t = new Table({ head, style: { head: [], border: [], compact: true } });
+  t.push(...rows.map((r) => r.map((c) => String(c))));
+  return t.toString();
+}
+
+export const text = (value: unknown) => (value === null || value === undefined ? '' : String(value));
+export const num = (value: unknown) => Number(value ?? 0);
+
+export function pipelineNamed(name: string): Pipeline {
+  return resolvePipeline({ pipeline: name }, pipelines);
+}
+
+export function intervalOf(pipeline: Pipeline, from: string | undefined, to: string | undefined): BatchInterval {
+  return resolveInterval({ pipeline: pipeline.name, ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) }, pipeline, new Date());
+}
+
+export async function query(ctx: Context, statement: Statement, what: string): Promise<Row[]> {
+  return ctx.warehouse().query(statement, STATEMENT(what));
+}
+
+/** Whether the manifest exists (a warehouse no run has touched has none). Reaches the warehouse: unreachable fails here. */
+export async function manifestPresent(ctx: Context): Promise<boolean> {
+  const [row] = await query(ctx, manifestTablePresent('publications'), 'manifest');
+  return num(row?.present) > 0;
+}

@@ -1,0 +1,122 @@
+/** `status` and `history`: what the manifest, Step Functions and CloudWatch say of a pipeline. */
+import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
+import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
+import { DimensionName } from '../domain/names.ts';
+import { latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
+import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
+import { pipelines } from '../pipelines/index.ts';
+import type { Context } from './context.ts';
+import { ExitCode } from './errors.ts';
+import { type CliIo, manifestPresent, num, pipelineNamed, query, table, text } from './shared.ts';
+
+/** Every metric alarm (all pages); undefined, with a note on stderr, when CloudWatch does not answer: status goes on without them. */
+async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | undefined> {
+  const alarms: MetricAlarm[] = [];
+  let nextToken: string | undefined;
+  try {
+    do {
+      const page = await ctx.cloudWatch().send(new DescribeAlarmsCommand({ AlarmTypes: ['MetricAlarm'], ...(nextToken ? { NextToken: nextToken } : {}) }));
+      alarms.push(...(page.MetricAlarms ?? []));
+      nextToken = page.NextToken;
+    } while (nextToken);
+    return alarms;
+  } catch (error) {
+    io.stderr(`atomic-publish: alarms not read (CloudWatch: ${(error as Error).message || (error as Error).name})`);
+    return undefined;
+  }
+}
+
+export async function status(ctx: Context, io: CliIo, name: string | undefined): Promise<number> {
+  const chosen = name === undefined ? [...pipelines] : [pipelineNamed(name)];
+  const manifest = await manifestPresent(ctx);
+  const running = (await ctx.sfn().send(new ListExecutionsCommand({ stateMachineArn: ctx.stateMachineArn(), statusFilter: 'RUNNING', maxResults: 1000 }))).executions ?? [];
+  const alarms = await metricAlarms(ctx, io);
+  const now = Date.now();
+  const rows = [];
+  for (const pipeline of chosen) {
+    const live = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
+    const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1), 'status:batch'))[0] : undefined;
+    const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
+    const ageMinutes = publishedAt ? Math.floor((now - Date.parse(`${String(publishedAt).replace(' ', 'T')}Z`)) / 60_000) : undefined;
+    const sla = pipeline.freshness.slaMinutes;
+    rows.push({
+      pipeline: pipeline.name,
+      live: live ? { seq: num(live.seq), batchId: text(live.batch_id), publishedAt: text(live.published_at), rows: num(live.rows_published), rollbackOf: live.rollback_of ?? null } : null,
+      lastBatch: batch
+        ? { batchId: text(batch.batch_id), status: text(batch.status), from: text(batch.interval_start), to: text(batch.interval_end), finishedAt: text(batch.finished_at) || null, error: text(batch.error) || null }
+        : null,
+      freshness: { ageMinutes: ageMinutes ?? null, slaMinutes: sla, withinSla: ageMinutes !== undefined && ageMinutes <= sla },
+      running: running.filter((e) => e.name?.startsWith(`${pipeline.name}-`)).map((e) => ({ name: e.name!, executionArn: e.executionArn!, startDate: e.startDate?.toISOString() ?? null })),
+      // The pipeline's own alarms (a Pipeline dimension of its name); null when CloudWatch was not read.
+      alarms:
+        alarms
+          ?.filter((a) => a.Dimensions?.some((d) => d.Name === DimensionName.Pipeline && d.Value === pipeline.name))
+          .map((a) => ({ name: a.AlarmName!, state: a.StateValue! })) ?? null,
+    });
+  }
+  if (ctx.json) {
+    io.stdout(JSON.stringify(name === undefined ? rows : rows[0]));
+    return ExitCode.OK;
+  }
+  io.stdout(
+    table(
+      ['pipeline', 'live (publication, batch, published at)', 'last batch', 'freshness', 'alarms', 'running'],
+      rows.map((r) => [
+        r.pipeline,
+        r.live ? `#${r.live.seq} ${r.live.batchId} ${r.live.publishedAt}${r.live.rollbackOf ? ` (rollback of #${r.live.rollbackOf})` : ''}` : 'never published',
+        r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status} ${r.lastBatch.from} .. ${r.lastBatch.to}` : '-',
+        r.freshness.ageMinutes === null ? `no publication (SLA ${r.freshness.slaMinutes} min)` : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`,
+        r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-',
+        r.running.map((e) => e.name).join('\n') || '-',
+      ]),
+    ),
+  );
+  return ExitCode.OK;
+}
+
+export async function history(ctx: Context, io: CliIo, name: string, opts: { limit: number }): Promise<number> {
+  const pipeline = pipelineNamed(name);
+  const manifest = await manifestPresent(ctx);
+  const batches = manifest ? await query(ctx, recentBatches(pipeline.name, opts.limit), 'history:batches') : [];
+  const checks = manifest ? await query(ctx, latestCheckResults(pipeline.name), 'history:checks') : [];
+  const rows = batches.map((b) => {
+    const own = checks.filter((c) => c.batch_id === b.batch_id);
+    return {
+      batchId: text(b.batch_id),
+      mode: text(b.mode),
+      from: text(b.interval_start),
+      to: text(b.interval_end),
+      status: text(b.status),
+      attempt: num(b.attempt),
+      chunks: num(b.chunk_count),
+      rows: b.rows_written === null ? null : num(b.rows_written),
+      startedAt: text(b.started_at),
+      checks: { passed: own.filter((c) => c.passed === true || c.passed === 'true').length, failed: own.filter((c) => !(c.passed === true || c.passed === 'true')).map((c) => text(c.check_name)) },
+    };
+  });
+  if (ctx.json) {
+    io.stdout(JSON.stringify(rows));
+    return ExitCode.OK;
+  }
+  if (rows.length === 0) {
+    io.stdout(`No batches of ${pipeline.name} yet.`);
+    return ExitCode.OK;
+  }
+  io.stdout(
+    table(
+      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'started at'],
+      rows.map((r) => [
+        r.batchId,
+        r.mode,
+        `${r.from} .. ${r.to}`,
+        r.status,
+        r.attempt,
+        r.chunks,
+        r.rows ?? '',
+        r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : `FAILED: ${r.checks.failed.join(', ')}`,
+        r.startedAt,
+      ]),
+    ),
+  );
+  return ExitCode.OK;
+}

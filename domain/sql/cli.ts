@@ -1,0 +1,62 @@
+/**
+ * The SQL the command line (bin/atomic-publish.ts) reads the manifest with:
+ * read-only, one statement each.
+ */
+import { ChunkStatus } from '../batch.ts';
+import { sqlLiteral } from '../identifiers.ts';
+import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
+
+const DONE = sqlLiteral(ChunkStatus.DONE);
+
+/** A batch's chunks (`chunks`), those loaded (`done`) and the rows they wrote (`rows`), from chunk_state. */
+export function batchProgress(batchId: string): Statement {
+  return {
+    sql: `SELECT COUNT(*) AS chunks, COALESCE(SUM(CASE WHEN status = ${DONE} THEN 1 ELSE 0 END), 0) AS done,
+                 COALESCE(SUM(CASE WHEN status = ${DONE} THEN rows_written ELSE 0 END), 0) AS rows
+            FROM ${M}.chunk_state WHERE batch_id = :batch_id`,
+    parameters: { batch_id: batchId },
+  };
+}
+
+/** The pipeline's publications that are not rolled back and wrote some of `[from, to)`, oldest first. */
+export function publishedIntervals(pipeline: string, interval: { from: Date; to: Date }): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at, publish_mode, interval_start, interval_end, rows_published
+            FROM ${M}.publications
+           WHERE pipeline = :pipeline AND rolled_back_at IS NULL AND rollback_of IS NULL
+             AND interval_start < :to AND interval_end > :from
+           ORDER BY seq`,
+    parameters: { pipeline, from: timestampParam(interval.from), to: timestampParam(interval.to) },
+  };
+}
+
+/** The pipeline's newest publication (a rollback too): what readers see. */
+export function newestPublication(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at, publish_mode, interval_start, interval_end, rows_published, rollback_of
+            FROM ${M}.publications WHERE pipeline = :pipeline ORDER BY seq DESC LIMIT 1`,
+    parameters: { pipeline },
+  };
+}
+
+/** The pipeline's batches, newest first, at most `limit`. */
+export function recentBatches(pipeline: string, limit: number): Statement {
+  return {
+    sql: `SELECT batch_id, mode, interval_start, interval_end, status, attempt, chunk_count, rows_written, rows_rejected,
+                 started_at, finished_at, execution_id, error
+            FROM ${M}.batches WHERE pipeline = :pipeline
+           ORDER BY started_at DESC LIMIT CAST(:limit AS int)`,
+    parameters: { pipeline, limit: String(limit) },
+  };
+}
+
+/** The check results of each batch's latest attempt, for the pipeline's batches. */
+export function latestCheckResults(pipeline: string): Statement {
+  return {
+    sql: `SELECT r.batch_id, r.check_name, r.passed
+            FROM ${M}.check_results r JOIN ${M}.batches b ON b.batch_id = r.batch_id AND r.attempt = b.attempt
+           WHERE b.pipeline = :pipeline
+           ORDER BY r.batch_id, r.check_name`,
+    parameters: { pipeline },
+  };
+}

@@ -1,0 +1,366 @@
+// The command line end to end against the local engine: the CLI's main
+// with argv (and, for a killed follower and for `local up`, the real
+// process), the real SDK clients against the local Step Functions and Data
+// API endpoints, the synthesized state machine run by the test's runner (so
+// a test can hold a chunk load to stop or kill mid-run).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { main } from '../../cli/main.ts';
+import { executionArnOf } from '../../cli/executions.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { manualRunName } from '../../domain/run-name.ts';
+import { STATE_DIR } from '../../lib/project.ts';
+import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
+import { closedPort } from '../support/unreachable.ts';
+import { PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const BIN = path.join(ROOT, 'bin/atomic-publish.js');
+
+let wf: Workflow;
+let api: LocalStepFunctionsApi;
+let sfn: SFNClient;
+let env: NodeJS.ProcessEnv;
+
+const day = (n: number) => sampleDay(n).toISOString();
+const history = { from: day(0) };
+
+interface Ran {
+  code: number;
+  out: string;
+  err: string;
+}
+
+async function cli(argv: string[], options: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void } = {}): Promise<Ran> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, {
+    stdout: (t) => out.push(t),
+    stderr: (t) => {
+      err.push(t);
+      options.onStderr?.(t);
+    },
+    env: options.env ?? env,
+  });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+/**
+ * LoadChunk of chunks from `first` on waits until released (then loads) or
+ * failed (then ends without loading, as an invocation that died would);
+ * `entered` resolves when one is waiting.
+ */
+function holdLoadsFrom(first: number): { entered: Promise<void>; release: () => void; fail: () => void } {
+  let release!: () => void;
+  let fail!: (error: Error) => void;
+  const released = new Promise<void>((resolve, reject) => {
+    release = resolve;
+    fail = reject;
+  });
+  released.catch(() => undefined);
+  let entered!: () => void;
+  const waiting = new Promise<void>((resolve) => (entered = resolve));
+  wf.faults.LoadChunk = async (input, next) => {
+    if ((input as { chunk: { index: number } }).chunk.index >= first) {
+      entered();
+      await released;
+    }
+    return next(input);
+  };
+  return { entered: waiting, release, fail: () => fail(new Error('the invocation died')) };
+}
+
+async function publicationsOf(batchId: string): Promise<number> {
+  const rows = await wf.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM atomic_publish.publications WHERE batch_id = $1', [batchId]);
+  return rows[0]!.n;
+}
+
+async function doneChunks(batchId: string): Promise<number[]> {
+  const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
+  return rows.map((r) => r.chunk_index);
+}
+
+const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
+const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
+
+beforeAll(async () => {
+  wf = await useWorkflow('cli_e2e');
+  await wf.sample({ rowsPerDay: 20, sourceDays: 10, liveDays: 4 });
+  api = await startLocalStepFunctionsApi(wf.runner);
+  sfn = localStepFunctionsClient(api.endpoint);
+  env = {
+    ...process.env,
+    ...LOCAL_AWS_ENV,
+    WAREHOUSE_DATABASE: wf.wh.pg.database,
+    WAREHOUSE_WORKGROUP: 'local',
+    REDSHIFT_DATA_ENDPOINT: wf.wh.endpoint,
+    ATOMIC_PUBLISH_SFN_ENDPOINT: api.endpoint,
+    ATOMIC_PUBLISH_STATE_MACHINE_ARN: wf.runner.workflow.stateMachineArn,
+    // No CloudWatch here (`local up` below has one): status goes on without the alarms.
+    ATOMIC_PUBLISH_CLOUDWATCH_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
+  };
+});
+
+afterAll(async () => {
+  await api?.close();
+  await wf?.close();
+});
+
+describe('bad input: a non-zero exit, a message, nothing started', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
+    ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
+    ['an interval off the grain', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
+    ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/],
+    ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap/],
+    ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
+    ['an unknown command', ['publish-everything'], /unknown command/],
+    ['check, which has no gate-only mode', ['check', 'sales_order_lines', '--to', day(5)], /check is not available/],
+    ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
+  ];
+  it.each(cases)('%s', async (_, argv, message) => {
+    const ran = await cli(argv);
+    expect(ran.code).toBe(2);
+    expect(ran.err).toMatch(message);
+    expect(api.started()).toEqual([]);
+  });
+
+  it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
+    const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+    expect(ran.code).toBe(2);
+    expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
+    expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+  });
+
+  it('an unreachable Step Functions endpoint: nothing started', async () => {
+    const ran = await cli(['--sfn-endpoint', `http://127.0.0.1:${await closedPort()}`, 'run', 'sales_order_lines', '--to', day(5)]);
+    expect(ran.code).toBe(2);
+    expect(ran.err).toMatch(/cannot reach an endpoint/);
+    expect(api.started()).toEqual([]);
+  });
+});
+
+describe('plan, run, status, history', () => {
+  it('plan --json: the chunks, the load and gate SQL, nothing published, an estimate; starts nothing', async () => {
+    const ran = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)]);
+    expect(ran.code).toBe(0);
+    const plan = JSON.parse(ran.out);
+    expect(plan.batchId).toBe(batchOf(day(0), day(5)));
+    expect(plan.chunks.map((c: { start: string }) => c.start)).toEqual([0, 1, 2, 3, 4].map(day));
+    expect(plan.sql.load.sql).toContain(`INSERT INTO "analytics"."sales_order_lines__stg_${plan.batchId}"`);
+    expect(plan.sql.gate.sql).toContain('chunk_state');
+    expect(plan.published).toEqual([]);
+    expect(plan.estimate).toMatchObject({ chunksToLoad: 5, stateTransitions: 6, dataApiRequests: 23 });
+    expect(plan.estimate.costUsd).toBeGreaterThan(0);
+    expect(api.started()).toEqual([]);
+  });
+
+  it('run --json publishes and says so; the same command again starts nothing', async () => {
+    const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
+    expect(ran.code).toBe(0);
+    const result = JSON.parse(ran.out);
+    expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(5));
+
+    const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
+    expect(api.started()).toEqual([nameOf(day(0), day(5))]);
+    expect(await publicationsOf(batchOf(day(0), day(5)))).toBe(1);
+  });
+
+  it('plan shows the interval published; status and history read the manifest', async () => {
+    const plan = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(6)])).out);
+    expect(plan.published).toEqual([expect.objectContaining({ seq: 1, batchId: batchOf(day(0), day(5)), rows: 100 })]);
+    expect(plan.chunks.every((c: { loaded: boolean }) => !c.loaded)).toBe(true);
+    // The batch published: its chunks are loaded.
+    const replay = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)])).out);
+    expect(replay).toMatchObject({ batchStatus: 'PUBLISHED', estimate: { chunksToLoad: 0 } });
+    expect(replay.chunks.map((c: { loaded: boolean }) => c.loaded)).toEqual([true, true, true, true, true]);
+
+    const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
+    expect(statusRan.code).toBe(0);
+    expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
+    const status = JSON.parse(statusRan.out);
+    expect(status.alarms).toBeNull();
+    expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
+
+    const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] } });
+    expect(batches[0].checks.passed).toBeGreaterThan(0);
+
+    const table = await cli(['history', 'sales_order_lines']);
+    expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
+    expect(table.out).toMatch(/\d+ passed/);
+  });
+});
+
+describe('a backfill interrupted and resumed by repeating the command', () => {
+  it('stopped execution: exits 1 with the next step; the command again resumes the batch under the next name, one publication', async () => {
+    const [from, to] = [history.from, day(7)];
+    const batchId = batchOf(from, to);
+    const hold = holdLoadsFrom(3);
+    const first = cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
+    await hold.entered;
+    await sfn.send(new StopExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, nameOf(from, to)) }));
+    const stopped = await first;
+    hold.fail();
+    await wf.quiesce();
+    expect(stopped.code).toBe(1);
+    const result = JSON.parse(stopped.out);
+    expect(result).toMatchObject({ status: 'ABORTED', execution: nameOf(from, to), batchId });
+    expect(result.next).toMatch(/repeat this command to resume/);
+    const loadedBefore = await doneChunks(batchId);
+    expect(loadedBefore.length).toBeLessThan(7);
+
+    wf.reset();
+    delete wf.faults.LoadChunk;
+    const resumed = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
+    expect(resumed.code).toBe(0);
+    expect(JSON.parse(resumed.out)).toMatchObject({ status: 'SUCCEEDED', execution: nameOf(from, to, 2), batchId, chunks: 7, chunksLoaded: 7 });
+    // The resumed run loaded only what the stopped one had not.
+    expect(wf.loads.started.filter((c) => loadedBefore.includes(c))).toEqual([]);
+    expect(await publicationsOf(batchId)).toBe(1);
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
+  });
+
+  it('killed follower (a real process): the execution goes on; the command again follows the same execution, nothing duplicated', async () => {
+    const [from, to] = [history.from, day(8)];
+    const batchId = batchOf(from, to);
+    const name = nameOf(from, to);
+    wf.reset();
+    const hold = holdLoadsFrom(2);
+    const child = spawnCli(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
+    let childErr = '';
+    child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
+    child.stdout!.resume();
+    child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
+    await hold.entered;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
+
+    const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
+      onStderr: (line) => {
+        if (line.startsWith('Following the running execution')) hold.release();
+      },
+    });
+    expect(again.err).toContain(`Following the running execution ${name}`);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, execution: name, batchId, chunksLoaded: 8 });
+    expect(api.started().filter((n) => n.startsWith(name))).toEqual([name]);
+    expect(await publicationsOf(batchId)).toBe(1);
+    delete wf.faults.LoadChunk;
+  });
+});
+
+describe('rollback', () => {
+  it('refuses a target that is no batch of the pipeline, starting nothing', async () => {
+    const startedBefore = api.started().length;
+    const ran = await cli(['rollback', 'sales_order_lines', '--to', '0123456789abcdef']);
+    expect(ran.code).toBe(2);
+    expect(ran.err).toMatch(/0123456789abcdef is not a batch of pipeline sales_order_lines/);
+    expect(api.started()).toHaveLength(startedBefore);
+  });
+
+  it('puts back the version before the latest publication; the same command again undoes it under a name of its own', async () => {
+    const before = (await wf.publications()).length;
+    const ran = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
+    expect(ran.code).toBe(0);
+    expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true });
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
+    const after = await wf.publications();
+    expect(after).toHaveLength(before + 1);
+    const again = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
+    // The rollback is now the latest publication: the same command rolls that back (undoes it), under a name of its own.
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.out).execution).not.toBe(JSON.parse(ran.out).execution);
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(8));
+  });
+});
+
+describe('a run while another execution holds the lease', () => {
+  it('ends busy with exit 1, having run nothing; the command again after the holder ended runs its next attempt', async () => {
+    wf.reset();
+    const hold = holdLoadsFrom(0);
+    const holder = await sfn.send(
+      new StartExecutionCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn, name: 'lease-holder', input: JSON.stringify({ pipeline: PIPELINE.name, to: day(9) }) }),
+    );
+    await hold.entered;
+    const busy = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
+    expect(busy.code).toBe(1);
+    expect(JSON.parse(busy.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'busy', execution: nameOf(day(0), day(9)) });
+    expect(JSON.parse(busy.out).next).toMatch(/repeat this command once that execution has ended/);
+
+    hold.release();
+    await wf.runner.describe(holder.executionArn!)!.running.result;
+    delete wf.faults.LoadChunk;
+    const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
+    expect(again.code).toBe(0);
+    // The holder published this very batch: the next attempt finds it published.
+    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'nothing-to-publish', execution: nameOf(day(0), day(9), 2), started: true });
+    expect(await publicationsOf(batchOf(day(0), day(9)))).toBe(1);
+  });
+});
+
+describe('a failed run', () => {
+  it('exits 1 with the alert\'s reason and its next step', async () => {
+    wf.reset();
+    wf.faults.Reconcile = async () => {
+      throw Object.assign(new Error('1 check(s) failed for the batch: staging_rows_match_source'), { name: 'CheckFailedError' });
+    };
+    const ran = await cli(['run', 'sales_order_lines', '--to', day(10), '--poll-ms', '50']);
+    delete wf.faults.Reconcile;
+    expect(ran.code).toBe(1);
+    expect(ran.err).toContain(`Execution ${nameOf(day(0), day(10))} FAILED`);
+    expect(ran.err).toContain('CheckFailedError: 1 check(s) failed for the batch');
+    expect(ran.err).toMatch(/Next step: fix the source rows the check names/);
+  });
+});
+
+function spawnCli(argv: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+describe('local up (a real process)', () => {
+  it('starts the engine, prints endpoints and environment the CLI works with, and stops on Ctrl-C', async () => {
+    const database = `cli_up_${process.pid}`;
+    const child = spawnCli(['local', 'up', '--database', database, '--sample-days', '3', '--rows-per-day', '5'], { ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg') });
+    let out = '';
+    const ready = new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes('# ready')) resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`local up exited ${code} before it was ready: ${out}`)));
+    });
+    child.stderr!.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await ready;
+      const printed = Object.fromEntries([...out.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.replace(/^'|'$/g, '')]));
+      expect(printed).toMatchObject({ WAREHOUSE_DATABASE: database, ATOMIC_PUBLISH_STATE_MACHINE_ARN: expect.stringContaining(':stateMachine:') });
+      expect(printed.AWS_ENDPOINT_URL_SFN).toBe(printed.ATOMIC_PUBLISH_SFN_ENDPOINT);
+      const status = await cli(['--json', 'status'], { env: { ...process.env, ...printed } });
+      expect(status.code).toBe(0);
+      const [pipeline] = JSON.parse(status.out);
+      expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
+      // The stack's alarms of the pipeline, from the local CloudWatch endpoint: none evaluated yet.
+      expect(pipeline.alarms.length).toBeGreaterThan(0);
+      expect(pipeline.alarms.every((a: { state: string }) => a.state === 'INSUFFICIENT_DATA')).toBe(true);
+      const plan = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(3)], { env: { ...process.env, ...printed } });
+      expect(JSON.parse(plan.out).chunks).toHaveLength(3);
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+    await wf.withClient((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+  }, 120_000);
+});
