@@ -4,7 +4,8 @@ import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-ia
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { SubscriptionProtocol } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { Schedule } from 'aws-cdk-lib/aws-scheduler';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
@@ -40,6 +41,11 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default - no subscription: subscribe a pager or chat endpoint to the topic yourself
    */
   readonly alarmEmail?: string;
+  /**
+   * More subscribers of the on-call topic: every alarm's ALARM and OK, and every failure alert.
+   * @default - none beyond alarmEmail
+   */
+  readonly subscriptions?: OnCallSubscriptions;
   /** Publish's waits for its locks and for older snapshots (domain/publish-waits.ts). @default 5 s and 60 s */
   readonly publishWaits?: Partial<PublishWaits>;
   /**
@@ -65,6 +71,14 @@ export interface AtomicPublishStackProps extends StackProps {
   readonly freshnessMonitorRate?: Duration;
 }
 
+/** Who the on-call topic notifies besides alarmEmail. */
+export interface OnCallSubscriptions {
+  /** Email addresses (each confirms the subscription from a mail SNS sends). @default - none */
+  readonly emails?: readonly string[];
+  /** HTTPS endpoints, such as an incident tool's events integration URL (it confirms the subscription itself). @default - none */
+  readonly httpsUrls?: readonly string[];
+}
+
 /**
  * atomic-publish on AWS: the state machine and its step handlers, the on-call
  * topic, alarms, and a schedule per scheduled pipeline. Environment-agnostic:
@@ -82,7 +96,7 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
+  /** Keyed by label (see PublishMonitoring.alarms): the state machine's, each pipeline's, each function's. */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
@@ -118,7 +132,11 @@ export class AtomicPublishStack extends Stack {
         },
       }),
     );
-    if (props.alarmEmail) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    for (const email of [...(props.alarmEmail ? [props.alarmEmail] : []), ...(props.subscriptions?.emails ?? [])]) {
+      this.topic.addSubscription(new EmailSubscription(email));
+    }
+    // An incident tool's events integration (PagerDuty's CloudWatch integration URL, for one) takes the alarm's SNS JSON as it comes.
+    for (const url of props.subscriptions?.httpsUrls ?? []) this.topic.addSubscription(new UrlSubscription(url, { protocol: SubscriptionProtocol.HTTPS }));
 
     const workflow = new PublishWorkflow(this, 'Workflow', {
       warehouse,
@@ -140,15 +158,21 @@ export class AtomicPublishStack extends Stack {
       roleName: monitorRoleNameFor(this.handlerRoleName),
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
     });
+    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    this.schedules = schedules.schedules;
+    this.startRun = schedules.startRun;
     this.alarms = new PublishMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,
       topic: this.topic,
       pipelines: props.pipelines,
       freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
+      stepFunctions: workflow.functions,
+      standaloneFunctions: {
+        CancelOrphans: workflow.cancelOrphans,
+        FreshnessMonitor: this.freshnessMonitor.function,
+        ...(this.startRun ? { StartRun: this.startRun } : {}),
+      },
     }).alarms;
-    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
-    this.schedules = schedules.schedules;
-    this.startRun = schedules.startRun;
 
     new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
     new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });
@@ -173,6 +197,7 @@ function validateProps(props: AtomicPublishStackProps): void {
     if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
     neighbourProps(props.pauseProbe, props.circuitBreaker);
     freshnessMonitorRateMinutes(props.freshnessMonitorRate);
+    validateSubscriptions(props.alarmEmail, props.subscriptions);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }
@@ -184,6 +209,25 @@ function validateProps(props: AtomicPublishStackProps): void {
   }
   if (props.executionTimeout && !props.executionTimeout.isUnresolved() && props.executionTimeout.toSeconds() < 60) {
     throw new Error('AtomicPublishStack: executionTimeout must be at least one minute');
+  }
+}
+
+const EMAIL = /^[^\s@,]+@[^\s@,]+$/;
+
+/** An address SNS would take, an https:// URL: a wrong one is caught at synth, not by a page that never arrives. */
+function validateSubscriptions(alarmEmail: string | undefined, subscriptions: OnCallSubscriptions | undefined): void {
+  for (const email of [...(alarmEmail ? [alarmEmail] : []), ...(subscriptions?.emails ?? [])]) {
+    if (!Token.isUnresolved(email) && !EMAIL.test(email)) throw new Error(`alarm email ${JSON.stringify(email)} is not an email address`);
+  }
+  for (const url of subscriptions?.httpsUrls ?? []) {
+    if (Token.isUnresolved(url)) throw new Error('subscriptions.httpsUrls must be known at synth (SNS needs the protocol and the URL)');
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.protocol !== 'https:') throw new Error(`subscriptions.httpsUrls: ${JSON.stringify(url.replace(/\/\/[^/]*@/, '//...@'))} is not an https:// URL`);
   }
 }
 
