@@ -1,5 +1,5 @@
 import { ArnFormat, CfnOutput, Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
-import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -12,6 +12,7 @@ import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { PublishDashboard } from './dashboard.ts';
 import { FreshnessMonitor, freshnessMonitorRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
@@ -104,6 +105,8 @@ export class AtomicPublishStack extends Stack {
   public readonly schedules: Record<string, Schedule>;
   /** Starts each scheduled run under a name of its scheduled time; absent when no pipeline has a schedule. */
   public readonly startRun?: StepHandler;
+  /** The on-call dashboard: alarm states, then per pipeline publish age against the SLA, rows, durations, failures. */
+  public readonly dashboard: Dashboard;
   /** Measures every pipeline's freshness on a schedule and writes it to CloudWatch. */
   public readonly freshnessMonitor: FreshnessMonitor;
 
@@ -173,6 +176,11 @@ export class AtomicPublishStack extends Stack {
         ...(this.startRun ? { StartRun: this.startRun } : {}),
       },
     }).alarms;
+    this.dashboard = new PublishDashboard(this, 'Dashboard', {
+      pipelines: props.pipelines,
+      alarms: this.alarms,
+      freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
+    }).dashboard;
 
     new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
     new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });
