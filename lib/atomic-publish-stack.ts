@@ -169,7 +169,7 @@ export class AtomicPublishStack extends Stack {
       topic: this.topic,
       pipelines: props.pipelines,
       freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
-      stepFunctions: workflow.functions,
+      stepHandlers: workflow.functions,
       standaloneFunctions: {
         CancelOrphans: workflow.cancelOrphans,
         FreshnessMonitor: this.freshnessMonitor.function,

@@ -62,7 +62,7 @@ export interface PublishMonitoringProps {
    * one that a retry absorbed is no failure at all.
    * @default - no Lambda alarms for them
    */
-  readonly stepFunctions?: Readonly<Record<string, IFunction>>;
+  readonly stepHandlers?: Readonly<Record<string, IFunction>>;
   /**
    * Functions no state machine Catch watches (StartRun, CancelOrphans, the
    * freshness monitor), by name: their errors and throttles page.
@@ -191,7 +191,7 @@ export class PublishMonitoring extends Construct {
     for (const [name, fn] of Object.entries(props.standaloneFunctions ?? {})) {
       alarms[`Errors:${name}`] = this.lambdaAlarm(name, 'Errors', fn.metricErrors({ period: EVENT_PERIOD, statistic: Stats.SUM }));
     }
-    for (const [name, fn] of Object.entries({ ...props.stepFunctions, ...props.standaloneFunctions })) {
+    for (const [name, fn] of Object.entries({ ...props.stepHandlers, ...props.standaloneFunctions })) {
       alarms[`Throttles:${name}`] = this.lambdaAlarm(name, 'Throttles', fn.metricThrottles({ period: EVENT_PERIOD, statistic: Stats.SUM }));
     }
     for (const [label, alarm] of Object.entries(alarms)) {
