@@ -140,6 +140,20 @@ describe('every alarm', () => {
   });
 });
 
+describe('metric writes', () => {
+  it('are granted only into the AtomicPublish namespace, and only to the freshness monitor (the handlers write EMF to their logs)', () => {
+    const granted: { policy: string; condition: unknown }[] = [];
+    for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
+      const statements = (policy.Properties as { PolicyDocument: { Statement: { Action: string | string[]; Condition?: unknown }[] } }).PolicyDocument.Statement;
+      for (const statement of statements) {
+        const actions = ([] as string[]).concat(statement.Action);
+        if (actions.some((a) => a === 'cloudwatch:PutMetricData' || a === 'cloudwatch:*' || a === '*')) granted.push({ policy: id, condition: statement.Condition });
+      }
+    }
+    expect(granted).toEqual([{ policy: expect.stringMatching(/^FreshnessMonitorPutMetricDataPolicy/), condition: { StringEquals: { 'cloudwatch:namespace': 'AtomicPublish' } } }]);
+  });
+});
+
 describe('subscriptions of the on-call topic', () => {
   it('subscribes every address of alarmEmail and every alarmHttpsUrls endpoint from context', () => {
     const { stack: other } = buildApp({
