@@ -6,7 +6,7 @@
 // endpoint evaluates the stack's alarms as synthesized, paging through the
 // local SNS outbox. Alarms are evaluated at instants computed from the
 // metrics' own timestamps, never by sleeping.
-import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { type CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
@@ -93,6 +93,31 @@ describe('a batch the gate blocks', () => {
       expect.objectContaining({ from: 'ALARM', to: 'OK' }),
     ]);
     expect(pagesOf(alarm).map((p) => p.NewStateValue)).toEqual(['ALARM', 'OK']);
+  });
+});
+
+describe('the re-run that publishes', () => {
+  it('has EmitMetrics\' RunDurationSeconds reach the pipeline\'s slow-run alarm by its dimensions: under the expected run, OK', async () => {
+    const rerun = await wf.run(inputFor(DAY), 'gate-blocks-rerun');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    const [record] = recordWith(rerun.metrics, 'RunDurationSeconds');
+    expect(record).toMatchObject({ dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name } });
+    const alarm = alarmOn('RunDurationSeconds');
+    expect(alarm).toMatchObject({ statistic: 'Maximum', threshold: (PIPELINE.freshness.slaMinutes / 2) * 60, comparison: 'GreaterThanThreshold' });
+    // An endpoint of its own, so the alarm starts INSUFFICIENT_DATA (the shared one already judged its empty periods OK).
+    const own = await startLocalCloudWatchApi({ alarms: [alarm], outbox });
+    try {
+      const ownClient = localCloudWatchClient(own.endpoint);
+      await putEmfRecords(ownClient, rerun.metrics);
+
+      own.evaluate(new Date(periodEnd(alarm, record!.timestamp)));
+
+      // A datapoint under the threshold, not missing data, is what made it OK: the reason quotes it.
+      const [described] = (await ownClient.send(new DescribeAlarmsCommand({ AlarmNames: [alarm.alarmName] }))).MetricAlarms!;
+      expect(described).toMatchObject({ StateValue: 'OK', StateReason: expect.stringContaining(`[${record!.values.RunDurationSeconds}]`) });
+    } finally {
+      await own.close();
+    }
   });
 });
 
