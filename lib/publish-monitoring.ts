@@ -196,7 +196,9 @@ export class PublishMonitoring extends Construct {
     }
     for (const [label, alarm] of Object.entries(alarms)) {
       if (label.startsWith('Freshness:') || label.startsWith('DataLag:')) continue;
-      // The freshness alarms add theirs above; every other alarm tells on-call when it clears too.
+      // The freshness alarms add theirs above; every other alarm tells on-call when it clears too. OK
+      // actions run on a transition into OK from any state, INSUFFICIENT_DATA included (so once per
+      // alarm after a first deploy): https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html
       alarm.addOkAction(action);
     }
 
