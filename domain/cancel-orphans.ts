@@ -19,6 +19,8 @@ export interface ExecutionStatusChange {
     readonly stateMachineArn?: string;
     readonly name?: string;
     readonly status: string;
+    /** The execution's input as JSON text (Step Functions includes it in the event). */
+    readonly input?: string;
   };
 }
 

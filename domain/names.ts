@@ -13,9 +13,12 @@ export const SERVICE_NAME = 'atomic-publish';
 
 /**
  * Metric names. EmitMetrics emits the first four after a publish (Powertools,
- * dimensions service and Pipeline), RecordFailure BatchFailed. The freshness
+ * dimensions service and Pipeline), RecordFailure BatchFailed and its
+ * failure's class, CancelOrphans ExecutionStopped (same dimensions). The freshness
  * monitor writes the last two (PutMetricData, dimension Pipeline only) on
  * its schedule, publish or not; the freshness alarm reads PublishAgeSeconds.
+ * The alarms (lib/publish-monitoring.ts) read each by the dimensions its
+ * writer gives it: CloudWatch matches a metric only on all of them.
  */
 export const MetricName = {
   Published: 'Published',
@@ -27,6 +30,14 @@ export const MetricName = {
   PublishAgeSeconds: 'PublishAgeSeconds',
   /** Now minus the newest event time in the live table. */
   LiveDataLagSeconds: 'LiveDataLagSeconds',
+  /** RecordFailure, beside BatchFailed, by the failure's class (domain/failure-class.ts): the gate blocked the batch (CheckFailedError). */
+  ReconcileFailed: 'ReconcileFailed',
+  /** RecordFailure: the batch passed the gate and Publish failed (the swap did not commit), out-of-band refusals aside. */
+  PublishFailed: 'PublishFailed',
+  /** RecordFailure: Publish refused because the live table changed since Plan fingerprinted it (OutOfBandChangeError): the drift alarm's metric. */
+  OutOfBandChange: 'OutOfBandChange',
+  /** CancelOrphans: an execution of the pipeline was aborted or timed out (no Catch ran, so RecordFailure did not count it). */
+  ExecutionStopped: 'ExecutionStopped',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

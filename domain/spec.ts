@@ -293,9 +293,11 @@ export interface PipelineSpec {
    * `slaMinutes`: page when the live data was published longer ago than
    * this. `maxDataLagMinutes`: also page when the newest event time in the
    * live table is older than this (the source stopped delivering, or runs
-   * publish nothing newer). @default - maxDataLagMinutes: no data-lag alarm
+   * publish nothing newer). `expectedRunMinutes`: page when a run takes
+   * longer than this from its start to its publish (RunDurationSeconds).
+   * @default - maxDataLagMinutes: no data-lag alarm; expectedRunMinutes: half the SLA (a failed run can still be re-run within it)
    */
-  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number; readonly expectedRunMinutes?: number };
   /** EventBridge Scheduler expression, e.g. `cron(0 6 * * ? *)`, in `timezone`. @default - no schedule */
   readonly schedule?: { readonly expression: string; readonly timezone?: string };
   /** Old versions kept for rollback after a publish. @default 3 */
@@ -355,7 +357,7 @@ export interface Pipeline {
     /** Left out when not declared. */
     readonly drift?: DriftChecks;
   } & DeclaredChecks;
-  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number };
+  readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number; readonly expectedRunMinutes?: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
   readonly outOfBand: { readonly expectedWriters: boolean };
@@ -793,6 +795,8 @@ const MAX_CHECK_NAME_LENGTH = 128;
 const freshnessSchema = section({
   slaMinutes: integer(1, 24 * 60, ' (at most a day)'),
   maxDataLagMinutes: integer(1, 366 * 24 * 60, ' (at most a year)').optional(),
+  // A Standard execution runs at most a year; the stack's timeout stops it far sooner.
+  expectedRunMinutes: integer(1, 366 * 24 * 60, ' (at most a year)').optional(),
 });
 
 const scheduleSchema = z

@@ -13,7 +13,8 @@ export const STACK_NAME = 'AtomicPublish';
 export interface BuildAppOptions {
   /**
    * Context over cdk.json's (and, under the CDK CLI, under the CLI's):
-   * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail`, `freshnessMonitorRateMinutes`.
+   * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail` (one address or several,
+   * comma-separated), `alarmHttpsUrls` (comma-separated https:// URLs), `freshnessMonitorRateMinutes`.
    */
   readonly context?: Record<string, unknown>;
   /**
@@ -49,7 +50,8 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
     ...(options.bundling === false ? { postCliContext: { 'aws:cdk:bundling-stacks': [] } } : {}),
   });
   const node = app.node;
-  const alarmEmail = contextString(node.tryGetContext('alarmEmail'), 'alarmEmail');
+  const alarmEmails = contextList(node.tryGetContext('alarmEmail'), 'alarmEmail');
+  const alarmHttpsUrls = contextList(node.tryGetContext('alarmHttpsUrls'), 'alarmHttpsUrls');
   const handlerRoleName = contextString(node.tryGetContext('handlerRoleName'), 'handlerRoleName');
   const secretKmsKeyArn = contextString(node.tryGetContext('secretKmsKeyArn'), 'secretKmsKeyArn');
   const monitorRate = contextMinutes(node.tryGetContext('freshnessMonitorRateMinutes'), 'freshnessMonitorRateMinutes');
@@ -61,13 +63,20 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
     },
     pipelines,
     ...(handlerRoleName ? { handlerRoleName } : {}),
-    ...(alarmEmail ? { alarmEmail } : {}),
+    ...(alarmEmails.length + alarmHttpsUrls.length > 0 ? { subscriptions: { emails: alarmEmails, httpsUrls: alarmHttpsUrls } } : {}),
     ...(monitorRate !== undefined ? { freshnessMonitorRate: Duration.minutes(monitorRate) } : {}),
   });
   // cdk-nag's AWS Solutions rules run at every synthesis; an unacknowledged
   // finding fails it (each acknowledgement sits on its construct, with its reason).
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
+}
+
+/** A comma-separated list from context (or a JSON list, as cdk.json may hold it); empty when absent. */
+function contextList(value: unknown, key: string): string[] {
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.map((v) => v.trim()).filter(Boolean);
+  const text = contextString(value, key);
+  return text === undefined ? [] : text.split(',').map((v) => v.trim()).filter(Boolean);
 }
 
 /** A whole number of minutes from context (`-c key=5` arrives as a string); unset when absent. */

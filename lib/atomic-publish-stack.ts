@@ -1,16 +1,18 @@
 import { ArnFormat, CfnOutput, Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
-import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
 import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Topic } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import { SubscriptionProtocol } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { Schedule } from 'aws-cdk-lib/aws-scheduler';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { PublishDashboard } from './dashboard.ts';
 import { FreshnessMonitor, freshnessMonitorRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
@@ -40,6 +42,11 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default - no subscription: subscribe a pager or chat endpoint to the topic yourself
    */
   readonly alarmEmail?: string;
+  /**
+   * More subscribers of the on-call topic: every alarm's ALARM and OK, and every failure alert.
+   * @default - none beyond alarmEmail
+   */
+  readonly subscriptions?: OnCallSubscriptions;
   /** Publish's waits for its locks and for older snapshots (domain/publish-waits.ts). @default 5 s and 60 s */
   readonly publishWaits?: Partial<PublishWaits>;
   /**
@@ -65,6 +72,14 @@ export interface AtomicPublishStackProps extends StackProps {
   readonly freshnessMonitorRate?: Duration;
 }
 
+/** Who the on-call topic notifies besides alarmEmail. */
+export interface OnCallSubscriptions {
+  /** Email addresses (each confirms the subscription from a mail SNS sends). @default - none */
+  readonly emails?: readonly string[];
+  /** HTTPS endpoints, such as an incident tool's events integration URL (it confirms the subscription itself). @default - none */
+  readonly httpsUrls?: readonly string[];
+}
+
 /**
  * atomic-publish on AWS: the state machine and its step handlers, the on-call
  * topic, alarms, and a schedule per scheduled pipeline. Environment-agnostic:
@@ -82,7 +97,7 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
+  /** Keyed by label (see PublishMonitoring.alarms): the state machine's, each pipeline's, each function's. */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
@@ -90,6 +105,8 @@ export class AtomicPublishStack extends Stack {
   public readonly schedules: Record<string, Schedule>;
   /** Starts each scheduled run under a name of its scheduled time; absent when no pipeline has a schedule. */
   public readonly startRun?: StepHandler;
+  /** The on-call dashboard: alarm states, then per pipeline publish age against the SLA, rows, durations, failures. */
+  public readonly dashboard: Dashboard;
   /** Measures every pipeline's freshness on a schedule and writes it to CloudWatch. */
   public readonly freshnessMonitor: FreshnessMonitor;
 
@@ -118,7 +135,11 @@ export class AtomicPublishStack extends Stack {
         },
       }),
     );
-    if (props.alarmEmail) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
+    for (const email of [...(props.alarmEmail ? [props.alarmEmail] : []), ...(props.subscriptions?.emails ?? [])]) {
+      this.topic.addSubscription(new EmailSubscription(email));
+    }
+    // An incident tool's events integration (PagerDuty's CloudWatch integration URL, for one) takes the alarm's SNS JSON as it comes.
+    for (const url of props.subscriptions?.httpsUrls ?? []) this.topic.addSubscription(new UrlSubscription(url, { protocol: SubscriptionProtocol.HTTPS }));
 
     const workflow = new PublishWorkflow(this, 'Workflow', {
       warehouse,
@@ -140,15 +161,26 @@ export class AtomicPublishStack extends Stack {
       roleName: monitorRoleNameFor(this.handlerRoleName),
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
     });
+    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    this.schedules = schedules.schedules;
+    this.startRun = schedules.startRun;
     this.alarms = new PublishMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,
       topic: this.topic,
       pipelines: props.pipelines,
       freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
+      stepHandlers: workflow.functions,
+      standaloneFunctions: {
+        CancelOrphans: workflow.cancelOrphans,
+        FreshnessMonitor: this.freshnessMonitor.function,
+        ...(this.startRun ? { StartRun: this.startRun } : {}),
+      },
     }).alarms;
-    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
-    this.schedules = schedules.schedules;
-    this.startRun = schedules.startRun;
+    this.dashboard = new PublishDashboard(this, 'Dashboard', {
+      pipelines: props.pipelines,
+      alarms: this.alarms,
+      freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
+    }).dashboard;
 
     new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn, description: 'Start executions here' });
     new CfnOutput(this, 'OnCallTopicArn', { value: this.topic.topicArn, description: 'Subscribe the on-call pager here' });
@@ -173,6 +205,7 @@ function validateProps(props: AtomicPublishStackProps): void {
     if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
     neighbourProps(props.pauseProbe, props.circuitBreaker);
     freshnessMonitorRateMinutes(props.freshnessMonitorRate);
+    validateSubscriptions(props.alarmEmail, props.subscriptions);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);
   }
@@ -184,6 +217,25 @@ function validateProps(props: AtomicPublishStackProps): void {
   }
   if (props.executionTimeout && !props.executionTimeout.isUnresolved() && props.executionTimeout.toSeconds() < 60) {
     throw new Error('AtomicPublishStack: executionTimeout must be at least one minute');
+  }
+}
+
+const EMAIL = /^[^\s@,]+@[^\s@,]+$/;
+
+/** An address SNS would take, an https:// URL: a wrong one is caught at synth, not by a page that never arrives. */
+function validateSubscriptions(alarmEmail: string | undefined, subscriptions: OnCallSubscriptions | undefined): void {
+  for (const email of [...(alarmEmail ? [alarmEmail] : []), ...(subscriptions?.emails ?? [])]) {
+    if (!Token.isUnresolved(email) && !EMAIL.test(email)) throw new Error(`alarm email ${JSON.stringify(email)} is not an email address`);
+  }
+  for (const url of subscriptions?.httpsUrls ?? []) {
+    if (Token.isUnresolved(url)) throw new Error('subscriptions.httpsUrls must be known at synth (SNS needs the protocol and the URL)');
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {
+      parsed = undefined;
+    }
+    if (parsed?.protocol !== 'https:') throw new Error(`subscriptions.httpsUrls: ${JSON.stringify(url.replace(/\/\/[^/]*@/, '//...@'))} is not an https:// URL`);
   }
 }
 

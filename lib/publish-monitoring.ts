@@ -1,11 +1,47 @@
 import { Duration } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
-import { DimensionName, MetricName, METRICS_NAMESPACE } from '../domain/names.ts';
+import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
+
+/**
+ * The runbook's sections (README.md, "Operate"), by the alarm they are for:
+ * each alarm's description names its section by title and anchor.
+ */
+export const RUNBOOK = {
+  Freshness: 'Freshness alarm',
+  DataLag: 'Data lag alarm',
+  ReconcileFailed: 'Reconciliation failed alarm',
+  PublishFailed: 'Publish failed alarm',
+  OutOfBand: 'Out-of-band change alarm',
+  ExecutionStopped: 'Execution stopped alarm',
+  SlowRun: 'Slow run alarm',
+  ExecutionsFailed: 'Executions failed alarm',
+  LambdaErrors: 'Lambda errors alarm',
+  LambdaThrottles: 'Lambda throttles alarm',
+} as const;
+
+/** GitHub's anchor of a heading: lower case, punctuation but `-` dropped, spaces as `-`. */
+export function runbookAnchor(title: string): string {
+  return title.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-');
+}
+
+/** The description's last sentence: where on-call reads what to do. */
+export function runbookLine(title: string): string {
+  return `Runbook: README.md, Operate, "${title}" (README.md#${runbookAnchor(title)}).`;
+}
+
+/** The default expected run: half the SLA, so a run that failed at its end can still be re-run within the SLA. */
+export function expectedRunMinutes(pipeline: Pipeline): number {
+  return pipeline.freshness.expectedRunMinutes ?? Math.max(1, Math.floor(pipeline.freshness.slaMinutes / 2));
+}
+
+/** Period of the alarms on events (a failed run, a slow run): one failure in it pages. */
+const EVENT_PERIOD = Duration.minutes(5);
 
 export interface PublishMonitoringProps {
   readonly stateMachine: IStateMachine;
@@ -19,20 +55,50 @@ export interface PublishMonitoringProps {
    * @default Duration.minutes(5)
    */
   readonly freshnessPeriod?: Duration;
+  /**
+   * Step handlers by name: their throttles page. Their errors do not: a
+   * step's error is how a run fails (the Catch pages through RecordFailure,
+   * and the failure's class through the pipeline's alarms), and a transient
+   * one that a retry absorbed is no failure at all.
+   * @default - no Lambda alarms for them
+   */
+  readonly stepHandlers?: Readonly<Record<string, IFunction>>;
+  /**
+   * Functions no state machine Catch watches (StartRun, CancelOrphans, the
+   * freshness monitor), by name: their errors and throttles page.
+   * @default - no Lambda alarms for them
+   */
+  readonly standaloneFunctions?: Readonly<Record<string, IFunction>>;
 }
 
 /** Periods a freshness alarm looks at, and how many of them must breach (missing counts as breaching). */
 export const FRESHNESS_EVALUATION = { evaluationPeriods: 3, datapointsToAlarm: 2 } as const;
 
 /**
- * Alarms that page: failed and timed-out executions (a timeout skips the
- * Notify path), and per pipeline a freshness alarm on the age of its live
- * data's publication as the freshness monitor measures it: it fires when
- * that age passes the SLA, and when the monitor stops reporting the
- * pipeline (missing data breaching), and tells on-call again when it clears.
+ * Alarms that page, each on one metric, its description naming the
+ * pipeline, what it means and its runbook section; ALARM and OK both
+ * notify the topic:
+ *
+ * - the state machine: failed and timed-out executions (a timeout skips the
+ *   Notify path), whatever the pipeline;
+ * - per pipeline: freshness (the age of its live data's publication as the
+ *   freshness monitor measures it: past the SLA, or not measured, missing
+ *   data breaching), data lag (on request), reconciliation failed, publish
+ *   failed, out-of-band change (drift), execution stopped (aborted or timed
+ *   out), slow run;
+ * - per function: throttles, and errors of the functions outside the state machine.
+ *
+ * Metrics the handlers write through Powertools (Embedded Metric Format)
+ * carry the dimensions service and Pipeline, and an alarm matches a metric
+ * only on all its dimensions: the per-pipeline alarms name both.
  */
 export class PublishMonitoring extends Construct {
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
+  /**
+   * Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`; per pipeline `Freshness:<pipeline>`,
+   * `DataLag:<pipeline>` (with freshness.maxDataLagMinutes), `ReconcileFailed:<pipeline>`, `PublishFailed:<pipeline>`,
+   * `OutOfBand:<pipeline>`, `ExecutionStopped:<pipeline>`, `SlowRun:<pipeline>`; per function `Errors:<name>`
+   * (standalone functions only) and `Throttles:<name>`.
+   */
   public readonly alarms: Record<string, Alarm>;
 
   constructor(scope: Construct, id: string, props: PublishMonitoringProps) {
@@ -44,7 +110,8 @@ export class PublishMonitoring extends Construct {
       // A failure after Publish (EmitMetrics, Cleanup) leaves the new table published: the alert says which.
       alarmDescription:
         'atomic-publish: an execution failed. See the failure alert for the error and whether the live table was published, ' +
-        'and atomic_publish.batch_attempts for the attempt.',
+        'and atomic_publish.batch_attempts for the attempt. ' +
+        runbookLine(RUNBOOK.ExecutionsFailed),
       metric: props.stateMachine.metricFailed({ period: Duration.minutes(5), statistic: Stats.SUM }),
       threshold: 1,
       evaluationPeriods: 1,
@@ -54,7 +121,8 @@ export class PublishMonitoring extends Construct {
     alarms.ExecutionsTimedOut = new Alarm(this, 'ExecutionsTimedOut', {
       alarmDescription:
         'atomic-publish: an execution hit the state machine timeout, so no failure alert was sent. ' +
-        'Check atomic_publish.batch_attempts and the execution history for how far it got (the live table may already be published).',
+        'Check atomic_publish.batch_attempts and the execution history for how far it got (the live table may already be published). ' +
+        runbookLine(RUNBOOK.ExecutionStopped),
       metric: props.stateMachine.metricTimedOut({ period: Duration.minutes(5), statistic: Stats.SUM }),
       threshold: 1,
       evaluationPeriods: 1,
@@ -77,7 +145,7 @@ export class PublishMonitoring extends Construct {
         alarmDescription:
           `atomic-publish: pipeline ${pipeline.name} is stale: the data readers see in ${pipeline.target.schema}.${pipeline.target.table} ` +
           `was published more than ${sla} minutes ago (its freshness SLA), or the freshness monitor stopped measuring it. ` +
-          'Runbook: README.md, Operate, "Freshness alarm".',
+          runbookLine(RUNBOOK.Freshness),
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
           metricName: MetricName.PublishAgeSeconds,
@@ -101,7 +169,7 @@ export class PublishMonitoring extends Construct {
         alarmDescription:
           `atomic-publish: pipeline ${pipeline.name} publishes old data: the newest ${pipeline.timeColumn} in ${pipeline.target.schema}.${pipeline.target.table} ` +
           `is more than ${maxLag} minutes old (freshness.maxDataLagMinutes); the source may have stopped delivering. ` +
-          'Runbook: README.md, Operate, "Data lag alarm".',
+          runbookLine(RUNBOOK.DataLag),
         metric: new Metric({
           namespace: METRICS_NAMESPACE,
           metricName: MetricName.LiveDataLagSeconds,
@@ -119,7 +187,92 @@ export class PublishMonitoring extends Construct {
       alarms[`DataLag:${pipeline.name}`] = lag;
     }
 
+    for (const pipeline of props.pipelines) Object.assign(alarms, this.runAlarms(pipeline));
+    for (const [name, fn] of Object.entries(props.standaloneFunctions ?? {})) {
+      alarms[`Errors:${name}`] = this.lambdaAlarm(name, 'Errors', fn.metricErrors({ period: EVENT_PERIOD, statistic: Stats.SUM }));
+    }
+    for (const [name, fn] of Object.entries({ ...props.stepHandlers, ...props.standaloneFunctions })) {
+      alarms[`Throttles:${name}`] = this.lambdaAlarm(name, 'Throttles', fn.metricThrottles({ period: EVENT_PERIOD, statistic: Stats.SUM }));
+    }
+    for (const [label, alarm] of Object.entries(alarms)) {
+      if (label.startsWith('Freshness:') || label.startsWith('DataLag:')) continue;
+      // The freshness alarms add theirs above; every other alarm tells on-call when it clears too. OK
+      // actions run on a transition into OK from any state, INSUFFICIENT_DATA included (so once per
+      // alarm after a first deploy): https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html
+      alarm.addOkAction(action);
+    }
+
     for (const alarm of Object.values(alarms)) alarm.addAlarmAction(action);
     this.alarms = alarms;
+  }
+
+  /** The pipeline's alarms on its runs: one failed, stopped or slow run pages. */
+  private runAlarms(pipeline: Pipeline): Record<string, Alarm> {
+    const live = `${pipeline.target.schema}.${pipeline.target.table}`;
+    const count = (metricName: MetricName) =>
+      new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
+        statistic: Stats.SUM,
+        period: EVENT_PERIOD,
+      });
+    const expected = expectedRunMinutes(pipeline);
+    const said = pipeline.freshness.expectedRunMinutes === undefined ? `half its ${pipeline.freshness.slaMinutes}-minute SLA` : 'freshness.expectedRunMinutes';
+    const alarms: Record<string, Alarm> = {
+      [`ReconcileFailed:${pipeline.name}`]: this.eventAlarm(`ReconcileFailed-${pipeline.name}`, count(MetricName.ReconcileFailed),
+        `atomic-publish: pipeline ${pipeline.name}: reconciliation failed: the gate blocked a batch (CheckFailedError), so nothing was published and ${live} is untouched; ` +
+          `the failure alert and atomic_publish.check_results say which check and where. ${runbookLine(RUNBOOK.ReconcileFailed)}`),
+      [`PublishFailed:${pipeline.name}`]: this.eventAlarm(`PublishFailed-${pipeline.name}`, count(MetricName.PublishFailed),
+        `atomic-publish: pipeline ${pipeline.name}: publish failed: a batch passed the gate but its publish into ${live} did not commit ` +
+          `(the failure alert says why and what readers see). ${runbookLine(RUNBOOK.PublishFailed)}`),
+      [`OutOfBand:${pipeline.name}`]: this.eventAlarm(`OutOfBand-${pipeline.name}`, count(MetricName.OutOfBandChange),
+        `atomic-publish: pipeline ${pipeline.name}: out-of-band change (drift): ${live} no longer matched the fingerprint Plan took of it, ` +
+          `so someone else wrote to it; Publish refused and readers see the table with that change in it. ${runbookLine(RUNBOOK.OutOfBand)}`),
+      [`ExecutionStopped:${pipeline.name}`]: this.eventAlarm(`ExecutionStopped-${pipeline.name}`, count(MetricName.ExecutionStopped),
+        `atomic-publish: pipeline ${pipeline.name}: an execution was aborted or timed out; no failure alert was sent. CancelOrphans cancelled its statements ` +
+          `and marked its batch FAILED; ${live} may or may not have been published. ${runbookLine(RUNBOOK.ExecutionStopped)}`),
+      [`SlowRun:${pipeline.name}`]: this.eventAlarm(
+        `SlowRun-${pipeline.name}`,
+        new Metric({
+          namespace: METRICS_NAMESPACE,
+          metricName: MetricName.RunDurationSeconds,
+          dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
+          statistic: Stats.MAXIMUM,
+          period: EVENT_PERIOD,
+        }),
+        `atomic-publish: pipeline ${pipeline.name}: a run took longer than ${expected} minutes (${said}) from its start to its publish; ` +
+          `it published, but a failure at that pace could not be re-run within the SLA. ${runbookLine(RUNBOOK.SlowRun)}`,
+        { threshold: expected * 60, comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD },
+      ),
+    };
+    return alarms;
+  }
+
+  /** One event in the period pages; a period without one is fine (the alarm returns to OK). */
+  private eventAlarm(id: string, metric: Metric, alarmDescription: string, compare?: { threshold: number; comparisonOperator: ComparisonOperator }): Alarm {
+    return new Alarm(this, id, {
+      alarmDescription,
+      metric,
+      threshold: compare?.threshold ?? 1,
+      comparisonOperator: compare?.comparisonOperator ?? ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  private lambdaAlarm(name: string, what: 'Errors' | 'Throttles', metric: ReturnType<IFunction['metricErrors']>): Alarm {
+    const description =
+      what === 'Errors'
+        ? `atomic-publish: the ${name} function failed an invocation (no state machine Catch pages for it): see its log group. ${runbookLine(RUNBOOK.LambdaErrors)}`
+        : `atomic-publish: the ${name} function was throttled (the account's or its concurrency limit), for every pipeline. ${runbookLine(RUNBOOK.LambdaThrottles)}`;
+    return new Alarm(this, `${what}-${name}`, {
+      alarmDescription: description,
+      metric,
+      threshold: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
   }
 }

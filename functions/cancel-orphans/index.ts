@@ -1,4 +1,6 @@
 import type { Context } from 'aws-lambda';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { DimensionName, MetricName } from '../../domain/names.ts';
 import { BatchStatus } from '../../domain/batch.ts';
 import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
@@ -6,7 +8,7 @@ import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
-import { logger } from '../commons/powertools.ts';
+import { logger, metrics } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
@@ -49,6 +51,8 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   // The execution ended: once its statements are cancelled, its pipeline
   // lease is released, so the next run need not wait for it to expire.
   const release = () => (Number(manifest?.present) > 0 ? releaseExecutionLease(warehouse, executionArn, name) : Promise.resolve(false));
+  // Counted per pipeline before anything else can fail: the pipeline's execution-stopped alarm reads it.
+  countStopped(batch ? [batch, ...others].map((row) => String(row.pipeline)) : inputPipelines(event), status);
   if (!batch) {
     const leaseReleased = await release();
     logger.info('the execution recorded no batch; nothing to cancel', { executionArn, status });
@@ -71,6 +75,31 @@ export async function cancelExecutionOrphans(event: ExecutionStatusChange, wareh
   for (const row of others) otherBatches.push(await stop(row));
   const leaseReleased = await release();
   return { executionArn, status, ...first, leaseReleased, ...(otherBatches.length > 0 ? { otherBatches } : {}) };
+}
+
+/**
+ * ExecutionStopped=1 for each pipeline the execution ran (a publish group's
+ * members each), one EMF record per pipeline (Powertools singleMetric
+ * writes at once, with the service dimension): the execution-stopped alarm
+ * of each pipeline pages (lib/publish-monitoring.ts).
+ */
+function countStopped(pipelines: readonly string[], status: string): void {
+  for (const pipeline of new Set(pipelines)) {
+    const single = metrics.singleMetric();
+    single.addDimension(DimensionName.Pipeline, pipeline);
+    single.addMetric(MetricName.ExecutionStopped, MetricUnit.Count, 1);
+  }
+  if (pipelines.length === 0) logger.warn('stopped execution of no known pipeline: not counted per pipeline', { status });
+}
+
+/** The pipeline of an execution stopped before Plan recorded a batch: from the input the event carries, when it names one. */
+function inputPipelines(event: ExecutionStatusChange): string[] {
+  try {
+    const input = JSON.parse(event.detail.input ?? 'null') as { pipeline?: unknown } | null;
+    return typeof input?.pipeline === 'string' && input.pipeline.length <= 128 ? [input.pipeline] : [];
+  } catch {
+    return [];
+  }
 }
 
 export const handler = stepHandler((event: ExecutionStatusChange, context: Context) => cancelExecutionOrphans(event, warehouseFor(context)));

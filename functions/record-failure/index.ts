@@ -11,6 +11,7 @@ import {
 } from '../../domain/record-failure.ts';
 import { boundedErrorMessage } from '../../domain/errors.ts';
 import { failedGroup } from '../../domain/record-failure-group.ts';
+import { failureClass } from '../../domain/failure-class.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
@@ -36,7 +37,7 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   // The warehouse's circuit breaker counts the failure (functions/commons/breaker.ts); never throws.
   const breaker = await breakerFailure(warehouse, event.executionId, described.name, `${described.name}: ${described.message}`);
   const group = failedGroup(event);
-  if (group) return counted(await recordGroupFailure(event, group, warehouse), described.message);
+  if (group) return counted(await recordGroupFailure(event, group, warehouse), described.message, event);
   const batch = failedBatch(event.state);
   const { name, message } = described;
   let facts: FailureFacts = { recorded: false };
@@ -74,13 +75,19 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
   } catch (error) {
     logger.error('could not release the pipeline lease; it expires at the state machine timeout', { executionId: event.executionId, error: error as Error });
   }
-  return counted(failureReport(event, breaker ? { ...facts, breaker } : facts), message);
+  return counted(failureReport(event, breaker ? { ...facts, breaker } : facts), message, event);
 }
 
-/** The failure counted (BatchFailed) and logged; the report is the step's answer. */
-function counted(report: FailureReport, message: string): FailureReport {
+/**
+ * The failure counted (BatchFailed, and its class for the pipeline's
+ * alarms: domain/failure-class.ts) and logged; the report is the step's answer.
+ */
+function counted(report: FailureReport, message: string, event: RecordFailureEvent): FailureReport {
   if (report.pipeline) metrics.addDimension(DimensionName.Pipeline, report.pipeline);
   metrics.addMetric(MetricName.BatchFailed, MetricUnit.Count, 1);
+  const state = (typeof event.state === 'object' && event.state !== null ? event.state : {}) as Record<string, unknown>;
+  const cls = failureClass({ errorName: report.errorName, reconciled: state.reconcile !== undefined, published: state.publish !== undefined });
+  if (cls) metrics.addMetric(cls, MetricUnit.Count, 1);
   logger.error('run failed', { pipeline: report.pipeline, batchId: report.batchId, errorName: report.errorName, error: boundedErrorMessage(message) });
   return report;
 }

@@ -243,6 +243,7 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a missing freshness', { freshness: undefined as unknown as PipelineSpec['freshness'] }, /^pipeline orders: freshness\.slaMinutes/],
     ['a freshness.maxDataLagMinutes of 0', { freshness: { slaMinutes: 60, maxDataLagMinutes: 0 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer from 1 to 527040 \(at most a year\)/],
     ['a fractional freshness.maxDataLagMinutes', { freshness: { slaMinutes: 60, maxDataLagMinutes: 1.5 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer/],
+    ['a freshness.expectedRunMinutes of 0', { freshness: { slaMinutes: 60, expectedRunMinutes: 0 } }, /^pipeline orders: freshness\.expectedRunMinutes must be an integer from 1 to 527040/],
     ['a schedule.expression that is not cron/rate/at', { schedule: { expression: '0 6 * * *' } }, /^pipeline orders: schedule\.expression must be an EventBridge Scheduler expression/],
     ['an unclosed schedule.expression', { schedule: { expression: 'rate(1 day' } }, /^pipeline orders: schedule\.expression/],
     ['an empty cron()', { schedule: { expression: 'cron()' } }, /^pipeline orders: schedule\.expression/],

@@ -181,6 +181,10 @@ describe('an execution aborted while its chunk INSERTs run', () => {
       markedFailed: true,
       leaseReleased: true,
     });
+    // Counted for the batch's pipeline: its execution-stopped alarm pages (no failure alert is sent).
+    expect(aborted.metrics.filter((m) => 'ExecutionStopped' in m.values)).toEqual([
+      expect.objectContaining({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { ExecutionStopped: 1 } }),
+    ]);
     // Released after the cancels: the re-run below need not wait for the lease to expire.
     expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
     for (const id of held) expect(await statementStatus(id)).toBe('ABORTED');

@@ -163,6 +163,13 @@ describe('a row inserted into the live table mid-run', () => {
     expect(alert!.message).toContain(`Re-run:     once someone has decided about the change`);
     expect(alert!.message).toContain(`start an execution with input ${JSON.stringify(inputFor(7))}`);
   });
+
+  it('counts the refusal as OutOfBandChange for the pipeline (its drift alarm), not also as a publish failure', () => {
+    const [record, ...others] = observed.result.metrics.filter((m) => 'BatchFailed' in m.values);
+    expect(others).toEqual([]);
+    expect(record).toMatchObject({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { BatchFailed: 1, OutOfBandChange: 1 } });
+    expect(record!.values).not.toHaveProperty('PublishFailed');
+  });
 });
 
 describe('the re-run after a refusal', () => {

@@ -75,6 +75,11 @@ describe('a swap transaction that fails in the warehouse', () => {
     expect(failed.metrics.find((m) => 'BatchFailed' in m.values)?.values.BatchFailed).toBe(1);
   });
 
+  it('counts it as PublishFailed for the pipeline (the batch passed the gate; the swap did not commit), its publish-failed alarm\'s metric', () => {
+    const records = failed.metrics.filter((m) => 'BatchFailed' in m.values);
+    expect(records).toEqual([expect.objectContaining({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { BatchFailed: 1, PublishFailed: 1 } })]);
+  });
+
   it('publishes on re-run once the name is free: same batch, attempt 2, no chunk reloaded', async () => {
     await wf.query(`DROP TABLE ${names.previous}`);
     wf.reset();

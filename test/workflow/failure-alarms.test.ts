@@ -1,0 +1,152 @@
+// The per-pipeline failure alarms on real parts: the synthesized state
+// machine fails for real (the gate blocks a batch; an execution times
+// out), the handlers write their metrics as Embedded Metric Format lines,
+// which the local runner captures; local/emf-metrics.ts hands them to the
+// local CloudWatch endpoint as CloudWatch Logs would extract them, and the
+// endpoint evaluates the stack's alarms as synthesized, paging through the
+// local SNS outbox. Alarms are evaluated at instants computed from the
+// metrics' own timestamps, never by sleeping.
+import { type CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WarehouseError } from '../../domain/errors.ts';
+import { localCloudWatchClient } from '../../local/aws-clients.ts';
+import { alarmsFromTemplate, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
+import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { putEmfRecords } from '../../local/emf-metrics.ts';
+import type { MetricRecord } from '../../local/lambda-output.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { SnsOutbox } from '../../local/sns-outbox.ts';
+import { caughtError, inputFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+
+const DAY = 5;
+let wf: Workflow;
+let alarms: MetricAlarm[];
+let cw: LocalCloudWatchApi;
+let client: CloudWatchClient;
+let outbox: SnsOutbox;
+
+const alarmOn = (metricName: string) => alarms.find((a) => a.metricName === metricName && a.dimensions.Pipeline === PIPELINE.name)!;
+/** The end of the alarm's period that holds `timestamp`: the first instant its evaluation sees that period. */
+const periodEnd = (alarm: MetricAlarm, timestamp: number) => (Math.floor(timestamp / (alarm.periodSeconds * 1000)) + 1) * alarm.periodSeconds * 1000;
+const pagesOf = (alarm: MetricAlarm) =>
+  outbox.alerts.filter((a) => a.executionId === alarm.alarmArn).map((a) => JSON.parse(a.message) as { NewStateValue: string; AlarmDescription: string });
+const recordWith = (metrics: readonly MetricRecord[], name: string) => metrics.filter((m) => name in m.values);
+
+beforeAll(async () => {
+  wf = await useWorkflow('wf_failure_alarms');
+  await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
+  alarms = alarmsFromTemplate(wf.runner.workflow.template);
+  outbox = new SnsOutbox(wf.outboxFile);
+  cw = await startLocalCloudWatchApi({ alarms, outbox });
+  client = localCloudWatchClient(cw.endpoint);
+});
+afterAll(async () => {
+  await cw?.close();
+  await wf?.close();
+});
+
+describe('a batch the gate blocks', () => {
+  let failed: Awaited<ReturnType<Workflow['run']>>;
+
+  beforeAll(async () => {
+    // A source row arrives after the load: the gate's count no longer matches.
+    wf.faults.Reconcile = async (input, next) => {
+      await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [sampleDay(1).toISOString().slice(0, 19)]);
+      return next(input);
+    };
+    try {
+      failed = await wf.run(inputFor(DAY), 'gate-blocks');
+    } finally {
+      wf.reset();
+      await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 900000001');
+    }
+  });
+
+  it('has RecordFailure write ReconcileFailed beside BatchFailed, with the service and Pipeline dimensions, and no other class', () => {
+    expect(caughtError(failed)?.Error).toBe('CheckFailedError');
+    const records = recordWith(failed.metrics, 'BatchFailed');
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, values: { BatchFailed: 1, ReconcileFailed: 1 } });
+    expect(Object.keys(records[0]!.values).sort()).toEqual(['BatchFailed', 'ReconcileFailed']);
+  });
+
+  it('turns the pipeline\'s reconciliation-failed alarm to ALARM, paging with its runbook, while publish-failed and out-of-band stay quiet; then OK after a quiet period', async () => {
+    const alarm = alarmOn('ReconcileFailed');
+    expect(alarm).toMatchObject({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, statistic: 'Sum', threshold: 1 });
+    expect(await putEmfRecords(client, failed.metrics)).toBeGreaterThanOrEqual(2);
+    const at = periodEnd(alarm, recordWith(failed.metrics, 'ReconcileFailed')[0]!.timestamp);
+
+    const changed = cw.evaluate(new Date(at));
+
+    const of = (a: MetricAlarm) => changed.find((t) => t.alarmName === a.alarmName);
+    expect(of(alarm)).toMatchObject({ from: 'INSUFFICIENT_DATA', to: 'ALARM' });
+    expect(pagesOf(alarm)).toEqual([
+      expect.objectContaining({
+        NewStateValue: 'ALARM',
+        AlarmDescription: expect.stringMatching(new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*README\\.md#reconciliation-failed-alarm\\)\\.$`)),
+      }),
+    ]);
+    // No datapoint of theirs, missing data not breaching: OK, never ALARM.
+    for (const other of [alarmOn('PublishFailed'), alarmOn('OutOfBandChange')]) expect(cw.state(other.alarmName)).toBe('OK');
+
+    expect(cw.evaluate(new Date(at + alarm.periodSeconds * 1000)).filter((t) => t.alarmName === alarm.alarmName)).toEqual([
+      expect.objectContaining({ from: 'ALARM', to: 'OK' }),
+    ]);
+    expect(pagesOf(alarm).map((p) => p.NewStateValue)).toEqual(['ALARM', 'OK']);
+  });
+});
+
+describe('the re-run that publishes', () => {
+  it('has EmitMetrics\' RunDurationSeconds reach the pipeline\'s slow-run alarm by its dimensions: under the expected run, OK', async () => {
+    const rerun = await wf.run(inputFor(DAY), 'gate-blocks-rerun');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    const [record] = recordWith(rerun.metrics, 'RunDurationSeconds');
+    expect(record).toMatchObject({ dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name } });
+    const alarm = alarmOn('RunDurationSeconds');
+    expect(alarm).toMatchObject({ statistic: 'Maximum', threshold: (PIPELINE.freshness.slaMinutes / 2) * 60, comparison: 'GreaterThanThreshold' });
+    // An endpoint of its own, so the alarm starts INSUFFICIENT_DATA (the shared one already judged its empty periods OK).
+    const own = await startLocalCloudWatchApi({ alarms: [alarm], outbox });
+    try {
+      const ownClient = localCloudWatchClient(own.endpoint);
+      await putEmfRecords(ownClient, rerun.metrics);
+
+      own.evaluate(new Date(periodEnd(alarm, record!.timestamp)));
+
+      // A datapoint under the threshold, not missing data, is what made it OK: the reason quotes it.
+      const [described] = (await ownClient.send(new DescribeAlarmsCommand({ AlarmNames: [alarm.alarmName] }))).MetricAlarms!;
+      expect(described).toMatchObject({ StateValue: 'OK', StateReason: expect.stringContaining(`[${record!.values.RunDurationSeconds}]`) });
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe('an execution that timed out before Plan recorded a batch', () => {
+  it('has CancelOrphans write ExecutionStopped for the pipeline its input names, and the pipeline\'s execution-stopped alarm pages', async () => {
+    let releasePlan!: () => void;
+    const planHeld = new Promise<void>((resolve) => (releasePlan = resolve));
+    wf.faults.Plan = async () => {
+      await planHeld;
+      throw new WarehouseError('not run: the execution timed out');
+    };
+    let timedOut: Awaited<ReturnType<Workflow['run']>>;
+    try {
+      const execution = await wf.runner.start(inputFor(DAY), { name: 'timed-out', timeoutSeconds: 1 });
+      timedOut = await execution.result;
+    } finally {
+      releasePlan();
+      wf.reset();
+    }
+
+    expect(timedOut.status).toBe('TIMED_OUT');
+    const records = recordWith(timedOut.metrics, 'ExecutionStopped');
+    expect(records).toEqual([expect.objectContaining({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, values: { ExecutionStopped: 1 } })]);
+    await putEmfRecords(client, records);
+    const alarm = alarmOn('ExecutionStopped');
+
+    const changed = cw.evaluate(new Date(periodEnd(alarm, records[0]!.timestamp)));
+
+    expect(changed.find((t) => t.alarmName === alarm.alarmName)).toMatchObject({ to: 'ALARM' });
+    expect(pagesOf(alarm).at(-1)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('an execution was aborted or timed out') });
+  });
+});
