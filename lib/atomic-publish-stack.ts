@@ -82,7 +82,10 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes). */
+  /**
+   * Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`, `Freshness:<pipeline>`, `DataLag:<pipeline>` (with freshness.maxDataLagMinutes),
+   * `MissedScheduledStarts` (when a pipeline has a schedule).
+   */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
@@ -140,13 +143,14 @@ export class AtomicPublishStack extends Stack {
       roleName: monitorRoleNameFor(this.handlerRoleName),
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
     });
-    this.alarms = new PublishMonitoring(this, 'Monitoring', {
+    const alarms = new PublishMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,
       topic: this.topic,
       pipelines: props.pipelines,
       freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
     }).alarms;
-    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines, topic: this.topic });
+    this.alarms = { ...alarms, ...(schedules.deadLetterAlarm ? { MissedScheduledStarts: schedules.deadLetterAlarm } : {}) };
     this.schedules = schedules.schedules;
     this.startRun = schedules.startRun;
 
