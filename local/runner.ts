@@ -193,6 +193,15 @@ export class LocalRunner {
       ...localEventsEnvironment(eventBridge.endpoint),
       ...options.env,
     });
+    try {
+      return await LocalRunner.created(options, eventBridge);
+    } catch (error) {
+      await eventBridge.close();
+      throw error;
+    }
+  }
+
+  private static async created(options: LocalRunnerOptions, eventBridge: LocalEventBridgeApi): Promise<LocalRunner> {
     const loaded = await loadWorkflow(options.template);
     for (const state of Object.keys(options.functionTimeoutsSeconds ?? {})) {
       if (!(state in loaded.timeoutsSeconds)) throw new Error(`functionTimeoutsSeconds: ${state} is not a Lambda Task state of the workflow`);
