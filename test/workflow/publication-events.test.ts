@@ -4,14 +4,16 @@
 // publication, with the manifest's facts; a Publish retried after a lost
 // answer still yields one; a retried EmitMetrics sends the same event again
 // under the same id (at least once, deduped on detail.eventId); a rollback
-// sends one of its own; a failed run and a replay send none.
+// sends one of its own; a failed run and a replay send none; a restatement
+// says its number, and one equal to the live rows sends none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { PublicationEventError } from '../../domain/publication-event.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
+import { sampleDay } from '../../local/sample-data.ts';
 import type { RecordedEvent } from '../../local/eventbridge-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
 
 let wf: Workflow;
 
@@ -141,5 +143,27 @@ describe('publication events', () => {
     expect(replay.result.status, caughtMessage(replay.result)).toBe('SUCCEEDED');
     expect(replay.events).toEqual([]);
     expect((await wf.publications()).length).toBe(publications);
+  });
+
+  it('a restatement that changed rows says which restatement it is; one that changed nothing puts no event', async () => {
+    // A source correction inside the interval published last (the rollback made day 9's batch live).
+    await wf.query(
+      `UPDATE source.sales_order_lines SET quantity = quantity + 1
+        WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
+                                       WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 2)`,
+      [sampleDay(3).toISOString().slice(0, 19), sampleDay(4).toISOString().slice(0, 19)],
+    );
+    const restated = await eventsOf({ ...inputFor(9), restate: true }, 'events-restated');
+
+    expect(restated.result.status, caughtMessage(restated.result)).toBe('SUCCEEDED');
+    const row = (await wf.publications()).at(-1)!;
+    expect(restated.events.map((e) => [e.detailType, e.detail.eventId, e.detail.batchId, e.detail.restatement])).toEqual([
+      ['Publication Published', `${PIPELINE.name}:${Number(row.seq)}`, row.batch_id, 1],
+    ]);
+
+    const unchanged = await eventsOf({ ...inputFor(9), restate: true }, 'events-restated-unchanged');
+    expect(unchanged.result.status, caughtMessage(unchanged.result)).toBe('SUCCEEDED');
+    expect(visited(unchanged.result).at(-1)).toBe('Superseded');
+    expect(unchanged.events).toEqual([]);
   });
 });
