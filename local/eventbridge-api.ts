@@ -11,7 +11,8 @@
 // It serves PutEvents with EventBridge's checks: 1 to 10 entries a request,
 // 256 KB a request, Source, DetailType and Detail required, Detail a JSON
 // object, a bus that exists. A bad entry fails alone (FailedEntryCount,
-// ErrorCode), as EventBridge answers; a bad request fails whole.
+// ErrorCode), as EventBridge answers; a bad request fails whole. A test
+// may have it refuse a good entry too (`refuse`: throttling).
 // Wire: AWS JSON 1.1, target prefix `AWSEvents.` (the client 3.11xx).
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
 // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevents.html
@@ -43,9 +44,17 @@ export interface LocalEventBridgeApi {
   close(): Promise<void>;
 }
 
+/** An entry failure EventBridge may answer for a well-formed entry (`ThrottlingException`, `InternalFailure`). */
+export interface EntryFailure {
+  readonly errorCode: string;
+  readonly errorMessage: string;
+}
+
 export interface LocalEventBridgeOptions {
   /** Buses besides `default` that exist (by name). @default none */
   readonly buses?: readonly string[];
+  /** Fails a well-formed entry as EventBridge may (a test's injected throttling). @default - none fails */
+  readonly refuse?: (entry: { readonly source: string; readonly detailType: string; readonly detail: Record<string, unknown> }) => EntryFailure | undefined;
   readonly host?: string;
   readonly port?: number;
 }
@@ -92,6 +101,8 @@ export async function startLocalEventBridgeApi(options: LocalEventBridgeOptions 
     if (typeof detail !== 'object' || detail === null || Array.isArray(detail)) return failed('MalformedDetail', 'Detail is malformed.');
     const bus = busName(entry.EventBusName);
     if (!buses.has(bus)) return failed('ResourceNotFoundException', `Event bus ${bus} does not exist.`);
+    const refused = options.refuse?.({ source: entry.Source as string, detailType: entry.DetailType as string, detail: detail as Record<string, unknown> });
+    if (refused) return failed(refused.errorCode, refused.errorMessage);
     const id = randomUUID();
     entries.push({
       id,

@@ -22,7 +22,7 @@ export interface EmitMetricsEvent {
 /**
  * Freshness signals for the pipeline's alarms: `Published` (the freshness
  * alarm pages when none arrives within the SLA), rows, run duration and
- * data lag. Dimensions: service and Pipeline. Then the publication event
+ * data lag. Dimensions: service and Pipeline. And the publication event
  * for downstream consumers (domain/publication-event.ts): this step runs
  * only after Publish, Rollback or PublishGroup answered with a committed
  * publication, so the event never announces a publish that did not happen;
@@ -42,15 +42,17 @@ export async function emitMetrics(
     latestEventTime: latest?.latest == null ? undefined : String(latest.latest),
     now: new Date(),
   });
+  // The event first: a refused one fails the step before any metric is
+  // added, so its retry does not count the publish twice.
+  const announced = publicationEvent(event.batch, pipeline, event.publish);
+  await send(announced);
+  logger.info('publication event sent', { detailType: announced.detailType, eventId: announced.detail.eventId });
   metrics.addDimension(DimensionName.Pipeline, pipeline.name);
   metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
   metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);
   metrics.addMetric(MetricName.RunDurationSeconds, MetricUnit.Seconds, values.RunDurationSeconds);
   if (values.DataLagSeconds >= 0) metrics.addMetric(MetricName.DataLagSeconds, MetricUnit.Seconds, values.DataLagSeconds);
   logger.info('metrics emitted', { batchId: event.batch.batchId, ...values });
-  const announced = publicationEvent(event.batch, pipeline, event.publish);
-  await send(announced);
-  logger.info('publication event sent', { detailType: announced.detailType, eventId: announced.detail.eventId });
   // The run published: the warehouse answers, so its circuit breaker closes.
   await breakerSuccess(warehouse);
   return values;

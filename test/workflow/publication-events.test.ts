@@ -1,9 +1,11 @@
 // Publication events through the synthesized state machine on the real
-// database, EmitMetrics putting them with the real EventBridge client on
-// the runner's local endpoint (local/eventbridge-api.ts): one event per
+// database, EmitMetrics putting them with the real EventBridge client on a
+// local endpoint (local/eventbridge-api.ts) that can refuse an entry as
+// throttled, as EventBridge may: one event per
 // publication, with the manifest's facts; a Publish retried after a lost
 // answer still yields one; a retried EmitMetrics sends the same event again
-// under the same id (at least once, deduped on detail.eventId); a rollback
+// under the same id (at least once, deduped on detail.eventId), and one
+// refused is sent by the retry, the publish counted once; a rollback
 // sends one of its own; a failed run and a replay send none; a restatement
 // says its number, and one equal to the live rows sends none.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,24 +13,34 @@ import { TransientWarehouseError } from '../../domain/errors.ts';
 import { PublicationEventError } from '../../domain/publication-event.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import type { RecordedEvent } from '../../local/eventbridge-api.ts';
+import { localEventsEnvironment } from '../../local/aws-clients.ts';
+import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
 
 let wf: Workflow;
+let bus: LocalEventBridgeApi;
+/** How many of the next entries the endpoint refuses as throttled. */
+let throttle = 0;
 
 beforeAll(async () => {
-  wf = await useWorkflow('wf_pubevents');
+  bus = await startLocalEventBridgeApi({
+    refuse: () => (throttle > 0 ? ((throttle -= 1), { errorCode: 'ThrottlingException', errorMessage: 'Rate exceeded' }) : undefined),
+  });
+  wf = await useWorkflow('wf_pubevents', { env: localEventsEnvironment(bus.endpoint) });
   await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
 });
-afterAll(() => wf?.close());
+afterAll(async () => {
+  await wf?.close();
+  await bus?.close();
+});
 
 /** Runs `input` and returns the execution and the events it put. */
 async function eventsOf(input: unknown, name: string): Promise<{ result: ExecutionResult; events: RecordedEvent[] }> {
-  const before = wf.runner.events.length;
+  const before = bus.entries.length;
   try {
     const result = await wf.run(input, name);
-    return { result, events: wf.runner.events.slice(before) };
+    return { result, events: bus.entries.slice(before) };
   } finally {
     wf.reset();
   }
@@ -112,6 +124,18 @@ describe('publication events', () => {
     expect(new Set(events.map((e) => e.detail.eventId))).toEqual(new Set([`${PIPELINE.name}:${Number(latest.seq)}`]));
   });
 
+  it('an event EventBridge refuses (throttled) is sent by the retried EmitMetrics: one event, the publish counted once', async () => {
+    throttle = 1;
+    const { result, events } = await eventsOf(inputFor(11), 'events-throttled');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    expect(throttle).toBe(0);
+    expect(stateEvents(result, 'StateEntered', 'EmitMetrics')).toHaveLength(1);
+    const latest = (await wf.publications()).at(-1)!;
+    expect(events.map((e) => e.detail.eventId)).toEqual([`${PIPELINE.name}:${Number(latest.seq)}`]);
+    expect(result.metrics.filter((m) => 'Published' in m.values).map((m) => m.values.Published)).toEqual([1]);
+  });
+
   it('a rollback puts one Publication Rolled Back event naming the publication it undid', async () => {
     const undone = Number((await wf.publications()).at(-1)!.seq);
     const { result, events } = await eventsOf({ pipeline: PIPELINE.name, rollback: {} }, 'events-rollback');
@@ -146,14 +170,14 @@ describe('publication events', () => {
   });
 
   it('a restatement that changed rows says which restatement it is; one that changed nothing puts no event', async () => {
-    // A source correction inside the interval published last (the rollback made day 9's batch live).
+    // A source correction inside the interval published last (the rollback made day 10's batch live).
     await wf.query(
       `UPDATE source.sales_order_lines SET quantity = quantity + 1
         WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
                                        WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 2)`,
       [sampleDay(3).toISOString().slice(0, 19), sampleDay(4).toISOString().slice(0, 19)],
     );
-    const restated = await eventsOf({ ...inputFor(9), restate: true }, 'events-restated');
+    const restated = await eventsOf({ ...inputFor(10), restate: true }, 'events-restated');
 
     expect(restated.result.status, caughtMessage(restated.result)).toBe('SUCCEEDED');
     const row = (await wf.publications()).at(-1)!;
@@ -161,7 +185,7 @@ describe('publication events', () => {
       ['Publication Published', `${PIPELINE.name}:${Number(row.seq)}`, row.batch_id, 1],
     ]);
 
-    const unchanged = await eventsOf({ ...inputFor(9), restate: true }, 'events-restated-unchanged');
+    const unchanged = await eventsOf({ ...inputFor(10), restate: true }, 'events-restated-unchanged');
     expect(unchanged.result.status, caughtMessage(unchanged.result)).toBe('SUCCEEDED');
     expect(visited(unchanged.result).at(-1)).toBe('Superseded');
     expect(unchanged.events).toEqual([]);
