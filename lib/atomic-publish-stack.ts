@@ -97,7 +97,7 @@ export class AtomicPublishStack extends Stack {
   public readonly handlerRole: Role;
   /** The name of handlerRole, fixed at synth time (see AtomicPublishStackProps.handlerRoleName). */
   public readonly handlerRoleName: string;
-  /** Keyed by label (see PublishMonitoring.alarms): the state machine's, each pipeline's, each function's. */
+  /** Keyed by label (see PublishMonitoring.alarms): the state machine's, each pipeline's, each function's, and `MissedScheduledStarts` (when a pipeline has a schedule). */
   public readonly alarms: Record<string, Alarm>;
   /** The state machine's execution log. */
   public readonly logGroup: LogGroup;
@@ -161,10 +161,10 @@ export class AtomicPublishStack extends Stack {
       roleName: monitorRoleNameFor(this.handlerRoleName),
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
     });
-    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines });
+    const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines, topic: this.topic });
     this.schedules = schedules.schedules;
     this.startRun = schedules.startRun;
-    this.alarms = new PublishMonitoring(this, 'Monitoring', {
+    const alarms = new PublishMonitoring(this, 'Monitoring', {
       stateMachine: this.stateMachine,
       topic: this.topic,
       pipelines: props.pipelines,
@@ -176,6 +176,7 @@ export class AtomicPublishStack extends Stack {
         ...(this.startRun ? { StartRun: this.startRun } : {}),
       },
     }).alarms;
+    this.alarms = { ...alarms, ...(schedules.deadLetterAlarm ? { MissedScheduledStarts: schedules.deadLetterAlarm } : {}) };
     this.dashboard = new PublishDashboard(this, 'Dashboard', {
       pipelines: props.pipelines,
       alarms: this.alarms,

@@ -1,5 +1,10 @@
-import { Duration, TimeZone } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Duration, TimeZone, Validations } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import { runbookLine } from './publish-monitoring.ts';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
@@ -26,6 +31,11 @@ export interface PipelineSchedulesProps {
   readonly maxEventAge?: Duration;
   /** Retention of StartRun's log group. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
+  /**
+   * The on-call topic the dead-letter alarm pages.
+   * @default - the alarm has no action
+   */
+  readonly topic?: ITopic;
 }
 
 /**
@@ -41,6 +51,14 @@ export class PipelineSchedules extends Construct {
   public readonly schedules: Record<string, Schedule>;
   /** The function the schedules invoke; absent when no pipeline has a schedule. */
   public readonly startRun?: StepHandler;
+  /**
+   * Scheduled starts that never happened: what the Scheduler could not
+   * deliver to StartRun after its retries, and the invocations StartRun
+   * failed after Lambda's. Absent when no pipeline has a schedule.
+   */
+  public readonly deadLetterQueue?: Queue;
+  /** Pages when deadLetterQueue holds a message. */
+  public readonly deadLetterAlarm?: Alarm;
 
   constructor(scope: Construct, id: string, props: PipelineSchedulesProps) {
     super(scope, id);
@@ -61,10 +79,53 @@ export class PipelineSchedules extends Construct {
       ...(props.logRetention ? { logRetention: props.logRetention } : {}),
     });
     props.stateMachine.grantStartExecution(role);
+    // One queue for every start that was due and did not happen: the
+    // Scheduler's dead-letter events (it could not invoke StartRun after its
+    // retry policy) and Lambda's on-failure records (StartRun was invoked and
+    // failed after Lambda's retries, e.g. StartExecution refused). Kept 14
+    // days, SQS's longest, for the on-call to read.
+    // https://docs.aws.amazon.com/scheduler/latest/UserGuide/configuring-schedule-dlq.html
+    // https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html
+    const deadLetterQueue = new Queue(this, 'MissedStarts', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(deadLetterQueue).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason: 'This queue is itself the dead-letter queue of the pipelines\' schedules and of StartRun\'s asynchronous invocations; nothing consumes it automatically, the on-call reads it (its alarm pages).',
+    });
+    this.deadLetterQueue = deadLetterQueue;
     // The Scheduler invokes it asynchronously: Lambda retries a failed start
-    // twice, within the same hour a late scheduled start may still happen.
-    startRun.configureAsyncInvoke({ retryAttempts: 2, maxEventAge: props.maxEventAge ?? Duration.hours(1) });
+    // twice, within the same hour a late scheduled start may still happen;
+    // then sends the failure record to the queue with the function's role,
+    // which needs sqs:SendMessage there and nothing more (CDK's
+    // SqsDestination would also grant GetQueueAttributes and GetQueueUrl).
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['sqs:SendMessage'], resources: [deadLetterQueue.queueArn] }));
+    startRun.configureAsyncInvoke({
+      retryAttempts: 2,
+      maxEventAge: props.maxEventAge ?? Duration.hours(1),
+      onFailure: { bind: () => ({ destination: deadLetterQueue.queueArn }) },
+    });
     this.startRun = startRun;
+    // A message is a run that was due and was not started: the pipeline goes
+    // stale (its freshness alarm pages later); this pages at once, naming why.
+    const alarm = new Alarm(this, 'MissedStartsAlarm', {
+      alarmDescription:
+        'atomic-publish: a scheduled run was not started: EventBridge Scheduler could not invoke StartRun after its retries, or StartRun failed ' +
+        '(StartExecution refused or throttled) after Lambda\'s retries; the message in the dead-letter queue names the pipeline and the error. ' +
+        runbookLine('Missed scheduled start alarm'),
+      metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: Stats.MAXIMUM }),
+      threshold: 0,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    if (props.topic) {
+      alarm.addAlarmAction(new SnsAction(props.topic));
+      alarm.addOkAction(new SnsAction(props.topic));
+    }
+    this.deadLetterAlarm = alarm;
 
     for (const pipeline of scheduled) {
       schedules[pipeline.name] = new Schedule(this, pipeline.name, {
@@ -74,6 +135,7 @@ export class PipelineSchedules extends Construct {
           input: ScheduleTargetInput.fromObject({ pipeline: pipeline.name, scheduledTime: ContextAttribute.scheduledTime }),
           retryAttempts: props.retryAttempts ?? 10,
           maxEventAge: props.maxEventAge ?? Duration.hours(1),
+          deadLetterQueue,
         }),
         // Runs start on the minute the pipeline owner wrote down.
         timeWindow: TimeWindow.off(),

@@ -1,5 +1,5 @@
 import { CfnResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import {
@@ -23,7 +23,7 @@ import {
   WaitTime,
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
-import { Rule } from 'aws-cdk-lib/aws-events';
+import { EventBus, type IEventBus, Rule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
@@ -31,6 +31,8 @@ import { LAMBDA_SERVICE_ERROR_NAMES, LoadStillRunningError, TRANSIENT_ERROR_NAME
 import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
 import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
+import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-event.ts';
+import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
 import { CHUNK_LOAD_STATES, FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
@@ -81,6 +83,12 @@ export interface PublishWorkflowProps {
    * @default - opens after 5 consecutive transient failures, probes after 15 minutes (DEFAULT_BREAKER)
    */
   readonly circuitBreaker?: CircuitBreakerProps | false;
+  /**
+   * The bus EmitMetrics puts each publication's event on (`Publication
+   * Published` / `Publication Rolled Back`, source `atomic-publish`).
+   * @default - the account's default event bus
+   */
+  readonly publicationEventBus?: IEventBus;
 }
 
 /** The pause probe LoadChunk runs before each load. */
@@ -115,6 +123,22 @@ export function neighbourProps(pause: PauseProbeProps | undefined, breaker: Circ
   );
 }
 
+/**
+ * EventBridge refused a publication event (throttled, an internal failure):
+ * EmitMetrics is run again and sends the same event, with the same id
+ * (at least once; consumers dedupe on `detail.eventId`). Waits of 1, 2, 4,
+ * 8, 16 s, jittered.
+ */
+function retryPublicationEvent(emitMetrics: LambdaInvoke): void {
+  emitMetrics.addRetry({
+    errors: [new PublicationEventError('').name],
+    interval: Duration.seconds(1),
+    maxAttempts: 5,
+    backoffRate: 2,
+    jitterStrategy: JitterType.FULL,
+  });
+}
+
 /** Subject of the page sent when RecordFailure itself failed (plain ASCII, under SNS's 100 characters). */
 export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details unavailable)';
 
@@ -147,6 +171,8 @@ export class PublishWorkflow extends Construct {
   public readonly cancelOrphans: StepHandler;
   /** Sends this state machine's ABORTED and TIMED_OUT status changes to `cancelOrphans`. */
   public readonly stoppedExecutionRule: Rule;
+  /** Where the publication events go. */
+  public readonly publicationEventBus: IEventBus;
 
   constructor(scope: Construct, id: string, props: PublishWorkflowProps) {
     super(scope, id);
@@ -161,9 +187,27 @@ export class PublishWorkflow extends Construct {
       description: 'atomic-publish step handlers: one role, so every step is the same database user',
     });
     grantWarehouseAccess(this.role, props.warehouse);
+    // Publication events: PutEvents on that one bus, and only as source
+    // atomic-publish (the events:source condition key of PutEvents).
+    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-conditions.html
+    this.publicationEventBus = props.publicationEventBus ?? EventBus.fromEventBusName(this, 'DefaultEventBus', 'default');
+    this.role.addToPrincipalPolicy(
+      new PolicyStatement({
+        sid: 'PutPublicationEvents',
+        actions: ['events:PutEvents'],
+        resources: [this.publicationEventBus.eventBusArn],
+        conditions: { StringEquals: { 'events:source': PUBLICATION_EVENT_SOURCE } },
+      }),
+    );
+    const eventEnvironment = { [PublicationEventEnv.EVENT_BUS]: this.publicationEventBus.eventBusName };
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {
-      const own = state === 'Publish' || state === 'Rollback' || state === 'PublishGroup' ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) } : environment;
+      const own =
+        state === 'Publish' || state === 'Rollback' || state === 'PublishGroup'
+          ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) }
+          : state === 'EmitMetrics'
+            ? { ...environment, ...eventEnvironment }
+            : environment;
       functions[state] = new StepHandler(this, `${state}Function`, { state, environment: own, logRetention, role: this.role });
     }
     this.functions = functions;
@@ -298,6 +342,7 @@ export class PublishWorkflow extends Construct {
       }),
       resultPath: '$.metrics',
     });
+    retryPublicationEvent(emitMetrics);
     const cleanup = task('Cleanup', { payload: batchAndExecution, resultPath: '$.cleanup' });
     // A rollback swaps a retained version back in instead of loading, then
     // emits the metrics of a publish and cleans up as a publish does.
@@ -508,6 +553,7 @@ export class PublishWorkflow extends Construct {
       },
       'EmitMetrics',
     );
+    retryPublicationEvent(emitMetrics);
     // Each member's Cleanup releases the execution's leases (all of the
     // group's): the group is published by then.
     const cleanup = task(

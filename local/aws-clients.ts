@@ -6,6 +6,8 @@
 import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
 
@@ -45,6 +47,17 @@ export function localStepFunctionsClient(endpoint: string): SFNClient {
 export function localCloudWatchClient(endpoint: string): CloudWatchClient {
   silenceSdkNodeNotice();
   return new CloudWatchClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
+}
+
+/** The real EventBridge client, talking to a local endpoint (local/eventbridge-api.ts). */
+export function localEventBridgeClient(endpoint: string): EventBridgeClient {
+  silenceSdkNodeNotice();
+  return new EventBridgeClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
+}
+
+/** The environment that sends the handlers' publication events to a local EventBridge endpoint, on its default bus. */
+export function localEventsEnvironment(endpoint: string): Record<string, string> {
+  return { [PublicationEventEnv.EVENT_BUS]: 'default', [PublicationEventEnv.EVENTBRIDGE_ENDPOINT]: endpoint };
 }
 
 function localCredentials() {

@@ -461,6 +461,11 @@ async function main(): Promise<number> {
       out(`Metrics (${m.namespace}, ${Object.entries(m.dimensions).map(([k, v]) => `${k}=${v}`).join(', ')}): ${Object.entries(m.values).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(', ')}`);
     }
   }
+  if (runner.events.length > 0) {
+    out('');
+    out('Publication events put on EventBridge (default bus; locally local/eventbridge-api.ts), for downstream jobs:');
+    for (const event of runner.events) out(`  ${event.detailType}: ${JSON.stringify(event.detail)}`);
+  }
   out('');
   await printManifest(warehouse);
 

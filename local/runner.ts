@@ -19,7 +19,8 @@ import { type ChildExecution, type DistributedMapState, runDistributedMap, withD
 import { StartRunEnv } from '../functions/start-run/env.ts';
 import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
 import { stepEntry } from '../lib/workflow-steps.ts';
-import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
+import { LOCAL_AWS_ENV, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
+import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from './eventbridge-api.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
@@ -177,19 +178,32 @@ export class LocalRunner {
     /** Status-change targets' handlers, keyed by function logical id. */
     private readonly eventHandlers: Map<string, Handler>,
     private readonly options: LocalRunnerOptions,
+    /** Where the handlers' publication events go (EmitMetrics'), unless `options.env` names another endpoint. */
+    private readonly eventBridge: LocalEventBridgeApi,
   ) {
     this.outbox = new SnsOutbox(options.outboxFile ?? join(STATE_DIR, 'outbox', 'alerts.jsonl'));
   }
 
   static async create(options: LocalRunnerOptions): Promise<LocalRunner> {
     silenceSdkNodeNotice();
+    const eventBridge = await startLocalEventBridgeApi();
     Object.assign(process.env, {
       ...LOCAL_AWS_ENV,
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
+      ...localEventsEnvironment(eventBridge.endpoint),
       ...options.env,
     });
+    try {
+      return await LocalRunner.created(options, eventBridge);
+    } catch (error) {
+      await eventBridge.close();
+      throw error;
+    }
+  }
+
+  private static async created(options: LocalRunnerOptions, eventBridge: LocalEventBridgeApi): Promise<LocalRunner> {
     const loaded = await loadWorkflow(options.template);
     for (const state of Object.keys(options.functionTimeoutsSeconds ?? {})) {
       if (!(state in loaded.timeoutsSeconds)) throw new Error(`functionTimeoutsSeconds: ${state} is not a Lambda Task state of the workflow`);
@@ -204,12 +218,17 @@ export class LocalRunner {
     const eventEntries = Object.fromEntries(
       [...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]),
     );
-    return new LocalRunner(workflow, definition, maps, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options);
+    return new LocalRunner(workflow, definition, maps, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options, eventBridge);
   }
 
   /** Every alert the outbox received, oldest first. */
   get alerts(): readonly Alert[] {
     return this.outbox.alerts;
+  }
+
+  /** The events the handlers put on the local EventBridge endpoint (publication events), oldest first. */
+  get events(): readonly RecordedEvent[] {
+    return this.eventBridge.entries;
   }
 
   get metrics(): readonly MetricRecord[] {
@@ -537,6 +556,7 @@ export class LocalRunner {
 
   close(): void {
     this.capture.release();
+    void this.eventBridge.close();
   }
 }
 

@@ -49,6 +49,9 @@ describe('npm start (the demo)', () => {
     expect(out).toMatch(/│ +\d+ │ 2026-03-31 │ +(\d+) │ +\1 │ +[\d.]+ │ +[\d.]+ │ +100000\.00 │ differs +│/);
     expect(out).toContain('on both sides, rows differ: 100 (first keys: (order_id, line_no) = (');
     expect(out).toMatch(/^Thursday: the gate located the correction \(check_results, difference_located\): #\d+ 2026-03-31: .*source - staging 100000\.00; checksum differs$/m);
+    // Each publication's event for downstream jobs, under its own id.
+    expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:1","pipeline":"sales_order_lines",/m);
+    expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:2",/m);
     expect(out).toContain('OK: readers of the atomic path only ever saw the old or the new table.');
   }, 180_000);
 });

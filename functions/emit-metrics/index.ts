@@ -10,6 +10,8 @@ import { breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
+import { publicationEvent } from '../../domain/publication-event.ts';
+import { publicationEventSender, type SendPublicationEvent } from './publication-event.ts';
 
 export interface EmitMetricsEvent {
   readonly batch: BatchRef;
@@ -20,9 +22,17 @@ export interface EmitMetricsEvent {
 /**
  * Freshness signals for the pipeline's alarms: `Published` (the freshness
  * alarm pages when none arrives within the SLA), rows, run duration and
- * data lag. Dimensions: service and Pipeline.
+ * data lag. Dimensions: service and Pipeline. And the publication event
+ * for downstream consumers (domain/publication-event.ts): this step runs
+ * only after Publish, Rollback or PublishGroup answered with a committed
+ * publication, so the event never announces a publish that did not happen;
+ * a retried step sends it again with the same id.
  */
-export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<EmittedMetrics> {
+export async function emitMetrics(
+  event: EmitMetricsEvent,
+  warehouse: Warehouse = warehouseFromEnv(),
+  send: SendPublicationEvent = publicationEventSender(),
+): Promise<EmittedMetrics> {
   const pipeline = frozenPipeline(event.batch);
   const [latest] = await warehouse.query(latestEventTime(pipeline), `atomic-publish:${pipeline.name}:emit-metrics:lag:${event.batch.batchId}`);
   const values = publishMetrics({
@@ -32,6 +42,11 @@ export async function emitMetrics(event: EmitMetricsEvent, warehouse: Warehouse 
     latestEventTime: latest?.latest == null ? undefined : String(latest.latest),
     now: new Date(),
   });
+  // The event first: a refused one fails the step before any metric is
+  // added, so its retry does not count the publish twice.
+  const announced = publicationEvent(event.batch, pipeline, event.publish);
+  await send(announced);
+  logger.info('publication event sent', { detailType: announced.detailType, eventId: announced.detail.eventId });
   metrics.addDimension(DimensionName.Pipeline, pipeline.name);
   metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
   metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);

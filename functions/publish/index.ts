@@ -58,6 +58,8 @@ export interface PublishResult {
    * state Superseded, without a page.
    */
   readonly unchanged?: boolean;
+  /** A rollback's answer: the publication it undid (the event says `Publication Rolled Back`). */
+  readonly rollbackOf?: number;
 }
 
 /** A publications row (joined to its batch, or a rollback's own) as the step's answer. */
@@ -70,6 +72,7 @@ export function toResult(row: Row, liveTable: string, alreadyPublished: boolean)
     rowsPublished: Number(row.rows_published ?? 0),
     alreadyPublished,
     superseded: false,
+    ...(row.rollback_of === null || row.rollback_of === undefined ? {} : { rollbackOf: Number(row.rollback_of) }),
   };
 }
 

@@ -234,7 +234,9 @@ describe('state machine', () => {
   it('retries only transient warehouse errors and Lambda service errors, with full jitter, on every Lambda task (no CDK default retrier)', () => {
     // Literal on purpose: the budget is a decision (a Serverless resume or a short
     // maintenance fits in 2 + 4 + ... + 64 + 120 + 120 s), not whatever the code computes.
-    for (const name of LAMBDA_STATE_NAMES) {
+    // EmitMetrics also retries a publication event EventBridge refused (the same event is sent again).
+    const eventRetry = [{ ErrorEquals: ['PublicationEventError'], IntervalSeconds: 1, MaxAttempts: 5, BackoffRate: 2, JitterStrategy: 'FULL' }];
+    for (const name of [...LAMBDA_STATE_NAMES, 'MemberEmitMetrics']) {
       expect(state(name).Retry, name).toEqual([
         { ErrorEquals: ['TransientWarehouseError'], IntervalSeconds: 2, MaxAttempts: 8, BackoffRate: 2, MaxDelaySeconds: 120, JitterStrategy: 'FULL' },
         {
@@ -250,6 +252,7 @@ describe('state machine', () => {
           BackoffRate: 2,
           JitterStrategy: 'FULL',
         },
+        ...(name.endsWith('EmitMetrics') ? eventRetry : []),
       ]);
     }
   });
@@ -417,6 +420,12 @@ describe('permissions', () => {
     expect(statements).toEqual([
       { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesStartRunFunctionLogs/), 'Arn'] } },
       { Effect: 'Allow', Action: 'states:StartExecution', Resource: { Ref: logicalId(stack.stateMachine.node.defaultChild) } },
+      // Its failed asynchronous invocations go to the missed-starts queue (the on-failure destination).
+      {
+        Effect: 'Allow',
+        Action: 'sqs:SendMessage',
+        Resource: { 'Fn::GetAtt': [logicalId(stack.node.findChild('Schedules').node.findChild('MissedStarts').node.defaultChild), 'Arn'] },
+      },
     ]);
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
   });
@@ -715,5 +724,74 @@ describe('schedules', () => {
       Environment: { Variables: Match.objectLike({ STATE_MACHINE_ARN: { Ref: logicalId(stack.stateMachine.node.defaultChild) } }) },
     });
     expect(pipelines.find((p) => p.name === 'sales_order_lines')?.schedule?.timezone).toBe('Europe/Berlin');
+  });
+
+  it('sends the starts that did not happen to one encrypted, TLS-only queue: the schedules\' dead letters and StartRun\'s failed invocations', () => {
+    const queue = stack.node.findChild('Schedules').node.findChild('MissedStarts').node.defaultChild;
+    const queueArn = { 'Fn::GetAtt': [logicalId(queue), 'Arn'] };
+    template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      Queues: [{ Ref: logicalId(queue) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({ Effect: 'Deny', Action: 'sqs:*', Condition: { Bool: { 'aws:SecureTransport': 'false' } }, Principal: { AWS: '*' } }),
+        ]),
+      },
+    });
+    // The pipelines' schedules (the freshness monitor's goes unretried: its own alarm notices a silence).
+    const startRunArn = { 'Fn::GetAtt': [logicalId(stack.startRun!.node.defaultChild), 'Arn'] };
+    const schedules = Object.values(template.findResources('AWS::Scheduler::Schedule', { Properties: { Target: { Arn: startRunArn } } }));
+    expect(schedules).toHaveLength(pipelines.filter((p) => p.schedule).length);
+    for (const schedule of schedules) expect(schedule.Properties.Target.DeadLetterConfig).toEqual({ Arn: queueArn });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: logicalId(stack.startRun!.node.defaultChild) },
+      DestinationConfig: { OnFailure: { Destination: queueArn } },
+    });
+  });
+
+  it('pages the on-call topic as soon as the missed-starts queue holds a message, saying what it means and where the runbook is', () => {
+    const queue = stack.node.findChild('Schedules').node.findChild('MissedStarts').node.defaultChild;
+    const alarm = stack.alarms.MissedScheduledStarts!;
+    const properties = template.toJSON().Resources[logicalId(alarm.node.defaultChild)].Properties;
+    expect(properties).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } }],
+      Statistic: 'Maximum',
+      Threshold: 0,
+      ComparisonOperator: 'GreaterThanThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'notBreaching',
+      AlarmActions: [{ Ref: logicalId(stack.topic.node.defaultChild) }],
+      OKActions: [{ Ref: logicalId(stack.topic.node.defaultChild) }],
+    });
+    expect(properties.AlarmDescription).toMatch(/scheduled run was not started/);
+    expect(properties.AlarmDescription).toContain('Runbook: README.md, Operate, "Missed scheduled start alarm" (README.md#missed-scheduled-start-alarm).');
+  });
+});
+
+describe('publication events', () => {
+  it('gives EmitMetrics the bus, and lets the handler role put events only on the default bus as source atomic-publish', () => {
+    const emitMetrics = template.toJSON().Resources[logicalId(stack.functions.EmitMetrics.node.defaultChild)].Properties;
+    expect(emitMetrics.Environment.Variables.PUBLICATION_EVENT_BUS).toBe('default');
+    for (const step of ['Plan', 'Publish', 'Rollback'] as const) {
+      const env = template.toJSON().Resources[logicalId(stack.functions[step].node.defaultChild)].Properties.Environment.Variables;
+      expect(env.PUBLICATION_EVENT_BUS, step).toBeUndefined();
+    }
+    const puts = Object.values(template.findResources('AWS::IAM::Policy'))
+      .flatMap((p) => (p.Properties.PolicyDocument.Statement as { Action: unknown }[]).map((statement) => ({ statement, roles: p.Properties.Roles })))
+      .filter(({ statement }) => JSON.stringify(statement.Action).includes('events:PutEvents'));
+    expect(puts).toEqual([
+      {
+        roles: [{ Ref: logicalId(stack.handlerRole.node.defaultChild) }],
+        statement: {
+          Sid: 'PutPublicationEvents',
+          Effect: 'Allow',
+          Action: 'events:PutEvents',
+          Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/default']] },
+          Condition: { StringEquals: { 'events:source': 'atomic-publish' } },
+        },
+      },
+    ]);
   });
 });

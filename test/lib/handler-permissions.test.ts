@@ -69,6 +69,9 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
     // No resource type; the monitor writes into the project's namespace.
     case 'cloudwatch:PutMetricData':
       return { action, resource: '*', context: { 'aws:userid': userId(caller), 'cloudwatch:namespace': 'AtomicPublish' } };
+    // EmitMetrics' publication event: on the default bus, as source atomic-publish.
+    case 'events:PutEvents':
+      return { action, resource: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/default`, context: { 'aws:userid': userId(caller), 'events:source': 'atomic-publish' } };
     default:
       throw new Error(`no resource known for ${action}: add it to explicitRequest, and grant it`);
   }
@@ -136,7 +139,14 @@ beforeAll(() => {
         const [roleId] = (r.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
         const caller = { roleId: roleId!, fn: functionName };
         if (STARTER_ENTRIES.has(entry)) {
-          const requests = scans[entry]!.calls.map((c) => starterRequest(c.action, env, caller));
+          // Lambda sends a failed asynchronous invocation's record to the on-failure destination with the function's role.
+          const destinations = Object.values(template.Resources)
+            .filter((c) => c.Type === 'AWS::Lambda::EventInvokeConfig' && (c.Properties.FunctionName as { Ref?: string }).Ref === functionName)
+            .map((c) => String(resolveValue((c.Properties.DestinationConfig as { OnFailure: { Destination: unknown } }).OnFailure.Destination)));
+          const requests = [
+            ...scans[entry]!.calls.map((c) => starterRequest(c.action, env, caller)),
+            ...destinations.map((queue) => ({ action: 'sqs:SendMessage', resource: queue, context: { 'aws:userid': userId(caller) } })),
+          ];
           return { entry, functionName, caller, roleId: roleId!, requests, statements: roleStatements(template, roleId) };
         }
         const target = warehouseTargetFromEnv(env);
@@ -171,6 +181,7 @@ describe('the SDK calls in the handlers\' code', () => {
           'redshift-data:CancelStatement',
           'redshift-data:ListStatements',
           ...(MONITOR_ENTRIES.has(entry) ? ['cloudwatch:PutMetricData'] : []),
+          ...(entry === stepEntry('EmitMetrics') ? ['events:PutEvents'] : []),
         ]),
       );
     }
@@ -235,6 +246,18 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     expect(isAllowed(fn.statements, { action: 'redshift-data:DescribeStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'redshift-data:CancelStatement', resource: '*', context: other })).toBe(false);
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
+  });
+
+  it('lets the handlers put events on the default bus as source atomic-publish only, and the monitor and StartRun put none', () => {
+    const handler = synthesized[name]!.find((f) => f.entry === stepEntry('EmitMetrics'))!;
+    const put = (resource: string, source: string) => ({ action: 'events:PutEvents', resource, context: { 'aws:userid': userId(handler.caller), 'events:source': source } });
+    const bus = (busName: string) => `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${busName}`;
+    expect(isAllowed(handler.statements, put(bus('default'), 'atomic-publish'))).toBe(true);
+    expect(isAllowed(handler.statements, put(bus('default'), 'aws.states'))).toBe(false);
+    expect(isAllowed(handler.statements, put(bus('someone-elses'), 'atomic-publish'))).toBe(false);
+    for (const other of synthesized[name]!.filter((f) => MONITOR_ENTRIES.has(f.entry) || STARTER_ENTRIES.has(f.entry))) {
+      expect(isAllowed(other.statements, put(bus('default'), 'atomic-publish')), other.entry).toBe(false);
+    }
   });
 
   it('lets the freshness monitor write metrics into the AtomicPublish namespace only, and no step handler write any', () => {

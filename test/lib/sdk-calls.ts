@@ -15,6 +15,7 @@ export const IAM_PREFIX_OF_CLIENT: Record<string, string> = {
   '@aws-sdk/client-sns': 'sns',
   '@aws-sdk/client-sfn': 'states',
   '@aws-sdk/client-cloudwatch': 'cloudwatch',
+  '@aws-sdk/client-eventbridge': 'events',
   '@aws-sdk/client-secrets-manager': 'secretsmanager',
 };
 

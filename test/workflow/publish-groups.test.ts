@@ -174,6 +174,7 @@ describe('a publish group', () => {
       await Promise.all([pairs.more(), single.readAll()]);
       return next(input);
     };
+    const eventsBefore = wf.runner.events.length;
     let result;
     try {
       result = await wf.run(groupInput(8), 'group-publishes');
@@ -220,6 +221,12 @@ describe('a publish group', () => {
     expect(await leases()).toEqual([]);
     // Each member's metrics.
     expect(result.metrics.filter((m) => 'Published' in m.values).map((m) => m.dimensions.Pipeline).sort()).toEqual([MIRROR.name, PIPELINE.name]);
+    // Each member's publication event, one each, naming its own batch.
+    const events = wf.runner.events.slice(eventsBefore);
+    expect(events.map((e) => [e.detailType, e.detail.pipeline, e.detail.batchId]).sort()).toEqual([
+      ['Publication Published', MIRROR.name, mirrorBatch(8)],
+      ['Publication Published', PIPELINE.name, linesBatch(8)],
+    ]);
   });
 
   it('does nothing on a replay of a group whose members are all published', async () => {

@@ -1,0 +1,193 @@
+// Publication events through the synthesized state machine on the real
+// database, EmitMetrics putting them with the real EventBridge client on a
+// local endpoint (local/eventbridge-api.ts) that can refuse an entry as
+// throttled, as EventBridge may: one event per
+// publication, with the manifest's facts; a Publish retried after a lost
+// answer still yields one; a retried EmitMetrics sends the same event again
+// under the same id (at least once, deduped on detail.eventId), and one
+// refused is sent by the retry, the publish counted once; a rollback
+// sends one of its own; a failed run and a replay send none; a restatement
+// says its number, and one equal to the live rows sends none.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TransientWarehouseError } from '../../domain/errors.ts';
+import { PublicationEventError } from '../../domain/publication-event.ts';
+import { parseWarehouseTime } from '../../domain/time.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { localEventsEnvironment } from '../../local/aws-clients.ts';
+import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+
+let wf: Workflow;
+let bus: LocalEventBridgeApi;
+/** How many of the next entries the endpoint refuses as throttled. */
+let throttle = 0;
+
+beforeAll(async () => {
+  bus = await startLocalEventBridgeApi({
+    refuse: () => (throttle > 0 ? ((throttle -= 1), { errorCode: 'ThrottlingException', errorMessage: 'Rate exceeded' }) : undefined),
+  });
+  wf = await useWorkflow('wf_pubevents', { env: localEventsEnvironment(bus.endpoint) });
+  await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
+});
+afterAll(async () => {
+  await wf?.close();
+  await bus?.close();
+});
+
+/** Runs `input` and returns the execution and the events it put. */
+async function eventsOf(input: unknown, name: string): Promise<{ result: ExecutionResult; events: RecordedEvent[] }> {
+  const before = bus.entries.length;
+  try {
+    const result = await wf.run(input, name);
+    return { result, events: bus.entries.slice(before) };
+  } finally {
+    wf.reset();
+  }
+}
+
+/** A step whose first invocation runs, then fails with `error` as if its answer were lost; the retry runs it again. */
+function failsOnceAfterRunning(error: Error): { override: TaskOverride; calls: () => number } {
+  let calls = 0;
+  return {
+    override: async (input, next) => {
+      calls += 1;
+      const answer = await next(input);
+      if (calls === 1) throw error;
+      return answer;
+    },
+    calls: () => calls,
+  };
+}
+
+/** The manifest's row of publication `seq`. */
+async function publication(seq: number): Promise<Record<string, unknown>> {
+  return (await wf.publications()).find((p) => Number(p.seq) === seq)!;
+}
+
+/** The batch Plan handed the later steps. */
+function plannedBatch(result: ExecutionResult): { batchId: string; from: string; to: string } {
+  return (stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { batch: { batchId: string; from: string; to: string } } }).plan.batch;
+}
+
+describe('publication events', () => {
+  it('a publish puts exactly one Publication Published event on the default bus, with the facts the manifest recorded', async () => {
+    const { result, events } = await eventsOf(inputFor(8), 'events-publish');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    expect(events).toHaveLength(1);
+    const seq = Number((await wf.publications()).at(-1)!.seq);
+    const row = await publication(seq);
+    const batch = plannedBatch(result);
+    expect(row.batch_id).toBe(batch.batchId);
+    const [event] = events;
+    expect([event!.bus, event!.source, event!.detailType]).toEqual(['default', 'atomic-publish', 'Publication Published']);
+    expect(event!.detail).toEqual({
+      eventId: `${PIPELINE.name}:${seq}`,
+      pipeline: PIPELINE.name,
+      batchId: batch.batchId,
+      interval: { from: batch.from, to: batch.to },
+      rows: Number(row.rows_published),
+      publication: seq,
+      publishedAt: expect.any(String),
+      liveTable: LIVE,
+      publishMode: 'swap',
+    });
+    const answered = (stateEvents(result, 'StateExited', 'Publish')[0]!.state!.output as { publish: { publishedAt: string } }).publish.publishedAt;
+    expect(event!.detail.publishedAt).toBe(parseWarehouseTime(answered).toISOString());
+    expect(Number(row.rows_published)).toBeGreaterThan(0);
+  });
+
+  it('a Publish retried after its answer was lost publishes once and puts one event', async () => {
+    const publish = failsOnceAfterRunning(new TransientWarehouseError('the answer of a committed publish was lost'));
+    wf.faults.Publish = publish.override;
+    const { result, events } = await eventsOf(inputFor(9), 'events-publish-retried');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    expect(publish.calls()).toBe(2);
+    const latest = (await wf.publications()).at(-1)!;
+    expect(latest.batch_id).toBe(plannedBatch(result).batchId);
+    expect(events.map((e) => e.detail.eventId)).toEqual([`${PIPELINE.name}:${Number(latest.seq)}`]);
+  });
+
+  it('a retried EmitMetrics sends the same event again under the same id: at least once, one after deduping on eventId', async () => {
+    const emit = failsOnceAfterRunning(new PublicationEventError('the step failed after the event was put'));
+    wf.faults.EmitMetrics = emit.override;
+    const { result, events } = await eventsOf(inputFor(10), 'events-emit-retried');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    expect(emit.calls()).toBe(2);
+    expect(events).toHaveLength(2);
+    expect(events[1]!.detail).toEqual(events[0]!.detail);
+    expect(events[0]!.id).not.toBe(events[1]!.id);
+    const latest = (await wf.publications()).at(-1)!;
+    expect(new Set(events.map((e) => e.detail.eventId))).toEqual(new Set([`${PIPELINE.name}:${Number(latest.seq)}`]));
+  });
+
+  it('an event EventBridge refuses (throttled) is sent by the retried EmitMetrics: one event, the publish counted once', async () => {
+    throttle = 1;
+    const { result, events } = await eventsOf(inputFor(11), 'events-throttled');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    expect(throttle).toBe(0);
+    expect(stateEvents(result, 'StateEntered', 'EmitMetrics')).toHaveLength(1);
+    const latest = (await wf.publications()).at(-1)!;
+    expect(events.map((e) => e.detail.eventId)).toEqual([`${PIPELINE.name}:${Number(latest.seq)}`]);
+    expect(result.metrics.filter((m) => 'Published' in m.values).map((m) => m.values.Published)).toEqual([1]);
+  });
+
+  it('a rollback puts one Publication Rolled Back event naming the publication it undid', async () => {
+    const undone = Number((await wf.publications()).at(-1)!.seq);
+    const { result, events } = await eventsOf({ pipeline: PIPELINE.name, rollback: {} }, 'events-rollback');
+
+    expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
+    const row = (await wf.publications()).at(-1)!;
+    expect(Number(row.rollback_of)).toBe(undone);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.detailType).toBe('Publication Rolled Back');
+    expect(events[0]!.detail).toMatchObject({
+      eventId: `${PIPELINE.name}:${Number(row.seq)}`,
+      batchId: row.batch_id,
+      publication: Number(row.seq),
+      rollbackOf: undone,
+      liveTable: LIVE,
+    });
+  });
+
+  it('a run that fails before publishing, and a replay of a published batch, put no event', async () => {
+    const publications = (await wf.publications()).length;
+    wf.faults.Reconcile = async () => {
+      throw Object.assign(new Error('a check failed'), { name: 'CheckFailedError' });
+    };
+    const failed = await eventsOf(inputFor(12), 'events-failed');
+    expect(failed.result.status).toBe('FAILED');
+    expect(failed.events).toEqual([]);
+
+    const replay = await eventsOf(inputFor(8), 'events-replay');
+    expect(replay.result.status, caughtMessage(replay.result)).toBe('SUCCEEDED');
+    expect(replay.events).toEqual([]);
+    expect((await wf.publications()).length).toBe(publications);
+  });
+
+  it('a restatement that changed rows says which restatement it is; one that changed nothing puts no event', async () => {
+    // A source correction inside the interval published last (the rollback made day 10's batch live).
+    await wf.query(
+      `UPDATE source.sales_order_lines SET quantity = quantity + 1
+        WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
+                                       WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 2)`,
+      [sampleDay(3).toISOString().slice(0, 19), sampleDay(4).toISOString().slice(0, 19)],
+    );
+    const restated = await eventsOf({ ...inputFor(10), restate: true }, 'events-restated');
+
+    expect(restated.result.status, caughtMessage(restated.result)).toBe('SUCCEEDED');
+    const row = (await wf.publications()).at(-1)!;
+    expect(restated.events.map((e) => [e.detailType, e.detail.eventId, e.detail.batchId, e.detail.restatement])).toEqual([
+      ['Publication Published', `${PIPELINE.name}:${Number(row.seq)}`, row.batch_id, 1],
+    ]);
+
+    const unchanged = await eventsOf({ ...inputFor(10), restate: true }, 'events-restated-unchanged');
+    expect(unchanged.result.status, caughtMessage(unchanged.result)).toBe('SUCCEEDED');
+    expect(visited(unchanged.result).at(-1)).toBe('Superseded');
+    expect(unchanged.events).toEqual([]);
+  });
+});
