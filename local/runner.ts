@@ -21,7 +21,7 @@ import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
 import { stepEntry } from '../lib/workflow-steps.ts';
 import { LOCAL_AWS_ENV, silenceSdkNodeNotice } from './aws-clients.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
-import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
+import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow, type Template } from './template.ts';
@@ -185,9 +185,13 @@ export class LocalRunner {
       ...LOCAL_AWS_ENV,
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      // No X-Ray daemon here: the Tracer records nothing (functions/commons/powertools.ts).
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      ...INVOCATION_SCOPE_ENV,
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...options.env,
     });
+    await invokeStore();
     const loaded = await loadWorkflow(options.template);
     for (const state of Object.keys(options.functionTimeoutsSeconds ?? {})) {
       if (!(state in loaded.timeoutsSeconds)) throw new Error(`functionTimeoutsSeconds: ${state} is not a Lambda Task state of the workflow`);

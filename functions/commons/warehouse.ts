@@ -14,6 +14,7 @@ import {
 import { StatementStillRunningError, TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { Statement } from '../../domain/sql/statement.ts';
 import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
+import { tracer } from './powertools.ts';
 
 /** The target as the Data API's request fields. */
 function targetFields(target: WarehouseTarget) {
@@ -481,7 +482,8 @@ export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehous
   const { endpoint, pollMaxDelayMs: maxDelay = DEFAULT_POLL.maxDelayMs, longPollSeconds = DEFAULT_POLL.longPollSeconds } = dataApiSettingsFromEnv(env);
   const key = JSON.stringify({ target, endpoint, maxDelay, longPollSeconds });
   if (cached?.key !== key) {
-    const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });
+    // Traced: on AWS each Data API call is an X-Ray subsegment (a no-op locally).
+    const client = tracer.captureAWSv3Client(new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 }));
     cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay, longPollSeconds }) };
   }
   return cached.warehouse;
