@@ -14,6 +14,7 @@ import {
 import { StatementStillRunningError, TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { Statement } from '../../domain/sql/statement.ts';
 import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
+import { redactRowValues } from '../../domain/redact.ts';
 import { tracer } from './powertools.ts';
 
 /** The target as the Data API's request fields. */
@@ -135,19 +136,21 @@ export function classifyApiError(error: unknown, what: string): Error {
   const e = (error ?? {}) as { name?: string; code?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
   if (code && NETWORK_ERROR_CODES.has(code)) {
-    return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${e.message ?? ''}`.trim(), { cause: error });
+    return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${redactRowValues(e.message ?? '')}`.trim(), { cause: error });
   }
   if (e.name && TRANSIENT_API_ERRORS.has(e.name)) {
-    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${e.message}`, { cause: error });
+    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${redactRowValues(e.message ?? '')}`, { cause: error });
   }
-  return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${e.message ?? String(error)}`, { cause: error });
+  return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${redactRowValues(e.message ?? String(error))}`, { cause: error });
 }
 
+/** A statement's error as the step's: its wording kept, the row values the database quoted redacted (domain/redact.ts). */
 export function classifySqlError(message: string, statementName: string): Error {
+  const redacted = redactRowValues(message);
   if (TRANSIENT_SQL_ERROR.test(message)) {
-    return new TransientWarehouseError(`${statementName}: ${message}`);
+    return new TransientWarehouseError(`${statementName}: ${redacted}`);
   }
-  return new WarehouseError(`${statementName} failed: ${message}`);
+  return new WarehouseError(`${statementName} failed: ${redacted}`);
 }
 
 function decodeField(field: Field): Row[string] {
