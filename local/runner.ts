@@ -181,6 +181,8 @@ export class LocalRunner {
 
   static async create(options: LocalRunnerOptions): Promise<LocalRunner> {
     silenceSdkNodeNotice();
+    // The store first: with INVOCATION_SCOPE_ENV set, Powertools needs it.
+    await invokeStore();
     Object.assign(process.env, {
       ...LOCAL_AWS_ENV,
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
@@ -191,7 +193,6 @@ export class LocalRunner {
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...options.env,
     });
-    await invokeStore();
     const loaded = await loadWorkflow(options.template);
     for (const state of Object.keys(options.functionTimeoutsSeconds ?? {})) {
       if (!(state in loaded.timeoutsSeconds)) throw new Error(`functionTimeoutsSeconds: ${state} is not a Lambda Task state of the workflow`);

@@ -6,6 +6,7 @@
 // only mock in this file.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { Tracer } from '@aws-lambda-powertools/tracer';
 import { stepHandler, TRACE_ANNOTATIONS } from '../../functions/commons/handler.ts';
 import { logger, tracer } from '../../functions/commons/powertools.ts';
 import { executionNameOf, runKeysOf } from '../../functions/commons/run-keys.ts';
@@ -147,6 +148,17 @@ describe('stepHandler', () => {
     expect(tracer.isTracingEnabled()).toBe(false);
     const client = new RedshiftDataClient({ region: 'eu-west-1' });
     expect(tracer.captureAWSv3Client(client)).toBe(client);
+  });
+
+  it('stays off in a Lambda-like environment when POWERTOOLS_TRACE_ENABLED is "false", as the local runner sets it', () => {
+    vi.stubEnv('AWS_EXECUTION_ENV', 'AWS_Lambda_nodejs22.x');
+    try {
+      expect(new Tracer({ captureHTTPsRequests: false }).isTracingEnabled()).toBe(true);
+      vi.stubEnv('POWERTOOLS_TRACE_ENABLED', 'false');
+      expect(new Tracer({ captureHTTPsRequests: false }).isTracingEnabled()).toBe(false);
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 
   it("hands the Data API client to the Tracer (captureAWSv3Client), so on AWS each call is a subsegment", () => {

@@ -26,6 +26,7 @@ export const PACKAGES_WITHOUT_AWS_CALLS: Record<string, string> = {
   '@aws-lambda-powertools/metrics/middleware': 'the metrics as a middy middleware',
   '@aws-lambda-powertools/tracer': "X-Ray segments, sent by Lambda's active tracing (the role's xray:PutTraceSegments), not by an SDK command",
   '@aws-lambda-powertools/tracer/middleware': 'the tracer as a middy middleware',
+  '@aws/lambda-invoke-store': "the Lambda runtime's per-invocation store (AsyncLocalStorage)",
   '@middy/core': 'the middleware engine',
   zod: 'schema validation',
   'libpg-query': "PostgreSQL's parser compiled to WebAssembly, loaded from the bundle's folder",
