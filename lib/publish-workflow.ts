@@ -243,7 +243,9 @@ export class PublishWorkflow extends Construct {
       });
       return invoke;
     };
-    const batchOnly = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch') });
+    // Every step gets the execution's id: its log lines carry it (functions/commons/run-keys.ts);
+    // Publish and Cleanup also release the pipeline's lease with it, as they may end the execution.
+    const batchAndExecution = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch'), executionId: JsonPath.stringAt('$$.Execution.Id') });
 
     // Failure path: mark the batch failed, page, end the execution as failed.
     const recordFailure = task('RecordFailure', {
@@ -322,6 +324,7 @@ export class PublishWorkflow extends Construct {
       itemSelector: {
         batch: JsonPath.objectAt('$.plan.batch'),
         chunk: JsonPath.objectAt('$$.Map.Item.Value'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
       },
       resultPath: JsonPath.DISCARD,
     });
@@ -330,15 +333,14 @@ export class PublishWorkflow extends Construct {
     const loadWindows = this.windowedLoad(task);
     loadWindows.addCatch(recordFailure, catchAll);
 
-    const reconcile = task('Reconcile', { payload: batchOnly, resultPath: '$.reconcile' });
-    // Publish and Cleanup may end the execution, so they release the pipeline's lease: they get the execution's id.
-    const batchAndExecution = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch'), executionId: JsonPath.stringAt('$$.Execution.Id') });
+    const reconcile = task('Reconcile', { payload: batchAndExecution, resultPath: '$.reconcile' });
     const publish = task('Publish', { payload: batchAndExecution, resultPath: '$.publish' });
     const emitMetrics = task('EmitMetrics', {
       payload: TaskInput.fromObject({
         batch: JsonPath.objectAt('$.plan.batch'),
         publish: JsonPath.objectAt('$.publish'),
         executionStartedAt: JsonPath.stringAt('$$.Execution.StartTime'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
       }),
       resultPath: '$.metrics',
     });
@@ -481,6 +483,8 @@ export class PublishWorkflow extends Construct {
         batch: JsonPath.objectAt('$.plan.batch'),
         window: JsonPath.objectAt('$$.Map.Item.Value'),
         maxConcurrency: JsonPath.numberAt('$.plan.maxConcurrency'),
+        // The parent's: a window's child execution logs under the execution that was started.
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
       },
       mapExecutionType: StateMachineType.STANDARD,
       label: 'LoadWindows',
@@ -488,13 +492,16 @@ export class PublishWorkflow extends Construct {
     });
     const planWindow = task(
       'PlanWindow',
-      { payload: TaskInput.fromObject({ batch: JsonPath.objectAt('$.batch'), window: JsonPath.objectAt('$.window') }), resultPath: '$.planned' },
+      {
+        payload: TaskInput.fromObject({ batch: JsonPath.objectAt('$.batch'), window: JsonPath.objectAt('$.window'), executionId: JsonPath.stringAt('$.executionId') }),
+        resultPath: '$.planned',
+      },
       'Plan',
     );
     const windowChunks = new MapState(this, 'WindowLoadChunks', {
       itemsPath: '$.planned.chunks',
       maxConcurrencyPath: '$.maxConcurrency',
-      itemSelector: { batch: JsonPath.objectAt('$.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value') },
+      itemSelector: { batch: JsonPath.objectAt('$.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value'), executionId: JsonPath.stringAt('$.executionId') },
       resultPath: JsonPath.DISCARD,
     });
     windowChunks.itemProcessor(this.chunkLoad(task, 'Window'));
@@ -516,12 +523,12 @@ export class PublishWorkflow extends Construct {
     recordFailure: LambdaInvoke,
     catchAll: { errors: string[]; resultPath: string },
   ): MapState {
-    const memberBatch = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch') });
+    const memberBatch = TaskInput.fromObject({ batch: JsonPath.objectAt('$.plan.batch'), executionId: JsonPath.stringAt('$$.Execution.Id') });
     const loadChunk = this.chunkLoad(task, 'Member');
     const loadChunks = new MapState(this, 'MemberLoadChunks', {
       itemsPath: '$.plan.chunks',
       maxConcurrencyPath: '$.plan.maxConcurrency',
-      itemSelector: { batch: JsonPath.objectAt('$.plan.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value') },
+      itemSelector: { batch: JsonPath.objectAt('$.plan.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value'), executionId: JsonPath.stringAt('$$.Execution.Id') },
       resultPath: JsonPath.DISCARD,
     });
     loadChunks.itemProcessor(loadChunk);
@@ -537,7 +544,11 @@ export class PublishWorkflow extends Construct {
     groupMembers.addCatch(recordFailure, catchAll);
 
     const publishGroup = task('PublishGroup', {
-      payload: TaskInput.fromObject({ group: JsonPath.stringAt('$.plan.group.name'), members: JsonPath.objectAt('$.plan.members') }),
+      payload: TaskInput.fromObject({
+        group: JsonPath.stringAt('$.plan.group.name'),
+        members: JsonPath.objectAt('$.plan.members'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
+      }),
       resultPath: '$.publish',
     });
     publishGroup.addCatch(recordFailure, catchAll);
@@ -548,6 +559,7 @@ export class PublishWorkflow extends Construct {
           batch: JsonPath.objectAt('$.batch'),
           publish: JsonPath.objectAt('$.publish'),
           executionStartedAt: JsonPath.stringAt('$.executionStartedAt'),
+          executionId: JsonPath.stringAt('$.executionId'),
         }),
         resultPath: JsonPath.DISCARD,
       },

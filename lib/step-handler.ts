@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import type { IRole } from 'aws-cdk-lib/aws-iam';
-import { Architecture, type CfnFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { Architecture, type CfnFunction, Runtime, Tracing } from 'aws-cdk-lib/aws-lambda';
 import { type BundlingOptions, NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -26,6 +26,9 @@ export interface StepHandlerProps {
    */
   readonly logRetention?: RetentionDays;
 }
+
+/** Roles whose X-Ray wildcard is acknowledged already. */
+const TRACED_ROLES = new WeakSet<IRole>();
 
 /** The parser's WebAssembly module, relative to the project root. */
 const PARSER_WASM = 'node_modules/libpg-query/wasm/libpg-query.wasm';
@@ -90,6 +93,8 @@ export class StepHandler extends NodejsFunction {
       memorySize: 256,
       timeout: Duration.minutes(stepSettings(props.state).timeoutMinutes),
       logGroup,
+      // X-Ray: the handlers' Powertools Tracer records each invocation and its AWS SDK calls (functions/commons/powertools.ts).
+      tracing: Tracing.ACTIVE,
       ...(props.role ? { role: props.role } : {}),
       environment: {
         POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
@@ -111,6 +116,16 @@ export class StepHandler extends NodejsFunction {
     // A given role gets no logging permissions from CDK: allow writing to this
     // function's own log group only (the group exists, so no CreateLogGroup).
     if (props.role) logGroup.grantWrite(props.role);
+    // Active tracing grants the role xray:PutTraceSegments and xray:PutTelemetryRecords (once per role: several functions may share one).
+    if (this.role && !TRACED_ROLES.has(this.role)) {
+      TRACED_ROLES.add(this.role);
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Active tracing needs xray:PutTraceSegments and xray:PutTelemetryRecords, which take no resource-level permissions: IAM takes only ' +
+          'Resource "*" (AWSXRayDaemonWriteAccess grants them so; https://docs.aws.amazon.com/lambda/latest/dg/services-xray.html).',
+      });
+    }
     (this.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, entryPath);
   }
 

@@ -101,7 +101,7 @@ export class ExceedToleratedFailureThresholdError extends Error {
 /** Runs a distributed Map: its items as child executions; resolves with their outputs in item order. */
 export async function runDistributedMap(run: DistributedMapRun): Promise<unknown[]> {
   const { state, name } = run.map;
-  const items = await selectItems(state, run.input);
+  const items = await selectItems(state, run.input, run.parent);
   const batches = batch(state, items, run.input, await batchInput(state, run.input));
   const processor = state.ItemProcessor as { StartAt: string; States: AslStates };
   const childDefinition = { StartAt: processor.StartAt, States: processor.States } as unknown as StateMachineDefinition;
@@ -157,8 +157,12 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
   return results;
 }
 
-/** ItemsPath and ItemSelector, evaluated by aws-local-stepfunctions: an inline Map of Pass states over the input. */
-async function selectItems(state: AslState, input: unknown): Promise<unknown[]> {
+/**
+ * ItemsPath and ItemSelector, evaluated by aws-local-stepfunctions: an inline
+ * Map of Pass states over the input, with the parent execution's context
+ * object (an ItemSelector may read `$$.Execution.Id`).
+ */
+async function selectItems(state: AslState, input: unknown, parent: { readonly id: string; readonly name: string }): Promise<unknown[]> {
   const { StateMachine } = await import('aws-local-stepfunctions');
   const select: AslState = {
     Type: 'Map',
@@ -168,7 +172,7 @@ async function selectItems(state: AslState, input: unknown): Promise<unknown[]> 
   if (state.ItemsPath !== undefined) select.ItemsPath = state.ItemsPath;
   if (state.ItemSelector !== undefined) select.ItemSelector = state.ItemSelector;
   const machine = new StateMachine({ StartAt: 'Select', States: { Select: select } } as unknown as StateMachineDefinition, { validationOptions: { noValidate: true } });
-  return (await machine.run(input as never).result) as unknown[];
+  return (await machine.run(input as never, { context: { Execution: { Id: parent.id, Name: parent.name } } as never }).result) as unknown[];
 }
 
 /** ItemBatcher.BatchInput, its `.$` paths evaluated against the Map's input (by the library, as a Pass state's Parameters). */

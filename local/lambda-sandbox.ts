@@ -7,6 +7,7 @@
  * checked here too (the runner applies it to every task).
  */
 import { randomUUID } from 'node:crypto';
+import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { STATE_PAYLOAD_MAX_BYTES } from '../domain/aws-limits.ts';
@@ -68,12 +69,31 @@ function lambdaContext(functionName: string, deadlineMs: number) {
 }
 
 /**
+ * Lambda runs one invocation at a time in an execution environment; here
+ * many run at once in one process (a Map's chunk loads), sharing the
+ * handler modules. So that one invocation's Powertools state (the logger's
+ * per-invocation keys, the metrics) is not another's, each runs in its own
+ * scope of the Lambda runtime's InvokeStore, as the runtime runs concurrent
+ * invocations: Powertools keeps that state in the store when
+ * AWS_LAMBDA_MAX_CONCURRENCY is set.
+ */
+export const INVOCATION_SCOPE_ENV = { AWS_LAMBDA_MAX_CONCURRENCY: '64' } as const;
+
+/** The runtime's InvokeStore, backed by AsyncLocalStorage (created before any handler logs). */
+export function invokeStore(): Promise<InvokeStoreBase & { run<T>(context: Record<symbol, unknown>, fn: () => T): T }> {
+  return InvokeStore.getInstanceAsync(true) as never;
+}
+
+/**
  * One invocation: the event and the result cross as JSON (no shared
- * objects), and errors keep their `name` (what ErrorEquals matches).
+ * objects), errors keep their `name` (what ErrorEquals matches), and the
+ * handler runs in an invocation scope of its own (INVOCATION_SCOPE_ENV).
  */
 export async function invoke(handler: Handler, functionName: string, input: unknown, timeoutSeconds: number): Promise<unknown> {
   const event = JSON.parse(JSON.stringify(input ?? null)) as unknown;
-  const result = await handler(event, lambdaContext(functionName, Date.now() + timeoutSeconds * 1000));
+  const context = lambdaContext(functionName, Date.now() + timeoutSeconds * 1000);
+  const store = await invokeStore();
+  const result = await store.run({ [InvokeStoreBase.PROTECTED_KEYS.REQUEST_ID]: context.awsRequestId }, () => handler(event, context));
   return result === undefined ? null : (JSON.parse(JSON.stringify(result)) as unknown);
 }
 

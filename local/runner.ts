@@ -22,7 +22,7 @@ import { stepEntry } from '../lib/workflow-steps.ts';
 import { LOCAL_AWS_ENV, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from './eventbridge-api.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
-import { checkPayload, type Handler, invoke, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
+import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow, type Template } from './template.ts';
@@ -186,11 +186,16 @@ export class LocalRunner {
 
   static async create(options: LocalRunnerOptions): Promise<LocalRunner> {
     silenceSdkNodeNotice();
+    // The store first: with INVOCATION_SCOPE_ENV set, Powertools needs it.
+    await invokeStore();
     const eventBridge = await startLocalEventBridgeApi();
     Object.assign(process.env, {
       ...LOCAL_AWS_ENV,
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      // No X-Ray daemon here: the Tracer records nothing (functions/commons/powertools.ts).
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      ...INVOCATION_SCOPE_ENV,
       CODE_VERSION: process.env.CODE_VERSION ?? 'local',
       ...localEventsEnvironment(eventBridge.endpoint),
       ...options.env,

@@ -14,6 +14,8 @@ import {
 import { StatementStillRunningError, TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { Statement } from '../../domain/sql/statement.ts';
 import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
+import { redactRowValues } from '../../domain/redact.ts';
+import { tracer } from './powertools.ts';
 
 /** The target as the Data API's request fields. */
 function targetFields(target: WarehouseTarget) {
@@ -134,19 +136,21 @@ export function classifyApiError(error: unknown, what: string): Error {
   const e = (error ?? {}) as { name?: string; code?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code;
   if (code && NETWORK_ERROR_CODES.has(code)) {
-    return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${e.message ?? ''}`.trim(), { cause: error });
+    return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${redactRowValues(e.message ?? '')}`.trim(), { cause: error });
   }
   if (e.name && TRANSIENT_API_ERRORS.has(e.name)) {
-    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${e.message}`, { cause: error });
+    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${redactRowValues(e.message ?? '')}`, { cause: error });
   }
-  return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${e.message ?? String(error)}`, { cause: error });
+  return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${redactRowValues(e.message ?? String(error))}`, { cause: error });
 }
 
+/** A statement's error as the step's: its wording kept, the row values the database quoted redacted (domain/redact.ts). */
 export function classifySqlError(message: string, statementName: string): Error {
+  const redacted = redactRowValues(message);
   if (TRANSIENT_SQL_ERROR.test(message)) {
-    return new TransientWarehouseError(`${statementName}: ${message}`);
+    return new TransientWarehouseError(`${statementName}: ${redacted}`);
   }
-  return new WarehouseError(`${statementName} failed: ${message}`);
+  return new WarehouseError(`${statementName} failed: ${redacted}`);
 }
 
 function decodeField(field: Field): Row[string] {
@@ -481,7 +485,8 @@ export function warehouseFromEnv(env: NodeJS.ProcessEnv = process.env): Warehous
   const { endpoint, pollMaxDelayMs: maxDelay = DEFAULT_POLL.maxDelayMs, longPollSeconds = DEFAULT_POLL.longPollSeconds } = dataApiSettingsFromEnv(env);
   const key = JSON.stringify({ target, endpoint, maxDelay, longPollSeconds });
   if (cached?.key !== key) {
-    const client = new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 });
+    // Traced: on AWS each Data API call is an X-Ray subsegment (a no-op locally).
+    const client = tracer.captureAWSv3Client(new RedshiftDataClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 3 }));
     cached = { key, warehouse: new Warehouse(client, target, { ...DEFAULT_POLL, maxDelayMs: maxDelay, longPollSeconds }) };
   }
   return cached.warehouse;

@@ -2,13 +2,14 @@ import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge
 import { type Environment, optionalEnv, requireEnv } from '../../domain/env.ts';
 import { type PublicationEvent, PublicationEventError } from '../../domain/publication-event.ts';
 import { PublicationEventEnv } from './env.ts';
+import { tracer } from '../commons/powertools.ts';
 
 export type SendPublicationEvent = (event: PublicationEvent) => Promise<void>;
 
 let cached: { endpoint: string | undefined; client: EventBridgeClient } | undefined;
 
 function eventBridge(endpoint: string | undefined): EventBridgeClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: new EventBridgeClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 }) };
+  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new EventBridgeClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }
 

@@ -8,7 +8,7 @@ import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../../domain/sql/freshness-monitor.ts';
 import { pipelines as registry } from '../../pipelines/index.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { logger } from '../commons/powertools.ts';
+import { logger, tracer } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
 
@@ -80,7 +80,7 @@ export async function monitorFreshness(options: FreshnessMonitorOptions): Promis
 let cached: { endpoint: string | undefined; client: CloudWatchClient } | undefined;
 
 function cloudWatch(endpoint: string | undefined): CloudWatchClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: new CloudWatchClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 }) };
+  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new CloudWatchClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }
 

@@ -3,7 +3,7 @@ import { requireEnv, optionalEnv } from '../../domain/env.ts';
 import { planScheduledStart } from '../../domain/start-run.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { logger } from '../commons/powertools.ts';
+import { logger, tracer } from '../commons/powertools.ts';
 import { StartRunEnv } from './env.ts';
 
 export interface StartRunResult {
@@ -23,7 +23,7 @@ export interface StartRunResult {
 let cached: { endpoint: string | undefined; client: SFNClient } | undefined;
 
 function stepFunctions(endpoint: string | undefined): SFNClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: new SFNClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 }) };
+  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new SFNClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }
 

@@ -4,6 +4,7 @@ import { ActiveStatementsExceededException, ValidationException } from '@aws-sdk
 import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import { classifyApiError, classifySqlError, warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import { redactRowValues } from '../../domain/redact.ts';
 
 describe('classifySqlError', () => {
   it.each([
@@ -32,7 +33,7 @@ describe('classifySqlError', () => {
 
     expect(error).toBeInstanceOf(TransientWarehouseError);
     expect(error.name).toBe('TransientWarehouseError');
-    expect(error.message).toBe(`load chunk 3: ${message}`);
+    expect(error.message).toBe(`load chunk 3: ${redactRowValues(message)}`);
   });
 
   it.each([
@@ -50,7 +51,13 @@ describe('classifySqlError', () => {
     expect(error).toBeInstanceOf(WarehouseError);
     expect(error).not.toBeInstanceOf(TransientWarehouseError);
     expect(error.name).toBe('WarehouseError');
-    expect(error.message).toBe(`load chunk 3 failed: ${message}`);
+    expect(error.message).toBe(`load chunk 3 failed: ${redactRowValues(message)}`);
+  });
+
+  it('redacts the row values a message quotes, keeping its wording', () => {
+    const error = classifySqlError('ERROR: new row for relation "t" violates check constraint "c" DETAIL: Failing row contains (42, secret-value).', 'load chunk 3');
+
+    expect(error.message).toBe('load chunk 3 failed: ERROR: new row for relation "t" violates check constraint "c" DETAIL: Failing row contains (<redacted>)');
   });
 });
 

@@ -382,6 +382,44 @@ describe('step handlers', () => {
   });
 });
 
+describe('execution ids for the logs', () => {
+  it("hands every step the execution's id: in its payload, or in the item a chunk load gets from its Map (a window's, the parent's)", () => {
+    const payloads: Record<string, string | undefined> = {};
+    for (const name of ['Plan', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'PublishGroup', 'MemberReconcile']) {
+      payloads[name] = state(name).Parameters?.['executionId.$'] as string | undefined;
+    }
+    expect(payloads).toEqual(Object.fromEntries(Object.keys(payloads).map((name) => [name, '$$.Execution.Id'])));
+    // Inside GroupCleanup and a window: the Map's item carries it.
+    expect(state('MemberEmitMetrics').Parameters?.['executionId.$']).toBe('$.executionId');
+    expect(state('MemberCleanup').Parameters?.['executionId.$']).toBe('$.executionId');
+    expect(state('PlanWindow').Parameters?.['executionId.$']).toBe('$.executionId');
+    const itemSelector = (map: string) => (state(map).ItemSelector as Record<string, unknown>)['executionId.$'];
+    expect(['LoadChunks', 'MemberLoadChunks', 'LoadWindows', 'GroupCleanup'].map(itemSelector)).toEqual(Array(4).fill('$$.Execution.Id'));
+    expect(itemSelector('WindowLoadChunks')).toBe('$.executionId');
+    for (const load of ['LoadChunk', 'MemberLoadChunk', 'WindowLoadChunk']) expect(state(load).Parameters, load).toBeUndefined();
+  });
+});
+
+describe('tracing', () => {
+  it('traces every function actively in X-Ray (the step handlers, StartRun and the freshness monitor)', () => {
+    const functions = Object.values(template.findResources('AWS::Lambda::Function'));
+    expect(functions).toHaveLength(STEP_NAMES.length + 2);
+    for (const fn of functions) expect(fn.Properties.TracingConfig).toEqual({ Mode: 'Active' });
+  });
+
+  it("lets each function's role write traces, and nothing more of X-Ray", () => {
+    const roles = [stack.handlerRole, stack.startRun!.role!, stack.freshnessMonitor.role];
+    for (const role of roles) {
+      const roleId = logicalId(role.node.defaultChild);
+      const statements = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap(
+        (p) => p.Properties.PolicyDocument.Statement as { Action: string | string[]; Resource: unknown }[],
+      );
+      const xray = statements.filter((st) => [st.Action].flat().some((a) => a.startsWith('xray:')));
+      expect(xray, roleId).toEqual([{ Action: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], Effect: 'Allow', Resource: '*' }]);
+    }
+  });
+});
+
 describe('permissions', () => {
   const policyOf = (name: StepName) => {
     const roleId = logicalId(stack.functions[name].role!.node.defaultChild);
@@ -412,12 +450,13 @@ describe('permissions', () => {
     expect(lambdaRoles.sort()).toEqual([roleId, startRunRoleId, monitorRoleId].sort());
   });
 
-  it('lets StartRun start executions of this state machine and write its own log, nothing else', () => {
+  it('lets StartRun start executions of this state machine, write its own log and its traces, nothing else', () => {
     const roleId = logicalId(stack.startRun!.role!.node.defaultChild);
     const statements = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap(
       (p) => p.Properties.PolicyDocument.Statement as Record<string, unknown>[],
     );
     expect(statements).toEqual([
+      { Effect: 'Allow', Action: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], Resource: '*' },
       { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesStartRunFunctionLogs/), 'Arn'] } },
       { Effect: 'Allow', Action: 'states:StartExecution', Resource: { Ref: logicalId(stack.stateMachine.node.defaultChild) } },
       // Its failed asynchronous invocations go to the missed-starts queue (the on-failure destination).
@@ -484,8 +523,11 @@ describe('permissions', () => {
     const statements = policyOf('Publish');
     expect(statements).toContainEqual({ Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: workgroups });
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: workgroups });
-    // On "*", only statements of this role: by the owner condition, or ListStatements, which lists only the caller's own.
-    expect(statements.filter((s) => s.Resource === '*').every((s) => s.Condition !== undefined || s.Action === 'redshift-data:ListStatements')).toBe(true);
+    // On "*", only statements of this role: by the owner condition, or ListStatements, which lists only the caller's own;
+    // besides them, the X-Ray writes of active tracing (no resource type).
+    const onAll = statements.filter((s) => s.Resource === '*' && JSON.stringify(s.Action) !== JSON.stringify(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    expect(onAll.length).toBeGreaterThan(0);
+    expect(onAll.every((s) => s.Condition !== undefined || s.Action === 'redshift-data:ListStatements')).toBe(true);
   });
 
   it('lets the state machine invoke exactly the seven step handlers by their unqualified ARNs and publish to the on-call topic', () => {

@@ -36,7 +36,10 @@ function acknowledgements(root: IConstruct): Record<string, Record<string, strin
       if (entry.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
       const path = construct.node.path.replace(/^AtomicPublish\//, '');
       for (const [id, reason] of Object.entries(entry.data as Record<string, string>)) {
-        (found[path] ??= {})[id.replace(/^Annotation::/, '')] = reason;
+        // A rule acknowledged twice on one construct (for two grants): both reasons.
+        const rule = id.replace(/^Annotation::/, '');
+        const rules = (found[path] ??= {});
+        rules[rule] = rules[rule] === undefined ? reason : `${rules[rule]} | ${reason}`;
       }
     }
   }
@@ -79,6 +82,8 @@ describe('cdk-nag AWS Solutions checks', () => {
       'Schedules/StartRunFunction': ['AwsSolutions-L1'],
       // The missed-starts queue is itself a dead-letter queue (of the schedules and of StartRun's async invocations).
       'Schedules/MissedStarts': ['AwsSolutions-SQS3'],
+      // Active tracing's xray:PutTraceSegments and PutTelemetryRecords (no resource type); the other roles acknowledge Resource "*" already.
+      'Schedules/StartRunRole': ['AwsSolutions-IAM5[Resource::*]'],
       'FreshnessMonitor/Function': ['AwsSolutions-L1'],
       'FreshnessMonitor/Role': [
         'AwsSolutions-IAM5[Resource::*]',
@@ -100,7 +105,11 @@ describe('cdk-nag AWS Solutions checks', () => {
     const reasons = Object.values(found).flatMap((rules) => Object.values(rules));
     for (const reason of reasons) expect(reason.length).toBeGreaterThan(80);
     expect(found['Workflow/HandlerRole']!['AwsSolutions-IAM5[Resource::*]']).toContain('statement-owner-iam-userid');
+    for (const role of ['Workflow/HandlerRole', 'FreshnessMonitor/Role', 'Schedules/StartRunRole']) {
+      expect(found[role]!['AwsSolutions-IAM5[Resource::*]'], role).toContain('xray:PutTraceSegments');
+    }
     expect(found['Workflow/PlanFunction']!['AwsSolutions-L1']).toContain('nodejs22.x');
+    expect(found['Schedules/StartRunRole']!['AwsSolutions-IAM5[Resource::*]']).toContain('xray:PutTraceSegments');
     expect(found['FreshnessMonitor/PutMetricDataPolicy']!['AwsSolutions-IAM5[Resource::*]']).toContain('cloudwatch:namespace');
   });
 
