@@ -29,6 +29,28 @@ export class AwsJsonRequestError extends Error {
   }
 }
 
+/** An error an operation throws for the client to see as its service's exception shape `shape` (HTTP 400). */
+export class AwsServiceError extends Error {
+  constructor(
+    readonly shape: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The errorOf of a service whose operations throw AwsServiceError: those and
+ * the server's own refusals as 400 with their shape; anything else as a
+ * 500 of the service's internal-error shape (`InternalFailure`, ...).
+ */
+export function serviceErrorOf(internalShape: string): (error: unknown) => AwsJsonError {
+  return (error) =>
+    error instanceof AwsServiceError || error instanceof AwsJsonRequestError
+      ? { status: 400, shape: error.shape, message: error.message }
+      : { status: 500, shape: internalShape, message: (error as Error)?.message ?? String(error) };
+}
+
 export interface AwsJsonServerOptions {
   /** `application/x-amz-json-1.0` or `-1.1`. */
   readonly contentType: string;

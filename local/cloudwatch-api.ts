@@ -16,7 +16,7 @@
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html
 import { join } from 'node:path';
 import { STATE_DIR } from '../lib/project.ts';
-import { type AwsJsonOperation, AwsJsonRequestError, startAwsJsonServer } from './aws-json-server.ts';
+import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 import { type AlarmState, evaluateAlarm, evaluationWindows, type MetricAlarm, type PeriodStats, statisticOf, type Statistic } from './cloudwatch-alarms.ts';
 import { SnsOutbox } from './sns-outbox.ts';
 
@@ -62,16 +62,8 @@ export interface LocalCloudWatchOptions {
   readonly port?: number;
 }
 
-class CloudWatchError extends Error {
-  constructor(
-    readonly shape: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
-const invalid = (message: string) => new CloudWatchError('InvalidParameterValueException', message);
+const invalid = (message: string) => new AwsServiceError('InvalidParameterValueException', message);
 
 function metricKey(namespace: string, metricName: string, dimensions: Readonly<Record<string, string>>): string {
   return JSON.stringify([namespace, metricName, Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b))]);
@@ -249,10 +241,7 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
     contentType: CONTENT_TYPE,
     targetPrefix: TARGET_PREFIX,
     operations,
-    errorOf: (error) =>
-      error instanceof CloudWatchError || error instanceof AwsJsonRequestError
-        ? { status: 400, shape: error.shape, message: error.message }
-        : { status: 500, shape: 'InternalServiceFault', message: (error as Error)?.message ?? String(error) },
+    errorOf: serviceErrorOf('InternalServiceFault'),
     ...(options.host ? { host: options.host } : {}),
     ...(options.port ? { port: options.port } : {}),
   });

@@ -17,7 +17,7 @@
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
 // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevents.html
 import { randomUUID } from 'node:crypto';
-import { type AwsJsonOperation, AwsJsonRequestError, startAwsJsonServer } from './aws-json-server.ts';
+import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
 const TARGET_PREFIX = 'AWSEvents.';
@@ -59,14 +59,6 @@ export interface LocalEventBridgeOptions {
   readonly port?: number;
 }
 
-class EventBridgeError extends Error {
-  constructor(
-    readonly shape: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** A bus name, or the name at the end of an event bus ARN. */
 function busName(value: unknown): string {
@@ -119,11 +111,11 @@ export async function startLocalEventBridgeApi(options: LocalEventBridgeOptions 
   const operations: Record<string, AwsJsonOperation> = {
     PutEvents: async ({ Entries }) => {
       if (!Array.isArray(Entries) || Entries.length < 1 || Entries.length > PUT_EVENTS_LIMITS.entries) {
-        throw new EventBridgeError('ValidationException', `1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length between 1 and ${PUT_EVENTS_LIMITS.entries}`);
+        throw new AwsServiceError('ValidationException', `1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length between 1 and ${PUT_EVENTS_LIMITS.entries}`);
       }
       const bytes = (Entries as Record<string, unknown>[]).reduce((sum, entry) => sum + entrySize(entry), 0);
       if (bytes > PUT_EVENTS_LIMITS.requestBytes) {
-        throw new EventBridgeError('ValidationException', `Total size of the entries in the request is over the limit (${bytes} bytes, at most ${PUT_EVENTS_LIMITS.requestBytes}).`);
+        throw new AwsServiceError('ValidationException', `Total size of the entries in the request is over the limit (${bytes} bytes, at most ${PUT_EVENTS_LIMITS.requestBytes}).`);
       }
       const results = (Entries as Record<string, unknown>[]).map((entry) => accept(entry));
       return { FailedEntryCount: results.filter((r) => 'ErrorCode' in r).length, Entries: results };
@@ -134,10 +126,7 @@ export async function startLocalEventBridgeApi(options: LocalEventBridgeOptions 
     contentType: CONTENT_TYPE,
     targetPrefix: TARGET_PREFIX,
     operations,
-    errorOf: (error) =>
-      error instanceof EventBridgeError || error instanceof AwsJsonRequestError
-        ? { status: 400, shape: error.shape, message: error.message }
-        : { status: 500, shape: 'InternalException', message: (error as Error)?.message ?? String(error) },
+    errorOf: serviceErrorOf('InternalException'),
     ...(options.host ? { host: options.host } : {}),
     ...(options.port ? { port: options.port } : {}),
   });

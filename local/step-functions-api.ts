@@ -17,7 +17,7 @@
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
-import { type AwsJsonOperation, AwsJsonRequestError, startAwsJsonServer } from './aws-json-server.ts';
+import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 import { type ExecutionEvent, ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
 
 export interface LocalStepFunctionsApi {
@@ -31,14 +31,6 @@ export interface LocalStepFunctionsApi {
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 const TARGET_PREFIX = 'AWSStepFunctions.';
 
-class SfnError extends Error {
-  constructor(
-    readonly shape: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 const EXECUTION_STATUSES = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE']);
 
@@ -48,7 +40,7 @@ function page(key: string, items: readonly Record<string, unknown>[], maxResults
   let offset = 0;
   if (nextToken !== undefined) {
     offset = Number(Buffer.from(String(nextToken), 'base64url').toString('utf8'));
-    if (!Number.isInteger(offset) || offset < 0 || offset > items.length) throw new SfnError('InvalidToken', `Invalid Token: '${String(nextToken)}'`);
+    if (!Number.isInteger(offset) || offset < 0 || offset > items.length) throw new AwsServiceError('InvalidToken', `Invalid Token: '${String(nextToken)}'`);
   }
   const end = offset + size;
   return { [key]: items.slice(offset, end), ...(end < items.length ? { nextToken: Buffer.from(String(end)).toString('base64url') } : {}) };
@@ -105,12 +97,12 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
   const stateMachineArn = runner.workflow.stateMachineArn;
   const epochSeconds = (iso: string) => Date.parse(iso) / 1000;
   const knownMachine = (arn: unknown) => {
-    if (typeof arn !== 'string' || arn === '') throw new SfnError('ValidationException', 'stateMachineArn is required');
-    if (arn !== stateMachineArn) throw new SfnError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${arn}'`);
+    if (typeof arn !== 'string' || arn === '') throw new AwsServiceError('ValidationException', 'stateMachineArn is required');
+    if (arn !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${arn}'`);
   };
   const execution = (arn: unknown) => {
     const found = typeof arn === 'string' ? runner.describe(arn) : undefined;
-    if (!found) throw new SfnError('ExecutionDoesNotExist', `Execution Does Not Exist: '${String(arn)}'`);
+    if (!found) throw new AwsServiceError('ExecutionDoesNotExist', `Execution Does Not Exist: '${String(arn)}'`);
     return found;
   };
   const operations: Record<string, AwsJsonOperation> = {
@@ -121,7 +113,7 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
         try {
           parsed = JSON.parse(String(input));
         } catch {
-          throw new SfnError('InvalidExecutionInput', `Invalid State Machine Execution Input: '${String(input).slice(0, 200)}' is not JSON`);
+          throw new AwsServiceError('InvalidExecutionInput', `Invalid State Machine Execution Input: '${String(input).slice(0, 200)}' is not JSON`);
         }
       }
       const before = name === undefined ? undefined : runner.describe(runner.executionArn(String(name)));
@@ -132,9 +124,9 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
         if (!before) started.push(running.executionId.slice(running.executionId.lastIndexOf(':') + 1));
         return { executionArn: running.executionId, startDate: epochSeconds(runner.describe(running.executionId)!.startedAt) };
       } catch (error) {
-        if (error instanceof ExecutionAlreadyExistsError) throw new SfnError('ExecutionAlreadyExists', error.message);
-        if (error instanceof InvalidNameError) throw new SfnError('InvalidName', error.message);
-        if (error instanceof StartExecutionError) throw new SfnError('InvalidExecutionInput', error.message);
+        if (error instanceof ExecutionAlreadyExistsError) throw new AwsServiceError('ExecutionAlreadyExists', error.message);
+        if (error instanceof InvalidNameError) throw new AwsServiceError('InvalidName', error.message);
+        if (error instanceof StartExecutionError) throw new AwsServiceError('InvalidExecutionInput', error.message);
         throw error;
       }
     },
@@ -157,7 +149,7 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     ListExecutions: async ({ stateMachineArn: arn, statusFilter, maxResults, nextToken }) => {
       knownMachine(arn);
       if (statusFilter !== undefined && !EXECUTION_STATUSES.has(String(statusFilter))) {
-        throw new SfnError('ValidationException', `1 validation error detected: Value '${String(statusFilter)}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [${[...EXECUTION_STATUSES].join(', ')}]`);
+        throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(statusFilter)}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [${[...EXECUTION_STATUSES].join(', ')}]`);
       }
       // Newest first, as Step Functions sorts them.
       const listed = runner
@@ -195,10 +187,7 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     contentType: CONTENT_TYPE,
     targetPrefix: TARGET_PREFIX,
     operations,
-    errorOf: (error) =>
-      error instanceof SfnError || error instanceof AwsJsonRequestError
-        ? { status: 400, shape: error.shape, message: error.message }
-        : { status: 500, shape: 'InternalFailure', message: (error as Error)?.message ?? String(error) },
+    errorOf: serviceErrorOf('InternalFailure'),
     ...(options.host ? { host: options.host } : {}),
     ...(options.port ? { port: options.port } : {}),
   });
