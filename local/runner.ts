@@ -22,7 +22,7 @@ import { stepEntry } from '../lib/workflow-steps.ts';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LOCAL_AWS_ENV, localCloudWatchClient, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
 import { putEmfRecords } from './emf-metrics.ts';
-import { type InvocationRecord, outcomeOfError, putLambdaMetrics } from './lambda-metrics.ts';
+import { type InvocationRecord, outcomeOfError, putLambdaMetrics, THROTTLED_ERROR_NAME } from './lambda-metrics.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from './eventbridge-api.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
@@ -173,6 +173,30 @@ export interface LocalRunnerOptions {
   readonly cloudWatchEndpoint?: string;
   /** The Lambda service's clock: when an invocation happened, for its metrics. @default the real one */
   readonly clock?: () => Date;
+  /**
+   * The account's concurrency limit for this runner's functions: how many
+   * invocations may run at once. One more is throttled (local/lambda-metrics.ts
+   * counts it in Throttles): a state machine Task's invocation, synchronous,
+   * is refused with Lambda.TooManyRequestsException, which the Task's Retry
+   * may take; an asynchronous one (a schedule's, a rule's target) waits in
+   * Lambda's queue for a free slot, as Lambda retries a throttled event.
+   * @default ACCOUNT_CONCURRENCY_LIMIT
+   */
+  readonly concurrencyLimit?: number;
+}
+
+/**
+ * Lambda's default concurrency quota of an account in a region.
+ * https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+ */
+export const ACCOUNT_CONCURRENCY_LIMIT = 1000;
+
+/** How an invocation reaches Lambda: a Task's synchronous call, or an event queued for the function (Scheduler, EventBridge). */
+type InvocationType = 'RequestResponse' | 'Event';
+
+/** Lambda's refusal of a synchronous invocation beyond the concurrency limit, as Step Functions names it. */
+class ThrottledError extends Error {
+  override name = THROTTLED_ERROR_NAME;
 }
 
 export class LocalRunner {
@@ -184,6 +208,8 @@ export class LocalRunner {
   private readonly invocationRecords: InvocationRecord[] = [];
   private readonly sent = { invocations: 0, metrics: 0 };
   private readonly cloudWatch: CloudWatchClient | undefined;
+  /** Invocations running now, and the queued asynchronous ones waiting for a slot (each is handed one as another ends). */
+  private readonly concurrency = { running: 0, queued: [] as (() => void)[] };
 
   private constructor(
     readonly workflow: SynthesizedWorkflow,
@@ -272,11 +298,32 @@ export class LocalRunner {
 
   /**
    * What the Lambda service does around one invocation of `functionName`:
-   * records how it ended and how long the code ran (an invocation that ran
-   * past the function's timeout is a function error of the timeout's
-   * length, as Lambda ends it there), and passes its result or error on.
+   * throttles it beyond the concurrency limit (`concurrencyLimit`), records
+   * how it ended and how long the code ran (an invocation that ran past
+   * the function's timeout is a function error of the timeout's length, as
+   * Lambda ends it there), and passes its result or error on.
+   * https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
    */
-  private async invokeFunction(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>): Promise<unknown> {
+  private async invokeFunction(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>, type: InvocationType = 'RequestResponse'): Promise<unknown> {
+    const limit = this.options.concurrencyLimit ?? ACCOUNT_CONCURRENCY_LIMIT;
+    if (this.concurrency.running >= limit) {
+      this.invocationRecords.push({ functionName, at: (this.options.clock?.() ?? new Date()).getTime(), outcome: 'throttled' });
+      if (type === 'RequestResponse') throw new ThrottledError(`Rate Exceeded: ${functionName} is past the concurrency limit of ${limit}`);
+      // Handed the slot of an invocation that ends (`running` stays as it is).
+      await new Promise<void>((resolve) => this.concurrency.queued.push(resolve));
+    } else {
+      this.concurrency.running += 1;
+    }
+    try {
+      return await this.invokeRecorded(functionName, timeoutSeconds, call);
+    } finally {
+      const next = this.concurrency.queued.shift();
+      if (next) next();
+      else this.concurrency.running -= 1;
+    }
+  }
+
+  private async invokeRecorded(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>): Promise<unknown> {
     const at = (this.options.clock?.() ?? new Date()).getTime();
     const began = performance.now();
     const ran = () => Math.min(performance.now() - began, timeoutSeconds * 1000);
@@ -306,7 +353,7 @@ export class LocalRunner {
   /** `call` as an invocation outside an execution: recorded, and its metrics sent whether it threw or not. */
   private async invokeOutside(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>): Promise<unknown> {
     try {
-      return await this.invokeFunction(functionName, timeoutSeconds, call);
+      return await this.invokeFunction(functionName, timeoutSeconds, call, 'Event');
     } finally {
       await this.sendMetrics();
     }
@@ -580,7 +627,7 @@ export class LocalRunner {
       if (!matches) continue;
       const handler = this.eventHandlers.get(target.functionLogicalId)!;
       try {
-        const output = await this.invokeFunction(target.functionLogicalId, target.timeoutSeconds, () => invoke(handler, target.functionLogicalId, event, target.timeoutSeconds));
+        const output = await this.invokeFunction(target.functionLogicalId, target.timeoutSeconds, () => invoke(handler, target.functionLogicalId, event, target.timeoutSeconds), 'Event');
         deliveries.push({ functionLogicalId: target.functionLogicalId, output });
       } catch (error) {
         deliveries.push({ functionLogicalId: target.functionLogicalId, error: `${(error as Error).name}: ${(error as Error).message}` });

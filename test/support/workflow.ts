@@ -161,6 +161,8 @@ export interface UseWorkflowOptions {
   cloudWatchEndpoint?: string;
   /** The Lambda service's clock (LocalRunnerOptions.clock). */
   clock?: () => Date;
+  /** The account's concurrency limit (LocalRunnerOptions.concurrencyLimit). */
+  concurrencyLimit?: number;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -204,6 +206,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     ...(options.functionTimeoutsSeconds ? { functionTimeoutsSeconds: options.functionTimeoutsSeconds } : {}),
     ...(options.cloudWatchEndpoint ? { cloudWatchEndpoint: options.cloudWatchEndpoint } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.concurrencyLimit ? { concurrencyLimit: options.concurrencyLimit } : {}),
     taskOverrides,
     outboxFile,
   });

@@ -26,7 +26,7 @@ import { SnsOutbox } from '../../local/sns-outbox.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { synthesizeTemplate, type Template } from '../../local/template.ts';
 import { closedPort } from '../support/unreachable.ts';
-import { inputFor, LIVE, namesFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtError, inputFor, LIVE, namesFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const MINUTE = 60_000;
 const PERIOD = 5 * MINUTE;
@@ -246,5 +246,66 @@ describe('the dashboard', () => {
     const sumOf = (label: string) => MetricDataResults!.find((r) => r.Label === label)!.Values!.reduce((a, b) => a + b, 0);
     expect(sumOf('BatchFailed')).toBe(3);
     expect(sumOf('ExecutionStopped')).toBe(1);
+  });
+});
+
+// Last: a second runner in this process points the handlers' shared environment at its own warehouse.
+describe('past the account\'s concurrency limit (one, here)', () => {
+  let tw: Workflow;
+  beforeAll(async () => {
+    tw = await useWorkflow('wf_lambda_throttles', { concurrencyLimit: 1, cloudWatchEndpoint: cw.endpoint, clock: () => new Date(now) });
+  });
+  afterAll(() => tw?.close());
+
+  it('a Task\'s invocation is refused with Lambda.TooManyRequestsException, which the synthesized Retry retries, each attempt counted in Throttles; the throttles alarm pages', async () => {
+    now = T + 2 * PERIOD;
+    const plan = tw.runner.workflow.functions.Plan!;
+    const monitor = tw.runner.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor'))!.functionLogicalId;
+    const retry = ((tw.runner.workflow.definition.States as Record<string, { Retry?: { ErrorEquals: string[]; MaxAttempts: number }[] }>).Plan!.Retry ?? []).find((r) =>
+      r.ErrorEquals.includes('Lambda.TooManyRequestsException'),
+    )!;
+    // Execution A's Plan holds the one slot until the test lets it go.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const planEntered = new Promise<void>((resolve) => (entered = resolve));
+    tw.faults.Plan = async () => {
+      entered();
+      await held;
+      throw Object.assign(new Error('the held Plan, let go'), { name: 'ValidationError' });
+    };
+    let holder: Promise<ExecutionResult> | undefined;
+    let queuedMonitor: Promise<unknown> | undefined;
+    try {
+      holder = (await tw.runner.start(inputFor(8), { name: 'throttle-holder' })).result;
+      await planEntered;
+
+      const throttled = await tw.run(inputFor(8), 'throttled');
+
+      // Every attempt at Plan refused (the first and the Retry's), then RecordFailure's too: the run fails, having run no code.
+      expect(throttled.status).toBe('FAILED');
+      expect(caughtError(throttled)?.Error).toBe('Lambda.TooManyRequestsException');
+      expect(throttled.invocations.filter((r) => r.functionName === plan)).toEqual(Array.from({ length: 1 + retry.MaxAttempts }, () => ({ functionName: plan, at: now, outcome: 'throttled' })));
+      expect(throttled.invocations.every((r) => r.outcome === 'throttled')).toBe(true);
+
+      // An asynchronous invocation (the monitor's schedule) is throttled too, and waits in Lambda's queue for the slot.
+      queuedMonitor = tw.runner.fireFreshnessMonitor(cw.endpoint).catch((error: unknown) => error);
+      expect(tw.runner.invocations.at(-1)).toEqual({ functionName: monitor, at: now, outcome: 'throttled' });
+    } finally {
+      release();
+      await holder;
+      tw.reset();
+    }
+    await queuedMonitor;
+    // Once the slot was free, the queued event ran the monitor's code.
+    expect(tw.runner.invocations.filter((r) => r.functionName === monitor).map((r) => r.outcome)).toEqual(['throttled', expect.stringMatching(/^(succeeded|functionError)$/)]);
+
+    expect(await lambdaMetric(plan, 'Throttles', 'Sum', now)).toEqual([{ at: now - 30_000, value: 1 + retry.MaxAttempts }]);
+    const alarm = lambdaAlarm('Throttles', plan);
+    expect(cw.evaluate(new Date(periodEnd(now))).filter((t) => t.alarmName === alarm.alarmName)).toEqual([expect.objectContaining({ to: 'ALARM' })]);
+    expect(pagesOf(alarm).at(-1)).toMatchObject({
+      NewStateValue: 'ALARM',
+      AlarmDescription: expect.stringMatching(/^atomic-publish: the Plan function was throttled .*README\.md#lambda-throttles-alarm\)\.$/),
+    });
   });
 });
