@@ -52,12 +52,13 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
     closers.unshift(() => dataApi.close());
     const template = await synthesizeTemplate();
     const handlerEnv = localHandlerEnvironment(dataApi.endpoint, options.database);
-    const runner = await LocalRunner.create({ env: { ...handlerEnv, POWERTOOLS_LOG_LEVEL: 'WARN' }, template });
+    const cloudWatch = await startLocalCloudWatchApi({ alarms: alarmsFromTemplate(template) });
+    closers.unshift(() => cloudWatch.close());
+    // The runs' AWS/Lambda metrics and the handlers' EMF metrics reach the local CloudWatch endpoint, as on AWS.
+    const runner = await LocalRunner.create({ env: { ...handlerEnv, POWERTOOLS_LOG_LEVEL: 'WARN' }, template, cloudWatchEndpoint: cloudWatch.endpoint });
     closers.unshift(() => runner.close());
     const sfn = await startLocalStepFunctionsApi(runner);
     closers.unshift(() => sfn.close());
-    const cloudWatch = await startLocalCloudWatchApi({ alarms: alarmsFromTemplate(template) });
-    closers.unshift(() => cloudWatch.close());
 
     const env: Record<string, string> = {
       AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',

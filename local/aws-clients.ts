@@ -5,6 +5,7 @@
  */
 import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { LOCAL_AWS_SERVICE_ACCESS_KEY_ID } from './cloudwatch-api.ts';
 import { SFNClient } from '@aws-sdk/client-sfn';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
@@ -43,10 +44,14 @@ export function localStepFunctionsClient(endpoint: string): SFNClient {
   return new SFNClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
 }
 
-/** The real CloudWatch client, talking to a local endpoint (local/cloudwatch-api.ts). */
-export function localCloudWatchClient(endpoint: string): CloudWatchClient {
+/**
+ * The real CloudWatch client, talking to a local endpoint (local/cloudwatch-api.ts).
+ * `asAwsService`: signing as the local engine's AWS services, the one caller allowed to write `AWS/` namespaces.
+ */
+export function localCloudWatchClient(endpoint: string, options: { asAwsService?: boolean } = {}): CloudWatchClient {
   silenceSdkNodeNotice();
-  return new CloudWatchClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: localCredentials() });
+  const credentials = options.asAwsService ? { accessKeyId: LOCAL_AWS_SERVICE_ACCESS_KEY_ID, secretAccessKey: 'local' } : localCredentials();
+  return new CloudWatchClient({ endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials });
 }
 
 /** The real EventBridge client, talking to a local endpoint (local/eventbridge-api.ts). */

@@ -8,7 +8,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 
-export type AwsJsonOperation = (input: Record<string, unknown>) => Promise<Record<string, unknown>>;
+/** Who sent a request: the access key id of its SigV4 Authorization header (the signature is not checked). */
+export interface AwsJsonCaller {
+  readonly accessKeyId?: string;
+}
+
+export type AwsJsonOperation = (input: Record<string, unknown>, caller: AwsJsonCaller) => Promise<Record<string, unknown>>;
 
 /** An error the client sees as the shape `__type` (the SDK throws the exception class of that name). */
 export interface AwsJsonError {
@@ -132,5 +137,7 @@ async function handle(options: AwsJsonServerOptions, req: http.IncomingMessage):
     throw new AwsJsonRequestError('SerializationException', 'Request body must be a JSON object.');
   }
   options.onRequest?.(target.slice(options.targetPrefix.length), input as Record<string, unknown>);
-  return operation(input as Record<string, unknown>);
+  // `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/aws4_request, ...`
+  const accessKeyId = /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1];
+  return operation(input as Record<string, unknown>, accessKeyId === undefined ? {} : { accessKeyId });
 }

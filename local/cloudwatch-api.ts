@@ -8,20 +8,35 @@
 //   await client.send(new PutMetricDataCommand({ ... }));
 //   await cw.evaluate(new Date(...));                  // the alarms at that instant; transitions go to the outbox
 //
-// It serves PutMetricData, GetMetricStatistics and DescribeAlarms. Time is
-// the caller's: alarms are evaluated only by evaluate(now), never on a
-// timer, so a test moves the clock without sleeping.
+// It serves PutMetricData, GetMetricStatistics, GetMetricData (MetricStat
+// queries) and DescribeAlarms. Time is the caller's: alarms are evaluated
+// only by evaluate(now), never on a timer, so a test moves the clock
+// without sleeping. The `AWS/` namespaces are reserved, as on AWS, for the
+// services' own metrics: only a caller signing with
+// LOCAL_AWS_SERVICE_ACCESS_KEY_ID (the local engine's Lambda service,
+// local/lambda-metrics.ts) may write them.
 // Wire: the client (3.11xx) speaks AWS JSON 1.0 with the target prefix
 // `GraniteServiceVersion20100801.` (awsQueryCompatible); timestamps as epoch seconds.
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html
 import { join } from 'node:path';
 import { STATE_DIR } from '../lib/project.ts';
-import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
+import { type AwsJsonCaller, type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 import { type AlarmState, evaluateAlarm, evaluationWindows, type MetricAlarm, type PeriodStats, statisticOf, type Statistic } from './cloudwatch-alarms.ts';
 import { SnsOutbox } from './sns-outbox.ts';
 
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 const TARGET_PREFIX = 'GraniteServiceVersion20100801.';
+
+/**
+ * The access key id of the local engine's AWS services (the Lambda service
+ * writing AWS/Lambda): the one caller the endpoint lets write an `AWS/`
+ * namespace. Handlers sign with other keys (local/aws-clients.ts), so they
+ * are refused there as CloudWatch refuses them.
+ */
+export const LOCAL_AWS_SERVICE_ACCESS_KEY_ID = 'local-aws-service';
+
+/** GetMetricData's statistics served locally (percentiles are not: the endpoint keeps each period reduced). */
+const METRIC_DATA_STATS: readonly Statistic[] = ['SampleCount', 'Average', 'Sum', 'Minimum', 'Maximum'];
 
 /** PutMetricData's limits: metrics a request, dimensions a metric, how far a timestamp may lie in the past and ahead. */
 export const PUT_METRIC_DATA_LIMITS = { metrics: 1000, dimensions: 30, pastMs: 14 * 24 * 3600_000, aheadMs: 2 * 3600_000 } as const;
@@ -64,6 +79,8 @@ export interface LocalCloudWatchOptions {
 
 
 const invalid = (message: string) => new AwsServiceError('InvalidParameterValueException', message);
+// The model's ValidationException (its query-protocol code: ValidationError).
+const validation = (message: string) => new AwsServiceError('ValidationException', message);
 
 function metricKey(namespace: string, metricName: string, dimensions: Readonly<Record<string, string>>): string {
   return JSON.stringify([namespace, metricName, Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b))]);
@@ -153,9 +170,9 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
     );
 
   const operations: Record<string, AwsJsonOperation> = {
-    PutMetricData: async ({ Namespace, MetricData }) => {
+    PutMetricData: async ({ Namespace, MetricData }, caller: AwsJsonCaller) => {
       if (typeof Namespace !== 'string' || Namespace === '') throw invalid('Namespace is required');
-      if (Namespace.startsWith('AWS/')) throw invalid('The value AWS/ for parameter Namespace is reserved');
+      if (Namespace.startsWith('AWS/') && caller.accessKeyId !== LOCAL_AWS_SERVICE_ACCESS_KEY_ID) throw invalid('The value AWS/ for parameter Namespace is reserved');
       if (!Array.isArray(MetricData) || MetricData.length === 0) throw invalid('MetricData is required');
       if (MetricData.length > PUT_METRIC_DATA_LIMITS.metrics) throw invalid(`The collection MetricData must not have a size greater than ${PUT_METRIC_DATA_LIMITS.metrics}.`);
       const now = clock().getTime();
@@ -197,6 +214,61 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
         return [point];
       });
       return { Label: MetricName, Datapoints: datapoints };
+    },
+    // MetricStat queries, each reduced per period by its statistic; ReturnData false leaves a query out.
+    // No metric math, no Metrics Insights, no paging (NextToken, MaxDatapoints): refused or ignored as said.
+    // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_GetMetricData.html
+    // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_MetricDataResult.html
+    GetMetricData: async ({ MetricDataQueries, StartTime, EndTime, ScanBy, NextToken }) => {
+      if (!Array.isArray(MetricDataQueries) || MetricDataQueries.length === 0) throw validation('MetricDataQueries is required');
+      if (MetricDataQueries.length > 500) throw validation('At most 500 MetricDataQueries a request');
+      if (typeof StartTime !== 'number' || typeof EndTime !== 'number') throw validation('StartTime and EndTime are required');
+      if (StartTime >= EndTime) throw validation('The parameter StartTime must be less than the parameter EndTime.');
+      if (NextToken !== undefined) throw validation('NextToken is not supported locally: every result is Complete');
+      if (ScanBy !== undefined && ScanBy !== 'TimestampDescending' && ScanBy !== 'TimestampAscending') throw validation('ScanBy must be TimestampDescending or TimestampAscending');
+      // CloudWatch rounds a StartTime of the last 15 days down to the minute.
+      const start = Math.floor(StartTime / 60) * 60_000;
+      const end = EndTime * 1000;
+      const ids = new Set<string>();
+      const results: Record<string, unknown>[] = [];
+      for (const query of MetricDataQueries as Record<string, unknown>[]) {
+        const id = query.Id;
+        if (typeof id !== 'string' || !/^[a-z][a-zA-Z0-9_]*$/.test(id)) throw validation(`The Id ${JSON.stringify(id)} must start with a lower-case letter and hold only letters, digits and underscores`);
+        if (ids.has(id)) throw validation(`The Id ${id} is used by more than one query`);
+        ids.add(id);
+        if (query.Expression !== undefined) {
+          throw validation(`Query ${id}: Expression (metric math, Metrics Insights) is not supported locally; use MetricStat with one of ${METRIC_DATA_STATS.join(', ')}`);
+        }
+        const stat = query.MetricStat as { Metric?: Record<string, unknown>; Period?: unknown; Stat?: unknown; Unit?: unknown } | undefined;
+        const metric = stat?.Metric;
+        if (!metric || typeof metric.Namespace !== 'string' || typeof metric.MetricName !== 'string') throw validation(`Query ${id}: MetricStat with a Metric (Namespace, MetricName) is required`);
+        if (typeof stat.Period !== 'number' || !(stat.Period > 0 && (stat.Period % 60 === 0 || [1, 5, 10, 20, 30].includes(stat.Period)))) {
+          throw validation(`Query ${id}: Period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds`);
+        }
+        if (!METRIC_DATA_STATS.includes(stat.Stat as Statistic)) throw validation(`Query ${id}: Stat ${JSON.stringify(stat.Stat)} is not served locally (one of ${METRIC_DATA_STATS.join(', ')})`);
+        if (query.ReturnData === false) continue;
+        const period = stat.Period * 1000;
+        const windows: { start: number; end: number }[] = [];
+        for (let s = Math.floor(start / period) * period; s < end; s += period) windows.push({ start: s, end: s + period });
+        const key = metricKey(metric.Namespace, metric.MetricName, dimensionsOf(metric.Dimensions));
+        const unit = typeof stat.Unit === 'string' ? stat.Unit : undefined;
+        const stats = windows.map(({ start: from, end: to }) =>
+          (series.get(key) ?? [])
+            .filter((d) => d.timestamp >= from && d.timestamp < to && (unit === undefined || d.unit === unit))
+            .reduce<PeriodStats | undefined>((acc, d) => merge(acc, d.stats), undefined),
+        );
+        const points = windows.flatMap((w, i) => (stats[i] ? [{ at: epoch(w.start), value: statisticOf(stats[i], stat.Stat as Statistic) }] : []));
+        if (ScanBy !== 'TimestampAscending') points.reverse();
+        results.push({
+          Id: id,
+          Label: typeof query.Label === 'string' ? query.Label : metric.MetricName,
+          Timestamps: points.map((p) => p.at),
+          Values: points.map((p) => p.value),
+          StatusCode: 'Complete',
+          Messages: [],
+        });
+      }
+      return { MetricDataResults: results, Messages: [] };
     },
     DescribeAlarms: async ({ AlarmNames, AlarmNamePrefix, StateValue }) => {
       const names = Array.isArray(AlarmNames) ? new Set(AlarmNames as string[]) : undefined;

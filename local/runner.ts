@@ -19,7 +19,10 @@ import { type ChildExecution, type DistributedMapState, runDistributedMap, withD
 import { StartRunEnv } from '../functions/start-run/env.ts';
 import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
 import { stepEntry } from '../lib/workflow-steps.ts';
-import { LOCAL_AWS_ENV, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { LOCAL_AWS_ENV, localCloudWatchClient, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
+import { putEmfRecords } from './emf-metrics.ts';
+import { type InvocationRecord, outcomeOfError, putLambdaMetrics, THROTTLED_ERROR_NAME } from './lambda-metrics.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from './eventbridge-api.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
@@ -71,6 +74,8 @@ export interface ExecutionResult {
   readonly events: readonly ExecutionEvent[];
   readonly alerts: readonly Alert[];
   readonly metrics: readonly MetricRecord[];
+  /** The Lambda invocations recorded while it ran (its steps', its status-change targets'), as AWS/Lambda counts them. */
+  readonly invocations: readonly InvocationRecord[];
   readonly startedAt: string;
   readonly stoppedAt: string;
   /** The rules' targets that ran on an ABORTED or TIMED_OUT status change, as EventBridge would run them. */
@@ -157,6 +162,41 @@ export interface LocalRunnerOptions {
    * Task's TimeoutSeconds both follow). @default - the synthesized ones
    */
   readonly functionTimeoutsSeconds?: Readonly<Record<string, number>>;
+  /**
+   * A local CloudWatch endpoint (local/cloudwatch-api.ts) that receives what
+   * CloudWatch would on AWS: the Lambda service's AWS/Lambda metrics of
+   * every invocation (local/lambda-metrics.ts) and the handlers' Embedded
+   * Metric Format metrics (local/emf-metrics.ts), sent when an execution
+   * ends and after each invocation outside one. @default - none: both are
+   * only kept (`invocations`, `metrics`)
+   */
+  readonly cloudWatchEndpoint?: string;
+  /** The Lambda service's clock: when an invocation happened, for its metrics. @default the real one */
+  readonly clock?: () => Date;
+  /**
+   * The account's concurrency limit for this runner's functions: how many
+   * invocations may run at once. One more is throttled (local/lambda-metrics.ts
+   * counts it in Throttles): a state machine Task's invocation, synchronous,
+   * is refused with Lambda.TooManyRequestsException, which the Task's Retry
+   * may take; an asynchronous one (a schedule's, a rule's target) waits in
+   * Lambda's queue for a free slot, as Lambda retries a throttled event.
+   * @default ACCOUNT_CONCURRENCY_LIMIT
+   */
+  readonly concurrencyLimit?: number;
+}
+
+/**
+ * Lambda's default concurrency quota of an account in a region.
+ * https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+ */
+export const ACCOUNT_CONCURRENCY_LIMIT = 1000;
+
+/** How an invocation reaches Lambda: a Task's synchronous call, or an event queued for the function (Scheduler, EventBridge). */
+type InvocationType = 'RequestResponse' | 'Event';
+
+/** Lambda's refusal of a synchronous invocation beyond the concurrency limit, as Step Functions names it. */
+class ThrottledError extends Error {
+  override name = THROTTLED_ERROR_NAME;
 }
 
 export class LocalRunner {
@@ -164,6 +204,12 @@ export class LocalRunner {
   private readonly outbox: SnsOutbox;
   /** Every execution this runner started, by name: Step Functions keeps names for 90 days, longer than a local runner lives. */
   private readonly executions = new Map<string, ExecutionRecord>();
+  /** Every invocation of a function so far, oldest first; and how many of them, and of the EMF records, were sent to CloudWatch. */
+  private readonly invocationRecords: InvocationRecord[] = [];
+  private readonly sent = { invocations: 0, metrics: 0 };
+  private readonly cloudWatch: CloudWatchClient | undefined;
+  /** Invocations running now, and the queued asynchronous ones waiting for a slot (each is handed one as another ends). */
+  private readonly concurrency = { running: 0, queued: [] as (() => void)[] };
 
   private constructor(
     readonly workflow: SynthesizedWorkflow,
@@ -182,6 +228,7 @@ export class LocalRunner {
     private readonly eventBridge: LocalEventBridgeApi,
   ) {
     this.outbox = new SnsOutbox(options.outboxFile ?? join(STATE_DIR, 'outbox', 'alerts.jsonl'));
+    this.cloudWatch = options.cloudWatchEndpoint === undefined ? undefined : localCloudWatchClient(options.cloudWatchEndpoint, { asAwsService: true });
   }
 
   static async create(options: LocalRunnerOptions): Promise<LocalRunner> {
@@ -244,6 +291,74 @@ export class LocalRunner {
     return this.capture.sink.logs;
   }
 
+  /** Every invocation of a function this runner made (AWS/Lambda's view of it), oldest first. */
+  get invocations(): readonly InvocationRecord[] {
+    return this.invocationRecords;
+  }
+
+  /**
+   * What the Lambda service does around one invocation of `functionName`:
+   * throttles it beyond the concurrency limit (`concurrencyLimit`), records
+   * how it ended and how long the code ran (an invocation that ran past
+   * the function's timeout is a function error of the timeout's length, as
+   * Lambda ends it there), and passes its result or error on.
+   * https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+   */
+  private async invokeFunction(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>, type: InvocationType = 'RequestResponse'): Promise<unknown> {
+    const limit = this.options.concurrencyLimit ?? ACCOUNT_CONCURRENCY_LIMIT;
+    if (this.concurrency.running >= limit) {
+      this.invocationRecords.push({ functionName, at: (this.options.clock?.() ?? new Date()).getTime(), outcome: 'throttled' });
+      if (type === 'RequestResponse') throw new ThrottledError(`Rate Exceeded: ${functionName} is past the concurrency limit of ${limit}`);
+      // Handed the slot of an invocation that ends (`running` stays as it is).
+      await new Promise<void>((resolve) => this.concurrency.queued.push(resolve));
+    } else {
+      this.concurrency.running += 1;
+    }
+    try {
+      return await this.invokeRecorded(functionName, timeoutSeconds, call);
+    } finally {
+      const next = this.concurrency.queued.shift();
+      if (next) next();
+      else this.concurrency.running -= 1;
+    }
+  }
+
+  private async invokeRecorded(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>): Promise<unknown> {
+    const at = (this.options.clock?.() ?? new Date()).getTime();
+    const began = performance.now();
+    const ran = () => Math.min(performance.now() - began, timeoutSeconds * 1000);
+    const timedOut = () => performance.now() - began > timeoutSeconds * 1000;
+    try {
+      const output = await call();
+      this.invocationRecords.push({ functionName, at, outcome: timedOut() ? 'functionError' : 'succeeded', durationMs: ran() });
+      return output;
+    } catch (error) {
+      const outcome = outcomeOfError(error);
+      this.invocationRecords.push({ functionName, at, outcome, ...(outcome === 'functionError' ? { durationMs: ran() } : {}) });
+      throw error;
+    }
+  }
+
+  /** Sends what CloudWatch has not yet received (AWS/Lambda metrics, then EMF metrics) to `cloudWatchEndpoint`, if any. */
+  private async sendMetrics(): Promise<void> {
+    if (!this.cloudWatch) return;
+    const invocations = this.invocationRecords.slice(this.sent.invocations);
+    const metrics = this.capture.sink.metrics.slice(this.sent.metrics);
+    this.sent.invocations += invocations.length;
+    this.sent.metrics += metrics.length;
+    await putLambdaMetrics(this.cloudWatch, invocations);
+    await putEmfRecords(this.cloudWatch, metrics);
+  }
+
+  /** `call` as an invocation outside an execution: recorded, and its metrics sent whether it threw or not. */
+  private async invokeOutside(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>): Promise<unknown> {
+    try {
+      return await this.invokeFunction(functionName, timeoutSeconds, call, 'Event');
+    } finally {
+      await this.sendMetrics();
+    }
+  }
+
   /** Starts an execution and waits for it to end. Throws StartExecutionError when Step Functions would refuse the input. */
   async run(input: unknown, options: StartOptions = {}): Promise<ExecutionResult> {
     return (await this.start(input, options)).result;
@@ -290,6 +405,7 @@ export class LocalRunner {
     const { StateMachine, ExecutionError, ExecutionAbortedError, ExecutionTimeoutError } = await import('aws-local-stepfunctions');
     const alertsBefore = this.outbox.alerts.length;
     const metricsBefore = this.capture.sink.metrics.length;
+    const invocationsBefore = this.invocationRecords.length;
     const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
     // Step Functions starts no further Map iterations once one has failed;
     // aws-local-stepfunctions keeps starting the queued ones, so stop them
@@ -305,11 +421,13 @@ export class LocalRunner {
       const timeoutSeconds = this.workflow.timeoutsSeconds[state]!;
       const call = (input: unknown) => invoke(handler, state, input, timeoutSeconds);
       const override = this.options.taskOverrides?.[state];
+      const functionName = this.workflow.functions[state]!;
       taskResourceLocalHandlers[state] = async (input) => {
         if (inMap && mapFailed) throw Object.assign(new Error('Map failed: no new iterations start'), { name: 'States.Cancelled' });
         try {
           checkPayload(input, `the input of ${state}`);
-          const output = await (override ? override(input, call) : call(input));
+          // An override stands in for the function's code (a fault it throws is the function's, or Lambda's when named Lambda.*).
+          const output = await this.invokeFunction(functionName, timeoutSeconds, () => (override ? override(input, call) : call(input)));
           checkPayload(output, `the output of ${state}`);
           return output;
         } catch (error) {
@@ -407,7 +525,7 @@ export class LocalRunner {
       }
     })();
     const finish = async (): Promise<ExecutionResult> => {
-      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'stoppedAt' | 'statusChange' | 'childExecutions' | 'historyEvents'>;
+      let result: Omit<ExecutionResult, 'events' | 'alerts' | 'metrics' | 'invocations' | 'stoppedAt' | 'statusChange' | 'childExecutions' | 'historyEvents'>;
       try {
         const output = (await execution.result) as Record<string, unknown>;
         result = { executionId, status: 'SUCCEEDED', output, startedAt };
@@ -442,11 +560,13 @@ export class LocalRunner {
       }
       const stoppedAt = new Date().toISOString();
       const statusChange = await this.deliverStatusChange({ executionId, name, status: result.status, input, startedAt, stoppedAt });
+      await this.sendMetrics();
       return {
         ...result,
         events,
         alerts: this.outbox.alerts.slice(alertsBefore),
         metrics: this.capture.sink.metrics.slice(metricsBefore),
+        invocations: this.invocationRecords.slice(invocationsBefore),
         stoppedAt,
         statusChange,
         childExecutions: [...childExecutions],
@@ -507,7 +627,7 @@ export class LocalRunner {
       if (!matches) continue;
       const handler = this.eventHandlers.get(target.functionLogicalId)!;
       try {
-        const output = await invoke(handler, target.functionLogicalId, event, target.timeoutSeconds);
+        const output = await this.invokeFunction(target.functionLogicalId, target.timeoutSeconds, () => invoke(handler, target.functionLogicalId, event, target.timeoutSeconds), 'Event');
         deliveries.push({ functionLogicalId: target.functionLogicalId, output });
       } catch (error) {
         deliveries.push({ functionLogicalId: target.functionLogicalId, error: `${(error as Error).name}: ${(error as Error).message}` });
@@ -541,7 +661,8 @@ export class LocalRunner {
       [StartRunEnv.STATE_MACHINE_ARN]: schedule.environment[StartRunEnv.STATE_MACHINE_ARN],
       [StartRunEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
     });
-    return invoke(this.eventHandlers.get(schedule.functionLogicalId)!, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds);
+    const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
+    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds));
   }
 
   /**
@@ -556,7 +677,8 @@ export class LocalRunner {
     if (!schedule) throw new Error('the synthesized template has no freshness monitor schedule');
     const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
     Object.assign(process.env, Object.fromEntries(missing), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
-    return invoke(this.eventHandlers.get(schedule.functionLogicalId)!, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds);
+    const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
+    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds));
   }
 
   close(): void {

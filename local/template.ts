@@ -22,6 +22,8 @@ export interface SynthesizedWorkflow {
   readonly definition: StateMachineDefinition;
   /** Task state name -> handler module entry (relative to the project root). */
   readonly entries: Record<string, string>;
+  /** Task state name -> logical id of its function (the function's name locally: its metrics' FunctionName). */
+  readonly functions: Record<string, string>;
   /** Task state name -> the function's timeout in seconds (Lambda ends the invocation there). */
   readonly timeoutsSeconds: Record<string, number>;
   /** Task state name -> kind of task without a Lambda (e.g. SNS publish). */
@@ -125,6 +127,7 @@ export async function loadWorkflow(template?: Template): Promise<SynthesizedWork
     template: tpl,
     definition,
     entries,
+    functions: { ...parsed.taskFunctions },
     timeoutsSeconds,
     serviceTasks,
     mapStates,

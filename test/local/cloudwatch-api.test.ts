@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
@@ -123,6 +123,101 @@ describe('PutMetricData', () => {
       { Timestamp: new Date(T0 - 50 * MINUTE), SampleCount: 2, Sum: 40, Average: 20, Minimum: 10, Maximum: 30, Unit: 'Seconds' },
       { Timestamp: new Date(T0 - 49 * MINUTE), SampleCount: 3, Sum: 7, Average: 7 / 3, Minimum: 1, Maximum: 5, Unit: 'Seconds' },
     ]);
+  });
+});
+
+describe('the AWS/ namespaces', () => {
+  it('take the local AWS services\' metrics, signed with their key, and nobody else\'s', async () => {
+    const asLambda = localCloudWatchClient(cw.endpoint, { asAwsService: true });
+    const errors = { MetricName: 'Errors', Dimensions: [{ Name: 'FunctionName', Value: 'StartRunFunction' }], Timestamp: new Date(T0 - 20 * MINUTE), Value: 1 };
+
+    await asLambda.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [errors] }));
+    await expect(client.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [errors] }))).rejects.toMatchObject({ name: 'InvalidParameterValueException' });
+
+    const { Datapoints } = await client.send(
+      new GetMetricStatisticsCommand({ Namespace: 'AWS/Lambda', MetricName: 'Errors', Dimensions: errors.Dimensions, StartTime: new Date(T0 - 30 * MINUTE), EndTime: new Date(T0), Period: 300, Statistics: ['Sum'] }),
+    );
+    expect(Datapoints!.map((d) => d.Sum)).toEqual([1]);
+  });
+});
+
+describe('GetMetricData', () => {
+  const dims = [{ Name: 'Pipeline', Value: 'q' }];
+  const query = (id: string, stat: string, period: number, extra: Record<string, unknown> = {}) => ({
+    Id: id,
+    MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: dims }, Period: period, Stat: stat },
+    ...extra,
+  });
+  beforeAll(async () => {
+    // Three one-minute periods: 08:40 (2 and 4), 08:41 (nothing), 08:42 (10), and 08:46 (1, in Count).
+    const at = (minute: number, second: number) => new Date(T0 - 20 * MINUTE + minute * MINUTE + second * 1000);
+    await client.send(
+      new PutMetricDataCommand({
+        Namespace: 'Test',
+        MetricData: [
+          { MetricName: 'Rows', Dimensions: dims, Timestamp: at(0, 5), Value: 2, Unit: 'None' },
+          { MetricName: 'Rows', Dimensions: dims, Timestamp: at(0, 50), Value: 4, Unit: 'None' },
+          { MetricName: 'Rows', Dimensions: dims, Timestamp: at(2, 0), Value: 10, Unit: 'None' },
+          { MetricName: 'Rows', Dimensions: dims, Timestamp: at(6, 0), Value: 1, Unit: 'Count' },
+        ],
+      }),
+    );
+  });
+
+  it('reduces each query\'s metric per period by its Stat, newest first unless ScanBy says otherwise, and leaves out the queries not returned', async () => {
+    const { MetricDataResults, Messages } = await client.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(T0 - 20 * MINUTE + 20_000),
+        EndTime: new Date(T0 - 10 * MINUTE),
+        MetricDataQueries: [
+          query('sum', 'Sum', 60, { Label: 'rows a minute' }),
+          query('avg', 'Average', 60),
+          query('count', 'SampleCount', 60, { ReturnData: false }),
+          query('most', 'Maximum', 600),
+          query('least', 'Minimum', 60, { MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: dims }, Period: 60, Stat: 'Minimum', Unit: 'Count' } }),
+        ],
+      }),
+    );
+
+    const minute = (m: number) => new Date(T0 - 20 * MINUTE + m * MINUTE);
+    expect(Messages).toEqual([]);
+    expect(MetricDataResults).toEqual([
+      // The StartTime, 20 s into 08:40, is rounded down to the minute: 08:40 is in.
+      { Id: 'sum', Label: 'rows a minute', Timestamps: [minute(6), minute(2), minute(0)], Values: [1, 10, 6], StatusCode: 'Complete', Messages: [] },
+      { Id: 'avg', Label: 'Rows', Timestamps: [minute(6), minute(2), minute(0)], Values: [1, 10, 3], StatusCode: 'Complete', Messages: [] },
+      // One period of ten minutes, 08:40 to 08:50, across the minutes above.
+      { Id: 'most', Label: 'Rows', Timestamps: [minute(0)], Values: [10], StatusCode: 'Complete', Messages: [] },
+      // Unit: only the datapoints written in that unit.
+      { Id: 'least', Label: 'Rows', Timestamps: [minute(6)], Values: [1], StatusCode: 'Complete', Messages: [] },
+    ]);
+
+    const ascending = await client.send(
+      new GetMetricDataCommand({ StartTime: minute(0), EndTime: minute(10), ScanBy: 'TimestampAscending', MetricDataQueries: [query('sum', 'Sum', 60)] }),
+    );
+    expect(ascending.MetricDataResults![0]!.Timestamps).toEqual([minute(0), minute(2), minute(6)]);
+  });
+
+  it('answers a query without data with empty lists, Complete', async () => {
+    const { MetricDataResults } = await client.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(T0 - 20 * MINUTE),
+        EndTime: new Date(T0 - 10 * MINUTE),
+        MetricDataQueries: [{ Id: 'none', MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: [{ Name: 'Pipeline', Value: 'nobody' }] }, Period: 60, Stat: 'Sum' } }],
+      }),
+    );
+    expect(MetricDataResults).toEqual([{ Id: 'none', Label: 'Rows', Timestamps: [], Values: [], StatusCode: 'Complete', Messages: [] }]);
+  });
+
+  it('refuses metric math and statistics it does not serve, naming what it does', async () => {
+    const send = (queries: Record<string, unknown>[]) =>
+      client.send(new GetMetricDataCommand({ StartTime: new Date(T0 - 20 * MINUTE), EndTime: new Date(T0 - 10 * MINUTE), MetricDataQueries: queries as never }));
+    await expect(send([query('a', 'Sum', 60), { Id: 'rate', Expression: 'a / 60' }])).rejects.toMatchObject({
+      name: 'ValidationException',
+      message: expect.stringMatching(/Expression .* is not supported locally; use MetricStat with one of SampleCount, Average, Sum, Minimum, Maximum/),
+    });
+    await expect(send([query('p', 'p99', 60)])).rejects.toThrow(/Stat "p99" is not served locally/);
+    await expect(send([query('a', 'Sum', 60), query('a', 'Sum', 300)])).rejects.toThrow(/used by more than one query/);
+    await expect(send([query('Upper', 'Sum', 60)])).rejects.toThrow(/must start with a lower-case letter/);
   });
 });
 

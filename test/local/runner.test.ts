@@ -14,7 +14,9 @@ import { MAX_ERROR_MESSAGE_BYTES, WarehouseError } from '../../domain/errors.ts'
 import { stepHandler } from '../../functions/commons/handler.ts';
 import { SnsInvalidParameterError, SnsOutbox } from '../../local/sns-outbox.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from '../../local/template.ts';
+import { lambdaMetricData } from '../../local/lambda-metrics.ts';
 import { unreachableRunner } from '../support/unreachable.ts';
+import { until } from '../support/until.ts';
 
 type Retrier = { ErrorEquals: string[]; IntervalSeconds?: number; MaxDelaySeconds?: number; BackoffRate?: number; MaxAttempts?: number; JitterStrategy?: string };
 type States = Record<string, { Type: string; Retry?: Retrier[]; TimeoutSeconds?: number; ItemProcessor?: { States: States } }>;
@@ -203,5 +205,56 @@ describe('an execution on the local runner', () => {
     const result = await runner.run({ pipeline: 'sales_order_lines' });
     expect(result.error).toBe('States.DataLimitExceeded');
     expect(result.alerts).toEqual([]);
+  });
+});
+
+describe('AWS/Lambda\'s view of the invocations', () => {
+  let runner: LocalRunner;
+  let close: () => void;
+  let plan: (input: unknown) => Promise<unknown>;
+  beforeAll(async () => {
+    ({ runner, close } = await unreachableRunner({ taskOverrides: { Plan: (input) => plan(input) }, functionTimeoutsSeconds: { Plan: 1 } }));
+  });
+  afterAll(() => close?.());
+  const planRecords = () => runner.invocations.filter((r) => r.functionName === runner.workflow.functions.Plan);
+
+  it('counts a function error as an invocation and an error, a Lambda service error as neither', async () => {
+    plan = async () => {
+      throw new WarehouseError('plan failed');
+    };
+    const failed = await runner.run({ pipeline: 'sales_order_lines' });
+    plan = async () => {
+      throw Object.assign(new Error('Lambda is down'), { name: 'Lambda.ServiceException' });
+    };
+    await runner.run({ pipeline: 'sales_order_lines' });
+
+    const [functionError, ...serviceErrors] = planRecords();
+    expect(failed.invocations[0]).toEqual(functionError);
+    expect(functionError).toMatchObject({ outcome: 'functionError', durationMs: expect.any(Number) });
+    // The first attempt and the Retry's three.
+    expect(serviceErrors.map((r) => r.outcome)).toEqual(['serviceError', 'serviceError', 'serviceError', 'serviceError']);
+    expect(lambdaMetricData(planRecords()).map((d) => [d.MetricName, d.Value])).toEqual([
+      ['Invocations', 1],
+      ['Errors', 1],
+      ['Duration', functionError!.durationMs],
+    ]);
+  });
+
+  it('counts an invocation that ran past the function\'s timeout as an error of the timeout\'s length, as Lambda ends it there', async () => {
+    const before = planRecords().length;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    plan = async () => {
+      await held;
+      return {};
+    };
+    const result = await runner.run({ pipeline: 'sales_order_lines' });
+    // Step Functions gave up on the Task at the function's timeout; the code went on until released.
+    expect(result.events.some((e) => e.Error === 'States.Timeout')).toBe(true);
+
+    release();
+    await until(() => planRecords().length > before, 'the held Plan to end');
+
+    expect(planRecords().slice(before)).toEqual([expect.objectContaining({ outcome: 'functionError', durationMs: 1000 })]);
   });
 });

@@ -157,6 +157,12 @@ export interface UseWorkflowOptions {
   statementError?: StatementFault;
   /** Shortened function time-outs by Task state (LocalRunnerOptions.functionTimeoutsSeconds). */
   functionTimeoutsSeconds?: Record<string, number>;
+  /** A local CloudWatch endpoint the runner sends the AWS/Lambda and EMF metrics to (LocalRunnerOptions.cloudWatchEndpoint). */
+  cloudWatchEndpoint?: string;
+  /** The Lambda service's clock (LocalRunnerOptions.clock). */
+  clock?: () => Date;
+  /** The account's concurrency limit (LocalRunnerOptions.concurrencyLimit). */
+  concurrencyLimit?: number;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -198,6 +204,9 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN', ...options.env },
     timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
     ...(options.functionTimeoutsSeconds ? { functionTimeoutsSeconds: options.functionTimeoutsSeconds } : {}),
+    ...(options.cloudWatchEndpoint ? { cloudWatchEndpoint: options.cloudWatchEndpoint } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.concurrencyLimit ? { concurrencyLimit: options.concurrencyLimit } : {}),
     taskOverrides,
     outboxFile,
   });
