@@ -11,7 +11,10 @@
 // sent is marked sent in the manifest; one never sent (every EmitMetrics
 // attempt refused, the execution failed after its publish) is sent by the
 // freshness monitor, as its own database user, once the grace is over:
-// the same id and detail, once.
+// the same id and detail, once; while EventBridge still refuses it the
+// monitor writes its metrics and fails; it sends at most its cap, oldest
+// first, and the pipeline's next run sends the rest after its own.
+import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { REDELIVERY_GRACE_MS } from '../../functions/freshness-monitor/event-redelivery.ts';
@@ -66,7 +69,7 @@ const MONITOR_USER = 'IAMR:atomic-publish-local-monitor';
  * user with exactly its setup's grants, the real clients on the local
  * endpoints. Returns the events it put.
  */
-async function monitorAt(now: number): Promise<{ redelivered: string[]; events: RecordedEvent[] }> {
+async function monitorAt(now: number, limit?: number): Promise<{ redelivered: string[]; events: RecordedEvent[] }> {
   await ensureLocalUser(wf.wh.pg, MONITOR_USER);
   for (const sql of monitorSetupStatements(PIPELINE, { database: wf.wh.pg.database, user: MONITOR_USER })) await wf.query(sql);
   const before = bus.entries.length;
@@ -75,7 +78,7 @@ async function monitorAt(now: number): Promise<{ redelivered: string[]; events: 
     cloudWatch: localCloudWatchClient(cw.endpoint),
     now: new Date(now),
     pipelines: [PIPELINE],
-    events: { send: publicationEventSender(localEventsEnvironment(bus.endpoint)) },
+    events: { send: publicationEventSender(localEventsEnvironment(bus.endpoint)), ...(limit === undefined ? {} : { limit }) },
   });
   return { redelivered: report.redelivered ?? [], events: bus.entries.slice(before) };
 }
@@ -270,6 +273,29 @@ describe('publication events', () => {
 
     // Within the grace the monitor leaves it to the run; after it, it sends it: only it, every earlier publication's having been marked sent.
     const publishedAt = (row.published_at as Date).getTime();
+    // While EventBridge still refuses: the metrics are written all the same, the invocation fails naming the pipeline, the row stays unsent.
+    refuseAll = true;
+    try {
+      await expect(monitorAt(publishedAt + REDELIVERY_GRACE_MS + 30_000)).rejects.toThrow(
+        new RegExp(`^publication events not redelivered for 1 pipeline\\(s\\): ${PIPELINE.name} \\(PublicationEventError: .*InternalFailure`),
+      );
+    } finally {
+      refuseAll = false;
+    }
+    const written = await localCloudWatchClient(cw.endpoint).send(
+      new GetMetricStatisticsCommand({
+        Namespace: 'AtomicPublish',
+        MetricName: 'PublishAgeSeconds',
+        Dimensions: [{ Name: 'Pipeline', Value: PIPELINE.name }],
+        StartTime: new Date(publishedAt + REDELIVERY_GRACE_MS),
+        EndTime: new Date(publishedAt + REDELIVERY_GRACE_MS + 59_000),
+        Period: 60,
+        Statistics: ['SampleCount'],
+      }),
+    );
+    expect(written.Datapoints!.map((d) => d.SampleCount)).toEqual([1]);
+    expect(await eventSentAt(seq)).toBeNull();
+
     expect(await monitorAt(publishedAt + REDELIVERY_GRACE_MS - 60_000)).toEqual({ redelivered: [], events: [] });
     const monitored = await monitorAt(publishedAt + REDELIVERY_GRACE_MS + 60_000);
     expect(monitored.redelivered).toEqual([`${PIPELINE.name}:${seq}`]);
@@ -301,6 +327,34 @@ describe('publication events', () => {
     expect(monitored.events[0]!.detail).toEqual(refused[0]!.detail);
     expect(monitored.events[0]!.detail).toMatchObject({ eventId: `${PIPELINE.name}:${Number(row.seq)}`, rollbackOf: undone });
     expect(await eventSentAt(Number(row.seq))).not.toBeNull();
+    refused.length = 0;
+  });
+
+  it('the monitor sends at most its cap, oldest first; the pipeline\'s next run sends the rest after its own event', async () => {
+    const seqs: number[] = [];
+    for (const day of [14, 15]) {
+      refuseAll = true;
+      try {
+        expect((await eventsOf(inputFor(day), `events-unsent-${day}`)).result.status).toBe('FAILED');
+      } finally {
+        refuseAll = false;
+      }
+      seqs.push(Number((await wf.publications()).at(-1)!.seq));
+    }
+    const sent = Object.fromEntries(refused.map((r) => [String(r.detail.eventId), r.detail]));
+    const last = (await wf.publications()).at(-1)!;
+
+    const monitored = await monitorAt((last.published_at as Date).getTime() + REDELIVERY_GRACE_MS + 60_000, 1);
+    expect(monitored.redelivered).toEqual([`${PIPELINE.name}:${seqs[0]}`]);
+    expect(monitored.events.map((e) => e.detail)).toEqual([sent[`${PIPELINE.name}:${seqs[0]}`]]);
+    expect(await eventSentAt(seqs[1]!)).toBeNull();
+
+    const next = await eventsOf(inputFor(16), 'events-after-unsent');
+    expect(next.result.status, caughtMessage(next.result)).toBe('SUCCEEDED');
+    const own = Number((await wf.publications()).at(-1)!.seq);
+    expect(next.events.map((e) => e.detail.eventId)).toEqual([`${PIPELINE.name}:${own}`, `${PIPELINE.name}:${seqs[1]}`]);
+    expect(next.events[1]!.detail).toEqual(sent[`${PIPELINE.name}:${seqs[1]}`]);
+    for (const seq of [...seqs, own]) expect(await eventSentAt(seq), `publication ${seq}`).not.toBeNull();
     refused.length = 0;
   });
 });
