@@ -68,7 +68,7 @@ export class FreshnessMonitor extends Construct {
     this.role = new Role(this, 'Role', {
       roleName: props.roleName,
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: 'atomic-publish FreshnessMonitor: reads the warehouse, writes AtomicPublish metrics',
+      description: 'atomic-publish FreshnessMonitor: reads the warehouse, writes AtomicPublish metrics, puts the publication events never sent',
     });
     grantWarehouseAccess(this.role, props.warehouse);
     // PutMetricData has no resource type; the cloudwatch:namespace condition key limits it to one namespace.

@@ -50,7 +50,10 @@ async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pro
  * answering) is logged and skipped, so the others' metrics are still
  * written; then the invocation fails with FreshnessMonitorError naming it.
  * Its missing metric pages through its freshness alarm (missing data
- * breaching), the failed invocation shows in the function's Errors.
+ * breaching), the failed invocation shows in the function's Errors. Then,
+ * with `events`, it puts the publication events a failed run never sent
+ * (./event-redelivery.ts); one it cannot put fails the invocation with
+ * EventRedeliveryError, after the metrics were written.
  */
 export async function monitorFreshness(options: FreshnessMonitorOptions): Promise<FreshnessReport> {
   const measured: Record<string, FreshnessValue[]> = {};
