@@ -24,16 +24,17 @@ export function publicationForEvent(pipeline: string, seq: number): Statement {
  * oldest first, at most `limit`.
  */
 export function unsentPublications(pipeline: string, options: { readonly publishedBefore: Date; readonly limit: number; readonly belowSeq?: number }): Statement {
+  const below = options.belowSeq === undefined ? '' : ' AND seq < CAST(:below_seq AS int)';
   return {
     sql: `SELECT ${PUBLICATION_FACTS} FROM ${M}.publications
-           WHERE pipeline = :pipeline AND event_sent_at IS NULL AND published_at <= :published_before
-             AND seq < CAST(:below_seq AS int)
+           WHERE pipeline = :pipeline AND event_sent_at IS NULL AND published_at <= :published_before${below}
            ORDER BY seq
-           LIMIT ${Math.max(0, Math.trunc(options.limit))}`,
+           LIMIT CAST(:limit AS int)`,
     parameters: {
       pipeline,
       published_before: timestampParam(options.publishedBefore),
-      below_seq: String(options.belowSeq ?? 2_147_483_647),
+      limit: String(options.limit),
+      ...(options.belowSeq === undefined ? {} : { below_seq: String(options.belowSeq) }),
     },
   };
 }
