@@ -91,6 +91,8 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
       chunks: num(b.chunk_count),
       rows: b.rows_written === null ? null : num(b.rows_written),
       startedAt: text(b.started_at),
+      // The events of its publications: null when it has none, else 'sent' or 'unsent' (the freshness monitor sends those).
+      event: num(b.publications) === 0 ? null : num(b.events_sent) === num(b.publications) ? 'sent' : 'unsent',
       checks: { passed: own.filter((c) => c.passed === true || c.passed === 'true').length, failed: own.filter((c) => !(c.passed === true || c.passed === 'true')).map((c) => text(c.check_name)) },
     };
   });
@@ -104,7 +106,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
   }
   io.stdout(
     table(
-      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'started at'],
+      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'event', 'started at'],
       rows.map((r) => [
         r.batchId,
         r.mode,
@@ -114,6 +116,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
         r.chunks,
         r.rows ?? '',
         r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : `FAILED: ${r.checks.failed.join(', ')}`,
+        r.event ?? '-',
         r.startedAt,
       ]),
     ),

@@ -22,6 +22,7 @@ export type Requirement =
   | { readonly kind: 'schema'; readonly privilege: 'USAGE' | 'CREATE'; readonly schema: string; readonly reason: string }
   | { readonly kind: 'owner'; readonly schema: string; readonly table: string; readonly reason: string }
   | { readonly kind: 'table'; readonly privilege: 'SELECT'; readonly schema: string; readonly table: string; readonly reason: string }
+  | { readonly kind: 'column'; readonly privilege: 'UPDATE'; readonly schema: string; readonly table: string; readonly column: string; readonly reason: string }
   | { readonly kind: 'syslog'; readonly reason: string };
 
 /**
@@ -91,8 +92,9 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
 /**
  * What the freshness monitor's database user needs (lib/freshness-monitor.ts):
  * to read the live table (its newest event time) and the manifest's
- * publications (when the live data was published). Nothing it could write
- * with. The manifest schema exists once the first run's Plan created it.
+ * publications (when the live data was published); to write one column,
+ * the publications' `event_sent_at` (an event it redelivered). The manifest
+ * schema exists once the first run's Plan created it.
  */
 export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
   const { schema, table } = pipeline.target;
@@ -101,6 +103,16 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
     { kind: 'table', privilege: 'SELECT', schema, table, reason: 'to read its newest event time (the data lag)' },
     { kind: 'schema', privilege: 'USAGE', schema: MANIFEST_SCHEMA, reason: 'to reach the manifest (it exists after the first run)' },
     { kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'publications', reason: 'to read when the live data was published (the publish age)' },
+    // Column-level: the monitor can mark an event sent and change nothing else
+    // (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html, column-level privileges).
+    {
+      kind: 'column',
+      privilege: 'UPDATE',
+      schema: MANIFEST_SCHEMA,
+      table: 'publications',
+      column: 'event_sent_at',
+      reason: 'to mark a publication event it redelivered as sent (functions/freshness-monitor/event-redelivery.ts)',
+    },
   ];
 }
 
@@ -134,6 +146,9 @@ export function missingPrivileges(required: readonly Requirement[], facts: Privi
         const held = facts.relations?.get(relationKey(r));
         return held !== undefined && !held.select;
       }
+      case 'column':
+        // Not judged: only the monitor's, which Plan does not check.
+        return false;
       case 'syslog':
         // Not judged: only a superuser can read it (SVL_USER_INFO.syslogaccess,
         // https://docs.aws.amazon.com/redshift/latest/dg/r_SVL_USER_INFO.html).
@@ -153,6 +168,8 @@ export function describeRequirement(r: Requirement): string {
       return `ownership of table ${relationKey(r)}`;
     case 'table':
       return `SELECT on ${relationKey(r)}`;
+    case 'column':
+      return `${r.privilege} (${r.column}) on ${relationKey(r)}`;
     case 'syslog':
       return 'SYSLOG ACCESS UNRESTRICTED';
   }

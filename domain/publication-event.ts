@@ -5,11 +5,11 @@
  * condition (lib/publish-workflow.ts) and the local endpoint's tests. Pure.
  *
  * Delivery is at least once: a retried EmitMetrics sends the same event
- * again, with the same `eventId`; consumers dedupe on it.
+ * again, with the same `eventId`, and an event never sent (the run failed
+ * after its publish) is sent by the freshness monitor
+ * (functions/freshness-monitor/event-redelivery.ts); consumers dedupe on it.
  */
-import type { BatchRef } from './batch.ts';
 import { AtomicPublishError } from './errors.ts';
-import type { Pipeline } from './spec.ts';
 import { parseWarehouseTime } from './time.ts';
 
 /** The `source` of every event atomic-publish sends (the handlers' role may put no other). */
@@ -31,14 +31,49 @@ export const PublicationDetailType = {
 } as const;
 export type PublicationDetailType = (typeof PublicationDetailType)[keyof typeof PublicationDetailType];
 
-/** The answer of Publish, Rollback or a PublishGroup member, as far as the event needs it (functions/publish PublishResult). */
-export interface PublishedFacts {
+/**
+ * A publication as the manifest records it (`atomic_publish.publications`,
+ * written in the publish or rollback transaction): all an event says. The
+ * one source of the event, for EmitMetrics right after the publish and for
+ * the redelivery of an event never sent (domain/sql/event-redelivery.ts).
+ */
+export interface PublicationFacts {
+  readonly pipeline: string;
+  /** `seq`: the pipeline's live version. */
   readonly publication: number;
+  /** The batch now live (a rollback's: the batch it restored). */
+  readonly batchId: string;
+  /** As the warehouse answers it: `2026-01-02 03:04:05.678` (UTC). */
   readonly publishedAt: string;
   readonly liveTable: string;
   readonly rowsPublished: number;
+  readonly publishMode: string;
+  /** The batch's interval as the warehouse answers it. */
+  readonly intervalStart: string;
+  readonly intervalEnd: string;
+  /** A restatement's number (not recorded for a rollback). */
+  readonly restatement?: number;
   /** A rollback's: the publication it undid. */
   readonly rollbackOf?: number;
+}
+
+const present = (value: unknown): boolean => value !== null && value !== undefined;
+
+/** A row of domain/sql/event-redelivery.ts PUBLICATION_FACTS as PublicationFacts. */
+export function publicationFacts(row: Readonly<Record<string, unknown>>): PublicationFacts {
+  return {
+    pipeline: String(row.pipeline),
+    publication: Number(row.seq),
+    batchId: String(row.batch_id),
+    publishedAt: String(row.published_at),
+    liveTable: String(row.live_table),
+    rowsPublished: Number(row.rows_published ?? 0),
+    publishMode: String(row.publish_mode ?? ''),
+    intervalStart: String(row.interval_start ?? ''),
+    intervalEnd: String(row.interval_end ?? ''),
+    ...(present(row.restatement) ? { restatement: Number(row.restatement) } : {}),
+    ...(present(row.rollback_of) ? { rollbackOf: Number(row.rollback_of) } : {}),
+  };
 }
 
 export interface PublicationEventDetail {
@@ -75,24 +110,28 @@ export function publicationEventId(pipeline: string, publication: number): strin
   return `${pipeline}:${publication}`;
 }
 
-/** The event of a publication the manifest recorded. */
-export function publicationEvent(batch: BatchRef, pipeline: Pipeline, published: PublishedFacts): PublicationEvent {
-  const rolledBack = published.rollbackOf !== undefined;
+/**
+ * The event of a publication the manifest recorded: the same for every
+ * delivery of it, whoever sends it (EmitMetrics, or the freshness monitor
+ * redelivering one never sent).
+ */
+export function publicationEvent(facts: PublicationFacts): PublicationEvent {
+  const rolledBack = facts.rollbackOf !== undefined;
   return {
     source: PUBLICATION_EVENT_SOURCE,
     detailType: rolledBack ? PublicationDetailType.ROLLED_BACK : PublicationDetailType.PUBLISHED,
     detail: {
-      eventId: publicationEventId(pipeline.name, published.publication),
-      pipeline: pipeline.name,
-      batchId: batch.batchId,
-      interval: { from: batch.from, to: batch.to },
-      rows: published.rowsPublished,
-      publication: published.publication,
-      publishedAt: isoInstant(published.publishedAt),
-      liveTable: published.liveTable,
-      publishMode: pipeline.publishMode,
-      ...(batch.restatement === undefined ? {} : { restatement: batch.restatement }),
-      ...(rolledBack ? { rollbackOf: published.rollbackOf } : {}),
+      eventId: publicationEventId(facts.pipeline, facts.publication),
+      pipeline: facts.pipeline,
+      batchId: facts.batchId,
+      interval: { from: isoInstant(facts.intervalStart), to: isoInstant(facts.intervalEnd) },
+      rows: facts.rowsPublished,
+      publication: facts.publication,
+      publishedAt: isoInstant(facts.publishedAt),
+      liveTable: facts.liveTable,
+      publishMode: facts.publishMode,
+      ...(facts.restatement === undefined || rolledBack ? {} : { restatement: facts.restatement }),
+      ...(rolledBack ? { rollbackOf: facts.rollbackOf } : {}),
     },
   };
 }

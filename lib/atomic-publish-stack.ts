@@ -159,6 +159,7 @@ export class AtomicPublishStack extends Stack {
     this.freshnessMonitor = new FreshnessMonitor(this, 'FreshnessMonitor', {
       warehouse,
       roleName: monitorRoleNameFor(this.handlerRoleName),
+      publicationEventBus: workflow.publicationEventBus,
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
     });
     const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines, topic: this.topic });
@@ -193,7 +194,7 @@ export class AtomicPublishStack extends Stack {
     const monitorUser = databaseUserFor(props.warehouse, monitorRoleNameFor(this.handlerRoleName), { isUnresolved: (value) => Token.isUnresolved(value) });
     new CfnOutput(this, 'MonitorDatabaseUser', {
       value: monitorUser.kind === 'secret' ? `the username in ${monitorUser.secretArn}` : monitorUser.name,
-      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables and atomic_publish.publications',
+      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables and atomic_publish.publications, and UPDATE (event_sent_at) on the latter',
     });
   }
 }

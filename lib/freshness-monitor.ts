@@ -4,8 +4,11 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { METRICS_NAMESPACE } from '../domain/names.ts';
+import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
+import { putPublicationEvents } from './publish-workflow.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
 
@@ -27,6 +30,8 @@ export interface FreshnessMonitorProps {
    * @default Duration.minutes(5)
    */
   readonly rate?: Duration;
+  /** The bus the publication events go to: the monitor redelivers those never sent (functions/freshness-monitor/event-redelivery.ts). */
+  readonly publicationEventBus: IEventBus;
   /** Retention of the monitor's log group. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
 }
@@ -44,10 +49,11 @@ export function freshnessMonitorRateMinutes(rate: Duration | undefined): number 
 /**
  * The freshness monitor (functions/freshness-monitor): every few minutes
  * EventBridge Scheduler runs it; it measures each pipeline's publish age
- * and data lag in the warehouse and writes them with PutMetricData. Its
- * role of its own reads the warehouse through the Data API as the step
- * handlers do (grantWarehouseAccess) and writes metrics only into the
- * project's namespace.
+ * and data lag in the warehouse and writes them with PutMetricData, then
+ * sends the publication events a failed run never sent. Its role of its own
+ * reads the warehouse through the Data API as the step handlers do
+ * (grantWarehouseAccess), writes metrics only into the project's namespace
+ * and puts events only on the publication bus, as source atomic-publish.
  */
 export class FreshnessMonitor extends Construct {
   public readonly function: StepHandler;
@@ -62,7 +68,7 @@ export class FreshnessMonitor extends Construct {
     this.role = new Role(this, 'Role', {
       roleName: props.roleName,
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: 'atomic-publish FreshnessMonitor: reads the warehouse, writes AtomicPublish metrics',
+      description: 'atomic-publish FreshnessMonitor: reads the warehouse, writes AtomicPublish metrics, puts the publication events never sent',
     });
     grantWarehouseAccess(this.role, props.warehouse);
     // PutMetricData has no resource type; the cloudwatch:namespace condition key limits it to one namespace.
@@ -78,6 +84,8 @@ export class FreshnessMonitor extends Construct {
       ],
     });
     this.role.attachInlinePolicy(metrics);
+    // Redelivered publication events: as the handlers' role, on that one bus, as source atomic-publish only.
+    this.role.addToPrincipalPolicy(putPublicationEvents(props.publicationEventBus));
     Validations.of(metrics).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
@@ -88,7 +96,7 @@ export class FreshnessMonitor extends Construct {
     this.function = new StepHandler(this, 'Function', {
       state: 'FreshnessMonitor',
       role: this.role,
-      environment: warehouseEnvironment(props.warehouse),
+      environment: { ...warehouseEnvironment(props.warehouse), [PublicationEventEnv.EVENT_BUS]: props.publicationEventBus.eventBusName },
       ...(props.logRetention ? { logRetention: props.logRetention } : {}),
     });
     // A missed run is not worth retrying: the next one is minutes away, and the alarm tolerates one missing period.

@@ -129,6 +129,21 @@ export function neighbourProps(pause: PauseProbeProps | undefined, breaker: Circ
  * (at least once; consumers dedupe on `detail.eventId`). Waits of 1, 2, 4,
  * 8, 16 s, jittered.
  */
+/**
+ * Publication events: PutEvents on that one bus, and only as source
+ * atomic-publish (the events:source condition key of PutEvents). The
+ * handlers' role and the freshness monitor's (redelivering) hold it.
+ * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-conditions.html
+ */
+export function putPublicationEvents(bus: IEventBus): PolicyStatement {
+  return new PolicyStatement({
+    sid: 'PutPublicationEvents',
+    actions: ['events:PutEvents'],
+    resources: [bus.eventBusArn],
+    conditions: { StringEquals: { 'events:source': PUBLICATION_EVENT_SOURCE } },
+  });
+}
+
 function retryPublicationEvent(emitMetrics: LambdaInvoke): void {
   emitMetrics.addRetry({
     errors: [new PublicationEventError('').name],
@@ -187,18 +202,8 @@ export class PublishWorkflow extends Construct {
       description: 'atomic-publish step handlers: one role, so every step is the same database user',
     });
     grantWarehouseAccess(this.role, props.warehouse);
-    // Publication events: PutEvents on that one bus, and only as source
-    // atomic-publish (the events:source condition key of PutEvents).
-    // https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-conditions.html
     this.publicationEventBus = props.publicationEventBus ?? EventBus.fromEventBusName(this, 'DefaultEventBus', 'default');
-    this.role.addToPrincipalPolicy(
-      new PolicyStatement({
-        sid: 'PutPublicationEvents',
-        actions: ['events:PutEvents'],
-        resources: [this.publicationEventBus.eventBusArn],
-        conditions: { StringEquals: { 'events:source': PUBLICATION_EVENT_SOURCE } },
-      }),
-    );
+    this.role.addToPrincipalPolicy(putPublicationEvents(this.publicationEventBus));
     const eventEnvironment = { [PublicationEventEnv.EVENT_BUS]: this.publicationEventBus.eventBusName };
     const functions = {} as Record<LambdaStateName, StepHandler>;
     for (const state of LAMBDA_STATE_NAMES) {

@@ -9,7 +9,7 @@
  *
  *   npm run setup-sql -- --pipeline sales_order_lines --user 'IAMR:atomic-publish-steps'
  *
- * With `--monitor`: the read-only grants of the freshness monitor's database
+ * With `--monitor`: the grants of the freshness monitor's database
  * user instead (by default the deployment's: `IAMR:<role name>-monitor` on
  * Serverless with IAM, else the step functions' own user).
  */
@@ -56,7 +56,7 @@ export function setupSqlFor(args: readonly string[], registry: readonly Pipeline
     .requiredOption('--pipeline <name>', 'the pipeline (pipelines/index.ts)')
     .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)")
     .option('--database <name>', 'the database of the target and source schemas', defaults.database)
-    .option('--monitor', "the freshness monitor's read-only grants instead (its user by default the deployment's, from cdk.json)", false)
+    .option('--monitor', "the freshness monitor's grants instead (reads, and UPDATE of publications.event_sent_at; its user by default the deployment's, from cdk.json)", false)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   command.parse(args, { from: 'user' });

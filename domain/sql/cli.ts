@@ -39,13 +39,20 @@ export function newestPublication(pipeline: string): Statement {
   };
 }
 
-/** The pipeline's batches, newest first, at most `limit`. */
+/**
+ * The pipeline's batches, newest first, at most `limit`; with their
+ * publications (a publish, and rollbacks back to the batch) and how many of
+ * those had their event sent (version 11, domain/sql/event-redelivery.ts).
+ */
 export function recentBatches(pipeline: string, limit: number): Statement {
   return {
-    sql: `SELECT batch_id, mode, interval_start, interval_end, status, attempt, chunk_count, rows_written, rows_rejected,
-                 started_at, finished_at, execution_id, error
-            FROM ${M}.batches WHERE pipeline = :pipeline
-           ORDER BY started_at DESC LIMIT CAST(:limit AS int)`,
+    sql: `SELECT b.batch_id, b.mode, b.interval_start, b.interval_end, b.status, b.attempt, b.chunk_count, b.rows_written, b.rows_rejected,
+                 b.started_at, b.finished_at, b.execution_id, b.error, COALESCE(p.publications, 0) AS publications, COALESCE(p.events_sent, 0) AS events_sent
+            FROM ${M}.batches b
+            LEFT JOIN (SELECT batch_id, COUNT(*) AS publications, COUNT(event_sent_at) AS events_sent
+                         FROM ${M}.publications WHERE pipeline = :pipeline GROUP BY batch_id) p ON p.batch_id = b.batch_id
+           WHERE b.pipeline = :pipeline
+           ORDER BY b.started_at DESC LIMIT CAST(:limit AS int)`,
     parameters: { pipeline, limit: String(limit) },
   };
 }

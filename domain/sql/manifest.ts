@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 10;
+export const MANIFEST_VERSION = 11;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -449,6 +449,17 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
+    // Version 11 (publication events delivered at least once, domain/sql/event-redelivery.ts):
+    // when each publication's event was accepted by EventBridge, and a
+    // restatement's number (on its batch, from Plan; on its publication, from
+    // the batch), which its event tells. The publications made before
+    // version 11 are marked sent as the column is added: their events went
+    // out (or not) before delivery was recorded, and are not sent again.
+    `CALL ${M}.add_column_if_missing('publications', 'event_sent_at', 'timestamp')`,
+    `CALL ${M}.add_column_if_missing('publications', 'restatement', 'int')`,
+    `CALL ${M}.add_column_if_missing('batches', 'restatement', 'int')`,
+    `UPDATE ${M}.publications SET event_sent_at = ${sqlLiteral(now)}
+      WHERE event_sent_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version >= 11)`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

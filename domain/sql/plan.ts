@@ -74,6 +74,8 @@ export interface BatchRecord {
   readonly chunks: readonly Chunk[];
   /** A batch longer than one window (domain/windows.ts): its windows are recorded instead of its chunks. */
   readonly windows?: readonly ChunkWindow[];
+  /** A restatement's number (BatchRef.restatement), recorded for its publication's event. */
+  readonly restatement?: number;
   readonly now: Date;
 }
 
@@ -203,7 +205,7 @@ export function startBatch(record: BatchRecord): string[] {
     LOCK_MANIFEST,
     record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
-        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at)
+        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at, restatement)
      SELECT ${[
        id,
        sqlLiteral(pipeline.name),
@@ -219,6 +221,7 @@ export function startBatch(record: BatchRecord): string[] {
        sqlLiteral(record.stagingTable),
        sqlLiteral(record.chunks.length),
        sqlLiteral(now),
+       record.restatement === undefined ? 'NULL' : sqlLiteral(record.restatement),
      ].join(', ')}
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
     // Cleanup of a later run may have dropped this failed batch's staging

@@ -390,11 +390,13 @@ export function recordPublication(
       ? `(SELECT COUNT(*) FROM ${qualifiedName(schema, table)})`
       : `(SELECT rows_written FROM ${M}.batches WHERE batch_id = ${id})`;
   const ofBatch = (column: string) => `(SELECT ${column} FROM ${M}.batches WHERE batch_id = ${id})`;
+  // A restatement's number, which its event tells (version 11); a rollback is none.
+  const restatement = rollbackOf === undefined ? ofBatch('restatement') : 'NULL';
   return `INSERT INTO ${M}.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table, rows_published,
-                                          publish_mode, interval_start, interval_end${rollback.column})
+                                          publish_mode, interval_start, interval_end, restatement${rollback.column})
      SELECT ${name}, COALESCE(MAX(seq), 0) + 1, ${id}, ${sqlLiteral(now)}, ${sqlLiteral(`${schema}.${table}`)},
             ${sqlLiteral(`${schema}.${retainedAs}`)},
-            ${rows}, ${ofBatch('mode')}, ${ofBatch('interval_start')}, ${ofBatch('interval_end')}${rollback.value}
+            ${rows}, ${ofBatch('mode')}, ${ofBatch('interval_start')}, ${ofBatch('interval_end')}, ${restatement}${rollback.value}
        FROM ${M}.publications WHERE pipeline = ${name}`;
 }
 

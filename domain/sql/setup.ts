@@ -34,6 +34,8 @@ export function grantStatement(r: Requirement, target: SetupTarget): string {
       return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${user}`;
     case 'table':
       return `GRANT SELECT ON TABLE ${qualifiedName(r.schema, r.table)} TO ${user}`;
+    case 'column':
+      return `GRANT ${r.privilege} (${quoteIdent(r.column)}) ON TABLE ${qualifiedName(r.schema, r.table)} TO ${user}`;
     case 'syslog':
       return `ALTER USER ${user} SYSLOG ACCESS UNRESTRICTED`;
   }
@@ -68,7 +70,7 @@ export function setupScript(pipeline: Pipeline, target: SetupTarget): string {
   );
 }
 
-/** The freshness monitor's setup as a script: read-only grants for its own database user. */
+/** The freshness monitor's setup as a script: its own database user's grants (reads, and one column it marks). */
 export function monitorSetupScript(pipeline: Pipeline, target: SetupTarget): string {
   return script(
     [

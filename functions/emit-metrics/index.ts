@@ -10,7 +10,7 @@ import { breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
-import { publicationEvent } from '../../domain/publication-event.ts';
+import { announcePublication, redeliverUnsent } from '../freshness-monitor/event-redelivery.ts';
 import { publicationEventSender, type SendPublicationEvent } from './publication-event.ts';
 
 export interface EmitMetricsEvent {
@@ -23,8 +23,9 @@ export interface EmitMetricsEvent {
  * Freshness signals for the pipeline's alarms: `Published` (the freshness
  * alarm pages when none arrives within the SLA), rows, run duration and
  * data lag. Dimensions: service and Pipeline. And the publication event
- * for downstream consumers (domain/publication-event.ts): this step runs
- * only after Publish, Rollback or PublishGroup answered with a committed
+ * for downstream consumers (domain/publication-event.ts), built from the
+ * publication's manifest row and marked sent there: this step runs only
+ * after Publish, Rollback or PublishGroup answered with a committed
  * publication, so the event never announces a publish that did not happen;
  * a retried step sends it again with the same id.
  */
@@ -43,10 +44,10 @@ export async function emitMetrics(
     now: new Date(),
   });
   // The event first: a refused one fails the step before any metric is
-  // added, so its retry does not count the publish twice.
-  const announced = publicationEvent(event.batch, pipeline, event.publish);
-  await send(announced);
-  logger.info('publication event sent', { detailType: announced.detailType, eventId: announced.detail.eventId });
+  // added, so its retry does not count the publish twice. Then the
+  // pipeline's older events never sent (functions/freshness-monitor/event-redelivery.ts).
+  await announcePublication(warehouse, pipeline.name, event.publish.publication, send);
+  await redeliverUnsent(warehouse, pipeline.name, send, { now: new Date(), belowSeq: event.publish.publication });
   metrics.addDimension(DimensionName.Pipeline, pipeline.name);
   metrics.addMetric(MetricName.Published, MetricUnit.Count, values.Published);
   metrics.addMetric(MetricName.RowsPublished, MetricUnit.Count, values.RowsPublished);

@@ -11,6 +11,8 @@ import { stepHandler } from '../commons/handler.ts';
 import { logger, tracer } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
+import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from './event-redelivery.ts';
+import { publicationEventSender } from '../emit-metrics/publication-event.ts';
 
 export interface FreshnessMonitorOptions {
   readonly warehouse: Warehouse;
@@ -19,11 +21,15 @@ export interface FreshnessMonitorOptions {
   readonly now: Date;
   /** @default every pipeline of pipelines/index.ts */
   readonly pipelines?: readonly Pipeline[];
+  /** Redelivers the publication events never sent (./event-redelivery.ts). @default - none redelivered */
+  readonly events?: EventRedeliveryOptions;
 }
 
 export interface FreshnessReport {
   /** The values written, by pipeline (a pipeline never published or with an empty table has fewer). */
   readonly measured: Record<string, FreshnessValue[]>;
+  /** The eventIds of the publication events redelivered, oldest first in each pipeline. */
+  readonly redelivered?: string[];
 }
 
 async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Promise<FreshnessValue[]> {
@@ -44,7 +50,10 @@ async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pro
  * answering) is logged and skipped, so the others' metrics are still
  * written; then the invocation fails with FreshnessMonitorError naming it.
  * Its missing metric pages through its freshness alarm (missing data
- * breaching), the failed invocation shows in the function's Errors.
+ * breaching), the failed invocation shows in the function's Errors. Then,
+ * with `events`, it puts the publication events a failed run never sent
+ * (./event-redelivery.ts); one it cannot put fails the invocation with
+ * EventRedeliveryError, after the metrics were written.
  */
 export async function monitorFreshness(options: FreshnessMonitorOptions): Promise<FreshnessReport> {
   const measured: Record<string, FreshnessValue[]> = {};
@@ -73,8 +82,11 @@ export async function monitorFreshness(options: FreshnessMonitorOptions): Promis
   for (const request of inRequests(data)) {
     await options.cloudWatch.send(new PutMetricDataCommand({ Namespace: METRICS_NAMESPACE, MetricData: request }));
   }
+  // After the metrics, so a failed redelivery never keeps them from being written.
+  const events = options.events ? await redeliverEvents(options.pipelines ?? registry, options.warehouse, options.now, options.events) : undefined;
   if (failures.length > 0) throw new FreshnessMonitorError(failures);
-  return { measured };
+  if (events && events.failures.length > 0) throw new EventRedeliveryError(events.failures);
+  return { measured, ...(events ? { redelivered: events.redelivered } : {}) };
 }
 
 let cached: { endpoint: string | undefined; client: CloudWatchClient } | undefined;
@@ -89,5 +101,6 @@ export const handler = stepHandler((_event: unknown, context: Context) =>
     warehouse: warehouseFor(context),
     cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)),
     now: new Date(),
+    events: { send: publicationEventSender() },
   }),
 );

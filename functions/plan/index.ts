@@ -405,6 +405,7 @@ export async function startOrResume(
       ...(stagingDdl !== undefined ? { stagingDdl } : {}),
       chunks,
       windows,
+      ...(start.restatement === undefined ? {} : { restatement: start.restatement }),
       now: new Date(),
     }),
     name('start-batch'),

@@ -192,12 +192,17 @@ describe('plan, run, status, history', () => {
 
     const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
     expect(batches).toHaveLength(1);
-    expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] } });
+    expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
     expect(batches[0].checks.passed).toBeGreaterThan(0);
 
     const table = await cli(['history', 'sales_order_lines']);
     expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
-    expect(table.out).toMatch(/\d+ passed/);
+    expect(table.out).toMatch(/\d+ passed *│ sent /);
+
+    // A publication whose event was never sent shows so, until it is.
+    await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
+    expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
+    await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = now() WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
   });
 });
 

@@ -2,7 +2,8 @@
 // mode): from version 4, the rollback columns are added to an existing
 // publications table without touching its rows, and a second install (a
 // replay, or a second Plan) adds nothing twice; from version 5, chunks
-// loaded before keep their state under chunk_state.
+// loaded before keep their state under chunk_state; from version 10 to 11,
+// the events of the publications made before are marked sent, not sent again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
@@ -75,5 +76,36 @@ describe('manifest version 6', () => {
       { chunk_index: 1, status: 'LOADING', generation: 1, rows: null, loads: 0 },
       { chunk_index: 2, status: 'DONE', generation: 0, rows: 9, loads: 1 },
     ]);
+  });
+});
+
+describe('manifest version 11', () => {
+  it('marks the events of the publications made before it sent, once: a publication made after it is left to its delivery', async () => {
+    const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
+    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    // What version 10 left: publications without the delivery record, and no restatement numbers.
+    await wh.query(`ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement`);
+    await wh.query(`ALTER TABLE atomic_publish.batches DROP COLUMN restatement`);
+    await wh.query(`DELETE FROM atomic_publish.manifest_version WHERE version >= 11`);
+    await wh.query(
+      `INSERT INTO atomic_publish.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table)
+       VALUES ('orders', 1, 'aaaaaaaaaaaaaaaa', '2026-01-01', 'analytics.orders', 'analytics.orders__prev_a'),
+              ('orders', 2, 'bbbbbbbbbbbbbbbb', '2026-01-02', 'analytics.orders', 'analytics.orders__prev_b')`,
+    );
+
+    await warehouse.batch(manifestDdl(new Date('2026-02-01T00:00:00Z')), 'manifest-upgrade:upgrade');
+    await wh.query(
+      `INSERT INTO atomic_publish.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table)
+       VALUES ('orders', 3, 'cccccccccccccccc', '2026-02-02', 'analytics.orders', 'analytics.orders__prev_c')`,
+    );
+    await warehouse.batch(manifestDdl(new Date('2026-02-03T00:00:00Z')), 'manifest-upgrade:again');
+
+    expect(await wh.query(`SELECT seq, to_char(event_sent_at, 'YYYY-MM-DD') AS sent FROM atomic_publish.publications ORDER BY seq`)).toEqual([
+      { seq: 1, sent: '2026-02-01' },
+      { seq: 2, sent: '2026-02-01' },
+      { seq: 3, sent: null },
+    ]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
   });
 });

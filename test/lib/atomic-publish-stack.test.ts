@@ -813,9 +813,11 @@ describe('schedules', () => {
 });
 
 describe('publication events', () => {
-  it('gives EmitMetrics the bus, and lets the handler role put events only on the default bus as source atomic-publish', () => {
+  it('gives EmitMetrics and the freshness monitor the bus, and lets their roles put events only on the default bus as source atomic-publish', () => {
     const emitMetrics = template.toJSON().Resources[logicalId(stack.functions.EmitMetrics.node.defaultChild)].Properties;
     expect(emitMetrics.Environment.Variables.PUBLICATION_EVENT_BUS).toBe('default');
+    const monitor = template.toJSON().Resources[logicalId(stack.freshnessMonitor.function.node.defaultChild)].Properties;
+    expect(monitor.Environment.Variables.PUBLICATION_EVENT_BUS).toBe('default');
     for (const step of ['Plan', 'Publish', 'Rollback'] as const) {
       const env = template.toJSON().Resources[logicalId(stack.functions[step].node.defaultChild)].Properties.Environment.Variables;
       expect(env.PUBLICATION_EVENT_BUS, step).toBeUndefined();
@@ -823,17 +825,16 @@ describe('publication events', () => {
     const puts = Object.values(template.findResources('AWS::IAM::Policy'))
       .flatMap((p) => (p.Properties.PolicyDocument.Statement as { Action: unknown }[]).map((statement) => ({ statement, roles: p.Properties.Roles })))
       .filter(({ statement }) => JSON.stringify(statement.Action).includes('events:PutEvents'));
+    const statement = {
+      Sid: 'PutPublicationEvents',
+      Effect: 'Allow',
+      Action: 'events:PutEvents',
+      Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/default']] },
+      Condition: { StringEquals: { 'events:source': 'atomic-publish' } },
+    };
     expect(puts).toEqual([
-      {
-        roles: [{ Ref: logicalId(stack.handlerRole.node.defaultChild) }],
-        statement: {
-          Sid: 'PutPublicationEvents',
-          Effect: 'Allow',
-          Action: 'events:PutEvents',
-          Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/default']] },
-          Condition: { StringEquals: { 'events:source': 'atomic-publish' } },
-        },
-      },
+      { roles: [{ Ref: logicalId(stack.handlerRole.node.defaultChild) }], statement },
+      { roles: [{ Ref: logicalId(stack.freshnessMonitor.role.node.defaultChild) }], statement },
     ]);
   });
 });

@@ -181,7 +181,7 @@ describe('the SDK calls in the handlers\' code', () => {
           'redshift-data:CancelStatement',
           'redshift-data:ListStatements',
           ...(MONITOR_ENTRIES.has(entry) ? ['cloudwatch:PutMetricData'] : []),
-          ...(entry === stepEntry('EmitMetrics') ? ['events:PutEvents'] : []),
+          ...(entry === stepEntry('EmitMetrics') || MONITOR_ENTRIES.has(entry) ? ['events:PutEvents'] : []),
         ]),
       );
     }
@@ -251,15 +251,17 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     expect(isAllowed(fn.statements, { action: 'sns:Publish', resource: `arn:aws:sns:${REGION}:${ACCOUNT}:anything` })).toBe(false);
   });
 
-  it('lets the handlers put events on the default bus as source atomic-publish only, and the monitor and StartRun put none', () => {
-    const handler = synthesized[name]!.find((f) => f.entry === stepEntry('EmitMetrics'))!;
-    const put = (resource: string, source: string) => ({ action: 'events:PutEvents', resource, context: { 'aws:userid': userId(handler.caller), 'events:source': source } });
+  it('lets the handlers and the monitor (redelivering) put events on the default bus as source atomic-publish only, and StartRun put none', () => {
     const bus = (busName: string) => `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${busName}`;
-    expect(isAllowed(handler.statements, put(bus('default'), 'atomic-publish'))).toBe(true);
-    expect(isAllowed(handler.statements, put(bus('default'), 'aws.states'))).toBe(false);
-    expect(isAllowed(handler.statements, put(bus('someone-elses'), 'atomic-publish'))).toBe(false);
-    for (const other of synthesized[name]!.filter((f) => MONITOR_ENTRIES.has(f.entry) || STARTER_ENTRIES.has(f.entry))) {
-      expect(isAllowed(other.statements, put(bus('default'), 'atomic-publish')), other.entry).toBe(false);
+    for (const sender of synthesized[name]!.filter((f) => f.entry === stepEntry('EmitMetrics') || MONITOR_ENTRIES.has(f.entry))) {
+      const put = (resource: string, source: string) => ({ action: 'events:PutEvents', resource, context: { 'aws:userid': userId(sender.caller), 'events:source': source } });
+      expect(isAllowed(sender.statements, put(bus('default'), 'atomic-publish')), sender.entry).toBe(true);
+      expect(isAllowed(sender.statements, put(bus('default'), 'aws.states')), sender.entry).toBe(false);
+      expect(isAllowed(sender.statements, put(bus('someone-elses'), 'atomic-publish')), sender.entry).toBe(false);
+    }
+    for (const other of synthesized[name]!.filter((f) => STARTER_ENTRIES.has(f.entry))) {
+      const put = { action: 'events:PutEvents', resource: bus('default'), context: { 'aws:userid': userId(other.caller), 'events:source': 'atomic-publish' } };
+      expect(isAllowed(other.statements, put), other.entry).toBe(false);
     }
   });
 

@@ -28,7 +28,7 @@ describe('npm run setup-sql', () => {
     expect(setupSqlFor(['--pipeline', 'sales_order_lines'])).toContain('OWNER TO "IAMR:atomicpublish-handlers";');
   });
 
-  it("prints the freshness monitor's read-only grants with --monitor, for its own user by default", () => {
+  it("prints the freshness monitor's grants with --monitor (reads, and the one column it marks), for its own user by default", () => {
     const sql = setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor']);
     const statements = sql.split('\n').filter((line) => line !== '' && !line.startsWith('--'));
     expect(statements).toEqual([
@@ -36,6 +36,7 @@ describe('npm run setup-sql', () => {
       'GRANT SELECT ON TABLE "analytics"."sales_order_lines" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT USAGE ON SCHEMA "atomic_publish" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT SELECT ON TABLE "atomic_publish"."publications" TO "IAMR:atomicpublish-handlers-monitor";',
+      'GRANT UPDATE ("event_sent_at") ON TABLE "atomic_publish"."publications" TO "IAMR:atomicpublish-handlers-monitor";',
     ]);
     expect(sql).toMatch(/^-- atomic-publish freshness monitor setup for pipeline sales_order_lines/);
     expect(setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor', '--user', 'reader'], pipelines, { database: 'dev' })).toContain('TO "reader";');

@@ -7,33 +7,86 @@
 // under the same id (at least once, deduped on detail.eventId), and one
 // refused is sent by the retry, the publish counted once; a rollback
 // sends one of its own; a failed run and a replay send none; a restatement
-// says its number, and one equal to the live rows sends none.
+// says its number, and one equal to the live rows sends none. Each event
+// sent is marked sent in the manifest; one never sent (every EmitMetrics
+// attempt refused, the execution failed after its publish) is sent by the
+// freshness monitor, as its own database user, once the grace is over:
+// the same id and detail, once; while EventBridge still refuses it the
+// monitor writes its metrics and fails; it sends at most its cap, oldest
+// first, and the pipeline's next run sends the rest after its own.
+import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
+import { REDELIVERY_GRACE_MS } from '../../functions/freshness-monitor/event-redelivery.ts';
+import { publicationEventSender } from '../../functions/emit-metrics/publication-event.ts';
+import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
+import { monitorSetupStatements } from '../../domain/sql/setup.ts';
+import { ensureLocalUser } from '../../local/database-users.ts';
+import { localCloudWatchClient, localEventsEnvironment, localWarehouse } from '../../local/aws-clients.ts';
+import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { SnsOutbox } from '../../local/sns-outbox.ts';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { PublicationEventError } from '../../domain/publication-event.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { localEventsEnvironment } from '../../local/aws-clients.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
 
 let wf: Workflow;
 let bus: LocalEventBridgeApi;
+let cw: LocalCloudWatchApi;
 /** How many of the next entries the endpoint refuses as throttled. */
 let throttle = 0;
+/** While set, the endpoint refuses every entry (an outage longer than EmitMetrics' retries); each refused entry is kept. */
+let refuseAll = false;
+const refused: { detailType: string; detail: Record<string, unknown> }[] = [];
 
 beforeAll(async () => {
   bus = await startLocalEventBridgeApi({
-    refuse: () => (throttle > 0 ? ((throttle -= 1), { errorCode: 'ThrottlingException', errorMessage: 'Rate exceeded' }) : undefined),
+    refuse: (entry) => {
+      if (refuseAll) {
+        refused.push({ detailType: entry.detailType, detail: entry.detail });
+        return { errorCode: 'InternalFailure', errorMessage: 'the service is unavailable' };
+      }
+      return throttle > 0 ? ((throttle -= 1), { errorCode: 'ThrottlingException', errorMessage: 'Rate exceeded' }) : undefined;
+    },
   });
   wf = await useWorkflow('wf_pubevents', { env: localEventsEnvironment(bus.endpoint) });
   await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
+  cw = await startLocalCloudWatchApi({ alarms: [], outbox: new SnsOutbox(wf.outboxFile) });
 });
 afterAll(async () => {
   await wf?.close();
   await bus?.close();
+  await cw?.close();
 });
+
+const MONITOR_USER = 'IAMR:atomic-publish-local-monitor';
+
+/**
+ * The freshness monitor at `now`, as its schedule runs it: its own database
+ * user with exactly its setup's grants, the real clients on the local
+ * endpoints. Returns the events it put.
+ */
+async function monitorAt(now: number, limit?: number): Promise<{ redelivered: string[]; events: RecordedEvent[] }> {
+  await ensureLocalUser(wf.wh.pg, MONITOR_USER);
+  for (const sql of monitorSetupStatements(PIPELINE, { database: wf.wh.pg.database, user: MONITOR_USER })) await wf.query(sql);
+  const before = bus.entries.length;
+  const report = await monitorFreshness({
+    warehouse: localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, MONITOR_USER),
+    cloudWatch: localCloudWatchClient(cw.endpoint),
+    now: new Date(now),
+    pipelines: [PIPELINE],
+    events: { send: publicationEventSender(localEventsEnvironment(bus.endpoint)), ...(limit === undefined ? {} : { limit }) },
+  });
+  return { redelivered: report.redelivered ?? [], events: bus.entries.slice(before) };
+}
+
+/** When the manifest says publication `seq`'s event was sent (null: never). */
+async function eventSentAt(seq: number): Promise<Date | null> {
+  return (await wf.query<{ at: Date | null }>(`SELECT event_sent_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = $2`, [PIPELINE.name, seq]))[0]!.at;
+}
 
 /** Runs `input` and returns the execution and the events it put. */
 async function eventsOf(input: unknown, name: string): Promise<{ result: ExecutionResult; events: RecordedEvent[] }> {
@@ -96,6 +149,7 @@ describe('publication events', () => {
     const answered = (stateEvents(result, 'StateExited', 'Publish')[0]!.state!.output as { publish: { publishedAt: string } }).publish.publishedAt;
     expect(event!.detail.publishedAt).toBe(parseWarehouseTime(answered).toISOString());
     expect(Number(row.rows_published)).toBeGreaterThan(0);
+    expect(await eventSentAt(seq), 'the event marked sent in the manifest').not.toBeNull();
   });
 
   it('a Publish retried after its answer was lost publishes once and puts one event', async () => {
@@ -152,6 +206,7 @@ describe('publication events', () => {
       rollbackOf: undone,
       liveTable: LIVE,
     });
+    expect(await eventSentAt(Number(row.seq)), 'the event marked sent in the manifest').not.toBeNull();
   });
 
   it('a run that fails before publishing, and a replay of a published batch, put no event', async () => {
@@ -189,5 +244,117 @@ describe('publication events', () => {
     expect(unchanged.result.status, caughtMessage(unchanged.result)).toBe('SUCCEEDED');
     expect(visited(unchanged.result).at(-1)).toBe('Superseded');
     expect(unchanged.events).toEqual([]);
+  });
+
+  it('an event never sent (the run failed after its publish) is sent by the freshness monitor once the grace is over: the same id and detail, once', async () => {
+    refuseAll = true;
+    let failed: Awaited<ReturnType<typeof eventsOf>>;
+    try {
+      failed = await eventsOf(inputFor(13), 'events-never-sent');
+    } finally {
+      refuseAll = false;
+    }
+    expect(failed.result.status).toBe('FAILED');
+    expect(failed.events).toEqual([]);
+    const row = (await wf.publications()).at(-1)!;
+    const seq = Number(row.seq);
+    expect(row.batch_id, 'the batch was published before the event failed').toBe(plannedBatch(failed.result).batchId);
+    expect(await eventSentAt(seq)).toBeNull();
+    // What EmitMetrics sent on every attempt: one event, always the same.
+    expect(refused.length).toBeGreaterThan(1);
+    expect(new Set(refused.map((r) => JSON.stringify(r)))).toEqual(new Set([JSON.stringify(refused[0])]));
+    expect(refused[0]!.detail.eventId).toBe(`${PIPELINE.name}:${seq}`);
+
+    // The re-run finds the batch published: nothing to publish, no event.
+    const rerun = await eventsOf(inputFor(13), 'events-never-sent-rerun');
+    expect(rerun.result.status, caughtMessage(rerun.result)).toBe('SUCCEEDED');
+    expect(visited(rerun.result).at(-1)).toBe('NothingToPublish');
+    expect(rerun.events).toEqual([]);
+
+    // Within the grace the monitor leaves it to the run; after it, it sends it: only it, every earlier publication's having been marked sent.
+    const publishedAt = (row.published_at as Date).getTime();
+    // While EventBridge still refuses: the metrics are written all the same, the invocation fails naming the pipeline, the row stays unsent.
+    refuseAll = true;
+    try {
+      await expect(monitorAt(publishedAt + REDELIVERY_GRACE_MS + 30_000)).rejects.toThrow(
+        new RegExp(`^publication events not redelivered for 1 pipeline\\(s\\): ${PIPELINE.name} \\(PublicationEventError: .*InternalFailure`),
+      );
+    } finally {
+      refuseAll = false;
+    }
+    const written = await localCloudWatchClient(cw.endpoint).send(
+      new GetMetricStatisticsCommand({
+        Namespace: 'AtomicPublish',
+        MetricName: 'PublishAgeSeconds',
+        Dimensions: [{ Name: 'Pipeline', Value: PIPELINE.name }],
+        StartTime: new Date(publishedAt + REDELIVERY_GRACE_MS),
+        EndTime: new Date(publishedAt + REDELIVERY_GRACE_MS + 59_000),
+        Period: 60,
+        Statistics: ['SampleCount'],
+      }),
+    );
+    expect(written.Datapoints!.map((d) => d.SampleCount)).toEqual([1]);
+    expect(await eventSentAt(seq)).toBeNull();
+
+    expect(await monitorAt(publishedAt + REDELIVERY_GRACE_MS - 60_000)).toEqual({ redelivered: [], events: [] });
+    const monitored = await monitorAt(publishedAt + REDELIVERY_GRACE_MS + 60_000);
+    expect(monitored.redelivered).toEqual([`${PIPELINE.name}:${seq}`]);
+    expect(monitored.events.map((e) => [e.bus, e.source, e.detailType])).toEqual([['default', 'atomic-publish', refused[0]!.detailType]]);
+    expect(monitored.events[0]!.detail).toEqual(refused[0]!.detail);
+    expect(await eventSentAt(seq)).not.toBeNull();
+
+    expect(await monitorAt(publishedAt + REDELIVERY_GRACE_MS + 120_000), 'a second monitor run').toEqual({ redelivered: [], events: [] });
+    refused.length = 0;
+  });
+
+  it('a rollback whose event was never sent: the monitor sends its Publication Rolled Back event, as EmitMetrics would have', async () => {
+    const undone = Number((await wf.publications()).at(-1)!.seq);
+    refuseAll = true;
+    let failed: Awaited<ReturnType<typeof eventsOf>>;
+    try {
+      failed = await eventsOf({ pipeline: PIPELINE.name, rollback: {} }, 'events-rollback-never-sent');
+    } finally {
+      refuseAll = false;
+    }
+    expect(failed.result.status).toBe('FAILED');
+    const row = (await wf.publications()).at(-1)!;
+    expect(Number(row.rollback_of)).toBe(undone);
+    expect(await eventSentAt(Number(row.seq))).toBeNull();
+
+    const monitored = await monitorAt((row.published_at as Date).getTime() + REDELIVERY_GRACE_MS + 60_000);
+
+    expect(monitored.events.map((e) => e.detailType)).toEqual(['Publication Rolled Back']);
+    expect(monitored.events[0]!.detail).toEqual(refused[0]!.detail);
+    expect(monitored.events[0]!.detail).toMatchObject({ eventId: `${PIPELINE.name}:${Number(row.seq)}`, rollbackOf: undone });
+    expect(await eventSentAt(Number(row.seq))).not.toBeNull();
+    refused.length = 0;
+  });
+
+  it('the monitor sends at most its cap, oldest first; the pipeline\'s next run sends the rest after its own event', async () => {
+    const seqs: number[] = [];
+    for (const day of [14, 15]) {
+      refuseAll = true;
+      try {
+        expect((await eventsOf(inputFor(day), `events-unsent-${day}`)).result.status).toBe('FAILED');
+      } finally {
+        refuseAll = false;
+      }
+      seqs.push(Number((await wf.publications()).at(-1)!.seq));
+    }
+    const sent = Object.fromEntries(refused.map((r) => [String(r.detail.eventId), r.detail]));
+    const last = (await wf.publications()).at(-1)!;
+
+    const monitored = await monitorAt((last.published_at as Date).getTime() + REDELIVERY_GRACE_MS + 60_000, 1);
+    expect(monitored.redelivered).toEqual([`${PIPELINE.name}:${seqs[0]}`]);
+    expect(monitored.events.map((e) => e.detail)).toEqual([sent[`${PIPELINE.name}:${seqs[0]}`]]);
+    expect(await eventSentAt(seqs[1]!)).toBeNull();
+
+    const next = await eventsOf(inputFor(16), 'events-after-unsent');
+    expect(next.result.status, caughtMessage(next.result)).toBe('SUCCEEDED');
+    const own = Number((await wf.publications()).at(-1)!.seq);
+    expect(next.events.map((e) => e.detail.eventId)).toEqual([`${PIPELINE.name}:${own}`, `${PIPELINE.name}:${seqs[1]}`]);
+    expect(next.events[1]!.detail).toEqual(sent[`${PIPELINE.name}:${seqs[1]}`]);
+    for (const seq of [...seqs, own]) expect(await eventSentAt(seq), `publication ${seq}`).not.toBeNull();
+    refused.length = 0;
   });
 });

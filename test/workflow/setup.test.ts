@@ -36,6 +36,8 @@ function undo(r: Requirement, database: string): string {
       return `ALTER TABLE ${qualifiedName(r.schema, r.table)} OWNER TO ${quoteIdent(wf.wh.pg.user)}`;
     case 'table':
       return `REVOKE SELECT ON TABLE ${qualifiedName(r.schema, r.table)} FROM ${user}`;
+    case 'column':
+      return `REVOKE ${r.privilege} (${quoteIdent(r.column)}) ON TABLE ${qualifiedName(r.schema, r.table)} FROM ${user}`;
     case 'syslog':
       return `REVOKE pg_read_all_stats FROM ${user}`;
   }

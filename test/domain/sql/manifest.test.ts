@@ -15,7 +15,7 @@ describe('manifestDdl', () => {
   it('is safe to run again: every statement creates if not exists, replaces, adds a column only if missing, or inserts its version once', () => {
     for (const sql of manifestDdl(NOW)) {
       expect(sql).toMatch(
-        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE|OR REPLACE VIEW) |CALL "atomic_publish".(add_column_if_missing|create_view_if_missing)\(|INSERT INTO "atomic_publish".(manifest_version|circuit_breaker) .* WHERE NOT EXISTS)/s,
+        /^(CREATE (SCHEMA IF NOT EXISTS|TABLE IF NOT EXISTS|OR REPLACE PROCEDURE|OR REPLACE VIEW) |CALL "atomic_publish".(add_column_if_missing|create_view_if_missing)\(|INSERT INTO "atomic_publish".(manifest_version|circuit_breaker) .* WHERE NOT EXISTS|UPDATE "atomic_publish".publications SET event_sent_at = .* WHERE event_sent_at IS NULL AND NOT EXISTS \(SELECT 1 FROM "atomic_publish".manifest_version WHERE version >= 11\)$)/s,
       );
     }
     const adder = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('))!;
@@ -34,6 +34,9 @@ describe('manifestDdl', () => {
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_start', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_end', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'event_sent_at', 'timestamp')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'restatement', 'int')`,
+      `CALL "atomic_publish".add_column_if_missing('batches', 'restatement', 'int')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
@@ -70,7 +73,7 @@ describe('manifestDdl', () => {
 
   it('adds in version 10 the severity of each check result, after the table it extends', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(10);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(10);
     const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".check_results ('));
     const severity = ddl.findIndex((sql) => sql.includes("'check_results', 'severity', 'varchar(8)'"));
     expect(severity).toBeGreaterThan(table);
@@ -78,11 +81,21 @@ describe('manifestDdl', () => {
 
   it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(10);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(10);
     const recheck = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_source_unchanged('))!;
     expect(recheck).toContain('EXECUTE p_query INTO fp;');
     expect(recheck).toContain("RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;");
     expect(ddl.findIndex((sql) => sql === recheck)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
+  });
+
+  it('adds in version 11 the record of each publication event sent, marking those of earlier publications sent before the version is recorded', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBe(11);
+    const column = ddl.findIndex((sql) => sql.includes("'publications', 'event_sent_at', 'timestamp'"));
+    const marked = ddl.findIndex((sql) => sql.startsWith('UPDATE "atomic_publish".publications SET event_sent_at'));
+    expect(ddl[marked]).toContain(`CAST('2026-03-15 10:20:30.456' AS timestamp)`);
+    expect(marked).toBeGreaterThan(column);
+    expect(marked).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
   });
 
   it('adds in version 6 the record of chunk loads, and the chunk state every reader reads, created only when missing', () => {

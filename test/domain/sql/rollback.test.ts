@@ -47,7 +47,9 @@ describe('swapRollback', () => {
 
   it('records the batch now live, the publication rolled back and the version restored', () => {
     const insert = swap.find((sql) => sql.startsWith('INSERT INTO "atomic_publish".publications'))!;
-    expect(insert).toContain('interval_end, rollback_of)');
+    expect(insert).toContain('interval_end, restatement, rollback_of)');
+    // A rollback is no restatement: its event says none.
+    expect(insert).toMatch(/\(SELECT interval_end FROM "atomic_publish"\.batches WHERE batch_id = 'aaaaaaaaaaaaaaaa'\), NULL, 2$/m);
     expect(insert).toContain(`'aaaaaaaaaaaaaaaa'`);
     expect(insert).toContain(`'analytics.orders__rb_bbbbbbbbbbbbbbbb'`);
     expect(swap.slice(-2)).toEqual([
