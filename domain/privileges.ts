@@ -90,8 +90,9 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
 
 /**
  * What the freshness monitor's database user needs (lib/freshness-monitor.ts):
- * to read the live table (its newest event time) and the manifest's
- * publications (when the live data was published). Nothing it could write
+ * to read the live table (its newest event time; with outOfBand.watch, its
+ * fingerprint) and the manifest's publications (when the live data was
+ * published, what it was published as) and, when watched, the leases. Nothing it could write
  * with. The manifest schema exists once the first run's Plan created it.
  */
 export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
@@ -101,6 +102,10 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
     { kind: 'table', privilege: 'SELECT', schema, table, reason: 'to read its newest event time (the data lag)' },
     { kind: 'schema', privilege: 'USAGE', schema: MANIFEST_SCHEMA, reason: 'to reach the manifest (it exists after the first run)' },
     { kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'publications', reason: 'to read when the live data was published (the publish age)' },
+    // The live watch (outOfBand.watch) fingerprints the live table with the SELECT above.
+    ...(pipeline.outOfBand.watch
+      ? [{ kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'pipeline_leases', reason: 'to leave the live table alone while a run holds the lease (the live watch)' } as const]
+      : []),
   ];
 }
 

@@ -1,9 +1,10 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import { Effect, Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Schedule, ScheduleExpression, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
+import { Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
+import { LIVE_WATCH_EVENT } from '../domain/live-watch.ts';
 import { METRICS_NAMESPACE } from '../domain/names.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { StepHandler } from './step-handler.ts';
@@ -27,6 +28,13 @@ export interface FreshnessMonitorProps {
    * @default Duration.minutes(5)
    */
   readonly rate?: Duration;
+  /**
+   * How often the live watch runs (the same function, a second schedule):
+   * whole minutes, 1 to 1440. Each run scans every watched live table
+   * (outOfBand.watch). The live drift alarms use it as their period.
+   * @default Duration.minutes(60)
+   */
+  readonly liveWatchRate?: Duration;
   /** Retention of the monitor's log group. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
 }
@@ -37,6 +45,25 @@ export function freshnessMonitorRateMinutes(rate: Duration | undefined): number 
   const minutes = rate.toMinutes({ integral: false });
   if (!Number.isInteger(minutes) || minutes < 1 || minutes > 60) {
     throw new Error(`freshnessMonitorRate must be a whole number of minutes from 1 to 60 (one alarm period), got ${rate.toHumanString()}`);
+  }
+  return minutes;
+}
+
+/** Every how many minutes the live watch runs when the stack is not told: also the live drift alarm's period. */
+export const DEFAULT_LIVE_WATCH_RATE_MINUTES = 60;
+
+/**
+ * The live watch's rate in whole minutes; a bad value throws, naming the
+ * prop. At most a day: the drift alarm looks at one period, and an alarm's
+ * period is a multiple of 60 seconds, its evaluation range at most a day
+ * below an hour's period and seven days above
+ * (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+ */
+export function liveWatchRateMinutes(rate: Duration | undefined): number {
+  if (rate === undefined) return DEFAULT_LIVE_WATCH_RATE_MINUTES;
+  const minutes = rate.toMinutes({ integral: false });
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440) {
+    throw new Error(`liveWatchRate must be a whole number of minutes from 1 to 1440 (one alarm period, at most a day), got ${rate.toHumanString()}`);
   }
   return minutes;
 }
@@ -55,10 +82,15 @@ export class FreshnessMonitor extends Construct {
   public readonly schedule: Schedule;
   /** The rate in whole minutes. */
   public readonly rateMinutes: number;
+  /** The live watch's schedule: the same function, invoked with LIVE_WATCH_EVENT. */
+  public readonly liveWatchSchedule: Schedule;
+  /** The live watch's rate in whole minutes. */
+  public readonly liveWatchRateMinutes: number;
 
   constructor(scope: Construct, id: string, props: FreshnessMonitorProps) {
     super(scope, id);
     this.rateMinutes = freshnessMonitorRateMinutes(props.rate);
+    this.liveWatchRateMinutes = liveWatchRateMinutes(props.liveWatchRate);
     this.role = new Role(this, 'Role', {
       roleName: props.roleName,
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
@@ -99,6 +131,19 @@ export class FreshnessMonitor extends Construct {
       description: `atomic-publish: measure every pipeline's freshness every ${this.rateMinutes} minute(s)`,
       schedule: ScheduleExpression.rate(Duration.minutes(this.rateMinutes)),
       target: new LambdaInvoke(this.function, { retryAttempts: 0, maxEventAge: Duration.minutes(this.rateMinutes) }),
+      timeWindow: TimeWindow.off(),
+    });
+
+    // The live watch: each watched pipeline's live table fingerprinted and compared with its latest
+    // publication's record (functions/freshness-monitor/live-watch.ts). Slower: a fingerprint is a full scan.
+    this.liveWatchSchedule = new Schedule(this, 'LiveWatchSchedule', {
+      description: `atomic-publish: compare every watched live table with its latest publication every ${this.liveWatchRateMinutes} minute(s)`,
+      schedule: ScheduleExpression.rate(Duration.minutes(this.liveWatchRateMinutes)),
+      target: new LambdaInvoke(this.function, {
+        input: ScheduleTargetInput.fromObject(LIVE_WATCH_EVENT),
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(this.liveWatchRateMinutes),
+      }),
       timeWindow: TimeWindow.off(),
     });
   }

@@ -11,6 +11,8 @@ import { stepHandler } from '../commons/handler.ts';
 import { logger, tracer } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
+import { isLiveWatchEvent } from '../../domain/live-watch.ts';
+import { type LiveWatchReport, watchLive } from './live-watch.ts';
 
 export interface FreshnessMonitorOptions {
   readonly warehouse: Warehouse;
@@ -84,10 +86,8 @@ function cloudWatch(endpoint: string | undefined): CloudWatchClient {
   return cached.client;
 }
 
-export const handler = stepHandler((_event: unknown, context: Context) =>
-  monitorFreshness({
-    warehouse: warehouseFor(context),
-    cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)),
-    now: new Date(),
-  }),
-);
+export const handler = stepHandler((event: unknown, context: Context): Promise<FreshnessReport | LiveWatchReport> => {
+  const options = { warehouse: warehouseFor(context), cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)), now: new Date() };
+  // The live watch's schedule (its own, slower rate) passes LIVE_WATCH_EVENT.
+  return isLiveWatchEvent(event) ? watchLive(options) : monitorFreshness(options);
+});
