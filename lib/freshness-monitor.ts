@@ -71,7 +71,9 @@ export function liveWatchRateMinutes(rate: Duration | undefined): number {
 /**
  * The freshness monitor (functions/freshness-monitor): every few minutes
  * EventBridge Scheduler runs it; it measures each pipeline's publish age
- * and data lag in the warehouse and writes them with PutMetricData. Its
+ * and data lag in the warehouse and writes them with PutMetricData. A
+ * second schedule, slower, invokes it with LIVE_WATCH_EVENT: the live
+ * watch (functions/freshness-monitor/live-watch.ts). Its
  * role of its own reads the warehouse through the Data API as the step
  * handlers do (grantWarehouseAccess) and writes metrics only into the
  * project's namespace.
