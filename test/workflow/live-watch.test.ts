@@ -123,14 +123,20 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
   });
 
   it('finds an out-of-band UPDATE of one live row: LiveDrift 1, the alarm turns to ALARM and pages with the runbook line; what differs is said without row values', async () => {
-    await wf.query(`UPDATE ${LIVE} SET amount = amount + 1 WHERE (order_id, line_no) = (SELECT order_id, line_no FROM ${LIVE} ORDER BY 1, 2 LIMIT 1)`);
+    const [updated] = await wf.query<{ amount: string }>(
+      `UPDATE ${LIVE} SET amount = amount + 1 WHERE (order_id, line_no) = (SELECT order_id, line_no FROM ${LIVE} ORDER BY 1, 2 LIMIT 1) RETURNING amount::text AS amount`,
+    );
     const before = pages().length;
+    const logsBefore = wf.runner.logs.length;
 
     const { at, result, changed } = await watchThenEvaluate();
 
     expect(result).toMatchObject({ outcome: 'drifted', seq: 1 });
     const differences = result.outcome === 'drifted' ? result.differences : [];
     expect(differences).toEqual([expect.stringMatching(/^rows: 100 at publication 1, 100 now; checksum -?\d+ then, -?\d+ now$/)]);
+    const logged = wf.runner.logs.slice(logsBefore).filter((line) => line.message === 'live table drifted since its publication');
+    expect(logged).toEqual([expect.objectContaining({ level: 'WARN', pipeline: PIPELINE.name, publication: 1, differences })]);
+    expect(JSON.stringify(logged)).not.toContain(updated!.amount);
     expect(await liveDrift(at)).toEqual([{ max: 1, samples: 1 }]);
     expect(changed.map((t) => [t.from, t.to])).toEqual([['OK', 'ALARM']]);
     const [page] = pages().slice(before);
