@@ -35,7 +35,7 @@ export function recordLiveFingerprint(pipeline: Pipeline, columns: readonly stri
  * The pipeline's newest publication and what it recorded of the live
  * table: `seq`, `live_columns`, `live_fingerprint`, `live_rows_before`
  * (all NULL for a publication that recorded nothing: made before version
- * 11, by a rollback, a group or a view switch, or with the watch off).
+ * 11, by a group, a view switch or a migration, or with the watch off).
  * No row when the pipeline never published.
  */
 export function recordedLive(pipeline: string): Statement {

@@ -34,7 +34,7 @@ async function watchOne(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pr
   if (before.leased) return { outcome: 'skipped', reason: 'a run holds its lease: it is about to change the live table' };
   if (before.seq === 0) return { outcome: 'skipped', reason: 'never published' };
   const [row] = await warehouse.query(recordedLive(pipeline.name), name('recorded'));
-  if (row?.live_columns == null) return { outcome: 'skipped', reason: `publication ${row?.seq ?? before.seq} recorded no fingerprint (a rollback, a group or view publish, the watch off, or before manifest version 11)` };
+  if (row?.live_columns == null) return { outcome: 'skipped', reason: `publication ${row?.seq ?? before.seq} recorded nothing of the live table (a group, view or migration publish, the watch off then, or before manifest version 11)` };
   const recorded: RecordedLive = {
     seq: Number(row.seq),
     columns: String(row.live_columns) === '' ? [] : String(row.live_columns).split(';'),
