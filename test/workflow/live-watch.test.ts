@@ -188,6 +188,24 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
   });
 });
 
+describe('a publication that recorded nothing (made before manifest version 11, or by a group, view or migration publish)', () => {
+  it('is skipped, saying so: no datapoint, the alarm keeps its state', async () => {
+    const [kept] = await wf.query<{ live_columns: string; live_fingerprint: string }>(`SELECT live_columns, live_fingerprint FROM atomic_publish.publications WHERE seq = 3`);
+    await wf.query(`UPDATE atomic_publish.publications SET live_columns = NULL, live_fingerprint = NULL WHERE seq = 3`);
+    try {
+      const state = cw.state(alarm.alarmName);
+      const { at, result, changed } = await watchThenEvaluate();
+
+      expect(result).toEqual({ outcome: 'skipped', reason: expect.stringMatching(/^publication 3 recorded nothing of the live table/) });
+      expect(await liveDrift(at)).toEqual([]);
+      expect(changed).toEqual([]);
+      expect(cw.state(alarm.alarmName)).toBe(state);
+    } finally {
+      await wf.query(`UPDATE atomic_publish.publications SET live_columns = $1, live_fingerprint = $2 WHERE seq = 3`, [kept!.live_columns, kept!.live_fingerprint]);
+    }
+  });
+});
+
 describe('the live watch as the monitor\'s database user', () => {
   it('watches with exactly what the monitor\'s setup SQL grants, the lease included', async () => {
     const user = 'IAMR:atomic-publish-local-monitor';
