@@ -84,7 +84,8 @@ export function migrationPipeline(pipeline: Pipeline, liveColumns: readonly stri
     publishMode: 'swap',
     lookback: 0,
     sourceSql: `SELECT ${list} FROM ${qualifiedName(pipeline.target.schema, pipeline.target.table)} WHERE ${t} >= :start AND ${t} < :end`,
-    outOfBand: { expectedWriters: true },
+    // The migration's staging has the new DDL's columns, not the baseline's: it records no fingerprint (the next publication does).
+    outOfBand: { expectedWriters: true, watch: false },
     migrating: { columns, from },
     specHash: migrationSpecHash(pipeline),
   };

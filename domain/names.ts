@@ -38,6 +38,11 @@ export const MetricName = {
   OutOfBandChange: 'OutOfBandChange',
   /** CancelOrphans: an execution of the pipeline was aborted or timed out (no Catch ran, so RecordFailure did not count it). */
   ExecutionStopped: 'ExecutionStopped',
+  /**
+   * The freshness monitor's live watch (PutMetricData, dimension Pipeline only), on its own schedule:
+   * 1 when the live table no longer matches what its latest publication recorded, 0 when it does (the live drift alarm's metric).
+   */
+  LiveDrift: 'LiveDrift',
 } as const;
 export type MetricName = (typeof MetricName)[keyof typeof MetricName];
 

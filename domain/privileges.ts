@@ -91,10 +91,11 @@ export function requiredPrivileges(pipeline: Pipeline): Requirement[] {
 
 /**
  * What the freshness monitor's database user needs (lib/freshness-monitor.ts):
- * to read the live table (its newest event time) and the manifest's
- * publications (when the live data was published); to write one column,
- * the publications' `event_sent_at` (an event it redelivered). The manifest
- * schema exists once the first run's Plan created it.
+ * to read the live table (its newest event time; with outOfBand.watch, its
+ * fingerprint) and the manifest's publications (when the live data was
+ * published, what it was published as) and, when watched, the leases; to
+ * write one column, the publications' `event_sent_at` (an event it
+ * redelivered). The manifest schema exists once the first run's Plan created it.
  */
 export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
   const { schema, table } = pipeline.target;
@@ -113,6 +114,10 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
       column: 'event_sent_at',
       reason: 'to mark a publication event it redelivered as sent (functions/freshness-monitor/event-redelivery.ts)',
     },
+    // The live watch (outOfBand.watch) fingerprints the live table with the SELECT above.
+    ...(pipeline.outOfBand.watch
+      ? [{ kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'pipeline_leases', reason: 'to leave the live table alone while a run holds the lease (the live watch)' } as const]
+      : []),
   ];
 }
 

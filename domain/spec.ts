@@ -311,8 +311,17 @@ export interface PipelineSpec {
    * carried over into the new table in the swap transaction, as a stream
    * appending the newest events needs. Rows before `to` and column changes
    * are still refused. @default - no expected writers: any change is refused
+   *
+   * `watch`: each publication records the live table's columns and
+   * fingerprint as published, and the freshness monitor's live watch
+   * compares the live table with them between runs (LiveDrift metric and
+   * alarm). A fingerprint is a full scan of the live table: a swap takes it
+   * of the table it publishes anyway, an in-place publish (replace-intervals,
+   * merge) reads the whole live table for it. With expected writers only
+   * the rows before the publication's end are watched.
+   * @default true for `swap`, false for the in-place modes
    */
-  readonly outOfBand?: { readonly expectedWriters?: boolean };
+  readonly outOfBand?: { readonly expectedWriters?: boolean; readonly watch?: boolean };
   /**
    * The live table's next DDL: the body of a CREATE TABLE, `(<columns>)
    * <attributes>` (column types, DEFAULTs, NOT NULL, ENCODE, keys,
@@ -360,7 +369,7 @@ export interface Pipeline {
   readonly freshness: { readonly slaMinutes: number; readonly maxDataLagMinutes?: number; readonly expectedRunMinutes?: number };
   readonly schedule?: { readonly expression: string; readonly timezone: string };
   readonly retention: { readonly keepVersions: number };
-  readonly outOfBand: { readonly expectedWriters: boolean };
+  readonly outOfBand: { readonly expectedWriters: boolean; readonly watch: boolean };
   /** The migration DDL as written (without trailing semicolons) and as parsed, and its renames (new column -> live column). */
   readonly migration?: { readonly ddl: string; readonly table: TableDdl; readonly renames: Readonly<Record<string, string>> };
   /**
@@ -817,6 +826,7 @@ const retentionSchema = section({
 
 const outOfBandSchema = section({
   expectedWriters: withDefault(z.boolean({ error: 'must be true or false' }), false),
+  watch: z.boolean({ error: 'must be true or false' }).optional(),
 });
 
 /** The migration DDL without surrounding blanks and trailing semicolons. */
@@ -1025,7 +1035,8 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     // A schedule runs in the chunk zone unless it says otherwise.
     ...(schedule ? { schedule: { expression: schedule.expression, timezone: schedule.timezone ?? valid.chunk.timezone } } : {}),
     retention: valid.retention,
-    outOfBand: valid.outOfBand,
+    // The watch costs a swap one scan of the table it publishes; in place, a scan of the whole live table: asked for.
+    outOfBand: { expectedWriters: valid.outOfBand.expectedWriters, watch: valid.outOfBand.watch ?? valid.publishMode === 'swap' },
     ...(valid.migration ? { migration: { ...valid.migration.ddl, renames: valid.migration.renames } } : {}),
   };
   return { ...normalized, specHash: specHash(normalized) };

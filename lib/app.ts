@@ -14,7 +14,7 @@ export interface BuildAppOptions {
   /**
    * Context over cdk.json's (and, under the CDK CLI, under the CLI's):
    * `warehouse`, `secretArn`, `secretKmsKeyArn`, `handlerRoleName`, `alarmEmail` (one address or several,
-   * comma-separated), `alarmHttpsUrls` (comma-separated https:// URLs), `freshnessMonitorRateMinutes`.
+   * comma-separated), `alarmHttpsUrls` (comma-separated https:// URLs), `freshnessMonitorRateMinutes`, `liveWatchRateMinutes`.
    */
   readonly context?: Record<string, unknown>;
   /**
@@ -55,6 +55,7 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
   const handlerRoleName = contextString(node.tryGetContext('handlerRoleName'), 'handlerRoleName');
   const secretKmsKeyArn = contextString(node.tryGetContext('secretKmsKeyArn'), 'secretKmsKeyArn');
   const monitorRate = contextMinutes(node.tryGetContext('freshnessMonitorRateMinutes'), 'freshnessMonitorRateMinutes');
+  const watchRate = contextMinutes(node.tryGetContext('liveWatchRateMinutes'), 'liveWatchRateMinutes');
   const stack = new AtomicPublishStack(app, STACK_NAME, {
     description: 'atomic-publish: rebuild Redshift tables so readers see old data or new data, never a mix',
     warehouse: {
@@ -65,6 +66,7 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
     ...(handlerRoleName ? { handlerRoleName } : {}),
     ...(alarmEmails.length + alarmHttpsUrls.length > 0 ? { subscriptions: { emails: alarmEmails, httpsUrls: alarmHttpsUrls } } : {}),
     ...(monitorRate !== undefined ? { freshnessMonitorRate: Duration.minutes(monitorRate) } : {}),
+    ...(watchRate !== undefined ? { liveWatchRate: Duration.minutes(watchRate) } : {}),
   });
   // cdk-nag's AWS Solutions rules run at every synthesis; an unacknowledged
   // finding fails it (each acknowledgement sits on its construct, with its reason).

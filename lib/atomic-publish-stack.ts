@@ -13,7 +13,7 @@ import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { PublishDashboard } from './dashboard.ts';
-import { FreshnessMonitor, freshnessMonitorRateMinutes } from './freshness-monitor.ts';
+import { FreshnessMonitor, freshnessMonitorRateMinutes, liveWatchRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { type CircuitBreakerProps, neighbourProps, type PauseProbeProps, PublishWorkflow } from './publish-workflow.ts';
@@ -70,6 +70,13 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default Duration.minutes(5)
    */
   readonly freshnessMonitorRate?: Duration;
+  /**
+   * How often the live watch compares each watched live table with its
+   * latest publication (whole minutes, 1 to 1440); also the period of the
+   * live drift alarms.
+   * @default Duration.minutes(60)
+   */
+  readonly liveWatchRate?: Duration;
 }
 
 /** Who the on-call topic notifies besides alarmEmail. */
@@ -161,6 +168,7 @@ export class AtomicPublishStack extends Stack {
       roleName: monitorRoleNameFor(this.handlerRoleName),
       publicationEventBus: workflow.publicationEventBus,
       ...(props.freshnessMonitorRate ? { rate: props.freshnessMonitorRate } : {}),
+      ...(props.liveWatchRate ? { liveWatchRate: props.liveWatchRate } : {}),
     });
     const schedules = new PipelineSchedules(this, 'Schedules', { stateMachine: this.stateMachine, pipelines: props.pipelines, topic: this.topic });
     this.schedules = schedules.schedules;
@@ -170,6 +178,7 @@ export class AtomicPublishStack extends Stack {
       topic: this.topic,
       pipelines: props.pipelines,
       freshnessPeriod: Duration.minutes(this.freshnessMonitor.rateMinutes),
+      liveWatchPeriod: Duration.minutes(this.freshnessMonitor.liveWatchRateMinutes),
       stepHandlers: workflow.functions,
       standaloneFunctions: {
         CancelOrphans: workflow.cancelOrphans,
@@ -194,7 +203,7 @@ export class AtomicPublishStack extends Stack {
     const monitorUser = databaseUserFor(props.warehouse, monitorRoleNameFor(this.handlerRoleName), { isUnresolved: (value) => Token.isUnresolved(value) });
     new CfnOutput(this, 'MonitorDatabaseUser', {
       value: monitorUser.kind === 'secret' ? `the username in ${monitorUser.secretArn}` : monitorUser.name,
-      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables and atomic_publish.publications, and UPDATE (event_sent_at) on the latter',
+      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables, atomic_publish.publications and atomic_publish.pipeline_leases, and UPDATE (event_sent_at) on atomic_publish.publications',
     });
   }
 }
@@ -207,6 +216,7 @@ function validateProps(props: AtomicPublishStackProps): void {
     if (props.handlerRoleName !== undefined) validateHandlerRoleName(props.handlerRoleName);
     neighbourProps(props.pauseProbe, props.circuitBreaker);
     freshnessMonitorRateMinutes(props.freshnessMonitorRate);
+    liveWatchRateMinutes(props.liveWatchRate);
     validateSubscriptions(props.alarmEmail, props.subscriptions);
   } catch (error) {
     throw new Error(`AtomicPublishStack: ${(error as Error).message}`);

@@ -1,10 +1,11 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import { Effect, Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
-import { Schedule, ScheduleExpression, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
+import { Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
 import type { IEventBus } from 'aws-cdk-lib/aws-events';
+import { LIVE_WATCH_EVENT } from '../domain/live-watch.ts';
 import { METRICS_NAMESPACE } from '../domain/names.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
@@ -32,6 +33,13 @@ export interface FreshnessMonitorProps {
   readonly rate?: Duration;
   /** The bus the publication events go to: the monitor redelivers those never sent (functions/freshness-monitor/event-redelivery.ts). */
   readonly publicationEventBus: IEventBus;
+  /**
+   * How often the live watch runs (the same function, a second schedule):
+   * whole minutes, 1 to 1440. Each run scans every watched live table
+   * (outOfBand.watch). The live drift alarms use it as their period.
+   * @default Duration.minutes(60)
+   */
+  readonly liveWatchRate?: Duration;
   /** Retention of the monitor's log group. @default RetentionDays.THREE_MONTHS */
   readonly logRetention?: RetentionDays;
 }
@@ -46,12 +54,33 @@ export function freshnessMonitorRateMinutes(rate: Duration | undefined): number 
   return minutes;
 }
 
+/** Every how many minutes the live watch runs when the stack is not told: also the live drift alarm's period. */
+export const DEFAULT_LIVE_WATCH_RATE_MINUTES = 60;
+
+/**
+ * The live watch's rate in whole minutes; a bad value throws, naming the
+ * prop. At most a day: the drift alarm looks at one period, and an alarm's
+ * period is a multiple of 60 seconds, its evaluation range at most a day
+ * below an hour's period and seven days above
+ * (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html).
+ */
+export function liveWatchRateMinutes(rate: Duration | undefined): number {
+  if (rate === undefined) return DEFAULT_LIVE_WATCH_RATE_MINUTES;
+  const minutes = rate.toMinutes({ integral: false });
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > 1440) {
+    throw new Error(`liveWatchRate must be a whole number of minutes from 1 to 1440 (one alarm period, at most a day), got ${rate.toHumanString()}`);
+  }
+  return minutes;
+}
+
 /**
  * The freshness monitor (functions/freshness-monitor): every few minutes
  * EventBridge Scheduler runs it; it measures each pipeline's publish age
  * and data lag in the warehouse and writes them with PutMetricData, then
- * sends the publication events a failed run never sent. Its role of its own
- * reads the warehouse through the Data API as the step handlers do
+ * sends the publication events a failed run never sent. A second
+ * schedule, slower, invokes it with LIVE_WATCH_EVENT: the live watch
+ * (functions/freshness-monitor/live-watch.ts). Its role of its own reads
+ * the warehouse through the Data API as the step handlers do
  * (grantWarehouseAccess), writes metrics only into the project's namespace
  * and puts events only on the publication bus, as source atomic-publish.
  */
@@ -61,10 +90,15 @@ export class FreshnessMonitor extends Construct {
   public readonly schedule: Schedule;
   /** The rate in whole minutes. */
   public readonly rateMinutes: number;
+  /** The live watch's schedule: the same function, invoked with LIVE_WATCH_EVENT. */
+  public readonly liveWatchSchedule: Schedule;
+  /** The live watch's rate in whole minutes. */
+  public readonly liveWatchRateMinutes: number;
 
   constructor(scope: Construct, id: string, props: FreshnessMonitorProps) {
     super(scope, id);
     this.rateMinutes = freshnessMonitorRateMinutes(props.rate);
+    this.liveWatchRateMinutes = liveWatchRateMinutes(props.liveWatchRate);
     this.role = new Role(this, 'Role', {
       roleName: props.roleName,
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
@@ -107,6 +141,19 @@ export class FreshnessMonitor extends Construct {
       description: `atomic-publish: measure every pipeline's freshness every ${this.rateMinutes} minute(s)`,
       schedule: ScheduleExpression.rate(Duration.minutes(this.rateMinutes)),
       target: new LambdaInvoke(this.function, { retryAttempts: 0, maxEventAge: Duration.minutes(this.rateMinutes) }),
+      timeWindow: TimeWindow.off(),
+    });
+
+    // The live watch: each watched pipeline's live table fingerprinted and compared with its latest
+    // publication's record (functions/freshness-monitor/live-watch.ts). Slower: a fingerprint is a full scan.
+    this.liveWatchSchedule = new Schedule(this, 'LiveWatchSchedule', {
+      description: `atomic-publish: compare every watched live table with its latest publication every ${this.liveWatchRateMinutes} minute(s)`,
+      schedule: ScheduleExpression.rate(Duration.minutes(this.liveWatchRateMinutes)),
+      target: new LambdaInvoke(this.function, {
+        input: ScheduleTargetInput.fromObject(LIVE_WATCH_EVENT),
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(this.liveWatchRateMinutes),
+      }),
       timeWindow: TimeWindow.off(),
     });
   }

@@ -56,6 +56,12 @@ export interface PublishMonitoringProps {
    */
   readonly freshnessPeriod?: Duration;
   /**
+   * How often the live watch writes LiveDrift (lib/freshness-monitor.ts):
+   * the live drift alarms' period.
+   * @default Duration.minutes(60)
+   */
+  readonly liveWatchPeriod?: Duration;
+  /**
    * Step handlers by name: their throttles page. Their errors do not: a
    * step's error is how a run fails (the Catch pages through RecordFailure,
    * and the failure's class through the pipeline's alarms), and a transient
@@ -84,8 +90,8 @@ export const FRESHNESS_EVALUATION = { evaluationPeriods: 3, datapointsToAlarm: 2
  * - per pipeline: freshness (the age of its live data's publication as the
  *   freshness monitor measures it: past the SLA, or not measured, missing
  *   data breaching), data lag (on request), reconciliation failed, publish
- *   failed, out-of-band change (drift), execution stopped (aborted or timed
- *   out), slow run;
+ *   failed, out-of-band change (drift) refused by a swap and, between runs,
+ *   found by the live watch, execution stopped (aborted or timed out), slow run;
  * - per function: throttles, and errors of the functions outside the state machine.
  *
  * Metrics the handlers write through Powertools (Embedded Metric Format)
@@ -96,7 +102,7 @@ export class PublishMonitoring extends Construct {
   /**
    * Keyed by label: `ExecutionsFailed`, `ExecutionsTimedOut`; per pipeline `Freshness:<pipeline>`,
    * `DataLag:<pipeline>` (with freshness.maxDataLagMinutes), `ReconcileFailed:<pipeline>`, `PublishFailed:<pipeline>`,
-   * `OutOfBand:<pipeline>`, `ExecutionStopped:<pipeline>`, `SlowRun:<pipeline>`; per function `Errors:<name>`
+   * `OutOfBand:<pipeline>`, `ExecutionStopped:<pipeline>`, `SlowRun:<pipeline>`, `LiveDrift:<pipeline>` (outOfBand.watch); per function `Errors:<name>`
    * (standalone functions only) and `Throttles:<name>`.
    */
   public readonly alarms: Record<string, Alarm>;
@@ -188,6 +194,8 @@ export class PublishMonitoring extends Construct {
     }
 
     for (const pipeline of props.pipelines) Object.assign(alarms, this.runAlarms(pipeline));
+    const watchPeriod = props.liveWatchPeriod ?? Duration.minutes(60);
+    for (const pipeline of props.pipelines.filter((p) => p.outOfBand.watch)) alarms[`LiveDrift:${pipeline.name}`] = this.liveDriftAlarm(pipeline, watchPeriod);
     for (const [name, fn] of Object.entries(props.standaloneFunctions ?? {})) {
       alarms[`Errors:${name}`] = this.lambdaAlarm(name, 'Errors', fn.metricErrors({ period: EVENT_PERIOD, statistic: Stats.SUM }));
     }
@@ -247,6 +255,37 @@ export class PublishMonitoring extends Construct {
       ),
     };
     return alarms;
+  }
+
+  /**
+   * The live watch's alarm: a state, not an event. Unlike OutOfBand (a
+   * refused swap counted once, SUM over 5 minutes, a period without it
+   * OK again, and EMF's service dimension), the watch reads the live table
+   * once a period: its last reading stands until the next, so the alarm
+   * looks at one watch period, and a period without a reading (the run's
+   * lease held, nothing recorded) keeps its state (`ignore`): it neither
+   * clears a drift nobody repaired nor pages on a skipped watch. A watch
+   * that fails pages through the monitor's Errors alarm.
+   * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
+   */
+  private liveDriftAlarm(pipeline: Pipeline, period: Duration): Alarm {
+    const live = `${pipeline.target.schema}.${pipeline.target.table}`;
+    return new Alarm(this, `LiveDrift-${pipeline.name}`, {
+      alarmDescription:
+        `atomic-publish: pipeline ${pipeline.name}: out-of-band change (drift) between runs: ${live} no longer matches the fingerprint recorded at its latest publication, ` +
+        `so someone else wrote to it since; readers see the table with that change in it. The next swap will refuse to publish over it. ${runbookLine(RUNBOOK.OutOfBand)}`,
+      metric: new Metric({
+        namespace: METRICS_NAMESPACE,
+        metricName: MetricName.LiveDrift,
+        dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
+        statistic: Stats.MAXIMUM,
+        period,
+      }),
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.IGNORE,
+    });
   }
 
   /** One event in the period pages; a period without one is fine (the alarm returns to OK). */

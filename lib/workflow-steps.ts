@@ -61,7 +61,8 @@ export type StarterStepName = keyof typeof STARTER_STEPS;
  * under a role of its own.
  */
 export const MONITOR_STEPS = {
-  FreshnessMonitor: { folder: 'freshness-monitor', timeoutMinutes: 2 },
+  // Its live watch (a second schedule) scans every watched live table once: Lambda's longest timeout.
+  FreshnessMonitor: { folder: 'freshness-monitor', timeoutMinutes: 15 },
 } as const satisfies Record<string, { folder: string; timeoutMinutes: number }>;
 
 export type MonitorStepName = keyof typeof MONITOR_STEPS;

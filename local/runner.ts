@@ -12,6 +12,7 @@ import { HISTORY_LIMIT_ERROR, HistoryCounter, MAX_HISTORY_EVENTS } from './histo
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
+import { isLiveWatchEvent } from '../domain/live-watch.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
@@ -666,15 +667,16 @@ export class LocalRunner {
   }
 
   /**
-   * What the freshness monitor's schedule does when due: invokes its target
+   * What the freshness monitor's schedule (`liveWatch`: the live watch's) does when due: invokes its target
    * function (functions/freshness-monitor) in its synthesized environment,
    * writing to the CloudWatch endpoint `cloudWatchEndpoint` (a local one,
    * local/cloudwatch-api.ts). It measures at the real time, as deployed.
    * Returns what the function returned; throws what it threw.
    */
-  async fireFreshnessMonitor(cloudWatchEndpoint: string): Promise<unknown> {
-    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor'));
-    if (!schedule) throw new Error('the synthesized template has no freshness monitor schedule');
+  async fireFreshnessMonitor(cloudWatchEndpoint: string, options: { readonly liveWatch?: boolean } = {}): Promise<unknown> {
+    // Two schedules invoke the monitor: the freshness one, and the live watch's with its own input.
+    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor') && isLiveWatchEvent(JSON.parse(t.input)) === (options.liveWatch ?? false));
+    if (!schedule) throw new Error(`the synthesized template has no ${options.liveWatch ? 'live watch' : 'freshness monitor'} schedule`);
     const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
     Object.assign(process.env, Object.fromEntries(missing), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;

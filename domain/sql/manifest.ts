@@ -127,6 +127,20 @@ function raise(prefix: string, format: string, ...variables: string[]): string {
 }
 
 /**
+ * The PL/pgSQL that reads `p_columns_query` (out-of-band.ts liveColumnsQuery)
+ * into `cols`, `name type` joined by `;` as columnsText joins them (the
+ * procedure declares `rec RECORD` and `cols varchar(65535) := ''`). Shared
+ * by the swap's out-of-band check and the live watch's record.
+ */
+const COLLECT_LIVE_COLUMNS = `FOR rec IN EXECUTE p_columns_query LOOP
+        IF cols = '' THEN
+          cols := rec.col;
+        ELSE
+          cols := cols || ';' || rec.col;
+        END IF;
+      END LOOP;`;
+
+/**
  * The view `chunk_state` (manifest version 6): a chunk is DONE when a load
  * of its current generation committed (or, from before version 6, when
  * chunks says so), with the rows that load wrote. `loads` above 1 means
@@ -355,13 +369,7 @@ export function manifestDdl(now: Date): string[] {
       cols varchar(65535) := '';
       fp varchar(128);
     BEGIN
-      FOR rec IN EXECUTE p_columns_query LOOP
-        IF cols = '' THEN
-          cols := rec.col;
-        ELSE
-          cols := cols || ';' || rec.col;
-        END IF;
-      END LOOP;
+      ${COLLECT_LIVE_COLUMNS}
       IF cols <> p_columns THEN
         ${raise(OUT_OF_BAND, '%: live columns now [%], planned on [%]', 'p_table', 'cols', 'p_columns')}
       END IF;
@@ -460,6 +468,38 @@ export function manifestDdl(now: Date): string[] {
     `CALL ${M}.add_column_if_missing('batches', 'restatement', 'int')`,
     `UPDATE ${M}.publications SET event_sent_at = ${sqlLiteral(now)}
       WHERE event_sent_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version >= 11)`,
+    // Also version 11 (the live watch, domain/sql/live-watch.ts): each
+    // publication records the live table as it published it (its columns,
+    // and the fingerprint of its rows, those before live_rows_before when
+    // set), taken inside the publish transaction after the publish's last
+    // write, so it is exactly what was published.
+    `CALL ${M}.add_column_if_missing('publications', 'live_columns', 'varchar(65535)')`,
+    `CALL ${M}.add_column_if_missing('publications', 'live_fingerprint', 'varchar(128)')`,
+    `CALL ${M}.add_column_if_missing('publications', 'live_rows_before', 'timestamp')`,
+    // Run last in the publish transaction: reads the live table's columns
+    // and, when they are those the fingerprint query was generated for,
+    // its fingerprint, and records both on the pipeline's newest
+    // publication (the one the transaction inserted). Columns other than
+    // expected (someone altered the table meanwhile) leave the fingerprint
+    // NULL: the watch then reports the publication as not fingerprinted.
+    `CREATE OR REPLACE PROCEDURE ${M}.record_live_fingerprint(
+      p_pipeline varchar(128), p_columns_query varchar(65535), p_columns varchar(65535), p_fingerprint_query varchar(65535), p_rows_before timestamp)
+    AS $$
+    DECLARE
+      rec RECORD;
+      cols varchar(65535) := '';
+      fp varchar(128);
+      latest int;
+    BEGIN
+      ${COLLECT_LIVE_COLUMNS}
+      IF cols = p_columns THEN
+        EXECUTE p_fingerprint_query INTO fp;
+      END IF;
+      SELECT INTO latest MAX(seq) FROM ${M}.publications WHERE pipeline = p_pipeline;
+      UPDATE ${M}.publications SET live_columns = cols, live_fingerprint = fp, live_rows_before = p_rows_before
+       WHERE pipeline = p_pipeline AND seq = latest;
+    END;
+    $$ LANGUAGE plpgsql`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

@@ -13,6 +13,8 @@ import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
 import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from './event-redelivery.ts';
 import { publicationEventSender } from '../emit-metrics/publication-event.ts';
+import { isLiveWatchEvent } from '../../domain/live-watch.ts';
+import { type LiveWatchReport, watchLive } from './live-watch.ts';
 
 export interface FreshnessMonitorOptions {
   readonly warehouse: Warehouse;
@@ -96,11 +98,8 @@ function cloudWatch(endpoint: string | undefined): CloudWatchClient {
   return cached.client;
 }
 
-export const handler = stepHandler((_event: unknown, context: Context) =>
-  monitorFreshness({
-    warehouse: warehouseFor(context),
-    cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)),
-    now: new Date(),
-    events: { send: publicationEventSender() },
-  }),
-);
+export const handler = stepHandler((event: unknown, context: Context): Promise<FreshnessReport | LiveWatchReport> => {
+  const options = { warehouse: warehouseFor(context), cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)), now: new Date() };
+  // The live watch's schedule (its own, slower rate) passes LIVE_WATCH_EVENT.
+  return isLiveWatchEvent(event) ? watchLive(options) : monitorFreshness({ ...options, events: { send: publicationEventSender() } });
+});

@@ -7,6 +7,7 @@ import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { retryPublishTransaction } from '../commons/swap.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
+import { liveWatchStatements } from './live-watch.ts';
 
 /** A publish mode that changes rows of the live table in place (replace-intervals, merge). */
 export interface InPlacePublish {
@@ -37,11 +38,12 @@ export async function publishInPlace(
   const pipeline = frozenPipeline(batch);
   const { schema, table } = pipeline.target;
   const retainedAs = previousVersionTableFor(pipeline, batch.batchId);
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name) : [];
   await retryPublishTransaction(
     warehouse,
     name,
     async () => ({
-      statements: withSourceRecheck(how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs), pipeline, batch, how.recheck ?? []),
+      statements: [...withSourceRecheck(how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs), pipeline, batch, how.recheck ?? []), ...watched],
       locks: [
         { schema, table: batch.stagingTable },
         { schema: MANIFEST_SCHEMA, table: 'publications' },

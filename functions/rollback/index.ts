@@ -12,6 +12,7 @@ import { stepHandler } from '../commons/handler.ts';
 import { retryPublishTransaction, swapAndCarryOver, type Swap } from '../commons/swap.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { type PublishResult, toResult } from '../publish/index.ts';
+import { liveWatchStatements } from '../publish/live-watch.ts';
 
 export interface RollbackEvent {
   /** The batch going live again, as Plan describes it (the spec is today's). */
@@ -46,6 +47,8 @@ export async function rollback(
     return toResult(before, liveTable, true);
   }
   if (target.interval !== undefined) return rollbackIntervals(event, warehouse, waits, name, recorded);
+  // The restored version becomes live: the watch's record is taken of it, with its columns.
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name, target.restoreTable) : [];
   const swap: Swap = {
     pipeline,
     step: 'Rollback',
@@ -54,7 +57,7 @@ export async function rollback(
     retainedAs: target.retainedTable,
     waits,
     name,
-    statements: (facts, factsQuery) => swapRollback(pipeline, target, new Date(), { facts, factsQuery }, waits.lockWaitMs),
+    statements: (facts, factsQuery) => [...swapRollback(pipeline, target, new Date(), { facts, factsQuery }, waits.lockWaitMs), ...watched],
   };
   const recovered = await swapAndCarryOver(warehouse, swap, async (error) => {
     // An earlier attempt whose response was lost may have committed.
@@ -87,12 +90,13 @@ async function rollbackIntervals(
   const pipeline = frozenPipeline(batch);
   const { schema, table } = pipeline.target;
   const liveTable = `${schema}.${table}`;
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name) : [];
   try {
     await retryPublishTransaction(
       warehouse,
       name,
       async () => ({
-        statements: restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs),
+        statements: [...restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs), ...watched],
         locks: [{ schema, table: target.restoreTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }, { schema, table }],
         carried: undefined,
       }),

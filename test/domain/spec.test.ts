@@ -42,7 +42,7 @@ describe('definePipeline defaults', () => {
       publishMode: 'swap',
       checks: { allowEmpty: false },
       retention: { keepVersions: 3 },
-      outOfBand: { expectedWriters: false },
+      outOfBand: { expectedWriters: false, watch: true },
     });
     expect(pipeline.schedule).toBeUndefined();
     expect(pipeline.specHash).toMatch(/^[0-9a-f]{64}$/);
@@ -109,6 +109,14 @@ describe('definePipeline defaults', () => {
       retention: { keepVersions: 3 },
     });
     expect(pipeline.specHash).toBe(definePipeline(ordersSpec).specHash);
+  });
+
+  it('watches the live table between runs by default for a swap only (in place the record is a full scan), unless outOfBand.watch says otherwise, without touching the spec hash', () => {
+    expect(definePipeline(specWith({ publishMode: 'replace-intervals' })).outOfBand).toEqual({ expectedWriters: false, watch: false });
+    expect(definePipeline(specWith({ publishMode: 'replace-intervals', outOfBand: { watch: true } })).outOfBand.watch).toBe(true);
+    const unwatched = definePipeline(specWith({ outOfBand: { watch: false } }));
+    expect(unwatched.outOfBand.watch).toBe(false);
+    expect(unwatched.specHash).toBe(definePipeline(ordersSpec).specHash);
   });
 
   it('accepts a table name of exactly the maximum length', () => {
@@ -252,6 +260,7 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a retention.keepVersions above 100', { retention: { keepVersions: 101 } }, /^pipeline orders: retention\.keepVersions/],
     ['a fractional retention.keepVersions', { retention: { keepVersions: 1.5 } }, /^pipeline orders: retention\.keepVersions/],
     ['a non-boolean outOfBand.expectedWriters', { outOfBand: { expectedWriters: 'yes' as unknown as boolean } }, /^pipeline orders: outOfBand\.expectedWriters must be true or false$/],
+    ['a non-boolean outOfBand.watch', { outOfBand: { watch: 1 as unknown as boolean } }, /^pipeline orders: outOfBand\.watch must be true or false$/],
   ];
 
   it.each(cases)('rejects %s', (_what, overrides, message) => {

@@ -6,6 +6,7 @@ import { buildApp } from '../../lib/app.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { App } from 'aws-cdk-lib';
 import { definePipeline } from '../../domain/spec.ts';
+import { LIVE_WATCH_EVENT } from '../../domain/live-watch.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
@@ -733,6 +734,27 @@ describe('on-call topic and alarms', () => {
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'PublishAgeSeconds', Period: 120 });
     expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '1.5' } })).toThrow(/freshnessMonitorRateMinutes must be a whole number of minutes/);
     expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '90' } })).toThrow(/freshnessMonitorRate must be a whole number of minutes from 1 to 60/);
+  });
+});
+
+describe('the live watch', () => {
+  it('runs the same function every hour by default on a schedule of its own, with the live watch input, without retries; the function may take 15 minutes to scan', () => {
+    const monitorFn = logicalId(stack.freshnessMonitor.function.node.defaultChild);
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 hour)',
+      FlexibleTimeWindow: { Mode: 'OFF' },
+      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [monitorFn, 'Arn'] }, Input: JSON.stringify(LIVE_WATCH_EVENT), RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 3600 } }),
+    });
+    expect(template.toJSON().Resources[monitorFn].Properties.Timeout).toBe(900);
+  });
+
+  it('takes its rate from context, and the drift alarms follow it; refuses a rate over a day', () => {
+    const { stack: other } = buildApp({ bundling: false, outdir, context: { liveWatchRateMinutes: '30' } });
+    const t = Template.fromStack(other);
+    t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(30 minutes)', Target: Match.objectLike({ Input: JSON.stringify(LIVE_WATCH_EVENT) }) });
+    t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'LiveDrift', Period: 1800 });
+    t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(5 minutes)' });
+    expect(() => buildApp({ bundling: false, outdir, context: { liveWatchRateMinutes: '1441' } })).toThrow(/liveWatchRate must be a whole number of minutes from 1 to 1440/);
   });
 });
 

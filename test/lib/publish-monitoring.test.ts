@@ -90,6 +90,36 @@ describe('per pipeline, alarms on its runs', () => {
   });
 });
 
+describe('per watched pipeline, the live drift alarm', () => {
+  it('pages while the live watch last found the table drifted: LiveDrift of the Pipeline dimension it writes, one hour-long watch period, a skipped watch keeping the state', () => {
+    const props = alarmProps(stack, 'LiveDrift:sales_order_lines');
+    expect(props).toMatchObject({
+      Namespace: 'AtomicPublish',
+      MetricName: 'LiveDrift',
+      Statistic: 'Maximum',
+      Period: 3600,
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      EvaluationPeriods: 1,
+      TreatMissingData: 'ignore',
+      AlarmActions: [topicRef(stack)],
+      OKActions: [topicRef(stack)],
+    });
+    expect(dimensionsOf(props)).toEqual({ Pipeline: 'sales_order_lines' });
+    expect(props.AlarmDescription).toMatch(/^atomic-publish: pipeline sales_order_lines: out-of-band change \(drift\) between runs: analytics\.sales_order_lines no longer matches/);
+    expect(props.AlarmDescription).toContain(runbookLine(RUNBOOK.OutOfBand));
+  });
+
+  it('exists for a swap by default and for an in-place mode only when outOfBand.watch asks', () => {
+    const stackOf = (id: string, spec: Parameters<typeof definePipeline>[0]) =>
+      new AtomicPublishStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), id, { warehouse: { database: 'dev', workgroupName: 'wg' }, pipelines: [definePipeline(spec)] });
+    const inPlace = { ...salesOrderLines, publishMode: 'replace-intervals' as const };
+    expect(stackOf('InPlace', inPlace).alarms['LiveDrift:sales_order_lines']).toBeUndefined();
+    expect(stackOf('InPlaceWatched', { ...inPlace, outOfBand: { watch: true } }).alarms['LiveDrift:sales_order_lines']).toBeDefined();
+    expect(stackOf('SwapUnwatched', { ...salesOrderLines, outOfBand: { watch: false } }).alarms['LiveDrift:sales_order_lines']).toBeUndefined();
+  });
+});
+
 describe('per function, Lambda alarms', () => {
   it('pages on throttles of every function, and on errors only of those no Catch watches', () => {
     const steps = Object.keys(stack.functions).filter((name) => name !== 'CancelOrphans');

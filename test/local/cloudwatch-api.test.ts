@@ -281,7 +281,7 @@ describe('the stack\'s alarms, read from the synthesized template', () => {
     const topicId = Object.entries(template.Resources).find(([, r]) => r.Type === 'AWS::SNS::Topic')![0];
     // ApproximateNumberOfMessagesVisible: the missed scheduled starts (lib/pipeline-schedules.ts).
     expect([...new Set(alarms.map((a) => a.metricName))].sort()).toEqual([
-      'ApproximateNumberOfMessagesVisible', 'Errors', 'ExecutionStopped', 'ExecutionsFailed', 'ExecutionsTimedOut', 'OutOfBandChange', 'PublishAgeSeconds', 'PublishFailed', 'ReconcileFailed', 'RunDurationSeconds', 'Throttles',
+      'ApproximateNumberOfMessagesVisible', 'Errors', 'ExecutionStopped', 'ExecutionsFailed', 'ExecutionsTimedOut', 'LiveDrift', 'OutOfBandChange', 'PublishAgeSeconds', 'PublishFailed', 'ReconcileFailed', 'RunDurationSeconds', 'Throttles',
     ]);
     for (const a of alarms) expect(a.actions.ALARM).toEqual([`arn:aws:sns:local:000000000000:${topicId}`]);
     expect(alarms.find((a) => a.metricName === 'ExecutionsFailed')).toMatchObject({ statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, treatMissingData: 'notBreaching' });

@@ -37,6 +37,8 @@ describe('npm run setup-sql', () => {
       'GRANT USAGE ON SCHEMA "atomic_publish" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT SELECT ON TABLE "atomic_publish"."publications" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT UPDATE ("event_sent_at") ON TABLE "atomic_publish"."publications" TO "IAMR:atomicpublish-handlers-monitor";',
+      // The pipeline is a swap, watched between runs: the live watch reads the lease.
+      'GRANT SELECT ON TABLE "atomic_publish"."pipeline_leases" TO "IAMR:atomicpublish-handlers-monitor";',
     ]);
     expect(sql).toMatch(/^-- atomic-publish freshness monitor setup for pipeline sales_order_lines/);
     expect(setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor', '--user', 'reader'], pipelines, { database: 'dev' })).toContain('TO "reader";');

@@ -1,5 +1,5 @@
 // Imported first by a test file (before workflow.ts): the sample pipeline
-// published by replace-intervals, with a lookback of one day, in that
+// published by replace-intervals, with a lookback of one day and the live watch, in that
 // file's module graph. Vitest gives each test file its own modules, so
 // other files keep the swap.
 import { definePipeline } from '../../domain/spec.ts';
@@ -10,4 +10,5 @@ import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 export const LOOKBACK = 1;
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
-pipelines[index] = definePipeline({ ...salesOrderLines, publishMode: 'replace-intervals', lookback: LOOKBACK });
+// Watched (outOfBand.watch, off by default in place): each publication records the live table's fingerprint.
+pipelines[index] = definePipeline({ ...salesOrderLines, publishMode: 'replace-intervals', lookback: LOOKBACK, outOfBand: { watch: true } });

@@ -13,10 +13,11 @@ import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { DEFAULT_POLL, type Warehouse } from '../../functions/commons/warehouse.ts';
 import { monitorSetupStatements } from '../../domain/sql/setup.ts';
 import { ensureLocalUser } from '../../local/database-users.ts';
-import { localCloudWatchClient, localWarehouse } from '../../local/aws-clients.ts';
-import { alarmsFromTemplate, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
-import { type AlarmTransition, type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
-import { SnsOutbox } from '../../local/sns-outbox.ts';
+import { localWarehouse } from '../../local/aws-clients.ts';
+import type { MetricAlarm } from '../../local/cloudwatch-alarms.ts';
+import type { AlarmTransition, LocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import type { SnsOutbox } from '../../local/sns-outbox.ts';
+import { useLocalAlarm } from '../support/local-alarm.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { inputFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
@@ -70,13 +71,7 @@ const livePublishedAt = async () =>
 beforeAll(async () => {
   wf = await useWorkflow('wf_freshness');
   await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 8 });
-  const alarms = alarmsFromTemplate(wf.runner.workflow.template);
-  alarm = alarms.find((a) => a.metricName === 'PublishAgeSeconds' && a.dimensions.Pipeline === PIPELINE.name)!;
-  period = alarm.periodSeconds * 1000;
-  outbox = new SnsOutbox(wf.outboxFile);
-  cw = await startLocalCloudWatchApi({ alarms, outbox });
-  client = localCloudWatchClient(cw.endpoint);
-  warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
+  ({ alarm, period, cw, client, outbox, warehouse } = await useLocalAlarm(wf, 'PublishAgeSeconds'));
 });
 afterAll(async () => {
   await cw?.close();

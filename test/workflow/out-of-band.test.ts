@@ -11,7 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plan, type PlanEvent } from '../../functions/plan/index.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { definePipelines } from '../../domain/spec.ts';
-import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { localCloudWatchClient, localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
+import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
@@ -246,6 +248,26 @@ describe('an expected writer (outOfBand.expectedWriters)', () => {
     expect(observed.reads.filter((r) => r.error)).toEqual([]);
     // A reader saw the old table (with the row) until the commit, then the new one: never a table without the tail row.
     for (const read of observed.reads.filter((r) => r.phase === 'after')) expect(read.count).toBe(expected.rows + 1);
+  });
+
+  it('has the live watch fingerprint only the rows before the batch end: a row the writer appends later is no drift, one before the end is', async () => {
+    const [recorded] = await wf.query<{ live_rows_before: Date; live_fingerprint: string }>(
+      `SELECT live_rows_before, live_fingerprint FROM atomic_publish.publications ORDER BY seq DESC LIMIT 1`,
+    );
+    expect(recorded!.live_rows_before).toEqual(sampleDay(9));
+    expect(recorded!.live_fingerprint).toMatch(new RegExp(`^${(await wf.expected(9)).rows}:`));
+    const cw = await startLocalCloudWatchApi({ alarms: [] });
+    try {
+      const watch = () =>
+        watchLive({ warehouse: localWarehouse(wf.wh.endpoint, wf.wh.pg.database), cloudWatch: localCloudWatchClient(cw.endpoint), now: new Date(), pipelines: registry });
+      await insertLiveRow(900004, new Date(sampleDay(10).getTime() + 3_600_000));
+      expect((await watch()).watched[PIPELINE.name]).toEqual({ outcome: 'matches', seq: expect.any(Number) });
+      await insertLiveRow(900005, sampleDay(4));
+      expect((await watch()).watched[PIPELINE.name]).toMatchObject({ outcome: 'drifted', differences: [expect.stringMatching(/later rows are expected writers'/)] });
+    } finally {
+      await wf.query(`DELETE FROM ${LIVE} WHERE order_id IN (900004, 900005)`);
+      await cw.close();
+    }
   });
 
   it('still refuses rows written before the batch end', async () => {

@@ -5,6 +5,8 @@ import '../support/intervals-pipeline.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
 import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
+import { liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
+import { localWarehouse } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
@@ -122,6 +124,15 @@ describe('replace-intervals', () => {
       rows_published: String(expectedMonth.rows),
       old_version_table: retained,
     });
+    // Watched (test/support/intervals-pipeline.ts): the publication recorded the whole live table as the replace left it.
+    const [recorded] = await wf.query<{ live_columns: string; live_fingerprint: string }>(
+      `SELECT live_columns, live_fingerprint FROM atomic_publish.publications WHERE batch_id = $1`,
+      [batchId],
+    );
+    const [now] = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).query(liveFingerprintQuery(PIPELINE, recorded!.live_columns.split(';')), 'test-live-fingerprint');
+    expect(recorded!.live_columns).toMatch(/^order_id bigint;line_no integer;.*;unit_price numeric\(12,4\)$/);
+    expect(recorded!.live_fingerprint).toBe(now!.fingerprint);
+    expect(recorded!.live_fingerprint).toMatch(new RegExp(`^${after.all.rows}:`));
   });
 
   it('replays the backfill without changing anything', async () => {

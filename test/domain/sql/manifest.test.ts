@@ -27,7 +27,8 @@ describe('manifestDdl', () => {
     const procedure = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('));
     const calls = ddl.flatMap((sql, i) => (sql.startsWith('CALL "atomic_publish".add_column_if_missing') ? [[i, sql] as const] : []));
     expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(5);
-    expect(calls.map(([, sql]) => sql)).toEqual([
+    // Versions 5 to 10; later versions append theirs.
+    expect(calls.map(([, sql]) => sql).slice(0, 6)).toEqual([
       `CALL "atomic_publish".add_column_if_missing('publications', 'rollback_of', 'int')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'restored_at', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
@@ -77,6 +78,18 @@ describe('manifestDdl', () => {
     const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".check_results ('));
     const severity = ddl.findIndex((sql) => sql.includes("'check_results', 'severity', 'varchar(8)'"));
     expect(severity).toBeGreaterThan(table);
+  });
+
+  it('adds in version 11 what each publication recorded of the live table, and the procedure recording it on the newest publication', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(11);
+    const added = ['live_columns', 'live_fingerprint', 'live_rows_before'].map((column) => ddl.findIndex((sql) => sql.includes(`'publications', '${column}'`)));
+    expect(Math.min(...added)).toBeGreaterThan(ddl.findIndex((sql) => sql.includes("'check_results', 'severity'")));
+    const procedure = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".record_live_fingerprint('))!;
+    expect(procedure).toContain('IF cols = p_columns THEN');
+    expect(procedure).toContain('UPDATE "atomic_publish".publications SET live_columns = cols, live_fingerprint = fp, live_rows_before = p_rows_before');
+    expect(ddl.indexOf(procedure)).toBeGreaterThan(Math.max(...added));
+    expect(ddl.indexOf(procedure)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
   });
 
   it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {

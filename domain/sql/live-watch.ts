@@ -1,0 +1,56 @@
+/**
+ * The SQL of the live watch (domain/live-watch.ts): the publish
+ * transaction records the live table's columns and fingerprint as it
+ * publishes it; between runs the freshness monitor reads that record, the
+ * lease, and the live table's fingerprint now. The fingerprint is the one
+ * Plan's baseline takes (domain/sql/out-of-band.ts liveFingerprintQuery),
+ * so both compare the same text computed the same way.
+ */
+import { sqlLiteral } from '../identifiers.ts';
+import type { Pipeline } from '../spec.ts';
+import { columnsText, liveColumnsQuery, liveFingerprintQuery } from './out-of-band.ts';
+import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
+
+/**
+ * The last statement of a publish transaction whose pipeline is watched:
+ * the manifest's record_live_fingerprint procedure (version 11) reads the
+ * live table as the transaction leaves it (the staging table renamed to
+ * live, or the live rows replaced or merged) and records it on the
+ * publication just inserted. `columns` are the `name type` texts the
+ * published table has (a swap: those of Plan's baseline, which staging was
+ * created like; in place: the live table's, read before the transaction);
+ * `rowsBefore`, with expected writers, the publication's end: only the rows
+ * before it are the pipeline's.
+ */
+export function recordLiveFingerprint(pipeline: Pipeline, columns: readonly string[], rowsBefore?: string): string {
+  const { schema, table } = pipeline.target;
+  const fingerprint = liveFingerprintQuery(pipeline, columns, rowsBefore);
+  const before = rowsBefore === undefined ? 'CAST(NULL AS timestamp)' : sqlLiteral(new Date(rowsBefore));
+  return `CALL ${M}.record_live_fingerprint(${sqlLiteral(pipeline.name)}, ${sqlLiteral(liveColumnsQuery(schema, table).sql)}, ${sqlLiteral(
+    columnsText(columns),
+  )}, ${sqlLiteral(fingerprint.sql)}, ${before})`;
+}
+
+/**
+ * The pipeline's newest publication and what it recorded of the live
+ * table: `seq`, `live_columns`, `live_fingerprint`, `live_rows_before`
+ * (all NULL for a publication that recorded nothing: made before version
+ * 11, by a group, a view switch or a migration, or with the watch off).
+ * No row when the pipeline never published.
+ */
+export function recordedLive(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, live_columns, live_fingerprint, live_rows_before FROM ${M}.publications
+           WHERE pipeline = :pipeline ORDER BY seq DESC LIMIT 1`,
+    parameters: { pipeline },
+  };
+}
+
+/** The pipeline's newest publication's seq (0 when none) and whether a run holds its lease now (`leased` 1 or 0). */
+export function publicationAndLease(pipeline: string, now: Date): Statement {
+  return {
+    sql: `SELECT (SELECT COALESCE(MAX(seq), 0) FROM ${M}.publications WHERE pipeline = :pipeline) AS seq,
+                 (SELECT COUNT(*) FROM ${M}.pipeline_leases WHERE pipeline = :pipeline AND expires_at > CAST(:now AS timestamp)) AS leased`,
+    parameters: { pipeline, now: timestampParam(now) },
+  };
+}

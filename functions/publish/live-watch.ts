@@ -1,0 +1,29 @@
+import type { BatchRef } from '../../domain/batch.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { recordLiveFingerprint } from '../../domain/sql/live-watch.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import { unboundedScans } from '../../domain/sql/publish.ts';
+import type { Warehouse } from '../commons/warehouse.ts';
+
+/**
+ * The end of a publish transaction of a watched pipeline that knows no
+ * baseline (in place; a rollback): the live table's fingerprint recorded
+ * on the publication (domain/sql/live-watch.ts), generated for the columns
+ * of the table that is live after the transaction (`incoming`: the live
+ * table itself, or for a swapped-in rollback the restored version; one
+ * catalog read before the transaction; the procedure records no
+ * fingerprint if they are not those when it runs). A full scan of the live
+ * table, outside the lock wait's bound. With expected writers, only the
+ * rows before the batch's end are fingerprinted.
+ */
+export async function liveWatchStatements(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  lockWaitMs: number,
+  name: (step: string) => string,
+  incoming: string = pipeline.target.table,
+): Promise<string[]> {
+  const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, incoming), name('live-watch-columns'))).map((r) => String(r.col));
+  return unboundedScans([recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)], lockWaitMs);
+}
