@@ -27,8 +27,8 @@ describe('manifestDdl', () => {
     const procedure = ddl.findIndex((sql) => sql.includes('PROCEDURE "atomic_publish".add_column_if_missing('));
     const calls = ddl.flatMap((sql, i) => (sql.startsWith('CALL "atomic_publish".add_column_if_missing') ? [[i, sql] as const] : []));
     expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(5);
-    // Versions 5 to 10; later versions append theirs.
-    expect(calls.map(([, sql]) => sql).slice(0, 6)).toEqual([
+    // Versions 5 to 11 in order.
+    expect(calls.map(([, sql]) => sql)).toEqual([
       `CALL "atomic_publish".add_column_if_missing('publications', 'rollback_of', 'int')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'restored_at', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'publish_mode', 'varchar(32)')`,
@@ -38,6 +38,9 @@ describe('manifestDdl', () => {
       `CALL "atomic_publish".add_column_if_missing('publications', 'event_sent_at', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'restatement', 'int')`,
       `CALL "atomic_publish".add_column_if_missing('batches', 'restatement', 'int')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'live_columns', 'varchar(65535)')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'live_fingerprint', 'varchar(128)')`,
+      `CALL "atomic_publish".add_column_if_missing('publications', 'live_rows_before', 'timestamp')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
