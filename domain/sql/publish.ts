@@ -16,7 +16,7 @@ import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } fr
 
 export function batchState(batchId: string): Statement {
   return {
-    sql: `SELECT b.status, b.attempt, p.seq, p.published_at, p.old_version_table, p.rows_published
+    sql: `SELECT b.status, b.attempt, b.purpose, p.seq, p.published_at, p.old_version_table, p.rows_published
             FROM ${M}.batches b LEFT JOIN ${M}.publications p ON p.batch_id = b.batch_id
            WHERE b.batch_id = :batch_id`,
     parameters: { batch_id: batchId },

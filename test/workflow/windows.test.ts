@@ -79,7 +79,7 @@ describe('a batch longer than one window', () => {
     expect(wf.calls.filter((c) => c.state === 'PlanWindow')).toHaveLength(3);
     expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
     // The parent's history holds no chunk: only the Distributed Map's state.
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(result.events.some((e) => e.state?.name === 'WindowLoadChunk')).toBe(false);
     const loads = await wf.query<{ chunk_index: number; loads: string; status: string }>(
       'SELECT chunk_index, loads, status FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',

@@ -34,6 +34,7 @@ describe('manifestDdl', () => {
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_start', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'interval_end', 'timestamp')`,
       `CALL "atomic_publish".add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
+      `CALL "atomic_publish".add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
@@ -70,15 +71,24 @@ describe('manifestDdl', () => {
 
   it('adds in version 10 the severity of each check result, after the table it extends', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(10);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(10);
     const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".check_results ('));
     const severity = ddl.findIndex((sql) => sql.includes("'check_results', 'severity', 'varchar(8)'"));
     expect(severity).toBeGreaterThan(table);
   });
 
+  it('adds in version 11 the purpose of each batch (a check or a publishing batch), after the table it extends', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(11);
+    const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batches ('));
+    const purpose = ddl.findIndex((sql) => sql.includes("'batches', 'purpose', 'varchar(16)'"));
+    expect(table).toBeGreaterThanOrEqual(0);
+    expect(purpose).toBeGreaterThan(table);
+  });
+
   it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {
     const ddl = manifestDdl(NOW);
-    expect(MANIFEST_VERSION).toBe(10);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(10);
     const recheck = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_source_unchanged('))!;
     expect(recheck).toContain('EXECUTE p_query INTO fp;');
     expect(recheck).toContain("RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;");
