@@ -1,6 +1,7 @@
 /** `status` and `history`: what the manifest, Step Functions and CloudWatch say of a pipeline. */
 import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
+import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
 import { latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
@@ -35,7 +36,8 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
   const rows = [];
   for (const pipeline of chosen) {
     const live = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
-    const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1), 'status:batch'))[0] : undefined;
+    // A check is no run of the pipeline's data: the last batch is the last that could publish.
+    const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1, false), 'status:batch'))[0] : undefined;
     const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
     const ageMinutes = publishedAt ? Math.floor((now - Date.parse(`${String(publishedAt).replace(' ', 'T')}Z`)) / 60_000) : undefined;
     const sla = pipeline.freshness.slaMinutes;
@@ -84,6 +86,8 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
     return {
       batchId: text(b.batch_id),
       mode: text(b.mode),
+      // A check ran the gate without publishing (`atomic-publish check`).
+      purpose: text(b.purpose) || BatchPurpose.publish,
       from: text(b.interval_start),
       to: text(b.interval_end),
       status: text(b.status),
@@ -107,7 +111,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
       ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'started at'],
       rows.map((r) => [
         r.batchId,
-        r.mode,
+        r.purpose === BatchPurpose.check ? `${r.mode} (check)` : r.mode,
         `${r.from} .. ${r.to}`,
         r.status,
         r.attempt,

@@ -2,7 +2,7 @@
  * The SQL the command line (bin/atomic-publish.ts) reads the manifest with:
  * read-only, one statement each.
  */
-import { ChunkStatus } from '../batch.ts';
+import { BatchPurpose, ChunkStatus } from '../batch.ts';
 import { sqlLiteral } from '../identifiers.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
@@ -39,14 +39,25 @@ export function newestPublication(pipeline: string): Statement {
   };
 }
 
-/** The pipeline's batches, newest first, at most `limit`. */
-export function recentBatches(pipeline: string, limit: number): Statement {
+/** The pipeline's batches, newest first, at most `limit`; without checks (`batches.purpose` 'check') unless `withChecks`. */
+export function recentBatches(pipeline: string, limit: number, withChecks = true): Statement {
   return {
-    sql: `SELECT batch_id, mode, interval_start, interval_end, status, attempt, chunk_count, rows_written, rows_rejected,
+    sql: `SELECT batch_id, mode, purpose, interval_start, interval_end, status, attempt, chunk_count, rows_written, rows_rejected,
                  started_at, finished_at, execution_id, error
-            FROM ${M}.batches WHERE pipeline = :pipeline
+            FROM ${M}.batches WHERE pipeline = :pipeline${withChecks ? '' : ` AND (purpose IS NULL OR purpose <> ${sqlLiteral(BatchPurpose.check)})`}
            ORDER BY started_at DESC LIMIT CAST(:limit AS int)`,
     parameters: { pipeline, limit: String(limit) },
+  };
+}
+
+/** A batch's status and the check results of its latest attempt (what `check` prints). */
+export function batchCheckResults(batchId: string): Statement {
+  return {
+    sql: `SELECT b.status, r.check_name, r.passed, r.observed, r.expected, r.details
+            FROM ${M}.batches b LEFT JOIN ${M}.check_results r ON r.batch_id = b.batch_id AND r.attempt = b.attempt
+           WHERE b.batch_id = :batch_id
+           ORDER BY r.check_name`,
+    parameters: { batch_id: batchId },
   };
 }
 
