@@ -179,6 +179,8 @@ describe('bad check input, refused in Plan before anything is written', () => {
     ['check not a boolean', { ...check(), check: 'yes' }, /^input\.check must be true or false, got "yes"/],
     ['check with restate', { ...check(), restate: true }, /^input\.check and input\.restate exclude each other/],
     ['check with rollback', { pipeline: PIPELINE.name, rollback: {}, check: true }, /^input\.check runs the gate of one pipeline's interval without publishing; a rollback input takes no check/],
+    ['check with a migration', { pipeline: PIPELINE.name, migrate: true, check: true }, /; a migration input takes no check/],
+    ['check with a group', { group: 'sales', check: true }, /; a publish group input takes no check/],
   ];
   for (const [what, input, message] of cases) {
     it(what, async () => {
