@@ -57,7 +57,7 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     const failed = lines.filter((l) => !l.passed && !isLocation(l.check)).map((l) => l.check);
     const next = passed
       ? undefined
-      : `nothing was published. The failing checks above say what differs; the difference_located, missing_in_* and rows_changed rows say where ` +
+      : `nothing was published. The failing checks above say what differs${lines.some((l) => isLocation(l.check)) ? `; the ${LOCATION_CHECKS.join(', ')} rows say where` : ''} ` +
         `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (${again}): ` +
         `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
     const summary = { ...result, check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
