@@ -4,7 +4,7 @@
  */
 import { BatchPurpose, ChunkStatus } from '../batch.ts';
 import { sqlLiteral } from '../identifiers.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
+import { MANIFEST as M, MANIFEST_SCHEMA, type Statement, timestampParam } from './statement.ts';
 
 const DONE = sqlLiteral(ChunkStatus.DONE);
 
@@ -39,12 +39,28 @@ export function newestPublication(pipeline: string): Statement {
   };
 }
 
-/** The pipeline's batches, newest first, at most `limit`; without checks (`batches.purpose` 'check') unless `withChecks`. */
-export function recentBatches(pipeline: string, limit: number, withChecks = true): Statement {
+/**
+ * Whether `batches` has `purpose` (`present` 1 or 0): manifest version 11
+ * on, installed by the first Plan after a deploy; the command line may read
+ * a manifest before that.
+ */
+export function batchPurposePresent(): Statement {
   return {
-    sql: `SELECT batch_id, mode, purpose, interval_start, interval_end, status, attempt, chunk_count, rows_written, rows_rejected,
-                 started_at, finished_at, execution_id, error
-            FROM ${M}.batches WHERE pipeline = :pipeline${withChecks ? '' : ` AND (purpose IS NULL OR purpose <> ${sqlLiteral(BatchPurpose.check)})`}
+    sql: `SELECT COUNT(*) AS present FROM information_schema.columns WHERE table_schema = :schema AND table_name = :table AND column_name = :column`,
+    parameters: { schema: MANIFEST_SCHEMA, table: 'batches', column: 'purpose' },
+  };
+}
+
+/**
+ * The pipeline's batches, newest first, at most `limit`; `purpose` says
+ * whether the manifest has `batches.purpose` (batchPurposePresent), and
+ * then checks are left out unless `withChecks`.
+ */
+export function recentBatches(pipeline: string, limit: number, purpose: boolean, withChecks = true): Statement {
+  return {
+    sql: `SELECT batch_id, mode, ${purpose ? 'purpose' : 'CAST(NULL AS varchar(16)) AS purpose'}, interval_start, interval_end, status, attempt, chunk_count,
+                 rows_written, rows_rejected, started_at, finished_at, execution_id, error
+            FROM ${M}.batches WHERE pipeline = :pipeline${purpose && !withChecks ? ` AND (purpose IS NULL OR purpose <> ${sqlLiteral(BatchPurpose.check)})` : ''}
            ORDER BY started_at DESC LIMIT CAST(:limit AS int)`,
     parameters: { pipeline, limit: String(limit) },
   };
