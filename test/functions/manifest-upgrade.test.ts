@@ -2,9 +2,12 @@
 // mode): from version 4, the rollback columns are added to an existing
 // publications table without touching its rows, and a second install (a
 // replay, or a second Plan) adds nothing twice; from version 5, chunks
-// loaded before keep their state under chunk_state.
+// loaded before keep their state under chunk_state; from version 10,
+// batches get purpose, and what reads it works before and after.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { batchPurposePresent, recentBatches } from '../../domain/sql/cli.ts';
+import { batchState } from '../../domain/sql/publish.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
@@ -75,5 +78,36 @@ describe('manifest version 6', () => {
       { chunk_index: 1, status: 'LOADING', generation: 1, rows: null, loads: 0 },
       { chunk_index: 2, status: 'DONE', generation: 0, rows: 9, loads: 1 },
     ]);
+  });
+});
+
+describe('manifest version 11', () => {
+  it('adds batches.purpose to a version 10 batches table, its rows NULL (publishing); the command line and Publish read both versions', async () => {
+    const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
+    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    // What version 10 left: batches without purpose, and one batch.
+    await wh.query('ALTER TABLE atomic_publish.batches DROP COLUMN purpose');
+    await wh.query('DELETE FROM atomic_publish.manifest_version WHERE version = 11');
+    await wh.query(
+      `INSERT INTO atomic_publish.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version, execution_id, status, attempt,
+                                           base_publication, staging_table, chunk_count, started_at)
+       VALUES ('aaaaaaaaaaaaaaaa', 'orders', 'swap', '2026-01-01', '2026-01-02', 'h', 'c', 'e', 'PUBLISHED', 1, 0, 'orders__stg_aaaaaaaaaaaaaaaa', 1, '2026-01-02')`,
+    );
+    const read = async () => {
+      const present = Number((await warehouse.query(batchPurposePresent(), 'manifest-upgrade:purpose'))[0]?.present) > 0;
+      return {
+        present,
+        batches: (await warehouse.query(recentBatches('orders', 5, present, false), 'manifest-upgrade:batches')).map((b) => [b.batch_id, b.purpose]),
+        state: (await warehouse.query(batchState('aaaaaaaaaaaaaaaa'), 'manifest-upgrade:state')).map((b) => [b.status, b.purpose]),
+      };
+    };
+    expect(await read()).toEqual({ present: false, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', undefined]] });
+
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:again');
+
+    expect(await read()).toEqual({ present: true, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', null]] });
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
   });
 });
