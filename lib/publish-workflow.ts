@@ -359,7 +359,9 @@ export class PublishWorkflow extends Construct {
     });
     // A check (input `"check": true`, Plan's `plan.batch.check`) ends after Reconcile, its verdict in
     // `$.reconcile` (a failed gate is the answer, not a failure): CheckCleanup drops its staging,
-    // records the verdict and releases the lease; nothing publishes.
+    // records the verdict and releases the lease; nothing publishes. CheckOnly tests the flag with
+    // IsPresent, so a plan without it (every other batch) takes the Default, Publish
+    // ("Choice workflow state", https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html).
     const checkCleanup = task('CheckCleanup', { payload: batchAndExecution, resultPath: '$.cleanup' }, 'Cleanup');
     for (const step of [reconcile, publish, rollback, emitMetrics, cleanup, checkCleanup]) step.addCatch(recordFailure, catchAll);
     rollback.next(emitMetrics);
