@@ -90,6 +90,20 @@ describe('a batch longer than one window', () => {
     wf.reset();
   });
 
+  it('checks a batch in windows too: its windows load, then CheckOnly ends it at Checked, nothing published', async () => {
+    const live = await wf.fingerprint(LIVE);
+
+    const result = await wf.run({ ...inputFor(TO_DAY), check: true }, 'windows-check');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'CheckCleanup', 'Checked']);
+    expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    expect((result.output?.reconcile as { passed: boolean }).passed).toBe(true);
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await wf.derivedTables()).not.toContainEqual(expect.stringContaining('__stg_'));
+    wf.reset();
+  });
+
   it('ends a replay at NothingToPublish without starting a window', async () => {
     const result = await wf.run(inputFor(TO_DAY), 'windows-replay');
 
