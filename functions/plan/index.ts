@@ -280,7 +280,7 @@ export async function plan(
   warehouse: Warehouse = warehouseFromEnv(),
   registry: readonly Pipeline[] = pipelines,
 ): Promise<PlanResult> {
-  refuseRerunOfOtherInputs(event?.input);
+  refuseCheckOfOtherInputs(event?.input);
   if (isRollbackInput(event?.input)) return planRollback(event, warehouse, registry);
   if (isMigrationInput(event?.input)) return planMigration(event, warehouse, registry);
   const pipeline = resolvePipeline(event?.input, registry);
@@ -310,11 +310,11 @@ export async function plan(
 }
 
 /**
- * An input with `check` or `restate` is a pipeline run's: a rollback,
- * migration or group input with either is refused before anything is
- * written (their own checks of unknown fields name only their fields).
+ * `check` belongs to a pipeline run's input: a rollback, migration or
+ * group input with it is refused before anything is written, saying why
+ * (their own checks of unknown fields would only list their fields).
  */
-export function refuseRerunOfOtherInputs(input: unknown): void {
+export function refuseCheckOfOtherInputs(input: unknown): void {
   if (typeof input !== 'object' || input === null || !('check' in input)) return;
   const kind = isRollbackInput(input) ? 'a rollback' : isMigrationInput(input) ? 'a migration' : isGroupInput(input) ? 'a publish group' : undefined;
   if (kind !== undefined) {
@@ -471,7 +471,7 @@ export const handler = stepHandler(async (event: PlanEvent | WindowEvent, contex
   // A window's first step (PlanWindow) of a batch planned in windows.
   if (isWindowEvent(event)) return planWindow(event, warehouse);
   // First: with the warehouse's circuit breaker open, the execution ends here (functions/commons/breaker.ts).
-  refuseRerunOfOtherInputs(event?.input);
+  refuseCheckOfOtherInputs(event?.input);
   await breakerGuard(warehouse, event?.executionId);
   const result = isGroupInput(event?.input) ? await planGroup(event, warehouse, pipelines) : await plan(event, warehouse);
   // A replay is a successful run.
