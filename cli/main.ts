@@ -8,9 +8,10 @@ import { Command, CommanderError, Option } from 'commander';
 import { AtomicPublishError, ValidationError } from '../domain/errors.ts';
 import { contextFrom, type GlobalOptions, isUnreachable } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
+import { check } from './check.ts';
 import { plan } from './plan.ts';
 import { rollback, run } from './run.ts';
-import { type CliIo, intervalOf, pipelineNamed } from './shared.ts';
+import type { CliIo } from './shared.ts';
 import { history, status } from './status.ts';
 
 export type { CliIo } from './shared.ts';
@@ -73,20 +74,12 @@ export function program(io: CliIo, exit: { code: number }): Command {
     .action((name: string, o: { limit: string }) => done(() => history(ctx(), io, name, { limit: parsePositive(o.limit, '--limit') }))());
   root
     .command('check')
-    .description('the reconciliation gate without publishing (not available: see the README)')
+    .description('the reconciliation gate of [--from, --to) without publishing: prints every check; exit 0 passed, 1 failed')
     .argument('<pipeline>')
-    .option('--from <time>')
-    .option('--to <time>')
-    .action((name: string, o: { from?: string; to?: string }) =>
-      done(async () => {
-        const pipeline = pipelineNamed(name);
-        intervalOf(pipeline, o.from, o.to);
-        throw new CliError(
-          'check is not available: the gate runs inside a run, between the loads and the publish, and the state machine has no mode that stops after it. ' +
-            `Nothing was started. \`atomic-publish plan ${pipeline.name}\` prints the gate's statement; a run publishes only when every check passes.`,
-        );
-      })(),
-    );
+    .option('--from <time>', 'interval start (ISO, on the grain)')
+    .option('--to <time>', 'interval end (ISO, on the grain)')
+    .addOption(pollOption())
+    .action((name: string, o: { from?: string; to?: string; pollMs: string }) => done(() => check(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }))());
   root
     .command('rollback')
     .description('put back the version live before the latest publication, or the retained version of --to BATCH')

@@ -11,11 +11,18 @@ import { CliError, ExitCode } from './errors.ts';
 import { failureAlert, follow, outcomeOf, startOrFollow } from './executions.ts';
 import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query, text } from './shared.ts';
 
-interface FollowOptions {
+export interface FollowOptions {
   readonly pollMs: number;
 }
 
-async function startAndFollow(
+/**
+ * How a command reports an execution that SUCCEEDED (and ran: not busy):
+ * given the result so far and the execution's output, it prints and
+ * returns the exit code. @default - run's: published, nothing to publish or superseded
+ */
+export type Succeeded = (result: Record<string, unknown>, output: Record<string, unknown>) => Promise<number>;
+
+export async function startAndFollow(
   ctx: Context,
   io: CliIo,
   pipeline: Pipeline,
@@ -23,6 +30,7 @@ async function startAndFollow(
   input: Record<string, unknown>,
   batchId: string | undefined,
   opts: FollowOptions,
+  succeeded?: Succeeded,
 ): Promise<number> {
   // The warehouse and Step Functions answer before anything starts.
   const manifest = await manifestPresent(ctx);
@@ -74,6 +82,7 @@ async function startAndFollow(
       else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${String(result.next)}`);
       return ExitCode.RUN_FAILED;
     }
+    if (succeeded) return succeeded(result, result.output as Record<string, unknown>);
     const said = {
       published: batchId ? `published batch ${batchId}, ${progress.done} of ${progress.chunks} chunk(s) loaded, ${progress.rows} rows` : 'done',
       'nothing-to-publish': `nothing to publish: batch ${batchId ?? ''} is published already`,

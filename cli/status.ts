@@ -1,8 +1,9 @@
 /** `status` and `history`: what the manifest, Step Functions and CloudWatch say of a pipeline. */
 import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
+import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
-import { latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
+import { batchPurposePresent, latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';
@@ -26,16 +27,23 @@ async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | un
   }
 }
 
+/** Whether the manifest records what each batch is for (version 11 on). */
+async function hasPurpose(ctx: Context): Promise<boolean> {
+  return num((await query(ctx, batchPurposePresent(), 'purpose'))[0]?.present) > 0;
+}
+
 export async function status(ctx: Context, io: CliIo, name: string | undefined): Promise<number> {
   const chosen = name === undefined ? [...pipelines] : [pipelineNamed(name)];
   const manifest = await manifestPresent(ctx);
+  const purpose = manifest && (await hasPurpose(ctx));
   const running = (await ctx.sfn().send(new ListExecutionsCommand({ stateMachineArn: ctx.stateMachineArn(), statusFilter: 'RUNNING', maxResults: 1000 }))).executions ?? [];
   const alarms = await metricAlarms(ctx, io);
   const now = Date.now();
   const rows = [];
   for (const pipeline of chosen) {
     const live = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
-    const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1), 'status:batch'))[0] : undefined;
+    // A check is no run of the pipeline's data: the last batch is the last that could publish.
+    const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1, purpose, false), 'status:batch'))[0] : undefined;
     const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
     const ageMinutes = publishedAt ? Math.floor((now - Date.parse(`${String(publishedAt).replace(' ', 'T')}Z`)) / 60_000) : undefined;
     const sla = pipeline.freshness.slaMinutes;
@@ -77,13 +85,15 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
 export async function history(ctx: Context, io: CliIo, name: string, opts: { limit: number }): Promise<number> {
   const pipeline = pipelineNamed(name);
   const manifest = await manifestPresent(ctx);
-  const batches = manifest ? await query(ctx, recentBatches(pipeline.name, opts.limit), 'history:batches') : [];
+  const batches = manifest ? await query(ctx, recentBatches(pipeline.name, opts.limit, await hasPurpose(ctx)), 'history:batches') : [];
   const checks = manifest ? await query(ctx, latestCheckResults(pipeline.name), 'history:checks') : [];
   const rows = batches.map((b) => {
     const own = checks.filter((c) => c.batch_id === b.batch_id);
     return {
       batchId: text(b.batch_id),
       mode: text(b.mode),
+      // A check ran the gate without publishing (`atomic-publish check`).
+      purpose: text(b.purpose) || BatchPurpose.publish,
       from: text(b.interval_start),
       to: text(b.interval_end),
       status: text(b.status),
@@ -109,7 +119,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
       ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'event', 'started at'],
       rows.map((r) => [
         r.batchId,
-        r.mode,
+        r.purpose === BatchPurpose.check ? `${r.mode} (check)` : r.mode,
         `${r.from} .. ${r.to}`,
         r.status,
         r.attempt,

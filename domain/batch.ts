@@ -31,6 +31,12 @@ export interface BatchRef {
    * differs from the live rows of the interval.
    */
   readonly restatement?: number;
+  /**
+   * Present for a check (input `"check": true`): its number, 1 for the
+   * first of the interval. The execution ends after Reconcile; Publish
+   * refuses the batch.
+   */
+  readonly check?: number;
 }
 
 /** One reconciliation check as `check_results` records it. */
@@ -48,6 +54,13 @@ export interface CheckResult {
   readonly samples?: readonly string[];
 }
 
+/** `batches.purpose`: a batch that publishes (NULL in rows from before checks) or a check, which never does. */
+export const BatchPurpose = { publish: 'publish', check: 'check' } as const;
+export type BatchPurpose = (typeof BatchPurpose)[keyof typeof BatchPurpose];
+
+/** Batch statuses a check ends with. */
+export const CHECK_ENDED: readonly BatchStatus[] = ['CHECK_PASSED', 'CHECK_FAILED'];
+
 /** Status words as constants named by themselves: `ChunkStatus.DONE` is `'DONE'`. */
 function statuses<const T extends string>(...words: T[]): { readonly [K in T]: K } {
   return Object.freeze(Object.fromEntries(words.map((w) => [w, w]))) as { readonly [K in T]: K };
@@ -56,9 +69,11 @@ function statuses<const T extends string>(...words: T[]): { readonly [K in T]: K
 /**
  * `batches.status`: RUNNING while loading, CHECKED once Reconcile passed,
  * then PUBLISHED or FAILED, or SUPERSEDED when the pipeline already
- * published newer data (an end, not a failure: nothing pages).
+ * published newer data (an end, not a failure: nothing pages). A check
+ * (`batches.purpose` 'check') ends CHECK_PASSED or CHECK_FAILED, the
+ * gate's verdict, instead of being published.
  */
-export const BatchStatus = statuses('RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED', 'SUPERSEDED');
+export const BatchStatus = statuses('RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED', 'SUPERSEDED', 'CHECK_PASSED', 'CHECK_FAILED');
 export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
 
 /**
@@ -66,7 +81,7 @@ export type BatchStatus = (typeof BatchStatus)[keyof typeof BatchStatus];
  * attempt was still RUNNING when a later attempt of the batch started (its
  * execution ended without a trace).
  */
-export const AttemptStatus = statuses('RUNNING', 'PUBLISHED', 'FAILED', 'SUPERSEDED', 'ABANDONED');
+export const AttemptStatus = statuses('RUNNING', 'PUBLISHED', 'FAILED', 'SUPERSEDED', 'ABANDONED', 'CHECK_PASSED', 'CHECK_FAILED');
 export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
 
 /**

@@ -130,6 +130,9 @@ function keysText(keys: LocatedKeys): string {
   return `first keys: ${keys.samples.join('; ')}${more > 0 ? `; and ${more} more` : ''}`;
 }
 
+/** The checks that say where the content differs (locationChecks), in their order. */
+export const LOCATION_CHECKS = ['difference_located', 'missing_in_staging', 'missing_in_source', 'rows_changed'] as const;
+
 /**
  * The location as check results, recorded beside the gate's (all blocking:
  * the gate already failed): the segments that differ, then the keys
@@ -140,6 +143,7 @@ export function locationChecks(location: Location): CheckResult[] {
   const segments = location.segments.map((s) => `${segmentName(location, s)}: ${segmentFigures(location, s)}`);
   if (location.segmentCount > location.segments.length) segments.push(`... and ${location.segmentCount - location.segments.length} more`);
   const key = `(${location.businessKey.join(', ')})`;
+  const [located, missingInStaging, missingInSource, rowsChanged] = LOCATION_CHECKS;
   const keyCheck = (check: string, keys: LocatedKeys, what: string): CheckResult => ({
     check,
     passed: keys.count === 0,
@@ -149,15 +153,15 @@ export function locationChecks(location: Location): CheckResult[] {
   });
   return [
     {
-      check: 'difference_located',
+      check: located,
       passed: location.segmentCount === 0,
       observed: `${location.segmentCount} segment(s) by ${by} differ; ${examined(location)}`,
       expected: `every ${by} of the chunks equal on both sides`,
       details: segments.join('; '),
     },
-    keyCheck('missing_in_staging', location.missingInStaging, `${key} of the source missing from staging`),
-    keyCheck('missing_in_source', location.missingInSource, `${key} in staging missing from the source`),
-    keyCheck('rows_changed', location.rowsChanged, `${key} on both sides whose rows differ (a value, or the rows per key)`),
+    keyCheck(missingInStaging, location.missingInStaging, `${key} of the source missing from staging`),
+    keyCheck(missingInSource, location.missingInSource, `${key} in staging missing from the source`),
+    keyCheck(rowsChanged, location.rowsChanged, `${key} on both sides whose rows differ (a value, or the rows per key)`),
   ];
 }
 
@@ -165,7 +169,7 @@ export function locationChecks(location: Location): CheckResult[] {
 export function notLocated(error: Error): { checks: CheckResult[]; text: string } {
   const reason = `${error.name}: ${clip(error.message, 300)}`;
   return {
-    checks: [{ check: 'difference_located', passed: false, observed: `not located: ${reason}`, expected: 'the segments and keys that differ', details: '' }],
+    checks: [{ check: LOCATION_CHECKS[0], passed: false, observed: `not located: ${reason}`, expected: 'the segments and keys that differ', details: '' }],
     text: `Where the content differs: not located (${reason}); the gate's checks above stand.`,
   };
 }

@@ -26,6 +26,12 @@ export interface ExecutionInput {
    * live ones (docs/decisions.md "Restating a published interval").
    */
   readonly restate?: boolean;
+  /**
+   * Run the reconciliation gate on the interval without publishing, as a
+   * batch of its own (docs/decisions.md "Checking an interval without
+   * publishing"): the execution ends after Reconcile with its verdict.
+   */
+  readonly check?: boolean;
 }
 
 export interface BatchInterval {
@@ -135,10 +141,12 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
  * `[historyStart, now]`.
  */
 export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: Date): BatchInterval {
-  const known = new Set(['pipeline', 'from', 'to', 'restate']);
+  const known = new Set(['pipeline', 'from', 'to', 'restate', 'check']);
   const extra = Object.keys(input).filter((key) => !known.has(key));
-  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to, restate)`);
-  isRestatement(input);
+  if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to, restate, check)`);
+  if (isRestatement(input) && isCheck(input)) {
+    throw new ValidationError('input.check and input.restate exclude each other: a check publishes nothing, a restatement publishes a correction. Give one of them');
+  }
 
   const { grain, timezone } = pipeline.chunk;
   const historyStart = new Date(pipeline.historyStart);
@@ -206,15 +214,49 @@ export function isRestatement(input: unknown): boolean {
   return restate;
 }
 
+/** True for an input with `"check": true`; anything but a boolean there is refused. */
+export function isCheck(input: unknown): boolean {
+  if (typeof input !== 'object' || input === null || !('check' in input)) return false;
+  const check = (input as { check?: unknown }).check;
+  if (typeof check !== 'boolean') throw new ValidationError(`input.check must be true or false, got ${echo(check)}`);
+  return check;
+}
+
+/**
+ * A batch of an interval other than the one that publishes it: restatement
+ * `n` (a correction published only if it differs) or check `n` (the gate
+ * run without publishing). Numbered from 1 per interval and kind.
+ */
+export type Rerun = { readonly kind: 'restatement' | 'check'; readonly n: number };
+
 /**
  * Same pipeline, interval and spec: same batch id. A re-run of a failed
  * batch therefore resumes it, and a replay of a published one finds it done.
- * Restatement `n` (n >= 1) of that batch has an id of its own, from the same
- * facts and `n`; restatement 0 is the batch itself (its id as before).
+ * Restatement or check `n` (n >= 1) of that batch has an id of its own, from
+ * the same facts, its kind and `n`; restatement 0 is the batch itself (its
+ * id as before). A bare number is a restatement's.
  */
-export function batchIdFor(pipeline: Pipeline, interval: BatchInterval, restatement = 0): string {
+export function batchIdFor(pipeline: Pipeline, interval: BatchInterval, rerun: number | Rerun = 0): string {
+  const { kind, n } = typeof rerun === 'number' ? { kind: 'restatement', n: rerun } : rerun;
   const facts = [pipeline.name, interval.from.toISOString(), interval.to.toISOString(), pipeline.specHash];
-  return sha256((restatement > 0 ? [...facts, `restatement ${restatement}`] : facts).join('\n')).slice(0, 16);
+  return sha256((n > 0 ? [...facts, `${kind} ${n}`] : facts).join('\n')).slice(0, 16);
+}
+
+/**
+ * The number of the rerun of `kind` an input runs: the first 1, 2, ...
+ * whose batch has not ended (`statusOf` reads a batch's status, undefined
+ * when not recorded): one that failed is resumed; once all have ended, a
+ * new one is started.
+ */
+export async function nextRerun(
+  kind: Rerun['kind'],
+  ended: readonly string[],
+  statusOf: (n: number) => Promise<unknown>,
+): Promise<Rerun> {
+  for (let n = 1; ; n += 1) {
+    const status = await statusOf(n);
+    if (status === undefined || !ended.includes(String(status))) return { kind, n };
+  }
 }
 
 /** Staging table of a batch, in the target schema. */

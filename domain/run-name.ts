@@ -96,3 +96,20 @@ export function manualRunName(pipeline: string, interval: { from: Date; to: Date
   if (problem) throw new ValidationError(`the run's execution name ${echo(name)} ${problem}`);
   return name;
 }
+
+/**
+ * The name of an operator's check of `pipeline` over `[from, to)` (the
+ * CLI's `check`), check `check` (domain/plan.ts nextRerun), attempt
+ * `attempt`: e.g. `sales_order_lines-check1-20260301T000000Z-20260401T000000Z`
+ * and then `...-2`. The `-check<n>-` word keeps it apart from the run of the
+ * same interval (a pipeline's name holds no `-`), and the check's number
+ * makes a finished check's repeat a new execution. Names too long keep the
+ * pipeline's first characters.
+ */
+export function checkRunName(pipeline: string, interval: { from: Date; to: Date }, check: number, attempt: number): string {
+  const suffix = `-check${check}-${nameStamp(interval.from)}-${nameStamp(interval.to)}${attempt > 1 ? `-${attempt}` : ''}`;
+  const name = `${pipeline.slice(0, MAX_EXECUTION_NAME_LENGTH - suffix.length)}${suffix}`;
+  const problem = executionNameProblem(name);
+  if (problem) throw new ValidationError(`the check's execution name ${echo(name)} ${problem}`);
+  return name;
+}

@@ -159,8 +159,9 @@ export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details una
 
 /**
  * The one Standard state machine that runs every pipeline:
- * Plan -> LoadChunks (Map) -> Reconcile -> Publish -> EmitMetrics -> Cleanup,
- * (Plan finding another execution holding the pipeline's lease -> PipelineBusy;
+ * Plan -> LoadChunks (Map) -> Reconcile -> CheckOnly -> Publish -> EmitMetrics -> Cleanup,
+ * (a check: Reconcile -> CheckOnly -> CheckCleanup -> Checked;
+ * Plan finding another execution holding the pipeline's lease -> PipelineBusy;
  * Publish finding newer data live -> Superseded;
  * a rollback input: Plan -> Rollback -> EmitMetrics -> Cleanup;
  * a group input: Plan -> GroupMembers (Map: MemberLoadChunks, MemberReconcile)
@@ -361,7 +362,13 @@ export class PublishWorkflow extends Construct {
       }),
       resultPath: '$.publish',
     });
-    for (const step of [reconcile, publish, rollback, emitMetrics, cleanup]) step.addCatch(recordFailure, catchAll);
+    // A check (input `"check": true`, Plan's `plan.batch.check`) ends after Reconcile, its verdict in
+    // `$.reconcile` (a failed gate is the answer, not a failure): CheckCleanup drops its staging,
+    // records the verdict and releases the lease; nothing publishes. CheckOnly tests the flag with
+    // IsPresent, so a plan without it (every other batch) takes the Default, Publish
+    // ("Choice workflow state", https://docs.aws.amazon.com/step-functions/latest/dg/state-choice.html).
+    const checkCleanup = task('CheckCleanup', { payload: batchAndExecution, resultPath: '$.cleanup' }, 'Cleanup');
+    for (const step of [reconcile, publish, rollback, emitMetrics, cleanup, checkCleanup]) step.addCatch(recordFailure, catchAll);
     rollback.next(emitMetrics);
 
     emitMetrics.next(cleanup).next(new Succeed(this, 'Published'));
@@ -369,7 +376,10 @@ export class PublishWorkflow extends Construct {
     const newerDataLive = new Choice(this, 'NewerDataLive')
       .when(Condition.booleanEquals('$.publish.superseded', true), new Succeed(this, 'Superseded', { comment: 'the pipeline already publishes newer data' }))
       .otherwise(emitMetrics);
-    loadChunks.next(reconcile).next(publish).next(newerDataLive);
+    const checkOnly = new Choice(this, 'CheckOnly')
+      .when(Condition.isPresent('$.plan.batch.check'), checkCleanup.next(new Succeed(this, 'Checked', { comment: 'a check: the gate ran; nothing was published' })))
+      .otherwise(publish.next(newerDataLive));
+    loadChunks.next(reconcile).next(checkOnly);
     loadWindows.next(reconcile);
     const groupMembers = this.publishGroupPath(task, recordFailure, catchAll);
 

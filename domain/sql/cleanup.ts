@@ -1,8 +1,10 @@
 /** The SQL of Cleanup: what is past retention or abandoned, and dropping it. */
-import { BatchStatus } from '../batch.ts';
+import { AttemptStatus, BatchPurpose, BatchStatus } from '../batch.ts';
 import type { RetiredKind } from '../cleanup.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
+import { quarantineTableFor } from './null-times.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
@@ -45,4 +47,34 @@ export function dropRetired(pipeline: Pipeline, kind: RetiredKind, table: string
       ? `UPDATE ${M}.publications SET dropped_at = ${sqlLiteral(now)} WHERE pipeline = ${sqlLiteral(pipeline.name)} AND old_version_table = ${sqlLiteral(qualified)}`
       : `UPDATE ${M}.batches SET staging_dropped_at = ${sqlLiteral(now)} WHERE batch_id = ${sqlLiteral(batchId)}`;
   return [`DROP TABLE IF EXISTS ${qualifiedName(pipeline.target.schema, table)}`, record];
+}
+
+/**
+ * Ends a check (`batches.purpose` 'check'), in one transaction: its staging
+ * dropped, the rows its Reconcile moved to the quarantine table (when
+ * there is one) deleted, since the quarantine holds only what runs
+ * rejected, and the batch and its attempt ended CHECK_PASSED when
+ * Reconcile moved it to CHECKED, CHECK_FAILED when the gate left it
+ * RUNNING. Only a check batch still open is ended: run again, it changes
+ * nothing.
+ */
+export function endCheck(pipeline: Pipeline, batchId: string, stagingTable: string, quarantine: boolean, now: Date): string[] {
+  const id = sqlLiteral(batchId);
+  const CHECKED = sqlLiteral(BatchStatus.CHECKED);
+  const verdict = (status: string) =>
+    `CASE WHEN ${status} = ${CHECKED} THEN ${sqlLiteral(BatchStatus.CHECK_PASSED)} ELSE ${sqlLiteral(BatchStatus.CHECK_FAILED)} END`;
+  const open = `${sqlLiteral(BatchStatus.RUNNING)}, ${CHECKED}`;
+  const isOpenCheck = `batch_id = ${id} AND purpose = ${sqlLiteral(BatchPurpose.check)} AND status IN (${open})`;
+  return [
+    LOCK_MANIFEST,
+    `DROP TABLE IF EXISTS ${qualifiedName(pipeline.target.schema, stagingTable)}`,
+    ...(quarantine ? [`DELETE FROM ${qualifiedName(pipeline.target.schema, quarantineTableFor(pipeline))} WHERE batch_id = ${id}`] : []),
+    `UPDATE ${M}.batch_attempts
+        SET status = ${verdict(`(SELECT status FROM ${M}.batches WHERE ${isOpenCheck})`)}, finished_at = ${sqlLiteral(now)}
+      WHERE batch_id = ${id} AND status = ${sqlLiteral(AttemptStatus.RUNNING)}
+        AND attempt = (SELECT attempt FROM ${M}.batches WHERE ${isOpenCheck})`,
+    `UPDATE ${M}.batches
+        SET status = ${verdict('status')}, finished_at = ${sqlLiteral(now)}, staging_dropped_at = ${sqlLiteral(now)}
+      WHERE ${isOpenCheck}`,
+  ];
 }

@@ -2,9 +2,9 @@
  * The SQL the command line (bin/atomic-publish.ts) reads the manifest with:
  * read-only, one statement each.
  */
-import { ChunkStatus } from '../batch.ts';
+import { BatchPurpose, ChunkStatus } from '../batch.ts';
 import { sqlLiteral } from '../identifiers.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
+import { MANIFEST as M, MANIFEST_SCHEMA, type Statement, timestampParam } from './statement.ts';
 
 const DONE = sqlLiteral(ChunkStatus.DONE);
 
@@ -40,20 +40,48 @@ export function newestPublication(pipeline: string): Statement {
 }
 
 /**
+ * Whether `batches` has `purpose` (`present` 1 or 0): manifest version 11
+ * on (with `publications.event_sent_at`: the same version's DDL, one
+ * transaction), installed by the first Plan after a deploy; the command
+ * line may read a manifest before that.
+ */
+export function batchPurposePresent(): Statement {
+  return {
+    sql: `SELECT COUNT(*) AS present FROM information_schema.columns WHERE table_schema = :schema AND table_name = :table AND column_name = :column`,
+    parameters: { schema: MANIFEST_SCHEMA, table: 'batches', column: 'purpose' },
+  };
+}
+
+/**
  * The pipeline's batches, newest first, at most `limit`; with their
  * publications (a publish, and rollbacks back to the batch) and how many of
- * those had their event sent (version 11, domain/sql/event-redelivery.ts).
+ * those had their event sent (domain/sql/event-redelivery.ts). `version11`
+ * says whether the manifest has version 11's columns (batchPurposePresent):
+ * then checks are left out unless `withChecks`; before it, no purpose was
+ * recorded, and every publication counts as sent (as the upgrade marks them).
  */
-export function recentBatches(pipeline: string, limit: number): Statement {
+export function recentBatches(pipeline: string, limit: number, version11: boolean, withChecks = true): Statement {
   return {
-    sql: `SELECT b.batch_id, b.mode, b.interval_start, b.interval_end, b.status, b.attempt, b.chunk_count, b.rows_written, b.rows_rejected,
-                 b.started_at, b.finished_at, b.execution_id, b.error, COALESCE(p.publications, 0) AS publications, COALESCE(p.events_sent, 0) AS events_sent
+    sql: `SELECT b.batch_id, b.mode, ${version11 ? 'b.purpose' : 'CAST(NULL AS varchar(16)) AS purpose'}, b.interval_start, b.interval_end, b.status, b.attempt,
+                 b.chunk_count, b.rows_written, b.rows_rejected, b.started_at, b.finished_at, b.execution_id, b.error,
+                 COALESCE(p.publications, 0) AS publications, COALESCE(p.events_sent, 0) AS events_sent
             FROM ${M}.batches b
-            LEFT JOIN (SELECT batch_id, COUNT(*) AS publications, COUNT(event_sent_at) AS events_sent
+            LEFT JOIN (SELECT batch_id, COUNT(*) AS publications, ${version11 ? 'COUNT(event_sent_at)' : 'COUNT(*)'} AS events_sent
                          FROM ${M}.publications WHERE pipeline = :pipeline GROUP BY batch_id) p ON p.batch_id = b.batch_id
-           WHERE b.pipeline = :pipeline
+           WHERE b.pipeline = :pipeline${version11 && !withChecks ? ` AND (b.purpose IS NULL OR b.purpose <> ${sqlLiteral(BatchPurpose.check)})` : ''}
            ORDER BY b.started_at DESC LIMIT CAST(:limit AS int)`,
     parameters: { pipeline, limit: String(limit) },
+  };
+}
+
+/** A batch's status and the check results of its latest attempt (what `check` prints). */
+export function batchCheckResults(batchId: string): Statement {
+  return {
+    sql: `SELECT b.status, r.check_name, r.passed, r.observed, r.expected, r.details
+            FROM ${M}.batches b LEFT JOIN ${M}.check_results r ON r.batch_id = b.batch_id AND r.attempt = b.attempt
+           WHERE b.batch_id = :batch_id
+           ORDER BY r.check_name`,
+    parameters: { batch_id: batchId },
   };
 }
 

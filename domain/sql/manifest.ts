@@ -500,6 +500,10 @@ export function manifestDdl(now: Date): string[] {
        WHERE pipeline = p_pipeline AND seq = latest;
     END;
     $$ LANGUAGE plpgsql`,
+    // Also version 11 (checks, docs/decisions.md "Checking an interval without
+    // publishing"): what a batch is for: 'check' for the gate run without
+    // publishing, 'publish' or NULL (rows from before) for any other.
+    `CALL ${M}.add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

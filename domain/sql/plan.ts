@@ -1,5 +1,5 @@
 /** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
-import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
+import { AttemptStatus, BatchPurpose, BatchStatus, ChunkStatus } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
@@ -76,6 +76,8 @@ export interface BatchRecord {
   readonly windows?: readonly ChunkWindow[];
   /** A restatement's number (BatchRef.restatement), recorded for its publication's event. */
   readonly restatement?: number;
+  /** What the batch is for (`batches.purpose`). @default 'publish' */
+  readonly purpose?: BatchPurpose;
   readonly now: Date;
 }
 
@@ -205,7 +207,7 @@ export function startBatch(record: BatchRecord): string[] {
     LOCK_MANIFEST,
     record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
-        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at, restatement)
+        execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at, restatement, purpose)
      SELECT ${[
        id,
        sqlLiteral(pipeline.name),
@@ -222,6 +224,7 @@ export function startBatch(record: BatchRecord): string[] {
        sqlLiteral(record.chunks.length),
        sqlLiteral(now),
        record.restatement === undefined ? 'NULL' : sqlLiteral(record.restatement),
+       sqlLiteral(record.purpose ?? BatchPurpose.publish),
      ].join(', ')}
      WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
     // Cleanup of a later run may have dropped this failed batch's staging

@@ -15,9 +15,14 @@ import { extractColumn } from '../extract-column.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
+/**
+ * The batch (every column: with manifest version 11, `purpose`; a batch
+ * planned before it, which Publish may meet right after a deploy, has none
+ * and is no check) and its publication, if any.
+ */
 export function batchState(batchId: string): Statement {
   return {
-    sql: `SELECT b.status, b.attempt, p.seq, p.published_at, p.old_version_table, p.rows_published
+    sql: `SELECT b.*, p.seq, p.published_at, p.old_version_table, p.rows_published
             FROM ${M}.batches b LEFT JOIN ${M}.publications p ON p.batch_id = b.batch_id
            WHERE b.batch_id = :batch_id`,
     parameters: { batch_id: batchId },

@@ -1,7 +1,10 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
-import { cleanupCandidates, dropRetired } from '../../domain/sql/cleanup.ts';
+import { cleanupCandidates, dropRetired, endCheck } from '../../domain/sql/cleanup.ts';
+import { quarantineTableFor } from '../../domain/sql/null-times.ts';
+import { tableColumns } from '../../domain/sql/plan.ts';
+import { stagingTableFor } from '../../domain/plan.ts';
 import { dependentViews, referencingTables } from '../../domain/sql/publish.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
@@ -29,6 +32,8 @@ export interface CleanupResult {
 }
 
 /**
+ * Ends a check (its staging dropped, its quarantined rows deleted, the
+ * batch CHECK_PASSED or CHECK_FAILED: domain/sql/cleanup.ts endCheck).
  * Drops old versions past `retention.keepVersions` and staging tables of
  * earlier failed, superseded or abandoned batches, then releases the
  * pipeline's lease (the run ends here). Only tables named after the live table with a
@@ -42,6 +47,11 @@ export async function cleanup(event: CleanupEvent, warehouse: Warehouse = wareho
   const pipeline = frozenPipeline(event.batch);
   const { schema } = pipeline.target;
   const name = (step: string) => `atomic-publish:${pipeline.name}:cleanup:${step}:${event.batch.batchId}`;
+  // A check (state CheckCleanup) ends here: its own staging goes too, and the batch records the gate's verdict.
+  if (event.batch.check !== undefined) {
+    const quarantine = (await warehouse.query(tableColumns(schema, quarantineTableFor(pipeline)), name('quarantine-columns'))).length > 0;
+    await warehouse.batch(endCheck(pipeline, event.batch.batchId, stagingTableFor(pipeline, event.batch.batchId), quarantine, new Date()), name('end-check'));
+  }
   const candidates = await warehouse.query(cleanupCandidates(pipeline, event.batch.batchId, new Date()), name('candidates'));
   const dropped: string[] = [];
   const kept: KeptTable[] = [];

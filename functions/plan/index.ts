@@ -4,14 +4,17 @@ import {
   batchIdFor,
   checkSourceColumns,
   checkSourceTypes,
+  isCheck,
   isRestatement,
   liveTableColumns,
+  nextRerun,
   planningTime,
+  type Rerun,
   resolveInterval,
   resolvePipeline,
   stagingTableFor,
 } from '../../domain/plan.ts';
-import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { BatchPurpose, BatchStatus, type BatchRef, CHECK_ENDED } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
@@ -277,12 +280,14 @@ export async function plan(
   warehouse: Warehouse = warehouseFromEnv(),
   registry: readonly Pipeline[] = pipelines,
 ): Promise<PlanResult> {
+  refuseCheckOfOtherInputs(event?.input);
   if (isRollbackInput(event?.input)) return planRollback(event, warehouse, registry);
   if (isMigrationInput(event?.input)) return planMigration(event, warehouse, registry);
   const pipeline = resolvePipeline(event?.input, registry);
   const now = planningTime(event.startedAt, new Date());
   const interval = resolveInterval(event.input as ExecutionInput, pipeline, now);
   const restate = isRestatement(event.input);
+  const check = isCheck(event.input);
   const baseId = batchIdFor(pipeline, interval);
   const baseName = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${baseId}`;
 
@@ -291,20 +296,51 @@ export async function plan(
   const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, baseName);
 
   const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, baseName('live-view')) : undefined;
-  const restatement = restate ? await nextRestatement(warehouse, pipeline, interval, baseName) : 0;
-  const batchId = restatement > 0 ? batchIdFor(pipeline, interval, restatement) : baseId;
+  const rerun = restate ? await nextRestatement(warehouse, pipeline, interval, baseName) : check ? await nextCheck(warehouse, pipeline, interval, baseName) : undefined;
+  const batchId = rerun === undefined ? baseId : batchIdFor(pipeline, interval, rerun);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
   return startOrResume(event, warehouse, pipeline, interval, {
     batchId,
     name,
     columns: liveColumns,
     ...(stagingLike !== undefined ? { stagingLike } : {}),
-    ...(restatement > 0 ? { restatement } : {}),
+    ...(rerun?.kind === 'restatement' ? { restatement: rerun.n } : {}),
+    ...(rerun?.kind === 'check' ? { check: rerun.n } : {}),
   });
 }
 
+/**
+ * `check` belongs to a pipeline run's input: a rollback, migration or
+ * group input with it is refused before anything is written, saying why
+ * (their own checks of unknown fields would only list their fields).
+ */
+export function refuseCheckOfOtherInputs(input: unknown): void {
+  if (typeof input !== 'object' || input === null || !('check' in input)) return;
+  const kind = isRollbackInput(input) ? 'a rollback' : isMigrationInput(input) ? 'a migration' : isGroupInput(input) ? 'a publish group' : undefined;
+  if (kind !== undefined) {
+    throw new ValidationError(`input.check runs the gate of one pipeline's interval without publishing; ${kind} input takes no check. Nothing was written`);
+  }
+}
+
 /** Statuses a batch ends with: a restatement so ended is not resumed; the next one is started. */
-const ENDED: readonly unknown[] = [BatchStatus.PUBLISHED, BatchStatus.SUPERSEDED];
+const ENDED: readonly string[] = [BatchStatus.PUBLISHED, BatchStatus.SUPERSEDED];
+
+/** Whether the manifest exists (only read: with none, no batch was ever recorded). */
+async function manifestExists(warehouse: Warehouse, name: (step: string) => string): Promise<boolean> {
+  const [present] = await warehouse.query(installedManifestVersion()[0]!, name('manifest-present'));
+  return Number(present?.present ?? 0) > 0;
+}
+
+/**
+ * The check an input `"check": true` runs: the first check 1, 2, ... of
+ * the interval that has not ended (CHECK_PASSED or CHECK_FAILED): one that
+ * failed or was interrupted is resumed, keeping the chunks it loaded; once
+ * all have ended, a new one checks the source as it is now.
+ */
+async function nextCheck(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<Rerun> {
+  if (!(await manifestExists(warehouse, name))) return { kind: 'check', n: 1 };
+  return nextRerun('check', CHECK_ENDED, async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, { kind: 'check', n })), name(`find-check-${n}`)))[0]?.status);
+}
 
 /**
  * The restatement an input `"restate": true` runs: the interval's batch
@@ -315,20 +351,16 @@ const ENDED: readonly unknown[] = [BatchStatus.PUBLISHED, BatchStatus.SUPERSEDED
  * ended, a new one is started. Its id follows from (pipeline, interval,
  * spec, n), so a retried Plan finds the same one.
  */
-async function nextRestatement(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<number> {
+async function nextRestatement(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<Rerun> {
   // Only read: with no manifest yet, nothing was ever published.
-  const [present] = await warehouse.query(installedManifestVersion()[0]!, name('manifest-present'));
-  const [base] = Number(present?.present ?? 0) > 0 ? await warehouse.query(findBatch(batchIdFor(pipeline, interval)), name('find-restated')) : [];
+  const [base] = (await manifestExists(warehouse, name)) ? await warehouse.query(findBatch(batchIdFor(pipeline, interval)), name('find-restated')) : [];
   if (base?.status !== BatchStatus.PUBLISHED) {
     throw new ValidationError(
       `pipeline ${pipeline.name}: input.restate re-runs an interval already published, but the batch of ${interval.from.toISOString()} to ${interval.to.toISOString()} ` +
         `with this spec is ${base === undefined ? 'not recorded' : String(base.status)}. Nothing was written. Run it without restate to publish it`,
     );
   }
-  for (let n = 1; ; n += 1) {
-    const [found] = await warehouse.query(findBatch(batchIdFor(pipeline, interval, n)), name(`find-restatement-${n}`));
-    if (found === undefined || !ENDED.includes(found.status)) return n;
-  }
+  return nextRerun('restatement', ENDED, async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, n)), name(`find-restatement-${n}`)))[0]?.status);
 }
 
 /** How Plan starts a batch whose checks passed: its id, statement names, the columns it loads, and what staging is created from. */
@@ -343,6 +375,8 @@ export interface BatchStart {
   readonly stagingDdl?: string;
   /** See BatchRef.restatement. */
   readonly restatement?: number;
+  /** See BatchRef.check. */
+  readonly check?: number;
 }
 
 /**
@@ -376,6 +410,7 @@ export async function startOrResume(
     columns: start.columns,
     basePublication,
     ...(start.restatement === undefined ? {} : { restatement: start.restatement }),
+    ...(start.check === undefined ? {} : { check: start.check }),
   };
   if (existing?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId, pipeline: pipeline.name });
@@ -391,7 +426,8 @@ export async function startOrResume(
 
   const sortKeyWarning = await sortKeyCheck(warehouse, pipeline, name);
   // A swap replaces the whole live table: it must find it as Plan saw it. A replace of some intervals changes only those.
-  const baseline = pipeline.publishMode === 'swap' ? await liveBaseline(warehouse, pipeline, batch.to, name) : undefined;
+  // A check publishes nothing: no baseline to compare.
+  const baseline = pipeline.publishMode === 'swap' && start.check === undefined ? await liveBaseline(warehouse, pipeline, batch.to, name) : undefined;
   await warehouse.batch(
     startBatch({
       batchId,
@@ -406,6 +442,7 @@ export async function startOrResume(
       chunks,
       windows,
       ...(start.restatement === undefined ? {} : { restatement: start.restatement }),
+      ...(start.check === undefined ? {} : { purpose: BatchPurpose.check }),
       now: new Date(),
     }),
     name('start-batch'),
@@ -435,6 +472,7 @@ export const handler = stepHandler(async (event: PlanEvent | WindowEvent, contex
   // A window's first step (PlanWindow) of a batch planned in windows.
   if (isWindowEvent(event)) return planWindow(event, warehouse);
   // First: with the warehouse's circuit breaker open, the execution ends here (functions/commons/breaker.ts).
+  refuseCheckOfOtherInputs(event?.input);
   await breakerGuard(warehouse, event?.executionId);
   const result = isGroupInput(event?.input) ? await planGroup(event, warehouse, pipelines) : await plan(event, warehouse);
   // A replay is a successful run.

@@ -1,9 +1,9 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, SourceChangedError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { OutOfBandChangeError, PublishConflictError, ValidationError, SourceChangedError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
-import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { BatchPurpose, BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
 import {
   batchState,
@@ -149,6 +149,13 @@ export async function publish(
   const name = (step: string) => `atomic-publish:${pipeline.name}:publish:${step}:${batch.batchId}`;
 
   const [before] = await warehouse.query(batchState(batch.batchId), name('state'));
+  // A check publishes nothing, whatever leads here: its payload says so, and so does the manifest.
+  if (batch.check !== undefined || before?.purpose === BatchPurpose.check) {
+    throw new ValidationError(
+      `batch ${batch.batchId} of pipeline ${pipeline.name} is a check (the gate run without publishing): Publish refuses it; nothing was published. ` +
+        'To publish the interval, run it without check',
+    );
+  }
   if (before?.status === BatchStatus.PUBLISHED) {
     logger.info('batch already published; nothing to do', { batchId: batch.batchId });
     // A retry after the swap committed: the catch-up may not have run.

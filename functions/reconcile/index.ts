@@ -24,15 +24,24 @@ export interface ReconcileEvent {
 }
 
 export interface ReconcileResult {
-  readonly passed: true;
+  /** False only for a check (BatchRef.check) the gate failed: a publishing batch's failure throws CheckFailedError. */
+  readonly passed: boolean;
   readonly rowsRead: number;
   readonly rowsWritten: number;
-  readonly checks: readonly Pick<CheckResult, 'check' | 'passed' | 'observed'>[];
+  /** A check's: every result with what was expected; another batch's: the gate's, without. */
+  readonly checks: readonly (Pick<CheckResult, 'check' | 'passed' | 'observed'> & { readonly expected?: string })[];
   /** Declared checks of severity warn that failed: recorded, and the batch publishes. */
   readonly warnings: readonly Pick<CheckResult, 'check' | 'observed' | 'details'>[];
+  /** A failed check's: the text a publishing batch's CheckFailedError would carry (the alert's). */
+  readonly failure?: string;
 }
 
-/** Runs the checks on staging against the source; a failure blocks publishing and is recorded. */
+/**
+ * Runs the checks on staging against the source; a failure blocks
+ * publishing and is recorded. For a check (BatchRef.check) a failure is
+ * the answer asked for, not an incident: recorded the same, and returned
+ * with `passed: false` instead of thrown, so nothing pages.
+ */
 export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<ReconcileResult> {
   const { batch } = event;
   const pipeline = frozenPipeline(batch);
@@ -111,9 +120,18 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   const warnings = (result.warnings ?? []).map(({ check, observed, details }) => ({ check, observed, details }));
   if (warnings.length > 0) logger.warn('checks warned', { batchId: batch.batchId, warnings });
 
-  if (!result.passed) {
-    throw new CheckFailedError([describeFailure(batch.batchId, result), ...(location === undefined ? [] : [location.text])].join('\n'));
+  const failure = result.passed ? undefined : [describeFailure(batch.batchId, result), ...(location === undefined ? [] : [location.text])].join('\n');
+  if (batch.check !== undefined) {
+    return {
+      passed: result.passed,
+      rowsRead: result.rowsRead,
+      rowsWritten,
+      checks: checks.map(({ check, passed, observed, expected }) => ({ check, passed, observed, expected })),
+      warnings,
+      ...(failure === undefined ? {} : { failure }),
+    };
   }
+  if (failure !== undefined) throw new CheckFailedError(failure);
   return {
     passed: true,
     rowsRead: result.rowsRead,

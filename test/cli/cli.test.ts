@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { executionArnOf } from '../../cli/executions.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
-import { manualRunName } from '../../domain/run-name.ts';
+import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { sampleDay } from '../../local/sample-data.ts';
@@ -120,7 +120,10 @@ describe('bad input: a non-zero exit, a message, nothing started', () => {
     ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap/],
     ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
     ['an unknown command', ['publish-everything'], /unknown command/],
-    ['check, which has no gate-only mode', ['check', 'sales_order_lines', '--to', day(5)], /check is not available/],
+    ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/],
+    ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/],
+    ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
+    ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
     ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
   ];
   it.each(cases)('%s', async (_, argv, message) => {
@@ -203,6 +206,62 @@ describe('plan, run, status, history', () => {
     await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
     expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
     await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = now() WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
+  });
+});
+
+describe('check: the gate without publishing', () => {
+  const interval = { from: new Date(day(0)), to: new Date(day(5)) };
+  const checkOf = (n: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(0), to: day(5) }, PIPELINE, new Date()), { kind: 'check', n });
+  const publications = async () => (await wf.publications()).length;
+
+  it('passes with exit 0 and a table of every check; publishes nothing; status leaves it out, history shows it as a check', async () => {
+    const live = await wf.fingerprint('analytics.sales_order_lines');
+    const before = await publications();
+
+    const ran = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+
+    expect(ran.code, ran.err).toBe(0);
+    expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
+    expect(ran.out).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
+    expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
+    expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
+    expect(await publications()).toBe(before);
+    expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
+    expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
+    expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+  });
+
+  it('exits 1 for a planted difference, naming the failing check first and the next step; --json is one object; live untouched', async () => {
+    const live = await wf.fingerprint('analytics.sales_order_lines');
+    // A second source row with the key of an existing one: the business key is no longer unique.
+    await wf.query(
+      `INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 1`,
+      [day(2).slice(0, 19), day(3).slice(0, 19)],
+    );
+    try {
+      const ran = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+
+      expect(ran.code).toBe(1);
+      const result = JSON.parse(ran.out);
+      expect(result).toMatchObject({ status: 'SUCCEEDED', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
+      expect(result.checks[0]).toMatchObject({ check: 'business_key_unique', passed: false, observed: '1 key value(s) on more than one row', expected: 'each (order_id, line_no) on one row' });
+      expect(result.checks.at(-1).passed).toBe(true);
+      expect(result.next).toMatch(/^nothing was published\. The failing checks above say what differs/);
+
+      const text = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+      expect(text.code).toBe(1);
+      expect(text.out.split('\n').find((line) => /│ (passed|FAILED)/.test(line))).toMatch(/business_key_unique\s+│ FAILED/);
+      expect(text.out).toContain(`Check 3 of sales_order_lines ${day(0)} .. ${day(5)} FAILED: business_key_unique`);
+      expect(text.err).toMatch(/Next step: nothing was published\./);
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
+      expect(wf.runner.describe(executionArnOf(wf.runner.workflow.stateMachineArn, checkRunName(PIPELINE.name, interval, 3, 1)))).toBeDefined();
+    } finally {
+      await wf.query(
+        `DELETE FROM source.sales_order_lines a USING source.sales_order_lines b
+          WHERE a.ctid > b.ctid AND a.order_id = b.order_id AND a.line_no = b.line_no`,
+      );
+    }
   });
 });
 

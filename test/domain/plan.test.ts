@@ -5,7 +5,9 @@ import type { BatchInterval, Chunk, ExecutionInput } from '../../domain/plan.ts'
 import {
   batchIdFor,
   checkSourceColumns,
+  isCheck,
   isRestatement,
+  nextRerun,
   type LiveColumn,
   liveTableColumns,
   planChunks,
@@ -250,7 +252,7 @@ describe('resolveInterval', () => {
   it('rejects unknown extra fields and lists them', () => {
     const input = { pipeline: 'orders', force: true, dryRun: 1 } as unknown as ExecutionInput;
 
-    expect(rejectionOf(input).message).toBe('input has unknown field(s): force, dryRun (allowed: pipeline, from, to, restate)');
+    expect(rejectionOf(input).message).toBe('input has unknown field(s): force, dryRun (allowed: pipeline, from, to, restate, check)');
   });
 
   it('rejects a to in the future', () => {
@@ -442,6 +444,49 @@ describe('isRestatement', () => {
   it.each([['yes'], [1], [null]])('refuses restate: %j', (value) => {
     expect(() => isRestatement({ pipeline: 'orders', restate: value })).toThrow(ValidationError);
     expect(() => isRestatement({ pipeline: 'orders', restate: value })).toThrow(/^input\.restate must be true or false, got /);
+  });
+});
+
+describe('isCheck', () => {
+  it('is true only for check: true', () => {
+    expect(isCheck({ pipeline: 'orders', check: true })).toBe(true);
+    expect(isCheck({ pipeline: 'orders', check: false })).toBe(false);
+    expect(isCheck({ pipeline: 'orders' })).toBe(false);
+  });
+
+  it.each([['yes'], [1], [null]])('refuses check: %j', (value) => {
+    expect(() => isCheck({ pipeline: 'orders', check: value })).toThrow(/^input\.check must be true or false, got /);
+  });
+
+  it('is a known field of a run input, refused together with restate', () => {
+    const now = new Date('2026-03-01T00:00:00Z');
+    const input = { pipeline: 'orders', from: '2026-01-01', to: '2026-02-01' };
+    expect(resolveInterval({ ...input, check: true }, pipelineWith(), now)).toEqual(resolveInterval(input, pipelineWith(), now));
+    expect(() => resolveInterval({ ...input, check: true, restate: true }, pipelineWith(), now)).toThrow(/^input\.check and input\.restate exclude each other/);
+  });
+});
+
+describe('check batch ids', () => {
+  const january = interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z');
+
+  it('gives check n an id of its own: not the interval\'s batch, not restatement n, not check m', () => {
+    const ids = [
+      batchIdFor(pipelineWith(), january),
+      batchIdFor(pipelineWith(), january, 1),
+      batchIdFor(pipelineWith(), january, { kind: 'check', n: 1 }),
+      batchIdFor(pipelineWith(), january, { kind: 'check', n: 2 }),
+    ];
+    expect(new Set(ids).size).toBe(4);
+    expect(batchIdFor(pipelineWith(), january, { kind: 'restatement', n: 1 })).toBe(ids[1]);
+    expect(batchIdFor(pipelineWith(), january, { kind: 'check', n: 1 })).toBe(ids[2]);
+  });
+
+  it('runs the first check that has not ended: a failed one is resumed, an ended one is followed by the next', async () => {
+    const statuses: Record<number, string> = { 1: 'CHECK_PASSED', 2: 'CHECK_FAILED', 3: 'FAILED' };
+    const ended = ['CHECK_PASSED', 'CHECK_FAILED'];
+    expect(await nextRerun('check', ended, async (n) => statuses[n])).toEqual({ kind: 'check', n: 3 });
+    expect(await nextRerun('check', ended, async (n) => (n < 3 ? statuses[n] : undefined))).toEqual({ kind: 'check', n: 3 });
+    expect(await nextRerun('check', ended, async () => undefined)).toEqual({ kind: 'check', n: 1 });
   });
 });
 

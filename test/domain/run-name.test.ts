@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   executionNameProblem,
+  checkRunName,
   manualRunName,
   MAX_EXECUTION_NAME_LENGTH,
   MAX_SCHEDULED_PIPELINE_NAME_LENGTH,
@@ -89,6 +90,23 @@ describe('manualRunName', () => {
     const name = manualRunName('p'.repeat(80), interval, 12);
     expect(name).toHaveLength(MAX_EXECUTION_NAME_LENGTH);
     expect(name.endsWith('-20260301T000000Z-20260401T000000Z-12')).toBe(true);
+    expect(executionNameProblem(name)).toBeUndefined();
+  });
+});
+
+describe('checkRunName', () => {
+  const interval = { from: new Date('2026-03-01T00:00:00Z'), to: new Date('2026-04-01T00:00:00Z') };
+
+  it('names check n of an interval apart from its run; later attempts add their number', () => {
+    expect(checkRunName('sales_order_lines', interval, 1, 1)).toBe('sales_order_lines-check1-20260301T000000Z-20260401T000000Z');
+    expect(checkRunName('sales_order_lines', interval, 2, 3)).toBe('sales_order_lines-check2-20260301T000000Z-20260401T000000Z-3');
+    expect(checkRunName('sales_order_lines', interval, 1, 1)).not.toBe(manualRunName('sales_order_lines', interval, 1));
+  });
+
+  it('keeps a long pipeline name to what fits in 80 characters, the check, interval and attempt whole', () => {
+    const name = checkRunName('p'.repeat(80), interval, 12, 4);
+    expect(name).toHaveLength(MAX_EXECUTION_NAME_LENGTH);
+    expect(name.endsWith('-check12-20260301T000000Z-20260401T000000Z-4')).toBe(true);
     expect(executionNameProblem(name)).toBeUndefined();
   });
 });

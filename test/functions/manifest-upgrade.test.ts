@@ -3,9 +3,12 @@
 // publications table without touching its rows, and a second install (a
 // replay, or a second Plan) adds nothing twice; from version 5, chunks
 // loaded before keep their state under chunk_state; from version 10 to 11,
-// the events of the publications made before are marked sent, not sent again.
+// the events of the publications made before are marked sent, not sent again,
+// and batches get purpose, which what reads it reads before and after.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { batchPurposePresent, recentBatches } from '../../domain/sql/cli.ts';
+import { batchState } from '../../domain/sql/publish.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
@@ -106,6 +109,36 @@ describe('manifest version 11', () => {
       { seq: 2, sent: '2026-02-01' },
       { seq: 3, sent: null },
     ]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
+  });
+
+  it('adds batches.purpose to a version 10 batches table, its rows NULL (publishing); the command line and Publish read both versions', async () => {
+    const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
+    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    // What version 10 left: batches without purpose, and one batch.
+    await wh.query('ALTER TABLE atomic_publish.batches DROP COLUMN purpose, DROP COLUMN restatement');
+    await wh.query('ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement, DROP COLUMN live_columns, DROP COLUMN live_fingerprint, DROP COLUMN live_rows_before');
+    await wh.query('DELETE FROM atomic_publish.manifest_version WHERE version = 11');
+    await wh.query(
+      `INSERT INTO atomic_publish.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version, execution_id, status, attempt,
+                                           base_publication, staging_table, chunk_count, started_at)
+       VALUES ('aaaaaaaaaaaaaaaa', 'orders', 'swap', '2026-01-01', '2026-01-02', 'h', 'c', 'e', 'PUBLISHED', 1, 0, 'orders__stg_aaaaaaaaaaaaaaaa', 1, '2026-01-02')`,
+    );
+    const read = async () => {
+      const present = Number((await warehouse.query(batchPurposePresent(), 'manifest-upgrade:purpose'))[0]?.present) > 0;
+      return {
+        present,
+        batches: (await warehouse.query(recentBatches('orders', 5, present, false), 'manifest-upgrade:batches')).map((b) => [b.batch_id, b.purpose]),
+        state: (await warehouse.query(batchState('aaaaaaaaaaaaaaaa'), 'manifest-upgrade:state')).map((b) => [b.status, b.purpose]),
+      };
+    };
+    expect(await read()).toEqual({ present: false, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', undefined]] });
+
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
+    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:again');
+
+    expect(await read()).toEqual({ present: true, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', null]] });
     expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
   });
 });

@@ -46,7 +46,7 @@ beforeAll(() => {
 });
 
 describe('state machine', () => {
-  it('follows Plan -> AlreadyPublished -> LoadChunks -> Reconcile -> Publish -> NewerDataLive -> EmitMetrics -> Cleanup -> Published on the happy path', () => {
+  it('follows Plan -> AlreadyPublished -> LoadChunks -> Reconcile -> CheckOnly -> Publish -> NewerDataLive -> EmitMetrics -> Cleanup -> Published on the happy path', () => {
     const path: string[] = [];
     let name: string | undefined = asl.StartAt;
     while (name) {
@@ -54,8 +54,27 @@ describe('state machine', () => {
       const current: AslState = asl.States[name]!;
       name = current.Type === 'Choice' ? (current.Default as string) : current.Next;
     }
-    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(asl.States.Published).toEqual({ Type: 'Succeed' });
+  });
+
+  it('ends a check after Reconcile: CheckOnly sends a plan with batch.check to CheckCleanup (the Cleanup function) and Checked, anything else to Publish', () => {
+    expect(state('Reconcile').Next).toBe('CheckOnly');
+    expect(state('CheckOnly')).toEqual({
+      Type: 'Choice',
+      Choices: [{ Variable: '$.plan.batch.check', IsPresent: true, Next: 'CheckCleanup' }],
+      Default: 'Publish',
+    });
+    expect(state('CheckCleanup')).toMatchObject({
+      Type: 'Task',
+      Parameters: { 'batch.$': '$.plan.batch', 'executionId.$': '$$.Execution.Id' },
+      ResultPath: '$.cleanup',
+      Next: 'Checked',
+    });
+    expect(taskFunctions.CheckCleanup).toBe(taskFunctions.Cleanup);
+    expect(asl.States.Checked).toMatchObject({ Type: 'Succeed' });
+    // The windowed path joins Reconcile, so a long check ends the same way.
+    expect(state('LoadWindows').Next).toBe('Reconcile');
   });
 
   it('has exactly the contract states, with LoadChunk inside the Map', () => {
@@ -63,7 +82,7 @@ describe('state machine', () => {
       [
         'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
         'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
-        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished', 'LoadWindows',
+        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished', 'LoadWindows', 'CheckOnly', 'CheckCleanup', 'Checked',
       ].sort(),
     );
     expect(Object.keys(state('LoadWindows').ItemProcessor!.States).sort()).toEqual(['PlanWindow', 'WindowLoadChunks', 'WindowLoaded']);
@@ -199,7 +218,7 @@ describe('state machine', () => {
       expect(taskFunctions[name]).toBe(functionId(name));
     }
     expect(Object.keys(taskFunctions).sort()).toEqual(
-      [...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup', 'PlanWindow', 'WindowLoadChunk'].sort(),
+      [...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup', 'PlanWindow', 'WindowLoadChunk', 'CheckCleanup'].sort(),
     );
     // A window's steps invoke Plan's and LoadChunk's functions.
     expect(taskFunctions.PlanWindow).toBe(functionId('Plan'));
@@ -258,8 +277,8 @@ describe('state machine', () => {
     }
   });
 
-  it('routes any error of Plan, LoadChunks, Reconcile, Publish, EmitMetrics and Cleanup to RecordFailure with the error at $.error', () => {
-    for (const name of ['Plan', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup']) {
+  it('routes any error of Plan, LoadChunks, Reconcile, Publish, EmitMetrics, Cleanup and CheckCleanup to RecordFailure with the error at $.error', () => {
+    for (const name of ['Plan', 'LoadChunks', 'Reconcile', 'Publish', 'EmitMetrics', 'Cleanup', 'CheckCleanup']) {
       expect(state(name).Catch, name).toEqual([{ ErrorEquals: ['States.ALL'], ResultPath: '$.error', Next: 'RecordFailure' }]);
     }
     // LoadChunk catches only its load still running: any other error fails the Map, which pages.
@@ -386,7 +405,7 @@ describe('step handlers', () => {
 describe('execution ids for the logs', () => {
   it("hands every step the execution's id: in its payload, or in the item a chunk load gets from its Map (a window's, the parent's)", () => {
     const payloads: Record<string, string | undefined> = {};
-    for (const name of ['Plan', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'PublishGroup', 'MemberReconcile']) {
+    for (const name of ['Plan', 'Reconcile', 'CheckCleanup', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'PublishGroup', 'MemberReconcile']) {
       payloads[name] = state(name).Parameters?.['executionId.$'] as string | undefined;
     }
     expect(payloads).toEqual(Object.fromEntries(Object.keys(payloads).map((name) => [name, '$$.Execution.Id'])));

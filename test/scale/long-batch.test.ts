@@ -29,7 +29,7 @@ describe(`a batch of ${HOURS.toLocaleString('en-US')} hourly chunks`, () => {
 
     expect(result.status, `${result.error}: ${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
 
     // One child execution per window, each holding its window's chunk iterations.
     expect(result.childExecutions).toHaveLength(WINDOWS);

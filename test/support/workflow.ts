@@ -36,7 +36,7 @@ export const WORKFLOW_TIME_SCALE = 0.002;
 
 export type TaskOverride = (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>;
 const TASK_STATES = [
-  'Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure',
+  'Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CheckCleanup',
   // A publish group's (lib/publish-workflow.ts publishGroupPath).
   'MemberLoadChunk', 'MemberReconcile', 'PublishGroup', 'MemberEmitMetrics', 'MemberCleanup',
   // A window's child execution (lib/publish-workflow.ts windowedLoad).

@@ -73,7 +73,7 @@ describe('execution input rejected before anything is written', () => {
     ['a `to` off the day grain', { pipeline: 'sales_order_lines', to: '2026-01-05T12:00:00Z' }, /^input\.to 2026-01-05T12:00:00\.000Z is not on a day boundary in UTC \(nearest earlier boundary: 2026-01-05T00:00:00\.000Z\)$/],
     ['a `from` other than historyStart on a swap pipeline', { pipeline: 'sales_order_lines', from: '2026-01-02', to: day(4) }, /^pipeline sales_order_lines publishes by swap, which rebuilds the whole table: input\.from must be omitted or equal historyStart/],
     ['a `to` in the future', { pipeline: 'sales_order_lines', to: '2099-01-01' }, /^input\.to 2099-01-01T00:00:00\.000Z is in the future$/],
-    ['an unknown extra field', { pipeline: 'sales_order_lines', to: day(3), force: true }, /^input has unknown field\(s\): force \(allowed: pipeline, from, to, restate\)$/],
+    ['an unknown extra field', { pipeline: 'sales_order_lines', to: day(3), force: true }, /^input has unknown field\(s\): force \(allowed: pipeline, from, to, restate, check\)$/],
   ];
 
   it.each(cases)('rejects %s, pages, and writes nothing', async (_what, input, message, pipeline) => {
@@ -117,7 +117,7 @@ describe('a huge execution input', () => {
   it.each([
     ['a `to` value', { pipeline: 'sales_order_lines', to: 'x'.repeat(HUGE) }, /^input\.to must be an ISO 8601 date .*got "x{100,}\.\.\. \(200002 characters\)$/, 'sales_order_lines'],
     ['a pipeline name', { pipeline: 'p'.repeat(HUGE) }, /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines$/, undefined],
-    ['an unknown field name', { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 }, /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to, restate\)$/, 'sales_order_lines'],
+    ['an unknown field name', { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 }, /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to, restate, check\)$/, 'sales_order_lines'],
   ] as [string, unknown, RegExp, string | undefined][])('with %s of 200 KB is rejected, pages, and the error and alert stay small', async (_what, input, message, pipeline) => {
     const result = await wf.run(input);
     expect(result.status).toBe('FAILED');

@@ -42,7 +42,7 @@ describe('a swap transaction that fails in the warehouse', () => {
   it('fails the run at Publish with the database message, after the checks passed', async () => {
     expect(failed.status).toBe('FAILED');
     expect(visitedOutsideChunks(failed)).toEqual([
-      'Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'RecordFailure', 'Notify', 'Failed',
+      'Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'RecordFailure', 'Notify', 'Failed',
     ]);
     expect(caughtError(failed)?.Error).toBe('WarehouseError');
     expect(caughtMessage(failed)).toContain(`relation "${names.previous.replace('analytics.', '')}" already exists`);

@@ -33,7 +33,7 @@ describe('a successful run', () => {
   it('succeeds through every step, loading each of the 12 day chunks once', () => {
     expect(first.status, `${first.error}: ${first.cause}`).toBe('SUCCEEDED');
     const steps = visitedOutsideChunks(first);
-    expect(steps).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(steps).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(loadedChunks(first)).toEqual([...Array(TO_DAY).keys()]);
     expect(stateEvents(first, 'StateRetried', 'LoadChunk')).toEqual([]);
   });

@@ -141,6 +141,24 @@ describe('row-level rules and the quarantine', () => {
     expect((await wf.batch(id))?.rows_rejected).toBe('8');
   });
 
+  it('a check judges the quarantine as a run does, and leaves none of its rows in the quarantine table: it holds only what runs rejected', async () => {
+    deploy({ ...RULES, quarantine: { maxRows: 2 } });
+    const live = await wf.fingerprint(LIVE);
+    const checkId = batchIdFor(pipelines[index]!, resolveInterval(inputFor(TO_DAY), pipelines[index]!, new Date()), { kind: 'check', n: 1 });
+
+    const result = await wf.run({ ...inputFor(TO_DAY), check: true }, 'quarantine-check');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visited(result)).toContain('Checked');
+    expect((result.output?.reconcile as { passed: boolean }).passed).toBe(false);
+    expect(await check(checkId, 'quarantine_within_tolerance')).toMatchObject({ passed: false, observed: expect.stringMatching(/^8 row\(s\) quarantined/) });
+    expect(await quarantined(checkId)).toEqual([]);
+    // The run's rejected rows stay.
+    expect(await quarantined(batchId())).toEqual(QUARANTINED);
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect((await wf.batch(checkId))?.status).toBe('CHECK_FAILED');
+  });
+
   it('publishes the rest within the tolerance, with the gate passing; a retried Reconcile quarantines nothing twice', async () => {
     deploy({ ...RULES, quarantine: { maxRows: 10, maxPct: 10 } });
     // Reconcile runs twice (a retry after a lost response): the second finds nothing left to move.

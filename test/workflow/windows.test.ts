@@ -79,7 +79,7 @@ describe('a batch longer than one window', () => {
     expect(wf.calls.filter((c) => c.state === 'PlanWindow')).toHaveLength(3);
     expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
     // The parent's history holds no chunk: only the Distributed Map's state.
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
     expect(result.events.some((e) => e.state?.name === 'WindowLoadChunk')).toBe(false);
     const loads = await wf.query<{ chunk_index: number; loads: string; status: string }>(
       'SELECT chunk_index, loads, status FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',
@@ -87,6 +87,20 @@ describe('a batch longer than one window', () => {
     );
     expect(loads.map((r) => [r.chunk_index, r.status, Number(r.loads)])).toEqual([...Array(8).keys()].map((i) => [i, 'DONE', 1]));
     expect(await wf.tableExists(staging)).toBe(false);
+    wf.reset();
+  });
+
+  it('checks a batch in windows too: its windows load, then CheckOnly ends it at Checked, nothing published', async () => {
+    const live = await wf.fingerprint(LIVE);
+
+    const result = await wf.run({ ...inputFor(TO_DAY), check: true }, 'windows-check');
+
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'CheckCleanup', 'Checked']);
+    expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    expect((result.output?.reconcile as { passed: boolean }).passed).toBe(true);
+    expect(await wf.fingerprint(LIVE)).toEqual(live);
+    expect(await wf.derivedTables()).not.toContainEqual(expect.stringContaining('__stg_'));
     wf.reset();
   });
 

@@ -41,6 +41,7 @@ describe('manifestDdl', () => {
       `CALL "atomic_publish".add_column_if_missing('publications', 'live_columns', 'varchar(65535)')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'live_fingerprint', 'varchar(128)')`,
       `CALL "atomic_publish".add_column_if_missing('publications', 'live_rows_before', 'timestamp')`,
+      `CALL "atomic_publish".add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
     ]);
     for (const [i] of calls) expect(i).toBeGreaterThan(procedure);
   });
@@ -93,6 +94,15 @@ describe('manifestDdl', () => {
     expect(procedure).toContain('UPDATE "atomic_publish".publications SET live_columns = cols, live_fingerprint = fp, live_rows_before = p_rows_before');
     expect(ddl.indexOf(procedure)).toBeGreaterThan(Math.max(...added));
     expect(ddl.indexOf(procedure)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
+  });
+
+  it('adds in version 11 the purpose of each batch (a check or a publishing batch), after the table it extends', () => {
+    const ddl = manifestDdl(NOW);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(11);
+    const table = ddl.findIndex((sql) => sql.startsWith('CREATE TABLE IF NOT EXISTS "atomic_publish".batches ('));
+    const purpose = ddl.findIndex((sql) => sql.includes("'batches', 'purpose', 'varchar(16)'"));
+    expect(table).toBeGreaterThanOrEqual(0);
+    expect(purpose).toBeGreaterThan(table);
   });
 
   it('adds in version 10 the re-check of the source inside the publish transaction, raising a refusal that names the chunk', () => {

@@ -1,0 +1,82 @@
+/**
+ * `check`: the reconciliation gate of an interval without publishing. It
+ * starts the execution input `"check": true` (docs/decisions.md "Checking
+ * an interval without publishing"), follows it as `run` does, and prints
+ * the check results its batch recorded: exit 0 when the gate passed, 1
+ * when it failed.
+ */
+import { BatchStatus, CHECK_ENDED } from '../domain/batch.ts';
+import { LOCATION_CHECKS } from '../domain/locate.ts';
+import { batchIdFor, nextRerun } from '../domain/plan.ts';
+import { checkRunName } from '../domain/run-name.ts';
+import { batchCheckResults } from '../domain/sql/cli.ts';
+import { findBatch } from '../domain/sql/plan.ts';
+import type { Context } from './context.ts';
+import { CliError, ExitCode } from './errors.ts';
+import { type FollowOptions, startAndFollow } from './run.ts';
+import { type CliIo, intervalOf, manifestPresent, pipelineNamed, query, table, text } from './shared.ts';
+
+/** One check's result as `check` prints it. */
+export interface CheckLine {
+  readonly check: string;
+  readonly passed: boolean;
+  readonly observed: string;
+  readonly expected: string;
+  readonly details: string;
+}
+
+const isLocation = (check: string) => (LOCATION_CHECKS as readonly string[]).includes(check);
+
+/** The failing checks first, then where the content differs, then the ones that passed; by name within each. */
+export function checkOrder(lines: readonly CheckLine[]): CheckLine[] {
+  const rank = (l: CheckLine) => (isLocation(l.check) ? 1 : l.passed ? 2 : 0);
+  return [...lines].sort((a, b) => rank(a) - rank(b) || a.check.localeCompare(b.check));
+}
+
+export async function check(ctx: Context, io: CliIo, name: string, opts: { from?: string; to?: string } & FollowOptions): Promise<number> {
+  const pipeline = pipelineNamed(name);
+  if (opts.from === undefined || opts.to === undefined) throw new CliError('check needs --from and --to (on the pipeline\'s grain)');
+  const interval = intervalOf(pipeline, opts.from, opts.to);
+  // The check Plan will run: the first of the interval not ended (Plan chooses it the same way).
+  const n = (await manifestPresent(ctx))
+    ? (await nextRerun('check', CHECK_ENDED, async (k) => (await query(ctx, findBatch(batchIdFor(pipeline, interval, { kind: 'check', n: k })), 'check:find'))[0]?.status)).n
+    : 1;
+  const batchId = batchIdFor(pipeline, interval, { kind: 'check', n });
+  const input = { pipeline: pipeline.name, from: interval.from.toISOString(), to: interval.to.toISOString(), check: true };
+  const again = `atomic-publish check ${pipeline.name} --from ${input.from} --to ${input.to}`;
+  return startAndFollow(ctx, io, pipeline, (attempt) => checkRunName(pipeline.name, interval, n, attempt), input, batchId, opts, async (result, output) => {
+    const planned = text((output.plan as { batch?: { batchId?: unknown } } | undefined)?.batch?.batchId) || batchId;
+    const rows = await query(ctx, batchCheckResults(planned), 'check:results');
+    const lines = checkOrder(
+      rows
+        .filter((r) => r.check_name !== null && r.check_name !== undefined)
+        .map((r) => ({ check: text(r.check_name), passed: r.passed === true || r.passed === 'true', observed: text(r.observed), expected: text(r.expected), details: text(r.details) })),
+    );
+    const verdict = (output.reconcile as { passed?: unknown } | undefined)?.passed;
+    const passed = typeof verdict === 'boolean' ? verdict : text(rows[0]?.status) === BatchStatus.CHECK_PASSED;
+    const failed = lines.filter((l) => !l.passed && !isLocation(l.check)).map((l) => l.check);
+    const next = passed
+      ? undefined
+      : `nothing was published. The failing checks above say what differs${lines.some((l) => isLocation(l.check)) ? `; the ${LOCATION_CHECKS.join(', ')} rows say where` : ''} ` +
+        `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (${again}): ` +
+        `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
+    const summary = { ...result, check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
+    if (ctx.json) {
+      io.stdout(JSON.stringify(summary));
+    } else {
+      const out = [
+        table(
+          ['check', 'verdict', 'observed', 'expected'],
+          lines.map((l) => [l.check, l.passed ? 'passed' : 'FAILED', l.observed, l.expected]),
+        ),
+        ...lines.filter((l) => !l.passed && l.details !== '').map((l) => `${l.check}: ${l.details}`),
+        passed
+          ? `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} PASSED (execution ${text(result.execution)}, batch ${planned}); nothing was published.`
+          : `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} FAILED: ${failed.join(', ') || 'see the checks above'} (execution ${text(result.execution)}, batch ${planned}).`,
+      ];
+      io.stdout(out.join('\n'));
+      if (next !== undefined) io.stderr(`Next step: ${next}`);
+    }
+    return passed ? ExitCode.OK : ExitCode.RUN_FAILED;
+  });
+}

@@ -1,0 +1,199 @@
+// A check (input `"check": true`): the reconciliation gate of an interval
+// run without publishing, on the synthesized state machine. It runs as a
+// batch of its own (check 1, 2, ... of the interval), ends after Reconcile
+// through CheckOnly -> CheckCleanup -> Checked, leaves the live table as
+// it was, and its verdict is the execution's output: a failed gate pages
+// no one and writes no ReconcileFailed metric.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { ValidationError } from '../../domain/errors.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
+
+const DAY = 6;
+let wf: Workflow;
+beforeAll(async () => {
+  wf = await useWorkflow('wf_check');
+  await wf.sample({ rowsPerDay: 6, sourceDays: DAY + 1, liveDays: 3 });
+});
+afterAll(() => wf?.close());
+
+const check = (day = DAY) => ({ ...inputFor(day), check: true });
+const checkId = (n: number, day = DAY) => batchIdFor(PIPELINE, resolveInterval(check(day), PIPELINE, new Date()), { kind: 'check', n });
+const lease = async () => wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
+const batchCount = async () => Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.batches'))[0]!.n);
+const reconcileOutput = (result: Awaited<ReturnType<Workflow['run']>>) =>
+  result.output?.reconcile as { passed: boolean; checks: { check: string; passed: boolean; observed: string; expected: string }[]; failure?: string };
+
+describe('a check that passes', () => {
+  let result: Awaited<ReturnType<Workflow['run']>>;
+  let liveBefore: Awaited<ReturnType<Workflow['fingerprint']>>;
+  beforeAll(async () => {
+    wf.reset();
+    liveBefore = await wf.fingerprint(LIVE);
+    result = await wf.run(check(), 'check-passes');
+  });
+
+  it('succeeds through CheckOnly, CheckCleanup and Checked, never entering Publish', () => {
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'CheckCleanup', 'Checked']);
+    expect(reconcileOutput(result)).toMatchObject({ passed: true });
+    expect(reconcileOutput(result).checks.map((c) => c.check)).toContain('staging_rows_match_source');
+    expect(reconcileOutput(result).checks.every((c) => c.passed && typeof c.expected === 'string')).toBe(true);
+  });
+
+  it('leaves the live table byte for byte as it was, publishes nothing and keeps no staging', async () => {
+    expect(await wf.fingerprint(LIVE)).toEqual(liveBefore);
+    expect(await wf.publications()).toEqual([]);
+    expect(await wf.tableExists(`analytics.${stagingTableFor(PIPELINE, checkId(1))}`)).toBe(false);
+    expect(await wf.derivedTables()).toEqual([]);
+  });
+
+  it('records check 1 as a check batch ended CHECK_PASSED, with its check results, and releases the lease', async () => {
+    const batch = await wf.batch(checkId(1));
+    expect(batch).toMatchObject({ status: 'CHECK_PASSED', purpose: 'check' });
+    expect(batch?.staging_dropped_at).not.toBeNull();
+    const [attempt] = await wf.query('SELECT status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [checkId(1)]);
+    expect(attempt).toEqual({ status: 'CHECK_PASSED' });
+    expect(Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.check_results WHERE batch_id = $1', [checkId(1)]))[0]!.n)).toBeGreaterThan(0);
+    // Not the interval's publishing batch.
+    expect(await wf.batch(batchIdFor(PIPELINE, resolveInterval(check(), PIPELINE, new Date())))).toBeUndefined();
+    expect(await lease()).toEqual([]);
+  });
+});
+
+describe('a check the gate fails', () => {
+  let result: Awaited<ReturnType<Workflow['run']>>;
+  let liveBefore: Awaited<ReturnType<Workflow['fingerprint']>>;
+  beforeAll(async () => {
+    wf.reset();
+    liveBefore = await wf.fingerprint(LIVE);
+    // A source row arrives after the loads: the source no longer matches staging.
+    wf.faults.Reconcile = async (input, next) => {
+      await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [
+        sampleDay(DAY - 1).toISOString().slice(0, 19),
+      ]);
+      return next(input);
+    };
+    try {
+      result = await wf.run(check(), 'check-fails');
+    } finally {
+      wf.reset();
+      await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 900000001');
+    }
+  });
+
+  it('succeeds with the verdict in its output: passed false, the failing checks and where the content differs, the alert text as failure', () => {
+    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    expect(visited(result)).toContain('Checked');
+    expect(visited(result)).not.toContain('RecordFailure');
+    const verdict = reconcileOutput(result);
+    expect(verdict.passed).toBe(false);
+    expect(verdict.checks.find((c) => c.check === 'staging_rows_match_source')).toMatchObject({ passed: false });
+    expect(verdict.checks.find((c) => c.check === 'missing_in_staging')).toMatchObject({ passed: false, observed: expect.stringMatching(/^1 key\(s\)/) });
+    expect(verdict.failure).toMatch(/check\(s\) failed for batch /);
+  });
+
+  it('pages no one and writes no ReconcileFailed (nor BatchFailed) metric', () => {
+    expect(result.alerts).toEqual([]);
+    expect(result.metrics.filter((m) => 'ReconcileFailed' in m.values || 'BatchFailed' in m.values)).toEqual([]);
+  });
+
+  it('leaves the live table untouched and ends check 2 CHECK_FAILED: a finished check is never resumed', async () => {
+    expect(await wf.fingerprint(LIVE)).toEqual(liveBefore);
+    expect(await wf.publications()).toEqual([]);
+    expect(await wf.batch(checkId(2))).toMatchObject({ status: 'CHECK_FAILED', purpose: 'check' });
+    expect(await wf.batch(checkId(1))).toMatchObject({ status: 'CHECK_PASSED' });
+    expect(await wf.derivedTables()).toEqual([]);
+    expect(await lease()).toEqual([]);
+  });
+});
+
+describe('an interrupted check', () => {
+  it('is resumed by the next check of the interval, keeping the chunks it loaded', async () => {
+    wf.reset();
+    wf.faults.Reconcile = async () => {
+      throw new ValidationError('the check was interrupted');
+    };
+    const failed = await wf.run(check(), 'check-interrupted');
+    expect(failed.status).toBe('FAILED');
+    expect(caughtMessage(failed)).toBe('the check was interrupted');
+    expect(await wf.batch(checkId(3))).toMatchObject({ status: 'FAILED', purpose: 'check' });
+    const loaded = wf.loads.started.length;
+    expect(loaded).toBeGreaterThan(0);
+
+    wf.reset();
+    const resumed = await wf.run(check(), 'check-resumed');
+
+    expect(resumed.status, `${resumed.error}: ${resumed.cause}`).toBe('SUCCEEDED');
+    expect(wf.loads.started).toEqual([]);
+    expect(await wf.batch(checkId(3))).toMatchObject({ status: 'CHECK_PASSED', attempt: 2 });
+    expect(await wf.batch(checkId(4))).toBeUndefined();
+  });
+});
+
+describe('a check and the pipeline lease', () => {
+  it('ends PipelineBusy, writing nothing, while another execution holds the lease', async () => {
+    wf.reset();
+    await wf.query(
+      `INSERT INTO atomic_publish.pipeline_leases (pipeline, execution_id, acquired_at, expires_at) VALUES ($1, 'another-run', now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' + interval '1 hour')`,
+      [PIPELINE.name],
+    );
+    const batches = await batchCount();
+    try {
+      const busy = await wf.run(check(), 'check-busy');
+
+      expect(busy.status).toBe('SUCCEEDED');
+      expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
+      expect(await batchCount()).toBe(batches);
+      expect(wf.loads.started).toEqual([]);
+    } finally {
+      await wf.query('DELETE FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
+    }
+  });
+});
+
+describe('Publish and a check batch', () => {
+  it('refuses it when a check reaches Publish anyway (its plan stripped of the flag): the manifest says it is a check; nothing is published', async () => {
+    wf.reset();
+    const liveBefore = await wf.fingerprint(LIVE);
+    wf.faults.Plan = async (input, next) => {
+      const planned = (await next(input)) as { batch: Record<string, unknown> };
+      const { check: _dropped, ...batch } = planned.batch;
+      return { ...planned, batch };
+    };
+
+    const result = await wf.run(check(), 'check-to-publish');
+
+    expect(result.status).toBe('FAILED');
+    expect(visited(result)).toContain('Publish');
+    expect(caughtError(result)?.Error).toBe('ValidationError');
+    expect(caughtMessage(result)).toMatch(/^batch [0-9a-f]{16} of pipeline sales_order_lines is a check \(the gate run without publishing\): Publish refuses it; nothing was published/);
+    expect(await wf.fingerprint(LIVE)).toEqual(liveBefore);
+    expect(await wf.publications()).toEqual([]);
+  });
+});
+
+describe('bad check input, refused in Plan before anything is written', () => {
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['check not a boolean', { ...check(), check: 'yes' }, /^input\.check must be true or false, got "yes"/],
+    ['check with restate', { ...check(), restate: true }, /^input\.check and input\.restate exclude each other/],
+    ['check with rollback', { pipeline: PIPELINE.name, rollback: {}, check: true }, /^input\.check runs the gate of one pipeline's interval without publishing; a rollback input takes no check/],
+    ['check with a migration', { pipeline: PIPELINE.name, migrate: true, check: true }, /; a migration input takes no check/],
+    ['check with a group', { group: 'sales', check: true }, /; a publish group input takes no check/],
+  ];
+  for (const [what, input, message] of cases) {
+    it(what, async () => {
+      wf.reset();
+      const batches = await batchCount();
+
+      const result = await wf.run(input, `bad-${what.replace(/\W+/g, '-')}`);
+
+      expect(result.status).toBe('FAILED');
+      expect(caughtError(result)?.Error).toBe('ValidationError');
+      expect(caughtMessage(result)).toMatch(message);
+      expect(await batchCount()).toBe(batches);
+      expect(wf.loads.started).toEqual([]);
+    });
+  }
+});
