@@ -4,7 +4,10 @@ import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
 import { batchPurposePresent, latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
+import { latestEventTime } from '../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
+import type { Pipeline } from '../domain/spec.ts';
+import { parseWarehouseTime } from '../domain/time.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';
@@ -27,6 +30,24 @@ async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | un
   }
 }
 
+/** Whole minutes from a warehouse time to `now`. */
+const minutesSince = (time: unknown, now: number) => Math.floor((now - parseWarehouseTime(String(time)).getTime()) / 60_000);
+
+/**
+ * The newest event time in the live table and how far behind now it is
+ * (what the freshness monitor writes as LiveDataLagSeconds); null when the
+ * table is empty or cannot be read (not created yet, no grant): status goes
+ * on without it.
+ */
+async function dataLag(ctx: Context, pipeline: Pipeline, now: number): Promise<{ newestEvent: string; lagMinutes: number } | null> {
+  try {
+    const latest = (await query(ctx, latestEventTime(pipeline), 'status:lag'))[0]?.latest;
+    return latest === null || latest === undefined ? null : { newestEvent: text(latest), lagMinutes: minutesSince(latest, now) };
+  } catch {
+    return null;
+  }
+}
+
 /** Whether the manifest records what each batch is for (version 11 on). */
 async function hasPurpose(ctx: Context): Promise<boolean> {
   return num((await query(ctx, batchPurposePresent(), 'purpose'))[0]?.present) > 0;
@@ -45,7 +66,7 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     // A check is no run of the pipeline's data: the last batch is the last that could publish.
     const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1, purpose, false), 'status:batch'))[0] : undefined;
     const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
-    const ageMinutes = publishedAt ? Math.floor((now - Date.parse(`${String(publishedAt).replace(' ', 'T')}Z`)) / 60_000) : undefined;
+    const ageMinutes = publishedAt ? minutesSince(publishedAt, now) : undefined;
     const sla = pipeline.freshness.slaMinutes;
     rows.push({
       pipeline: pipeline.name,
@@ -54,6 +75,8 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
         ? { batchId: text(batch.batch_id), status: text(batch.status), from: text(batch.interval_start), to: text(batch.interval_end), finishedAt: text(batch.finished_at) || null, error: text(batch.error) || null }
         : null,
       freshness: { ageMinutes: ageMinutes ?? null, slaMinutes: sla, withinSla: ageMinutes !== undefined && ageMinutes <= sla },
+      // The data's own age, beside the publication's: runs that publish old data show here, not in the publication's age.
+      dataLag: await dataLag(ctx, pipeline, now),
       running: running.filter((e) => e.name?.startsWith(`${pipeline.name}-`)).map((e) => ({ name: e.name!, executionArn: e.executionArn!, startDate: e.startDate?.toISOString() ?? null })),
       // The pipeline's own alarms (a Pipeline dimension of its name); null when CloudWatch was not read.
       alarms:
@@ -73,7 +96,10 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
         r.pipeline,
         r.live ? `#${r.live.seq} ${r.live.batchId} ${r.live.publishedAt}${r.live.rollbackOf ? ` (rollback of #${r.live.rollbackOf})` : ''}` : 'never published',
         r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status} ${r.lastBatch.from} .. ${r.lastBatch.to}` : '-',
-        r.freshness.ageMinutes === null ? `no publication (SLA ${r.freshness.slaMinutes} min)` : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`,
+        (r.freshness.ageMinutes === null
+          ? `no publication (SLA ${r.freshness.slaMinutes} min)`
+          : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`) +
+          (r.dataLag === null ? '' : `\nnewest event ${r.dataLag.newestEvent} (${r.dataLag.lagMinutes} min ago)`),
         r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-',
         r.running.map((e) => e.name).join('\n') || '-',
       ]),
@@ -101,6 +127,8 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
       chunks: num(b.chunk_count),
       rows: b.rows_written === null ? null : num(b.rows_written),
       startedAt: text(b.started_at),
+      // From the batch's first start to its end (a resumed batch counts its earlier attempts too); null while it runs.
+      tookSeconds: b.finished_at === null || b.finished_at === undefined ? null : Math.round((parseWarehouseTime(text(b.finished_at)).getTime() - parseWarehouseTime(text(b.started_at)).getTime()) / 1000),
       // The events of its publications: null when it has none, else 'sent' or 'unsent' (the freshness monitor sends those).
       event: num(b.publications) === 0 ? null : num(b.events_sent) === num(b.publications) ? 'sent' : 'unsent',
       checks: { passed: own.filter((c) => c.passed === true || c.passed === 'true').length, failed: own.filter((c) => !(c.passed === true || c.passed === 'true')).map((c) => text(c.check_name)) },
@@ -116,7 +144,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
   }
   io.stdout(
     table(
-      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'event', 'started at'],
+      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'event', 'started at', 'took'],
       rows.map((r) => [
         r.batchId,
         r.purpose === BatchPurpose.check ? `${r.mode} (check)` : r.mode,
@@ -128,8 +156,16 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
         r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : `FAILED: ${r.checks.failed.join(', ')}`,
         r.event ?? '-',
         r.startedAt,
+        r.tookSeconds === null ? '-' : duration(r.tookSeconds),
       ]),
     ),
   );
   return ExitCode.OK;
+}
+
+/** `1h 02m`, `4m 05s`, `12s`. */
+export function duration(seconds: number): string {
+  const [h, m, s] = [Math.floor(seconds / 3600), Math.floor((seconds % 3600) / 60), seconds % 60];
+  const two = (n: number) => String(n).padStart(2, '0');
+  return h > 0 ? `${h}h ${two(m)}m` : m > 0 ? `${m}m ${two(s)}s` : `${s}s`;
 }

@@ -17,7 +17,7 @@ import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients
 import { sampleDay } from '../../local/sample-data.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { closedPort } from '../support/unreachable.ts';
-import { PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin/atomic-publish.js');
@@ -192,15 +192,26 @@ describe('plan, run, status, history', () => {
     const status = JSON.parse(statusRan.out);
     expect(status.alarms).toBeNull();
     expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
+    // The data's own age: the newest event time in the live table, as the monitor reads it.
+    const [newest] = await wf.query<{ newest: string }>(`SELECT to_char(MAX(${PIPELINE.timeColumn}), 'YYYY-MM-DD HH24:MI:SS') AS newest FROM ${LIVE}`);
+    expect(status.dataLag.newestEvent).toContain(newest!.newest);
+    expect(status.dataLag.lagMinutes).toBeGreaterThanOrEqual(status.freshness.ageMinutes);
+    expect((await cli(['status', 'sales_order_lines'])).out).toContain(`newest event ${status.dataLag.newestEvent}`);
 
     const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
     expect(batches).toHaveLength(1);
     expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
     expect(batches[0].checks.passed).toBeGreaterThan(0);
+    // How long the batch took, from the manifest's own times.
+    const [times] = await wf.query<{ took: number }>(
+      `SELECT ROUND(EXTRACT(EPOCH FROM finished_at - started_at))::int AS took FROM atomic_publish.batches WHERE batch_id = $1`,
+      [batchOf(day(0), day(5))],
+    );
+    expect(batches[0].tookSeconds).toBe(times!.took);
 
     const table = await cli(['history', 'sales_order_lines']);
     expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
-    expect(table.out).toMatch(/\d+ passed *│ sent /);
+    expect(table.out).toMatch(/\d+ passed *│ sent *│ [^│]+│ (\d+h )?(\d+m )?\d+[sm] /);
 
     // A publication whose event was never sent shows so, until it is.
     await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
