@@ -32,6 +32,34 @@ export function recordLiveFingerprint(pipeline: Pipeline, columns: readonly stri
 }
 
 /**
+ * A swap's record, taken before its transaction: staging's fingerprint
+ * (the table the swap makes live, with Plan's baseline columns, which
+ * staging was created like), read outside every lock, so readers of the
+ * live table never wait for this scan. The swap's guard (manifest.ts
+ * assert_publishable) then checks under staging's lock that staging still
+ * holds the rows Reconcile checked; staging is written only by the batch's
+ * loads, which only insert, so an unchanged count is unchanged rows and
+ * this fingerprint is the published table's. With expected writers, only
+ * the rows before the batch's end (`rowsBefore`), which the carry-over
+ * does not touch.
+ */
+export function stagingFingerprintQuery(pipeline: Pipeline, stagingTable: string, columns: readonly string[], rowsBefore?: string): Statement {
+  return liveFingerprintQuery(pipeline, columns, rowsBefore, 'fnv', stagingTable);
+}
+
+/**
+ * Records a fingerprint taken before the transaction (stagingFingerprintQuery)
+ * on the publication the transaction just inserted (the pipeline's newest,
+ * under the publications' lock): no scan inside the swap.
+ */
+export function recordPublishedFingerprint(pipeline: Pipeline, columns: readonly string[], fingerprint: string, rowsBefore?: string): string {
+  const name = sqlLiteral(pipeline.name);
+  const before = rowsBefore === undefined ? 'CAST(NULL AS timestamp)' : sqlLiteral(new Date(rowsBefore));
+  return `UPDATE ${M}.publications SET live_columns = ${sqlLiteral(columnsText(columns))}, live_fingerprint = ${sqlLiteral(fingerprint)}, live_rows_before = ${before}
+     WHERE pipeline = ${name} AND seq = (SELECT MAX(seq) FROM ${M}.publications WHERE pipeline = ${name})`;
+}
+
+/**
  * The pipeline's newest publication and what it recorded of the live
  * table: `seq`, `live_columns`, `live_fingerprint`, `live_rows_before`
  * (all NULL for a publication that recorded nothing: made before version

@@ -91,8 +91,14 @@ function hexValue(hex: string): string {
  * it (short of a coincidence of 2^-60 or less). With `carryFrom`, only rows
  * before it (or with no time) count.
  */
-export function liveFingerprintQuery(pipeline: Pipeline, columns: readonly string[], carryFrom?: string, rowHash: RowHash = 'fnv'): Statement {
-  const { schema, table } = pipeline.target;
+export function liveFingerprintQuery(
+  pipeline: Pipeline,
+  columns: readonly string[],
+  carryFrom?: string,
+  rowHash: RowHash = 'fnv',
+  table: string = pipeline.target.table,
+): Statement {
+  const { schema } = pipeline.target;
   const t = quoteIdent(pipeline.timeColumn);
   const where = carryFrom === undefined ? '' : ` WHERE ${t} IS NULL OR ${t} < ${sqlLiteral(new Date(carryFrom))}`;
   const value = rowHash === 'md5' ? `CAST(${hexValue(`MD5(${rowText(columns)})`)} AS decimal(38, 0))` : rowHashValue(columns);

@@ -9,7 +9,7 @@ import { LOCK_MANIFEST } from './manifest.ts';
 import { quarantines } from '../quarantine.ts';
 import { stagingWithQuarantinedLiteral } from './quarantine.ts';
 import { assertLiveUnchanged, carryOverRows, hashedColumns } from './out-of-band.ts';
-import { recordLiveFingerprint } from './live-watch.ts';
+import { recordPublishedFingerprint } from './live-watch.ts';
 import { rowHashValue } from './row-hash.ts';
 import { extractColumn } from '../extract-column.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
@@ -446,6 +446,8 @@ export function swapPublish(
   facts: LiveTableFacts,
   factsQuery: Statement,
   lockWaitMs: number,
+  /** A watched pipeline's: staging's fingerprint, read before the transaction (domain/sql/live-watch.ts stagingFingerprintQuery). */
+  stagingFingerprint?: string,
 ): string[] {
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
@@ -453,7 +455,7 @@ export function swapPublish(
     ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, pipeline.migrating ? migrationFacts(facts) : facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
     // Staging, now live, was created like the live table Plan fingerprinted: its columns are the baseline's.
-    ...unboundedScans(pipeline.outOfBand.watch && batch.live && !pipeline.migrating ? [recordLiveFingerprint(pipeline, batch.live.columns, batch.live.carryFrom)] : [], lockWaitMs),
+    ...(stagingFingerprint !== undefined && batch.live ? [recordPublishedFingerprint(pipeline, batch.live.columns, stagingFingerprint, batch.live.carryFrom)] : []),
   ];
   checkSwapSize(pipeline, statements);
   return statements;

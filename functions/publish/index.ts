@@ -29,6 +29,7 @@ import { publishMerge } from './merge.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { stagingFingerprint } from './live-watch.ts';
 
 export interface PublishEvent {
   readonly batch: BatchRef;
@@ -180,6 +181,7 @@ export async function publish(
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
+  const fingerprint = await stagingFingerprint(warehouse, pipeline, batch, name);
   const swap: Swap = {
     pipeline,
     step: 'Publish',
@@ -188,7 +190,8 @@ export async function publish(
     retainedAs: previous,
     waits,
     name,
-    statements: (facts, factsQuery) => withSourceRecheck(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs), pipeline, batch, recheck),
+    statements: (facts, factsQuery) =>
+      withSourceRecheck(swapPublish(pipeline, batch, previous, new Date(), facts, factsQuery, waits.lockWaitMs, fingerprint), pipeline, batch, recheck),
   };
   const recovered = await swapAndCarryOver(warehouse, swap, (error) => afterFailedPublish(error, event, warehouse, liveTable, name));
   if (recovered) return recovered;

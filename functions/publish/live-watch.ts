@@ -1,6 +1,6 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { recordLiveFingerprint } from '../../domain/sql/live-watch.ts';
+import { recordLiveFingerprint, stagingFingerprintQuery } from '../../domain/sql/live-watch.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { unboundedScans } from '../../domain/sql/publish.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
@@ -26,4 +26,17 @@ export async function liveWatchStatements(
 ): Promise<string[]> {
   const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, incoming), name('live-watch-columns'))).map((r) => String(r.col));
   return unboundedScans([recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)], lockWaitMs);
+}
+
+/**
+ * A watched swap's fingerprint of what it will publish: staging's, read
+ * before the swap's transaction, so the live table's readers never wait
+ * for the scan (domain/sql/live-watch.ts stagingFingerprintQuery); the
+ * swap records it on its publication. Undefined when nothing is recorded:
+ * the pipeline is not watched, Plan took no baseline, or it migrates.
+ */
+export async function stagingFingerprint(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
+  if (!pipeline.outOfBand.watch || batch.live === undefined || pipeline.migrating) return undefined;
+  const [row] = await warehouse.query(stagingFingerprintQuery(pipeline, batch.stagingTable, batch.live.columns, batch.live.carryFrom), name('live-watch-staging'));
+  return String(row?.fingerprint ?? '0:0');
 }

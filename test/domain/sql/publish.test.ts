@@ -83,6 +83,26 @@ describe('swapPublish with the live baseline Plan recorded', () => {
   it('without a baseline (a batch planned before the check existed) compares nothing', () => {
     expect(swapPublish(pipeline, batch, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000).join('\n')).not.toContain('assert_live_unchanged');
   });
+
+  it('records the fingerprint staging had before the transaction on the publication it inserts, scanning nothing under the lock', () => {
+    const plain = swapPublish(pipeline, { ...batch, live }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000);
+    const watched = swapPublish(pipeline, { ...batch, live }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000, '7:1234');
+    const record = at(watched, 'UPDATE "atomic_publish".publications SET live_columns');
+    expect(record, names(watched).join('\n')).toBeGreaterThan(at(watched, 'INSERT INTO "atomic_publish".publications'));
+    expect(watched[record]).toContain(`live_fingerprint = '7:1234'`);
+    expect(watched[record]).toContain(`'order_id bigint;ordered_at timestamp without time zone;amount numeric(12,2)'`);
+    expect(watched[record]).toContain('live_rows_before = CAST(NULL AS timestamp)');
+    // One statement more than without the record, and no scan: every other statement is the same.
+    expect(watched.filter((_, i) => i !== record)).toEqual(plain);
+    expect(watched.join('\n')).not.toContain('record_live_fingerprint');
+    expect(plain.join('\n')).not.toContain('live_fingerprint');
+
+    // With expected writers, only the rows before the batch's end were fingerprinted: the record says so.
+    const carrying = swapPublish(pipeline, { ...batch, live: { ...live, carryFrom: batch.to } }, previous, NOW, NO_FACTS, FACTS_QUERY, 5_000, '7:1234');
+    expect(carrying[at(carrying, 'UPDATE "atomic_publish".publications SET live_columns')]).toMatch(
+      new RegExp(`live_rows_before = CAST\\('${batch.to.slice(0, 10)} 00:00:00(\\.000)?' AS timestamp\\)`),
+    );
+  });
 });
 
 describe('what the new live table gets back', () => {
