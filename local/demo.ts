@@ -21,6 +21,7 @@
  * both live tables all the while. Exits non-zero if a reader of the atomic
  * path saw anything but the old or the new row count.
  */
+import { clip } from '../domain/text.ts';
 import { DEFAULT_POLL, type Warehouse } from '../functions/commons/warehouse.ts';
 import { isChunkLoadState } from '../lib/workflow-steps.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
@@ -189,6 +190,15 @@ function timelineOf(execution: ExecutionResult): string {
   return renderTimeline(steps.sort((a, b) => a.start - b.start));
 }
 
+/**
+ * A manifest error as one table cell: its first line, clipped. The whole
+ * text (a failed gate's tables of where the content differs) was printed
+ * with the run that failed.
+ */
+function errorLine(error: unknown): string {
+  return clip(String(error).replace(/^.*? failed: /, '').split('\n')[0]!, 160);
+}
+
 async function printManifest(warehouse: Warehouse): Promise<void> {
   const batches = await warehouse.query(
     {
@@ -210,7 +220,7 @@ async function printManifest(warehouse: Warehouse): Promise<void> {
         b.chunk_count,
         b.rows_read === null ? '' : fmt(Number(b.rows_read)),
         b.rows_written === null ? '' : fmt(Number(b.rows_written)),
-        String(b.error).replace(/^.*? failed: /, ''),
+        errorLine(b.error),
       ]),
       ['l', 'l', 'r', 'l', 'r', 'r', 'r', 'l'],
     ),
@@ -232,7 +242,7 @@ async function printManifest(warehouse: Warehouse): Promise<void> {
         a.status,
         String(a.execution_id).split(':').pop(),
         a.finished_at === null ? '' : ((Date.parse(`${a.finished_at}Z`) - Date.parse(`${a.started_at}Z`)) / 1000).toFixed(1),
-        String(a.error).replace(/^.*? failed: /, ''),
+        errorLine(a.error),
       ]),
       ['l', 'r', 'l', 'l', 'r', 'l'],
     ),
