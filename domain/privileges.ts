@@ -112,7 +112,7 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
       schema: MANIFEST_SCHEMA,
       table: 'publications',
       column: 'event_sent_at',
-      reason: 'to mark a publication event it redelivered as sent (functions/freshness-monitor/event-redelivery.ts)',
+      reason: 'to mark a publication event it redelivered as sent (functions/commons/event-delivery.ts)',
     },
     // The live watch (outOfBand.watch) fingerprints the live table with the SELECT above.
     ...(pipeline.outOfBand.watch

@@ -7,7 +7,7 @@
  * Delivery is at least once: a retried EmitMetrics sends the same event
  * again, with the same `eventId`, and an event never sent (the run failed
  * after its publish) is sent by the freshness monitor
- * (functions/freshness-monitor/event-redelivery.ts); consumers dedupe on it.
+ * (functions/commons/event-delivery.ts); consumers dedupe on it.
  */
 import { AtomicPublishError } from './errors.ts';
 import { parseWarehouseTime } from './time.ts';

@@ -31,7 +31,7 @@ export interface FreshnessMonitorProps {
    * @default Duration.minutes(5)
    */
   readonly rate?: Duration;
-  /** The bus the publication events go to: the monitor redelivers those never sent (functions/freshness-monitor/event-redelivery.ts). */
+  /** The bus the publication events go to: the monitor redelivers those never sent (functions/commons/event-delivery.ts). */
   readonly publicationEventBus: IEventBus;
   /**
    * How often the live watch runs (the same function, a second schedule):

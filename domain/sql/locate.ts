@@ -8,7 +8,7 @@ import type { BatchRef } from '../batch.ts';
 import { extractColumn } from '../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
-import { CATALOG_TYPE } from './out-of-band.ts';
+import { CATALOG_TYPE } from './row-hash.ts';
 import type { ChunkAggregate } from './reconcile.ts';
 import { quarantines } from '../quarantine.ts';
 import { stagingWithQuarantined } from './quarantine.ts';

@@ -6,7 +6,7 @@
  * compute the same text from the same table.
  */
 import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
-import { rowHashValue } from './row-hash.ts';
+import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
@@ -33,12 +33,6 @@ export function columnsText(columns: readonly string[]): string {
   return columns.join(';');
 }
 
-/** Types whose values have no text form shared by both engines: left out of the checksum (still counted). */
-const UNHASHED_TYPES = new Set(['super', 'geometry', 'geography', 'hllsketch', 'varbyte', 'binary varying', 'bytea']);
-
-/** A type as the catalog writes it (liveColumnsQuery): words, then optionally `(n)` or `(p,s)`; only such a text is used as a cast target. */
-export const CATALOG_TYPE = /^[a-z][a-z ]*[a-z](\(\d+(,\d+)?\))?$/;
-
 /**
  * A column's value as text for the row digest: `v<text>` or `n` for NULL
  * (booleans by CASE: no cast to text is needed; NULL is neither branch). With `alias`, the column
@@ -50,7 +44,7 @@ function valueText(column: string, alias?: string, castToType = false): string |
   const [name, ...type] = column.split(' ');
   const fullType = type.join(' ');
   const dataType = fullType.replace(/\(.*$/, '');
-  if (UNHASHED_TYPES.has(dataType)) return undefined;
+  if (isUnhashed(column)) return undefined;
   const read = `${alias === undefined ? '' : `${alias}.`}${quoteIdent(name!)}`;
   const c = castToType && CATALOG_TYPE.test(fullType) ? `CAST(${read} AS ${fullType})` : read;
   const text = dataType === 'boolean' ? `CASE WHEN ${c} THEN 't' WHEN NOT ${c} THEN 'f' END` : `CAST(${c} AS varchar(65535))`;
@@ -61,11 +55,6 @@ function valueText(column: string, alias?: string, castToType = false): string |
 function rowText(columns: readonly string[], alias?: string, castToType = false): string {
   const values = columns.map((c) => valueText(c, alias, castToType)).filter((v): v is string => v !== undefined);
   return values.length > 0 ? values.join(` || '|' || `) : `''`;
-}
-
-/** The columns (`name type` texts) the row digest reads: those of a type with a text form shared by both engines. */
-export function hashedColumns(columns: readonly string[]): string[] {
-  return columns.filter((c) => valueText(c) !== undefined);
 }
 
 /**

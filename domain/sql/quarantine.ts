@@ -11,8 +11,7 @@ import { extractColumn } from '../extract-column.ts';
 import { QUARANTINE_SAMPLES, quarantines, REASON, type RowRule, rowRules } from '../quarantine.ts';
 import type { Pipeline } from '../spec.ts';
 import { quarantineTableFor } from './null-times.ts';
-import { hashedColumns } from './out-of-band.ts';
-import { rowHashValue } from './row-hash.ts';
+import { hashedColumns, rowHashValue } from './row-hash.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 function quarantineTable(pipeline: Pipeline): string {

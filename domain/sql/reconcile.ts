@@ -7,8 +7,7 @@ import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, patt
 import { LOCK_MANIFEST } from './manifest.ts';
 import { quarantines } from '../quarantine.ts';
 import { stagingWithQuarantined } from './quarantine.ts';
-import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';
-import { rowHashValue } from './row-hash.ts';
+import { CATALOG_TYPE, hashedColumns, rowHashValue } from './row-hash.ts';
 import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 

@@ -22,7 +22,22 @@
  * digest it was taken with.
  */
 import { quoteIdent } from '../identifiers.ts';
-import { CATALOG_TYPE, hashedColumns } from './out-of-band.ts';
+
+/** Types whose values have no text form shared by both engines: left out of the checksum (still counted). */
+const UNHASHED_TYPES = new Set(['super', 'geometry', 'geography', 'hllsketch', 'varbyte', 'binary varying', 'bytea']);
+
+/** A type as the catalog writes it (out-of-band.ts liveColumnsQuery): words, then optionally `(n)` or `(p,s)`; only such a text is used as a cast target. */
+export const CATALOG_TYPE = /^[a-z][a-z ]*[a-z](\(\d+(,\d+)?\))?$/;
+
+/** Whether a column (`name type` text) is of a type left out of the checksum. */
+export function isUnhashed(column: string): boolean {
+  return UNHASHED_TYPES.has(column.split(' ').slice(1).join(' ').replace(/\(.*$/, ''));
+}
+
+/** The columns (`name type` texts) the row digest reads: those of a type with a text form shared by both engines. */
+export function hashedColumns(columns: readonly string[]): string[] {
+  return columns.filter((c) => !isUnhashed(c));
+}
 
 /**
  * The zero a NULL of the type hashes as, by the catalog's data type (the

@@ -10,8 +10,8 @@ import { breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/index.ts';
-import { announcePublication, redeliverUnsent } from '../freshness-monitor/event-redelivery.ts';
-import { publicationEventSender, type SendPublicationEvent } from './publication-event.ts';
+import { announcePublication, redeliverUnsent } from '../commons/event-delivery.ts';
+import { publicationEventSender, type SendPublicationEvent } from '../commons/publication-event-sender.ts';
 
 export interface EmitMetricsEvent {
   readonly batch: BatchRef;
@@ -45,7 +45,7 @@ export async function emitMetrics(
   });
   // The event first: a refused one fails the step before any metric is
   // added, so its retry does not count the publish twice. Then the
-  // pipeline's older events never sent (functions/freshness-monitor/event-redelivery.ts).
+  // pipeline's older events never sent (functions/commons/event-delivery.ts).
   await announcePublication(warehouse, pipeline.name, event.publish.publication, send);
   await redeliverUnsent(warehouse, pipeline.name, send, { now: new Date(), belowSeq: event.publish.publication });
   metrics.addDimension(DimensionName.Pipeline, pipeline.name);

@@ -11,8 +11,8 @@ import { stepHandler } from '../commons/handler.ts';
 import { logger, tracer } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
-import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from './event-redelivery.ts';
-import { publicationEventSender } from '../emit-metrics/publication-event.ts';
+import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from '../commons/event-delivery.ts';
+import { publicationEventSender } from '../commons/publication-event-sender.ts';
 import { isLiveWatchEvent } from '../../domain/live-watch.ts';
 import { type LiveWatchReport, watchLive } from './live-watch.ts';
 
@@ -23,7 +23,7 @@ export interface FreshnessMonitorOptions {
   readonly now: Date;
   /** @default every pipeline of pipelines/index.ts */
   readonly pipelines?: readonly Pipeline[];
-  /** Redelivers the publication events never sent (./event-redelivery.ts). @default - none redelivered */
+  /** Redelivers the publication events never sent (../commons/event-delivery.ts). @default - none redelivered */
   readonly events?: EventRedeliveryOptions;
 }
 
@@ -54,7 +54,7 @@ async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pro
  * Its missing metric pages through its freshness alarm (missing data
  * breaching), the failed invocation shows in the function's Errors. Then,
  * with `events`, it puts the publication events a failed run never sent
- * (./event-redelivery.ts); one it cannot put fails the invocation with
+ * (../commons/event-delivery.ts); one it cannot put fails the invocation with
  * EventRedeliveryError, after the metrics were written.
  */
 export async function monitorFreshness(options: FreshnessMonitorOptions): Promise<FreshnessReport> {

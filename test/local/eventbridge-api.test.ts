@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PUBLICATION_EVENT_SOURCE, PublicationDetailType, PublicationEventError, type PublicationEvent } from '../../domain/publication-event.ts';
-import { publicationEventSender } from '../../functions/emit-metrics/publication-event.ts';
+import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
 import { LOCAL_AWS_ENV, localEventBridgeClient, localEventsEnvironment } from '../../local/aws-clients.ts';
 import { type LocalEventBridgeApi, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
 

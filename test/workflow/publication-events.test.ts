@@ -17,8 +17,8 @@
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
-import { REDELIVERY_GRACE_MS } from '../../functions/freshness-monitor/event-redelivery.ts';
-import { publicationEventSender } from '../../functions/emit-metrics/publication-event.ts';
+import { REDELIVERY_GRACE_MS } from '../../functions/commons/event-delivery.ts';
+import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
 import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { monitorSetupStatements } from '../../domain/sql/setup.ts';
 import { ensureLocalUser } from '../../local/database-users.ts';

@@ -12,9 +12,9 @@ import { AtomicPublishError } from '../../domain/errors.ts';
 import { type PublicationEvent, publicationEvent, publicationFacts } from '../../domain/publication-event.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { markEventSent, publicationForEvent, unsentPublications } from '../../domain/sql/event-redelivery.ts';
-import type { SendPublicationEvent } from '../emit-metrics/publication-event.ts';
-import { logger } from '../commons/powertools.ts';
-import type { Warehouse } from '../commons/warehouse.ts';
+import type { SendPublicationEvent } from './publication-event-sender.ts';
+import { logger } from './powertools.ts';
+import type { Warehouse } from './warehouse.ts';
 
 /**
  * How old an unsent event must be before the monitor sends it: longer than

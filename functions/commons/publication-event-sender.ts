@@ -1,8 +1,8 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { type Environment, optionalEnv, requireEnv } from '../../domain/env.ts';
 import { type PublicationEvent, PublicationEventError } from '../../domain/publication-event.ts';
-import { PublicationEventEnv } from './env.ts';
-import { tracer } from '../commons/powertools.ts';
+import { PublicationEventEnv } from '../emit-metrics/env.ts';
+import { tracer } from './powertools.ts';
 
 export type SendPublicationEvent = (event: PublicationEvent) => Promise<void>;
 
