@@ -15,6 +15,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Tests share one PostgreSQL server; files run in parallel on separate databases.
     pool: 'forks',
+    // Every run orders each file's tests anew (the seed is printed): no test may depend on another
+    // (docs/decisions/independent-tests.md). Files keep vitest's order, longest first.
+    sequence: { shuffle: { files: false, tests: true } },
     maxWorkers: 2,
     projects: [
       { extends: true, test: { name: 'unit and local', include: ['test/**/*.test.ts'], exclude: [WORKFLOW] } },

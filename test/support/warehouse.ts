@@ -26,12 +26,14 @@ import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { ISOLATIONS, type Isolation } from '../../local/data-api/runner.ts';
 import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
 import { endPool, newPool } from '../../local/pg-clients.ts';
-import { dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
+import { copyDatabase, dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
 import { holdGate, type GateOptions, type LockGate } from './lock-gate.ts';
 
 export interface UseWarehouseOptions extends Omit<LocalDataApiOptions, 'postgres'> {
   /** The server to create the database on. @default - the suite's shared server */
   postgres?: PgConnection;
+  /** A database on that server to start as a copy of (nobody may use it meanwhile). @default - an empty database */
+  copyOf?: string;
 }
 
 export interface Warehouse {
@@ -53,8 +55,8 @@ export interface Warehouse {
   gate(options?: GateOptions): Promise<LockGate>;
   /** Another endpoint on this server with other options (limits, log); close() closes it if the test did not. */
   otherEndpoint(options: Omit<LocalDataApiOptions, 'postgres'>): Promise<Endpoint>;
-  /** Closes the endpoint and every connection, then drops the database. */
-  close(): Promise<void>;
+  /** Closes the endpoint and every connection, then drops the database (unless `keepDatabase`: a template for copyOf). */
+  close(options?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 export interface Endpoint {
@@ -106,10 +108,10 @@ export async function startEndpoint(options: LocalDataApiOptions): Promise<Endpo
 }
 
 export async function useWarehouse(prefix: string, options: UseWarehouseOptions = {}): Promise<Warehouse> {
-  const { postgres, ...apiOptions } = options;
+  const { postgres, copyOf, ...apiOptions } = options;
   const server = postgres ?? inject('pg');
   const database = `${prefix.toLowerCase().replace(/[^a-z0-9_]/g, '_')}_${randomBytes(4).toString('hex')}`.slice(-63);
-  await ensureDatabase(server, database);
+  await (copyOf ? copyDatabase(server, copyOf, database) : ensureDatabase(server, database));
   const main = await startEndpoint({ ...apiOptions, postgres: server });
   const { api, client } = main;
   const endpoints = [main];
@@ -154,13 +156,13 @@ export async function useWarehouse(prefix: string, options: UseWarehouseOptions 
       endpoints.push(endpoint);
       return endpoint;
     },
-    close: async () => {
+    close: async ({ keepDatabase = false } = {}) => {
       // Everything that holds a connection to the database ends, sockets closed,
       // before DROP DATABASE ... WITH (FORCE) would terminate it.
       await Promise.all(gates.map((gate) => gate.release()));
       await Promise.all(endpoints.map((endpoint) => endpoint.close()));
       await endPool(pool);
-      await dropDatabase(server, database);
+      if (!keepDatabase) await dropDatabase(server, database);
     },
   };
 }

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { isChunkLoadState } from '../../lib/workflow-steps.ts';
@@ -22,10 +23,10 @@ import { localHandlerEnvironment, localWarehouse } from '../../local/aws-clients
 import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
-import type { PgConnection } from '../../local/postgres.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
 import { createSampleWarehouse, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import { dropDatabase, type PgConnection } from '../../local/postgres.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
 
 export const PIPELINE: Pipeline = samplePipeline();
@@ -143,7 +144,8 @@ export interface Workflow {
   runningLoads(batchId: string): Promise<{ chunk_index: number; statement_id: string }[]>;
   publications(): Promise<Record<string, unknown>[]>;
   readonly outboxFile: string;
-  close(): Promise<void>;
+  /** Closes the runner, the endpoint and every connection, then drops the database (unless `keepDatabase`). */
+  close(options?: { keepDatabase?: boolean }): Promise<void>;
 }
 
 export interface UseWorkflowOptions {
@@ -163,6 +165,8 @@ export interface UseWorkflowOptions {
   clock?: () => Date;
   /** The account's concurrency limit (LocalRunnerOptions.concurrencyLimit). */
   concurrencyLimit?: number;
+  /** Start from a copy of this database (a fixture's template) instead of an empty one. */
+  copyOf?: string;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -170,6 +174,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
   const wh = await useWarehouse(prefix, {
     ...(options.postgres ? { postgres: options.postgres } : {}),
     ...(options.statementError ? { statementError: options.statementError } : {}),
+    ...(options.copyOf ? { copyOf: options.copyOf } : {}),
     defaultUser: LOCAL_PIPELINE_USER,
   });
   await ensureLocalUser(wh.pg);
@@ -276,9 +281,9 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
       return running.map((s) => ({ chunk_index: chunkOfLoadStatement(prefix, s.name)!, statement_id: s.id })).sort((a, b) => a.chunk_index - b.chunk_index);
     },
     publications: () => query(`SELECT * FROM atomic_publish.publications ORDER BY seq`),
-    async close() {
+    async close(closeOptions) {
       runner.close();
-      await wh.close();
+      await wh.close(closeOptions);
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -296,4 +301,90 @@ export function loadedChunks(result: ExecutionResult): number[] {
 export function planOf(result: ExecutionResult): { alreadyPublished: boolean; chunkCount: number; chunks: { index: number }[]; batch: { batchId: string; basePublication: number } } {
   const exited = stateEvents(result, 'StateExited', 'Plan')[0];
   return (exited!.state!.output as { plan: ReturnType<typeof planOf> }).plan;
+}
+
+/**
+ * A state arranged once for a test file, and a copy of it for every describe
+ * or test that acts on it, so that no test depends on what another did
+ * (docs/decisions/independent-tests.md). `arrange` runs on a workflow of its
+ * own, whose database then becomes the template: a fork is a new workflow
+ * (endpoint, runner, outbox) on a copy of it (CREATE DATABASE ... TEMPLATE,
+ * some 150 ms). What lives outside the database (the endpoint's statement
+ * history, the runner's executions, alerts sent) is not copied: `arrange`
+ * returns what the tests need of it.
+ *
+ *   const fixture = useWorkflowFixture('wf_x', async (wf) => { await wf.sample(...); return { first: await wf.run(...) }; });
+ *
+ *   describe('a replay', () => {
+ *     const wf = useFork(fixture);               // its own copy, from this describe's beforeAll to its afterAll
+ *     let replay: ExecutionResult;
+ *     beforeAll(async () => { replay = await wf.run(...); });
+ *     it('changes nothing', async () => { expect(fixture.arranged.first.status)...; expect(await wf.publications())... });
+ *   });
+ */
+export interface WorkflowFixture<T> {
+  /** What `arrange` returned. */
+  readonly arranged: T;
+  /** A new workflow on a copy of the arranged database; `options` replace the fixture's own for it. Close it. */
+  fork(options?: UseWorkflowOptions): Promise<Workflow>;
+  /** Drops the template database (close every fork first). */
+  close(): Promise<void>;
+}
+
+/** The arranged template, without hooks (useWorkflowFixture registers them). */
+export async function workflowFixture<T>(prefix: string, arrange: (wf: Workflow) => Promise<T>, options: UseWorkflowOptions = {}): Promise<WorkflowFixture<T>> {
+  const base = await useWorkflow(`${prefix}_template`, options);
+  let arranged: T;
+  try {
+    arranged = await arrange(base);
+  } catch (error) {
+    await base.close();
+    throw error;
+  }
+  await base.close({ keepDatabase: true });
+  const { database, ...server } = base.wh.pg;
+  return {
+    arranged,
+    fork: (forkOptions = {}) => useWorkflow(prefix, { ...options, ...forkOptions, copyOf: database }),
+    close: () => dropDatabase(server, database),
+  };
+}
+
+/** A workflowFixture built in a beforeAll of the calling scope (the file, or a describe) and dropped in its afterAll. */
+export function useWorkflowFixture<T>(prefix: string, arrange: (wf: Workflow) => Promise<T>, options: UseWorkflowOptions = {}): WorkflowFixture<T> {
+  let fixture: WorkflowFixture<T> | undefined;
+  beforeAll(async () => {
+    fixture = await workflowFixture(prefix, arrange, options);
+  });
+  afterAll(() => fixture?.close());
+  const built = () => {
+    if (!fixture) throw new Error(`fixture ${prefix} used before its beforeAll ran (or it failed)`);
+    return fixture;
+  };
+  return {
+    get arranged() {
+      return built().arranged;
+    },
+    fork: (forkOptions) => built().fork(forkOptions),
+    close: () => built().close(),
+  };
+}
+
+/**
+ * A fork of `fixture` for the calling describe: made in its beforeAll (before
+ * the describe's own, registered after this call), closed in its afterAll.
+ * The returned workflow may be used from then on, like a `let` set there.
+ */
+export function useFork(fixture: WorkflowFixture<unknown>, options?: UseWorkflowOptions): Workflow {
+  let wf: Workflow | undefined;
+  beforeAll(async () => {
+    wf = await fixture.fork(options);
+  });
+  afterAll(() => wf?.close());
+  return new Proxy({} as Workflow, {
+    get(_target, key) {
+      if (!wf) throw new Error(`a fork used outside the describe that made it, or before its beforeAll ran (reading ${String(key)})`);
+      return Reflect.get(wf, key, wf);
+    },
+  });
 }

@@ -2,28 +2,32 @@
 // the live table becomes exactly the new data, the old version is kept,
 // the manifest tells the truth, metrics are emitted and nobody is paged.
 // Then a replay changes nothing, and retention keeps the last versions.
+// The first run is arranged once; the replay and the later publications
+// each act on a copy of what it left (test/support/workflow.ts useFork).
 import { existsSync, readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { inputFor, LIVE, loadedChunks, namesFor, PIPELINE, stateEvents, useWorkflow, visited, visitedOutsideChunks, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, loadedChunks, namesFor, PIPELINE, stateEvents, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Fingerprint } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
 const TO_DAY = 12;
 
-let wf: Workflow;
+const names = namesFor(TO_DAY);
+const fixture = useWorkflowFixture('wf_success', async (wf) => {
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 16, liveDays: 9 });
+  const before = await wf.fingerprint(LIVE);
+  const first = await wf.run(inputFor(TO_DAY), 'first-publication');
+  return { before, first, outbox: existsSync(wf.outboxFile) ? readFileSync(wf.outboxFile, 'utf8') : '' };
+});
 let before: Fingerprint;
 let first: ExecutionResult;
-const names = namesFor(TO_DAY);
-
-beforeAll(async () => {
-  wf = await useWorkflow('wf_success');
-  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 16, liveDays: 9 });
-  before = await wf.fingerprint(LIVE);
-  first = await wf.run(inputFor(TO_DAY), 'first-publication');
+beforeAll(() => {
+  ({ before, first } = fixture.arranged);
 });
-afterAll(() => wf?.close());
 
 describe('a successful run', () => {
+  const wf = useFork(fixture);
+
   it('starts from a live table that differs from what the run will publish (the test can tell old from new)', async () => {
     expect(before).toEqual(await wf.expected(9));
     expect(before.rows).toBe(9 * ROWS_PER_DAY);
@@ -142,11 +146,12 @@ describe('a successful run', () => {
 
   it('pages nobody', () => {
     expect(first.alerts).toEqual([]);
-    expect(existsSync(wf.outboxFile) ? readFileSync(wf.outboxFile, 'utf8') : '').toBe('');
+    expect(fixture.arranged.outbox).toBe('');
   });
 });
 
 describe('a replay of the same input after success', () => {
+  const wf = useFork(fixture);
   let replay: ExecutionResult;
   let liveBefore: Fingerprint;
   beforeAll(async () => {
@@ -172,6 +177,7 @@ describe('a replay of the same input after success', () => {
 });
 
 describe('later publications', () => {
+  const wf = useFork(fixture);
   it('each keeps the version it replaced; past retention (3 versions) the oldest is dropped', async () => {
     // Each later than the one before: the guard refuses older data over newer.
     const days = [13, 14, 15];
