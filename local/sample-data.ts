@@ -7,15 +7,42 @@
  */
 import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
-import type { Pipeline } from '../domain/spec.ts';
+import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
+import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 
 export const SAMPLE_HISTORY_START = new Date('2026-01-01T00:00:00Z');
 const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 
 /** The pipeline that publishes the sample live table. */
 export function samplePipeline(): Pipeline {
   return pipelines.find((p) => p.name === 'sales_order_lines')!;
+}
+
+export interface HourlySampleOptions {
+  /** Hours of history in the batch, ending at the start of sample day `toDay`. */
+  readonly hours: number;
+  readonly toDay: number;
+  /** Chunks loaded at once. */
+  readonly maxConcurrency: number;
+}
+
+/**
+ * Makes this process's sample pipeline hourly, with `hours` hours of
+ * history before sample day `toDay` (the sample's rows fill only its last
+ * days): a batch of that many chunks. It replaces the registry's entry
+ * (pipelines/index.ts), which the handlers read, so call it before
+ * anything takes samplePipeline() (test/support/workflow.ts does at import).
+ */
+export function useHourlySample(options: HourlySampleOptions): Pipeline {
+  const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
+  pipelines[index] = definePipeline({
+    ...salesOrderLines,
+    chunk: { ...salesOrderLines.chunk, grain: 'hour', maxConcurrency: options.maxConcurrency },
+    historyStart: new Date(sampleDay(options.toDay).getTime() - options.hours * HOUR_MS).toISOString(),
+  });
+  return pipelines[index]!;
 }
 
 export function sampleDay(index: number): Date {
@@ -34,6 +61,17 @@ const SOURCE_TABLE_COLUMNS = `
 /** The live table's DDL: the table must exist before atomic-publish rebuilds it. */
 export const LIVE_TABLE_COLUMNS = `${SOURCE_TABLE_COLUMNS},
   unit_price numeric(12, 4) NOT NULL`;
+
+/**
+ * The rows the live table holds once every source row before `$1` (a
+ * timestamp) is published: the sample pipeline's sourceSql over all of
+ * its history, columns in the live table's order.
+ */
+export const SAMPLE_EXPECTED_ROWS_SQL = `
+  SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount,
+         CAST(amount / quantity AS numeric(12, 4)) AS unit_price
+    FROM source.sales_order_lines
+   WHERE ordered_at >= '2026-01-01' AND ordered_at < $1::timestamp`;
 
 export interface SampleOptions {
   /** Order lines per day in the source. */

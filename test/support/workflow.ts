@@ -24,7 +24,7 @@ import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load
 import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
-import { createSampleWarehouse, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
+import { createSampleWarehouse, SAMPLE_EXPECTED_ROWS_SQL, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { dropDatabase, type PgConnection } from '../../local/postgres.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
@@ -167,6 +167,8 @@ export interface UseWorkflowOptions {
   concurrencyLimit?: number;
   /** Start from a copy of this database (a fixture's template) instead of an empty one. */
   copyOf?: string;
+  /** Every event of every execution, children included (LocalRunnerOptions.onEvent). */
+  onEvent?: (event: ExecutionEvent, executionId: string) => void;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -212,6 +214,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     ...(options.cloudWatchEndpoint ? { cloudWatchEndpoint: options.cloudWatchEndpoint } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.concurrencyLimit ? { concurrencyLimit: options.concurrencyLimit } : {}),
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
     taskOverrides,
     outboxFile,
   });
@@ -250,11 +253,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     fingerprint: (table) => one<Fingerprint>(`${FINGERPRINT} FROM ${table}`),
     expected: (day) =>
       one<Fingerprint>(
-        `${FINGERPRINT} FROM (
-           SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount,
-                  CAST(amount / quantity AS numeric(12, 4)) AS unit_price
-             FROM source.sales_order_lines
-            WHERE ordered_at >= '2026-01-01' AND ordered_at < $1::timestamp) AS expected`,
+        `${FINGERPRINT} FROM (${SAMPLE_EXPECTED_ROWS_SQL}) AS expected`,
         [sampleDay(day).toISOString().slice(0, 19)],
       ),
     tableExists: async (table) => (await one<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [table])).ok,
