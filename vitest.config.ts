@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SAFETY_NET_MS } from './test/support/safety-net.ts';
 
 // The workflow tests run twice, once under each of Redshift's isolation
 // levels (test/support/warehouse.ts reads ATOMIC_PUBLISH_ISOLATION); the
@@ -11,8 +12,9 @@ export default defineConfig({
     reporters: ['default', './test/support/summary-reporter.ts'],
     // The deployed functions run Node 22; the SDK's notice about Node 20 is noise here.
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Safety nets only: a test that reaches one has hung (test/support/safety-net.ts).
+    testTimeout: SAFETY_NET_MS,
+    hookTimeout: SAFETY_NET_MS,
     // Tests share one PostgreSQL server; files run in parallel on separate databases.
     pool: 'forks',
     // Every run orders each file's tests anew (the seed is printed): no test may depend on another

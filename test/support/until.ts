@@ -3,8 +3,7 @@
 // it took: the deadline only turns a hang into a readable failure and is
 // no claim about speed.
 import { setTimeout as sleep } from 'node:timers/promises';
-
-const DEADLINE_MS = 60_000;
+import { SAFETY_NET_MS as DEADLINE_MS } from './safety-net.ts';
 
 export async function until(condition: () => boolean | Promise<boolean>, what = 'the awaited condition'): Promise<void> {
   const deadline = Date.now() + DEADLINE_MS;
