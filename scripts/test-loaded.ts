@@ -2,18 +2,21 @@
  * `npm run test:loaded`: the whole suite, several times in a row, while
  * busy loops occupy every core: the conditions of a busy CI machine, where
  * a test that passes only on an idle machine fails by luck. Prints each
- * run's outcome and duration, keeps each run's log, and exits non-zero if
- * any run failed.
+ * run's outcome and duration, keeps each run's log, records the range in
+ * the README (scripts/suite-length.ts), and exits non-zero if any run
+ * failed.
  *
  *   npm run test:loaded                   5 runs, one busy loop per core
  *   npm run test:loaded -- --runs 2 --busy 1
+ *   npm run test:loaded -- --runs 3 --busy 0    the suite's length on an idle machine
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 import { renderTable } from '../local/table.ts';
+import { recordSuiteRuns, thisMachine } from './suite-length.ts';
 
 function option(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -89,6 +92,19 @@ process.stdout.write(
   )}\n`,
 );
 process.stdout.write(
-  `${outcomes.length - failed.length} of ${outcomes.length} runs green under load; ${Math.min(...seconds).toFixed(0)} to ${Math.max(...seconds).toFixed(0)} s per run\n`,
+  `${outcomes.length - failed.length} of ${outcomes.length} runs green with ${busy} busy loop(s); ${Math.min(...seconds).toFixed(0)} to ${Math.max(...seconds).toFixed(0)} s per run\n`,
 );
+// The measured range goes into the README, beside the test command (scripts/suite-length.ts).
+const readme = join(PROJECT_ROOT, 'README.md');
+writeFileSync(
+  readme,
+  recordSuiteRuns(readFileSync(readme, 'utf8'), {
+    busy,
+    seconds,
+    green: outcomes.length - failed.length,
+    day: new Date().toISOString().slice(0, 10),
+    machine: thisMachine(),
+  }),
+);
+process.stdout.write(`recorded in ${readme}\n`);
 process.exit(failed.length === 0 ? 0 : 1);
