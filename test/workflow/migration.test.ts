@@ -28,7 +28,7 @@ import { planGroup } from '../../functions/plan/group.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
-import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import { ReaderPool } from '../../local/readers.ts';
 import type { RunningExecution } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
