@@ -1,9 +1,12 @@
 // Executions of the same pipeline at the same time: two executions racing
 // for the pipeline's lease, a Plan overlapping another Plan's manifest DDL, and two
 // executions of one batch at once (keys are not enforced on Redshift: the
-// manifest's lease keeps one row per key).
+// manifest's lease keeps one row per key). Two starting points are arranged
+// once, the sample alone and the sample after a first run installed the
+// manifest; every test acts on a copy of its own (test/support/workflow.ts
+// useFork).
 import { newClient } from '../../local/pg-clients.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { acquireLease } from '../../domain/sql/lease.ts';
 import { manifestDdl } from '../../domain/sql/manifest.ts';
@@ -17,18 +20,22 @@ import {
   LIVE,
   namesFor,
   PIPELINE,
-  useWorkflow,
+  useFork,
+  useWorkflowFixture,
   visited,
   type TaskOverride,
   type Workflow,
 } from '../support/workflow.ts';
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_concurrency');
-  await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 5 });
+const SAMPLE = { rowsPerDay: 20, sourceDays: 12, liveDays: 5 };
+/** The sample, nothing run yet. */
+const sampled = useWorkflowFixture('wf_concurrency', (wf) => wf.sample(SAMPLE));
+/** The sample after a first run (day 6) installed the manifest and published. */
+const installed = useWorkflowFixture('wf_concurrency_installed', async (wf) => {
+  await wf.sample(SAMPLE);
+  const first = await wf.run(inputFor(6), 'installs-the-manifest');
+  if (first.status !== 'SUCCEEDED') throw new Error(`the first run failed: ${first.error}: ${first.cause}`);
 });
-afterAll(() => wf?.close());
 
 /** A task override holding every invocation until `count` have arrived, or until `open()` is called. */
 function meetingPoint(count: number): { override: TaskOverride; open: () => void; arrivals: () => number } {
@@ -45,6 +52,7 @@ function meetingPoint(count: number): { override: TaskOverride; open: () => void
 }
 
 describe('two executions of one pipeline started at the same moment', () => {
+  const wf = useFork(sampled);
   it("exactly one takes the pipeline's lease and publishes; the other ends PipelineBusy naming it, having written nothing, without a page", async () => {
     wf.reset();
     const old = await wf.fingerprint(LIVE);
@@ -98,9 +106,8 @@ describe('two executions of one pipeline started at the same moment', () => {
 });
 
 describe("two executions taking one pipeline's lease at once", () => {
+  const wf = useFork(installed);
   it('held together at the leases lock and released at once, they leave one lease: the first committed, which the second then sees', async () => {
-    wf.reset();
-    await wf.run(inputFor(6), 'installs-the-manifest-first');
     const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
     const take = (executionId: string) =>
       warehouse.batch(acquireLease({ pipeline: PIPELINE.name, executionId, now: new Date(), expiresAt: new Date(Date.now() + 3_600_000) }), `lease ${executionId}`);
@@ -112,7 +119,6 @@ describe("two executions taking one pipeline's lease at once", () => {
     expect((await both).map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(['fulfilled', 'fulfilled']);
     const rows = await wf.query<{ execution_id: string }>('SELECT execution_id FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
     expect(rows).toEqual([{ execution_id: expect.stringMatching(/^execution-[ab]$/) }]);
-    await wf.query('DELETE FROM atomic_publish.pipeline_leases');
   });
 });
 
@@ -121,8 +127,8 @@ describe("two executions taking one pipeline's lease at once", () => {
 // ("tuple concurrently updated"), failing a run only because another execution was planning at the same
 // moment. Plan now reads the installed manifest version and runs the DDL only when it is older.
 describe('a Plan overlapping another session that holds the manifest DDL open', () => {
+  const wf = useFork(installed);
   it('neither waits for it nor fails: an installed manifest is only read', async () => {
-    wf.reset();
     const other = newClient(wf.wh.pg);
     await other.connect();
     let open = true;
@@ -153,7 +159,7 @@ describe('a Plan overlapping another session that holds the manifest DDL open', 
 });
 
 /** Rows per key of the manifest tables for one batch: every count must be 1. */
-async function manifestRowsPerKey(batchId: string) {
+async function manifestRowsPerKey(wf: Workflow, batchId: string) {
   const counts = async (sql: string) => (await wf.query<{ n: number }>(sql, [batchId])).map((r) => r.n);
   return {
     batches: await counts('SELECT count(*)::int AS n FROM atomic_publish.batches WHERE batch_id = $1'),
@@ -162,10 +168,9 @@ async function manifestRowsPerKey(batchId: string) {
   };
 }
 
-describe('two executions of one batch at once', () => {
-  it("their batch starts, held together at the manifest's lease and released at once, leave one row per batch, attempt and chunk", async () => {
-    wf.reset();
-    await wf.run(inputFor(6), 'installs-the-manifest');
+describe('two batch starts of one batch at once', () => {
+  const wf = useFork(installed);
+  it("held together at the manifest's lease and released at once, leave one row per batch, attempt and chunk", async () => {
     const interval = resolveInterval(inputFor(11), PIPELINE, new Date());
     const batchId = batchIdFor(PIPELINE, interval);
     const chunks = planChunks(interval, PIPELINE);
@@ -189,14 +194,17 @@ describe('two executions of one batch at once', () => {
     await gate.release();
 
     expect((await both).map((r) => (r.status === 'rejected' ? String(r.reason) : r.status))).toEqual(['fulfilled', 'fulfilled']);
-    expect(await manifestRowsPerKey(batchId)).toEqual({ batches: [1], attempts: [1, 1], chunks: chunks.map(() => 1) });
+    expect(await manifestRowsPerKey(wf, batchId)).toEqual({ batches: [1], attempts: [1, 1], chunks: chunks.map(() => 1) });
     expect(await wf.query('SELECT attempt, execution_id FROM atomic_publish.batches WHERE batch_id = $1', [batchId])).toEqual([
       { attempt: 2, execution_id: expect.stringMatching(/^execution-[ab]$/) },
     ]);
   });
 
-  it('two whole executions of one batch started together leave one row per key, and the next execution publishes it', async () => {
-    wf.reset();
+});
+
+describe('two executions of one batch at once', () => {
+  const wf = useFork(installed);
+  it('started together leave one row per key, and the next execution publishes it', async () => {
     const day = 12;
     const { batchId } = namesFor(day);
     // Both Plans start only when both executions have reached Plan.
@@ -209,7 +217,7 @@ describe('two executions of one batch at once', () => {
     // One holds the pipeline's lease; the other ends PipelineBusy (or, after the first ended, finds the batch published): never two publications.
     expect(results).toHaveLength(2);
     expect((await wf.publications()).filter((p) => p.batch_id === batchId).length).toBeLessThanOrEqual(1);
-    const rows = await manifestRowsPerKey(batchId);
+    const rows = await manifestRowsPerKey(wf, batchId);
     expect(rows.batches).toEqual([1]);
     expect(rows.attempts.every((n) => n === 1)).toBe(true);
     expect(rows.chunks.every((n) => n === 1)).toBe(true);
@@ -218,6 +226,6 @@ describe('two executions of one batch at once', () => {
     expect(after.status, `${caughtError(after)?.Error}: ${caughtMessage(after)}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
     expect((await wf.publications()).filter((p) => p.batch_id === batchId)).toHaveLength(1);
-    expect(await manifestRowsPerKey(batchId)).toMatchObject({ batches: [1] });
+    expect(await manifestRowsPerKey(wf, batchId)).toMatchObject({ batches: [1] });
   });
 });

@@ -12,36 +12,39 @@
 // user does not own, refuses the publish by name; and Cleanup keeps, and
 // reports, an old version a view still reads or a foreign key still
 // references, while the execution succeeds.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+//
+// The warehouse with its readers, keys and view, and a first publish, are
+// arranged once; every test that acts does so on a copy of its own
+// (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
+import { beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, useWorkflow, type Fingerprint, type TaskOverride, type Workflow } from '../support/workflow.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, useFork, useWorkflowFixture, type Fingerprint, type TaskOverride, type Workflow } from '../support/workflow.ts';
 
 const READER = 'report_reader';
 const ROLE = 'report_role';
 const LATE = 'late_reader';
 const VIEW = 'analytics.sales_amounts';
 
-let wf: Workflow;
-
-async function asUser<T>(user: string, fn: (q: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T> {
+async function asUser<T>(wf: Workflow, user: string, fn: (q: (sql: string) => Promise<Record<string, unknown>[]>) => Promise<T>): Promise<T> {
   return withClient({ ...wf.wh.pg, user, password: localUserPassword(wf.wh.pg, user) }, (client) => fn(async (sql) => (await client.query(sql)).rows));
 }
 
-async function createRole(name: string): Promise<void> {
+async function createRole(wf: Workflow, name: string): Promise<void> {
   await wf.query(`CREATE ROLE ${quoteUser(name)} NOLOGIN`).catch((error: { code?: string }) => {
     if (error.code !== '42710' && error.code !== '23505') throw error;
   });
 }
 
-const rowsOf = async (user: string, table: string) => Number((await asUser(user, (q) => q(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
-const canSelect = async (role: string, table: string) =>
+const rowsOf = async (wf: Workflow, user: string, table: string) => Number((await asUser(wf, user, (q) => q(`SELECT count(*) AS n FROM ${table}`)))[0]!.n);
+const canSelect = async (wf: Workflow, role: string, table: string) =>
   (await wf.query<{ ok: boolean }>(`SELECT has_table_privilege($1, $2, 'SELECT') AS ok`, [role, table]))[0]!.ok;
 
 /** Runs up to `day` with `publish` wrapped around the Publish step; the execution must succeed. */
-async function succeedsWithPublish(day: number, name: string, publish: TaskOverride): Promise<void> {
+async function succeedsWithPublish(wf: Workflow, day: number, name: string, publish: TaskOverride): Promise<void> {
   wf.faults.Publish = publish;
   try {
     const result = await wf.run(inputFor(day), name);
@@ -52,7 +55,7 @@ async function succeedsWithPublish(day: number, name: string, publish: TaskOverr
 }
 
 /** A Publish during which `statements` run while the swap waits for `table`'s lock (held by a gate until they are done). */
-function whileSwapWaitsFor(table: string, statements: readonly string[]): TaskOverride {
+function whileSwapWaitsFor(wf: Workflow, table: string, statements: readonly string[]): TaskOverride {
   return async (input, next) => {
     const gate = await wf.wh.gate({ table });
     const publishing = next(input);
@@ -66,12 +69,11 @@ function whileSwapWaitsFor(table: string, statements: readonly string[]): TaskOv
   };
 }
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_dependents');
+const fixture = useWorkflowFixture('wf_dependents', async (wf) => {
   await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
   await ensureLocalUser(wf.wh.pg, READER);
   await ensureLocalUser(wf.wh.pg, LATE);
-  await createRole(ROLE);
+  await createRole(wf, ROLE);
   for (const sql of [
     `GRANT USAGE ON SCHEMA analytics TO ${quoteUser(READER)}, ${quoteUser(LATE)}`,
     `GRANT SELECT ON ${LIVE} TO ${quoteUser(READER)}`,
@@ -99,10 +101,21 @@ beforeAll(async () => {
     expect(done.Status, done.Error).toBe('FINISHED');
   }
   await wf.query(`ALTER TABLE analytics.order_notes OWNER TO ${quoteUser(LOCAL_PIPELINE_USER)}`);
+
+  // The first publish: every describe starts from what it left.
+  const expected = await wf.expected(6);
+  let viewRowsAtCommit: number | undefined;
+  await succeedsWithPublish(wf, 6, 'dependents-first', async (input, next) => {
+    const output = await next(input);
+    // The swap has committed; nothing after Publish touches the view.
+    viewRowsAtCommit = await rowsOf(wf, READER, VIEW);
+    return output;
+  });
+  return { expected, viewRowsAtCommit };
 });
 
 /** The table a foreign key references now, and its definition, as the endpoint's sessions see the catalog. */
-async function referenced(key: string): Promise<string[]> {
+async function referenced(wf: Workflow, key: string): Promise<string[]> {
   const [row] = await wf.wh.select(
     `SELECT t.relname, pg_get_constraintdef(con.oid) FROM pg_constraint con JOIN pg_class t ON t.oid = con.confrelid WHERE con.conname = :k`,
     { k: key },
@@ -111,7 +124,7 @@ async function referenced(key: string): Promise<string[]> {
 }
 
 /** A table's declared keys as the endpoint's sessions see the catalog (as Redshift's pg_constraint shows them). */
-async function declaredKeys(table: string): Promise<string[]> {
+async function declaredKeys(wf: Workflow, table: string): Promise<string[]> {
   const rows = await wf.wh.select(
     `SELECT con.conname || ' ' || pg_get_constraintdef(con.oid) AS k FROM pg_constraint con
        JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -120,20 +133,13 @@ async function declaredKeys(table: string): Promise<string[]> {
   );
   return rows.map((r) => String(r[0]));
 }
-afterAll(() => wf?.close());
 
 describe('after a publish', () => {
+  const wf = useFork(fixture);
   let viewRowsAtCommit: number | undefined;
   let expected: Fingerprint;
-
-  beforeAll(async () => {
-    expected = await wf.expected(6);
-    await succeedsWithPublish(6, 'dependents-first', async (input, next) => {
-      const output = await next(input);
-      // The swap has committed; nothing after Publish touches the view.
-      viewRowsAtCommit = await rowsOf(READER, VIEW);
-      return output;
-    });
+  beforeAll(() => {
+    ({ expected, viewRowsAtCommit } = fixture.arranged);
   });
 
   it('publishes the new rows', async () => {
@@ -142,8 +148,8 @@ describe('after a publish', () => {
   });
 
   it('a reader user and a role granted privileges on the live table keep them', async () => {
-    expect(await rowsOf(READER, LIVE)).toBe(expected.rows);
-    expect(await canSelect(ROLE, LIVE)).toBe(true);
+    expect(await rowsOf(wf, READER, LIVE)).toBe(expected.rows);
+    expect(await canSelect(wf, ROLE, LIVE)).toBe(true);
     expect((await wf.query<{ ok: boolean }>(`SELECT has_table_privilege($1, $2, 'INSERT') AS ok`, [ROLE, LIVE]))[0]!.ok).toBe(true);
     expect((await wf.query<{ ok: boolean }>(`SELECT has_table_privilege($1, $2, 'INSERT') AS ok`, [READER, LIVE]))[0]!.ok).toBe(false);
   });
@@ -167,12 +173,12 @@ describe('after a publish', () => {
       'sales_order_lines_customer_fk FOREIGN KEY (customer_id) REFERENCES analytics.customers(customer_id)',
       'sales_order_lines_pk PRIMARY KEY (order_id, line_no)',
     ];
-    expect(await declaredKeys('sales_order_lines')).toEqual(keys);
-    expect(await declaredKeys(namesFor(6).previous.split('.')[1]!)).toEqual(keys);
+    expect(await declaredKeys(wf, 'sales_order_lines')).toEqual(keys);
+    expect(await declaredKeys(wf, namesFor(6).previous.split('.')[1]!)).toEqual(keys);
   });
 
   it("re-points another table's foreign key at the new live table", async () => {
-    expect(await referenced('order_notes_line_fk')).toEqual([
+    expect(await referenced(wf, 'order_notes_line_fk')).toEqual([
       'sales_order_lines',
       'FOREIGN KEY (order_id, line_no) REFERENCES analytics.sales_order_lines(order_id, line_no)',
     ]);
@@ -180,7 +186,7 @@ describe('after a publish', () => {
 
   it('the view on the live table showed the new rows the moment the swap committed, and keeps its owner and grants', async () => {
     expect(viewRowsAtCommit).toBe(expected.rows);
-    expect(await rowsOf(READER, VIEW)).toBe(expected.rows);
+    expect(await rowsOf(wf, READER, VIEW)).toBe(expected.rows);
     const [dependency] = await wf.query<{ table: string }>(
       `SELECT DISTINCT d.refobjid::regclass::text AS table FROM pg_rewrite r JOIN pg_depend d ON d.objid = r.oid
         WHERE r.ev_class = $1::regclass AND d.refobjid <> r.ev_class`,
@@ -189,11 +195,12 @@ describe('after a publish', () => {
     expect(dependency!.table).toBe(LIVE);
     const [owner] = await wf.query<{ owner: string }>(`SELECT pg_get_userbyid(relowner) AS owner FROM pg_class WHERE oid = $1::regclass`, [VIEW]);
     expect(owner!.owner).toBe(LOCAL_PIPELINE_USER);
-    expect(await canSelect(READER, VIEW)).toBe(true);
+    expect(await canSelect(wf, READER, VIEW)).toBe(true);
   });
 });
 
 describe('readers of the view during a publish', () => {
+  const wf = useFork(fixture);
   it('see the old rows or the new ones, never an error, and the new ones from the commit on', async () => {
     const old = await wf.fingerprint(LIVE);
     const fresh = await wf.expected(7);
@@ -205,7 +212,7 @@ describe('readers of the view during a publish', () => {
     let reads: ReaderSample[];
     try {
       await readers.readAll();
-      await succeedsWithPublish(7, 'dependents-readers', async (input, next) => {
+      await succeedsWithPublish(wf, 7, 'dependents-readers', async (input, next) => {
         readers.phase('swapping');
         const output = await next(input);
         readers.phase('committed');
@@ -227,18 +234,20 @@ describe('readers of the view during a publish', () => {
 });
 
 describe('a grant made after Publish read the catalog, before its swap', () => {
+  const wf = useFork(fixture);
   it('is carried over: the swap finds the catalog changed and Publish reads it again', async () => {
     const { staging } = namesFor(8);
-    expect(await canSelect(LATE, LIVE)).toBe(false);
+    expect(await canSelect(wf, LATE, LIVE)).toBe(false);
     // Held at the swap's LOCK on staging: Publish has read the catalog by then.
-    await succeedsWithPublish(8, 'dependents-late-grant', whileSwapWaitsFor(staging, [`GRANT SELECT ON ${LIVE} TO ${quoteUser(LATE)}`]));
+    await succeedsWithPublish(wf, 8, 'dependents-late-grant', whileSwapWaitsFor(wf, staging, [`GRANT SELECT ON ${LIVE} TO ${quoteUser(LATE)}`]));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(8));
-    expect(await rowsOf(LATE, LIVE)).toBe((await wf.expected(8)).rows);
-    expect(await rowsOf(READER, LIVE)).toBe((await wf.expected(8)).rows);
+    expect(await rowsOf(wf, LATE, LIVE)).toBe((await wf.expected(8)).rows);
+    expect(await rowsOf(wf, READER, LIVE)).toBe((await wf.expected(8)).rows);
   });
 });
 
 describe('a grant and a revoke made while the swap waits for the live table', () => {
+  const wf = useFork(fixture);
   // Locally the swap's catalog check sees them (PostgreSQL took the swap's
   // snapshot after its LOCK on the live table) and Publish rebuilds the
   // swap; where the snapshot is older they reach the old version and
@@ -248,22 +257,24 @@ describe('a grant and a revoke made while the swap waits for the live table', ()
     const LATER = 'later_reader';
     await ensureLocalUser(wf.wh.pg, LATER);
     await wf.query(`GRANT USAGE ON SCHEMA analytics TO ${quoteUser(LATER)}`);
-    expect(await canSelect(ROLE, LIVE)).toBe(true);
+    expect(await canSelect(wf, ROLE, LIVE)).toBe(true);
     // Held at the swap's LOCK on the live table.
     await succeedsWithPublish(
+      wf,
       9,
       'dependents-carry-over',
-      whileSwapWaitsFor(LIVE, [`GRANT SELECT ON ${LIVE} TO ${quoteUser(LATER)}`, `REVOKE ALL ON ${LIVE} FROM ${quoteUser(ROLE)}`]),
+      whileSwapWaitsFor(wf, LIVE, [`GRANT SELECT ON ${LIVE} TO ${quoteUser(LATER)}`, `REVOKE ALL ON ${LIVE} FROM ${quoteUser(ROLE)}`]),
     );
     const fresh = await wf.expected(9);
     expect(await wf.fingerprint(LIVE)).toEqual(fresh);
-    expect(await rowsOf(LATER, LIVE)).toBe(fresh.rows);
-    expect(await canSelect(ROLE, LIVE)).toBe(false);
-    expect(await rowsOf(READER, VIEW)).toBe(fresh.rows);
+    expect(await rowsOf(wf, LATER, LIVE)).toBe(fresh.rows);
+    expect(await canSelect(wf, ROLE, LIVE)).toBe(false);
+    expect(await rowsOf(wf, READER, VIEW)).toBe(fresh.rows);
   });
 });
 
 describe('a view that cannot be re-pointed', () => {
+  const wf = useForkPerTest(fixture);
   it('reading a column the new table lacks refuses the publish before the swap, naming the view and the column', async () => {
     const before = await wf.fingerprint(LIVE);
     wf.faults.Publish = async (input, next) => {
@@ -310,6 +321,7 @@ describe('a view that cannot be re-pointed', () => {
 });
 
 describe("another table's foreign key that cannot be re-pointed", () => {
+  const wf = useFork(fixture);
   it('refuses the publish when that table is owned by another user, naming it, its owner and the fix', async () => {
     const before = await wf.fingerprint(LIVE);
     const created = await wf.wh.run(`CREATE TABLE analytics.order_tags (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${LIVE} (order_id, line_no))`);
@@ -330,6 +342,15 @@ describe("another table's foreign key that cannot be re-pointed", () => {
 });
 
 describe('Cleanup and a view and a foreign key on an old version', () => {
+  const wf = useFork(fixture);
+  beforeAll(async () => {
+    // Publications of days 7 to 9 after the fixture's of day 6.
+    for (const day of [7, 8, 9]) {
+      const result = await wf.run(inputFor(day), `dependents-before-retain-${day}`);
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+    }
+  });
+
   it('keeps and reports the version the view reads and the key references, and the execution succeeds; once the view is gone, the next Cleanup drops it', async () => {
     // Four publications so far (days 6 to 9); keepVersions 3: the next one puts the version day 7 replaced past retention.
     const oldest = namesFor(7).previous;

@@ -1,13 +1,15 @@
 // Intervals in the pipeline's zone across daylight saving time: the sample
 // pipeline published by replace-intervals with hourly chunks in
 // Europe/Berlin, backfilling the 23-hour day of 2026-03-29 and the 25-hour
-// day of 2026-10-25, whose hour from 02:00 to 03:00 comes twice.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// day of 2026-10-25, whose hour from 02:00 to 03:00 comes twice. The
+// source and live rows are arranged once; each day's replace acts on a copy
+// of its own (test/support/workflow.ts useFork).
+import { afterAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import { LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 const original = pipelines[index]!;
@@ -23,9 +25,7 @@ const STRETCHES = [
   ['2026-10-23T00:00:00Z', '2026-10-28T00:00:00Z'],
 ] as const;
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_dst');
+const fixture = useWorkflowFixture('wf_dst', async (wf) => {
   await wf.sample({ rowsPerDay: 4, sourceDays: 3, liveDays: 3 });
   let first = 700_000_000;
   for (const [from, to] of STRETCHES) {
@@ -45,11 +45,10 @@ beforeAll(async () => {
 });
 afterAll(() => {
   pipelines[index] = original;
-  return wf?.close();
 });
 
 /** Live rows against the source over [from, to) (UTC), as count and content. */
-async function compare(from: string, to: string): Promise<{ live: string; source: string }> {
+async function compare(wf: Workflow, from: string, to: string): Promise<{ live: string; source: string }> {
   const digest = (table: string, amount: string) =>
     wf.query<{ d: string }>(
       `SELECT count(*) || ':' || md5(string_agg(order_id || '/' || ${amount}, ',' ORDER BY order_id)) AS d FROM ${table} WHERE ordered_at >= $1 AND ordered_at < $2`,
@@ -62,22 +61,23 @@ describe.each([
   ['spring forward: a 23-hour day', SPRING],
   ['fall back: a 25-hour day, its 02:00 hour twice', AUTUMN],
 ])('a replace of the Berlin day of %s', (_what, day) => {
+  const wf = useFork(fixture);
   it('plans one chunk per local hour, replaces exactly that day, and leaves the days around it as they were', async () => {
     const interval = resolveInterval({ pipeline: berlin.name, from: day.from, to: day.to }, berlin, new Date());
     const [from, to] = [interval.from.toISOString(), interval.to.toISOString()];
     const dayBefore = new Date(interval.from.getTime() - 86_400_000).toISOString();
     const dayAfter = new Date(interval.to.getTime() + 86_400_000).toISOString();
-    const around = { before: await compare(dayBefore, from), after: await compare(to, dayAfter) };
-    expect((await compare(from, to)).live).not.toBe((await compare(from, to)).source);
+    const around = { before: await compare(wf, dayBefore, from), after: await compare(wf, to, dayAfter) };
+    expect((await compare(wf, from, to)).live).not.toBe((await compare(wf, from, to)).source);
 
     const result = await wf.run({ pipeline: berlin.name, from: day.from, to: day.to }, `dst-${day.hours}`);
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    const replaced = await compare(from, to);
+    const replaced = await compare(wf, from, to);
     expect(replaced.live).toBe(replaced.source);
     expect(replaced.live.startsWith(`${day.hours * 2}:`)).toBe(true);
-    expect(await compare(dayBefore, from)).toEqual(around.before);
-    expect(await compare(to, dayAfter)).toEqual(around.after);
+    expect(await compare(wf, dayBefore, from)).toEqual(around.before);
+    expect(await compare(wf, to, dayAfter)).toEqual(around.after);
 
     const chunks = await wf.query<{ interval_start: Date }>(
       'SELECT interval_start FROM atomic_publish.chunks WHERE batch_id = $1 ORDER BY chunk_index',

@@ -5,12 +5,14 @@
 // the old or exactly the new table (by fingerprint), the manifest agrees
 // with what is live, no Data API statement is left running, the page says
 // what readers see now and what to do next, and a re-run converges to the
-// clean run's fingerprint. The matrix it covered is printed and written to
+// clean run's fingerprint. The matrix it covered is printed, in the order
+// its cells are declared whatever order they ran in, and written to
 // .atomic-publish/fault-matrix.txt.
 //
-// Each cell starts from the same warehouse (the manifest dropped, the
-// sample recreated), so its "old" is the sample's live table and its "new"
-// the clean run's result. The full matrix runs under SNAPSHOT only (some
+// Each cell starts by resetting the warehouse to the same state (the
+// manifest dropped, the sample recreated), so its "old" is the sample's
+// live table and its "new" the clean run's result, whichever cell ran
+// before it. The full matrix runs under SNAPSHOT only (some
 // sixty cells, each two executions): the isolation level changes what a
 // concurrent transaction sees, not where a step can stop, and the
 // publish-transaction cells, where isolation matters, run under both.
@@ -60,6 +62,19 @@ interface Cell {
   readonly rerun: string;
 }
 const matrix: Cell[] = [];
+
+/** A cell's place in the matrix as declared (boundaries, statements, the publish transaction). */
+function declaredPlace(id: string): [number, number, number] {
+  const boundary = /^boundary (before|after) (\w+)$/.exec(id);
+  if (boundary) return [0, STEPS.indexOf(boundary[2] as Step), boundary[1] === 'before' ? 0 : 1];
+  const statement = /^(\w+) statement (\d+)$/.exec(id);
+  if (statement) return [1, STEPS.indexOf(statement[1] as Step), Number(statement[2])];
+  return [2, ['swap exception', 'runner killed'].indexOf(id), 0];
+}
+const inDeclaredOrder = (a: Cell, b: Cell): number => {
+  const [x, y] = [declaredPlace(a.cell), declaredPlace(b.cell)];
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+};
 
 let wf: Workflow;
 let readers: ReaderPool;
@@ -231,7 +246,7 @@ afterAll(async () => {
   await readers?.close();
   const table = renderTable(
     ['cell', 'injected where', 'failed run', 'live after', 'page subject', 'page says', 're-run'],
-    matrix.map((c) => [c.cell, c.where, c.failed, c.live, c.page, c.says, c.rerun]),
+    [...matrix].sort(inDeclaredOrder).map((c) => [c.cell, c.where, c.failed, c.live, c.page, c.says, c.rerun]),
   );
   const text = `Fault matrix (${suiteIsolation()}): ${matrix.length} cells\n${table}\n`;
   console.log(text);

@@ -8,6 +8,11 @@
 // old table is retained and a rollback puts it back; a replay changes
 // nothing. Bad input (a DDL that drops a column a bound view reads) is
 // refused before anything is written.
+//
+// The warehouse (reader, comment, bound view) is arranged once, and the
+// migration with its writer once more; every test that acts does so on a
+// copy of its own (test/support/workflow.ts useFork, fork-per-test.ts). The
+// spec each describe runs with is deployed in its beforeAll.
 import '../support/migration-pipeline.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
@@ -23,12 +28,13 @@ import { planGroup } from '../../functions/plan/group.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
-import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
-import type { ExecutionResult, RunningExecution } from '../../local/runner.ts';
+import { ReaderPool } from '../../local/readers.ts';
+import type { RunningExecution } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, stateEvents, useFork, useWorkflowFixture, type UseWorkflowOptions, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 8;
 const INPUT = { pipeline: PIPELINE.name, migrate: true, to: sampleDay(TO_DAY).toISOString() };
@@ -83,17 +89,7 @@ class Writer {
   }
 }
 
-let wf: Workflow;
-let writer: Writer;
-let writerClient: pg.Client;
-let readers: ReaderPool;
-let reads: ReaderSample[];
-let killed: ExecutionResult;
-let resumed: ExecutionResult;
-let doneBeforeResume: number[];
-let before: { columns: string[] };
-
-const columns = async (table: string) =>
+const columns = async (wf: Workflow, table: string) =>
   (
     await wf.query<{ c: string }>(
       `SELECT column_name || ' ' || data_type || COALESCE('(' || character_maximum_length || ')', '') ||
@@ -107,14 +103,15 @@ const columns = async (table: string) =>
 const WRITER_FINGERPRINT = `SELECT count(*)::int AS rows, count(DISTINCT order_id)::int AS distinct_ids,
                                   md5(COALESCE(string_agg(order_id || '|' || ordered_at, ',' ORDER BY order_id), '')) AS digest`;
 
-/** Catch-up transactions still to fail (as a lock wait that gave up would), by the endpoint. */
+/** Catch-up transactions still to fail (as a lock wait that gave up would), by the endpoint; armed by the migration's arrangement. */
 let failingCatchUps = 0;
+const CATCH_UP_FAULT: UseWorkflowOptions = {
+  statementError: ({ name, index }) =>
+    name?.includes(':publish:catch-up:') && index === 0 && failingCatchUps > 0 ? (failingCatchUps--, 'ERROR: canceling statement due to statement timeout') : undefined,
+};
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_migration', {
-    statementError: ({ name, index }) =>
-      name?.includes(':publish:catch-up:') && index === 0 && failingCatchUps > 0 ? (failingCatchUps--, 'ERROR: canceling statement due to statement timeout') : undefined,
-  });
+/** The sample with a reader, a column comment and a bound view; the live table's columns then. */
+async function arrangeWarehouse(wf: Workflow): Promise<{ before: { columns: string[] } }> {
   await wf.sample({ rowsPerDay: 10, sourceDays: 12, liveDays: TO_DAY });
   await ensureLocalUser(wf.wh.pg, READER);
   for (const sql of [
@@ -128,16 +125,25 @@ beforeAll(async () => {
   ]) {
     await wf.query(sql);
   }
-  before = { columns: await columns(LIVE) };
-});
-afterAll(async () => {
-  await writer?.stop();
-  await writerClient?.end();
-  await readers?.close();
-  await wf?.close();
+  return { before: { columns: await columns(wf, LIVE) } };
+}
+
+/** The spec of the sample pipeline the calling describe runs with, deployed in its beforeAll; afterwards the file's default again (with the migration). */
+function useDeployed(spec: Parameters<typeof deployMigration>[0]): void {
+  beforeAll(() => deployMigration(spec));
+  afterAll(() => deployMigration('migration'));
+}
+
+const prepared = useWorkflowFixture('wf_migration', arrangeWarehouse);
+let before: { columns: string[] };
+beforeAll(() => {
+  ({ before } = prepared.arranged);
 });
 
 describe('before the migration', () => {
+  useDeployed('migration');
+  const wf = useForkPerTest(prepared);
+
   it('refuses a normal run: the source query produces the new columns, the live table does not have them yet', async () => {
     const result = await wf.run(inputFor(TO_DAY), 'normal-before-migration');
     expect(result.status).toBe('FAILED');
@@ -170,11 +176,13 @@ describe('before the migration', () => {
     );
     expect(await wf.derivedTables()).toEqual(tables);
     expect(await wf.schemaExists('atomic_publish')).toBe(false);
-    expect(await columns(LIVE)).toEqual(before.columns);
+    expect(await columns(wf, LIVE)).toEqual(before.columns);
   });
 });
 
 describe('before the migration, a live row the copy would miss', () => {
+  useDeployed('migration');
+  const wf = useFork(prepared);
   it('refuses the migration before writing anything, with the count and what to do', async () => {
     const early = `INSERT INTO ${LIVE} (order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price)
                    VALUES (700000000, 1, '2025-12-31 23:00:00', 1, 1, 1, 1.00, 1.0000)`;
@@ -191,20 +199,31 @@ describe('before the migration, a live row the copy would miss', () => {
   });
 });
 
-describe('a migration with a writer appending throughout, killed once and resumed', () => {
-  beforeAll(async () => {
-    // The live table as the pipeline last published it, before the spec with the migration was deployed.
-    deployMigration('before');
-    const published = await wf.run(inputFor(TO_DAY), 'normal-before-deploy');
+/**
+ * The migration, arranged once: the pipeline published before the spec
+ * with the migration was deployed, then a writer appending throughout and
+ * readers polling while a first execution is stopped part way and a second
+ * resumes and publishes it.
+ */
+async function migrate(wf: Workflow) {
+  const { before } = await arrangeWarehouse(wf);
+  // The live table as the pipeline last published it, before the spec with the migration was deployed.
+  deployMigration('before');
+  let published;
+  try {
+    published = await wf.run(inputFor(TO_DAY), 'normal-before-deploy');
+  } finally {
     deployMigration('migration');
-    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+  }
+  if (published.status !== 'SUCCEEDED') throw new Error(`the publish before the migration failed: ${published.error}: ${published.cause}`);
 
-    writerClient = newClient(wf.wh.pg);
-    await writerClient.connect();
-    writer = new Writer(writerClient);
+  const writerClient = newClient(wf.wh.pg);
+  await writerClient.connect();
+  const writer = new Writer(writerClient);
+  const readers = new ReaderPool(wf.wh.pg, 2, { pauseMs: 2, keyExpression: `CASE WHEN order_id < ${LATE_ORDER} THEN 1 ELSE 0 END` });
+  try {
     writer.start();
     await until(() => writer.committed.length >= 5, 'the writer committing its first rows');
-    readers = new ReaderPool(wf.wh.pg, 2, { pauseMs: 2, keyExpression: `CASE WHEN order_id < ${LATE_ORDER} THEN 1 ELSE 0 END` });
     readers.watch(LIVE, 'migrating');
     await readers.readAll();
 
@@ -228,10 +247,10 @@ describe('a migration with a writer appending throughout, killed once and resume
       return output;
     };
     execution = await wf.start(INPUT, 'migrate-killed');
-    killed = await execution.result;
+    const killed = await execution.result;
     await wf.quiesce();
     wf.reset();
-    doneBeforeResume = (
+    const doneBeforeResume = (
       await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1`, [BATCH_ID])
     ).map((r) => r.chunk_index);
 
@@ -267,11 +286,35 @@ describe('a migration with a writer appending throughout, killed once and resume
     };
     const committedBefore = writer.committed.length;
     failingCatchUps = 1;
-    resumed = await wf.run(INPUT, 'migrate-resumed');
+    const resumed = await wf.run(INPUT, 'migrate-resumed');
+    const catchUpsLeft = failingCatchUps;
+    wf.reset();
     // Rows the writer commits after the swap go into the new table by name.
     await until(() => writer.committed.length >= committedBefore + 40, 'the writer committing rows after the run');
     await writer.stop();
-    reads = await readers.close();
+    const reads = await readers.close();
+    return { before, killed, resumed, doneBeforeResume, catchUpsLeft, writer: { committed: writer.committed, errors: writer.errors }, reads };
+  } finally {
+    failingCatchUps = 0;
+    await writer.stop();
+    await writerClient.end();
+    await readers.close();
+  }
+}
+
+describe('a migration with a writer appending throughout, killed once and resumed', () => {
+  useDeployed('migration');
+  const migrated = useWorkflowFixture('wf_migration_migrated', migrate, CATCH_UP_FAULT);
+  const wf = useFork(migrated);
+  let arranged: Awaited<ReturnType<typeof migrate>>;
+  let killed: (typeof arranged)['killed'];
+  let resumed: (typeof arranged)['resumed'];
+  let doneBeforeResume: number[];
+  let writer: (typeof arranged)['writer'];
+  let reads: (typeof arranged)['reads'];
+  beforeAll(() => {
+    arranged = migrated.arranged;
+    ({ killed, resumed, doneBeforeResume, writer, reads } = arranged);
   });
 
   it('stopped the first execution with some chunks copied and nothing published', async () => {
@@ -308,7 +351,7 @@ describe('a migration with a writer appending throughout, killed once and resume
   });
 
   it('retried Publish once when the catch-up failed after the swap had committed, and the retry caught up', () => {
-    expect(failingCatchUps).toBe(0);
+    expect(arranged.catchUpsLeft).toBe(0);
     expect(stateEvents(resumed, 'StateRetried', 'Publish')).toHaveLength(1);
   });
 
@@ -327,7 +370,7 @@ describe('a migration with a writer appending throughout, killed once and resume
   });
 
   it('gave the new table the DDL: columns and types, encodings, distribution and sort keys, primary key', async () => {
-    expect(await columns(LIVE)).toEqual([
+    expect(await columns(wf, LIVE)).toEqual([
       'order_id bigint',
       'line_no integer',
       'ordered_at timestamp without time zone',
@@ -375,7 +418,7 @@ describe('a migration with a writer appending throughout, killed once and resume
   });
 
   it('retained the old table, with its old columns, as the publication\'s old version', async () => {
-    expect(await columns(PREVIOUS)).toEqual(before.columns);
+    expect(await columns(wf, PREVIOUS)).toEqual(before.columns);
     expect((await wf.publications())[1]).toMatchObject({ batch_id: BATCH_ID, old_version_table: PREVIOUS });
   });
 
@@ -388,57 +431,76 @@ describe('a migration with a writer appending throughout, killed once and resume
     // lock, which reach the new table by the catch-up right after it (docs/decisions.md).
   });
 
-  it('a replay changes nothing', async () => {
-    const live = await wf.fingerprint(LIVE);
-    const replay = await wf.run(INPUT, 'migrate-replay');
-    expect(replay.status, `${replay.error}: ${replay.cause}`).toBe('SUCCEEDED');
-    expect(planOf(replay).alreadyPublished).toBe(true);
-    expect(await wf.fingerprint(LIVE)).toEqual(live);
-    expect(await wf.publications()).toHaveLength(2);
-    expect(await wf.tableExists(`analytics.${stagingTableFor(PIPELINE, BATCH_ID)}`)).toBe(false);
-  });
+  // What the migration left, then acted on: each test on a copy of its own.
+  describe('afterwards', () => {
+    const wf = useForkPerTest(migrated);
 
-  it('after it, a normal run loads the source into a table LIKE the new one, which keeps its encodings and keys', async () => {
-    const result = await wf.run(inputFor(TO_DAY + 1), 'normal-after-migration');
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect((await wf.fingerprint(LIVE)).rows).toBe((TO_DAY + 1) * 10);
-    expect(
-      await wf.query(`SELECT diststyle, sortkey1, sortkey_num FROM local_redshift.svv_table_info WHERE schema = 'analytics' AND "table" = 'sales_order_lines'`),
-    ).toEqual([{ diststyle: 'KEY(customer_id)', sortkey1: 'ordered_at', sortkey_num: 2 }]);
-    expect(await columns(LIVE)).toContain('channel character varying(16)');
-  });
+    it('a replay changes nothing', async () => {
+      const live = await wf.fingerprint(LIVE);
+      const replay = await wf.run(INPUT, 'migrate-replay');
+      expect(replay.status, `${replay.error}: ${replay.cause}`).toBe('SUCCEEDED');
+      expect(planOf(replay).alreadyPublished).toBe(true);
+      expect(await wf.fingerprint(LIVE)).toEqual(live);
+      expect(await wf.publications()).toHaveLength(2);
+      expect(await wf.tableExists(`analytics.${stagingTableFor(PIPELINE, BATCH_ID)}`)).toBe(false);
+    });
 
-  it('a later migration run finds nothing to migrate and writes nothing', async () => {
-    const tables = await wf.derivedTables();
-    const result = await wf.run({ ...INPUT, to: sampleDay(TO_DAY + 1).toISOString() }, 'migrate-again');
-    expect(result.status).toBe('FAILED');
-    expect(caughtMessage(result)).toContain('already has the columns of migration.ddl: nothing to migrate');
-    expect(await wf.derivedTables()).toEqual(tables);
-  });
+    it('after it, a normal run loads the source into a table LIKE the new one, which keeps its encodings and keys', async () => {
+      const result = await wf.run(inputFor(TO_DAY + 1), 'normal-after-migration');
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect((await wf.fingerprint(LIVE)).rows).toBe((TO_DAY + 1) * 10);
+      expect(
+        await wf.query(`SELECT diststyle, sortkey1, sortkey_num FROM local_redshift.svv_table_info WHERE schema = 'analytics' AND "table" = 'sales_order_lines'`),
+      ).toEqual([{ diststyle: 'KEY(customer_id)', sortkey1: 'ordered_at', sortkey_num: 2 }]);
+      expect(await columns(wf, LIVE)).toContain('channel character varying(16)');
+    });
 
-  it('a rollback to the batch published before the migration puts the old table back: old columns, the rows it held, the view on it', async () => {
-    const [first] = await wf.publications();
-    const held = await wf.fingerprint(PREVIOUS);
-    const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: first!.batch_id } }, 'rollback-migration');
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(await columns(LIVE)).toEqual(before.columns);
-    expect(await wf.fingerprint(LIVE)).toEqual(held);
-    const count = async (table: string) => (await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
-    expect(await count(VIEW)).toBe(await count(LIVE));
-    expect(await wf.query(`SELECT has_table_privilege($1, '${LIVE}', 'SELECT') AS ok`, [READER])).toEqual([{ ok: true }]);
-    // The spec still declares the migration: normal runs are refused until it runs again.
-    const normal = await wf.run(inputFor(TO_DAY + 1), 'normal-after-rollback');
-    expect(caughtMessage(normal)).toContain('run the migration first');
-  });
+    it('a later migration run finds nothing to migrate and writes nothing', async () => {
+      const tables = await wf.derivedTables();
+      const result = await wf.run({ ...INPUT, to: sampleDay(TO_DAY + 1).toISOString() }, 'migrate-again');
+      expect(result.status).toBe('FAILED');
+      expect(caughtMessage(result)).toContain('already has the columns of migration.ddl: nothing to migrate');
+      expect(await wf.derivedTables()).toEqual(tables);
+    });
 
-  it('a migration that renames a column copies its values under the new name', async () => {
-    deployMigration('renaming');
+    it('a rollback to the batch published before the migration puts the old table back: old columns, the rows it held, the view on it', async () => {
+      const [first] = await wf.publications();
+      const held = await wf.fingerprint(PREVIOUS);
+      const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: first!.batch_id } }, 'rollback-migration');
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(await columns(wf, LIVE)).toEqual(before.columns);
+      expect(await wf.fingerprint(LIVE)).toEqual(held);
+      const count = async (table: string) => (await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`))[0]!.n;
+      expect(await count(VIEW)).toBe(await count(LIVE));
+      expect(await wf.query(`SELECT has_table_privilege($1, '${LIVE}', 'SELECT') AS ok`, [READER])).toEqual([{ ok: true }]);
+      // The spec still declares the migration: normal runs are refused until it runs again.
+      const normal = await wf.run(inputFor(TO_DAY + 1), 'normal-after-rollback');
+      expect(caughtMessage(normal)).toContain('run the migration first');
+    });
+  });
+});
+
+describe('a migration that renames a column', () => {
+  const wf = useFork(prepared);
+  beforeAll(async () => {
+    // The live table as the pipeline published it before any migration was deployed.
+    deployMigration('before');
+    try {
+      const published = await wf.run(inputFor(TO_DAY), 'normal-before-renaming');
+      expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+    } finally {
+      deployMigration('migration');
+    }
+  });
+  useDeployed('renaming');
+
+  it('copies its values under the new name', async () => {
     const input = { ...INPUT, to: sampleDay(TO_DAY + 1).toISOString() };
     const old = await wf.query(`SELECT count(*)::int AS n, sum(unit_price)::text AS total FROM ${LIVE}`);
     const result = await wf.run(input, 'migrate-renaming');
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(await columns(LIVE)).toContain('price_per_unit numeric(12,4)');
-    expect(await columns(LIVE)).not.toContain('unit_price numeric(12,4)');
+    expect(await columns(wf, LIVE)).toContain('price_per_unit numeric(12,4)');
+    expect(await columns(wf, LIVE)).not.toContain('unit_price numeric(12,4)');
     expect(await wf.query(`SELECT count(*)::int AS n, sum(price_per_unit)::text AS total FROM ${LIVE}`)).toEqual(old);
   });
 });

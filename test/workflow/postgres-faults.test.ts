@@ -13,26 +13,36 @@
 // terminated. Retries after a restart wait until the server is back up and
 // the lock released: the outage ends when the restart has, not after a
 // guessed time.
+//
+// The sample is arranged once on that server; each fault acts on a copy of
+// its own (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { holdGate } from '../support/lock-gate.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 
 let own: PrivatePostgres;
-let wf: Workflow;
 beforeAll(async () => {
   // Gates that must outlive a restart hold their lock in a prepared transaction.
   own = await startPrivatePostgres({ settings: { max_prepared_transactions: '4' } });
-  wf = await useWorkflow('wf_pg_faults', { postgres: own.conn });
-  await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 4 });
 });
-afterAll(async () => {
-  await wf?.close();
-  await own?.close();
-});
+// Registered before the fixture's: runs after it dropped the template (after hooks run in reverse).
+afterAll(() => own?.close());
+const fixture = useWorkflowFixture(
+  'wf_pg_faults',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 4 });
+  },
+  {
+    // Read when the fixture and its forks are made, once the server above has started.
+    get postgres() {
+      return own.conn;
+    },
+  },
+);
 
 /** The errors a step failed with before its retries succeeded: what the lost statements were reported as. */
 function failuresOf(result: ExecutionResult, state: string): { Error?: string; Cause?: unknown }[] {
@@ -68,14 +78,14 @@ function expectLostConnections(result: ExecutionResult, state: string): void {
   expect(stateEvents(result, 'StateRetried', state)).toHaveLength(failures.length);
 }
 
-async function expectEndpointAnswers(): Promise<void> {
+async function expectEndpointAnswers(wf: Workflow): Promise<void> {
   const done = await wf.wh.run('SELECT 1 AS one');
   expect(done.Status).toBe('FINISHED');
 }
 
 describe('PostgreSQL restarted while chunk INSERTs run', () => {
+  const wf = useFork(fixture);
   it('fails the running INSERTs as transient, keeps the endpoint up, and the retried run publishes the source exactly once', async () => {
-    wf.reset();
     const day = 8;
     let outage: Promise<void> = Promise.resolve();
     let gate: ReturnType<typeof holdGate> | undefined;
@@ -102,15 +112,15 @@ describe('PostgreSQL restarted while chunk INSERTs run', () => {
     expectLostConnections(result, 'LoadChunk');
     expect(visited(result)).not.toContain('RecordFailure');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
-    await expectEndpointAnswers();
+    await expectEndpointAnswers(wf);
   });
 });
 
 describe('PostgreSQL restarted inside the swap transaction, after its renames', () => {
+  const wf = useFork(fixture);
   it('rolls the renames back with the session, and the retry publishes once: the live table is never left half-swapped', async () => {
-    wf.reset();
     const day = 9;
-    const before = await wf.publications();
+    const before = (await wf.schemaExists('atomic_publish')) ? await wf.publications() : [];
     let outage: Promise<void> = Promise.resolve();
     let restarted = false;
     // The swap renames live and staging, records the publication, then updates batch_attempts:
@@ -137,13 +147,13 @@ describe('PostgreSQL restarted inside the swap transaction, after its renames', 
     expect(publications).toHaveLength(before.length + 1);
     expect(publications.at(-1)).toMatchObject({ batch_id: namesFor(day).batchId });
     expect(await wf.batch(namesFor(day).batchId)).toMatchObject({ status: 'PUBLISHED' });
-    await expectEndpointAnswers();
+    await expectEndpointAnswers(wf);
   });
 });
 
 describe("the endpoint's sessions terminated while chunk INSERTs run", () => {
+  const wf = useFork(fixture);
   it('fails those INSERTs as transient, the endpoint carries on, and the retried run publishes the source exactly once', async () => {
-    wf.reset();
     const day = 10;
     let terminated: Promise<number> | undefined;
     wf.faults.LoadChunk = async (input, next) => {
@@ -170,6 +180,6 @@ describe("the endpoint's sessions terminated while chunk INSERTs run", () => {
     expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expectLostConnections(result, 'LoadChunk');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
-    await expectEndpointAnswers();
+    await expectEndpointAnswers(wf);
   });
 });

@@ -2,7 +2,9 @@
 // warehouse, and another batch publishing after this one was planned. The
 // live table is never half-swapped, the manifest records no publication
 // that did not happen, and a re-run reaches the state of one clean run.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Each failure is arranged once; the tests read a copy of what it left, and
+// each re-run acts on a copy of its own (test/support/workflow.ts useFork).
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
 import {
   caughtError,
@@ -12,31 +14,31 @@ import {
   loadedChunks,
   namesFor,
   planOf,
-  useWorkflow,
+  useFork,
+  useWorkflowFixture,
   visited,
   visitedOutsideChunks,
   type Fingerprint,
-  type Workflow,
 } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
-
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_publish_failure');
-  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 14, liveDays: 6 });
-});
-afterAll(() => wf?.close());
+const SAMPLE = { rowsPerDay: ROWS_PER_DAY, sourceDays: 14, liveDays: 6 };
 
 describe('a swap transaction that fails in the warehouse', () => {
   const names = namesFor(9);
-  let old: Fingerprint;
-  let failed: ExecutionResult;
-  beforeAll(async () => {
-    old = await wf.fingerprint(LIVE);
+  const fixture = useWorkflowFixture('wf_publish_failure', async (wf) => {
+    await wf.sample(SAMPLE);
+    const old = await wf.fingerprint(LIVE);
     // The name the live table would be renamed to is taken: ALTER TABLE ... RENAME fails inside the swap.
     await wf.query(`CREATE TABLE ${names.previous} (blocker int)`);
-    failed = await wf.run(inputFor(9), 'swap-blocked');
+    const failed = await wf.run(inputFor(9), 'swap-blocked');
+    return { old, failed };
+  });
+  const wf = useFork(fixture);
+  let old: Fingerprint;
+  let failed: ExecutionResult;
+  beforeAll(() => {
+    ({ old, failed } = fixture.arranged);
   });
 
   it('fails the run at Publish with the database message, after the checks passed', async () => {
@@ -80,32 +82,31 @@ describe('a swap transaction that fails in the warehouse', () => {
     expect(records).toEqual([expect.objectContaining({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { BatchFailed: 1, PublishFailed: 1 } })]);
   });
 
-  it('publishes on re-run once the name is free: same batch, attempt 2, no chunk reloaded', async () => {
-    await wf.query(`DROP TABLE ${names.previous}`);
-    wf.reset();
-    const rerun = await wf.run(inputFor(9), 'swap-unblocked');
-    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
-    expect(planOf(rerun).batch.batchId).toBe(names.batchId);
-    expect(loadedChunks(rerun)).toEqual([]);
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
-    expect(await wf.fingerprint(names.previous)).toEqual(old);
-    expect(await wf.tableExists(names.staging)).toBe(false);
-    expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 2, error: null });
-    expect(await wf.publications()).toMatchObject([{ seq: 1, batch_id: names.batchId, old_version_table: names.previous }]);
+  describe('once the name is free', () => {
+    const wf = useFork(fixture);
+    it('publishes on re-run: same batch, attempt 2, no chunk reloaded', async () => {
+      await wf.query(`DROP TABLE ${names.previous}`);
+      const rerun = await wf.run(inputFor(9), 'swap-unblocked');
+      expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+      expect(planOf(rerun).batch.batchId).toBe(names.batchId);
+      expect(loadedChunks(rerun)).toEqual([]);
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
+      expect(await wf.fingerprint(names.previous)).toEqual(old);
+      expect(await wf.tableExists(names.staging)).toBe(false);
+      expect(await wf.batch(names.batchId)).toMatchObject({ status: 'PUBLISHED', attempt: 2, error: null });
+      expect(await wf.publications()).toMatchObject([{ seq: 1, batch_id: names.batchId, old_version_table: names.previous }]);
+    });
   });
 });
 
 describe('another batch publishing after this one was planned (its lease expired and was taken over)', () => {
   const loser = namesFor(10);
   const winner = namesFor(12);
-  let first: ExecutionResult;
-  let second: ExecutionResult | undefined;
-  let publicationsBefore: number;
-  let leaseBefore: { execution_id: string }[] = [];
-
-  beforeAll(async () => {
-    publicationsBefore = (await wf.publications()).length;
-    wf.reset();
+  const fixture = useWorkflowFixture('wf_publish_conflict', async (wf) => {
+    await wf.sample(SAMPLE);
+    const publicationsBefore = (await wf.schemaExists('atomic_publish')) ? (await wf.publications()).length : 0;
+    let leaseBefore: { execution_id: string }[] = [];
+    let second: ExecutionResult | undefined;
     // The first execution is held at Publish while its lease expires and a second, full execution (another `to`) takes it over and publishes.
     let armed = true;
     wf.faults.Publish = async (input, next) => {
@@ -117,8 +118,16 @@ describe('another batch publishing after this one was planned (its lease expired
       }
       return next(input);
     };
-    first = await wf.run(inputFor(10), 'planned-before');
-    wf.reset();
+    const first = await wf.run(inputFor(10), 'planned-before');
+    return { first, second, publicationsBefore, leaseBefore };
+  });
+  const wf = useFork(fixture);
+  let first: ExecutionResult;
+  let second: ExecutionResult | undefined;
+  let publicationsBefore: number;
+  let leaseBefore: { execution_id: string }[];
+  beforeAll(() => {
+    ({ first, second, publicationsBefore, leaseBefore } = fixture.arranged);
   });
 
   it('lets the second execution take the expired lease over and publish', async () => {
@@ -160,24 +169,27 @@ describe('another batch publishing after this one was planned (its lease expired
     expect(await wf.tableExists(loser.previous)).toBe(false);
   });
 
-  it("ends the loser's re-run SUPERSEDED without a page: the winner's newer data stays live", async () => {
-    const winnerData = await wf.fingerprint(LIVE);
-    const rerun = await wf.run(inputFor(10), 'planned-again');
-    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
-    expect(visitedOutsideChunks(rerun).slice(-3)).toEqual(['Publish', 'NewerDataLive', 'Superseded']);
-    expect(planOf(rerun).batch).toMatchObject({ batchId: loser.batchId, basePublication: publicationsBefore + 1 });
-    expect(rerun.alerts).toEqual([]);
-    expect(await wf.fingerprint(LIVE)).toEqual(winnerData);
-    expect((await wf.publications()).at(-1)).toMatchObject({ seq: publicationsBefore + 1, batch_id: winner.batchId });
-    const batch = await wf.batch(loser.batchId);
-    expect(batch).toMatchObject({ status: 'SUPERSEDED', attempt: 2 });
-    expect(String(batch!.error)).toMatch(
-      new RegExp(`^publish guard: pipeline sales_order_lines already publishes data up to 2026-01-13 00:00:00, later than the 2026-01-11 00:00:00 of batch ${loser.batchId}$`),
-    );
-    expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1 ORDER BY attempt', [loser.batchId])).toEqual([
-      { attempt: 1, status: 'FAILED' },
-      { attempt: 2, status: 'SUPERSEDED' },
-    ]);
-    expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
+  describe("the loser's re-run", () => {
+    const wf = useFork(fixture);
+    it("ends SUPERSEDED without a page: the winner's newer data stays live", async () => {
+      const winnerData = await wf.fingerprint(LIVE);
+      const rerun = await wf.run(inputFor(10), 'planned-again');
+      expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+      expect(visitedOutsideChunks(rerun).slice(-3)).toEqual(['Publish', 'NewerDataLive', 'Superseded']);
+      expect(planOf(rerun).batch).toMatchObject({ batchId: loser.batchId, basePublication: publicationsBefore + 1 });
+      expect(rerun.alerts).toEqual([]);
+      expect(await wf.fingerprint(LIVE)).toEqual(winnerData);
+      expect((await wf.publications()).at(-1)).toMatchObject({ seq: publicationsBefore + 1, batch_id: winner.batchId });
+      const batch = await wf.batch(loser.batchId);
+      expect(batch).toMatchObject({ status: 'SUPERSEDED', attempt: 2 });
+      expect(String(batch!.error)).toMatch(
+        new RegExp(`^publish guard: pipeline sales_order_lines already publishes data up to 2026-01-13 00:00:00, later than the 2026-01-11 00:00:00 of batch ${loser.batchId}$`),
+      );
+      expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1 ORDER BY attempt', [loser.batchId])).toEqual([
+        { attempt: 1, status: 'FAILED' },
+        { attempt: 2, status: 'SUPERSEDED' },
+      ]);
+      expect(await wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases')).toEqual([]);
+    });
   });
 });

@@ -10,16 +10,22 @@
 // member with newer data live refuses the whole group; a view over two
 // members reads both new tables; an aborted group execution, or a Plan
 // failing midway, leaves no member's batch RUNNING.
+//
+// The sample and its mirror are arranged once, and once more after a first
+// group publish (read by readers); every test that acts does so on a copy
+// of its own (test/support/workflow.ts useFork, fork-per-test.ts).
 import '../support/group-pipelines.ts';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { newClient } from '../../local/pg-clients.ts';
-import { ReaderPool } from '../../local/readers.ts';
+import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { createMirror, GROUP, MIRROR, MIRROR_LIVE } from '../support/group-pipelines.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, PIPELINE, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, PIPELINE, stateEvents, useFork, useWorkflowFixture, visited, type UseWorkflowOptions, type Workflow } from '../support/workflow.ts';
 
 const KEY = 'order_id * 1000 + line_no';
 /** The swap's statement that fails when armed: the last of the group transaction. */
@@ -27,28 +33,28 @@ let failGroupSwap = false;
 /** When set, Plan's start of this batch fails. */
 let failStartOf: string | undefined;
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_groups', {
-    statementError: ({ index, sqls, name }) => {
-      if (failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1) return 'ERROR: injected failure in the last statement of the group swap';
-      if (failStartOf !== undefined && name?.includes(`:plan:start-batch:${failStartOf}`)) return 'ERROR: injected failure starting the batch';
-      return undefined;
-    },
-  });
+const OPTIONS: UseWorkflowOptions = {
+  statementError: ({ index, sqls, name }) => {
+    if (failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1) return 'ERROR: injected failure in the last statement of the group swap';
+    if (failStartOf !== undefined && name?.includes(`:plan:start-batch:${failStartOf}`)) return 'ERROR: injected failure starting the batch';
+    return undefined;
+  },
+};
+
+/** The sample pipeline's warehouse and its mirror's, nothing published. */
+async function arrangeMembers(wf: Workflow): Promise<void> {
   await wf.sample({ rowsPerDay: 10, sourceDays: 19, liveDays: 4 });
   await wf.withClient(createMirror);
-});
-afterAll(() => wf?.close());
+}
 
 const groupInput = (day: number) => ({ group: GROUP, to: sampleDay(day).toISOString() });
 const version = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
-const bothLive = async () => ({ mirror: await wf.fingerprint(MIRROR_LIVE), lines: await wf.fingerprint(LIVE) });
+const bothLive = async (wf: Workflow) => ({ mirror: await wf.fingerprint(MIRROR_LIVE), lines: await wf.fingerprint(LIVE) });
 const mirrorBatch = (day: number) => batchIdFor(MIRROR, resolveInterval(inputFor(day), MIRROR, new Date()));
 const linesBatch = (day: number) => batchIdFor(PIPELINE, resolveInterval(inputFor(day), PIPELINE, new Date()));
-const leases = () => wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
-const batchCount = async () => Number((await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM atomic_publish.batches'))[0]!.n);
-const mirrorTables = async () =>
+const leases = (wf: Workflow) => wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
+const batchCount = async (wf: Workflow) => Number((await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM atomic_publish.batches'))[0]!.n);
+const mirrorTables = async (wf: Workflow) =>
   (await wf.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'analytics' AND table_name LIKE 'order\\_lines\\_mirror\\_\\_%' ORDER BY 1`)).map(
     (r) => r.name,
   );
@@ -68,7 +74,7 @@ class PairReaders {
   private waiters: { after: number[]; resolve: () => void }[] = [];
   private readonly loops: Promise<void>[];
 
-  constructor() {
+  constructor(private readonly wf: Workflow) {
     const read = (table: string) => `SELECT count(*)::int AS n, COALESCE(sum(${KEY}), 0)::text AS k FROM ${table}`;
     this.loops = [
       this.loop(0, 'repeatable read', async (client) => {
@@ -94,7 +100,7 @@ class PairReaders {
   }
 
   private async loop(index: number, reader: string, once: (client: pg.Client) => Promise<{ mirror: string; lines: string }>): Promise<void> {
-    const client = newClient(wf.wh.pg);
+    const client = newClient(this.wf.wh.pg);
     await client.connect();
     try {
       while (this.running) {
@@ -131,7 +137,45 @@ class PairReaders {
   }
 }
 
-describe('a publish group', () => {
+/** The group's first publish (day 8), read throughout by readers of both live tables. */
+async function firstPublish(wf: Workflow) {
+  await arrangeMembers(wf);
+  const before = await bothLive(wf);
+  const expected = await wf.expected(8);
+  const old = version(before.lines);
+  const fresh = version(expected);
+
+  const pairs = new PairReaders(wf);
+  const single = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 1 });
+  single.watch(MIRROR_LIVE, 'before');
+  await Promise.all([pairs.more(), single.readAll()]);
+  wf.faults.PublishGroup = async (input, next) => {
+    pairs.phase('publishing');
+    single.phase('publishing');
+    await Promise.all([pairs.more(), single.readAll()]);
+    return next(input);
+  };
+  const eventsBefore = wf.runner.events.length;
+  let result: ExecutionResult;
+  let read: PairReaders['pairs'];
+  let singles: ReaderSample[];
+  try {
+    result = await wf.run(groupInput(8), 'group-publishes');
+    pairs.phase('after');
+    single.phase('after');
+    await Promise.all([pairs.more(), single.readAll()]);
+  } finally {
+    wf.reset();
+    read = await pairs.stop();
+    singles = await single.close();
+  }
+  return { before, expected, old, fresh, result, read, singles, events: wf.runner.events.slice(eventsBefore) };
+}
+
+describe('a publish group, before any run', () => {
+  const sampled = useWorkflowFixture('wf_groups', arrangeMembers, OPTIONS);
+  const wf = useFork(sampled);
+
   it('refuses bad input in Plan before any write: an unknown group, a group with a pipeline, a malformed group', async () => {
     const cases: [unknown, RegExp][] = [
       [{ group: 'finance' }, /^unknown publish group "finance"; known groups: sales\. Groups are declared in pipelines\/index\.ts$/],
@@ -153,39 +197,23 @@ describe('a publish group', () => {
     // Nothing of atomic-publish exists: not even the manifest.
     expect(await wf.schemaExists('atomic_publish')).toBe(false);
     expect(await wf.derivedTables()).toEqual([]);
-    expect(await mirrorTables()).toEqual([]);
+    expect(await mirrorTables(wf)).toEqual([]);
+  });
+});
+
+const published = useWorkflowFixture('wf_groups_published', firstPublish, OPTIONS);
+
+describe("a publish group's first publish", () => {
+  const wf = useFork(published);
+  let first: Awaited<ReturnType<typeof firstPublish>>;
+  beforeAll(() => {
+    first = published.arranged;
   });
 
   it('publishes every member in one transaction: readers of both live tables see both old or both new, never one of each', async () => {
-    const before = await bothLive();
+    const { before, expected, old, fresh, result, read, singles, events } = first;
     expect(version(before.mirror)).toBe(version(before.lines));
-    const expected = await wf.expected(8);
-    const old = version(before.lines);
-    const fresh = version(expected);
     expect(fresh).not.toBe(old);
-
-    const pairs = new PairReaders();
-    const single = new ReaderPool(wf.wh.pg, 2, { keyExpression: KEY, pauseMs: 1 });
-    single.watch(MIRROR_LIVE, 'before');
-    await Promise.all([pairs.more(), single.readAll()]);
-    wf.faults.PublishGroup = async (input, next) => {
-      pairs.phase('publishing');
-      single.phase('publishing');
-      await Promise.all([pairs.more(), single.readAll()]);
-      return next(input);
-    };
-    const eventsBefore = wf.runner.events.length;
-    let result;
-    try {
-      result = await wf.run(groupInput(8), 'group-publishes');
-      pairs.phase('after');
-      single.phase('after');
-      await Promise.all([pairs.more(), single.readAll()]);
-    } finally {
-      wf.reset();
-    }
-    const read = await pairs.stop();
-    const singles = await single.close();
 
     expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expect(visited(result).at(-1)).toBe('GroupPublished');
@@ -195,7 +223,7 @@ describe('a publish group', () => {
     const members = (stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { members: { batch: { pipeline: string }; warnings?: string[] }[] } }).plan.members;
     expect(Object.fromEntries(members.map((m) => [m.batch.pipeline, m.warnings?.length ?? 0]))).toEqual({ [MIRROR.name]: 1, [PIPELINE.name]: 0 });
     expect(members.find((m) => m.batch.pipeline === MIRROR.name)!.warnings![0]).toContain('source.order_lines_mirror (no sort key)');
-    const after = await bothLive();
+    const after = await bothLive(wf);
     expect(after.mirror).toEqual(expected);
     expect(after.lines).toEqual(expected);
 
@@ -218,30 +246,33 @@ describe('a publish group', () => {
       [PIPELINE.name, linesBatch(8)],
     ]);
     expect(publications[0]!.published_at).toBe(publications[1]!.published_at);
-    expect(await leases()).toEqual([]);
+    expect(await leases(wf)).toEqual([]);
     // Each member's metrics.
     expect(result.metrics.filter((m) => 'Published' in m.values).map((m) => m.dimensions.Pipeline).sort()).toEqual([MIRROR.name, PIPELINE.name]);
     // Each member's publication event, one each, naming its own batch.
-    const events = wf.runner.events.slice(eventsBefore);
     expect(events.map((e) => [e.detailType, e.detail.pipeline, e.detail.batchId]).sort()).toEqual([
       ['Publication Published', MIRROR.name, mirrorBatch(8)],
       ['Publication Published', PIPELINE.name, linesBatch(8)],
     ]);
   });
+});
+
+describe('a publish group, after its first publish', () => {
+  const wf = useForkPerTest(published);
 
   it('does nothing on a replay of a group whose members are all published', async () => {
-    const before = await bothLive();
+    const before = await bothLive(wf);
     const publications = await wf.publications();
     const result = await wf.run(groupInput(8), 'group-replay');
 
     expect(result.status).toBe('SUCCEEDED');
     expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
-    expect(await bothLive()).toEqual(before);
+    expect(await bothLive(wf)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
   });
 
   it("publishes neither member when one member's Reconcile fails (a repeated business key)", async () => {
-    const before = await bothLive();
+    const before = await bothLive(wf);
     const publications = await wf.publications();
     // A second row of an order line of day 9, an hour later: only the order lines' source has it.
     await wf.query(
@@ -263,7 +294,7 @@ describe('a publish group', () => {
     // The mirror (first by name) was loaded and checked before the order lines failed.
     expect(stateEvents(result, 'StateEntered', 'MemberReconcile')).toHaveLength(2);
     expect(visited(result)).not.toContain('PublishGroup');
-    expect(await bothLive()).toEqual(before);
+    expect(await bothLive(wf)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
     expect((await wf.batch(mirrorBatch(10)))?.status).toBe('FAILED');
     expect((await wf.batch(linesBatch(10)))?.status).toBe('FAILED');
@@ -273,11 +304,11 @@ describe('a publish group', () => {
     expect(alert!.message).toContain(`${MIRROR_LIVE}: publication 1 (batch ${mirrorBatch(8)}`);
     expect(alert!.message).toContain(`${LIVE}: publication 1 (batch ${linesBatch(8)}`);
     expect(alert!.message).toContain(`Re-run:     start an execution with input ${JSON.stringify({ group: GROUP, to: sampleDay(10).toISOString() })}`);
-    expect(await leases()).toEqual([]);
+    expect(await leases(wf)).toEqual([]);
   });
 
   it('publishes neither member when the group swap fails in its last statement', async () => {
-    const before = await bothLive();
+    const before = await bothLive(wf);
     const publications = await wf.publications();
     failGroupSwap = true;
     let result;
@@ -290,7 +321,7 @@ describe('a publish group', () => {
     expect(result.status).toBe('FAILED');
     expect(stateEvents(result, 'StateEntered', 'PublishGroup')).toHaveLength(1);
     expect(caughtMessage(result)).toContain('injected failure in the last statement of the group swap');
-    expect(await bothLive()).toEqual(before);
+    expect(await bothLive(wf)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
     expect(await wf.tableExists(`analytics.${stagingTableFor(MIRROR, mirrorBatch(11))}`)).toBe(true);
     expect(await wf.tableExists(`analytics.${stagingTableFor(PIPELINE, linesBatch(11))}`)).toBe(true);
@@ -305,7 +336,7 @@ describe('a publish group', () => {
     expect(rerun.status, `${caughtError(rerun)?.Error}: ${caughtMessage(rerun)}`).toBe('SUCCEEDED');
     expect(stateEvents(rerun, 'StateEntered', 'MemberLoadChunk')).toEqual([]);
     const expected = await wf.expected(11);
-    expect(await bothLive()).toEqual({ mirror: expected, lines: expected });
+    expect(await bothLive(wf)).toEqual({ mirror: expected, lines: expected });
     expect((await wf.batch(mirrorBatch(11)))?.status).toBe('PUBLISHED');
     expect((await wf.batch(linesBatch(11)))?.status).toBe('PUBLISHED');
   });
@@ -323,8 +354,8 @@ describe('a publish group', () => {
     try {
       // Its Plan has taken the lease and started the batch.
       await until(() => loading, 'the member run loads its first chunk');
-      const batches = await batchCount();
-      const tables = await mirrorTables();
+      const batches = await batchCount(wf);
+      const tables = await mirrorTables(wf);
 
       const result = await wf.run(groupInput(13), 'group-while-member-runs');
 
@@ -335,19 +366,19 @@ describe('a publish group', () => {
       expect(plan.skipped.pipeline).toBe(PIPELINE.name);
       expect(plan.skipped.message).toMatch(/^publish group sales: member pipeline sales_order_lines is being run by execution .*member-alone/);
       // The mirror's lease, taken first (name order), was released; no batch, no staging table.
-      expect((await leases()).map((l) => l.pipeline)).toEqual([PIPELINE.name]);
-      expect(await batchCount()).toBe(batches);
-      expect(await mirrorTables()).toEqual(tables);
+      expect((await leases(wf)).map((l) => l.pipeline)).toEqual([PIPELINE.name]);
+      expect(await batchCount(wf)).toBe(batches);
+      expect(await mirrorTables(wf)).toEqual(tables);
     } finally {
       release();
     }
     const soloResult = await solo.result;
     wf.reset();
     expect(soloResult.status, `${caughtError(soloResult)?.Error}: ${caughtMessage(soloResult)}`).toBe('SUCCEEDED');
-    expect(await leases()).toEqual([]);
+    expect(await leases(wf)).toEqual([]);
   });
   it("keeps every member's new table from readers until the last member is swapped", async () => {
-    const before = await bothLive();
+    const before = await bothLive(wf);
     const expected = await wf.expected(14);
     // The order lines' live table is locked second (by name); hold it, so the swap waits there, the mirror already locked.
     let seen: { mirrorLockable: boolean; mirrorBatch: string; publications: number } | undefined;
@@ -387,7 +418,7 @@ describe('a publish group', () => {
     // While the order lines waited, the mirror's swap had not committed: its table was still locked, its batch not published.
     expect(seen).toEqual({ mirrorLockable: false, mirrorBatch: 'CHECKED', publications });
     expect(before.mirror).not.toEqual(expected);
-    expect(await bothLive()).toEqual({ mirror: expected, lines: expected });
+    expect(await bothLive(wf)).toEqual({ mirror: expected, lines: expected });
     expect((await wf.publications()).length).toBe(publications + 2);
   });
 
@@ -405,7 +436,7 @@ describe('a publish group', () => {
     try {
       const execution = await wf.start(groupInput(15), 'group-aborted');
       await until(() => loading, 'a member chunk is loading');
-      expect((await leases()).map((l) => l.pipeline)).toEqual([MIRROR.name, PIPELINE.name]);
+      expect((await leases(wf)).map((l) => l.pipeline)).toEqual([MIRROR.name, PIPELINE.name]);
       execution.abort();
       aborted = await execution.result;
     } finally {
@@ -425,7 +456,7 @@ describe('a publish group', () => {
     for (const id of [mirrorBatch(15), linesBatch(15)]) {
       expect(await wf.batch(id)).toMatchObject({ status: 'FAILED', error: expect.stringMatching(/^ExecutionAborted/) });
     }
-    expect(await leases()).toEqual([]);
+    expect(await leases(wf)).toEqual([]);
   });
   it("fails every batch Plan started when it fails starting a later member's, and says so", async () => {
     failStartOf = linesBatch(16);
@@ -442,12 +473,14 @@ describe('a publish group', () => {
     // The mirror's batch (first by name) was started; the order lines' never was.
     expect(await wf.batch(mirrorBatch(16))).toMatchObject({ status: 'FAILED', error: expect.stringContaining('injected failure starting the batch') });
     expect(await wf.batch(linesBatch(16))).toBeUndefined();
-    expect(await leases()).toEqual([]);
+    expect(await leases(wf)).toEqual([]);
     const [alert] = result.alerts;
     expect(alert!.message).toContain(`Batches:    created by this execution in Plan, no chunk loaded: ${mirrorBatch(16)} (order_lines_mirror) now FAILED`);
   });
   it('refuses the whole group, publishing neither member, when a member already publishes newer data', async () => {
-    const before = await bothLive();
+    const newer = await wf.run(groupInput(14), 'group-newer-data');
+    expect(newer.status, `${caughtError(newer)?.Error}: ${caughtMessage(newer)}`).toBe('SUCCEEDED');
+    const before = await bothLive(wf);
     const publications = await wf.publications();
     // Day 14 is live in both; day 13 is older.
     const result = await wf.run(groupInput(13), 'group-older-data');
@@ -455,7 +488,7 @@ describe('a publish group', () => {
     expect(result.status).toBe('FAILED');
     expect(caughtError(result)?.Error).toBe('PublishConflictError');
     expect(caughtMessage(result)).toMatch(/^publish group sales: publish guard: .*Nothing of the group was published: every member's live table is untouched$/);
-    expect(await bothLive()).toEqual(before);
+    expect(await bothLive(wf)).toEqual(before);
     expect(await wf.publications()).toEqual(publications);
     expect(result.alerts[0]!.message).toContain('Next:       no re-run of this interval');
   });
@@ -470,7 +503,7 @@ describe('a publish group', () => {
     const result = await wf.run(groupInput(17), 'group-shared-view');
 
     expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
-    expect(await bothLive()).toEqual({ mirror: expected, lines: expected });
+    expect(await bothLive(wf)).toEqual({ mirror: expected, lines: expected });
     const [view] = await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM analytics.lines_both');
     expect(view!.n).toBe(expected.rows);
     // It reads the live tables, not the retained old versions.

@@ -2,20 +2,21 @@
 // their own PostgreSQL connections while a real run loads 30 day chunks and
 // swaps. Every read returns the old table or the new one, never a mix, never
 // an error, and once a reader has seen the new table it never sees the old.
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The sample is arranged once; each run acts on a copy of its own
+// (test/support/workflow.ts useFork).
+import { describe, expect, it } from 'vitest';
 import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { naiveRebuild } from '../../local/naive-rebuild.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
-import { inputFor, LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 200;
 const TO_DAY = 30;
 
 /** Readers of `table` (the live table by default) that tell tables apart by row count and key sum. */
-function startReaders(table = LIVE): ReaderPool {
+function startReaders(wf: Workflow, table = LIVE): ReaderPool {
   const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
   readers.watch(table, 'before');
   return readers;
@@ -24,17 +25,15 @@ function startReaders(table = LIVE): ReaderPool {
 const versionOf = (f: { rows: number; keySum: string }) => `${f.rows}/${f.keySum}`;
 const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_readers');
+const fixture = useWorkflowFixture('wf_readers', async (wf) => {
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: TO_DAY + 1, liveDays: 20, copies: ['naive'] });
 });
-afterAll(() => wf?.close());
 
-describe('readers during a run', () => {
+describe('readers during an in-place rebuild', () => {
+  const wf = useFork(fixture);
   it('do catch a mix: an in-place rebuild (DELETE, then INSERT day by day) shows them partial tables', async () => {
     const old = versionOf(await wf.fingerprint('naive.sales_order_lines'));
-    const readers = startReaders('naive.sales_order_lines');
+    const readers = startReaders(wf, 'naive.sales_order_lines');
     await readers.readAll();
     readers.phase('rebuilding');
     // After 10 of 30 days every reader takes a read before the rebuild goes on.
@@ -53,14 +52,17 @@ describe('readers during a run', () => {
     const first = reads.find((r) => r.phase === 'before');
     expect(first && versionRead(first)).toBe(old);
   });
+});
 
+describe('readers during a run that publishes', () => {
+  const wf = useFork(fixture);
   it('see the old table or the new one, never a mix, during a 30-chunk run that publishes', async () => {
     const old = versionOf(await wf.fingerprint(LIVE));
     const expected = await wf.expected(TO_DAY);
     const fresh = versionOf(expected);
     expect(fresh).not.toBe(old);
 
-    const readers = startReaders();
+    const readers = startReaders(wf);
     await readers.readAll();
     // Every reader reads while chunks load (halfway) and again once all are loaded, before the swap.
     wf.faults.LoadChunk = async (input, next) => {
@@ -102,12 +104,15 @@ describe('readers during a run', () => {
       expect(switches, `reader ${reader} switches`).toBe(1);
     }
   });
+});
 
+describe('readers during a run that fails', () => {
+  const wf = useFork(fixture);
   it('see only the current table during a run that fails at 80% of its chunks', async () => {
     const current = versionOf(await wf.fingerprint(LIVE));
     await wf.withClient((client) => addBadSourceRow(client, sampleDay(24)));
     wf.reset();
-    const readers = startReaders();
+    const readers = startReaders(wf);
     await readers.readAll();
     wf.faults.LoadChunk = async (input, next) => {
       if ((input as { chunk: { index: number } }).chunk.index === 20) {

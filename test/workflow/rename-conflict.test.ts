@@ -7,10 +7,13 @@
 // after the first rename ran in the same transaction. dbt's retry re-sent
 // only the failed statement and met "relation does not exist"; here the
 // whole swap transaction rolls back and Publish runs it again from its
-// first statement, while readers of the live table poll throughout.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// first statement, while readers of the live table poll throughout. The
+// sample is arranged once; each conflict acts on a copy of its own, with an
+// endpoint injecting its fault (test/support/workflow.ts useFork).
+import { describe, expect, it } from 'vitest';
+import type { StatementFault } from '../../local/data-api/runner.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
-import { inputFor, LIVE, namesFor, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, visited } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
 const SECOND_RENAME = /^ALTER TABLE "analytics"\."sales_order_lines__stg_[^"]+" RENAME TO "sales_order_lines"$/;
@@ -22,13 +25,17 @@ interface SwapPart {
   readonly sql: string;
 }
 
-let wf: Workflow;
-let failWith: string | undefined;
-const swapParts: SwapPart[] = [];
-const batchesSeen = new Map<string, number>();
-
-beforeAll(async () => {
-  wf = await useWorkflow('wf_rename_conflict', {
+/** An endpoint fault of one workflow's own: once armed, fails the swap's second rename once with the message; records every swap part. */
+function renameConflict(): { statementError: StatementFault; arm(message: string): void; fired(): boolean; swapParts: SwapPart[]; batchesSeen: Map<string, number> } {
+  let failWith: string | undefined;
+  let fired = false;
+  const swapParts: SwapPart[] = [];
+  const batchesSeen = new Map<string, number>();
+  return {
+    swapParts,
+    batchesSeen,
+    arm: (message) => (failWith = message),
+    fired: () => fired,
     statementError: ({ sql, index, sqls, name }) => {
       if (!name?.includes(':publish:swap:')) return undefined;
       const key = sqls.join('\n');
@@ -37,30 +44,33 @@ beforeAll(async () => {
       if (failWith === undefined || !SECOND_RENAME.test(sql)) return undefined;
       const message = failWith;
       failWith = undefined;
+      fired = true;
       return message;
     },
-  });
+  };
+}
+
+const fixture = useWorkflowFixture('wf_rename_conflict', async (wf) => {
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 4 });
 });
-afterAll(() => wf?.close());
 
 const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
 
-describe('a rename conflict in the swap', () => {
-  it.each([
-    ['conflict with concurrent transaction', 6, 'ERROR: could not complete because of conflict with concurrent transaction'],
-    ['serializable isolation violation (1023)', 8, 'ERROR: 1023 DETAIL: Serializable isolation violation on table - 104421, transactions forming the cycle are: 7211, 7214 (pid:30822)'],
-  ])('%s on the second rename: the whole swap is retried, readers never miss the live table, one publication', async (_, day, message) => {
-    wf.reset();
-    swapParts.length = 0;
-    batchesSeen.clear();
+describe.each([
+  ['conflict with concurrent transaction', 6, 'ERROR: could not complete because of conflict with concurrent transaction'],
+  ['serializable isolation violation (1023)', 8, 'ERROR: 1023 DETAIL: Serializable isolation violation on table - 104421, transactions forming the cycle are: 7211, 7214 (pid:30822)'],
+])('a rename conflict in the swap: %s', (_, day, message) => {
+  const fault = renameConflict();
+  const { swapParts, batchesSeen } = fault;
+  const wf = useFork(fixture, { statementError: fault.statementError });
+  it('on the second rename: the whole swap is retried, readers never miss the live table, one publication', async () => {
     const names = namesFor(day);
     const old = await wf.fingerprint(LIVE);
     const expected = await wf.expected(day);
     const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
     readers.watch(LIVE, 'before');
     await readers.readAll();
-    failWith = message;
+    fault.arm(message);
 
     const result = await wf.run(inputFor(day));
     readers.phase('after');
@@ -68,7 +78,7 @@ describe('a rename conflict in the swap', () => {
     const reads = await readers.close();
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(failWith, 'the fault fired').toBeUndefined();
+    expect(fault.fired(), 'the fault fired').toBe(true);
     // Step Functions retried Publish once (TransientWarehouseError), and nothing else failed.
     expect(stateEvents(result, 'StateRetried', 'Publish')).toHaveLength(1);
     expect(visited(result)).not.toContain('RecordFailure');

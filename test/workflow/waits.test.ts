@@ -10,20 +10,21 @@
 // lock on the publications, which every pipeline's swap takes); a holder
 // that never ends, or a snapshot reader that never ends, fails the run
 // with an alert naming it (user, session, start, and the statement it runs, if any).
+// The warehouse, its reader role and a first publication are arranged once;
+// every test acts on a copy of its own (test/support/fork-per-test.ts).
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { ensureLocalUser, localUserPassword } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
 import { until } from '../support/until.ts';
-import { caughtMessage, inputFor, LIVE, namesFor, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, inputFor, LIVE, namesFor, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const HOLDER = 'dashboard_holder';
 const OTHER = 'analytics.calendar';
 
-let wf: Workflow;
-
-async function connect(user?: string): Promise<pg.Client> {
+async function connect(wf: Workflow, user?: string): Promise<pg.Client> {
   const client = newClient(user ? { ...wf.wh.pg, user, password: localUserPassword(wf.wh.pg, user) } : wf.wh.pg);
   await client.connect();
   return client;
@@ -36,7 +37,7 @@ const count = async (client: pg.Client, table: string) => Number((await client.q
 const THIS_DATABASE = '(SELECT oid FROM pg_database WHERE datname = current_database())';
 
 /** True once the swap's lock request on the live table is seen waiting in pg_locks. */
-async function swapWaiting(): Promise<boolean> {
+async function swapWaiting(wf: Workflow): Promise<boolean> {
   const rows = await wf.query(
     `SELECT 1 FROM pg_locks WHERE database = ${THIS_DATABASE} AND relation = $1::regclass AND NOT granted AND mode = 'AccessExclusiveLock'`,
     [LIVE],
@@ -50,34 +51,37 @@ async function swapWaiting(): Promise<boolean> {
  * Sampling pg_stat_activity instead could miss the short queries on a busy
  * machine.
  */
-async function publishWaitsForSnapshots(batchId: string): Promise<boolean> {
+async function publishWaitsForSnapshots(wf: Workflow, batchId: string): Promise<boolean> {
   return wf.wh.api.requests().some((r) => r.operation === 'ExecuteStatement' && (r.statementName ?? '').endsWith(`:publish:snapshots:${batchId}`));
 }
 
-const publishCalls = () => wf.calls.filter((c) => c.state === 'Publish').length;
+const publishCalls = (wf: Workflow) => wf.calls.filter((c) => c.state === 'Publish').length;
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_waits', { env: { PUBLISH_LOCK_WAIT_MS: '300', PUBLISH_SNAPSHOT_WAIT_MS: '1000' } });
-  await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
-  await ensureLocalUser(wf.wh.pg, HOLDER);
-  await wf.query(`CREATE TABLE ${OTHER} (d date)`);
-  await wf.query(`INSERT INTO ${OTHER} VALUES ('2026-01-01')`);
-  await wf.query(`GRANT USAGE ON SCHEMA analytics TO ${quoteUser(HOLDER)}`);
-  await wf.query(`GRANT SELECT ON ${LIVE}, ${OTHER} TO ${quoteUser(HOLDER)}`);
-});
-
-afterAll(async () => {
-  await wf?.close();
-});
+const fixture = useWorkflowFixture(
+  'wf_waits',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
+    await ensureLocalUser(wf.wh.pg, HOLDER);
+    await wf.query(`CREATE TABLE ${OTHER} (d date)`);
+    await wf.query(`INSERT INTO ${OTHER} VALUES ('2026-01-01')`);
+    await wf.query(`GRANT USAGE ON SCHEMA analytics TO ${quoteUser(HOLDER)}`);
+    await wf.query(`GRANT SELECT ON ${LIVE}, ${OTHER} TO ${quoteUser(HOLDER)}`);
+    // A publication for readers to see while a later run waits (the alerts name it).
+    const first = await wf.run(inputFor(5), 'first-publication');
+    if (first.status !== 'SUCCEEDED') throw new Error(`the first publication failed: ${first.error}: ${first.cause}`);
+  },
+  { env: { PUBLISH_LOCK_WAIT_MS: '300', PUBLISH_SNAPSHOT_WAIT_MS: '1000' } },
+);
 
 describe('snapshot readers', () => {
+  const wf = useForkPerTest(fixture);
   it('a REPEATABLE READ and a SERIALIZABLE reader, snapshots taken before the run and mid-load, see exactly the old rows, never none or part', async () => {
     const old = (await wf.fingerprint(LIVE)).rows;
     const fresh = (await wf.expected(6)).rows;
     expect(fresh).not.toBe(old);
     const readers: { label: string; client: pg.Client; rows?: number }[] = [];
     const snapshotReader = async (label: string, isolation: string) => {
-      const client = await connect(HOLDER);
+      const client = await connect(wf, HOLDER);
       await client.query(`BEGIN ISOLATION LEVEL ${isolation}`);
       await count(client, OTHER); // takes the snapshot, reads nothing of the live table
       readers.push({ label, client });
@@ -113,7 +117,7 @@ describe('snapshot readers', () => {
       // They read the live table when Publish is ready to swap: waiting for
       // them (the fix) or, without it, having swapped already.
       const published = async () => (await wf.batch(namesFor(6).batchId).catch(() => undefined))?.status === 'PUBLISHED';
-      await until(async () => (await publishWaitsForSnapshots(namesFor(6).batchId)) || (await published()), 'Publish ready to swap');
+      await until(async () => (await publishWaitsForSnapshots(wf, namesFor(6).batchId)) || (await published()), 'Publish ready to swap');
       for (const reader of readers) {
         reader.rows = await count(reader.client, LIVE);
         await reader.client.query('COMMIT');
@@ -130,13 +134,13 @@ describe('snapshot readers', () => {
 
   it('a snapshot reader that never ends fails the run, transiently retried first, with an alert naming it', async () => {
     const before = await wf.fingerprint(LIVE);
-    const reader = await connect(HOLDER);
+    const reader = await connect(wf, HOLDER);
     try {
       await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       await count(reader, OTHER);
       const result = await wf.run(inputFor(8), 'snapshot-reader-stays');
       expect(result.status).toBe('FAILED');
-      expect(publishCalls()).toBeGreaterThan(1);
+      expect(publishCalls(wf)).toBeGreaterThan(1);
       const message = caughtMessage(result);
       expect(message).toContain('transactions older than the new rows');
       expect(message).toContain(`user ${HOLDER}`);
@@ -150,15 +154,16 @@ describe('snapshot readers', () => {
 });
 
 describe('bounded lock waits', () => {
+  const wf = useForkPerTest(fixture);
   it('a reader holding the live table makes the swap give up and retry; a dashboard read meanwhile completes while it is open; the publish follows its end', async () => {
     const old = (await wf.fingerprint(LIVE)).rows;
-    const holder = await connect(HOLDER);
-    const dashboard = await connect();
+    const holder = await connect(wf, HOLDER);
+    const dashboard = await connect(wf);
     try {
       await holder.query('BEGIN');
       expect(await count(holder, LIVE)).toBe(old);
       const running = await wf.start(inputFor(10), 'lock-holder-ends');
-      await until(swapWaiting, 'the swap waiting for the live table');
+      await until(() => swapWaiting(wf), 'the swap waiting for the live table');
       // While it waits it holds nothing another pipeline's swap needs: the
       // publications are locked only once the live table is.
       let waiting: { holds: boolean }[] = [];
@@ -178,7 +183,7 @@ describe('bounded lock waits', () => {
       // swap gave up, while the holder still holds its transaction open.
       const read = count(dashboard, LIVE);
       expect(await read).toBe(old);
-      await until(() => publishCalls() > 1, 'Publish retried');
+      await until(() => publishCalls(wf) > 1, 'Publish retried');
       expect((await holder.query(`SELECT count(*)::int AS n FROM ${LIVE}`)).rows[0].n).toBe(old);
       await holder.query('COMMIT');
       const result = await running.result;
@@ -193,13 +198,13 @@ describe('bounded lock waits', () => {
 
   it('a holder that never lets go fails the run with an alert naming it and when its transaction started', async () => {
     const before = await wf.fingerprint(LIVE);
-    const holder = await connect(HOLDER);
-    const dashboard = await connect();
+    const holder = await connect(wf, HOLDER);
+    const dashboard = await connect(wf);
     try {
       await holder.query('BEGIN');
       await count(holder, LIVE);
       const running = await wf.start(inputFor(12), 'lock-holder-stays');
-      await until(swapWaiting, 'the swap waiting for the live table');
+      await until(() => swapWaiting(wf), 'the swap waiting for the live table');
       expect(await count(dashboard, LIVE)).toBe(before.rows);
       const result = await running.result;
       expect(result.status).toBe('FAILED');
@@ -226,8 +231,8 @@ describe('bounded lock waits', () => {
     const before = await wf.fingerprint(LIVE);
     // The holder's statement reads the live table, then blocks on an
     // advisory lock the test holds (a session lock, no open transaction).
-    const latch = await connect();
-    const holder = await connect(HOLDER);
+    const latch = await connect(wf);
+    const holder = await connect(wf, HOLDER);
     try {
       await latch.query('SELECT pg_advisory_lock(7007)');
       const holding = holder.query(`SELECT count(*) AS n FROM ${LIVE} WHERE pg_advisory_lock_shared(7007) IS NOT NULL`);

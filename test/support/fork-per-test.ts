@@ -1,0 +1,35 @@
+// A fork of a workflow fixture for every test of the calling describe, for
+// describes whose tests each act (run an execution, take a grant away, hold a
+// lock): no test sees what another did (docs/decisions/independent-tests.md).
+//
+//   const fixture = useWorkflowFixture('wf_x', async (wf) => { await wf.sample(...); });
+//   describe('refusals', () => {
+//     const wf = useForkPerTest(fixture);        // a new copy before each test, closed after it
+//     it('refuses A', async () => { await wf.query(...); expect((await wf.run(...)).status).toBe('FAILED'); });
+//     it('refuses B', async () => { ... });      // starts from the fixture again, not from what A left
+//   });
+import { afterEach, beforeEach } from 'vitest';
+import type { UseWorkflowOptions, Workflow, WorkflowFixture } from './workflow.ts';
+
+/**
+ * A new fork of `fixture` (with `options`, as `fixture.fork` takes them)
+ * made before each test of the calling describe and closed after it; the
+ * returned workflow stands for the current test's.
+ */
+export function useForkPerTest(fixture: WorkflowFixture<unknown>, options?: UseWorkflowOptions | (() => UseWorkflowOptions)): Workflow {
+  let wf: Workflow | undefined;
+  beforeEach(async () => {
+    wf = await fixture.fork(typeof options === 'function' ? options() : options);
+  });
+  afterEach(async () => {
+    const closing = wf;
+    wf = undefined;
+    await closing?.close();
+  });
+  return new Proxy({} as Workflow, {
+    get(_target, key) {
+      if (!wf) throw new Error(`a per-test fork used outside a test of the describe that made it (reading ${String(key)})`);
+      return Reflect.get(wf, key, wf);
+    },
+  });
+}
