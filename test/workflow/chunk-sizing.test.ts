@@ -2,21 +2,18 @@
 // source's rows per day and merges adjacent days up to the target; the
 // gate compares each merged chunk; a re-run keeps the chunks its batch was
 // planned with; Plan warns when the source is not sorted on the time column.
+// The first sized run is arranged once; every other test acts on a copy of
+// what it left (test/support/workflow.ts useFork).
 import { TARGET_ROWS } from '../support/sized-pipeline.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, caughtError, caughtMessage, inputFor, namesFor, planOf, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, caughtError, caughtMessage, inputFor, namesFor, planOf, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_sizing');
-  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 8, liveDays: 5 });
-});
-afterAll(() => wf?.close());
 
 /** `count` more order lines on sample day `day`, a minute apart from 00:30. */
-async function addRows(day: number, count: number, firstOrder: number): Promise<void> {
+async function addRows(wf: Workflow, day: number, count: number, firstOrder: number): Promise<void> {
   await wf.query(
     `INSERT INTO source.sales_order_lines
      SELECT $2::bigint + n, 1, $1::timestamp + interval '30 minutes' + n * interval '1 minute', 1, 1, 1, 5.00
@@ -29,13 +26,21 @@ const day = (n: number) => sampleDay(n).toISOString();
 type PlannedChunk = { index: number; start: string; end: string };
 const spans = (chunks: readonly PlannedChunk[]) => chunks.map((c) => [c.index, c.start, c.end]);
 
+const fixture = useWorkflowFixture('wf_sizing', async (wf) => {
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 8, liveDays: 5 });
+  // Day 5 holds 130 rows, more than the target: a chunk of its own.
+  await addRows(wf, 5, 100, 700_000_000);
+  return { sized: await wf.run(inputFor(6), 'sized') };
+});
+
 describe(`chunks of about ${TARGET_ROWS} rows`, () => {
+  const wf = useFork(fixture);
+  let result: ExecutionResult;
+  beforeAll(() => {
+    result = fixture.arranged.sized;
+  });
+
   it('merges adjacent days up to the target, keeps a bigger day as one chunk, and publishes exactly the source', async () => {
-    // Day 5 holds 130 rows, more than the target: a chunk of its own.
-    await addRows(5, 100, 700_000_000);
-
-    const result = await wf.run(inputFor(6), 'sized');
-
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     const plan = planOf(result) as unknown as { chunks: PlannedChunk[]; chunkCount: number; warnings?: string[] };
     expect(spans(plan.chunks)).toEqual([
@@ -54,14 +59,17 @@ describe(`chunks of about ${TARGET_ROWS} rows`, () => {
     expect(recorded.map((c) => [c.interval_start.toISOString(), c.interval_end.toISOString()])).toEqual(plan.chunks.map((c) => [c.start, c.end]));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
   });
+});
+
+describe('late rows in a merged chunk', () => {
+  const wf = useFork(fixture);
 
   it('the gate names the merged chunk that differs, and the re-run keeps the chunks its batch was planned with, reloading only that one', async () => {
-    wf.reset();
     const { batchId } = namesFor(7);
     // 15 late rows for day 3 after its chunk (days 2 and 3, 60 rows) loaded:
     // 75 rows, which a fresh plan would split into two chunks.
     wf.faults.Reconcile = async (input, next) => {
-      await addRows(3, 15, 710_000_000);
+      await addRows(wf, 3, 15, 710_000_000);
       return next(input);
     };
 
@@ -92,9 +100,12 @@ describe(`chunks of about ${TARGET_ROWS} rows`, () => {
     expect(wf.loads.started).toEqual([1]);
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
   });
+});
+
+describe('a source not sorted on the time column', () => {
+  const wf = useFork(fixture);
 
   it('warns in Plan\'s output when no table the source reads is sorted on the time column, and still publishes', async () => {
-    wf.reset();
     await wf.query('DROP INDEX source.sales_order_lines_ordered_at');
     try {
       const result = await wf.run(inputFor(8), 'unsorted-source');
@@ -110,9 +121,15 @@ describe(`chunks of about ${TARGET_ROWS} rows`, () => {
       await wf.query('CREATE INDEX sales_order_lines_ordered_at ON source.sales_order_lines (ordered_at)');
     }
   });
+});
+
+describe('staging altered after the loads', () => {
+  const wf = useFork(fixture);
 
   it('the one pass over staging still catches rows outside the interval and duplicated keys, with exact counts per merged chunk', async () => {
-    wf.reset();
+    // 15 more rows on day 3 (75 on days 2 and 3): days 2 and 3 make a chunk
+    // each, so that the batch's chunks are days 0-1, 2, 3, 4, 5, 6-7 and 8.
+    await addRows(wf, 3, 15, 710_000_000);
     const { batchId, staging } = namesFor(9);
     // Staging altered after the loads: order line (1, 1) twice on its day,
     // (2, 1) again on day 6 (another chunk), (3, 1) again on day 20 (outside the batch).

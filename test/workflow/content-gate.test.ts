@@ -4,7 +4,9 @@
 // as it was (a value corrected in place, a key swapped, a duplicate and an
 // omission that cancel out) fail the gate naming the chunk, its day and,
 // for sums, the difference; live stays untouched, and the chunk is marked
-// STALE so the re-run reloads just it.
+// STALE so the re-run reloads just it. The run a correction in place
+// fails is arranged once; the re-run and the other changes each act on a
+// copy of what it left (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../domain/batch.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
@@ -12,23 +14,14 @@ import { definePipeline } from '../../domain/spec.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import { caughtError, inputFor, LIVE, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtError, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 120;
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 const original = pipelines[index]!;
 // The sample pipeline with measures declared (deployed as a new spec would be: the functions read this list).
 pipelines[index] = definePipeline({ ...salesOrderLines, checks: { allowEmpty: false, measures: ['quantity', 'amount'] } });
-
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_content_gate');
-  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 10, liveDays: 5 });
-});
-afterAll(() => {
-  pipelines[index] = original;
-  return wf?.close();
-});
 
 const batchId = (day: number) => batchIdFor(pipelines[index]!, resolveInterval(inputFor(day), pipelines[index]!, new Date()));
 const day = (n: number) => sampleDay(n).toISOString().slice(0, 19);
@@ -39,44 +32,59 @@ interface Check {
   details: string;
 }
 /** The check results of the batch's latest attempt. */
-const checks = (id: string) =>
+const checks = (wf: Workflow, id: string) =>
   wf.query<Check>(
     `SELECT check_name, passed, observed, details FROM atomic_publish.check_results
       WHERE batch_id = $1 AND attempt = (SELECT MAX(attempt) FROM atomic_publish.check_results WHERE batch_id = $1) ORDER BY check_name`,
     [id],
   );
-const failed = async (id: string) => (await checks(id)).filter((c) => !c.passed).map((c) => c.check_name);
+const failed = async (wf: Workflow, id: string) => (await checks(wf, id)).filter((c) => !c.passed).map((c) => c.check_name);
 /** The source's amount total over sample day n, as the warehouse writes it. */
-const sourceAmount = async (n: number) =>
+const sourceAmount = async (wf: Workflow, n: number) =>
   (await wf.query<{ total: string }>('SELECT SUM(amount) AS total FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2', [day(n), day(n + 1)]))[0]!.total;
 
-describe('changes every count misses', () => {
-  it('fails the gate on a correction in place after the chunk loaded, naming the chunk, its day and the amount', async () => {
-    const live = await wf.fingerprint(LIVE);
-    const loaded = await sourceAmount(3);
-    // After day 3's chunk loaded, 100 of its source rows are corrected: +1,000.00 each, same count.
-    wf.faults.Reconcile = async (input, next) => {
-      await wf.query(
-        `UPDATE source.sales_order_lines SET amount = amount + 1000.00
-          WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
-                                         WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 100)`,
-        [day(3), day(4)],
-      );
-      return next(input);
-    };
+const fixture = useWorkflowFixture('wf_content_gate', async (wf) => {
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 10, liveDays: 5 });
+  const live = await wf.fingerprint(LIVE);
+  const loaded = await sourceAmount(wf, 3);
+  // After day 3's chunk loaded, 100 of its source rows are corrected: +1,000.00 each, same count.
+  wf.faults.Reconcile = async (input, next) => {
+    await wf.query(
+      `UPDATE source.sales_order_lines SET amount = amount + 1000.00
+        WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
+                                       WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 100)`,
+      [day(3), day(4)],
+    );
+    return next(input);
+  };
+  const result = await wf.run(inputFor(7), 'correction-in-place');
+  wf.reset();
+  return { live, loaded, result };
+});
+afterAll(() => {
+  pipelines[index] = original;
+});
 
-    const result = await wf.run(inputFor(7), 'correction-in-place');
+describe('a correction in place after the chunk loaded', () => {
+  const wf = useFork(fixture);
+  let live: Fingerprint;
+  let loaded: string;
+  let result: ExecutionResult;
+  beforeAll(() => {
+    ({ live, loaded, result } = fixture.arranged);
+  });
 
+  it('fails the gate, naming the chunk, its day and the amount, and marks the chunk STALE', async () => {
     expect(result.status).toBe('FAILED');
     expect(visited(result)).not.toContain('Publish');
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     expect(await wf.fingerprint(LIVE)).toEqual(live);
-    const corrected = await sourceAmount(3);
+    const corrected = await sourceAmount(wf, 3);
     expect(corrected).not.toBe(loaded);
     const id = batchId(7);
     // With where the difference lies (test/workflow/locate.test.ts): the corrected rows' keys.
-    expect(await failed(id)).toEqual(['difference_located', 'rows_changed', 'staging_content_matches_source', 'staging_sums_match_source']);
-    const recorded = await checks(id);
+    expect(await failed(wf, id)).toEqual(['difference_located', 'rows_changed', 'staging_content_matches_source', 'staging_sums_match_source']);
+    const recorded = await checks(wf, id);
     expect(recorded.find((c) => c.check_name === 'staging_rows_match_source')?.passed).toBe(true);
     const sums = recorded.find((c) => c.check_name === 'staging_sums_match_source')!;
     expect(sums.details).toBe(`#3 2026-01-04 00:00:00: amount: source ${corrected}, staging ${loaded}, source - staging 100000.00`);
@@ -93,21 +101,26 @@ describe('changes every count misses', () => {
     expect(message).not.toContain('Chunks that differ (');
     expect(await wf.chunkStatuses(id)).toEqual({ DONE: 6, STALE: 1 });
   });
+});
 
-  it('reloads just the corrected chunk on the re-run and publishes the corrected amounts', async () => {
-    wf.reset();
+describe('the re-run after a correction in place', () => {
+  const wf = useFork(fixture);
 
+  it('reloads just the corrected chunk and publishes the corrected amounts', async () => {
     const rerun = await wf.run(inputFor(7), 'correction-rerun');
 
     expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
     expect(wf.loads.started).toEqual([3]);
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
-    expect(await failed(batchId(7))).toEqual([]);
-    expect((await checks(batchId(7))).map((c) => c.check_name)).toContain('staging_sums_match_source');
+    expect(await failed(wf, batchId(7))).toEqual([]);
+    expect((await checks(wf, batchId(7))).map((c) => c.check_name)).toContain('staging_sums_match_source');
   });
+});
+
+describe('a key swapped in the source after the loads', () => {
+  const wf = useFork(fixture);
 
   it('fails the checksum, and only it, on a source row swapped for one with another key', async () => {
-    wf.reset();
     const live = await wf.fingerprint(LIVE);
     // Same count, same sums: one order line of day 4 now carries another line number.
     wf.faults.Reconcile = async (input, next) => {
@@ -125,13 +138,16 @@ describe('changes every count misses', () => {
     expect(result.status).toBe('FAILED');
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     // Of the gate's checks only the checksum; where: the key in both directions (test/workflow/locate.test.ts).
-    expect(await failed(batchId(8))).toEqual(['difference_located', 'missing_in_source', 'missing_in_staging', 'staging_content_matches_source']);
+    expect(await failed(wf, batchId(8))).toEqual(['difference_located', 'missing_in_source', 'missing_in_staging', 'staging_content_matches_source']);
     expect(result.alerts[0]!.message).toMatch(new RegExp(`│ +4 │ 2026-01-05 00:00:00 │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ differs +│`));
     expect(await wf.fingerprint(LIVE)).toEqual(live);
   });
+});
+
+describe('a duplicate and an omission in staging', () => {
+  const wf = useFork(fixture);
 
   it('fails the checksum on a duplicate and an omission that cancel out in the count', async () => {
-    wf.reset();
     const live = await wf.fingerprint(LIVE);
     // A load that wrote one row of day 6 twice and lost another of the same day: staging's count is right.
     wf.faults.Reconcile = async (input, next) => {
@@ -150,7 +166,7 @@ describe('changes every count misses', () => {
 
     expect(result.status).toBe('FAILED');
     const id = batchId(9);
-    const recorded = await checks(id);
+    const recorded = await checks(wf, id);
     expect(recorded.find((c) => c.check_name === 'staging_rows_match_source')?.passed).toBe(true);
     expect(recorded.find((c) => c.check_name === 'staging_content_matches_source')).toMatchObject({
       passed: false,

@@ -4,18 +4,20 @@
 // check, leaving live untouched and naming the check and a few offending
 // keys; the same checks as warnings are recorded and the batch publishes;
 // a check that names what the warehouse lacks is refused in Plan, before
-// any load.
+// any load. The warehouse (with the parent table) is arranged once; every
+// test acts on a copy of its own (test/support/workflow.ts useFork,
+// test/support/fork-per-test.ts).
 import { CUSTOMERS, DECLARED_CHECKS, index, withChecks } from '../support/declared-checks-pipeline.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
+/** The sample pipeline with DECLARED_CHECKS (test/support/declared-checks-pipeline.ts). */
 const declared = pipelines[index]!;
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_declared_checks');
+const fixture = useWorkflowFixture('wf_declared_checks', async (wf) => {
   // The parent table exists before the setup grants reading it.
   await wf.query('DROP SCHEMA IF EXISTS crm CASCADE');
   await wf.query('CREATE SCHEMA crm');
@@ -27,7 +29,6 @@ beforeAll(async () => {
 });
 afterAll(() => {
   pipelines[index] = declared;
-  return wf?.close();
 });
 
 interface Recorded {
@@ -40,7 +41,7 @@ interface Recorded {
 }
 const batchId = (day: number) => batchIdFor(pipelines[index]!, resolveInterval(inputFor(day), pipelines[index]!, new Date()));
 /** The declared checks' results of the batch's latest attempt, by name. */
-async function declaredResults(id: string): Promise<Record<string, Recorded>> {
+async function declaredResults(wf: Workflow, id: string): Promise<Record<string, Recorded>> {
   const rows = await wf.query<Recorded>(
     `SELECT check_name, passed, severity, observed, expected, details FROM atomic_publish.check_results
       WHERE batch_id = $1 AND attempt = (SELECT MAX(attempt) FROM atomic_publish.check_results WHERE batch_id = $1)
@@ -50,26 +51,39 @@ async function declaredResults(id: string): Promise<Record<string, Recorded>> {
   return Object.fromEntries(rows.map((r) => [r.check_name, r]));
 }
 const NAMES = ['accepted_values:quantity', 'not_null:product_id', 'references:customer_id', 'sql:amount_too_large'];
+/** Upstream mistakes, one for each kind, loaded as they are (the gate's counts and checksum agree with the source). */
+async function breakEachKind(wf: Workflow): Promise<void> {
+  await wf.query('UPDATE source.sales_order_lines SET product_id = NULL WHERE order_id = 10');
+  await wf.query('UPDATE source.sales_order_lines SET quantity = 42 WHERE order_id = 20 AND line_no = 1');
+  await wf.query('UPDATE source.sales_order_lines SET customer_id = 99999999 WHERE order_id = 30 AND line_no = 2');
+  await wf.query('UPDATE source.sales_order_lines SET amount = 9999.00 WHERE order_id = 40 AND line_no = 3');
+}
 
-describe('declared checks', () => {
+describe('declared checks on the sample data', () => {
+  const wf = useFork(fixture);
+
   it('passes every kind on the sample data, records each with its severity, and publishes', async () => {
+    pipelines[index] = declared;
+
     const result = await wf.run(inputFor(6), 'declared-pass');
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
-    const recorded = await declaredResults(batchId(6));
+    const recorded = await declaredResults(wf, batchId(6));
     expect(Object.keys(recorded)).toEqual(NAMES);
     for (const name of NAMES) expect(recorded[name]).toMatchObject({ passed: true, severity: 'block', details: '' });
     expect(recorded['not_null:product_id']!.observed).toBe('0 row(s) with NULL product_id');
     expect(recorded['references:customer_id']!.expected).toBe('at most 0 (tolerance), severity block');
   });
 
+});
+
+describe('declared checks on rows that break them', () => {
+  const wf = useFork(fixture);
+
   it('fails on rows that break each kind, names every check with its offending keys, and leaves live untouched', async () => {
-    // Upstream mistakes, loaded as they are (the gate's counts and checksum agree with the source).
-    await wf.query('UPDATE source.sales_order_lines SET product_id = NULL WHERE order_id = 10');
-    await wf.query('UPDATE source.sales_order_lines SET quantity = 42 WHERE order_id = 20 AND line_no = 1');
-    await wf.query('UPDATE source.sales_order_lines SET customer_id = 99999999 WHERE order_id = 30 AND line_no = 2');
-    await wf.query('UPDATE source.sales_order_lines SET amount = 9999.00 WHERE order_id = 40 AND line_no = 3');
+    pipelines[index] = declared;
+    await breakEachKind(wf);
     const live = await wf.fingerprint(LIVE);
 
     const result = await wf.run(inputFor(7), 'declared-block');
@@ -83,7 +97,7 @@ describe('declared checks', () => {
       [batchId(7)],
     );
     expect(failedGate.map((c) => c.check_name)).toEqual(NAMES);
-    const recorded = await declaredResults(batchId(7));
+    const recorded = await declaredResults(wf, batchId(7));
     expect(recorded['not_null:product_id']).toMatchObject({
       passed: false,
       severity: 'block',
@@ -106,7 +120,13 @@ describe('declared checks', () => {
     expect(message).toMatch(/│ references:customer_id +│ block +│ 1 row\(s\) whose \(customer_id\) is not in crm\.customers \(customer_id\) +│ +0 │ \(customer_id\) = \(99999999\) on 1 row\(s\) +│/);
   });
 
+});
+
+describe('declared checks as warnings', () => {
+  const wf = useFork(fixture);
+
   it('records the same rows as warnings, returns them from Reconcile, and publishes; a tolerance lets rows within it pass', async () => {
+    await breakEachKind(wf);
     const warn = { severity: 'warn' as const };
     pipelines[index] = withChecks({
       notNull: [{ column: 'product_id', ...warn }],
@@ -119,7 +139,7 @@ describe('declared checks', () => {
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(8));
-    const recorded = await declaredResults(batchId(8));
+    const recorded = await declaredResults(wf, batchId(8));
     expect(recorded['not_null:product_id']).toMatchObject({ passed: false, severity: 'warn', observed: '3 row(s) with NULL product_id' });
     expect(recorded['references:customer_id']).toMatchObject({ passed: false, severity: 'warn', details: 'sample: (customer_id) = (99999999) on 1 row(s)' });
     expect(recorded['sql:amount_too_large']).toMatchObject({ passed: false, severity: 'warn' });
@@ -131,6 +151,8 @@ describe('declared checks', () => {
 });
 
 describe('declared checks the warehouse does not fit, refused in Plan before any load', () => {
+  const wf = useForkPerTest(fixture);
+
   it.each<[string, PipelineSpec['checks'], RegExp]>([
     ['a notNull column the live table lacks', { notNull: ['discount'] }, /^pipeline sales_order_lines: check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/],
     ['accepted values of another type than the column', { acceptedValues: [{ column: 'quantity', values: ['one'] }] }, /check accepted_values:quantity lists "one" for quantity of analytics\.sales_order_lines, which is integer: list numbers/],

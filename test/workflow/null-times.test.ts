@@ -2,12 +2,14 @@
 // and, by the spec's nullTimes, fails the batch naming them or quarantines
 // them and publishes the rest. The sample pipeline's source query here lets
 // such rows through its own filter, as the spec's documentation asks.
+// The source with its NULL-time rows is arranged once; each test runs on
+// a copy of its own (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline, type NullTimes } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
-import { inputFor, LIVE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 5;
 const NULL_ROWS = 7;
@@ -19,25 +21,23 @@ function deploy(nullTimes: NullTimes): void {
 }
 deploy('fail');
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_null_times');
+const fixture = useWorkflowFixture('wf_null_times', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 6, liveDays: 3 });
   await wf.query('ALTER TABLE source.sales_order_lines ALTER COLUMN ordered_at DROP NOT NULL');
   await wf.query(
     `INSERT INTO source.sales_order_lines SELECT 800000000 + n, 1, NULL, 1, 1, 2, 10.00 FROM generate_series(1, ${NULL_ROWS}) AS n`,
   );
 });
-afterAll(() => {
-  deploy('fail');
-  return wf?.close();
-});
+afterAll(() => deploy('fail'));
 
 /** The batch id of the run up to TO_DAY under the deployed spec (nullTimes is not part of the spec's hash: both deploys make the same batch). */
 const batchId = () => batchIdFor(pipelines[index]!, resolveInterval(inputFor(TO_DAY), pipelines[index]!, new Date()));
-const quarantined = () => wf.query<{ order_id: string; batch_id: string }>('SELECT order_id, batch_id FROM analytics.sales_order_lines__quarantine ORDER BY order_id');
+const quarantined = (wf: Workflow) => wf.query<{ order_id: string; batch_id: string }>('SELECT order_id, batch_id FROM analytics.sales_order_lines__quarantine ORDER BY order_id');
 
-describe('source rows with no time', () => {
+describe("source rows with no time under nullTimes 'fail'", () => {
+  const wf = useFork(fixture);
+  beforeAll(() => deploy('fail'));
+
   it("fails the batch under nullTimes 'fail', naming the rows, with the live table untouched", async () => {
     const before = await wf.fingerprint(LIVE);
 
@@ -54,23 +54,29 @@ describe('source rows with no time', () => {
     expect(check).toEqual({ passed: false, details: expect.stringContaining('(order_id, line_no) = (800000001, 1); (order_id, line_no) = (800000002, 1)') });
     expect(await wf.tableExists('analytics.sales_order_lines__quarantine')).toBe(false);
   });
+});
+
+describe("source rows with no time under nullTimes 'quarantine'", () => {
+  const wf = useFork(fixture);
+  beforeAll(() => deploy('fail'));
 
   it("publishes the rest under nullTimes 'quarantine', keeping the rows aside and counting them as rejected; a replay keeps them once", async () => {
-    const failed = batchId();
+    // The batch nullTimes 'fail' makes: 'quarantine' makes the same one.
+    const underFail = batchId();
     deploy('quarantine');
-    expect(batchId()).toBe(failed);
+    expect(batchId()).toBe(underFail);
 
     const result = await wf.run(inputFor(TO_DAY), 'null-times-quarantine');
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
-    expect((await quarantined()).map((r) => [r.order_id, r.batch_id])).toEqual(
-      Array.from({ length: NULL_ROWS }, (_, i) => [String(800000001 + i), failed]),
+    expect((await quarantined(wf)).map((r) => [r.order_id, r.batch_id])).toEqual(
+      Array.from({ length: NULL_ROWS }, (_, i) => [String(800000001 + i), underFail]),
     );
-    expect((await wf.batch(failed))?.rows_rejected).toBe(String(NULL_ROWS));
+    expect((await wf.batch(underFail))?.rows_rejected).toBe(String(NULL_ROWS));
 
     const replay = await wf.run(inputFor(TO_DAY), 'null-times-replay');
     expect(replay.status).toBe('SUCCEEDED');
-    expect(await quarantined()).toHaveLength(NULL_ROWS);
+    expect(await quarantined(wf)).toHaveLength(NULL_ROWS);
   });
 });

@@ -6,14 +6,19 @@
 // checks.quarantine, and is blocked (live untouched) over it. The gate's
 // counts and content checksum hold with them set aside; a retried
 // Reconcile moves nothing twice, and a chunk reloaded as stale leaves none
-// of its earlier quarantined rows behind.
+// of its earlier quarantined rows behind. The source with its mistakes
+// and a quarantine table from before row-level rules are arranged once;
+// each describe (each refusal) acts on a copy of its own
+// (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
 import { LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, visited, useWorkflow, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, visited, useFork, useWorkflowFixture, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 const original = pipelines[index]!;
@@ -45,9 +50,9 @@ interface Row {
   line_no: number | null;
   reason: string;
 }
-const quarantined = (id: string) =>
+const quarantined = (wf: Workflow, id: string) =>
   wf.query<Row>(`SELECT order_id, line_no, reason FROM ${QUARANTINE} WHERE batch_id = $1 ORDER BY reason, order_id, line_no, amount`, [id]);
-const check = (id: string, name: string) =>
+const check = (wf: Workflow, id: string, name: string) =>
   wf
     .query<{ passed: boolean; observed: string; expected: string; details: string }>(
       `SELECT passed, observed, expected, details FROM atomic_publish.check_results
@@ -56,9 +61,7 @@ const check = (id: string, name: string) =>
     )
     .then((rows) => rows[0]);
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_quarantine');
+const fixture = useWorkflowFixture('wf_quarantine', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 3 });
   for (const table of ['source.sales_order_lines', LIVE]) {
     for (const column of ['line_no', 'product_id']) await wf.query(`ALTER TABLE ${table} ALTER COLUMN ${column} DROP NOT NULL`);
@@ -79,7 +82,6 @@ beforeAll(async () => {
 });
 afterAll(() => {
   pipelines[index] = original;
-  return wf?.close();
 });
 
 const QUARANTINED: Row[] = [
@@ -93,7 +95,9 @@ const QUARANTINED: Row[] = [
   { order_id: '35', line_no: 3, reason: 'pattern:sku' },
 ].sort((a, b) => (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : Number(a.order_id) - Number(b.order_id)));
 
-describe('row-level rules and the quarantine', () => {
+describe('a pattern declared without the quarantine', () => {
+  const wf = useFork(fixture);
+
   it('counts and blocks on a pattern declared without the quarantine, naming the rows, like any declared check', async () => {
     deploy({ pattern: [{ column: 'sku', regex: RULES.pattern[0]!.regex }] });
 
@@ -102,27 +106,34 @@ describe('row-level rules and the quarantine', () => {
     expect(result.status).toBe('FAILED');
     expect(await wf.tableExists(QUARANTINE)).toBe(true);
     expect(await wf.query(`SELECT * FROM ${QUARANTINE} WHERE batch_id <> 'legacy'`)).toEqual([]);
-    expect(await check(batchId(), 'pattern:sku')).toEqual({
+    expect(await check(wf, batchId(), 'pattern:sku')).toEqual({
       passed: false,
       observed: '1 row(s) whose sku does not match its pattern',
       expected: 'at most 0 (tolerance), severity block',
       details: 'sample: (order_id, line_no) = (35, 3): sku SKU-1O4',
     });
   });
+});
+
+describe('quarantined rows over the tolerance', () => {
+  const wf = useFork(fixture);
+  let live: Fingerprint;
+  let result: ExecutionResult;
+  let id: string;
+  beforeAll(async () => {
+    deploy({ ...RULES, quarantine: { maxRows: 2 } });
+    id = batchId();
+    live = await wf.fingerprint(LIVE);
+    result = await wf.run(inputFor(TO_DAY), 'quarantine-over');
+  });
 
   it('blocks the batch when the quarantined rows exceed the tolerance, naming the reasons, where they are and sample keys; live untouched', async () => {
-    deploy({ ...RULES, quarantine: { maxRows: 2 } });
-    const live = await wf.fingerprint(LIVE);
-
-    const result = await wf.run(inputFor(TO_DAY), 'quarantine-over');
-
     expect(result.status).toBe('FAILED');
     expect(visited(result)).not.toContain('Publish');
     expect(caughtError(result)?.Error, caughtMessage(result)).toBe('CheckFailedError');
     expect(await wf.fingerprint(LIVE)).toEqual(live);
-    const id = batchId();
-    expect(await quarantined(id)).toEqual(QUARANTINED);
-    const recorded = await check(id, 'quarantine_within_tolerance');
+    expect(await quarantined(wf, id)).toEqual(QUARANTINED);
+    const recorded = await check(wf, id, 'quarantine_within_tolerance');
     expect(recorded).toMatchObject({ passed: false, expected: 'at most 2 row(s) quarantined (checks.quarantine)' });
     expect(recorded!.observed).toMatch(
       new RegExp(`^8 row\\(s\\) quarantined \\([\\d.]+% of 123\\) in ${QUARANTINE} \\(batch_id = '${id}'\\): accepted_values:quantity: 1, business key NULL: 1, duplicate \\(conflicting\\): 2, duplicate \\(identical\\): 2, not_null:product_id: 1, pattern:sku: 1$`),
@@ -141,6 +152,25 @@ describe('row-level rules and the quarantine', () => {
     expect((await wf.batch(id))?.rows_rejected).toBe('8');
   });
 
+  it('gave the quarantine table from before row-level rules their columns, leaving its rows as they were', async () => {
+    const columns = await wf.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines__quarantine' ORDER BY ordinal_position`,
+    );
+    expect(columns.map((c) => c.column_name).slice(0, 3)).toEqual(['batch_id', 'quarantined_at', 'order_id']);
+    expect(columns.map((c) => c.column_name).slice(-3)).toEqual(['reason', 'chunk_index', 'generation']);
+    expect(await wf.query(`SELECT order_id, reason, chunk_index FROM ${QUARANTINE} WHERE batch_id = 'legacy'`)).toEqual([{ order_id: '1', reason: null, chunk_index: null }]);
+  });
+});
+
+describe('a check of a batch whose run quarantined rows over the tolerance', () => {
+  const wf = useFork(fixture);
+  beforeAll(async () => {
+    deploy({ ...RULES, quarantine: { maxRows: 2 } });
+    // The run's rejected rows, which the check must leave as they are.
+    const run = await wf.run(inputFor(TO_DAY), 'quarantine-over');
+    expect(run.status).toBe('FAILED');
+  });
+
   it('a check judges the quarantine as a run does, and leaves none of its rows in the quarantine table: it holds only what runs rejected', async () => {
     deploy({ ...RULES, quarantine: { maxRows: 2 } });
     const live = await wf.fingerprint(LIVE);
@@ -151,13 +181,17 @@ describe('row-level rules and the quarantine', () => {
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(visited(result)).toContain('Checked');
     expect((result.output?.reconcile as { passed: boolean }).passed).toBe(false);
-    expect(await check(checkId, 'quarantine_within_tolerance')).toMatchObject({ passed: false, observed: expect.stringMatching(/^8 row\(s\) quarantined/) });
-    expect(await quarantined(checkId)).toEqual([]);
+    expect(await check(wf, checkId, 'quarantine_within_tolerance')).toMatchObject({ passed: false, observed: expect.stringMatching(/^8 row\(s\) quarantined/) });
+    expect(await quarantined(wf, checkId)).toEqual([]);
     // The run's rejected rows stay.
-    expect(await quarantined(batchId())).toEqual(QUARANTINED);
+    expect(await quarantined(wf, batchId())).toEqual(QUARANTINED);
     expect(await wf.fingerprint(LIVE)).toEqual(live);
     expect((await wf.batch(checkId))?.status).toBe('CHECK_FAILED');
   });
+});
+
+describe('quarantined rows within the tolerance', () => {
+  const wf = useFork(fixture);
 
   it('publishes the rest within the tolerance, with the gate passing; a retried Reconcile quarantines nothing twice', async () => {
     deploy({ ...RULES, quarantine: { maxRows: 10, maxPct: 10 } });
@@ -174,22 +208,26 @@ describe('row-level rules and the quarantine', () => {
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.fingerprint(PUBLISHABLE));
     expect(await wf.fingerprint(LIVE)).not.toEqual(await wf.expected(TO_DAY));
     const id = batchId();
-    expect(await quarantined(id)).toEqual(QUARANTINED);
+    expect(await quarantined(wf, id)).toEqual(QUARANTINED);
     for (const name of ['staging_rows_match_source', 'staging_rows_match_load_record', 'staging_content_matches_source', 'business_key_unique', 'quarantine_within_tolerance']) {
-      expect((await check(id, name))?.passed, name).toBe(true);
+      expect((await check(wf, id, name))?.passed, name).toBe(true);
     }
-    expect((await check(id, 'quarantine_within_tolerance'))!.expected).toBe('at most 10 row(s) and 10% of 123 source row(s) quarantined (checks.quarantine)');
-    for (const name of ['not_null:product_id', 'accepted_values:quantity', 'pattern:sku']) expect((await check(id, name))?.passed, name).toBe(true);
+    expect((await check(wf, id, 'quarantine_within_tolerance'))!.expected).toBe('at most 10 row(s) and 10% of 123 source row(s) quarantined (checks.quarantine)');
+    for (const name of ['not_null:product_id', 'accepted_values:quantity', 'pattern:sku']) expect((await check(wf, id, name))?.passed, name).toBe(true);
     const batch = await wf.batch(id);
     expect(batch).toMatchObject({ status: 'PUBLISHED', rows_read: '123', rows_rejected: '8', rows_written: '115' });
   });
+});
+
+describe('a chunk reloaded as stale', () => {
+  const wf = useFork(fixture);
 
   it('judges a chunk reloaded as stale afresh, leaving none of its earlier quarantined rows', async () => {
     deploy({ ...RULES, quarantine: { maxRows: 3 } });
     const id = batchId();
     const over = await wf.run(inputFor(TO_DAY), 'quarantine-over-again');
     expect(over.status).toBe('FAILED');
-    expect(await quarantined(id)).toEqual(QUARANTINED);
+    expect(await quarantined(wf, id)).toEqual(QUARANTINED);
     // The same batch again, after upstream fixed most rows.
     await wf.query('UPDATE source.sales_order_lines SET product_id = 7 WHERE order_id = 10 AND line_no = 2');
     await wf.query('UPDATE source.sales_order_lines SET quantity = 3 WHERE order_id = 20 AND line_no = 1');
@@ -200,25 +238,20 @@ describe('row-level rules and the quarantine', () => {
     // The chunks whose rows changed differ from what staging and the quarantine hold: found stale.
     const stale = await wf.run(inputFor(TO_DAY), 'quarantine-stale');
     expect(stale.status).toBe('FAILED');
-    expect((await check(id, 'staging_content_matches_source'))?.passed).toBe(false);
+    expect((await check(wf, id, 'staging_content_matches_source'))?.passed).toBe(false);
 
     const reloaded = await wf.run(inputFor(TO_DAY), 'quarantine-reloaded');
 
     expect(reloaded.status, `${reloaded.error}: ${reloaded.cause}`).toBe('SUCCEEDED');
-    expect(await quarantined(id)).toEqual(QUARANTINED.filter((r) => r.reason === 'duplicate (identical)'));
+    expect(await quarantined(wf, id)).toEqual(QUARANTINED.filter((r) => r.reason === 'duplicate (identical)'));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.fingerprint(PUBLISHABLE));
     expect((await wf.batch(id))?.rows_rejected).toBe('2');
-    expect((await check(id, 'staging_content_matches_source'))?.passed).toBe(true);
+    expect((await check(wf, id, 'staging_content_matches_source'))?.passed).toBe(true);
   });
+});
 
-  it('gave the quarantine table from before row-level rules their columns, leaving its rows as they were', async () => {
-    const columns = await wf.query<{ column_name: string }>(
-      `SELECT column_name FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines__quarantine' ORDER BY ordinal_position`,
-    );
-    expect(columns.map((c) => c.column_name).slice(0, 3)).toEqual(['batch_id', 'quarantined_at', 'order_id']);
-    expect(columns.map((c) => c.column_name).slice(-3)).toEqual(['reason', 'chunk_index', 'generation']);
-    expect(await wf.query(`SELECT order_id, reason, chunk_index FROM ${QUARANTINE} WHERE batch_id = 'legacy'`)).toEqual([{ order_id: '1', reason: null, chunk_index: null }]);
-  });
+describe('row-level rules the warehouse does not fit', () => {
+  const wf = useForkPerTest(fixture);
 
   it.each<[string, PipelineSpec['checks'], RegExp]>([
     ['a quarantining check on a column the live table lacks', { notNull: [{ column: 'discount', action: 'quarantine' }], quarantine: { maxRows: 1 } }, /check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/],

@@ -1,34 +1,41 @@
 // The reconciliation gate on real parts: when staging no longer matches the
 // source, the batch is not published, every check result is recorded, and
-// the alert carries a table of the chunks that differ.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// the alert carries a table of the chunks that differ. The run that late
+// rows fail is arranged once; the re-run and the other runs each act on a
+// copy of what it left (test/support/workflow.ts useFork).
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, caughtError, caughtMessage, inputFor, namesFor, visited, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, caughtError, caughtMessage, inputFor, namesFor, visited, useFork, useWorkflowFixture, type Fingerprint } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_gate');
+const { batchId } = namesFor(7);
+const fixture = useWorkflowFixture('wf_gate', async (wf) => {
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 8, liveDays: 5 });
+  const old = await wf.fingerprint(LIVE);
+  // Two late order lines arrive for day 3 after its chunk was loaded.
+  wf.faults.Reconcile = async (input, next) => {
+    await wf.query(
+      `INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00),
+                                                 (900000002, 1, $1::timestamp + interval '2 hours', 1, 1, 1, 5.00)`,
+      [sampleDay(3).toISOString().slice(0, 19)],
+    );
+    return next(input);
+  };
+  const result = await wf.run(inputFor(7), 'late-rows');
+  wf.reset();
+  return { old, result };
 });
-afterAll(() => wf?.close());
 
 describe('a source that changed while the batch loaded', () => {
+  const wf = useFork(fixture);
+  let old: Fingerprint;
+  let result: ExecutionResult;
+  beforeAll(() => {
+    ({ old, result } = fixture.arranged);
+  });
+
   it('blocks the publish, records the failed checks and pages with the differing chunk in a table', async () => {
-    const old = await wf.fingerprint(LIVE);
-    const { batchId } = namesFor(7);
-    // Two late order lines arrive for day 3 after its chunk was loaded.
-    wf.faults.Reconcile = async (input, next) => {
-      await wf.query(
-        `INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00),
-                                                   (900000002, 1, $1::timestamp + interval '2 hours', 1, 1, 1, 5.00)`,
-        [sampleDay(3).toISOString().slice(0, 19)],
-      );
-      return next(input);
-    };
-
-    const result = await wf.run(inputFor(7), 'late-rows');
-
     expect(result.status).toBe('FAILED');
     expect(visited(result)).not.toContain('Publish');
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
@@ -75,13 +82,19 @@ describe('a source that changed while the batch loaded', () => {
     expect(message).toContain('Live table: analytics.sales_order_lines untouched');
   });
 
-  it('marks the differing chunk STALE, so the re-run the alert suggests reloads just that chunk and publishes', async () => {
-    const { batchId } = namesFor(7);
+  it('marks the differing chunk STALE', async () => {
     expect(await wf.chunkStatuses(batchId)).toEqual({ DONE: 6, STALE: 1 });
-    wf.reset();
+  });
+});
 
-    const rerun = await wf.run(inputFor(7), 'late-rows-rerun');
+describe('the re-run the alert suggests', () => {
+  const wf = useFork(fixture);
+  let rerun: ExecutionResult;
+  beforeAll(async () => {
+    rerun = await wf.run(inputFor(7), 'late-rows-rerun');
+  });
 
+  it('reloads just the STALE chunk and publishes', async () => {
     expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
     expect(wf.loads.started).toEqual([3]);
     // The late rows are in: live is exactly the source as it is now.
@@ -96,9 +109,12 @@ describe('a source that changed while the batch loaded', () => {
       { attempt: 2, status: 'PUBLISHED' },
     ]);
   });
+});
 
-  it('refuses a source that breaks the business key, though every count matches', async () => {
-    wf.reset();
+describe('a source that breaks the business key', () => {
+  const wf = useFork(fixture);
+
+  it('is refused, though every count matches', async () => {
     const live = await wf.fingerprint(LIVE);
     // An upstream bug sends order line (1, 1) again, a week later.
     await wf.query(

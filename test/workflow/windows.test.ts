@@ -3,73 +3,96 @@
 // execution whose PlanWindow records its chunks, and the inline Map loads
 // them. Windows of 3 chunks here (CHUNKS_PER_WINDOW) so that 8 day chunks
 // make 3 windows; the 87,600-chunk run is test/workflow/long-batch.test.ts.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The run that fails in its second window is arranged once; the re-run, the
+// replay, the check and the aborted batch each act on a copy of what it
+// left (test/support/workflow.ts useFork).
+import { beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { CHUNKS_PER_WINDOW_ENV } from '../../domain/windows.ts';
-import { caughtError, inputFor, LIVE, namesFor, useWorkflow, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { caughtError, inputFor, LIVE, namesFor, useFork, useWorkflowFixture, visitedOutsideChunks, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 8;
 const { batchId, staging } = namesFor(TO_DAY);
 
-let wf: Workflow;
-/** Chunks the failed run left DONE: the re-run must not load them again. */
-let doneAfterFailure: number[] = [];
-beforeAll(async () => {
-  wf = await useWorkflow('wf_windows', { env: { [CHUNKS_PER_WINDOW_ENV]: '3' } });
-  await wf.sample({ rowsPerDay: 20, sourceDays: 10, liveDays: 3 });
-});
-afterAll(() => wf?.close());
-
-const windowRows = () =>
-  wf.query<{ window_index: number; first_chunk: number; chunk_count: number }>(
-    'SELECT window_index, first_chunk, chunk_count FROM atomic_publish.batch_windows WHERE batch_id = $1 ORDER BY window_index',
-    [batchId],
-  );
-
-describe('a batch longer than one window', () => {
-  it('fails in its second window with the live table untouched, a page, and the first window kept', async () => {
+const fixture = useWorkflowFixture(
+  'wf_windows',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 20, sourceDays: 10, liveDays: 3 });
     const before = await wf.fingerprint(LIVE);
     wf.faults.WindowLoadChunk = async (input, next) => {
       if ((input as { chunk: { index: number } }).chunk.index === 4) throw new WarehouseError('injected: chunk 4 cannot be loaded');
       return next(input);
     };
     try {
-      const result = await wf.run(inputFor(TO_DAY), 'windows-fail');
-
-      expect(result.status).toBe('FAILED');
-      expect(caughtError(result)?.Error).toBe('States.ExceedToleratedFailureThreshold');
-      expect(caughtError(result)?.Cause).toContain('chunk 4 cannot be loaded');
-      expect(await wf.fingerprint(LIVE)).toEqual(before);
-      expect(result.alerts).toHaveLength(1);
-      expect(result.alerts[0]!.message).toContain("a window of the batch's chunks failed");
-      expect((await wf.batch(batchId))?.status).toBe('FAILED');
-      // The third window never started: the Map tolerates no failure.
-      expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'FAILED']);
-      expect(await windowRows()).toEqual([
-        { window_index: 0, first_chunk: 0, chunk_count: 3 },
-        { window_index: 1, first_chunk: 3, chunk_count: 3 },
-        { window_index: 2, first_chunk: 6, chunk_count: 2 },
-      ]);
-      // The first window's chunks are done; the third's were never recorded.
-      const chunks = await wf.query<{ chunk_index: number; status: string }>(
-        'SELECT chunk_index, status FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',
-        [batchId],
-      );
-      expect(chunks.filter((c) => c.chunk_index < 3).map((c) => c.status)).toEqual(['DONE', 'DONE', 'DONE']);
-      expect(chunks.map((c) => c.chunk_index)).toEqual([0, 1, 2, 3, 4, 5]);
-      expect(chunks.find((c) => c.chunk_index === 4)?.status).not.toBe('DONE');
-      doneAfterFailure = chunks.filter((c) => c.status === 'DONE').map((c) => c.chunk_index);
+      return { before, failed: await wf.run(inputFor(TO_DAY), 'windows-fail') };
     } finally {
       await wf.quiesce();
       wf.reset();
     }
+  },
+  { env: { [CHUNKS_PER_WINDOW_ENV]: '3' } },
+);
+
+const windowRows = (wf: Workflow) =>
+  wf.query<{ window_index: number; first_chunk: number; chunk_count: number }>(
+    'SELECT window_index, first_chunk, chunk_count FROM atomic_publish.batch_windows WHERE batch_id = $1 ORDER BY window_index',
+    [batchId],
+  );
+
+/** The batch's chunks the failed run left DONE. */
+async function doneChunks(wf: Workflow): Promise<number[]> {
+  const rows = await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY chunk_index`, [batchId]);
+  return rows.map((r) => r.chunk_index);
+}
+
+describe('a batch longer than one window', () => {
+  const wf = useFork(fixture);
+  let before: Fingerprint;
+  let result: ExecutionResult;
+  beforeAll(() => {
+    ({ before, failed: result } = fixture.arranged);
   });
 
-  it('resumes on a re-run: the done chunks are not loaded again, and the published table is exactly the source', async () => {
-    const result = await wf.run(inputFor(TO_DAY), 'windows-resume');
+  it('fails in its second window with the live table untouched, a page, and the first window kept', async () => {
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('States.ExceedToleratedFailureThreshold');
+    expect(caughtError(result)?.Cause).toContain('chunk 4 cannot be loaded');
+    expect(await wf.fingerprint(LIVE)).toEqual(before);
+    expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.message).toContain("a window of the batch's chunks failed");
+    expect((await wf.batch(batchId))?.status).toBe('FAILED');
+    // The third window never started: the Map tolerates no failure.
+    expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'FAILED']);
+    expect(await windowRows(wf)).toEqual([
+      { window_index: 0, first_chunk: 0, chunk_count: 3 },
+      { window_index: 1, first_chunk: 3, chunk_count: 3 },
+      { window_index: 2, first_chunk: 6, chunk_count: 2 },
+    ]);
+    // The first window's chunks are done; the third's were never recorded.
+    const chunks = await wf.query<{ chunk_index: number; status: string }>(
+      'SELECT chunk_index, status FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',
+      [batchId],
+    );
+    expect(chunks.filter((c) => c.chunk_index < 3).map((c) => c.status)).toEqual(['DONE', 'DONE', 'DONE']);
+    expect(chunks.map((c) => c.chunk_index)).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(chunks.find((c) => c.chunk_index === 4)?.status).not.toBe('DONE');
+  });
+});
 
+describe('the re-run of a batch that failed in its second window', () => {
+  const wf = useFork(fixture);
+  /** Chunks the failed run left DONE: the re-run must not load them again. */
+  let doneAfterFailure: number[];
+  let result: ExecutionResult;
+  beforeAll(async () => {
+    doneAfterFailure = await doneChunks(wf);
+    result = await wf.run(inputFor(TO_DAY), 'windows-resume');
+  });
+
+  it('resumes: the done chunks are not loaded again, and the published table is exactly the source', async () => {
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
     expect(doneAfterFailure.length).toBeGreaterThanOrEqual(3);
@@ -87,8 +110,27 @@ describe('a batch longer than one window', () => {
     );
     expect(loads.map((r) => [r.chunk_index, r.status, Number(r.loads)])).toEqual([...Array(8).keys()].map((i) => [i, 'DONE', 1]));
     expect(await wf.tableExists(staging)).toBe(false);
-    wf.reset();
   });
+});
+
+describe('a replay after the re-run published', () => {
+  const wf = useFork(fixture);
+  let result: ExecutionResult;
+  beforeAll(async () => {
+    const rerun = await wf.run(inputFor(TO_DAY), 'windows-resume');
+    expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
+    result = await wf.run(inputFor(TO_DAY), 'windows-replay');
+  });
+
+  it('ends at NothingToPublish without starting a window', () => {
+    expect(result.status).toBe('SUCCEEDED');
+    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
+    expect(result.childExecutions).toEqual([]);
+  });
+});
+
+describe('a check of a batch in windows', () => {
+  const wf = useFork(fixture);
 
   it('checks a batch in windows too: its windows load, then CheckOnly ends it at Checked, nothing published', async () => {
     const live = await wf.fingerprint(LIVE);
@@ -101,20 +143,11 @@ describe('a batch longer than one window', () => {
     expect((result.output?.reconcile as { passed: boolean }).passed).toBe(true);
     expect(await wf.fingerprint(LIVE)).toEqual(live);
     expect(await wf.derivedTables()).not.toContainEqual(expect.stringContaining('__stg_'));
-    wf.reset();
-  });
-
-  it('ends a replay at NothingToPublish without starting a window', async () => {
-    const result = await wf.run(inputFor(TO_DAY), 'windows-replay');
-
-    expect(result.status).toBe('SUCCEEDED');
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
-    expect(result.childExecutions).toEqual([]);
-    wf.reset();
   });
 });
 
 describe('a batch in windows whose execution is aborted', () => {
+  const wf = useFork(fixture);
   const day = TO_DAY + 1;
   const names = namesFor(day);
   /** Chunk loads of this batch still running, found by their statement names. */
@@ -153,6 +186,5 @@ describe('a batch in windows whose execution is aborted', () => {
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
     const loaded = wf.calls.filter((c) => c.state === 'WindowLoadChunk').map((c) => c.chunk!);
     expect(loaded.some((chunk) => done.includes(chunk))).toBe(false);
-    wf.reset();
   });
 });
