@@ -4,34 +4,36 @@
 // through CheckOnly -> CheckCleanup -> Checked, leaves the live table as
 // it was, and its verdict is the execution's output: a failed gate pages
 // no one and writes no ReconcileFailed metric.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// A passing check (check 1) is arranged once; each describe acts on its own
+// copy of what it left (test/support/workflow.ts useFork).
+import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
 
 const DAY = 6;
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_check');
-  await wf.sample({ rowsPerDay: 6, sourceDays: DAY + 1, liveDays: 3 });
-});
-afterAll(() => wf?.close());
-
 const check = (day = DAY) => ({ ...inputFor(day), check: true });
 const checkId = (n: number, day = DAY) => batchIdFor(PIPELINE, resolveInterval(check(day), PIPELINE, new Date()), { kind: 'check', n });
-const lease = async () => wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
-const batchCount = async () => Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.batches'))[0]!.n);
+const lease = async (wf: Workflow) => wf.query('SELECT execution_id FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
+const batchCount = async (wf: Workflow) => Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.batches'))[0]!.n);
+
+// Check 1 of the interval, passed: the manifest exists, and a later check of the interval is check 2.
+const fixture = useWorkflowFixture('wf_check', async (wf) => {
+  await wf.sample({ rowsPerDay: 6, sourceDays: DAY + 1, liveDays: 3 });
+  const liveBefore = await wf.fingerprint(LIVE);
+  return { liveBefore, passed: await wf.run(check(), 'check-passes') };
+});
+
 const reconcileOutput = (result: Awaited<ReturnType<Workflow['run']>>) =>
   result.output?.reconcile as { passed: boolean; checks: { check: string; passed: boolean; observed: string; expected: string }[]; failure?: string };
 
 describe('a check that passes', () => {
+  const wf = useFork(fixture);
   let result: Awaited<ReturnType<Workflow['run']>>;
   let liveBefore: Awaited<ReturnType<Workflow['fingerprint']>>;
-  beforeAll(async () => {
-    wf.reset();
-    liveBefore = await wf.fingerprint(LIVE);
-    result = await wf.run(check(), 'check-passes');
+  beforeAll(() => {
+    ({ passed: result, liveBefore } = fixture.arranged);
   });
 
   it('succeeds through CheckOnly, CheckCleanup and Checked, never entering Publish', () => {
@@ -58,15 +60,15 @@ describe('a check that passes', () => {
     expect(Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.check_results WHERE batch_id = $1', [checkId(1)]))[0]!.n)).toBeGreaterThan(0);
     // Not the interval's publishing batch.
     expect(await wf.batch(batchIdFor(PIPELINE, resolveInterval(check(), PIPELINE, new Date())))).toBeUndefined();
-    expect(await lease()).toEqual([]);
+    expect(await lease(wf)).toEqual([]);
   });
 });
 
 describe('a check the gate fails', () => {
+  const wf = useFork(fixture);
   let result: Awaited<ReturnType<Workflow['run']>>;
   let liveBefore: Awaited<ReturnType<Workflow['fingerprint']>>;
   beforeAll(async () => {
-    wf.reset();
     liveBefore = await wf.fingerprint(LIVE);
     // A source row arrives after the loads: the source no longer matches staging.
     wf.faults.Reconcile = async (input, next) => {
@@ -75,12 +77,7 @@ describe('a check the gate fails', () => {
       ]);
       return next(input);
     };
-    try {
-      result = await wf.run(check(), 'check-fails');
-    } finally {
-      wf.reset();
-      await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 900000001');
-    }
+    result = await wf.run(check(), 'check-fails');
   });
 
   it('succeeds with the verdict in its output: passed false, the failing checks and where the content differs, the alert text as failure', () => {
@@ -105,20 +102,22 @@ describe('a check the gate fails', () => {
     expect(await wf.batch(checkId(2))).toMatchObject({ status: 'CHECK_FAILED', purpose: 'check' });
     expect(await wf.batch(checkId(1))).toMatchObject({ status: 'CHECK_PASSED' });
     expect(await wf.derivedTables()).toEqual([]);
-    expect(await lease()).toEqual([]);
+    expect(await lease(wf)).toEqual([]);
   });
 });
 
 describe('an interrupted check', () => {
+  const wf = useFork(fixture);
+
   it('is resumed by the next check of the interval, keeping the chunks it loaded', async () => {
-    wf.reset();
     wf.faults.Reconcile = async () => {
       throw new ValidationError('the check was interrupted');
     };
     const failed = await wf.run(check(), 'check-interrupted');
     expect(failed.status).toBe('FAILED');
     expect(caughtMessage(failed)).toBe('the check was interrupted');
-    expect(await wf.batch(checkId(3))).toMatchObject({ status: 'FAILED', purpose: 'check' });
+    // Check 1 ended (CHECK_PASSED): this one is check 2.
+    expect(await wf.batch(checkId(2))).toMatchObject({ status: 'FAILED', purpose: 'check' });
     const loaded = wf.loads.started.length;
     expect(loaded).toBeGreaterThan(0);
 
@@ -127,35 +126,33 @@ describe('an interrupted check', () => {
 
     expect(resumed.status, `${resumed.error}: ${resumed.cause}`).toBe('SUCCEEDED');
     expect(wf.loads.started).toEqual([]);
-    expect(await wf.batch(checkId(3))).toMatchObject({ status: 'CHECK_PASSED', attempt: 2 });
-    expect(await wf.batch(checkId(4))).toBeUndefined();
+    expect(await wf.batch(checkId(2))).toMatchObject({ status: 'CHECK_PASSED', attempt: 2 });
+    expect(await wf.batch(checkId(3))).toBeUndefined();
   });
 });
 
 describe('a check and the pipeline lease', () => {
+  const wf = useFork(fixture);
+
   it('ends PipelineBusy, writing nothing, while another execution holds the lease', async () => {
-    wf.reset();
     await wf.query(
       `INSERT INTO atomic_publish.pipeline_leases (pipeline, execution_id, acquired_at, expires_at) VALUES ($1, 'another-run', now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' + interval '1 hour')`,
       [PIPELINE.name],
     );
-    const batches = await batchCount();
-    try {
-      const busy = await wf.run(check(), 'check-busy');
+    const batches = await batchCount(wf);
+    const busy = await wf.run(check(), 'check-busy');
 
-      expect(busy.status).toBe('SUCCEEDED');
-      expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
-      expect(await batchCount()).toBe(batches);
-      expect(wf.loads.started).toEqual([]);
-    } finally {
-      await wf.query('DELETE FROM atomic_publish.pipeline_leases WHERE pipeline = $1', [PIPELINE.name]);
-    }
+    expect(busy.status).toBe('SUCCEEDED');
+    expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
+    expect(await batchCount(wf)).toBe(batches);
+    expect(wf.loads.started).toEqual([]);
   });
 });
 
 describe('Publish and a check batch', () => {
+  const wf = useFork(fixture);
+
   it('refuses it when a check reaches Publish anyway (its plan stripped of the flag): the manifest says it is a check; nothing is published', async () => {
-    wf.reset();
     const liveBefore = await wf.fingerprint(LIVE);
     wf.faults.Plan = async (input, next) => {
       const planned = (await next(input)) as { batch: Record<string, unknown> };
@@ -175,6 +172,8 @@ describe('Publish and a check batch', () => {
 });
 
 describe('bad check input, refused in Plan before anything is written', () => {
+  // Each refused run writes nothing (what each test proves), so they share one copy.
+  const wf = useFork(fixture);
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['check not a boolean', { ...check(), check: 'yes' }, /^input\.check must be true or false, got "yes"/],
     ['check with restate', { ...check(), restate: true }, /^input\.check and input\.restate exclude each other/],
@@ -185,14 +184,14 @@ describe('bad check input, refused in Plan before anything is written', () => {
   for (const [what, input, message] of cases) {
     it(what, async () => {
       wf.reset();
-      const batches = await batchCount();
+      const batches = await batchCount(wf);
 
       const result = await wf.run(input, `bad-${what.replace(/\W+/g, '-')}`);
 
       expect(result.status).toBe('FAILED');
       expect(caughtError(result)?.Error).toBe('ValidationError');
       expect(caughtMessage(result)).toMatch(message);
-      expect(await batchCount()).toBe(batches);
+      expect(await batchCount(wf)).toBe(batches);
       expect(wf.loads.started).toEqual([]);
     });
   }

@@ -3,7 +3,9 @@
 // and waits for it (or skips the chunk, if it finished) instead of running
 // it twice, and a Publish retry recognises its own earlier commit instead
 // of calling it a conflict.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The sample is arranged once; each test runs on its own copy of it
+// (test/support/workflow.ts useFork), with a runner of its own.
+import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish-waits.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
@@ -12,7 +14,7 @@ import { publish, type PublishEvent } from '../../functions/publish/index.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
 import { until } from '../support/until.ts';
-import { LIVE, inputFor, namesFor, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, inputFor, namesFor, stateEvents, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 /** A Lambda whose wait for the chunk load gives up once (as at its 15-minute limit) while the statement keeps running. */
 class GivesUpOnce extends DataApiWarehouse {
@@ -26,14 +28,12 @@ class GivesUpOnce extends DataApiWarehouse {
   }
 }
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_reattach');
+const fixture = useWorkflowFixture('wf_reattach', async (wf) => {
   await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
+  return {};
 });
-afterAll(() => wf?.close());
 
-const warehouse = () =>
+const warehouse = (wf: Workflow) =>
   new GivesUpOnce(
     localRedshiftDataClient(wf.wh.endpoint),
     localTarget(wf.wh.pg.database),
@@ -41,7 +41,7 @@ const warehouse = () =>
   );
 
 /** A chunk's state as chunk_state shows it: loads counted in its generation, and their rows. */
-async function chunkState(index: number): Promise<{ generation: number; loads: number; rows_written: number } | undefined> {
+async function chunkState(wf: Workflow, index: number): Promise<{ generation: number; loads: number; rows_written: number } | undefined> {
   const [row] = await wf.query<{ generation: number; loads: string; rows_written: string }>(
     `SELECT generation, loads, rows_written FROM atomic_publish.chunk_state WHERE batch_id = $1 AND chunk_index = $2`,
     [namesFor(7).batchId, index],
@@ -50,116 +50,122 @@ async function chunkState(index: number): Promise<{ generation: number; loads: n
 }
 
 describe('a LoadChunk retry after the wait gave up', () => {
-  it('waits for the load still running instead of running it again, and the chunk holds its rows once', async () => {
-    wf.reset();
-    const { staging } = namesFor(7);
-    const blocker = newClient(wf.wh.pg);
-    await blocker.connect();
-    let slowChunk: number | undefined;
-    let released = false;
-    try {
-      // Chunk 3's first attempt: the INSERT waits on a lock held here, its
-      // Lambda gives up waiting; the retry must re-attach to that load,
-      // which is released only once the retry is seen waiting for it.
-      wf.faults.LoadChunk = async (input, next) => {
-        const event = input as LoadChunkEvent;
-        if (event.chunk.index !== 3) return next(input);
-        if (slowChunk === undefined) {
-          slowChunk = 3;
-          await blocker.query('BEGIN');
-          await blocker.query(`LOCK TABLE ${staging} IN ACCESS EXCLUSIVE MODE`);
-          await expect(loadChunk(event, warehouse())).rejects.toThrow(/still STARTED/);
-          throw new TransientWarehouseError('the Lambda gave up waiting');
-        }
-        const retry = next(input);
-        await until(() => wf.runner.logs.some((l) => l.message === REATTACHED_MESSAGE && l.chunk === 3));
-        await blocker.query('COMMIT');
-        released = true;
-        return retry;
-      };
-      const result = await wf.run(inputFor(7), 'reattach-running');
-      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-      expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(1);
-      expect(released).toBe(true);
-    } finally {
-      await blocker.end();
-    }
-    // One load, recorded once with the day's rows.
-    expect(await chunkState(3)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  describe('on a load still running', () => {
+    const wf = useFork(fixture);
+
+    it('waits for the load still running instead of running it again, and the chunk holds its rows once', async () => {
+      const { staging } = namesFor(7);
+      const blocker = newClient(wf.wh.pg);
+      await blocker.connect();
+      let slowChunk: number | undefined;
+      let released = false;
+      try {
+        // Chunk 3's first attempt: the INSERT waits on a lock held here, its
+        // Lambda gives up waiting; the retry must re-attach to that load,
+        // which is released only once the retry is seen waiting for it.
+        wf.faults.LoadChunk = async (input, next) => {
+          const event = input as LoadChunkEvent;
+          if (event.chunk.index !== 3) return next(input);
+          if (slowChunk === undefined) {
+            slowChunk = 3;
+            await blocker.query('BEGIN');
+            await blocker.query(`LOCK TABLE ${staging} IN ACCESS EXCLUSIVE MODE`);
+            await expect(loadChunk(event, warehouse(wf))).rejects.toThrow(/still STARTED/);
+            throw new TransientWarehouseError('the Lambda gave up waiting');
+          }
+          const retry = next(input);
+          await until(() => wf.runner.logs.some((l) => l.message === REATTACHED_MESSAGE && l.chunk === 3));
+          await blocker.query('COMMIT');
+          released = true;
+          return retry;
+        };
+        const result = await wf.run(inputFor(7), 'reattach-running');
+        expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+        expect(stateEvents(result, 'StateRetried', 'LoadChunk')).toHaveLength(1);
+        expect(released).toBe(true);
+      } finally {
+        await blocker.end();
+      }
+      // One load, recorded once with the day's rows.
+      expect(await chunkState(wf, 3)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    });
   });
 
-  it('skips a chunk whose load finished after the wait gave up, without loading it again', async () => {
-    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
-    let loads = 0;
-    wf.faults.LoadChunk = async (input, next) => {
-      const event = input as LoadChunkEvent;
-      if (event.chunk.index !== 2 || loads > 0) return next(input);
-      loads += 1;
-      const attempt = warehouse();
-      await expect(loadChunk(event, attempt)).rejects.toThrow(/still STARTED/);
-      // The abandoned load finishes before the retry looks for it.
-      await until(async () => (await chunkState(2))?.loads === 1, 'the abandoned load committed');
-      throw new TransientWarehouseError('the Lambda gave up waiting');
-    };
-    const result = await wf.run(inputFor(7), 'reattach-finished');
-    expect(result.status, `${result.error}: ${result.cause} ${result.alerts.map((a) => a.message).join('\n')}`).toBe('SUCCEEDED');
-    expect(wf.runner.logs.some((l) => l.message === 'chunk already loaded; skipped' && l.chunk === 2)).toBe(true);
-    expect(await chunkState(2)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  describe('on a load that finished after the wait gave up', () => {
+    const wf = useFork(fixture);
+
+    it('skips a chunk whose load finished after the wait gave up, without loading it again', async () => {
+      let loads = 0;
+      wf.faults.LoadChunk = async (input, next) => {
+        const event = input as LoadChunkEvent;
+        if (event.chunk.index !== 2 || loads > 0) return next(input);
+        loads += 1;
+        const attempt = warehouse(wf);
+        await expect(loadChunk(event, attempt)).rejects.toThrow(/still STARTED/);
+        // The abandoned load finishes before the retry looks for it.
+        await until(async () => (await chunkState(wf, 2))?.loads === 1, 'the abandoned load committed');
+        throw new TransientWarehouseError('the Lambda gave up waiting');
+      };
+      const result = await wf.run(inputFor(7), 'reattach-finished');
+      expect(result.status, `${result.error}: ${result.cause} ${result.alerts.map((a) => a.message).join('\n')}`).toBe('SUCCEEDED');
+      expect(wf.runner.logs.some((l) => l.message === 'chunk already loaded; skipped' && l.chunk === 2)).toBe(true);
+      expect(await chunkState(wf, 2)).toEqual({ generation: 0, loads: 1, rows_written: 40 });
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    });
   });
 });
 
 describe('a Publish retry after its own commit', () => {
-  it('returns the publication it made instead of failing as a conflict', async () => {
-    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
-    let attempts = 0;
-    // The first attempt commits the swap, then its response is lost.
-    wf.faults.Publish = async (input, next) => {
-      attempts += 1;
-      if (attempts === 1) {
-        await publish(input as PublishEvent);
-        throw new TransientWarehouseError('connection reset after the swap was sent');
-      }
-      return next(input);
-    };
-    const result = await wf.run(inputFor(7), 'publish-lost-response');
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(attempts).toBe(2);
-    expect((result.output as { publish: { alreadyPublished: boolean; publication: number } }).publish).toMatchObject({
-      alreadyPublished: true,
-      publication: 1,
+  describe('whose answer was lost', () => {
+    const wf = useFork(fixture);
+
+    it('returns the publication it made instead of failing as a conflict', async () => {
+      let attempts = 0;
+      // The first attempt commits the swap, then its response is lost.
+      wf.faults.Publish = async (input, next) => {
+        attempts += 1;
+        if (attempts === 1) {
+          await publish(input as PublishEvent);
+          throw new TransientWarehouseError('connection reset after the swap was sent');
+        }
+        return next(input);
+      };
+      const result = await wf.run(inputFor(7), 'publish-lost-response');
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(attempts).toBe(2);
+      expect((result.output as { publish: { alreadyPublished: boolean; publication: number } }).publish).toMatchObject({
+        alreadyPublished: true,
+        publication: 1,
+      });
+      expect(await wf.publications()).toHaveLength(1);
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
     });
-    expect(await wf.publications()).toHaveLength(1);
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
   });
 
-  it('lets two overlapping attempts of the same Publish both succeed with exactly one swap', async () => {
-    await wf.sample({ rowsPerDay: 40, sourceDays: 8, liveDays: 5 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
-    let results: PromiseSettledResult<Awaited<ReturnType<typeof publish>>>[] = [];
-    // Both read the batch as not yet published; the LOCK lets one swap, the
-    // other's guard fails and it finds its own batch published. The second
-    // waits for the first's locks as long as it takes (the bound on lock
-    // waits is not what this test is about: on a busy machine the first's
-    // transaction can outlast the default 5 s, and the second would give up
-    // before the first committed, to be retried by the state machine).
-    const waits = { ...DEFAULT_PUBLISH_WAITS, lockWaitMs: MAX_PUBLISH_WAIT_MS };
-    wf.faults.Publish = async (input) => {
-      results = await Promise.allSettled([publish(input as PublishEvent, undefined, waits), publish(input as PublishEvent, undefined, waits)]);
-      const made = results.find((r) => r.status === 'fulfilled' && !r.value.alreadyPublished);
-      return made && made.status === 'fulfilled' ? made.value : Promise.reject(new Error('no attempt published'));
-    };
-    const result = await wf.run(inputFor(7), 'publish-overlap');
-    expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(results.map((r) => r.status), results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; ')).toEqual(['fulfilled', 'fulfilled']);
-    expect(results.map((r) => (r as PromiseFulfilledResult<{ alreadyPublished: boolean }>).value.alreadyPublished).sort()).toEqual([false, true]);
-    expect(await wf.publications()).toHaveLength(1);
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+  describe('overlapping another attempt', () => {
+    const wf = useFork(fixture);
+
+    it('lets two overlapping attempts of the same Publish both succeed with exactly one swap', async () => {
+      let results: PromiseSettledResult<Awaited<ReturnType<typeof publish>>>[] = [];
+      // Both read the batch as not yet published; the LOCK lets one swap, the
+      // other's guard fails and it finds its own batch published. The second
+      // waits for the first's locks as long as it takes (the bound on lock
+      // waits is not what this test is about: on a busy machine the first's
+      // transaction can outlast the default 5 s, and the second would give up
+      // before the first committed, to be retried by the state machine).
+      const waits = { ...DEFAULT_PUBLISH_WAITS, lockWaitMs: MAX_PUBLISH_WAIT_MS };
+      wf.faults.Publish = async (input) => {
+        results = await Promise.allSettled([publish(input as PublishEvent, undefined, waits), publish(input as PublishEvent, undefined, waits)]);
+        const made = results.find((r) => r.status === 'fulfilled' && !r.value.alreadyPublished);
+        return made && made.status === 'fulfilled' ? made.value : Promise.reject(new Error('no attempt published'));
+      };
+      const result = await wf.run(inputFor(7), 'publish-overlap');
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(results.map((r) => r.status), results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; ')).toEqual(['fulfilled', 'fulfilled']);
+      expect(results.map((r) => (r as PromiseFulfilledResult<{ alreadyPublished: boolean }>).value.alreadyPublished).sort()).toEqual([false, true]);
+      expect(await wf.publications()).toHaveLength(1);
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    });
   });
 });
