@@ -4,25 +4,38 @@
 // manifest) and what to do next. A publish conflict is paged in
 // publish-failure.test.ts, a failure at every step boundary and after
 // every statement in fault-matrix.test.ts; both check the same two parts.
+// The sample warehouse is arranged once; every failure is made to happen
+// on a copy of its own (test/support/workflow.ts fixture.fork).
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { applyPipelineSetup, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { addBadSourceRow, removeBadSourceRows, sampleDay } from '../../local/sample-data.ts';
 import { quoteUser } from '../../domain/identifiers.ts';
-import { caughtError, inputFor, LIVE, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtError, inputFor, LIVE, PIPELINE, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const DAY = 5;
 const RERUN = JSON.stringify(inputFor(DAY));
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_alerts', { env: { PUBLISH_SNAPSHOT_WAIT_MS: '100' } });
-  await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
-});
-afterAll(() => wf?.close());
+const fixture = useWorkflowFixture(
+  'wf_alerts',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
+  },
+  { env: { PUBLISH_SNAPSHOT_WAIT_MS: '100' } },
+);
+
+/** Runs `fn` on a copy of the sample warehouse of its own (endpoint, runner, outbox), closed afterwards. */
+async function onFork<T>(fn: (wf: Workflow) => Promise<T>): Promise<T> {
+  const wf = await fixture.fork();
+  try {
+    return await fn(wf);
+  } finally {
+    await wf.close();
+  }
+}
 
 /** The page's line that starts with `label`. */
 function line(result: ExecutionResult, label: string): string {
@@ -34,8 +47,8 @@ interface Kind {
   readonly kind: string;
   readonly error: string;
   readonly input?: unknown;
-  /** Arranges the failure; returns what undoes it after the run. */
-  readonly arrange: () => Promise<() => Promise<void>>;
+  /** Arranges the failure on `wf`; returns what undoes it after the run. */
+  readonly arrange: (wf: Workflow) => Promise<() => Promise<void>>;
   readonly readers: RegExp;
   readonly next: RegExp;
 }
@@ -56,7 +69,7 @@ const KINDS: Kind[] = [
   {
     kind: 'a missing privilege',
     error: 'MissingPrivilegeError',
-    arrange: async () => {
+    arrange: async (wf) => {
       await wf.query(`REVOKE SELECT ON source.sales_order_lines FROM ${quoteUser(LOCAL_PIPELINE_USER)}`);
       return () => wf.withClient((client) => applyPipelineSetup(client, PIPELINE));
     },
@@ -66,7 +79,7 @@ const KINDS: Kind[] = [
   {
     kind: 'the source SQL failing in LoadChunk',
     error: 'WarehouseError',
-    arrange: async () => {
+    arrange: async (wf) => {
       await wf.withClient((client) => addBadSourceRow(client, sampleDay(2)));
       return () => wf.withClient((client) => removeBadSourceRows(client));
     },
@@ -76,7 +89,7 @@ const KINDS: Kind[] = [
   {
     kind: 'the Reconcile gate',
     error: 'CheckFailedError',
-    arrange: async () => {
+    arrange: async (wf) => {
       wf.faults.Reconcile = async (input, next) => {
         await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [
           sampleDay(1).toISOString().slice(0, 19),
@@ -93,7 +106,7 @@ const KINDS: Kind[] = [
   {
     kind: 'a view the functions cannot re-point',
     error: 'DependentViewError',
-    arrange: async () => {
+    arrange: async (wf) => {
       await wf.query(`CREATE VIEW analytics.sales_dashboard AS SELECT order_id, amount FROM ${LIVE}`);
       return async () => {
         await wf.query('DROP VIEW analytics.sales_dashboard');
@@ -105,7 +118,7 @@ const KINDS: Kind[] = [
   {
     kind: 'snapshot-wait give-up (a transaction older than the load never ends, every retry)',
     error: 'TransientWarehouseError',
-    arrange: async () => {
+    arrange: async (wf) => {
       const holder: pg.Client = newClient(wf.wh.pg);
       await holder.connect();
       await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
@@ -121,7 +134,7 @@ const KINDS: Kind[] = [
   {
     kind: 'a Lambda time-out (as the Catch sees one)',
     error: 'Sandbox.Timedout',
-    arrange: async () => {
+    arrange: async (wf) => {
       wf.faults.Reconcile = async () => {
         throw Object.assign(new Error('Task timed out after 900.00 seconds'), { name: 'Sandbox.Timedout' });
       };
@@ -133,7 +146,7 @@ const KINDS: Kind[] = [
   {
     kind: 'a failure after Publish committed',
     error: 'WarehouseError',
-    arrange: async () => {
+    arrange: async (wf) => {
       wf.faults.EmitMetrics = async () => {
         throw Object.assign(new Error('emit-metrics: the lag query failed'), { name: 'WarehouseError' });
       };
@@ -148,45 +161,48 @@ const KINDS: Kind[] = [
 
 describe('every page says what readers see now and what to do next', () => {
   for (const k of KINDS) {
-    it(`${k.kind}: ${k.error}`, async () => {
-      wf.reset();
-      const undo = await k.arrange();
-      let result: ExecutionResult;
-      try {
-        result = await wf.run(k.input ?? inputFor(DAY), `alert-${k.error}-${KINDS.indexOf(k)}`);
-        await wf.quiesce();
-      } finally {
-        wf.reset();
-        await undo();
-      }
-      expect(result.status).toBe('FAILED');
-      expect(caughtError(result)?.Error).toBe(k.error);
-      expect(result.alerts[0]!.subject).toBe(`atomic-publish: ${PIPELINE.name} failed (${k.error})`);
-      expect(line(result, 'Live table:')).toMatch(k.readers);
-      expect(line(result, 'Next:')).toMatch(k.next);
-      // What the page says readers see is what they see.
-      const published = (await wf.schemaExists('atomic_publish')) ? await wf.publications() : [];
-      expect(published.length > 0).toBe(/published by this batch/.test(line(result, 'Live table:')));
-    });
+    it(`${k.kind}: ${k.error}`, () =>
+      onFork(async (wf) => {
+        const undo = await k.arrange(wf);
+        let result: ExecutionResult;
+        try {
+          result = await wf.run(k.input ?? inputFor(DAY), `alert-${k.error}-${KINDS.indexOf(k)}`);
+          await wf.quiesce();
+        } finally {
+          wf.reset();
+          await undo();
+        }
+        expect(result.status).toBe('FAILED');
+        expect(caughtError(result)?.Error).toBe(k.error);
+        expect(result.alerts[0]!.subject).toBe(`atomic-publish: ${PIPELINE.name} failed (${k.error})`);
+        expect(line(result, 'Live table:')).toMatch(k.readers);
+        expect(line(result, 'Next:')).toMatch(k.next);
+        // What the page says readers see is what they see.
+        const published = (await wf.schemaExists('atomic_publish')) ? await wf.publications() : [];
+        expect(published.length > 0).toBe(/published by this batch/.test(line(result, 'Live table:')));
+      }));
   }
 
-  it('RecordFailure itself failing: the plainer page (DescribeFailure) claims nothing about the live table it did not read, and says where to look', async () => {
-    wf.reset();
-    wf.faults.Reconcile = async () => {
-      throw Object.assign(new Error('reconcile failed'), { name: 'WarehouseError' });
-    };
-    wf.faults.RecordFailure = async () => {
-      throw Object.assign(new Error('the manifest cannot be written'), { name: 'WarehouseError' });
-    };
-    const result = await wf.run(inputFor(DAY + 1), 'alert-describe-failure');
-    wf.reset();
-    expect(result.status).toBe('FAILED');
-    expect(result.alerts).toHaveLength(1);
-    const { message } = result.alerts[0]!;
-    expect(message).not.toMatch(/untouched|unchanged/);
-    expect(message).toContain('the live table may already be published if the run failed after Publish');
-    expect(message).toContain('See atomic_publish.batches, atomic_publish.batch_attempts and the execution history');
-    expect(message).toContain('Next: read the batch status there; unless it is PUBLISHED, start an execution with the same input');
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(DAY));
-  });
+  it('RecordFailure itself failing: the plainer page (DescribeFailure) claims nothing about the live table it did not read, and says where to look', () =>
+    onFork(async (wf) => {
+      // A publication is live before the run: what the page must not claim to know, and what the failed run leaves as it was.
+      const earlier = await wf.run(inputFor(DAY), 'alert-describe-failure-earlier');
+      expect(earlier.status, `${earlier.error}: ${earlier.cause}`).toBe('SUCCEEDED');
+      wf.faults.Reconcile = async () => {
+        throw Object.assign(new Error('reconcile failed'), { name: 'WarehouseError' });
+      };
+      wf.faults.RecordFailure = async () => {
+        throw Object.assign(new Error('the manifest cannot be written'), { name: 'WarehouseError' });
+      };
+      const result = await wf.run(inputFor(DAY + 1), 'alert-describe-failure');
+      wf.reset();
+      expect(result.status).toBe('FAILED');
+      expect(result.alerts).toHaveLength(1);
+      const { message } = result.alerts[0]!;
+      expect(message).not.toMatch(/untouched|unchanged/);
+      expect(message).toContain('the live table may already be published if the run failed after Publish');
+      expect(message).toContain('See atomic_publish.batches, atomic_publish.batch_attempts and the execution history');
+      expect(message).toContain('Next: read the batch status there; unless it is PUBLISHED, start an execution with the same input');
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(DAY));
+    }));
 });

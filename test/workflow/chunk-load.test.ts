@@ -3,20 +3,21 @@
 // statement name and waited for with long polls. A re-run after the
 // process running the state machine was killed while chunk loads still ran
 // in the database finds those loads by name and waits for them: nothing
-// cleared, nothing loaded twice.
+// cleared, nothing loaded twice. The sample warehouse is arranged once;
+// each describe acts on a copy of its own.
 import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { REATTACHED_MESSAGE } from '../../functions/load-chunk/index.ts';
 import { PROJECT_ROOT } from '../../lib/project.ts';
 import type { DataApiRequest } from '../../local/data-api/server.ts';
 import { holdGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
-import { inputFor, LIVE, namesFor, PIPELINE, useWorkflow, WORKFLOW_TIME_SCALE, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, namesFor, PIPELINE, useFork, useWorkflowFixture, WORKFLOW_TIME_SCALE, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 4;
 /** One chunk a day from the pipeline's history start, all loading at once (maxConcurrency 4). */
@@ -25,11 +26,9 @@ const ROWS_PER_DAY = 30;
 const { batchId, staging } = namesFor(TO_DAY);
 const prefix = loadStatementPrefix(PIPELINE.name, batchId);
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_chunk_load');
+const fixture = useWorkflowFixture('wf_chunk_load', async (wf) => {
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 6, liveDays: 2 });
 });
-afterAll(() => wf?.close());
 
 /** The requests the endpoint answered for each chunk load, by chunk and operation. */
 function loadRequests(requests: readonly DataApiRequest[]): Map<string, Record<string, number>> {
@@ -43,7 +42,7 @@ function loadRequests(requests: readonly DataApiRequest[]): Map<string, Record<s
   return byName;
 }
 
-async function chunkLoads(): Promise<[number, number, number][]> {
+async function chunkLoads(wf: Workflow): Promise<[number, number, number][]> {
   const rows = await wf.query<{ chunk_index: number; loads: string; rows_written: string }>(
     'SELECT chunk_index, loads, rows_written FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',
     [batchId],
@@ -52,10 +51,9 @@ async function chunkLoads(): Promise<[number, number, number][]> {
 }
 
 describe('a chunk load', () => {
+  const wf = useFork(fixture);
+
   it('is one submitted statement and one long poll: two requests, besides the one look for an earlier load', async () => {
-    await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 6, liveDays: 2 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
     const before = wf.wh.api.requests().length;
 
     const result = await wf.run(inputFor(TO_DAY), `requests-${Date.now()}`);
@@ -68,15 +66,14 @@ describe('a chunk load', () => {
       expect((counts.BatchExecuteStatement ?? 0) + (counts.DescribeStatement ?? 0), name).toBeLessThanOrEqual(2);
       expect(counts, name).toEqual({ ListStatements: 1, BatchExecuteStatement: 1, DescribeStatement: 1 });
     }
-    expect(await chunkLoads()).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
+    expect(await chunkLoads(wf)).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
   });
 });
 
 describe('a re-run after the runner was killed while chunk loads still ran', () => {
+  const wf = useFork(fixture);
+
   it('waits for those loads instead of clearing or loading the chunks again: every row once', async () => {
-    await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 6, liveDays: 2 });
-    await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-    wf.reset();
     const before = wf.wh.api.requests().length;
     let logsBefore = 0;
     const outbox = join(mkdtempSync(join(tmpdir(), 'chunk-load-')), 'alerts.jsonl');
@@ -118,7 +115,7 @@ describe('a re-run after the runner was killed while chunk loads still ran', () 
     const rerunLogs = wf.runner.logs.slice(logsBefore);
     expect(rerunLogs.filter((l) => l.message === 'chunk loaded')).toEqual([]);
     expect(rerunLogs.filter((l) => l.message === 'chunk already loaded; skipped').map((l) => l.chunk).sort()).toEqual([0, 1, 2, 3]);
-    expect(await chunkLoads()).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
+    expect(await chunkLoads(wf)).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
     expect(await wf.publications()).toHaveLength(1);
   }, 120_000);

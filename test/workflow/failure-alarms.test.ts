@@ -5,7 +5,9 @@
 // local CloudWatch endpoint as CloudWatch Logs would extract them, and the
 // endpoint evaluates the stack's alarms as synthesized, paging through the
 // local SNS outbox. Alarms are evaluated at instants computed from the
-// metrics' own timestamps, never by sleeping.
+// metrics' own timestamps, never by sleeping. The blocked batch is
+// arranged once; each describe acts on a copy of what it left, with a
+// CloudWatch endpoint of its own (every alarm starts INSUFFICIENT_DATA).
 import { type CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
@@ -16,50 +18,58 @@ import { putEmfRecords } from '../../local/emf-metrics.ts';
 import type { MetricRecord } from '../../local/lambda-output.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
-import { caughtError, inputFor, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtError, inputFor, PIPELINE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const DAY = 5;
-let wf: Workflow;
-let alarms: MetricAlarm[];
-let cw: LocalCloudWatchApi;
-let client: CloudWatchClient;
-let outbox: SnsOutbox;
 
-const alarmOn = (metricName: string) => alarms.find((a) => a.metricName === metricName && a.dimensions.Pipeline === PIPELINE.name)!;
+const fixture = useWorkflowFixture('wf_failure_alarms', async (wf) => {
+  await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
+  // A source row arrives after the load: the gate's count no longer matches.
+  wf.faults.Reconcile = async (input, next) => {
+    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [sampleDay(1).toISOString().slice(0, 19)]);
+    return next(input);
+  };
+  let failed: Awaited<ReturnType<Workflow['run']>>;
+  try {
+    failed = await wf.run(inputFor(DAY), 'gate-blocks');
+  } finally {
+    wf.reset();
+    await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 900000001');
+  }
+  return { failed, alarms: alarmsFromTemplate(wf.runner.workflow.template) };
+});
+
+interface LocalAlarms {
+  cw: LocalCloudWatchApi;
+  client: CloudWatchClient;
+  outbox: SnsOutbox;
+}
+
+/** For the calling describe: a CloudWatch endpoint of its own evaluating the stack's alarms, paging through the fork's outbox. */
+function useAlarms(wf: Workflow): LocalAlarms {
+  const local = {} as LocalAlarms;
+  beforeAll(async () => {
+    local.outbox = new SnsOutbox(wf.outboxFile);
+    local.cw = await startLocalCloudWatchApi({ alarms: fixture.arranged.alarms, outbox: local.outbox });
+    local.client = localCloudWatchClient(local.cw.endpoint);
+  });
+  afterAll(() => local.cw?.close());
+  return local;
+}
+
+const alarmOn = (metricName: string) => fixture.arranged.alarms.find((a) => a.metricName === metricName && a.dimensions.Pipeline === PIPELINE.name)!;
 /** The end of the alarm's period that holds `timestamp`: the first instant its evaluation sees that period. */
 const periodEnd = (alarm: MetricAlarm, timestamp: number) => (Math.floor(timestamp / (alarm.periodSeconds * 1000)) + 1) * alarm.periodSeconds * 1000;
-const pagesOf = (alarm: MetricAlarm) =>
+const pagesOf = (outbox: SnsOutbox, alarm: MetricAlarm) =>
   outbox.alerts.filter((a) => a.executionId === alarm.alarmArn).map((a) => JSON.parse(a.message) as { NewStateValue: string; AlarmDescription: string });
 const recordWith = (metrics: readonly MetricRecord[], name: string) => metrics.filter((m) => name in m.values);
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_failure_alarms');
-  await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
-  alarms = alarmsFromTemplate(wf.runner.workflow.template);
-  outbox = new SnsOutbox(wf.outboxFile);
-  cw = await startLocalCloudWatchApi({ alarms, outbox });
-  client = localCloudWatchClient(cw.endpoint);
-});
-afterAll(async () => {
-  await cw?.close();
-  await wf?.close();
-});
-
 describe('a batch the gate blocks', () => {
+  const wf = useFork(fixture);
+  const local = useAlarms(wf);
   let failed: Awaited<ReturnType<Workflow['run']>>;
-
-  beforeAll(async () => {
-    // A source row arrives after the load: the gate's count no longer matches.
-    wf.faults.Reconcile = async (input, next) => {
-      await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [sampleDay(1).toISOString().slice(0, 19)]);
-      return next(input);
-    };
-    try {
-      failed = await wf.run(inputFor(DAY), 'gate-blocks');
-    } finally {
-      wf.reset();
-      await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 900000001');
-    }
+  beforeAll(() => {
+    ({ failed } = fixture.arranged);
   });
 
   it('has RecordFailure write ReconcileFailed beside BatchFailed, with the service and Pipeline dimensions, and no other class', () => {
@@ -73,30 +83,32 @@ describe('a batch the gate blocks', () => {
   it('turns the pipeline\'s reconciliation-failed alarm to ALARM, paging with its runbook, while publish-failed and out-of-band stay quiet; then OK after a quiet period', async () => {
     const alarm = alarmOn('ReconcileFailed');
     expect(alarm).toMatchObject({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, statistic: 'Sum', threshold: 1 });
-    expect(await putEmfRecords(client, failed.metrics)).toBeGreaterThanOrEqual(2);
+    expect(await putEmfRecords(local.client, failed.metrics)).toBeGreaterThanOrEqual(2);
     const at = periodEnd(alarm, recordWith(failed.metrics, 'ReconcileFailed')[0]!.timestamp);
 
-    const changed = cw.evaluate(new Date(at));
+    const changed = local.cw.evaluate(new Date(at));
 
     const of = (a: MetricAlarm) => changed.find((t) => t.alarmName === a.alarmName);
     expect(of(alarm)).toMatchObject({ from: 'INSUFFICIENT_DATA', to: 'ALARM' });
-    expect(pagesOf(alarm)).toEqual([
+    expect(pagesOf(local.outbox, alarm)).toEqual([
       expect.objectContaining({
         NewStateValue: 'ALARM',
         AlarmDescription: expect.stringMatching(new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*README\\.md#reconciliation-failed-alarm\\)\\.$`)),
       }),
     ]);
     // No datapoint of theirs, missing data not breaching: OK, never ALARM.
-    for (const other of [alarmOn('PublishFailed'), alarmOn('OutOfBandChange')]) expect(cw.state(other.alarmName)).toBe('OK');
+    for (const other of [alarmOn('PublishFailed'), alarmOn('OutOfBandChange')]) expect(local.cw.state(other.alarmName)).toBe('OK');
 
-    expect(cw.evaluate(new Date(at + alarm.periodSeconds * 1000)).filter((t) => t.alarmName === alarm.alarmName)).toEqual([
+    expect(local.cw.evaluate(new Date(at + alarm.periodSeconds * 1000)).filter((t) => t.alarmName === alarm.alarmName)).toEqual([
       expect.objectContaining({ from: 'ALARM', to: 'OK' }),
     ]);
-    expect(pagesOf(alarm).map((p) => p.NewStateValue)).toEqual(['ALARM', 'OK']);
+    expect(pagesOf(local.outbox, alarm).map((p) => p.NewStateValue)).toEqual(['ALARM', 'OK']);
   });
 });
 
 describe('the re-run that publishes', () => {
+  const wf = useFork(fixture);
+
   it('has EmitMetrics\' RunDurationSeconds reach the pipeline\'s slow-run alarm by its dimensions: under the expected run, OK', async () => {
     const rerun = await wf.run(inputFor(DAY), 'gate-blocks-rerun');
     expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
@@ -104,8 +116,8 @@ describe('the re-run that publishes', () => {
     expect(record).toMatchObject({ dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name } });
     const alarm = alarmOn('RunDurationSeconds');
     expect(alarm).toMatchObject({ statistic: 'Maximum', threshold: (PIPELINE.freshness.slaMinutes / 2) * 60, comparison: 'GreaterThanThreshold' });
-    // An endpoint of its own, so the alarm starts INSUFFICIENT_DATA (the shared one already judged its empty periods OK).
-    const own = await startLocalCloudWatchApi({ alarms: [alarm], outbox });
+    // An endpoint of its own, started after the run: the alarm starts INSUFFICIENT_DATA, so OK is the datapoint's doing.
+    const own = await startLocalCloudWatchApi({ alarms: [alarm], outbox: new SnsOutbox(wf.outboxFile) });
     try {
       const ownClient = localCloudWatchClient(own.endpoint);
       await putEmfRecords(ownClient, rerun.metrics);
@@ -122,6 +134,9 @@ describe('the re-run that publishes', () => {
 });
 
 describe('an execution that timed out before Plan recorded a batch', () => {
+  const wf = useFork(fixture);
+  const local = useAlarms(wf);
+
   it('has CancelOrphans write ExecutionStopped for the pipeline its input names, and the pipeline\'s execution-stopped alarm pages', async () => {
     let releasePlan!: () => void;
     const planHeld = new Promise<void>((resolve) => (releasePlan = resolve));
@@ -141,12 +156,12 @@ describe('an execution that timed out before Plan recorded a batch', () => {
     expect(timedOut.status).toBe('TIMED_OUT');
     const records = recordWith(timedOut.metrics, 'ExecutionStopped');
     expect(records).toEqual([expect.objectContaining({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, values: { ExecutionStopped: 1 } })]);
-    await putEmfRecords(client, records);
+    await putEmfRecords(local.client, records);
     const alarm = alarmOn('ExecutionStopped');
 
-    const changed = cw.evaluate(new Date(periodEnd(alarm, records[0]!.timestamp)));
+    const changed = local.cw.evaluate(new Date(periodEnd(alarm, records[0]!.timestamp)));
 
     expect(changed.find((t) => t.alarmName === alarm.alarmName)).toMatchObject({ to: 'ALARM' });
-    expect(pagesOf(alarm).at(-1)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('an execution was aborted or timed out') });
+    expect(pagesOf(local.outbox, alarm).at(-1)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('an execution was aborted or timed out') });
   });
 });

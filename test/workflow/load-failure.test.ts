@@ -2,8 +2,10 @@
 // makes the unit price a division by zero): the live table stays exactly as
 // it was, the failure is recorded and paged, and a re-run after the source
 // is fixed resumes the same batch, loading only the chunks not yet done.
-import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The failed run is arranged once; the re-run and the failed Map each act
+// on a copy of what it left (test/support/workflow.ts useFork).
+import { existsSync, readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
 import {
@@ -15,34 +17,41 @@ import {
   namesFor,
   planOf,
   stateEvents,
-  useWorkflow,
+  useFork,
+  useWorkflowFixture,
   visited,
   type Fingerprint,
-  type Workflow,
 } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
 const TO_DAY = 10;
 const BAD_DAY = 6;
 
-let wf: Workflow;
-let old: Fingerprint;
-let failed: ExecutionResult;
 const names = namesFor(TO_DAY);
 
-
-beforeAll(async () => {
-  wf = await useWorkflow('wf_load_failure');
+const fixture = useWorkflowFixture('wf_load_failure', async (wf) => {
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 7 });
   await wf.withClient((client) => addBadSourceRow(client, sampleDay(BAD_DAY)));
-  old = await wf.fingerprint(LIVE);
-  failed = await wf.run(inputFor(TO_DAY), 'bad-row');
+  const old = await wf.fingerprint(LIVE);
+  const failed = await wf.run(inputFor(TO_DAY), 'bad-row');
   // Iterations already running when the Map failed finish on their own (as Lambda invocations do).
   await wf.quiesce();
+  return {
+    old,
+    failed,
+    loadsStarted: [...wf.loads.started],
+    outbox: existsSync(wf.outboxFile) ? readFileSync(wf.outboxFile, 'utf8') : '',
+  };
 });
-afterAll(() => wf?.close());
+let old: Fingerprint;
+let failed: ExecutionResult;
+beforeAll(() => {
+  ({ old, failed } = fixture.arranged);
+});
 
 describe('a run that fails in LoadChunk', () => {
+  const wf = useFork(fixture);
+
   it('fails the execution through RecordFailure and Notify after the bad chunk fails without retry', () => {
     expect(failed.status).toBe('FAILED');
     expect(failed.error).toBe('AtomicPublishFailed');
@@ -52,7 +61,7 @@ describe('a run that fails in LoadChunk', () => {
     expect(caughtError(failed)?.Error).toBe('WarehouseError');
     expect(caughtMessage(failed)).toMatch(/division by zero/);
     expect(stateEvents(failed, 'StateRetried', 'LoadChunk')).toEqual([]);
-    expect(wf.loads.started.filter((i) => i === BAD_DAY)).toHaveLength(1);
+    expect(fixture.arranged.loadsStarted.filter((i) => i === BAD_DAY)).toHaveLength(1);
   });
 
   it('leaves the live table exactly as it was and publishes nothing', async () => {
@@ -90,7 +99,7 @@ describe('a run that fails in LoadChunk', () => {
     expect(alert!.message).toContain(`Re-run:     start an execution with input ${JSON.stringify(inputFor(TO_DAY))}`);
     expect(alert!.message).toContain('batch and attempt marked FAILED');
     expect(alert!.executionId).toBe(failed.executionId);
-    const outbox = readFileSync(wf.outboxFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as unknown);
+    const outbox = fixture.arranged.outbox.trim().split('\n').map((line) => JSON.parse(line) as unknown);
     expect(outbox).toEqual([alert]);
   });
 
@@ -104,6 +113,7 @@ describe('a run that fails in LoadChunk', () => {
 });
 
 describe('the re-run after the source is fixed', () => {
+  const wf = useFork(fixture);
   let rerun: ExecutionResult;
   let notDone: number[];
   beforeAll(async () => {
@@ -166,6 +176,8 @@ describe('a failed Map', () => {
   // RecordFailure marked the batch FAILED and the alert went out. Staging and
   // chunk rows then keep changing after the page, and a re-run started at
   // once races those orphan loads.
+  const wf = useFork(fixture);
+
   it('starts no LoadChunk iteration after the run has moved on to RecordFailure', async () => {
     await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 12, liveDays: 7 });
     await wf.withClient((client) => addBadSourceRow(client, sampleDay(0)));

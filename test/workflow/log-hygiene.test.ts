@@ -7,11 +7,12 @@
 // DEBUG level. The alert and the execution's history (what Step Functions'
 // execution log records) are scanned for the row's values too: an alert may
 // name a business key (a failed check's samples), never the rest of a row.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// The sample warehouse is arranged once; each run is made on a copy of its own.
+import { beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../functions/commons/powertools.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { caughtMessage, inputFor, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, inputFor, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const SECRET_KEY = 'planted-secret-access-key-5d1f0c2e9b';
 const SESSION_TOKEN = 'planted-session-token-8a7e3b61c4';
@@ -20,17 +21,10 @@ const SENTINEL = { orderId: 4242424242, lineNo: 7, productId: 86420975, quantity
 const SENTINEL_VALUES = [String(SENTINEL.productId), String(SENTINEL.quantity), SENTINEL.amount];
 const SENTINEL_DAY = 3;
 
-let wf: Workflow;
-let published: ExecutionResult;
-let publishedLogs: string[];
-let sentinelPublished: { product_id: number } | undefined;
-let failed: ExecutionResult;
-let failedLogs: string[];
+/** The captured log lines of `wf`'s runner, as JSON text. */
+const logText = (wf: Workflow) => wf.runner.logs.map((line) => JSON.stringify(line));
 
-/** The captured log lines from the `from`th on, as JSON text. */
-const logText = (from = 0) => wf.runner.logs.slice(from).map((line) => JSON.stringify(line));
-
-async function insertSentinel(customerId: number | null): Promise<void> {
+async function insertSentinel(wf: Workflow, customerId: number | null): Promise<void> {
   await wf.withClient((client) =>
     client.query(`INSERT INTO source.sales_order_lines VALUES ($1, $2, $3::timestamp + interval '12 hours', $4, $5, $6, $7)`, [
       SENTINEL.orderId,
@@ -44,31 +38,30 @@ async function insertSentinel(customerId: number | null): Promise<void> {
   );
 }
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_log_hygiene', { env: { AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_SESSION_TOKEN: SESSION_TOKEN } });
+const fixture = useWorkflowFixture(
+  'wf_log_hygiene',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 10, sourceDays: 8, liveDays: 2 });
+  },
+  { env: { AWS_SECRET_ACCESS_KEY: SECRET_KEY, AWS_SESSION_TOKEN: SESSION_TOKEN } },
+);
+beforeAll(() => {
   // Every line the handlers can write (the workflow tests' default is WARN).
   logger.setLogLevel('DEBUG');
-
-  await wf.sample({ rowsPerDay: 10, sourceDays: 8, liveDays: 2 });
-  await insertSentinel(8_000_001);
-  published = await wf.run(inputFor(6), 'hygiene-published');
-  publishedLogs = logText();
-  [sentinelPublished] = await wf.query<{ product_id: number }>('SELECT product_id FROM analytics.sales_order_lines WHERE order_id = $1', [SENTINEL.orderId]);
-
-  // The same row with no customer: the live table (and staging, LIKE live)
-  // refuses it, and PostgreSQL's error quotes the whole failing row.
-  const mark = wf.runner.logs.length;
-  await wf.sample({ rowsPerDay: 10, sourceDays: 8, liveDays: 2 });
-  await wf.withClient((client) => client.query('ALTER TABLE source.sales_order_lines ALTER COLUMN customer_id DROP NOT NULL'));
-  await insertSentinel(null);
-  // Another interval: the first run's batch is published already.
-  failed = await wf.run(inputFor(7), 'hygiene-failed');
-  await wf.quiesce();
-  failedLogs = logText(mark);
 });
-afterAll(() => wf?.close());
 
 describe('the logs of a successful run', () => {
+  const wf = useFork(fixture);
+  let published: ExecutionResult;
+  let publishedLogs: string[];
+  let sentinelPublished: { product_id: number } | undefined;
+  beforeAll(async () => {
+    await insertSentinel(wf, 8_000_001);
+    published = await wf.run(inputFor(6), 'hygiene-published');
+    publishedLogs = logText(wf);
+    [sentinelPublished] = await wf.query<{ product_id: number }>('SELECT product_id FROM analytics.sales_order_lines WHERE order_id = $1', [SENTINEL.orderId]);
+  });
+
   it('are many, at DEBUG, from every step (the scan below has something to scan)', () => {
     expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
     expect(publishedLogs.length).toBeGreaterThan(10);
@@ -104,6 +97,19 @@ describe('the logs of a successful run', () => {
 });
 
 describe('a run failing on the sentinel row', () => {
+  const wf = useFork(fixture);
+  let failed: ExecutionResult;
+  let failedLogs: string[];
+  beforeAll(async () => {
+    // The same row with no customer: the live table (and staging, LIKE live)
+    // refuses it, and PostgreSQL's error quotes the whole failing row.
+    await wf.withClient((client) => client.query('ALTER TABLE source.sales_order_lines ALTER COLUMN customer_id DROP NOT NULL'));
+    await insertSentinel(wf, null);
+    failed = await wf.run(inputFor(7), 'hygiene-failed');
+    await wf.quiesce();
+    failedLogs = logText(wf);
+  });
+
   it('fails in the load, on the database error that names the row', () => {
     expect(failed.status).toBe('FAILED');
     expect(caughtMessage(failed)).toMatch(/violates not-null constraint/);

@@ -5,8 +5,10 @@
 // (an EventBridge rule on AWS, the local runner here) runs CancelOrphans,
 // which cancels them and marks the batch FAILED. Either way nothing of a
 // cancelled INSERT is in staging, and a re-run publishes the source once.
+// The sample warehouse is arranged once; every test acts on a copy of its
+// own (test/support/workflow.ts fixture.fork).
 import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import type { RecordFailureEvent } from '../../domain/record-failure.ts';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
@@ -15,27 +17,26 @@ import { cancelExecutionOrphans, type CancelOrphansResult } from '../../function
 import { localRedshiftDataClient, localTarget, localWarehouse } from '../../local/aws-clients.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
-import { inputFor, LIVE, namesFor, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, namesFor, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 3;
 /** One chunk a day from the pipeline's history start: days 0, 1 and 2, all loaded at once (maxConcurrency 4). */
 const CHUNKS = 3;
 const { batchId, staging } = namesFor(TO_DAY);
 
+const fixture = useWorkflowFixture('wf_orphans', async (wf) => {
+  await wf.sample({ rowsPerDay: 30, sourceDays: 5, liveDays: 2 });
+});
+/** The test's own copy of the sample warehouse, and the gate it took (if any). */
 let wf: Workflow;
 let gate: LockGate | undefined;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_orphans');
-});
 beforeEach(async () => {
-  await wf.sample({ rowsPerDay: 30, sourceDays: 5, liveDays: 2 });
-  await wf.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
-  wf.reset();
   gate = undefined;
-});
-afterAll(async () => {
-  await gate?.release();
-  await wf?.close();
+  wf = await fixture.fork();
+  return async () => {
+    await gate?.release();
+    await wf.close();
+  };
 });
 
 /** Staging locked by the test, taken by the first LoadChunk (Plan has created staging by then): every chunk INSERT waits at it. */

@@ -14,8 +14,11 @@
 // the same id and detail, once; while EventBridge still refuses it the
 // monitor writes its metrics and fails; it sends at most its cap, oldest
 // first, and the pipeline's next run sends the rest after its own.
+// Three publications (days 8 to 10, their events sent) are arranged once;
+// every test acts on a copy of its own, with EventBridge and CloudWatch
+// endpoints of its own.
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { REDELIVERY_GRACE_MS } from '../../functions/commons/event-delivery.ts';
 import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
@@ -31,8 +34,18 @@ import { parseWarehouseTime } from '../../domain/time.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
+/** Published before every test: days 8, 9 and 10, each event sent (to the arranging runner's own EventBridge endpoint). */
+const fixture = useWorkflowFixture('wf_pubevents', async (wf) => {
+  await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
+  for (const day of [8, 9, 10]) {
+    const result = await wf.run(inputFor(day), `events-arranged-${day}`);
+    if (result.status !== 'SUCCEEDED') throw new Error(`arranging: the publication of day ${day} ended ${result.status}: ${caughtMessage(result)}`);
+  }
+});
+
+/** The test's own: a copy of the arranged warehouse whose runner puts events on `bus`, and the monitor's CloudWatch endpoint. */
 let wf: Workflow;
 let bus: LocalEventBridgeApi;
 let cw: LocalCloudWatchApi;
@@ -42,8 +55,11 @@ let throttle = 0;
 let refuseAll = false;
 const refused: { detailType: string; detail: Record<string, unknown> }[] = [];
 
-beforeAll(async () => {
-  bus = await startLocalEventBridgeApi({
+beforeEach(async () => {
+  throttle = 0;
+  refuseAll = false;
+  refused.length = 0;
+  const ownBus = await startLocalEventBridgeApi({
     refuse: (entry) => {
       if (refuseAll) {
         refused.push({ detailType: entry.detailType, detail: entry.detail });
@@ -52,14 +68,21 @@ beforeAll(async () => {
       return throttle > 0 ? ((throttle -= 1), { errorCode: 'ThrottlingException', errorMessage: 'Rate exceeded' }) : undefined;
     },
   });
-  wf = await useWorkflow('wf_pubevents', { env: localEventsEnvironment(bus.endpoint) });
-  await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
-  cw = await startLocalCloudWatchApi({ alarms: [], outbox: new SnsOutbox(wf.outboxFile) });
-});
-afterAll(async () => {
-  await wf?.close();
-  await bus?.close();
-  await cw?.close();
+  const ownWf = await fixture.fork({ env: localEventsEnvironment(ownBus.endpoint) }).catch(async (error: unknown) => {
+    await ownBus.close();
+    throw error;
+  });
+  const ownCw = await startLocalCloudWatchApi({ alarms: [], outbox: new SnsOutbox(ownWf.outboxFile) }).catch(async (error: unknown) => {
+    await ownWf.close();
+    await ownBus.close();
+    throw error;
+  });
+  [bus, wf, cw] = [ownBus, ownWf, ownCw];
+  return async () => {
+    await ownWf.close();
+    await ownBus.close();
+    await ownCw.close();
+  };
 });
 
 const MONITOR_USER = 'IAMR:atomic-publish-local-monitor';
@@ -125,7 +148,7 @@ function plannedBatch(result: ExecutionResult): { batchId: string; from: string;
 
 describe('publication events', () => {
   it('a publish puts exactly one Publication Published event on the default bus, with the facts the manifest recorded', async () => {
-    const { result, events } = await eventsOf(inputFor(8), 'events-publish');
+    const { result, events } = await eventsOf(inputFor(11), 'events-publish');
 
     expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
     expect(events).toHaveLength(1);
@@ -155,7 +178,7 @@ describe('publication events', () => {
   it('a Publish retried after its answer was lost publishes once and puts one event', async () => {
     const publish = failsOnceAfterRunning(new TransientWarehouseError('the answer of a committed publish was lost'));
     wf.faults.Publish = publish.override;
-    const { result, events } = await eventsOf(inputFor(9), 'events-publish-retried');
+    const { result, events } = await eventsOf(inputFor(11), 'events-publish-retried');
 
     expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
     expect(publish.calls()).toBe(2);
@@ -167,7 +190,7 @@ describe('publication events', () => {
   it('a retried EmitMetrics sends the same event again under the same id: at least once, one after deduping on eventId', async () => {
     const emit = failsOnceAfterRunning(new PublicationEventError('the step failed after the event was put'));
     wf.faults.EmitMetrics = emit.override;
-    const { result, events } = await eventsOf(inputFor(10), 'events-emit-retried');
+    const { result, events } = await eventsOf(inputFor(11), 'events-emit-retried');
 
     expect(result.status, caughtMessage(result)).toBe('SUCCEEDED');
     expect(emit.calls()).toBe(2);
@@ -225,7 +248,7 @@ describe('publication events', () => {
   });
 
   it('a restatement that changed rows says which restatement it is; one that changed nothing puts no event', async () => {
-    // A source correction inside the interval published last (the rollback made day 10's batch live).
+    // A source correction inside the interval published last (day 10's batch is the one live).
     await wf.query(
       `UPDATE source.sales_order_lines SET quantity = quantity + 1
         WHERE (order_id, line_no) IN (SELECT order_id, line_no FROM source.sales_order_lines
