@@ -2,30 +2,29 @@
 // with argv (and, for a killed follower and for `local up`, the real
 // process), the real SDK clients against the local Step Functions and Data
 // API endpoints, the synthesized state machine run by the test's runner (so
-// a test can hold a chunk load to stop or kill mid-run).
+// a test can hold a chunk load to stop or kill mid-run). The sample
+// warehouse is arranged once as it is and once with a first publication;
+// each describe works on a copy of its own, with its own endpoints, runner
+// and Step Functions API (test/support/workflow.ts useFork).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { executionArnOf } from '../../cli/executions.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
+import { dropDatabase } from '../../local/postgres.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { closedPort } from '../support/unreachable.ts';
-import { LIVE, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
+import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Workflow, type WorkflowFixture } from '../support/workflow.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const BIN = path.join(ROOT, 'bin/atomic-publish.js');
-
-let wf: Workflow;
-let api: LocalStepFunctionsApi;
-let sfn: SFNClient;
-let env: NodeJS.ProcessEnv;
 
 const day = (n: number) => sampleDay(n).toISOString();
 const history = { from: day(0) };
@@ -36,64 +35,46 @@ interface Ran {
   err: string;
 }
 
-async function cli(argv: string[], options: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void } = {}): Promise<Ran> {
+/** The CLI's main with argv, in environment `env`. */
+async function runCli(argv: string[], env: NodeJS.ProcessEnv, onStderr?: (line: string) => void): Promise<Ran> {
   const out: string[] = [];
   const err: string[] = [];
   const code = await main(argv, {
     stdout: (t) => out.push(t),
     stderr: (t) => {
       err.push(t);
-      options.onStderr?.(t);
+      onStderr?.(t);
     },
-    env: options.env ?? env,
+    env,
   });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
-/**
- * LoadChunk of chunks from `first` on waits until released (then loads) or
- * failed (then ends without loading, as an invocation that died would);
- * `entered` resolves when one is waiting.
- */
-function holdLoadsFrom(first: number): { entered: Promise<void>; release: () => void; fail: () => void } {
-  let release!: () => void;
-  let fail!: (error: Error) => void;
-  const released = new Promise<void>((resolve, reject) => {
-    release = resolve;
-    fail = reject;
-  });
-  released.catch(() => undefined);
-  let entered!: () => void;
-  const waiting = new Promise<void>((resolve) => (entered = resolve));
-  wf.faults.LoadChunk = async (input, next) => {
-    if ((input as { chunk: { index: number } }).chunk.index >= first) {
-      entered();
-      await released;
-    }
-    return next(input);
-  };
-  return { entered: waiting, release, fail: () => fail(new Error('the invocation died')) };
+function spawnCli(argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-async function publicationsOf(batchId: string): Promise<number> {
-  const rows = await wf.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM atomic_publish.publications WHERE batch_id = $1', [batchId]);
-  return rows[0]!.n;
+/** The command line pointed at one workflow: its Data API endpoint, its runner behind a Step Functions API of its own. */
+interface Cli {
+  readonly wf: Workflow;
+  readonly api: LocalStepFunctionsApi;
+  readonly sfn: SFNClient;
+  readonly env: NodeJS.ProcessEnv;
+  cli(argv: string[], options?: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void }): Promise<Ran>;
+  /**
+   * LoadChunk of chunks from `first` on waits until released (then loads) or
+   * failed (then ends without loading, as an invocation that died would);
+   * `entered` resolves when one is waiting.
+   */
+  holdLoadsFrom(first: number): { entered: Promise<void>; release: () => void; fail: () => void };
+  publicationsOf(batchId: string): Promise<number>;
+  doneChunks(batchId: string): Promise<number[]>;
 }
 
-async function doneChunks(batchId: string): Promise<number[]> {
-  const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
-  return rows.map((r) => r.chunk_index);
-}
-
-const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
-const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
-
-beforeAll(async () => {
-  wf = await useWorkflow('cli_e2e');
-  await wf.sample({ rowsPerDay: 20, sourceDays: 10, liveDays: 4 });
-  api = await startLocalStepFunctionsApi(wf.runner);
-  sfn = localStepFunctionsClient(api.endpoint);
-  env = {
+async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<void> }> {
+  const api = await startLocalStepFunctionsApi(wf.runner);
+  const sfn = localStepFunctionsClient(api.endpoint);
+  const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...LOCAL_AWS_ENV,
     WAREHOUSE_DATABASE: wf.wh.pg.database,
@@ -104,14 +85,105 @@ beforeAll(async () => {
     // No CloudWatch here (`local up` below has one): status goes on without the alarms.
     ATOMIC_PUBLISH_CLOUDWATCH_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
   };
-});
+  return {
+    wf,
+    api,
+    sfn,
+    env,
+    cli: (argv, options = {}) => runCli(argv, options.env ?? env, options.onStderr),
+    holdLoadsFrom(first) {
+      let release!: () => void;
+      let fail!: (error: Error) => void;
+      const released = new Promise<void>((resolve, reject) => {
+        release = resolve;
+        fail = reject;
+      });
+      released.catch(() => undefined);
+      let entered!: () => void;
+      const waiting = new Promise<void>((resolve) => (entered = resolve));
+      wf.faults.LoadChunk = async (input, next) => {
+        if ((input as { chunk: { index: number } }).chunk.index >= first) {
+          entered();
+          await released;
+        }
+        return next(input);
+      };
+      return { entered: waiting, release, fail: () => fail(new Error('the invocation died')) };
+    },
+    async publicationsOf(batchId) {
+      const rows = await wf.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM atomic_publish.publications WHERE batch_id = $1', [batchId]);
+      return rows[0]!.n;
+    },
+    async doneChunks(batchId) {
+      const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
+      return rows.map((r) => r.chunk_index);
+    },
+    async close() {
+      sfn.destroy();
+      await api.close();
+    },
+  };
+}
 
-afterAll(async () => {
-  await api?.close();
-  await wf?.close();
+/** A value made in a beforeAll, usable from the describe's body on, like a `let` set there. */
+function late<T extends object>(get: () => T | undefined, what: string): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      const target = get() ?? fail(`${what} used outside the describe that made it, or before its beforeAll ran (reading ${String(key)})`);
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+const fail = (message: string): never => {
+  throw new Error(message);
+};
+
+/** For the calling describe: a copy of the fixture's database, and the command line pointed at it. */
+function useCli(fixture: WorkflowFixture<unknown>): Cli {
+  const wf = useFork(fixture);
+  let started: Awaited<ReturnType<typeof startCli>> | undefined;
+  beforeAll(async () => {
+    started = await startCli(wf);
+  });
+  afterAll(() => started?.close());
+  const current = () => started ?? fail('the command line used outside the describe that made it, or before its beforeAll ran');
+  return {
+    wf,
+    api: late(() => started?.api, 'the Step Functions API'),
+    sfn: late(() => started?.sfn, 'the Step Functions client'),
+    get env() {
+      return current().env;
+    },
+    cli: (argv, options) => current().cli(argv, options),
+    holdLoadsFrom: (first) => current().holdLoadsFrom(first),
+    publicationsOf: (batchId) => current().publicationsOf(batchId),
+    doneChunks: (batchId) => current().doneChunks(batchId),
+  };
+}
+
+const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
+const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
+
+const SAMPLE = { rowsPerDay: 20, sourceDays: 10, liveDays: 4 };
+/** The sample warehouse, nothing published yet. */
+const sampled = useWorkflowFixture('cli_e2e', (wf) => wf.sample(SAMPLE));
+/** The sample warehouse after `run --to day 5`: publication 1, batch batchOf(day 0, day 5). */
+const published = useWorkflowFixture('cli_e2e_published', async (wf) => {
+  await wf.sample(SAMPLE);
+  const { cli, close } = await startCli(wf);
+  try {
+    const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
+    if (ran.code !== 0) throw new Error(`the arranged run to day 5 failed: ${ran.out} ${ran.err}`);
+  } finally {
+    await close();
+  }
 });
 
 describe('bad input: a non-zero exit, a message, nothing started', () => {
+  // The CLI writes nothing itself, and each command here is refused before it starts an execution: they share one copy.
+  const c = useCli(sampled);
+  const { wf, api, sfn, cli } = c;
   const cases: [string, string[], RegExp][] = [
     ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
     ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
@@ -134,7 +206,7 @@ describe('bad input: a non-zero exit, a message, nothing started', () => {
   });
 
   it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
-    const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+    const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
     expect(ran.code).toBe(2);
     expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
     expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
@@ -149,108 +221,130 @@ describe('bad input: a non-zero exit, a message, nothing started', () => {
 });
 
 describe('plan, run, status, history', () => {
-  it('plan --json: the chunks, the load and gate SQL, nothing published, an estimate; starts nothing', async () => {
-    const ran = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)]);
-    expect(ran.code).toBe(0);
-    const plan = JSON.parse(ran.out);
-    expect(plan.batchId).toBe(batchOf(day(0), day(5)));
-    expect(plan.chunks.map((c: { start: string }) => c.start)).toEqual([0, 1, 2, 3, 4].map(day));
-    expect(plan.sql.load.sql).toContain(`INSERT INTO "analytics"."sales_order_lines__stg_${plan.batchId}"`);
-    expect(plan.sql.gate.sql).toContain('chunk_state');
-    expect(plan.published).toEqual([]);
-    expect(plan.estimate).toMatchObject({ chunksToLoad: 5, stateTransitions: 6, dataApiRequests: 23 });
-    expect(plan.estimate.costUsd).toBeGreaterThan(0);
-    expect(api.started()).toEqual([]);
+  describe('before any publication', () => {
+    const { api, cli } = useCli(sampled);
+
+    it('plan --json: the chunks, the load and gate SQL, nothing published, an estimate; starts nothing', async () => {
+      const ran = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)]);
+      expect(ran.code).toBe(0);
+      const plan = JSON.parse(ran.out);
+      expect(plan.batchId).toBe(batchOf(day(0), day(5)));
+      expect(plan.chunks.map((c: { start: string }) => c.start)).toEqual([0, 1, 2, 3, 4].map(day));
+      expect(plan.sql.load.sql).toContain(`INSERT INTO "analytics"."sales_order_lines__stg_${plan.batchId}"`);
+      expect(plan.sql.gate.sql).toContain('chunk_state');
+      expect(plan.published).toEqual([]);
+      expect(plan.estimate).toMatchObject({ chunksToLoad: 5, stateTransitions: 6, dataApiRequests: 23 });
+      expect(plan.estimate.costUsd).toBeGreaterThan(0);
+      expect(api.started()).toEqual([]);
+    });
   });
 
-  it('run --json publishes and says so; the same command again starts nothing', async () => {
-    const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
-    expect(ran.code).toBe(0);
-    const result = JSON.parse(ran.out);
-    expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
-    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(5));
+  describe('a run', () => {
+    const { wf, api, cli, publicationsOf } = useCli(sampled);
 
-    const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
-    expect(again.code).toBe(0);
-    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
-    expect(api.started()).toEqual([nameOf(day(0), day(5))]);
-    expect(await publicationsOf(batchOf(day(0), day(5)))).toBe(1);
+    it('run --json publishes and says so; the same command again starts nothing', async () => {
+      const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
+      expect(ran.code).toBe(0);
+      const result = JSON.parse(ran.out);
+      expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(5));
+
+      const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
+      expect(api.started()).toEqual([nameOf(day(0), day(5))]);
+      expect(await publicationsOf(batchOf(day(0), day(5)))).toBe(1);
+    });
   });
 
-  it('plan shows the interval published; status and history read the manifest', async () => {
-    const plan = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(6)])).out);
-    expect(plan.published).toEqual([expect.objectContaining({ seq: 1, batchId: batchOf(day(0), day(5)), rows: 100 })]);
-    expect(plan.chunks.every((c: { loaded: boolean }) => !c.loaded)).toBe(true);
-    // The batch published: its chunks are loaded.
-    const replay = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)])).out);
-    expect(replay).toMatchObject({ batchStatus: 'PUBLISHED', estimate: { chunksToLoad: 0 } });
-    expect(replay.chunks.map((c: { loaded: boolean }) => c.loaded)).toEqual([true, true, true, true, true]);
+  describe('after a publication', () => {
+    const { wf, cli } = useCli(published);
 
-    const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
-    expect(statusRan.code).toBe(0);
-    expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
-    const status = JSON.parse(statusRan.out);
-    expect(status.alarms).toBeNull();
-    expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
-    // The data's own age: the newest event time in the live table, as the monitor reads it.
-    const [newest] = await wf.query<{ newest: string }>(`SELECT to_char(MAX(${PIPELINE.timeColumn}), 'YYYY-MM-DD HH24:MI:SS') AS newest FROM ${LIVE}`);
-    expect(status.dataLag.newestEvent).toContain(newest!.newest);
-    expect(status.dataLag.lagMinutes).toBeGreaterThanOrEqual(status.freshness.ageMinutes);
-    expect((await cli(['status', 'sales_order_lines'])).out).toContain(`newest event ${status.dataLag.newestEvent}`);
+    it('plan shows the interval published; status and history read the manifest', async () => {
+      const plan = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(6)])).out);
+      expect(plan.published).toEqual([expect.objectContaining({ seq: 1, batchId: batchOf(day(0), day(5)), rows: 100 })]);
+      expect(plan.chunks.every((c: { loaded: boolean }) => !c.loaded)).toBe(true);
+      // The batch published: its chunks are loaded.
+      const replay = JSON.parse((await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)])).out);
+      expect(replay).toMatchObject({ batchStatus: 'PUBLISHED', estimate: { chunksToLoad: 0 } });
+      expect(replay.chunks.map((c: { loaded: boolean }) => c.loaded)).toEqual([true, true, true, true, true]);
 
-    const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
-    expect(batches).toHaveLength(1);
-    expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
-    expect(batches[0].checks.passed).toBeGreaterThan(0);
-    // How long the batch took, from the manifest's own times.
-    const [times] = await wf.query<{ took: number }>(
-      `SELECT ROUND(EXTRACT(EPOCH FROM finished_at - started_at))::int AS took FROM atomic_publish.batches WHERE batch_id = $1`,
-      [batchOf(day(0), day(5))],
-    );
-    expect(batches[0].tookSeconds).toBe(times!.took);
+      const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
+      expect(statusRan.code).toBe(0);
+      expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
+      const status = JSON.parse(statusRan.out);
+      expect(status.alarms).toBeNull();
+      expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
+      // The data's own age: the newest event time in the live table, as the monitor reads it.
+      const [newest] = await wf.query<{ newest: string }>(`SELECT to_char(MAX(${PIPELINE.timeColumn}), 'YYYY-MM-DD HH24:MI:SS') AS newest FROM ${LIVE}`);
+      expect(status.dataLag.newestEvent).toContain(newest!.newest);
+      expect(status.dataLag.lagMinutes).toBeGreaterThanOrEqual(status.freshness.ageMinutes);
+      expect((await cli(['status', 'sales_order_lines'])).out).toContain(`newest event ${status.dataLag.newestEvent}`);
 
-    const table = await cli(['history', 'sales_order_lines']);
-    expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
-    expect(table.out).toMatch(/\d+ passed *│ sent *│ [^│]+│ (\d+h )?(\d+m )?\d+[sm] /);
+      const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+      expect(batches).toHaveLength(1);
+      expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
+      expect(batches[0].checks.passed).toBeGreaterThan(0);
+      // How long the batch took, from the manifest's own times.
+      const [times] = await wf.query<{ took: number }>(
+        `SELECT ROUND(EXTRACT(EPOCH FROM finished_at - started_at))::int AS took FROM atomic_publish.batches WHERE batch_id = $1`,
+        [batchOf(day(0), day(5))],
+      );
+      expect(batches[0].tookSeconds).toBe(times!.took);
 
-    // A publication whose event was never sent shows so, until it is.
-    await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
-    expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
-    await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = now() WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
+      const table = await cli(['history', 'sales_order_lines']);
+      expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
+      expect(table.out).toMatch(/\d+ passed *│ sent *│ [^│]+│ (\d+h )?(\d+m )?\d+[sm] /);
+
+      // A publication whose event was never sent shows so, until it is.
+      await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
+    });
   });
 });
 
 describe('check: the gate without publishing', () => {
   const interval = { from: new Date(day(0)), to: new Date(day(5)) };
   const checkOf = (n: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(0), to: day(5) }, PIPELINE, new Date()), { kind: 'check', n });
-  const publications = async () => (await wf.publications()).length;
 
-  it('passes with exit 0 and a table of every check; publishes nothing; status leaves it out, history shows it as a check', async () => {
-    const live = await wf.fingerprint('analytics.sales_order_lines');
-    const before = await publications();
+  describe('a first check, after a publication', () => {
+    const { wf, api, cli } = useCli(published);
+    const publications = async () => (await wf.publications()).length;
 
-    const ran = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+    it('passes with exit 0 and a table of every check; publishes nothing; status leaves it out, history shows it as a check', async () => {
+      const live = await wf.fingerprint('analytics.sales_order_lines');
+      const before = await publications();
 
-    expect(ran.code, ran.err).toBe(0);
-    expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
-    expect(ran.out).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
-    expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
-    expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
-    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
-    expect(await publications()).toBe(before);
-    expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
-    expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
-    expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+      const ran = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+
+      expect(ran.code, ran.err).toBe(0);
+      expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
+      expect(ran.out).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
+      expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
+      expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
+      expect(await publications()).toBe(before);
+      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
+      expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+    });
   });
 
-  it('exits 1 for a planted difference, naming the failing check first and the next step; --json is one object; live untouched', async () => {
-    const live = await wf.fingerprint('analytics.sales_order_lines');
-    // A second source row with the key of an existing one: the business key is no longer unique.
-    await wf.query(
-      `INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 1`,
-      [day(2).slice(0, 19), day(3).slice(0, 19)],
-    );
-    try {
+  describe('checks of a planted difference, after a check that passed', () => {
+    const { wf, cli } = useCli(published);
+    beforeAll(async () => {
+      // Check 1 of the interval, passed: the checks below are its 2nd and 3rd.
+      const first = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+      if (first.code !== 0) throw new Error(`the arranged check 1 did not pass: ${first.out} ${first.err}`);
+    });
+
+    it('exits 1 for a planted difference, naming the failing check first and the next step; --json is one object; live untouched', async () => {
+      const live = await wf.fingerprint('analytics.sales_order_lines');
+      // A second source row with the key of an existing one: the business key is no longer unique.
+      await wf.query(
+        `INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 1`,
+        [day(2).slice(0, 19), day(3).slice(0, 19)],
+      );
       const ran = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
 
       expect(ran.code).toBe(1);
@@ -267,103 +361,121 @@ describe('check: the gate without publishing', () => {
       expect(text.err).toMatch(/Next step: nothing was published\./);
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(wf.runner.describe(executionArnOf(wf.runner.workflow.stateMachineArn, checkRunName(PIPELINE.name, interval, 3, 1)))).toBeDefined();
-    } finally {
-      await wf.query(
-        `DELETE FROM source.sales_order_lines a USING source.sales_order_lines b
-          WHERE a.ctid > b.ctid AND a.order_id = b.order_id AND a.line_no = b.line_no`,
-      );
-    }
+    });
   });
 });
 
 describe('a backfill interrupted and resumed by repeating the command', () => {
-  it('stopped execution: exits 1 with the next step; the command again resumes the batch under the next name, one publication', async () => {
-    const [from, to] = [history.from, day(7)];
-    const batchId = batchOf(from, to);
-    const hold = holdLoadsFrom(3);
-    const first = cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
-    await hold.entered;
-    await sfn.send(new StopExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, nameOf(from, to)) }));
-    const stopped = await first;
-    hold.fail();
-    await wf.quiesce();
-    expect(stopped.code).toBe(1);
-    const result = JSON.parse(stopped.out);
-    expect(result).toMatchObject({ status: 'ABORTED', execution: nameOf(from, to), batchId });
-    expect(result.next).toMatch(/repeat this command to resume/);
-    const loadedBefore = await doneChunks(batchId);
-    expect(loadedBefore.length).toBeLessThan(7);
+  describe('by a stop', () => {
+    const { wf, sfn, cli, holdLoadsFrom, publicationsOf, doneChunks } = useCli(sampled);
 
-    wf.reset();
-    delete wf.faults.LoadChunk;
-    const resumed = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
-    expect(resumed.code).toBe(0);
-    expect(JSON.parse(resumed.out)).toMatchObject({ status: 'SUCCEEDED', execution: nameOf(from, to, 2), batchId, chunks: 7, chunksLoaded: 7 });
-    // The resumed run loaded only what the stopped one had not.
-    expect(wf.loads.started.filter((c) => loadedBefore.includes(c))).toEqual([]);
-    expect(await publicationsOf(batchId)).toBe(1);
-    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
+    it('stopped execution: exits 1 with the next step; the command again resumes the batch under the next name, one publication', async () => {
+      const [from, to] = [history.from, day(7)];
+      const batchId = batchOf(from, to);
+      const hold = holdLoadsFrom(3);
+      const first = cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
+      await hold.entered;
+      await sfn.send(new StopExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, nameOf(from, to)) }));
+      const stopped = await first;
+      hold.fail();
+      await wf.quiesce();
+      expect(stopped.code).toBe(1);
+      const result = JSON.parse(stopped.out);
+      expect(result).toMatchObject({ status: 'ABORTED', execution: nameOf(from, to), batchId });
+      expect(result.next).toMatch(/repeat this command to resume/);
+      const loadedBefore = await doneChunks(batchId);
+      expect(loadedBefore.length).toBeLessThan(7);
+
+      wf.reset();
+      delete wf.faults.LoadChunk;
+      const resumed = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
+      expect(resumed.code).toBe(0);
+      expect(JSON.parse(resumed.out)).toMatchObject({ status: 'SUCCEEDED', execution: nameOf(from, to, 2), batchId, chunks: 7, chunksLoaded: 7 });
+      // The resumed run loaded only what the stopped one had not.
+      expect(wf.loads.started.filter((c) => loadedBefore.includes(c))).toEqual([]);
+      expect(await publicationsOf(batchId)).toBe(1);
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
+    });
   });
 
-  it('killed follower (a real process): the execution goes on; the command again follows the same execution, nothing duplicated', async () => {
-    const [from, to] = [history.from, day(8)];
-    const batchId = batchOf(from, to);
-    const name = nameOf(from, to);
-    wf.reset();
-    const hold = holdLoadsFrom(2);
-    const child = spawnCli(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50']);
-    let childErr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
-    child.stdout!.resume();
-    child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
-    await hold.entered;
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(130);
-    expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
+  describe('by a killed follower', () => {
+    const c = useCli(sampled);
+    const { wf, api, sfn, cli, holdLoadsFrom, publicationsOf } = c;
 
-    const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
-      onStderr: (line) => {
-        if (line.startsWith('Following the running execution')) hold.release();
-      },
+    it('killed follower (a real process): the execution goes on; the command again follows the same execution, nothing duplicated', async () => {
+      const [from, to] = [history.from, day(8)];
+      const batchId = batchOf(from, to);
+      const name = nameOf(from, to);
+      const hold = holdLoadsFrom(2);
+      const child = spawnCli(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
+      let childErr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
+      child.stdout!.resume();
+      child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
+      await hold.entered;
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      child.kill('SIGTERM');
+      expect(await exited).toBe(130);
+      expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
+
+      const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
+        onStderr: (line) => {
+          if (line.startsWith('Following the running execution')) hold.release();
+        },
+      });
+      expect(again.err).toContain(`Following the running execution ${name}`);
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, execution: name, batchId, chunksLoaded: 8 });
+      expect(api.started().filter((n) => n.startsWith(name))).toEqual([name]);
+      expect(await publicationsOf(batchId)).toBe(1);
     });
-    expect(again.err).toContain(`Following the running execution ${name}`);
-    expect(again.code).toBe(0);
-    expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, execution: name, batchId, chunksLoaded: 8 });
-    expect(api.started().filter((n) => n.startsWith(name))).toEqual([name]);
-    expect(await publicationsOf(batchId)).toBe(1);
-    delete wf.faults.LoadChunk;
   });
 });
 
 describe('rollback', () => {
-  it('refuses a target that is no batch of the pipeline, starting nothing', async () => {
-    const startedBefore = api.started().length;
-    const ran = await cli(['rollback', 'sales_order_lines', '--to', '0123456789abcdef']);
-    expect(ran.code).toBe(2);
-    expect(ran.err).toMatch(/0123456789abcdef is not a batch of pipeline sales_order_lines/);
-    expect(api.started()).toHaveLength(startedBefore);
+  describe('to a target that is no batch', () => {
+    const { api, cli } = useCli(published);
+
+    it('refuses a target that is no batch of the pipeline, starting nothing', async () => {
+      const startedBefore = api.started().length;
+      const ran = await cli(['rollback', 'sales_order_lines', '--to', '0123456789abcdef']);
+      expect(ran.code).toBe(2);
+      expect(ran.err).toMatch(/0123456789abcdef is not a batch of pipeline sales_order_lines/);
+      expect(api.started()).toHaveLength(startedBefore);
+    });
   });
 
-  it('puts back the version before the latest publication; the same command again undoes it under a name of its own', async () => {
-    const before = (await wf.publications()).length;
-    const ran = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
-    expect(ran.code).toBe(0);
-    expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true });
-    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
-    const after = await wf.publications();
-    expect(after).toHaveLength(before + 1);
-    const again = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
-    // The rollback is now the latest publication: the same command rolls that back (undoes it), under a name of its own.
-    expect(again.code).toBe(0);
-    expect(JSON.parse(again.out).execution).not.toBe(JSON.parse(ran.out).execution);
-    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(8));
+  describe('of the latest publication, and of that rollback', () => {
+    const { wf, cli } = useCli(sampled);
+    beforeAll(async () => {
+      // Publications of days 0..7 and then 0..8 (backfills from historyStart): the rollback puts back the first.
+      for (const to of [day(7), day(8)]) {
+        const ran = await cli(['backfill', 'sales_order_lines', '--from', history.from, '--to', to, '--poll-ms', '50']);
+        if (ran.code !== 0) throw new Error(`the arranged backfill to ${to} failed: ${ran.out} ${ran.err}`);
+      }
+    });
+
+    it('puts back the version before the latest publication; the same command again undoes it under a name of its own', async () => {
+      const before = (await wf.publications()).length;
+      const ran = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
+      expect(ran.code).toBe(0);
+      expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true });
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
+      const after = await wf.publications();
+      expect(after).toHaveLength(before + 1);
+      const again = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
+      // The rollback is now the latest publication: the same command rolls that back (undoes it), under a name of its own.
+      expect(again.code).toBe(0);
+      expect(JSON.parse(again.out).execution).not.toBe(JSON.parse(ran.out).execution);
+      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(8));
+    });
   });
 });
 
 describe('a run while another execution holds the lease', () => {
+  const { wf, sfn, cli, holdLoadsFrom, publicationsOf } = useCli(sampled);
+
   it('ends busy with exit 1, having run nothing; the command again after the holder ended runs its next attempt', async () => {
-    wf.reset();
     const hold = holdLoadsFrom(0);
     const holder = await sfn.send(
       new StartExecutionCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn, name: 'lease-holder', input: JSON.stringify({ pipeline: PIPELINE.name, to: day(9) }) }),
@@ -386,8 +498,9 @@ describe('a run while another execution holds the lease', () => {
 });
 
 describe('a failed run', () => {
+  const { wf, cli } = useCli(sampled);
+
   it('exits 1 with the alert\'s reason and its next step', async () => {
-    wf.reset();
     wf.faults.Reconcile = async () => {
       throw Object.assign(new Error('1 check(s) failed for the batch: staging_rows_match_source'), { name: 'CheckFailedError' });
     };
@@ -400,14 +513,15 @@ describe('a failed run', () => {
   });
 });
 
-function spawnCli(argv: string[], extraEnv: NodeJS.ProcessEnv = {}): ChildProcess {
-  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
 describe('local up (a real process)', () => {
   it('starts the engine, prints endpoints and environment the CLI works with, and stops on Ctrl-C', async () => {
     const database = `cli_up_${process.pid}`;
-    const child = spawnCli(['local', 'up', '--database', database, '--sample-days', '3', '--rows-per-day', '5'], { ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg') });
+    // An engine of its own, on the suite's PostgreSQL (its data directory) in a database of its own.
+    const child = spawnCli(['local', 'up', '--database', database, '--sample-days', '3', '--rows-per-day', '5'], {
+      ...process.env,
+      ...LOCAL_AWS_ENV,
+      ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg'),
+    });
     let out = '';
     const ready = new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (chunk: Buffer) => {
@@ -423,19 +537,19 @@ describe('local up (a real process)', () => {
       const printed = Object.fromEntries([...out.matchAll(/^export (\w+)=(.*)$/gm)].map((m) => [m[1]!, m[2]!.replace(/^'|'$/g, '')]));
       expect(printed).toMatchObject({ WAREHOUSE_DATABASE: database, ATOMIC_PUBLISH_STATE_MACHINE_ARN: expect.stringContaining(':stateMachine:') });
       expect(printed.AWS_ENDPOINT_URL_SFN).toBe(printed.ATOMIC_PUBLISH_SFN_ENDPOINT);
-      const status = await cli(['--json', 'status'], { env: { ...process.env, ...printed } });
+      const status = await runCli(['--json', 'status'], { ...process.env, ...printed });
       expect(status.code).toBe(0);
       const [pipeline] = JSON.parse(status.out);
       expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
       // The stack's alarms of the pipeline, from the local CloudWatch endpoint: none evaluated yet.
       expect(pipeline.alarms.length).toBeGreaterThan(0);
       expect(pipeline.alarms.every((a: { state: string }) => a.state === 'INSUFFICIENT_DATA')).toBe(true);
-      const plan = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(3)], { env: { ...process.env, ...printed } });
+      const plan = await runCli(['--json', 'plan', 'sales_order_lines', '--to', day(3)], { ...process.env, ...printed });
       expect(JSON.parse(plan.out).chunks).toHaveLength(3);
     } finally {
       child.kill('SIGINT');
     }
     expect(await exited).toBe(0);
-    await wf.withClient((client) => client.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
+    await dropDatabase(inject('pg'), database);
   }, 120_000);
 });

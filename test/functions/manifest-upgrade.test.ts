@@ -5,7 +5,8 @@
 // loaded before keep their state under chunk_state; from version 10 to 11,
 // the events of the publications made before are marked sent, not sent again,
 // and batches get purpose, which what reads it reads before and after.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Each test builds the version it upgrades from on a database of its own.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { batchPurposePresent, recentBatches } from '../../domain/sql/cli.ts';
 import { batchState } from '../../domain/sql/publish.ts';
@@ -13,10 +14,10 @@ import { localWarehouse } from '../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
-beforeAll(async () => {
+beforeEach(async () => {
   wh = await useWarehouse('manifest_upgrade');
 });
-afterAll(() => wh?.close());
+afterEach(() => wh?.close());
 
 const columns = async () =>
   (
@@ -53,7 +54,6 @@ describe('manifest version 5', () => {
 describe('manifest version 6', () => {
   it('keeps what version 5 recorded of chunks in chunk_state, and counts a chunk DONE once a load of its generation committed', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
     // What version 5 left: chunks whose state is in the chunks table itself.
     await wh.query('DROP VIEW atomic_publish.chunk_state');
@@ -85,7 +85,6 @@ describe('manifest version 6', () => {
 describe('manifest version 11', () => {
   it('marks the events of the publications made before it sent, once: a publication made after it is left to its delivery', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
     // What version 10 left: publications without the delivery record, and no restatement numbers.
     await wh.query(`ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement`);
@@ -114,7 +113,6 @@ describe('manifest version 11', () => {
 
   it('adds batches.purpose to a version 10 batches table, its rows NULL (publishing); the command line and Publish read both versions', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await wh.query('DROP SCHEMA IF EXISTS atomic_publish CASCADE');
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
     // What version 10 left: batches without purpose, and one batch.
     await wh.query('ALTER TABLE atomic_publish.batches DROP COLUMN purpose, DROP COLUMN restatement');

@@ -371,7 +371,8 @@ describe('errors', () => {
   });
 
   it('query of a statement without a result set is a permanent WarehouseError from GetStatementResult', async () => {
-    const error = await rejectionOf(main.warehouse.query({ sql: 'INSERT INTO inserted VALUES (9, NULL)' }, 'no result set'));
+    await wh.query('CREATE TABLE without_result (id int, label varchar(20))');
+    const error = await rejectionOf(main.warehouse.query({ sql: 'INSERT INTO without_result VALUES (9, NULL)' }, 'no result set'));
 
     expect(error).toBeInstanceOf(WarehouseError);
     expect(error.message).toMatch(/^Data API refused to read results of no result set \(.*\): ValidationException: Query does not have result/);

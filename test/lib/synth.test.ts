@@ -1,27 +1,45 @@
 // `npx cdk synth` as a user runs it: offline, no credentials, every handler
 // bundled by the local esbuild into a deployable asset.
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/project.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'atomic-publish-synth-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
-const bundles: Record<string, string> = {};
+
+interface Synthesized {
+  run: SpawnSyncReturns<string>;
+  /** The Lambda functions of the template with a handler entry (none if the synth failed). */
+  functions: { Type: string; Metadata?: Record<string, string> }[];
+}
+/** The asset directory of the function whose handler entry is `entry`. */
+const assetOf = ({ functions }: Synthesized, entry: string): string | undefined => {
+  const fn = functions.find((f) => f.Metadata!['atomic-publish:entry'] === entry);
+  return fn && join(out, fn.Metadata!['aws:asset:path']!);
+};
 
 describe('cdk synth', () => {
-  it('produces the deployable template offline with every Lambda handler bundled', () => {
+  // One synth for the describe (it takes minutes); its tests only read what it wrote.
+  let synthesized: Synthesized;
+  beforeAll(() => {
     const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '', CDK_DISABLE_VERSION_CHECK: 'true' };
     const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, env, encoding: 'utf8', timeout: 170_000 });
+    const templateFile = join(out, 'AtomicPublish.template.json');
+    const template = run.status === 0 && existsSync(templateFile)
+      ? (JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string; Metadata?: Record<string, string> }> })
+      : { Resources: {} };
+    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['atomic-publish:entry']);
+    synthesized = { run, functions };
+  }, 180_000);
+
+  it('produces the deployable template offline with every Lambda handler bundled', () => {
+    const { run, functions } = synthesized;
     expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
 
-    const template = JSON.parse(readFileSync(join(out, 'AtomicPublish.template.json'), 'utf8')) as {
-      Resources: Record<string, { Type: string; Metadata?: Record<string, string> }>;
-    };
-    const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['atomic-publish:entry']);
     expect(functions.map((f) => f.Metadata!['atomic-publish:entry']).sort()).toEqual([
       'functions/cancel-orphans/index.ts',
       'functions/cleanup/index.ts',
@@ -38,7 +56,6 @@ describe('cdk synth', () => {
     ]);
     for (const fn of functions) {
       const asset = join(out, fn.Metadata!['aws:asset:path']!);
-      bundles[fn.Metadata!['atomic-publish:entry']!] = asset;
       expect(existsSync(asset), asset).toBe(true);
       const bundle = readdirSync(asset).find((f) => f.endsWith('.mjs'));
       expect(bundle, `bundle in ${asset}`).toBeDefined();
@@ -46,15 +63,21 @@ describe('cdk synth', () => {
       const client = fn.Metadata!['atomic-publish:entry'] === 'functions/start-run/index.ts' ? 'SFNClient' : 'RedshiftDataClient';
       expect(readFileSync(join(asset, bundle!), 'utf8')).toContain(client);
     }
-  }, 180_000);
+  });
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
 
   it('bundles a Plan handler that loads as an ES module and rejects bad input with the error name Step Functions matches', async () => {
-    const asset = bundles['functions/plan/index.ts'];
-    expect(asset, 'the synth test above produced the bundle').toBeDefined();
+    const { run } = synthesized;
+    expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+    const asset = assetOf(synthesized, 'functions/plan/index.ts');
+    expect(asset, 'the synth produced the Plan bundle').toBeDefined();
     const bundle = readdirSync(asset!).find((f) => f.endsWith('.mjs'))!;
     const { handler } = (await import(pathToFileURL(join(asset!, bundle)).href)) as { handler: (event: unknown, context: unknown) => Promise<unknown> };
-    process.env.WAREHOUSE_DATABASE = 'dev';
-    process.env.WAREHOUSE_WORKGROUP = 'analytics';
+    vi.stubEnv('WAREHOUSE_DATABASE', 'dev');
+    vi.stubEnv('WAREHOUSE_WORKGROUP', 'analytics');
     const context = { functionName: 'Plan', awsRequestId: 'test', getRemainingTimeInMillis: () => 60_000 };
 
     const error = await handler({ input: { pipeline: 'no_such_pipeline' }, startedAt: '2026-04-01T06:00:00Z' }, context).then(

@@ -2,12 +2,13 @@
 // client: PutMetricData with CloudWatch's limits, statistics per aligned
 // period, and metric alarms evaluated at the instant a test gives, as
 // CloudWatch evaluates them (M of N periods, the missing-data treatments,
-// actions on every change of state).
+// actions on every change of state). Each describe, or each test that
+// writes what another would read, has an endpoint of its own.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
 import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
@@ -43,26 +44,58 @@ const alarmOn = (overrides: Partial<MetricAlarm>): MetricAlarm => ({
   ...overrides,
 });
 
-let dir: string;
-let cw: LocalCloudWatchApi;
-let client: CloudWatchClient;
-let outbox: SnsOutbox;
-let now = T0;
+/** A local CloudWatch endpoint with the test alarm, its own outbox and clock, and a client of it. */
+interface Local {
+  readonly dir: string;
+  readonly cw: LocalCloudWatchApi;
+  readonly client: CloudWatchClient;
+  readonly outbox: SnsOutbox;
+  /** The endpoint's clock (ms since the epoch); T0 to start with. */
+  now: number;
+}
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-'));
-  outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
-  cw = await startLocalCloudWatchApi({ alarms: [alarmOn({})], outbox, clock: () => new Date(now) });
-  client = localCloudWatchClient(cw.endpoint);
-});
-afterAll(async () => {
-  await cw?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+async function startLocal(): Promise<Local> {
+  const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-'));
+  const outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
+  const local = { dir, outbox, now: T0 } as Local;
+  Object.assign(local, { cw: await startLocalCloudWatchApi({ alarms: [alarmOn({})], outbox, clock: () => new Date(local.now) }) });
+  Object.assign(local, { client: localCloudWatchClient(local.cw.endpoint) });
+  return local;
+}
+async function stopLocal(local: Local | undefined): Promise<void> {
+  if (!local) return;
+  local.client.destroy();
+  await local.cw.close();
+  rmSync(local.dir, { recursive: true, force: true });
+}
 
-const put = (value: number, at: number, extra: Record<string, unknown> = {}) =>
+const fail = (message: string): never => {
+  throw new Error(message);
+};
+
+/**
+ * An endpoint of the calling describe's own, from its beforeAll to its
+ * afterAll, or (`each`) a new one for every test; used like a `let`.
+ */
+function useLocal(scope: 'all' | 'each' = 'all'): Local {
+  let local: Local | undefined;
+  const [before, after] = scope === 'all' ? [beforeAll, afterAll] : [beforeEach, afterEach];
+  before(async () => {
+    local = await startLocal();
+  });
+  after(async () => {
+    await stopLocal(local);
+    local = undefined;
+  });
+  return new Proxy({} as Local, {
+    get: (_target, key) => Reflect.get(local ?? fail(`the endpoint used outside its describe (reading ${String(key)})`), key),
+    set: (_target, key, value) => Reflect.set(local ?? fail(`the endpoint used outside its describe (setting ${String(key)})`), key, value),
+  });
+}
+
+const put = ({ client }: Local, value: number, at: number, extra: Record<string, unknown> = {}) =>
   client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }] }));
-const stats = (start: number, end: number, period = 60) =>
+const stats = ({ client }: Local, start: number, end: number, period = 60) =>
   client.send(
     new GetMetricStatisticsCommand({
       Namespace: 'Test',
@@ -76,7 +109,11 @@ const stats = (start: number, end: number, period = 60) =>
   );
 
 describe('PutMetricData', () => {
+  // Each test on an endpoint of its own: one reads that nothing at all was stored.
+  const local = useLocal('each');
+
   it('refuses what CloudWatch refuses, storing nothing of a refused request', async () => {
+    const { client } = local;
     const reserved = client.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [{ MetricName: 'Age', Value: 1 }] }));
     await expect(reserved).rejects.toMatchObject({ name: 'InvalidParameterValueException', message: expect.stringMatching(/AWS\/ .*reserved/) });
     const tooOld = client.send(
@@ -92,10 +129,11 @@ describe('PutMetricData', () => {
     const tooMany = client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: Array.from({ length: 1001 }, () => ({ MetricName: 'Other', Value: 1 })) }));
     await expect(tooMany).rejects.toThrow(/greater than 1000/);
 
-    expect((await stats(T0 - 60 * MINUTE, T0)).Datapoints).toEqual([]);
+    expect((await stats(local, T0 - 60 * MINUTE, T0)).Datapoints).toEqual([]);
   });
 
   it('takes a request of 1,000 metrics, which the SDK sends gzipped', async () => {
+    const { client } = local;
     const metrics = Array.from({ length: 1000 }, (_, i) => ({ MetricName: 'Many', Dimensions: [{ Name: 'Pipeline', Value: `p${i}` }], Timestamp: new Date(T0 - 5 * MINUTE), Value: i }));
     await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: metrics }));
     const last = await client.send(
@@ -105,8 +143,9 @@ describe('PutMetricData', () => {
   });
 
   it('keeps values, value lists with counts and statistic sets, and reduces them per aligned period', async () => {
-    await put(10, T0 - 50 * MINUTE + 1000);
-    await put(30, T0 - 50 * MINUTE + 2000);
+    const { client } = local;
+    await put(local, 10, T0 - 50 * MINUTE + 1000);
+    await put(local, 30, T0 - 50 * MINUTE + 2000);
     await client.send(
       new PutMetricDataCommand({
         Namespace: 'Test',
@@ -117,7 +156,7 @@ describe('PutMetricData', () => {
       }),
     );
 
-    const { Datapoints } = await stats(T0 - 51 * MINUTE, T0 - 48 * MINUTE);
+    const { Datapoints } = await stats(local, T0 - 51 * MINUTE, T0 - 48 * MINUTE);
 
     expect(Datapoints).toEqual([
       { Timestamp: new Date(T0 - 50 * MINUTE), SampleCount: 2, Sum: 40, Average: 20, Minimum: 10, Maximum: 30, Unit: 'Seconds' },
@@ -127,7 +166,10 @@ describe('PutMetricData', () => {
 });
 
 describe('the AWS/ namespaces', () => {
+  const local = useLocal();
+
   it('take the local AWS services\' metrics, signed with their key, and nobody else\'s', async () => {
+    const { cw, client } = local;
     const asLambda = localCloudWatchClient(cw.endpoint, { asAwsService: true });
     const errors = { MetricName: 'Errors', Dimensions: [{ Name: 'FunctionName', Value: 'StartRunFunction' }], Timestamp: new Date(T0 - 20 * MINUTE), Value: 1 };
 
@@ -142,6 +184,8 @@ describe('the AWS/ namespaces', () => {
 });
 
 describe('GetMetricData', () => {
+  // The tests only read what the beforeAll wrote.
+  const local = useLocal();
   const dims = [{ Name: 'Pipeline', Value: 'q' }];
   const query = (id: string, stat: string, period: number, extra: Record<string, unknown> = {}) => ({
     Id: id,
@@ -151,7 +195,7 @@ describe('GetMetricData', () => {
   beforeAll(async () => {
     // Three one-minute periods: 08:40 (2 and 4), 08:41 (nothing), 08:42 (10), and 08:46 (1, in Count).
     const at = (minute: number, second: number) => new Date(T0 - 20 * MINUTE + minute * MINUTE + second * 1000);
-    await client.send(
+    await local.client.send(
       new PutMetricDataCommand({
         Namespace: 'Test',
         MetricData: [
@@ -165,6 +209,7 @@ describe('GetMetricData', () => {
   });
 
   it('reduces each query\'s metric per period by its Stat, newest first unless ScanBy says otherwise, and leaves out the queries not returned', async () => {
+    const { client } = local;
     const { MetricDataResults, Messages } = await client.send(
       new GetMetricDataCommand({
         StartTime: new Date(T0 - 20 * MINUTE + 20_000),
@@ -198,6 +243,7 @@ describe('GetMetricData', () => {
   });
 
   it('answers a query without data with empty lists, Complete', async () => {
+    const { client } = local;
     const { MetricDataResults } = await client.send(
       new GetMetricDataCommand({
         StartTime: new Date(T0 - 20 * MINUTE),
@@ -209,6 +255,7 @@ describe('GetMetricData', () => {
   });
 
   it('refuses metric math and statistics it does not serve, naming what it does', async () => {
+    const { client } = local;
     const send = (queries: Record<string, unknown>[]) =>
       client.send(new GetMetricDataCommand({ StartTime: new Date(T0 - 20 * MINUTE), EndTime: new Date(T0 - 10 * MINUTE), MetricDataQueries: queries as never }));
     await expect(send([query('a', 'Sum', 60), { Id: 'rate', Expression: 'a / 60' }])).rejects.toMatchObject({
@@ -222,10 +269,14 @@ describe('GetMetricData', () => {
 });
 
 describe('an alarm, evaluated at the instant given', () => {
+  // Each test on an endpoint of its own, its alarm starting INSUFFICIENT_DATA.
+  const local = useLocal('each');
+
   it('starts INSUFFICIENT_DATA; with missing data breaching, two missing periods of three alarm, and the page carries the description', async () => {
+    const { cw, outbox, dir } = local;
     expect(cw.state('test-alarm')).toBe('INSUFFICIENT_DATA');
-    now = T0 + 10 * MINUTE;
-    await put(50, T0 + 7 * MINUTE + 5000);
+    local.now = T0 + 10 * MINUTE;
+    await put(local, 50, T0 + 7 * MINUTE + 5000);
 
     const changed = cw.evaluate(new Date(T0 + 10 * MINUTE));
 
@@ -237,8 +288,14 @@ describe('an alarm, evaluated at the instant given', () => {
   });
 
   it('turns OK when fewer than M of the N periods breach, notifies once, and stays quiet while the state holds', async () => {
-    await put(50, T0 + 8 * MINUTE);
-    await put(500, T0 + 9 * MINUTE);
+    const { cw, client, outbox } = local;
+    // Brought to ALARM first, as the INSUFFICIENT_DATA test brings it: two of three periods missing, treated as breaching.
+    local.now = T0 + 10 * MINUTE;
+    await put(local, 50, T0 + 7 * MINUTE + 5000);
+    expect(cw.evaluate(new Date(T0 + 10 * MINUTE)).map((t) => t.to)).toEqual(['ALARM']);
+
+    await put(local, 50, T0 + 8 * MINUTE);
+    await put(local, 500, T0 + 9 * MINUTE);
     const before = outbox.alerts.length;
 
     expect(cw.evaluate(new Date(T0 + 10 * MINUTE)).map((t) => t.to)).toEqual(['OK']);
@@ -272,9 +329,12 @@ describe('missing data, as each treatment has it', () => {
 
 describe('the stack\'s alarms, read from the synthesized template', () => {
   let template: Template;
+  let dir: string;
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-stack-'));
     template = await synthesizeTemplate();
   });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('are every metric alarm of the template, their topic resolved as the local engine names it', () => {
     const alarms = alarmsFromTemplate(template);

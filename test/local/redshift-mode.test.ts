@@ -2,9 +2,11 @@
 // PostgreSQL-only SQL fails as it would on Redshift, key constraints are
 // recorded and not enforced, table attributes (ENCODE, DISTKEY, SORTKEY)
 // recorded for the catalog views, TRUNCATE and VACUUM stay out of
-// multi-statement transactions.
+// multi-statement transactions. The tests share one database, each on
+// tables of its own; a test that reads what every table has recorded gets a
+// database of its own.
 import { BatchExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
 import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 import { withoutRoleKeyword } from '../../local/data-api/redshift-mode.ts';
@@ -117,8 +119,9 @@ describe('constructs Redshift does not support', () => {
 });
 
 describe('TRUNCATE and VACUUM', () => {
-  beforeAll(async () => {
-    await wh.query('CREATE TABLE tv (a int)');
+  // Every test starts from an empty tv of its own making.
+  beforeEach(async () => {
+    await wh.query('DROP TABLE IF EXISTS tv; CREATE TABLE tv (a int)');
   });
 
   it.each([
@@ -132,7 +135,6 @@ describe('TRUNCATE and VACUUM', () => {
     expect(done.Error).toMatch(new RegExp(`^ERROR: ${construct} cannot run in a multi-statement transaction on Amazon Redshift`));
     expect(done.Error).toMatch(reason);
     expect(await wh.query('SELECT a FROM tv ORDER BY a')).toEqual([{ a: 1 }]);
-    await wh.query('DELETE FROM tv');
   });
 
   it('runs TRUNCATE as a single statement and in an AUTO_COMMIT batch', async () => {
@@ -310,12 +312,12 @@ describe('key constraints', () => {
 
 describe('table attributes', () => {
   /** What svv_redshift_columns and svv_table_info show of a table's encodings, distribution and sort key. */
-  const attributes = async (table: string) => ({
-    columns: await wh.select(
+  const attributes = async (table: string, on: Warehouse = wh) => ({
+    columns: await on.select(
       `SELECT column_name, encoding, CASE WHEN distkey THEN 'dist' ELSE '' END, sortkey FROM svv_redshift_columns WHERE table_name = :t ORDER BY ordinal_position`,
       { t: table },
     ),
-    table: await wh.select(`SELECT diststyle, sortkey1, sortkey_num FROM svv_table_info WHERE "table" = :t`, { t: table }),
+    table: await on.select(`SELECT diststyle, sortkey1, sortkey_num FROM svv_table_info WHERE "table" = :t`, { t: table }),
   });
 
   it("runs a CREATE TABLE with Redshift's ENCODE, DISTSTYLE, DISTKEY and SORTKEY and shows them in the catalog views", async () => {
@@ -335,25 +337,35 @@ describe('table attributes', () => {
     ]);
   });
 
-  it('keeps them through a rename, copies them to a table created LIKE it, drops them with the table, and records none from a rolled-back CREATE', async () => {
-    await wh.run('CREATE TABLE attr_a (id int ENCODE zstd SORTKEY, v int) DISTSTYLE EVEN');
-    expect((await wh.run('ALTER TABLE attr_a RENAME TO attr_b')).Status).toBe('FINISHED');
-    expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (LIKE attr_b)')).Status).toBe('FINISHED');
-    const shown = { columns: [['id', 'zstd', '', '1'], ['v', null, '', '0']], table: [['EVEN', 'id', '1']] };
-    expect(await attributes('attr_b')).toEqual(shown);
-    expect(await attributes('attr_like')).toEqual(shown);
-    // A second CREATE TABLE IF NOT EXISTS of an existing table changes nothing.
-    expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (id int ENCODE raw) DISTSTYLE ALL')).Status).toBe('FINISHED');
-    expect(await attributes('attr_like')).toEqual(shown);
+  describe('of tables renamed, copied, dropped and rolled back', () => {
+    // A database of its own: the test reads the attributes recorded of every table in it.
+    let wh: Warehouse;
+    beforeAll(async () => {
+      wh = await useWarehouse('redshift_mode_attributes');
+    });
+    afterAll(() => wh?.close());
 
-    expect((await wh.run('DROP TABLE attr_b')).Status).toBe('FINISHED');
-    expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes WHERE relid NOT IN (SELECT oid FROM pg_class)")).toEqual([{ n: 0 }]);
+    it('keeps them through a rename, copies them to a table created LIKE it, drops them with the table, and records none from a rolled-back CREATE', async () => {
+      await wh.run('CREATE TABLE attr_a (id int ENCODE zstd SORTKEY, v int) DISTSTYLE EVEN');
+      expect((await wh.run('ALTER TABLE attr_a RENAME TO attr_b')).Status).toBe('FINISHED');
+      expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (LIKE attr_b)')).Status).toBe('FINISHED');
+      const shown = { columns: [['id', 'zstd', '', '1'], ['v', null, '', '0']], table: [['EVEN', 'id', '1']] };
+      expect(await attributes('attr_b', wh)).toEqual(shown);
+      expect(await attributes('attr_like', wh)).toEqual(shown);
+      // A second CREATE TABLE IF NOT EXISTS of an existing table changes nothing.
+      expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (id int ENCODE raw) DISTSTYLE ALL')).Status).toBe('FINISHED');
+      expect(await attributes('attr_like', wh)).toEqual(shown);
 
-    const { Id } = await wh.client.send(
-      new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE attr_rolled (id int ENCODE zstd) DISTSTYLE ALL', 'SELECT 1/0'] }),
-    );
-    expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
-    expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes")).toEqual([{ n: 2 }]);
+      expect((await wh.run('DROP TABLE attr_b')).Status).toBe('FINISHED');
+      expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes WHERE relid NOT IN (SELECT oid FROM pg_class)")).toEqual([{ n: 0 }]);
+
+      const { Id } = await wh.client.send(
+        new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE attr_rolled (id int ENCODE zstd) DISTSTYLE ALL', 'SELECT 1/0'] }),
+      );
+      expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
+      // Only attr_like's are left: attr_b's went with the table, attr_rolled's never committed.
+      expect(await wh.query("SELECT relid::regclass::text AS t FROM local_redshift.table_attributes")).toEqual([{ t: 'attr_like' }]);
+    });
   });
 
   it('runs a statement whose attributes do not follow the grammar as written: the database refuses it', async () => {

@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SNS_MESSAGE_MAX_BYTES, STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES } from '../../domain/aws-limits.ts';
 import { DataLimitExceededError, checkPayload, invoke } from '../../local/lambda-sandbox.ts';
 import { StartExecutionError, type LocalRunner } from '../../local/runner.ts';
@@ -148,6 +148,9 @@ describe('an execution on the local runner', () => {
     }));
   });
   afterAll(() => close?.());
+  beforeEach(() => {
+    plan = undefined;
+  });
 
   it('is refused at start when its input is over 256 KB, as StartExecution refuses it', async () => {
     const huge = { pipeline: 'sales_order_lines', note: 'x'.repeat(PAYLOAD_LIMIT_BYTES) };
@@ -209,13 +212,14 @@ describe('an execution on the local runner', () => {
 });
 
 describe('AWS/Lambda\'s view of the invocations', () => {
+  // A runner for each test: a test reads every invocation record of its runner.
   let runner: LocalRunner;
   let close: () => void;
   let plan: (input: unknown) => Promise<unknown>;
-  beforeAll(async () => {
+  beforeEach(async () => {
     ({ runner, close } = await unreachableRunner({ taskOverrides: { Plan: (input) => plan(input) }, functionTimeoutsSeconds: { Plan: 1 } }));
   });
-  afterAll(() => close?.());
+  afterEach(() => close?.());
   const planRecords = () => runner.invocations.filter((r) => r.functionName === runner.workflow.functions.Plan);
 
   it('counts a function error as an invocation and an error, a Lambda service error as neither', async () => {

@@ -3,7 +3,7 @@
 // fingerprint ignores row order and tells NULL from an empty string, any
 // insert, delete or update changes it, and the swap's procedure refuses a
 // changed table naming what it found, in the words Publish parses.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { checkSql } from '../../../domain/redshift-sql/check.ts';
 import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../domain/sql/out-of-band.ts';
@@ -68,11 +68,15 @@ describe('on a real database through the Data API', () => {
     wh = await useWarehouse('sql_out_of_band');
     steps = localWarehouse(wh.endpoint, wh.pg.database);
     await wh.query('CREATE SCHEMA analytics');
-    await wh.query('CREATE TABLE analytics.orders (order_id bigint, ordered_at timestamp, amount numeric(12,2), paid boolean, note varchar(10), doc bytea)');
-    await wh.query(`INSERT INTO analytics.orders VALUES ${ROWS}`);
     await steps.batch(manifestDdl(new Date()), 'manifest');
   });
   afterAll(() => wh?.close());
+  // Every test starts from the same three rows in a table made afresh: some change its rows or its columns.
+  beforeEach(async () => {
+    await wh.query('DROP TABLE IF EXISTS analytics.orders');
+    await wh.query('CREATE TABLE analytics.orders (order_id bigint, ordered_at timestamp, amount numeric(12,2), paid boolean, note varchar(10), doc bytea)');
+    await wh.query(`INSERT INTO analytics.orders VALUES ${ROWS}`);
+  });
 
   it('reads the columns as Plan records them', async () => {
     expect(await columns()).toEqual(COLUMNS);
