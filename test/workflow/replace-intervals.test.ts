@@ -1,8 +1,10 @@
 // publishMode 'replace-intervals' on the sample: a backfill of February
 // (sample days 31 to 59) of a table whose other months stay exactly as they were, readers reading
 // throughout, and scheduled runs whose lookback picks up a late row once.
+// The backfill (readers reading) is arranged once; each describe acts on its
+// own copy of what it left (test/support/workflow.ts useFork).
 import '../support/intervals-pipeline.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
 import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
@@ -13,7 +15,8 @@ import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { LOOKBACK } from '../support/intervals-pipeline.ts';
 import { lastIntervals, scheduledRunOn, THREE_SCHEDULED_RUNS } from '../support/scheduled-run.ts';
 import { until } from '../support/until.ts';
-import { LIVE, PIPELINE, useWorkflow, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
 const [FROM_DAY, TO_DAY] = [31, 59];
 const KEY = 'order_id * 1000 + line_no';
@@ -26,20 +29,19 @@ const sourceDays = (from: number, to: number) =>
       FROM source.sales_order_lines WHERE ordered_at >= '${ts(from)}' AND ordered_at < '${ts(to)}') AS days`;
 const LAST_DAY = 70;
 
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_replace', { env: { PUBLISH_LOCK_WAIT_MS: '600000' } });
-  await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 65 });
-});
-afterAll(() => wf?.close());
-
 /** Every sample a reader took: count and key sum, as one of the allowed states. */
 function states(samples: readonly ReaderSample[]): string[] {
   return [...new Set(samples.map((s) => (s.error ? `error: ${s.error}` : `${s.count}/${s.keySum}`)))];
 }
 
-describe('replace-intervals', () => {
-  it('replaces February with readers reading: each reader sees the old month or the new one, January and March stay byte-identical', async () => {
+const BACKFILL = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
+
+// February replaced after upstream corrections, readers of the month and of
+// the whole table reading before, while and after Publish holds its transaction.
+const fixture = useWorkflowFixture(
+  'wf_replace',
+  async (wf) => {
+    await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 65 });
     // Upstream corrections inside the month (changed amounts, a line gone, a
     // line added) and one outside it, which this backfill must not publish.
     await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 1 WHERE line_no = 1 AND ordered_at >= $1 AND ordered_at < $2`, [ts(FROM_DAY), ts(TO_DAY)]);
@@ -49,7 +51,6 @@ describe('replace-intervals', () => {
 
     const before = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), earlier: await wf.fingerprint(liveDays(0, FROM_DAY)), later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)), all: await wf.fingerprint(LIVE) };
     const expectedMonth = await wf.fingerprint(sourceDays(FROM_DAY, TO_DAY));
-    expect(expectedMonth).not.toEqual(before.month);
 
     // Readers of the month (a view) and of the whole table, through plain connections, as dashboards read.
     await wf.query(`CREATE VIEW analytics.replaced_month AS SELECT * FROM ${LIVE} WHERE ordered_at >= '${ts(FROM_DAY)}' AND ordered_at < '${ts(TO_DAY)}'`);
@@ -67,15 +68,13 @@ describe('replace-intervals', () => {
       gate = await holdGate(wf.wh.pg, { table: 'atomic_publish.batch_attempts' });
       return next(input);
     };
-    const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
-    let running: Awaited<ReturnType<Workflow['start']>> | undefined;
+    let heldModes: string[];
+    let result: ExecutionResult;
     try {
-      running = await wf.start(input, 'replace-month');
+      const running = await wf.start(BACKFILL, 'replace-month');
       await until(() => gate !== undefined, 'Publish to start');
       const [pid] = await gate!.waiting();
-      const held = await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE]);
-      expect(held.map((h) => h.mode)).toContain('RowExclusiveLock');
-      expect(held.map((h) => h.mode)).not.toContain('AccessExclusiveLock');
+      heldModes = (await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE])).map((h) => h.mode);
       await Promise.all([month.readAll(), whole.readAll()]);
       month.phase('held');
       whole.phase('held');
@@ -83,8 +82,7 @@ describe('replace-intervals', () => {
       month.phase('released');
       whole.phase('released');
       await gate!.release();
-      const result = await running.result;
-      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      result = await running.result;
       month.phase('after');
       whole.phase('after');
       await Promise.all([month.readAll(), whole.readAll()]);
@@ -94,71 +92,96 @@ describe('replace-intervals', () => {
     }
     const monthSamples = await month.close();
     const wholeSamples = await whole.close();
+    return { before, expectedMonth, heldModes, result, monthSamples, wholeSamples };
+  },
+  { env: { PUBLISH_LOCK_WAIT_MS: '600000' } },
+);
 
-    const after = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), all: await wf.fingerprint(LIVE) };
-    expect(after.month).toEqual(expectedMonth);
-    expect(await wf.fingerprint(liveDays(0, FROM_DAY))).toEqual(before.earlier);
-    expect(await wf.fingerprint(liveDays(TO_DAY, LAST_DAY))).toEqual(before.later);
+describe('replace-intervals', () => {
+  describe('a backfill of February', () => {
+    const wf = useFork(fixture);
 
-    // Old or new, nothing else: while held, only the old states.
-    const old = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
-    expect(states(monthSamples)).toEqual(expect.arrayContaining([old(after.month)]));
-    for (const s of states(monthSamples)) expect([old(before.month), old(after.month)]).toContain(s);
-    for (const s of states(wholeSamples)) expect([old(before.all), old(after.all)]).toContain(s);
-    expect(states(monthSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.month)]);
-    expect(states(wholeSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.all)]);
-    expect(states(monthSamples.filter((s) => s.phase === 'after'))).toEqual([old(after.month)]);
+    it('replaces February with readers reading: each reader sees the old month or the new one, January and March stay byte-identical', async () => {
+      const { before, expectedMonth, heldModes, result, monthSamples, wholeSamples } = fixture.arranged;
+      expect(expectedMonth).not.toEqual(before.month);
+      expect(heldModes).toContain('RowExclusiveLock');
+      expect(heldModes).not.toContain('AccessExclusiveLock');
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
 
-    // The replaced rows are kept as the publication's old version; the manifest says what it wrote.
-    const batchId = batchIdFor(PIPELINE, { from: sampleDay(FROM_DAY), to: sampleDay(TO_DAY) });
-    const retained = `analytics.${previousVersionTableFor(PIPELINE, batchId)}`;
-    expect(await wf.fingerprint(retained)).toEqual(before.month);
-    const [publication] = await wf.query<Record<string, unknown>>(
-      `SELECT publish_mode, interval_start, interval_end, rows_published, old_version_table FROM atomic_publish.publications WHERE batch_id = $1`,
-      [batchId],
-    );
-    expect(publication).toEqual({
-      publish_mode: 'replace-intervals',
-      interval_start: sampleDay(FROM_DAY),
-      interval_end: sampleDay(TO_DAY),
-      rows_published: String(expectedMonth.rows),
-      old_version_table: retained,
+      const after = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), all: await wf.fingerprint(LIVE) };
+      expect(after.month).toEqual(expectedMonth);
+      expect(await wf.fingerprint(liveDays(0, FROM_DAY))).toEqual(before.earlier);
+      expect(await wf.fingerprint(liveDays(TO_DAY, LAST_DAY))).toEqual(before.later);
+
+      // Old or new, nothing else: while held, only the old states.
+      const old = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
+      expect(states(monthSamples)).toEqual(expect.arrayContaining([old(after.month)]));
+      for (const s of states(monthSamples)) expect([old(before.month), old(after.month)]).toContain(s);
+      for (const s of states(wholeSamples)) expect([old(before.all), old(after.all)]).toContain(s);
+      expect(states(monthSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.month)]);
+      expect(states(wholeSamples.filter((s) => s.phase === 'held'))).toEqual([old(before.all)]);
+      expect(states(monthSamples.filter((s) => s.phase === 'after'))).toEqual([old(after.month)]);
+
+      // The replaced rows are kept as the publication's old version; the manifest says what it wrote.
+      const batchId = batchIdFor(PIPELINE, { from: sampleDay(FROM_DAY), to: sampleDay(TO_DAY) });
+      const retained = `analytics.${previousVersionTableFor(PIPELINE, batchId)}`;
+      expect(await wf.fingerprint(retained)).toEqual(before.month);
+      const [publication] = await wf.query<Record<string, unknown>>(
+        `SELECT publish_mode, interval_start, interval_end, rows_published, old_version_table FROM atomic_publish.publications WHERE batch_id = $1`,
+        [batchId],
+      );
+      expect(publication).toEqual({
+        publish_mode: 'replace-intervals',
+        interval_start: sampleDay(FROM_DAY),
+        interval_end: sampleDay(TO_DAY),
+        rows_published: String(expectedMonth.rows),
+        old_version_table: retained,
+      });
+      // Watched (test/support/intervals-pipeline.ts): the publication recorded the whole live table as the replace left it.
+      const [recorded] = await wf.query<{ live_columns: string; live_fingerprint: string }>(
+        `SELECT live_columns, live_fingerprint FROM atomic_publish.publications WHERE batch_id = $1`,
+        [batchId],
+      );
+      const [now] = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).query(liveFingerprintQuery(PIPELINE, recorded!.live_columns.split(';')), 'test-live-fingerprint');
+      expect(recorded!.live_columns).toMatch(/^order_id bigint;line_no integer;.*;unit_price numeric\(12,4\)$/);
+      expect(recorded!.live_fingerprint).toBe(now!.fingerprint);
+      expect(recorded!.live_fingerprint).toMatch(new RegExp(`^${after.all.rows}:`));
     });
-    // Watched (test/support/intervals-pipeline.ts): the publication recorded the whole live table as the replace left it.
-    const [recorded] = await wf.query<{ live_columns: string; live_fingerprint: string }>(
-      `SELECT live_columns, live_fingerprint FROM atomic_publish.publications WHERE batch_id = $1`,
-      [batchId],
-    );
-    const [now] = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).query(liveFingerprintQuery(PIPELINE, recorded!.live_columns.split(';')), 'test-live-fingerprint');
-    expect(recorded!.live_columns).toMatch(/^order_id bigint;line_no integer;.*;unit_price numeric\(12,4\)$/);
-    expect(recorded!.live_fingerprint).toBe(now!.fingerprint);
-    expect(recorded!.live_fingerprint).toMatch(new RegExp(`^${after.all.rows}:`));
   });
 
-  it('replays the backfill without changing anything', async () => {
-    const before = await wf.fingerprint(LIVE);
-    const publications = await wf.publications();
-    const input = { pipeline: PIPELINE.name, from: sampleDay(FROM_DAY).toISOString(), to: sampleDay(TO_DAY).toISOString() };
+  describe('a replay of the backfill', () => {
+    const wf = useFork(fixture);
 
-    const result = await wf.run(input, 'replace-month-replay');
+    it('replays the backfill without changing anything', async () => {
+      const before = await wf.fingerprint(LIVE);
+      const publications = await wf.publications();
 
-    expect(result.status).toBe('SUCCEEDED');
-    expect((result.output as { plan?: { alreadyPublished?: boolean } }).plan?.alreadyPublished ?? true).toBe(true);
-    expect(await wf.fingerprint(LIVE)).toEqual(before);
-    expect(await wf.publications()).toEqual(publications);
+      const result = await wf.run(BACKFILL, 'replace-month-replay');
+
+      expect(result.status).toBe('SUCCEEDED');
+      expect((result.output as { plan?: { alreadyPublished?: boolean } }).plan?.alreadyPublished ?? true).toBe(true);
+      expect(await wf.fingerprint(LIVE)).toEqual(before);
+      expect(await wf.publications()).toEqual(publications);
+    });
   });
 
-  it('refuses an interval outside history before writing anything', async () => {
-    const publications = await wf.publications();
-    const result = await wf.run({ pipeline: PIPELINE.name, from: '2025-12-01T00:00:00Z', to: sampleDay(3).toISOString() }, 'replace-before-history');
+  describe('an interval outside history', () => {
+    const wf = useFork(fixture);
 
-    expect(result.status).toBe('FAILED');
-    expect(result.alerts[0]?.message).toContain('is before the history of pipeline sales_order_lines');
-    expect(await wf.publications()).toEqual(publications);
+    it('refuses an interval outside history before writing anything', async () => {
+      const publications = await wf.publications();
+      const result = await wf.run({ pipeline: PIPELINE.name, from: '2025-12-01T00:00:00Z', to: sampleDay(3).toISOString() }, 'replace-before-history');
+
+      expect(result.status).toBe('FAILED');
+      expect(result.alerts[0]?.message).toContain('is before the history of pipeline sales_order_lines');
+      expect(await wf.publications()).toEqual(publications);
+    });
   });
 });
 
 describe('scheduled runs with a lookback', () => {
+  const wf = useFork(fixture);
+
   it('publishes a row that arrives a day late exactly once over two scheduled runs', async () => {
     const first = await scheduledRunOn(wf, 36, 'scheduled-36');
     expect(first.status, `${first.error}: ${first.cause}`).toBe('SUCCEEDED');
@@ -183,27 +206,50 @@ describe('scheduled runs with a lookback', () => {
 });
 
 describe('rollback', () => {
+  const wf = useFork(fixture);
   /** Source days 60 to 62 corrected upstream, then replaced: the publication the rollbacks undo. */
   const input = { pipeline: PIPELINE.name, from: sampleDay(60).toISOString(), to: sampleDay(63).toISOString() };
   let before: Fingerprint;
   let after: Fingerprint;
+  let published: ExecutionResult;
+  let publishedDays: Fingerprint;
   let replaced: number;
-
-  it('undoes the latest replace: the rows it replaced are live again, every other row untouched, recorded as a rollback', async () => {
+  /** What each step left: a rollback, a second one undoing it, a refused rollback to a named batch. */
+  let first: { result: ExecutionResult; live: Fingerprint; publications: Record<string, unknown>[]; rolledBackDays: Fingerprint; retained: Fingerprint };
+  let second: { result: ExecutionResult; live: Fingerprint; publications: Record<string, unknown>[]; writers: number[] };
+  let named: { result: ExecutionResult; live: Fingerprint; publications: Record<string, unknown>[] };
+  beforeAll(async () => {
     await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 3 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(60), ts(63)]);
     before = await wf.fingerprint(LIVE);
-    const published = await wf.run(input, 'replace-then-rollback');
-    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+    published = await wf.run(input, 'replace-then-rollback');
     after = await wf.fingerprint(LIVE);
-    expect(after).not.toEqual(before);
-    const publishedDays = await wf.fingerprint(liveDays(60, 63));
+    publishedDays = await wf.fingerprint(liveDays(60, 63));
     replaced = Number((await wf.publications()).at(-1)!.seq);
 
     const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback');
+    first = {
+      result,
+      live: await wf.fingerprint(LIVE),
+      publications: await wf.publications(),
+      rolledBackDays: await wf.fingerprint(liveDays(60, 63)),
+      retained: await wf.fingerprint(`analytics.sales_order_lines__rbs_${replaced}`),
+    };
 
+    const undo = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback-undo');
+    const writers = await wf.query<{ seq: number }>(intervalWriters(PIPELINE.name).sql.replace(':pipeline', '$1'), [PIPELINE.name]);
+    second = { result: undo, live: await wf.fingerprint(LIVE), publications: await wf.publications(), writers: writers.map((w) => w.seq) };
+
+    const refused = await wf.run({ pipeline: PIPELINE.name, rollback: { to: String(second.publications.at(-2)!.batch_id) } }, 'replace-rollback-to');
+    named = { result: refused, live: await wf.fingerprint(LIVE), publications: await wf.publications() };
+  });
+
+  it('undoes the latest replace: the rows it replaced are live again, every other row untouched, recorded as a rollback', () => {
+    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
+    expect(after).not.toEqual(before);
+    const { result } = first;
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(await wf.fingerprint(LIVE)).toEqual(before);
-    const [undone, rollback] = (await wf.publications()).slice(-2);
+    expect(first.live).toEqual(before);
+    const [undone, rollback] = first.publications.slice(-2);
     expect(undone).toMatchObject({ seq: replaced, rolled_back_at: expect.any(Date), restored_at: expect.any(Date) });
     expect(rollback).toMatchObject({
       seq: replaced + 1,
@@ -212,32 +258,28 @@ describe('rollback', () => {
       interval_start: sampleDay(60),
       interval_end: sampleDay(63),
       old_version_table: `analytics.sales_order_lines__rbs_${replaced}`,
-      rows_published: String((await wf.fingerprint(liveDays(60, 63))).rows),
+      rows_published: String(first.rolledBackDays.rows),
     });
     // The rows rolled away from are kept: the rollback can be undone.
-    expect(await wf.fingerprint(`analytics.sales_order_lines__rbs_${replaced}`)).toEqual(publishedDays);
+    expect(first.retained).toEqual(publishedDays);
   });
 
-  it('undoes the rollback with a second one, and then the replace is live and counted as written again', async () => {
-    const result = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'replace-rollback-undo');
-
+  it('undoes the rollback with a second one, and then the replace is live and counted as written again', () => {
+    const { result } = second;
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-    expect(await wf.fingerprint(LIVE)).toEqual(after);
-    const rows = await wf.publications();
+    expect(second.live).toEqual(after);
+    const rows = second.publications;
     expect(rows.find((p) => Number(p.seq) === replaced)).toMatchObject({ rolled_back_at: null });
     expect(rows.at(-1)).toMatchObject({ rollback_of: replaced + 1, old_version_table: `analytics.sales_order_lines__rbs_${replaced + 1}` });
-    const writers = await wf.query<{ seq: number }>(intervalWriters(PIPELINE.name).sql.replace(':pipeline', '$1'), [PIPELINE.name]);
-    expect(writers.map((w) => w.seq)).toContain(replaced);
-    expect(writers.map((w) => w.seq)).not.toContain(replaced + 1);
+    expect(second.writers).toContain(replaced);
+    expect(second.writers).not.toContain(replaced + 1);
   });
 
-  it('refuses a rollback to a named batch, one publication at a time, before writing anything', async () => {
-    const publications = await wf.publications();
-    const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: String(publications.at(-2)!.batch_id) } }, 'replace-rollback-to');
-
+  it('refuses a rollback to a named batch, one publication at a time, before writing anything', () => {
+    const { result } = named;
     expect(result.status).toBe('FAILED');
     expect(result.alerts[0]?.message).toContain('it is rolled back one publication at a time, newest first');
-    expect(await wf.fingerprint(LIVE)).toEqual(after);
-    expect(await wf.publications()).toEqual(publications);
+    expect(named.live).toEqual(after);
+    expect(named.publications).toEqual(second.publications);
   });
 });

@@ -10,14 +10,18 @@
 // newer data, and a replay of the batch rolled away from does not
 // re-publish it; a rollback waits its turn behind the pipeline's lease; and
 // Cleanup never sends CASCADE.
+// The three publishes and the rollback to B (readers polling) are arranged
+// once; each describe acts on its own copy of what they left
+// (test/support/workflow.ts useFork), rolling forward to C first where it
+// starts from there.
 import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { rolledBackVersionTableFor } from '../../domain/rollback.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, PIPELINE, useWorkflow, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, PIPELINE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
 
 const READER = 'rollback_reader';
 const VIEW = 'analytics.sales_amounts_rb';
@@ -26,21 +30,19 @@ const B = 8;
 const C = 10;
 const D = 12;
 
-let wf: Workflow;
-const versions: Record<string, Fingerprint> = {};
 const id = (day: number) => namesFor(day).batchId;
 const versionOf = (f: { rows: number; keySum: string }) => `${f.rows}/${f.keySum}`;
 const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
 const rollbackInput = (rollback: unknown) => ({ pipeline: PIPELINE.name, rollback });
 
-async function succeeds(input: unknown, name: string): Promise<ExecutionResult> {
+async function succeeds(wf: Workflow, input: unknown, name: string): Promise<ExecutionResult> {
   const result = await wf.run(input, name);
   expect(result.status, `${result.error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
   return result;
 }
 
 /** What a rollback must not change when refused: the manifest's publications and batches, the tables, the live rows. */
-async function snapshot(): Promise<unknown> {
+async function snapshot(wf: Workflow): Promise<unknown> {
   return {
     publications: await wf.publications(),
     batches: await wf.query(`SELECT batch_id, status, attempt FROM atomic_publish.batches ORDER BY batch_id`),
@@ -50,8 +52,33 @@ async function snapshot(): Promise<unknown> {
   };
 }
 
-beforeAll(async () => {
-  wf = await useWorkflow('wf_rollback');
+/** The live table's declared keys as the endpoint's sessions see the catalog. */
+async function liveKeys(wf: Workflow): Promise<string[]> {
+  const rows = await wf.wh.select(
+    `SELECT con.conname || ' ' || pg_get_constraintdef(con.oid) FROM pg_constraint con
+       JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'analytics' AND c.relname = 'sales_order_lines' ORDER BY 1`,
+  );
+  return rows.map((r) => String(r[0]));
+}
+
+/** Every statement the Cleanup runs of this workflow sent through its Data API endpoint. */
+async function cleanupStatements(wf: Workflow): Promise<string[]> {
+  const sent: string[] = [];
+  let token: string | undefined;
+  do {
+    const page = await wf.wh.client.send(
+      new ListStatementsCommand({ StatementName: `atomic-publish:${PIPELINE.name}:cleanup:`, Status: 'ALL', MaxResults: 100, RoleLevel: true, ...(token ? { NextToken: token } : {}) }),
+    );
+    for (const statement of page.Statements ?? []) sent.push(...(statement.QueryStrings ?? []), ...(statement.QueryString ? [statement.QueryString] : []));
+    token = page.NextToken;
+  } while (token);
+  return sent;
+}
+
+// Publishes A, B and C of a live table with grants, a comment, a view and
+// declared keys, then `{"rollback": {}}` puts B back while readers poll it.
+const fixture = useWorkflowFixture('wf_rollback', async (wf) => {
   await wf.sample({ rowsPerDay: 10, sourceDays: 14, liveDays: 4 });
   await ensureLocalUser(wf.wh.pg, READER);
   for (const sql of [
@@ -65,49 +92,50 @@ beforeAll(async () => {
   }
   // A declared key, through the endpoint (informational, in pg_constraint): every version carries it.
   expect((await wf.wh.run(`ALTER TABLE ${LIVE} ADD CONSTRAINT sales_order_lines_pk PRIMARY KEY (order_id, line_no)`)).Status).toBe('FINISHED');
+  const versions: Record<number, Fingerprint> = {};
   for (const day of [A, B, C]) {
-    await succeeds(inputFor(day), `publish-${day}`);
+    await succeeds(wf, inputFor(day), `publish-${day}`);
     versions[day] = await wf.fingerprint(LIVE);
     expect(versions[day]).toEqual(await wf.expected(day));
   }
   // A key declared on C only: the version rolled back to must get the live table's keys, not keep its own.
   expect((await wf.wh.run(`ALTER TABLE ${LIVE} ADD CONSTRAINT sales_order_lines_uq UNIQUE (customer_id, order_id, line_no)`)).Status).toBe('FINISHED');
+
+  const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
+  readers.watch(LIVE, 'before');
+  await readers.readAll();
+  wf.faults.Rollback = async (input, next) => {
+    readers.phase('before the swap');
+    await readers.readAll();
+    readers.phase('swapping');
+    const output = await next(input);
+    readers.phase('after');
+    await readers.readAll();
+    return output;
+  };
+  let result: ExecutionResult;
+  try {
+    result = await succeeds(wf, rollbackInput({}), 'rollback-previous');
+  } finally {
+    wf.reset();
+  }
+  const reads = await readers.close();
+  return { versions, result, reads, cleanups: await cleanupStatements(wf) };
+});
+let versions: Record<number, Fingerprint>;
+beforeAll(() => {
+  ({ versions } = fixture.arranged);
 });
 
-/** The live table's declared keys as the endpoint's sessions see the catalog. */
-async function liveKeys(): Promise<string[]> {
-  const rows = await wf.wh.select(
-    `SELECT con.conname || ' ' || pg_get_constraintdef(con.oid) FROM pg_constraint con
-       JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = 'analytics' AND c.relname = 'sales_order_lines' ORDER BY 1`,
-  );
-  return rows.map((r) => String(r[0]));
-}
-afterAll(() => wf?.close());
+/** From the arranged rollback to B, a rollback to C again: publication 5, replacing B. */
+const rollForward = (wf: Workflow) => succeeds(wf, rollbackInput({ to: id(C) }), 'rollback-forward');
 
 describe('rollback', () => {
+  const wf = useFork(fixture);
   let result: ExecutionResult;
   let reads: ReaderSample[];
-
-  beforeAll(async () => {
-    const readers = new ReaderPool(wf.wh.pg, 2, { keyExpression: 'order_id * 1000 + line_no', pauseMs: 1 });
-    readers.watch(LIVE, 'before');
-    await readers.readAll();
-    wf.faults.Rollback = async (input, next) => {
-      readers.phase('before the swap');
-      await readers.readAll();
-      readers.phase('swapping');
-      const output = await next(input);
-      readers.phase('after');
-      await readers.readAll();
-      return output;
-    };
-    try {
-      result = await succeeds(rollbackInput({}), 'rollback-previous');
-    } finally {
-      wf.reset();
-    }
-    reads = await readers.close();
+  beforeAll(() => {
+    ({ result, reads } = fixture.arranged);
   });
 
   it('to the previous version runs Plan, Rollback, EmitMetrics and Cleanup, and puts B live again', async () => {
@@ -131,7 +159,7 @@ describe('rollback', () => {
   });
 
   it("gives the version rolled back to the live table's declared keys, each once", async () => {
-    expect(await liveKeys()).toEqual(['sales_order_lines_pk PRIMARY KEY (order_id, line_no)', 'sales_order_lines_uq UNIQUE (customer_id, order_id, line_no)']);
+    expect(await liveKeys(wf)).toEqual(['sales_order_lines_pk PRIMARY KEY (order_id, line_no)', 'sales_order_lines_uq UNIQUE (customer_id, order_id, line_no)']);
   });
 
   it('keeps the grants, the comment and the view of the live table', async () => {
@@ -179,21 +207,27 @@ describe('rollback', () => {
 });
 
 describe('after a rollback', () => {
-  it('a rollback to C rolls forward, and one to the batch live now does nothing', async () => {
-    const forward = await succeeds(rollbackInput({ to: id(C) }), 'rollback-forward');
-    expect(visited(forward)).toContain('Rollback');
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
-    expect((await wf.publications()).at(-1)).toMatchObject({ seq: 5, batch_id: id(C), rollback_of: 4 });
+  describe('a rollback to C, then to the batch live', () => {
+    const wf = useFork(fixture);
 
-    const before = await snapshot();
-    const again = await succeeds(rollbackInput({ to: id(C) }), 'rollback-live');
-    expect(visited(again)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
-    expect(await snapshot()).toEqual(before);
+    it('a rollback to C rolls forward, and one to the batch live now does nothing', async () => {
+      const forward = await rollForward(wf);
+      expect(visited(forward)).toContain('Rollback');
+      expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
+      expect((await wf.publications()).at(-1)).toMatchObject({ seq: 5, batch_id: id(C), rollback_of: 4 });
+
+      const before = await snapshot(wf);
+      const again = await succeeds(wf, rollbackInput({ to: id(C) }), 'rollback-live');
+      expect(visited(again)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
+      expect(await snapshot(wf)).toEqual(before);
+    });
   });
 
   describe('refuses in Plan, before any write, saying what to do', () => {
+    const wf = useFork(fixture);
     let before: unknown;
     beforeAll(async () => {
+      await rollForward(wf);
       // A batch that never published: its run fails in Reconcile.
       wf.faults.Reconcile = async () => {
         throw new Error('injected: reconcile never ran');
@@ -203,7 +237,7 @@ describe('after a rollback', () => {
       } finally {
         wf.reset();
       }
-      before = await snapshot();
+      before = await snapshot(wf);
     });
 
     const cases: [string, () => unknown, RegExp][] = [
@@ -222,7 +256,7 @@ describe('after a rollback', () => {
         expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
         expect(caughtError(result)?.Error).toBe('ValidationError');
         expect(caughtMessage(result)).toMatch(message);
-        expect(await snapshot()).toEqual(before);
+        expect(await snapshot(wf)).toEqual(before);
       });
     }
 
@@ -233,106 +267,140 @@ describe('after a rollback', () => {
     });
   });
 
-  it('a rollback that fails in its swap changes nothing, releases the lease, and the page says readers see what they saw', async () => {
-    // A view on the live table the functions' user does not own: the swap would have to re-create it, so it refuses.
-    await wf.query(`CREATE VIEW analytics.foreign_view AS SELECT order_id FROM ${LIVE}`);
-    try {
-      const before = await snapshot();
-      const result = await wf.run(rollbackInput({}), 'rollback-refused-view');
+  describe('a rollback that fails in its swap', () => {
+    const wf = useFork(fixture);
+    beforeAll(async () => {
+      await rollForward(wf);
+    });
+
+    it('a rollback that fails in its swap changes nothing, releases the lease, and the page says readers see what they saw', async () => {
+      // A view on the live table the functions' user does not own: the swap would have to re-create it, so it refuses.
+      await wf.query(`CREATE VIEW analytics.foreign_view AS SELECT order_id FROM ${LIVE}`);
+      try {
+        const before = await snapshot(wf);
+        const result = await wf.run(rollbackInput({}), 'rollback-refused-view');
+        expect(result.status).toBe('FAILED');
+        expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'Rollback', 'RecordFailure', 'Notify', 'Failed']);
+        expect(caughtError(result)?.Error).toBe('DependentViewError');
+        expect(caughtMessage(result)).toContain('view analytics.foreign_view is owned by');
+        expect(await snapshot(wf)).toEqual(before);
+        const [alert] = result.alerts;
+        expect(alert!.message).toContain(`Rollback:   to batch ${id(B)} (from batch ${id(C)}, publication 5)`);
+        expect(alert!.message).toContain(`Live table: ${LIVE} untouched; readers still see publication 5 (batch ${id(C)}); the rollback changed nothing.`);
+        expect(alert!.message).toContain(`Re-run:     start an execution with input {"pipeline":"sales_order_lines","rollback":{"to":"${id(B)}"}} once the cause is fixed.`);
+      } finally {
+        await wf.query('DROP VIEW analytics.foreign_view');
+      }
+    });
+  });
+
+  describe("a publish between a rollback's plan and its swap", () => {
+    const wf = useFork(fixture);
+    beforeAll(async () => {
+      await rollForward(wf);
+    });
+
+    it('refuses in its swap when a publish came in between (a lease taken over), changing nothing and saying so', async () => {
+      wf.faults.Rollback = async (input, next) => {
+        // The rollback's lease expired and another execution took it over and published.
+        await wf.query('DELETE FROM atomic_publish.pipeline_leases');
+        wf.faults.Rollback = undefined;
+        const between = await wf.run(inputFor(D - 1), 'publish-between');
+        expect(between.status).toBe('SUCCEEDED');
+        return next(input);
+      };
+      let result: ExecutionResult;
+      try {
+        result = await wf.run(rollbackInput({}), 'rollback-overtaken');
+      } finally {
+        wf.reset();
+      }
+      const latest = (await wf.publications()).at(-1)!;
+      expect(latest).toMatchObject({ batch_id: id(D - 1), rollback_of: null });
       expect(result.status).toBe('FAILED');
-      expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'Rollback', 'RecordFailure', 'Notify', 'Failed']);
-      expect(caughtError(result)?.Error).toBe('DependentViewError');
-      expect(caughtMessage(result)).toContain('view analytics.foreign_view is owned by');
-      expect(await snapshot()).toEqual(before);
-      const [alert] = result.alerts;
-      expect(alert!.message).toContain(`Rollback:   to batch ${id(B)} (from batch ${id(C)}, publication 5)`);
-      expect(alert!.message).toContain(`Live table: ${LIVE} untouched; readers still see publication 5 (batch ${id(C)}); the rollback changed nothing.`);
-      expect(alert!.message).toContain(`Re-run:     start an execution with input {"pipeline":"sales_order_lines","rollback":{"to":"${id(B)}"}} once the cause is fixed.`);
-    } finally {
-      await wf.query('DROP VIEW analytics.foreign_view');
-    }
+      expect(caughtError(result)?.Error).toBe('PublishConflictError');
+      expect(caughtMessage(result)).toMatch(/^rollback refused: publish guard: pipeline sales_order_lines is at publication \d+ but the rollback was planned on publication \d+; nothing was changed/);
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D - 1));
+      expect(result.alerts[0]!.message).toContain(`shows publication ${String(latest.seq)}, published since the rollback was planned; the rollback changed nothing.`);
+    });
   });
 
-  it('refuses in its swap when a publish came in between (a lease taken over), changing nothing and saying so', async () => {
-    wf.faults.Rollback = async (input, next) => {
-      // The rollback's lease expired and another execution took it over and published.
-      await wf.query('DELETE FROM atomic_publish.pipeline_leases');
-      wf.faults.Rollback = undefined;
-      const between = await wf.run(inputFor(D - 1), 'publish-between');
-      expect(between.status).toBe('SUCCEEDED');
-      return next(input);
-    };
-    let result: ExecutionResult;
-    try {
-      result = await wf.run(rollbackInput({}), 'rollback-overtaken');
-    } finally {
-      wf.reset();
-    }
-    const latest = (await wf.publications()).at(-1)!;
-    expect(latest).toMatchObject({ batch_id: id(D - 1), rollback_of: null });
-    expect(result.status).toBe('FAILED');
-    expect(caughtError(result)?.Error).toBe('PublishConflictError');
-    expect(caughtMessage(result)).toMatch(/^rollback refused: publish guard: pipeline sales_order_lines is at publication \d+ but the rollback was planned on publication \d+; nothing was changed/);
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D - 1));
-    expect(result.alerts[0]!.message).toContain(`shows publication ${String(latest.seq)}, published since the rollback was planned; the rollback changed nothing.`);
+  describe('a normal run after a rollback, and rollbacks around it', () => {
+    const wf = useFork(fixture);
+    /** The live table after each step. */
+    const live: Record<string, Fingerprint> = {};
+    let next: ExecutionResult;
+    let nextPublication: Record<string, unknown>;
+    let batchD: Record<string, unknown> | undefined;
+    let replay: ExecutionResult;
+    beforeAll(async () => {
+      await rollForward(wf);
+      // Live is a publish after the rollback (day D - 1); its previous version is C.
+      await succeeds(wf, inputFor(D - 1), 'publish-between');
+      await succeeds(wf, rollbackInput({}), 'rollback-again');
+      live.rolledBack = await wf.fingerprint(LIVE);
+
+      next = await succeeds(wf, inputFor(D), 'after-rollback');
+      live.next = await wf.fingerprint(LIVE);
+      live.expectedNext = await wf.expected(D);
+      nextPublication = (await wf.publications()).at(-1)!;
+
+      await succeeds(wf, rollbackInput({}), 'rollback-d');
+      live.rolledBackD = await wf.fingerprint(LIVE);
+      batchD = await wf.batch(id(D));
+      replay = await succeeds(wf, inputFor(D), 'replay-d');
+      live.replayed = await wf.fingerprint(LIVE);
+    });
+
+    it('a normal run publishes newer data, and a replay of the batch rolled away from does not re-publish it', () => {
+      expect(live.rolledBack).toEqual(versions[C]);
+
+      expect(visited(next)).toContain('Publish');
+      expect(live.next).toEqual(live.expectedNext);
+      expect(nextPublication).toMatchObject({ batch_id: id(D), rollback_of: null });
+
+      expect(live.rolledBackD).toEqual(versions[C]);
+      expect(batchD!.status).toBe('PUBLISHED');
+      expect(visited(replay)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
+      expect(live.replayed).toEqual(versions[C]);
+    });
+
+    it('Cleanup never sends CASCADE: every statement its runs sent through the Data API, DROPs included', async () => {
+      // The arranged runs' (publishes and a rollback) and this describe's (publishes and rollbacks).
+      const sent = [...fixture.arranged.cleanups, ...(await cleanupStatements(wf))];
+      expect(sent.filter((sql) => /^DROP TABLE/.test(sql)).length).toBeGreaterThanOrEqual(3);
+      expect(sent.filter((sql) => /CASCADE/i.test(sql))).toEqual([]);
+    });
   });
 
-  it('a normal run publishes newer data, and a replay of the batch rolled away from does not re-publish it', async () => {
-    // Live is the publish that came in between (day D - 1); its previous version is C.
-    await succeeds(rollbackInput({}), 'rollback-again');
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
+  describe('a rollback while a run loads', () => {
+    const wf = useFork(fixture);
 
-    const next = await succeeds(inputFor(D), 'after-rollback');
-    expect(visited(next)).toContain('Publish');
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D));
-    expect((await wf.publications()).at(-1)).toMatchObject({ batch_id: id(D), rollback_of: null });
-
-    await succeeds(rollbackInput({}), 'rollback-d');
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
-    expect((await wf.batch(id(D)))!.status).toBe('PUBLISHED');
-    const replay = await succeeds(inputFor(D), 'replay-d');
-    expect(visited(replay)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'NothingToPublish']);
-    expect(await wf.fingerprint(LIVE)).toEqual(versions[C]);
-  });
-
-  it('Cleanup never sends CASCADE: every statement its runs sent through the Data API, DROPs included', async () => {
-    const sent: string[] = [];
-    let token: string | undefined;
-    do {
-      const page = await wf.wh.client.send(
-        new ListStatementsCommand({ StatementName: `atomic-publish:${PIPELINE.name}:cleanup:`, Status: 'ALL', MaxResults: 100, RoleLevel: true, ...(token ? { NextToken: token } : {}) }),
-      );
-      for (const statement of page.Statements ?? []) sent.push(...(statement.QueryStrings ?? []), ...(statement.QueryString ? [statement.QueryString] : []));
-      token = page.NextToken;
-    } while (token);
-    expect(sent.filter((sql) => /^DROP TABLE/.test(sql)).length).toBeGreaterThanOrEqual(3);
-    expect(sent.filter((sql) => /CASCADE/i.test(sql))).toEqual([]);
-  });
-
-  it('holds the pipeline lease like any run: a rollback while a run loads ends PipelineBusy, writing nothing, and that run then publishes', async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let loading!: () => void;
-    const entered = new Promise<void>((resolve) => (loading = resolve));
-    wf.faults.LoadChunk = async (input, next) => {
-      loading();
-      await held;
-      return next(input);
-    };
-    try {
-      const running = await wf.start(inputFor(D + 1), 'holds-the-lease');
-      await entered;
-      const before = await snapshot();
-      const busy = await succeeds(rollbackInput({}), 'rollback-busy');
-      expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
-      expect((busy.output as { plan: { skipped: { heldBy: string } } }).plan.skipped.heldBy).toBe(running.executionId);
-      expect(await snapshot()).toEqual(before);
-      release();
-      expect((await running.result).status).toBe('SUCCEEDED');
-    } finally {
-      release();
-      wf.reset();
-    }
-    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D + 1));
+    it('holds the pipeline lease like any run: a rollback while a run loads ends PipelineBusy, writing nothing, and that run then publishes', async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let loading!: () => void;
+      const entered = new Promise<void>((resolve) => (loading = resolve));
+      wf.faults.LoadChunk = async (input, next) => {
+        loading();
+        await held;
+        return next(input);
+      };
+      try {
+        const running = await wf.start(inputFor(D + 1), 'holds-the-lease');
+        await entered;
+        const before = await snapshot(wf);
+        const busy = await succeeds(wf, rollbackInput({}), 'rollback-busy');
+        expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
+        expect((busy.output as { plan: { skipped: { heldBy: string } } }).plan.skipped.heldBy).toBe(running.executionId);
+        expect(await snapshot(wf)).toEqual(before);
+        release();
+        expect((await running.result).status).toBe('SUCCEEDED');
+      } finally {
+        release();
+        wf.reset();
+      }
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D + 1));
+    });
   });
 });
