@@ -4,14 +4,17 @@
 // went NULL, differs from what readers see now; the gate compares each
 // chunk's rows and each column's NULL share with live's over the batch
 // interval. A measure's sums pass within their tolerance, and a
-// floating-point measure is accepted only with one.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// floating-point measure is accepted only with one. The first publication
+// with drift declared is arranged once; every test acts on a copy of what
+// it left (test/support/fork-per-test.ts, test/support/workflow.ts useFork).
+import { afterAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, stateEvents, useWorkflow, visited, type Workflow } from '../support/workflow.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 120;
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
@@ -22,18 +25,6 @@ const DRIFT = {
 } as const;
 /** The sample pipeline with these checks (deployed as a new spec would be: the functions read this list). */
 const withChecks = (checks: PipelineSpec['checks'], spec: Partial<PipelineSpec> = {}) => definePipeline({ ...salesOrderLines, ...spec, checks: { allowEmpty: false, ...checks } });
-
-let wf: Workflow;
-beforeAll(async () => {
-  wf = await useWorkflow('wf_drift');
-  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 11, liveDays: 5 });
-  // A customer may be unknown upstream: a NULL the load carries.
-  for (const table of ['source.sales_order_lines', LIVE]) await wf.query(`ALTER TABLE ${table} ALTER COLUMN customer_id DROP NOT NULL`);
-});
-afterAll(() => {
-  pipelines[index] = original;
-  return wf?.close();
-});
 
 const batchId = (day: number) => batchIdFor(pipelines[index]!, resolveInterval(inputFor(day), pipelines[index]!, new Date()));
 const day = (n: number) => sampleDay(n).toISOString().slice(0, 19);
@@ -46,7 +37,7 @@ interface Recorded {
   details: string;
 }
 /** The check results of the batch's latest attempt, by name. */
-async function recorded(id: string): Promise<Record<string, Recorded>> {
+async function recorded(wf: Workflow, id: string): Promise<Record<string, Recorded>> {
   const rows = await wf.query<Recorded>(
     `SELECT check_name, passed, severity, observed, expected, details FROM atomic_publish.check_results
       WHERE batch_id = $1 AND attempt = (SELECT MAX(attempt) FROM atomic_publish.check_results WHERE batch_id = $1) ORDER BY check_name`,
@@ -54,18 +45,37 @@ async function recorded(id: string): Promise<Record<string, Recorded>> {
   );
   return Object.fromEntries(rows.map((r) => [r.check_name, r]));
 }
-const failed = async (id: string) => Object.values(await recorded(id)).filter((c) => !c.passed).map((c) => c.check_name);
+const failed = async (wf: Workflow, id: string) => Object.values(await recorded(wf, id)).filter((c) => !c.passed).map((c) => c.check_name);
+/** 84 of day 3's 120 source rows are gone: staging matches the source, live still has them. */
+const truncateDay3 = (wf: Workflow) =>
+  wf.query(
+    `DELETE FROM source.sales_order_lines WHERE (order_id, line_no) IN (
+       SELECT order_id, line_no FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 84)`,
+    [day(3), day(4)],
+  );
+
+const fixture = useWorkflowFixture('wf_drift', async (wf) => {
+  await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 11, liveDays: 5 });
+  // A customer may be unknown upstream: a NULL the load carries.
+  for (const table of ['source.sales_order_lines', LIVE]) await wf.query(`ALTER TABLE ${table} ALTER COLUMN customer_id DROP NOT NULL`);
+  // The first publication with drift declared, into an empty live table: live then holds days 0 to 5.
+  pipelines[index] = withChecks({ drift: DRIFT });
+  await wf.query(`TRUNCATE ${LIVE}`);
+  return { first: await wf.run(inputFor(6), 'first-publication'), firstBatch: batchId(6) };
+});
+afterAll(() => {
+  pipelines[index] = original;
+});
 
 describe('drift against the live table', () => {
-  it('passes the first publication, which has no live rows to compare', async () => {
-    pipelines[index] = withChecks({ drift: DRIFT });
-    await wf.query(`TRUNCATE ${LIVE}`);
+  const wf = useForkPerTest(fixture);
 
-    const result = await wf.run(inputFor(6), 'first-publication');
+  it('passes the first publication, which has no live rows to compare', async () => {
+    const { first: result, firstBatch } = fixture.arranged;
 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(6));
-    const checks = await recorded(batchId(6));
+    const checks = await recorded(wf, firstBatch);
     expect(checks.live_row_count_drift).toMatchObject({
       passed: true,
       severity: 'block',
@@ -79,13 +89,8 @@ describe('drift against the live table', () => {
   });
 
   it('fails a source truncated to 30% of a day after the publish, naming the chunk and its day; live untouched', async () => {
-    wf.reset();
-    // 84 of day 3's 120 source rows are gone: staging matches the source, live still has them.
-    await wf.query(
-      `DELETE FROM source.sales_order_lines WHERE (order_id, line_no) IN (
-         SELECT order_id, line_no FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 84)`,
-      [day(3), day(4)],
-    );
+    pipelines[index] = withChecks({ drift: DRIFT });
+    await truncateDay3(wf);
     const live = await wf.fingerprint(LIVE);
 
     const result = await wf.run(inputFor(7), 'truncated-source');
@@ -95,8 +100,8 @@ describe('drift against the live table', () => {
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     expect(await wf.fingerprint(LIVE)).toEqual(live);
     const id = batchId(7);
-    expect(await failed(id)).toEqual(['live_row_count_drift']);
-    const checks = await recorded(id);
+    expect(await failed(wf, id)).toEqual(['live_row_count_drift']);
+    const checks = await recorded(wf, id);
     expect(checks.staging_rows_match_source?.passed).toBe(true);
     expect(checks.live_row_count_drift).toMatchObject({
       severity: 'block',
@@ -113,7 +118,7 @@ describe('drift against the live table', () => {
   });
 
   it('publishes the same truncation under severity warn, recording and returning the warning', async () => {
-    wf.reset();
+    await truncateDay3(wf);
     pipelines[index] = withChecks({ drift: { ...DRIFT, rowCount: { ...DRIFT.rowCount, severity: 'warn' } } });
 
     const result = await wf.run(inputFor(7), 'truncated-warn');
@@ -122,7 +127,7 @@ describe('drift against the live table', () => {
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
     const id = batchId(7);
     expect((await wf.batch(id))?.status).toBe('PUBLISHED');
-    expect((await recorded(id)).live_row_count_drift).toMatchObject({
+    expect((await recorded(wf, id)).live_row_count_drift).toMatchObject({
       passed: false,
       severity: 'warn',
       details: `#3 2026-01-04 00:00:00: live ${ROWS_PER_DAY}, staging 36, -70.0%`,
@@ -132,6 +137,11 @@ describe('drift against the live table', () => {
   });
 
   it('fails a column that went mostly NULL, with both shares; live untouched', async () => {
+    // Live as a warn publication of the truncation leaves it: day 3 holds its 36 rows in live too.
+    await truncateDay3(wf);
+    pipelines[index] = withChecks({ drift: { ...DRIFT, rowCount: { ...DRIFT.rowCount, severity: 'warn' } } });
+    const warned = await wf.run(inputFor(7), 'truncated-warn');
+    expect(warned.status, `${warned.error}: ${warned.cause}`).toBe('SUCCEEDED');
     wf.reset();
     pipelines[index] = withChecks({ drift: DRIFT });
     // Days 5 and 6 lose their customer: 240 of the interval's 876 rows (27.4%), none live.
@@ -144,8 +154,8 @@ describe('drift against the live table', () => {
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     expect(await wf.fingerprint(LIVE)).toEqual(live);
     const id = batchId(8);
-    expect(await failed(id)).toEqual(['live_null_rate_drift']);
-    expect((await recorded(id)).live_null_rate_drift).toMatchObject({
+    expect(await failed(wf, id)).toEqual(['live_null_rate_drift']);
+    expect((await recorded(wf, id)).live_null_rate_drift).toMatchObject({
       severity: 'block',
       observed: '1 of 8 column(s) compared whose NULL share rose by more than 10 points',
       details: 'customer_id: live 0.0% NULL, staging 27.4% NULL (+27.4 points)',
@@ -155,6 +165,7 @@ describe('drift against the live table', () => {
 });
 
 describe('tolerances of the measures', () => {
+  const wf = useForkPerTest(fixture);
   /** A run whose source gains `added` on one amount of day 2 after the loads: the sums differ by it. */
   const runWithAmountChange = async (to: number, added: string, name: string) => {
     wf.reset();
@@ -176,23 +187,22 @@ describe('tolerances of the measures', () => {
     const within = await runWithAmountChange(9, '0.50', 'within-tolerance');
 
     expect(within.status, `${within.error}: ${within.cause}`).toBe('SUCCEEDED');
-    expect((await recorded(batchId(9))).staging_sums_match_source).toMatchObject({
+    expect((await recorded(wf, batchId(9))).staging_sums_match_source).toMatchObject({
       passed: true,
       expected: 'sums of quantity, amount (tolerance absolute 1.00) equal in every chunk',
     });
-    expect((await recorded(batchId(9))).staging_sums_match_source!.observed).toMatch(/amount: source .*, source - staging 0\.50$/);
+    expect((await recorded(wf, batchId(9))).staging_sums_match_source!.observed).toMatch(/amount: source .*, source - staging 0\.50$/);
 
     const outside = await runWithAmountChange(10, '5.00', 'outside-tolerance');
 
     expect(outside.status).toBe('FAILED');
     expect(caughtError(outside)?.Error).toBe('CheckFailedError');
     // The gate's failure, and where it lies: the one changed row (the locating checks of a failed gate).
-    expect(await failed(batchId(10))).toEqual(['difference_located', 'rows_changed', 'staging_sums_match_source']);
-    expect((await recorded(batchId(10))).staging_sums_match_source!.details).toMatch(/^#2 2026-01-03 00:00:00: amount: source .*, source - staging 5\.00$/);
+    expect(await failed(wf, batchId(10))).toEqual(['difference_located', 'rows_changed', 'staging_sums_match_source']);
+    expect((await recorded(wf, batchId(10))).staging_sums_match_source!.details).toMatch(/^#2 2026-01-03 00:00:00: amount: source .*, source - staging 5\.00$/);
   });
 
   it('refuses a floating-point measure without a tolerance in Plan, and sums it with one', async () => {
-    wf.reset();
     for (const table of ['source.sales_order_lines', LIVE]) await wf.query(`ALTER TABLE ${table} ADD COLUMN weight double precision`);
     await wf.query('UPDATE source.sales_order_lines SET weight = CAST(amount AS double precision) / 7');
     await wf.query(`UPDATE ${LIVE} SET weight = CAST(amount AS double precision) / 7`);
@@ -214,16 +224,20 @@ describe('tolerances of the measures', () => {
     const accepted = await wf.run(inputFor(10), 'float-with-tolerance');
 
     expect(accepted.status, `${accepted.error}: ${accepted.cause}`).toBe('SUCCEEDED');
-    expect((await recorded(batchId(10))).staging_sums_match_source).toMatchObject({ passed: true, expected: 'sums of weight (tolerance relative 1e-9) equal in every chunk' });
+    expect((await recorded(wf, batchId(10))).staging_sums_match_source).toMatchObject({ passed: true, expected: 'sums of weight (tolerance relative 1e-9) equal in every chunk' });
   });
 });
 
 describe('drift against live under replace-intervals', () => {
+  const wf = useFork(fixture);
+
   it('compares only the live rows of the replaced days, and fails the day the source lost', async () => {
+    // Live first holds days 0 to 8 of the source; then the days 7 and 8 are replaced.
+    pipelines[index] = withChecks({});
+    const published = await wf.run(inputFor(9), 'publish-to-day-9');
+    expect(published.status, `${published.error}: ${published.cause}`).toBe('SUCCEEDED');
     wf.reset();
-    // The table now has weight (the test above); the days 7 and 8 are replaced.
-    const sourceSql = salesOrderLines.sourceSql.replace('AS unit_price', 'AS unit_price, weight');
-    pipelines[index] = withChecks({ drift: { rowCount: DRIFT.rowCount } }, { sourceSql, publishMode: 'replace-intervals' });
+    pipelines[index] = withChecks({ drift: { rowCount: DRIFT.rowCount } }, { publishMode: 'replace-intervals' });
     await wf.query(
       `DELETE FROM source.sales_order_lines WHERE (order_id, line_no) IN (
          SELECT order_id, line_no FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 100)`,
@@ -238,8 +252,8 @@ describe('drift against live under replace-intervals', () => {
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     expect(await wf.fingerprint(LIVE)).toEqual(live);
     const id = batchIdFor(pipelines[index]!, resolveInterval(input, pipelines[index]!, new Date()));
-    expect(await failed(id)).toEqual(['live_row_count_drift']);
-    expect((await recorded(id)).live_row_count_drift).toMatchObject({
+    expect(await failed(wf, id)).toEqual(['live_row_count_drift']);
+    expect((await recorded(wf, id)).live_row_count_drift).toMatchObject({
       observed: '1 of 2 chunk(s) compared outside the bounds',
       details: `#1 2026-01-09 00:00:00: live ${ROWS_PER_DAY}, staging 20, -83.3%`,
     });
@@ -247,8 +261,9 @@ describe('drift against live under replace-intervals', () => {
 });
 
 describe('drift checks the live table does not fit, refused in Plan before any load', () => {
+  const wf = useFork(fixture);
+
   it('refuses a NULL-rate column the live table lacks, naming the pipeline and the check', async () => {
-    wf.reset();
     pipelines[index] = withChecks({ drift: { nullRate: { columns: ['discount'], maxIncreasePoints: 5 } } });
     const live = await wf.fingerprint(LIVE);
 
