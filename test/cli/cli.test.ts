@@ -3,9 +3,11 @@
 // process), the real SDK clients against the local Step Functions and Data
 // API endpoints, the synthesized state machine run by the test's runner (so
 // a test can hold a chunk load to stop or kill mid-run). The sample
-// warehouse is arranged once as it is and once with a first publication;
-// each describe works on a copy of its own, with its own endpoints, runner
-// and Step Functions API (test/support/workflow.ts useFork).
+// warehouse is arranged once as it is and once after a first run (whose
+// answers the run test reads); each describe that acts works on a copy of
+// its own, with its own endpoints, runner and Step Functions API
+// (test/support/workflow.ts useFork), and the commands that start nothing
+// share one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -168,62 +170,74 @@ const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE
 const SAMPLE = { rowsPerDay: 20, sourceDays: 10, liveDays: 4 };
 /** The sample warehouse, nothing published yet. */
 const sampled = useWorkflowFixture('cli_e2e', (wf) => wf.sample(SAMPLE));
-/** The sample warehouse after `run --to day 5`: publication 1, batch batchOf(day 0, day 5). */
+/**
+ * The sample warehouse after `run --to day 5` (publication 1, batch
+ * batchOf(day 0, day 5)) and the same command again; what the two commands
+ * answered, what was started, and the live table then.
+ */
 const published = useWorkflowFixture('cli_e2e_published', async (wf) => {
   await wf.sample(SAMPLE);
-  const { cli, close } = await startCli(wf);
+  const { cli, api, publicationsOf, close } = await startCli(wf);
   try {
     const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
     if (ran.code !== 0) throw new Error(`the arranged run to day 5 failed: ${ran.out} ${ran.err}`);
+    const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
+    return {
+      ran,
+      again,
+      started: [...api.started()],
+      live: await wf.fingerprint(LIVE),
+      expected: await wf.expected(5),
+      publications: await publicationsOf(batchOf(day(0), day(5))),
+    };
   } finally {
     await close();
   }
 });
 
-describe('bad input: a non-zero exit, a message, nothing started', () => {
-  // The CLI writes nothing itself, and each command here is refused before it starts an execution: they share one copy.
+describe('before any publication', () => {
+  // The CLI writes nothing itself, and nothing here starts an execution: one copy for all.
   const c = useCli(sampled);
   const { wf, api, sfn, cli } = c;
-  const cases: [string, string[], RegExp][] = [
-    ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
-    ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-    ['an interval off the grain', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
-    ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/],
-    ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap/],
-    ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
-    ['an unknown command', ['publish-everything'], /unknown command/],
-    ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/],
-    ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/],
-    ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-    ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
-    ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
-  ];
-  it.each(cases)('%s', async (_, argv, message) => {
-    const ran = await cli(argv);
-    expect(ran.code).toBe(2);
-    expect(ran.err).toMatch(message);
-    expect(api.started()).toEqual([]);
+
+  describe('bad input: a non-zero exit, a message, nothing started', () => {
+    const cases: [string, string[], RegExp][] = [
+      ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
+      ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
+      ['an interval off the grain', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
+      ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/],
+      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap/],
+      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
+      ['an unknown command', ['publish-everything'], /unknown command/],
+      ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/],
+      ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/],
+      ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
+      ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
+      ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
+    ];
+    it.each(cases)('%s', async (_, argv, message) => {
+      const ran = await cli(argv);
+      expect(ran.code).toBe(2);
+      expect(ran.err).toMatch(message);
+      expect(api.started()).toEqual([]);
+    });
+
+    it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
+      const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+      expect(ran.code).toBe(2);
+      expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
+      expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+    });
+
+    it('an unreachable Step Functions endpoint: nothing started', async () => {
+      const ran = await cli(['--sfn-endpoint', `http://127.0.0.1:${await closedPort()}`, 'run', 'sales_order_lines', '--to', day(5)]);
+      expect(ran.code).toBe(2);
+      expect(ran.err).toMatch(/cannot reach an endpoint/);
+      expect(api.started()).toEqual([]);
+    });
   });
 
-  it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
-    const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
-    expect(ran.code).toBe(2);
-    expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
-    expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
-  });
-
-  it('an unreachable Step Functions endpoint: nothing started', async () => {
-    const ran = await cli(['--sfn-endpoint', `http://127.0.0.1:${await closedPort()}`, 'run', 'sales_order_lines', '--to', day(5)]);
-    expect(ran.code).toBe(2);
-    expect(ran.err).toMatch(/cannot reach an endpoint/);
-    expect(api.started()).toEqual([]);
-  });
-});
-
-describe('plan, run, status, history', () => {
-  describe('before any publication', () => {
-    const { api, cli } = useCli(sampled);
-
+  describe('plan', () => {
     it('plan --json: the chunks, the load and gate SQL, nothing published, an estimate; starts nothing', async () => {
       const ran = await cli(['--json', 'plan', 'sales_order_lines', '--to', day(5)]);
       expect(ran.code).toBe(0);
@@ -238,22 +252,22 @@ describe('plan, run, status, history', () => {
       expect(api.started()).toEqual([]);
     });
   });
+});
 
+describe('plan, run, status, history', () => {
   describe('a run', () => {
-    const { wf, api, cli, publicationsOf } = useCli(sampled);
-
-    it('run --json publishes and says so; the same command again starts nothing', async () => {
-      const ran = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5), '--poll-ms', '50']);
+    // The run and its repetition are the arrangement of `published`.
+    it('run --json publishes and says so; the same command again starts nothing', () => {
+      const { ran, again, started, live, expected, publications } = published.arranged;
       expect(ran.code).toBe(0);
       const result = JSON.parse(ran.out);
       expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
-      expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(5));
+      expect(live).toEqual(expected);
 
-      const again = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)]);
       expect(again.code).toBe(0);
       expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
-      expect(api.started()).toEqual([nameOf(day(0), day(5))]);
-      expect(await publicationsOf(batchOf(day(0), day(5)))).toBe(1);
+      expect(started).toEqual([nameOf(day(0), day(5))]);
+      expect(publications).toBe(1);
     });
   });
 
