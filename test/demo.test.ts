@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
+import { SAFETY_NET_MS } from './support/safety-net.ts';
 
 describe('npm start (the demo)', () => {
   it('shows naive readers a half-built table and atomic readers only the old or the new one, resumes the failed batch after the fix, then prints the manifest', () => {
@@ -12,7 +13,7 @@ describe('npm start (the demo)', () => {
       cwd: PROJECT_ROOT,
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(STATE_DIR, 'demo-test-pg') },
       encoding: 'utf8',
-      timeout: 150_000,
+      timeout: SAFETY_NET_MS,
     });
     expect(run.status, run.stderr).toBe(0);
     const out = run.stdout;
@@ -53,5 +54,5 @@ describe('npm start (the demo)', () => {
     expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:1","pipeline":"sales_order_lines",/m);
     expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:2",/m);
     expect(out).toContain('OK: readers of the atomic path only ever saw the old or the new table.');
-  }, 180_000);
+  });
 });

@@ -565,5 +565,5 @@ describe('local up (a real process)', () => {
     }
     expect(await exited).toBe(0);
     await dropDatabase(inject('pg'), database);
-  }, 120_000);
+  });
 });

@@ -45,5 +45,5 @@ describe('RecordFailure failing', () => {
     expect(alert.message).toContain('atomic_publish.batch_attempts');
     // eslint-disable-next-line no-control-regex
     expect(alert.message).toMatch(/^[\x20-\x7e]*$/);
-  }, 60_000);
+  });
 });

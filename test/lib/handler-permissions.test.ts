@@ -160,7 +160,7 @@ beforeAll(() => {
         };
       });
   }
-}, 120_000);
+});
 
 describe('the SDK calls in the handlers\' code', () => {
   it('are all commands of SDK clients the scan can map to IAM actions, in every handler', () => {

@@ -10,6 +10,7 @@ import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../lib/project.ts';
 import { STEP_BUNDLING } from '../../lib/step-handler.ts';
+import { SAFETY_NET_MS } from '../support/safety-net.ts';
 
 const out = mkdtempSync(join(tmpdir(), 'atomic-publish-bundle-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -59,7 +60,7 @@ describe('a bundled step handler', () => {
       cwd: tmpdir(),
       encoding: 'utf8',
       env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
-      timeout: 60_000,
+      timeout: SAFETY_NET_MS,
     });
 
     expect(child.stderr).not.toMatch(/wasm|Aborted/);

@@ -34,7 +34,7 @@ describe('cdk synth', () => {
       : { Resources: {} };
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['atomic-publish:entry']);
     synthesized = { run, functions };
-  }, 180_000);
+  });
 
   it('produces the deployable template offline with every Lambda handler bundled', () => {
     const { run, functions } = synthesized;

@@ -118,5 +118,5 @@ describe('a re-run after the runner was killed while chunk loads still ran', () 
     expect(await chunkLoads(wf)).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
     expect(await wf.publications()).toHaveLength(1);
-  }, 120_000);
+  });
 });

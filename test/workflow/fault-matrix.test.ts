@@ -240,7 +240,7 @@ beforeAll(async () => {
   expect(clean.status, `${clean.error}: ${clean.cause}`).toBe('SUCCEEDED');
   expect(await wf.fingerprint(LIVE)).toEqual(fresh);
   wf.reset();
-}, 600_000);
+});
 
 afterAll(async () => {
   await readers?.close();
@@ -294,7 +294,7 @@ describe.skipIf(!FULL_MATRIX)('a failure inside each step after each statement i
           return { result, fired: log.fired };
         });
       }
-    }, 600_000);
+    });
   }
 });
 
@@ -362,5 +362,5 @@ describe('a failure inside the publish transaction', () => {
       'killed-run',
       true,
     );
-  }, 120_000);
+  });
 });
