@@ -7,7 +7,8 @@
  * the warehouse through the real SDK client, pointed at the local Data API
  * endpoint by the environment.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { HISTORY_LIMIT_ERROR, HistoryCounter, MAX_HISTORY_EVENTS } from './history.ts';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
@@ -266,7 +267,7 @@ export class LocalRunner {
     // with scaled retry waits, which the validator's integer rule for
     // IntervalSeconds would refuse.
     const { StateMachine } = await import('aws-local-stepfunctions');
-    new StateMachine(workflow.definition, { validationOptions: { checkArn: false } });
+    validateOnce(workflow.definition, (definition) => new StateMachine(definition, { validationOptions: { checkArn: false } }));
     const { definition, maps } = withDistributedMapsAsTasks(localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE));
     const eventEntries = Object.fromEntries(
       [...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]),
@@ -690,6 +691,25 @@ export class LocalRunner {
 }
 
 /** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
+/** The definitions already validated in this process, by their hash: a definition valid once stays valid. */
+const validated = new Set<string>();
+
+/**
+ * Runs `validate` (which throws on an invalid definition) once per distinct
+ * definition, remembered in this process and, by a marker file beside the
+ * cached templates (local/template.ts), in the next: the validator compiles
+ * its JSON schemas on every call, about half a second.
+ */
+function validateOnce(definition: unknown, validate: (definition: never) => unknown): void {
+  const hash = createHash('sha256').update(JSON.stringify(definition)).digest('hex').slice(0, 32);
+  const marker = join(STATE_DIR, 'cache', `asl-valid-${hash}`);
+  if (validated.has(hash) || existsSync(marker)) return;
+  validate(definition as never);
+  validated.add(hash);
+  mkdirSync(join(STATE_DIR, 'cache'), { recursive: true });
+  writeFileSync(marker, '');
+}
+
 function historyLimitError(count: number): Error {
   return Object.assign(new Error(`the execution's history reached ${count} events, more than Step Functions' ${MAX_HISTORY_EVENTS}`), { name: HISTORY_LIMIT_ERROR });
 }

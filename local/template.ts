@@ -68,9 +68,11 @@ export async function synthesizeTemplate(): Promise<Template> {
   const partial = `${cacheFile}.${process.pid}.tmp`;
   writeFileSync(partial, JSON.stringify(template));
   renameSync(partial, cacheFile);
-  // Templates of sources that no longer exist are never read again.
+  // Templates of sources that no longer exist are never read again, nor the
+  // markers of the definitions validated from them (local/runner.ts validateOnce).
   for (const name of readdirSync(dirname(cacheFile))) {
-    if (/^template-[0-9a-f]+\.json$/.test(name) && join(dirname(cacheFile), name) !== cacheFile) rmSync(join(dirname(cacheFile), name), { force: true });
+    const stale = (/^template-[0-9a-f]+\.json$/.test(name) && join(dirname(cacheFile), name) !== cacheFile) || /^asl-valid-[0-9a-f]+$/.test(name);
+    if (stale) rmSync(join(dirname(cacheFile), name), { force: true });
   }
   return template;
 }
