@@ -57,8 +57,17 @@ function sourceFingerprint(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Synthesizes the CDK app in-process (no bundling) and caches the template. */
+/** This process's template: its sources do not change under a running process's feet, so they are hashed once. */
+let synthesized: Promise<Template> | undefined;
+
+/** Synthesizes the CDK app in-process (no bundling) and caches the template, on disk and for this process; each caller gets a copy of its own. */
 export async function synthesizeTemplate(): Promise<Template> {
+  synthesized ??= synthesizeOrRead();
+  synthesized.catch(() => (synthesized = undefined));
+  return structuredClone(await synthesized);
+}
+
+async function synthesizeOrRead(): Promise<Template> {
   const cacheFile = join(STATE_DIR, 'cache', `template-${sourceFingerprint()}.json`);
   if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Template;
   const { synthesizeStackTemplate } = await import('../lib/app.ts');
