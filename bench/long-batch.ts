@@ -33,6 +33,7 @@ import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { type ExecutionEvent, type ExecutionResult, LocalRunner } from '../local/runner.ts';
 import { createSampleWarehouse, SAMPLE_EXPECTED_ROWS_SQL, sampleDay, useHourlySample } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
+import { textOption } from './options.ts';
 
 /** Ten years of hours. */
 export const LONG_BATCH_HOURS = 87_600;
@@ -137,14 +138,6 @@ export interface LongBatchBench extends LongBatchFigures {
   readonly tooLongRefused: boolean;
 }
 
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const value = process.argv[i + 1];
-  if (!value || value.startsWith('--')) throw new Error(`--${name} needs a value`);
-  return value;
-}
-
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 function batchIdOf(pipeline: Pipeline, to: Date): string {
@@ -225,12 +218,12 @@ function table(f: LongBatchBench): string {
 }
 
 async function main(): Promise<void> {
-  const hours = Number(option('hours', String(LONG_BATCH_HOURS)));
+  const hours = Number(textOption('hours', String(LONG_BATCH_HOURS)));
   if (!Number.isInteger(hours) || hours < 1) throw new Error('--hours must be a whole number of at least 1');
   const figures = await benchLongBatch({
     hours,
-    pgDir: path.resolve(option('pg-dir', path.join(STATE_DIR, 'bench-pg'))),
-    database: option('database', 'atomic_publish_bench_long'),
+    pgDir: path.resolve(textOption('pg-dir', path.join(STATE_DIR, 'bench-pg'))),
+    database: textOption('database', 'atomic_publish_bench_long'),
   });
   if (process.argv.includes('--json')) {
     process.stdout.write(`${JSON.stringify(figures)}\n`);

@@ -61,6 +61,7 @@ import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { pollReads } from './reads.ts';
 import { LONG_BATCH_HOURS, type LongBatchBench, MAX_PAYLOAD_BYTES } from './long-batch.ts';
 import { MAX_HISTORY_EVENTS } from '../local/history.ts';
+import { textOption } from './options.ts';
 
 const DAYS = 60;
 const KB = 1024;
@@ -69,14 +70,6 @@ function option(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   const value = i >= 0 ? Number(process.argv[i + 1]) : fallback;
   if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number`);
-  return value;
-}
-
-function textOption(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  if (i < 0) return fallback;
-  const value = process.argv[i + 1];
-  if (!value || value.startsWith('--')) throw new Error(`--${name} needs a value`);
   return value;
 }
 
