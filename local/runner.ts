@@ -19,6 +19,9 @@ import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
 import { type ChildExecution, type DistributedMapState, runDistributedMap, withDistributedMapsAsTasks } from './distributed-map.ts';
 import { StartRunEnv } from '../functions/start-run/env.ts';
+import { StepFunctionsEnv } from '../functions/commons/step-functions.ts';
+import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
+import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from './step-functions-api.ts';
 import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
 import { stepEntry } from '../lib/workflow-steps.ts';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
@@ -91,9 +94,20 @@ export interface ExecutionResult {
 /** A started execution: abort it (StopExecution), or wait for its result. */
 export interface RunningExecution {
   readonly executionId: string;
-  /** Stops the execution, as StopExecution does: it ends ABORTED (running Lambda invocations go on, as on AWS). */
-  abort(): void;
+  /**
+   * Stops the execution, as StopExecution does: it ends ABORTED, with
+   * `error` and `cause` in its ExecutionAborted event, whatever its states
+   * were about to do; no state starts after the stop (running Lambda
+   * invocations go on, as on AWS). A second stop changes nothing.
+   */
+  abort(details?: StopDetails): void;
   readonly result: Promise<ExecutionResult>;
+}
+
+/** StopExecution's optional error and cause. */
+export interface StopDetails {
+  readonly error?: string;
+  readonly cause?: string;
 }
 
 export interface StartOptions {
@@ -103,25 +117,7 @@ export interface StartOptions {
   readonly timeoutSeconds?: number;
 }
 
-/** StartExecution refused the input (as Step Functions does for input over 256 KB). */
-export class StartExecutionError extends Error {
-  override name = 'ValidationException';
-}
-
-/** StartExecution refused the name: one that breaks Step Functions' rules for names (domain/run-name.ts). */
-export class InvalidNameError extends Error {
-  override name = 'InvalidName';
-}
-
-/**
- * StartExecution refused the name: an execution of that name has ended,
- * or is running with another input. (While it runs with the same input,
- * StartExecution returns it instead.)
- * https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
- */
-export class ExecutionAlreadyExistsError extends Error {
-  override name = 'ExecutionAlreadyExists';
-}
+export { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
 
 /** What DescribeExecution reports of an execution this runner started. */
 export interface ExecutionRecord {
@@ -210,6 +206,8 @@ export class LocalRunner {
   private readonly invocationRecords: InvocationRecord[] = [];
   private readonly sent = { invocations: 0, metrics: 0 };
   private readonly cloudWatch: CloudWatchClient | undefined;
+  /** The Step Functions endpoint serving this runner that its handlers call (create()), when the caller named none. */
+  private ownStepFunctions: LocalStepFunctionsApi | undefined;
   /** Invocations running now, and the queued asynchronous ones waiting for a slot (each is handed one as another ends). */
   private readonly concurrency = { running: 0, queued: [] as (() => void)[] };
 
@@ -249,12 +247,19 @@ export class LocalRunner {
       ...localEventsEnvironment(eventBridge.endpoint),
       ...options.env,
     });
+    let runner: LocalRunner;
     try {
-      return await LocalRunner.created(options, eventBridge);
+      runner = await LocalRunner.created(options, eventBridge);
     } catch (error) {
       await eventBridge.close();
       throw error;
     }
+    // The handlers' Step Functions (Plan asks it of a lease's holder): this runner's own endpoint, unless the caller names one.
+    if (options.env[StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT] === undefined) {
+      runner.ownStepFunctions = await startLocalStepFunctionsApi(runner);
+      process.env[StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT] = runner.ownStepFunctions.endpoint;
+    }
+    return runner;
   }
 
   private static async created(options: LocalRunnerOptions, eventBridge: LocalEventBridgeApi): Promise<LocalRunner> {
@@ -371,9 +376,14 @@ export class LocalRunner {
     return `${this.workflow.stateMachineArn.replace(':stateMachine:', ':execution:')}:${name}`;
   }
 
-  /** The execution of this ARN, as DescribeExecution reports it; undefined when this runner started none. */
+  /**
+   * The execution of this ARN, as DescribeExecution reports it: this
+   * runner's, or another runner's of this process (they stand for one
+   * Step Functions service); undefined when none started it (an execution
+   * of a process that died is gone with it).
+   */
   describe(executionArn: string): ExecutionRecord | undefined {
-    return [...this.executions.values()].find((e) => e.executionArn === executionArn);
+    return [...this.executions.values()].find((e) => e.executionArn === executionArn) ?? executionsOfProcess.get(executionArn);
   }
 
   /** Every execution this runner started, in the order they started. */
@@ -514,9 +524,12 @@ export class LocalRunner {
     const events: ExecutionEvent[] = [];
     const history = new HistoryCounter();
     let overLimit = false;
+    // A stop is final once made: the events before it are the history, then ExecutionAborted.
+    let stop: (StopDetails & { events: number; timestamp: number }) | undefined;
     const collecting = (async () => {
       for await (const logged of execution.eventLogs) {
         const event = logged as ExecutionEvent;
+        if (stop) continue;
         if (event.type === 'MapIterationFailed') mapFailed = true;
         events.push(event);
         if (history.add(event) && !overLimit) {
@@ -550,6 +563,14 @@ export class LocalRunner {
         }
       }
       await collecting;
+      if (stop) {
+        // The engine may have ended the execution its own way after the stop: the stop decides.
+        result = { executionId, status: 'ABORTED', ...(stop.error === undefined ? {} : { error: stop.error }), ...(stop.cause === undefined ? {} : { cause: stop.cause }), startedAt };
+        events.splice(stop.events);
+        const aborted: ExecutionEvent = { type: 'ExecutionAborted', timestamp: stop.timestamp, ...(stop.error === undefined ? {} : { Error: stop.error }), ...(stop.cause === undefined ? {} : { Cause: stop.cause }) };
+        events.push(aborted);
+        this.options.onEvent?.(aborted, executionId);
+      }
       if (result.status === 'ABORTED' || result.status === 'TIMED_OUT') {
         for (const child of runningChildren) child.abort();
         if (children.reported < children.started) await new Promise<void>((resolve) => (children.allReported = resolve));
@@ -575,16 +596,22 @@ export class LocalRunner {
         historyEvents: history.count,
       };
     };
-    const abort = () => {
+    const abort = (details: StopDetails = {}) => {
+      if (stop) return;
+      stop = { ...details, events: events.length, timestamp: Date.now() };
       execution.abort();
       for (const child of runningChildren) child.abort();
     };
     const running: RunningExecution = { executionId, abort, result: finish() };
-    this.executions.set(name, { executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events });
+    const record = (value: ExecutionRecord) => {
+      this.executions.set(name, value);
+      executionsOfProcess.set(executionId, value);
+    };
+    record({ executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events });
     void running.result.then(
-      (result) => this.executions.set(name, { ...this.executions.get(name)!, status: result.status, result }),
+      (result) => record({ ...this.executions.get(name)!, status: result.status, result }),
       // The caller sees the error; the name stays taken.
-      () => this.executions.set(name, { ...this.executions.get(name)!, status: 'FAILED' }),
+      () => record({ ...this.executions.get(name)!, status: 'FAILED' }),
     );
     return running;
   }
@@ -661,7 +688,7 @@ export class LocalRunner {
     const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
     Object.assign(process.env, Object.fromEntries(missing), {
       [StartRunEnv.STATE_MACHINE_ARN]: schedule.environment[StartRunEnv.STATE_MACHINE_ARN],
-      [StartRunEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
+      [StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
     });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
     return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds));
@@ -687,8 +714,12 @@ export class LocalRunner {
   close(): void {
     this.capture.release();
     void this.eventBridge.close();
+    void this.ownStepFunctions?.close();
   }
 }
+
+/** Every execution of every runner of this process, by ARN (the latest of an ARN two runners share). */
+const executionsOfProcess = new Map<string, ExecutionRecord>();
 
 /** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
 /** The definitions already validated in this process, by their hash: a definition valid once stays valid. */

@@ -18,7 +18,8 @@
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
-import { type ExecutionEvent, ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
+import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
+import type { ExecutionEvent, LocalRunner } from './runner.ts';
 
 export interface LocalStepFunctionsApi {
   /** e.g. http://127.0.0.1:41234 */
@@ -70,7 +71,7 @@ function historyEvent(event: ExecutionEvent, withData: boolean, input: string): 
     case 'ExecutionFailed':
       return [{ timestamp, type: 'ExecutionFailed', executionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }];
     case 'ExecutionAborted':
-      return [{ timestamp, type: 'ExecutionAborted', executionAbortedEventDetails: {} }];
+      return [{ timestamp, type: 'ExecutionAborted', executionAbortedEventDetails: { ...(event.Error === undefined ? {} : { error: event.Error }), ...(event.Cause === undefined ? {} : { cause: text(event.Cause) }) } }];
     case 'ExecutionTimeout':
       return [{ timestamp, type: 'ExecutionTimedOut', executionTimedOutEventDetails: { error: 'States.Timeout' } }];
     case 'StateEntered':
@@ -173,10 +174,12 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
       const numbered = events.map((event, i) => ({ ...event, id: i + 1, ...(i > 0 ? { previousEventId: i } : {}) }));
       return page('events', reverseOrder === true ? numbered.reverse() : numbered, maxResults, nextToken);
     },
-    StopExecution: async ({ executionArn }) => {
+    StopExecution: async ({ executionArn, error, cause }) => {
       const found = execution(executionArn);
+      if (typeof error === 'string' && error.length > 256) throw new AwsServiceError('ValidationException', 'error: Member must have length less than or equal to 256');
+      if (typeof cause === 'string' && cause.length > 32768) throw new AwsServiceError('ValidationException', 'cause: Member must have length less than or equal to 32768');
       if (found.status === 'RUNNING') {
-        found.running.abort();
+        found.running.abort({ ...(typeof error === 'string' ? { error } : {}), ...(typeof cause === 'string' ? { cause } : {}) });
         await found.running.result.catch(() => undefined);
       }
       return { stopDate: epochSeconds(runner.describe(found.executionArn)?.result?.stoppedAt ?? new Date().toISOString()) };

@@ -1,9 +1,10 @@
-import { SFNClient, StartExecutionCommand } from '@aws-sdk/client-sfn';
-import { requireEnv, optionalEnv } from '../../domain/env.ts';
+import { StartExecutionCommand } from '@aws-sdk/client-sfn';
+import { requireEnv } from '../../domain/env.ts';
 import { planScheduledStart } from '../../domain/start-run.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { logger, tracer } from '../commons/powertools.ts';
+import { logger } from '../commons/powertools.ts';
+import { stepFunctions } from '../commons/step-functions.ts';
 import { StartRunEnv } from './env.ts';
 
 export interface StartRunResult {
@@ -20,13 +21,6 @@ export interface StartRunResult {
   readonly input: Record<string, unknown>;
 }
 
-let cached: { endpoint: string | undefined; client: SFNClient } | undefined;
-
-function stepFunctions(endpoint: string | undefined): SFNClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new SFNClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
-  return cached.client;
-}
-
 /**
  * Starts one scheduled run under its deterministic name. A second delivery
  * of the same scheduled time is answered by Step Functions itself: the
@@ -35,7 +29,7 @@ function stepFunctions(endpoint: string | undefined): SFNClient {
  */
 export async function startScheduledRun(event: unknown, env: NodeJS.ProcessEnv = process.env): Promise<StartRunResult> {
   const { name, input } = planScheduledStart(event, pipelines);
-  const client = stepFunctions(optionalEnv(StartRunEnv.STEP_FUNCTIONS_ENDPOINT, env));
+  const client = stepFunctions(env);
   try {
     const started = await client.send(
       new StartExecutionCommand({ stateMachineArn: requireEnv(StartRunEnv.STATE_MACHINE_ARN, env), name, input: JSON.stringify(input) }),
