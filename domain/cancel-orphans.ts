@@ -35,3 +35,18 @@ export function stoppedError(status: string): string {
       throw new Error(`an execution that ended ${status} has nothing to cancel (only ${STOPPED_STATUSES.join(' and ')} are handled)`);
   }
 }
+
+/**
+ * The error the batch and its attempt record when Plan of `takenBy` finds
+ * them held by an execution Step Functions says has ended (`status`), or
+ * knows no more (GONE: its process died with it, as a local engine's can).
+ */
+export function endedError(status: string, takenBy: string): string {
+  const why =
+    status === 'GONE'
+      ? 'ExecutionGone: Step Functions knows no such execution any more'
+      : (STOPPED_STATUSES as readonly string[]).includes(status)
+        ? stoppedError(status)
+        : `ExecutionEnded: the execution ended ${status} without recording it (its last step could not reach the manifest)`;
+  return `${why}; its lease was taken over by ${takenBy}`;
+}

@@ -78,6 +78,15 @@ export class PublishConflictError extends AtomicPublishError {
   override name = 'PublishConflictError';
 }
 
+/**
+ * Another execution, still running, held the pipeline's lease for all of
+ * the wait Plan allows (LEASE_WAIT_SECONDS) while this run carried a
+ * different batch: nothing was written; the page says who holds the lease.
+ */
+export class PipelineBusyError extends AtomicPublishError {
+  override name = 'PipelineBusyError';
+}
+
 /** The pipeline spec deployed now differs from the one frozen when the batch was planned. */
 export class SpecChangedError extends AtomicPublishError {
   override name = 'SpecChangedError';

@@ -1,5 +1,5 @@
-import { CfnResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { ArnFormat, CfnResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import {
@@ -33,6 +33,7 @@ import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment 
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-event.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
+import { DEFAULT_LEASE_WAIT_SECONDS, PlanEnv } from '../functions/plan/env.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
 import { CHUNK_LOAD_STATES, FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateName } from './workflow-steps.ts';
@@ -42,6 +43,12 @@ import { CHUNK_LOAD_STATES, FAILED_ERROR, LAMBDA_STATE_NAMES, type LambdaStateNa
  * again. Short: the invocation itself waited up to its time-out.
  */
 export const LOAD_RECHECK_SECONDS = 5;
+
+/**
+ * The pause before Plan asks again for a lease another running execution
+ * holds (a run of another batch waits for it, up to `leaseWait`).
+ */
+export const LEASE_RECHECK_SECONDS = 60;
 
 /** The error LoadChunk ends with while its load still runs (caught: the iteration waits and comes back). */
 const LOAD_STILL_RUNNING_ERROR = new LoadStillRunningError('').name;
@@ -62,6 +69,13 @@ export interface PublishWorkflowProps {
    * @default Duration.hours(12)
    */
   readonly executionTimeout?: Duration;
+  /**
+   * How long a run of a batch waits, from its start, for the pipeline's
+   * lease held by another running execution of another batch, before it
+   * fails with PipelineBusyError and pages (docs/decisions/leases-of-ended-executions.md).
+   * @default Duration.minutes(30)
+   */
+  readonly leaseWait?: Duration;
   /**
    * Retention of the execution log and the functions' logs.
    * @default RetentionDays.THREE_MONTHS
@@ -213,7 +227,9 @@ export class PublishWorkflow extends Construct {
           ? { ...environment, ...publishWaitsEnvironment(props.publishWaits) }
           : state === 'EmitMetrics'
             ? { ...environment, ...eventEnvironment }
-            : environment;
+            : state === 'Plan'
+              ? { ...environment, [PlanEnv.LEASE_WAIT_SECONDS]: String((props.leaseWait ?? Duration.seconds(DEFAULT_LEASE_WAIT_SECONDS)).toSeconds()) }
+              : environment;
       functions[state] = new StepHandler(this, `${state}Function`, { state, environment: own, logRetention, role: this.role });
     }
     this.functions = functions;
@@ -383,11 +399,21 @@ export class PublishWorkflow extends Construct {
     loadWindows.next(reconcile);
     const groupMembers = this.publishGroupPath(task, recordFailure, catchAll);
 
-    // One run per pipeline: another execution holding the pipeline's lease
-    // ends this one at once, having written nothing, without a page.
+    // One run per pipeline. Another running execution holding the lease for
+    // the same batch ends this one at once, having written nothing, without
+    // a page; one of another batch makes this one wait and ask again (Plan
+    // fails with PipelineBusyError, paging, once the wait is spent). The
+    // Pass keeps only who holds the lease, so a failure after it has no
+    // batch of this run to record. docs/decisions/leases-of-ended-executions.md
+    const leaseHeld = new Pass(this, 'LeaseHeld', { parameters: { 'lease.$': '$.plan.skipped' }, comment: 'another execution of another batch holds the lease' });
+    leaseHeld.next(new Wait(this, 'LeaseWait', { time: WaitTime.duration(Duration.seconds(LEASE_RECHECK_SECONDS)) })).next(plan);
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
-      .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this pipeline' }))
+      .when(
+        Condition.and(Condition.booleanEquals('$.plan.busy', true), Condition.isPresent('$.plan.skipped.sameBatch'), Condition.booleanEquals('$.plan.skipped.sameBatch', true)),
+        new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this very batch' }),
+      )
+      .when(Condition.booleanEquals('$.plan.busy', true), leaseHeld)
       .when(Condition.isPresent('$.plan.rollback'), rollback)
       .when(Condition.isPresent('$.plan.group'), groupMembers)
       .when(Condition.isPresent('$.plan.windows'), loadWindows)
@@ -434,6 +460,30 @@ export class PublishWorkflow extends Construct {
         'resource-level permissions; Step Functions documents Resource "*" for them ' +
         '("Logging using CloudWatch Logs", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).',
     });
+    // Plan asks whether the execution holding a lease still runs: DescribeExecution on this
+    // state machine's executions. A Policy of its own, not the role's default one, which the
+    // functions depend on and the state machine depends on the functions.
+    const executions = `${Fn.select(6, Fn.split(':', this.stateMachine.stateMachineArn))}:*`;
+    const leaseHolders = new Policy(this, 'LeaseHolderLookup', {
+      roles: [this.role],
+      statements: [
+        new PolicyStatement({
+          actions: ['states:DescribeExecution'],
+          resources: [stack.formatArn({ service: 'states', resource: 'execution', resourceName: executions, arnFormat: ArnFormat.COLON_RESOURCE_NAME })],
+        }),
+      ],
+    });
+    {
+      const logicalId = stack.resolve(stack.getLogicalId(this.stateMachine.node.defaultChild as CfnResource)) as string;
+      const name = JSON.stringify({ 'Fn::Select': [6, { 'Fn::Split': [':', { Ref: logicalId }] }] });
+      Validations.of(leaseHolders).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${name}:*]`,
+        reason:
+          'Plan reads the status of the execution holding a pipeline lease (DescribeExecution), whose name is the run\'s: the resource is ' +
+          'this state machine\'s executions, no other state machine\'s ("Actions, resources, and condition keys for AWS Step Functions", ' +
+          'https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).',
+      });
+    }
     // LoadWindows' grants (CDK's DistributedMapPolicy): DescribeExecution and
     // StopExecution on this state machine's own executions and on the child
     // executions of its Map Runs, whose names Step Functions chooses.

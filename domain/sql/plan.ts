@@ -203,6 +203,11 @@ export function startBatch(record: BatchRecord): string[] {
   const id = sqlLiteral(batchId);
   const RUNNING = sqlLiteral(BatchStatus.RUNNING);
   const PENDING = sqlLiteral(ChunkStatus.PENDING);
+  // Only while this execution holds the pipeline's lease: a Plan of an execution stopped meanwhile,
+  // whose lease a later run took over, writes no batch (docs/decisions/leases-of-ended-executions.md).
+  const leased = record.executionId
+    ? ` AND EXISTS (SELECT 1 FROM ${M}.pipeline_leases WHERE pipeline = ${sqlLiteral(pipeline.name)} AND execution_id = ${sqlLiteral(record.executionId)})`
+    : '';
   const statements = [
     LOCK_MANIFEST,
     record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
@@ -226,7 +231,7 @@ export function startBatch(record: BatchRecord): string[] {
        record.restatement === undefined ? 'NULL' : sqlLiteral(record.restatement),
        sqlLiteral(record.purpose ?? BatchPurpose.publish),
      ].join(', ')}
-     WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})`,
+     WHERE NOT EXISTS (SELECT 1 FROM ${M}.batches WHERE batch_id = ${id})${leased}`,
     // Cleanup of a later run may have dropped this failed batch's staging
     // table: it was created empty again above, so every chunk reloads.
     `UPDATE ${M}.chunks SET status = ${PENDING}, rows_written = NULL, statement_id = NULL, attempt = attempt + 1
@@ -237,7 +242,7 @@ export function startBatch(record: BatchRecord): string[] {
             base_publication = ${sqlLiteral(record.basePublication)}, started_at = ${sqlLiteral(now)},
             finished_at = NULL, error = NULL, staging_dropped_at = NULL
       WHERE batch_id = ${id} AND status <> ${sqlLiteral(BatchStatus.PUBLISHED)}${
-        record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})` : ''
+        record.executionId ? ` AND (execution_id IS NULL OR execution_id <> ${sqlLiteral(record.executionId)})${leased}` : ''
       }`,
     // Earlier attempts still RUNNING belong to executions that ended
     // without a trace (no RecordFailure, no CancelOrphans): abandoned.

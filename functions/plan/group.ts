@@ -17,7 +17,8 @@ import { groups } from '../../pipelines/index.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { checkWarehouseSide, ensureManifest, liveBaseline, type PipelineBusy, type PlanEvent, takeLease } from './index.ts';
+import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from './index.ts';
+import { type PipelineBusy, takeLease } from './lease.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { refuseUnmigrated } from './migration.ts';
 
@@ -130,11 +131,13 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
 
   // All leases or none, in name order (two group runs cannot hold one each and wait).
   for (const p of planned) {
-    const skipped = await takeLease(warehouse, p.pipeline.name, event, p.name);
+    const skipped = await takeLease(warehouse, p.pipeline.name, event, p.name, p.batch.batchId);
     if (!skipped) continue;
     await releaseExecutionLease(warehouse, event.executionId ?? '', groupName('busy'));
+    // A group waits for every member's lease: a member's holder never publishes the group.
     const busy: PipelineBusy = {
       ...skipped,
+      sameBatch: false,
       message: `publish group ${group.name}: member ${skipped.message} This execution holds no lease of the group (those it took are released).`,
     };
     logger.warn('group busy: another execution holds a member lease; this one wrote nothing', { group: group.name, ...busy });

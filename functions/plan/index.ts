@@ -16,7 +16,6 @@ import {
 } from '../../domain/plan.ts';
 import { BatchPurpose, BatchStatus, type BatchRef, CHECK_ENDED } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
-import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { isGroupInput } from '../../domain/groups.ts';
@@ -74,16 +73,9 @@ export interface PlanEvent {
   readonly leaseSeconds?: number;
 }
 
-/** The lease of an execution started without `leaseSeconds`: the state machine's default timeout. */
-export const DEFAULT_LEASE_SECONDS = 12 * 3600;
+import { type PipelineBusy, takeLease, timeoutSecondsOf } from './lease.ts';
 
-/** Another live execution runs the pipeline: this one wrote nothing and ends (state PipelineBusy). */
-export interface PipelineBusy {
-  readonly pipeline: string;
-  readonly heldBy: string;
-  readonly expiresAt: string;
-  readonly message: string;
-}
+export type { PipelineBusy } from './lease.ts';
 
 export interface PlanResult {
   readonly alreadyPublished: boolean;
@@ -151,45 +143,6 @@ export async function readLiveColumns(warehouse: Warehouse, schema: string, tabl
     name: String(r.column_name),
     dataType: String(r.data_type ?? ''),
   }));
-}
-
-/**
- * Takes the pipeline's lease for the execution (taking over an expired
- * one), lasting until the state machine's timeout would end the
- * execution, so it never needs renewing. Returns what holds it when another
- * execution does. An execution without an id (a direct invocation) takes
- * none: the state machine always passes `$$.Execution.Id`.
- */
-export async function takeLease(
-  warehouse: Warehouse,
-  pipeline: string,
-  event: PlanEvent,
-  name: (step: string) => string,
-): Promise<PipelineBusy | undefined> {
-  const executionId = event.executionId ?? '';
-  if (!executionId) return undefined;
-  const now = new Date();
-  const started = planningTime(event.startedAt, now);
-  const expiresAt = new Date(started.getTime() + timeoutSecondsOf(event) * 1000);
-  await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt }), name('lease'));
-  const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
-  const heldBy = String(holder?.execution_id ?? '');
-  if (heldBy === executionId) return undefined;
-  const until = String(holder?.expires_at ?? '');
-  return {
-    pipeline,
-    heldBy,
-    expiresAt: until,
-    message:
-      `pipeline ${pipeline} is being run by execution ${heldBy} (its lease lasts until ${until} UTC); this execution wrote nothing. ` +
-      `Nothing to do while that execution runs; once it has ended, start this run again if its data is still needed. ` +
-      `If it is stuck, stop it (its lease is then released), or wait for the lease to expire: the next run takes it over.`,
-  };
-}
-
-/** The execution's time-out, from the state machine (`leaseSeconds`) or its default. */
-function timeoutSecondsOf(event: PlanEvent): number {
-  return Number.isFinite(event.leaseSeconds) && Number(event.leaseSeconds) > 0 ? Number(event.leaseSeconds) : DEFAULT_LEASE_SECONDS;
 }
 
 /**
@@ -418,7 +371,7 @@ export async function startOrResume(
   }
 
   await checkDuration(warehouse, pipeline, event, chunks.length, existing === undefined ? undefined : batchId, name);
-  const skipped = await takeLease(warehouse, pipeline.name, event, name);
+  const skipped = await takeLease(warehouse, pipeline.name, event, name, batchId);
   if (skipped) {
     logger.warn('pipeline busy: another execution holds its lease; this one wrote nothing', { ...skipped, batchId });
     return { alreadyPublished: false, busy: true, skipped, maxConcurrency: pipeline.chunk.maxConcurrency, chunks: [], chunkCount: chunks.length, batch };

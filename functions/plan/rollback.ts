@@ -15,7 +15,8 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Row, Warehouse } from '../commons/warehouse.ts';
-import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, readLiveColumns, takeLease } from './index.ts';
+import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, readLiveColumns } from './index.ts';
+import { takeLease } from './lease.ts';
 
 /** A manifest timestamp (`2026-01-01 00:00:00`, UTC) as an ISO instant. */
 function isoInstant(value: unknown): string {

@@ -12,6 +12,7 @@ import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefini
 import { CODE_VERSION } from '../../lib/project.ts';
 import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
+import { LEASE_RECHECK_SECONDS } from '../../lib/publish-workflow.ts';
 
 const outdir = useCdkOutdir();
 let stack: AtomicPublishStack;
@@ -81,7 +82,7 @@ describe('state machine', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
       [
         'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
-        'PipelineBusy', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
+        'PipelineBusy', 'LeaseHeld', 'LeaseWait', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
         'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished', 'LoadWindows', 'CheckOnly', 'CheckCleanup', 'Checked',
       ].sort(),
     );
@@ -136,12 +137,20 @@ describe('state machine', () => {
     expect(asl.States.GroupPublished).toEqual({ Type: 'Succeed' });
   });
 
-  it('skips to NothingToPublish when the plan says the batch is already published, and to PipelineBusy when another execution holds the lease', () => {
+  it('skips to NothingToPublish when the plan says the batch is already published, to PipelineBusy when a running execution holds the lease for this batch, and waits to plan again when it runs another', () => {
     expect(state('AlreadyPublished')).toEqual({
       Type: 'Choice',
       Choices: [
         { Variable: '$.plan.alreadyPublished', BooleanEquals: true, Next: 'NothingToPublish' },
-        { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
+        {
+          And: [
+            { Variable: '$.plan.busy', BooleanEquals: true },
+            { Variable: '$.plan.skipped.sameBatch', IsPresent: true },
+            { Variable: '$.plan.skipped.sameBatch', BooleanEquals: true },
+          ],
+          Next: 'PipelineBusy',
+        },
+        { Variable: '$.plan.busy', BooleanEquals: true, Next: 'LeaseHeld' },
         { Variable: '$.plan.rollback', IsPresent: true, Next: 'Rollback' },
         { Variable: '$.plan.group', IsPresent: true, Next: 'GroupMembers' },
         { Variable: '$.plan.windows', IsPresent: true, Next: 'LoadWindows' },
@@ -150,6 +159,11 @@ describe('state machine', () => {
     });
     expect(asl.States.NothingToPublish).toEqual({ Type: 'Succeed' });
     expect(asl.States.PipelineBusy).toMatchObject({ Type: 'Succeed' });
+    // Only who holds the lease rides on: a failure after the wait has no batch of this run's to record.
+    expect(state('LeaseHeld')).toMatchObject({ Type: 'Pass', Parameters: { 'lease.$': '$.plan.skipped' }, Next: 'LeaseWait' });
+    expect(state('LeaseWait')).toEqual({ Type: 'Wait', Seconds: LEASE_RECHECK_SECONDS, Next: 'Plan' });
+    const plan = Object.values(template.findResources('AWS::Lambda::Function')).find((f) => f.Properties.Environment?.Variables?.LEASE_WAIT_SECONDS !== undefined);
+    expect(plan?.Properties.Environment.Variables.LEASE_WAIT_SECONDS).toBe('1800');
   });
 
   it('runs a rollback plan through Rollback, then EmitMetrics and Cleanup as a publish, its result where Publish puts its own', () => {

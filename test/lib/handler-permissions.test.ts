@@ -13,7 +13,7 @@ import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/wareh
 import { buildApp } from '../../lib/app.ts';
 import { ENTRY_METADATA_KEY, MONITOR_STEPS, type MonitorStepName, STARTER_STEPS, STEP_NAMES, type StarterStepName, stepEntry } from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
-import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement } from './iam-policy.ts';
+import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement, stateMachineRefs } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
 
 const outdir = useCdkOutdir();
@@ -53,7 +53,7 @@ interface Caller {
 const userId = ({ roleId, fn }: Caller) => `<${roleId}.RoleId>:${fn}`;
 
 /** The request an explicit SDK call makes, with the resource IAM authorizes it against. */
-function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath, caller: Caller): Request {
+function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath, caller: Caller, stateMachineArn: string): Request {
   // A statement another function of the role submitted: RecordFailure and CancelOrphans describe and cancel LoadChunk's INSERTs.
   const own = { 'aws:userid': userId(caller), 'redshift-data:statement-owner-iam-userid': userId({ ...caller, fn: 'AnotherFunctionOfTheRole' }) };
   switch (action) {
@@ -72,6 +72,9 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
     // EmitMetrics' publication event: on the default bus, as source atomic-publish.
     case 'events:PutEvents':
       return { action, resource: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/default`, context: { 'aws:userid': userId(caller), 'events:source': 'atomic-publish' } };
+    // Plan asks of the execution holding a lease: one of this state machine's.
+    case 'states:DescribeExecution':
+      return { action, resource: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:a-run-holding-the-lease`, context: { 'aws:userid': userId(caller) } };
     default:
       throw new Error(`no resource known for ${action}: add it to explicitRequest, and grant it`);
   }
@@ -131,11 +134,12 @@ beforeAll(() => {
   for (const [name, path] of Object.entries(AUTH_PATHS)) {
     const { app, stack } = buildApp({ bundling: false, outdir: join(outdir, String(Object.keys(synthesized).length)), context: path.context });
     const template = app.synth().getStackByName(stack.stackName).template as TemplateJson;
+    const stateMachineArn = Object.values(stateMachineRefs(template as never))[0]!;
     synthesized[name] = Object.entries(template.Resources)
       .filter(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.[ENTRY_METADATA_KEY])
       .map(([functionName, r]) => {
         const entry = r.Metadata![ENTRY_METADATA_KEY]!;
-        const env = resolveValue((r.Properties.Environment as { Variables: unknown }).Variables) as Record<string, string>;
+        const env = resolveValue((r.Properties.Environment as { Variables: unknown }).Variables, stateMachineRefs(template as never)) as Record<string, string>;
         const [roleId] = (r.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
         const caller = { roleId: roleId!, fn: functionName };
         if (STARTER_ENTRIES.has(entry)) {
@@ -155,7 +159,7 @@ beforeAll(() => {
           functionName,
           caller,
           roleId: roleId!,
-          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller)), ...implicitRequests(target, path, caller)],
+          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller, stateMachineArn)), ...implicitRequests(target, path, caller)],
           statements: roleStatements(template, roleId),
         };
       });
@@ -182,6 +186,7 @@ describe('the SDK calls in the handlers\' code', () => {
           'redshift-data:ListStatements',
           ...(MONITOR_ENTRIES.has(entry) ? ['cloudwatch:PutMetricData'] : []),
           ...(entry === stepEntry('EmitMetrics') || MONITOR_ENTRIES.has(entry) ? ['events:PutEvents'] : []),
+          ...(entry === stepEntry('Plan') ? ['states:DescribeExecution'] : []),
         ]),
       );
     }

@@ -16,31 +16,36 @@ export const PSEUDO = {
 
 type Template = { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
 
-/** Resolves the intrinsics the stack's policies use; a reference to a resource becomes `<LogicalId>`. */
-export function resolveValue(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(resolveValue);
+/**
+ * Resolves the intrinsics the stack's policies use; a reference to a
+ * resource becomes `<LogicalId>`, or what `refs` says it returns (a state
+ * machine's Ref is its ARN: stateMachineRefs).
+ */
+export function resolveValue(value: unknown, refs: Readonly<Record<string, string>> = {}): unknown {
+  const resolveValueOf = (v: unknown) => resolveValue(v, refs);
+  if (Array.isArray(value)) return value.map(resolveValueOf);
   if (typeof value !== 'object' || value === null) return value;
   const object = value as Record<string, unknown>;
   const [key] = Object.keys(object);
   if (Object.keys(object).length === 1 && key !== undefined) {
     const arg = object[key];
-    if (key === 'Ref') return (PSEUDO as Record<string, string>)[arg as string] ?? `<${arg as string}>`;
+    if (key === 'Ref') return (PSEUDO as Record<string, string>)[arg as string] ?? refs[arg as string] ?? `<${arg as string}>`;
     if (key === 'Fn::GetAtt') return `<${(arg as string[]).join('.')}>`;
     if (key === 'Fn::Join') {
       const [separator, parts] = arg as [string, unknown[]];
-      return (resolveValue(parts) as unknown[]).map(String).join(separator);
+      return (resolveValueOf(parts) as unknown[]).map(String).join(separator);
     }
     if (key === 'Fn::Split') {
       const [separator, source] = arg as [string, unknown];
-      return String(resolveValue(source)).split(separator);
+      return String(resolveValueOf(source)).split(separator);
     }
     if (key === 'Fn::Select') {
       const [index, list] = arg as [number, unknown];
-      return (resolveValue(list) as unknown[])[index];
+      return (resolveValueOf(list) as unknown[])[index];
     }
     if (key.startsWith('Fn::')) throw new Error(`iam-policy: cannot resolve ${key}`);
   }
-  return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, resolveValue(v)]));
+  return Object.fromEntries(Object.entries(object).map(([k, v]) => [k, resolveValueOf(v)]));
 }
 
 export interface Statement {
@@ -131,7 +136,16 @@ export function roleStatements(template: Template, roleId: string): Statement[] 
     if (roles.some((r) => r.Ref === roleId)) documents.push(resource.Properties!.PolicyDocument);
   }
   return documents.flatMap((document) => {
-    const statements = (resolveValue(document) as { Statement: Statement | Statement[] }).Statement;
+    const statements = (resolveValue(document, stateMachineRefs(template)) as { Statement: Statement | Statement[] }).Statement;
     return Array.isArray(statements) ? statements : [statements];
   });
+}
+
+/** What `Ref` returns for each state machine of the template: its ARN (the name CloudFormation would give it is its logical id here). */
+export function stateMachineRefs(template: Template): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine')
+      .map(([id]) => [id, `arn:${PSEUDO['AWS::Partition']}:states:${PSEUDO['AWS::Region']}:${PSEUDO['AWS::AccountId']}:stateMachine:${id}`]),
+  );
 }

@@ -96,6 +96,8 @@ describe('cdk-nag AWS Solutions checks', () => {
         'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',
       ],
       'Workflow/StateMachine/Role': ['AwsSolutions-IAM5[Resource::*]'],
+      // Plan asks whether a lease's holder still runs: this state machine's executions only.
+      'Workflow/LeaseHolderLookup': [`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${STATE_MACHINE_NAME}:*]`],
       // LoadWindows (a Distributed Map): its own executions and its Map Run's children.
       'Workflow/StateMachine/DistributedMapPolicy': [
         `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${STATE_MACHINE_NAME}/LoadWindows:*]`,

@@ -9,6 +9,9 @@ import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../
 import { startBatch } from '../../domain/sql/plan.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { holdStep } from '../support/step-hold.ts';
+import { until } from '../support/until.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, namesFor, PIPELINE, planOf, stateEvents, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_lease', async (wf) => {
@@ -27,29 +30,121 @@ const holdLease = (wf: Workflow, executionId: string, expiresAt: string) =>
     [PIPELINE.name, executionId, expiresAt],
   );
 
-describe("a pipeline whose lease another live execution holds", () => {
-  const wf = useFork(fixture);
-  const holder = 'arn:aws:states:eu-west-1:000000000000:execution:atomic-publish:still-running';
+describe('a pipeline whose lease another running execution holds', () => {
+  const wf = useForkPerTest(fixture);
 
-  it('refuses before writing anything: the run ends PipelineBusy, saying which execution holds the pipeline and what to do, without a page', async () => {
-    await holdLease(wf, holder, '2999-01-01 00:00:00');
-    const { batchId, staging } = namesFor(7);
+  /** Starts day `day`'s run with its LoadChunks held: it holds the lease until released. */
+  async function holder(day: number, name: string) {
+    const hold = holdStep(wf, 'LoadChunk');
+    const running = await wf.start(inputFor(day), name);
+    await hold.reached;
+    expect(await leases(wf)).toEqual([{ pipeline: PIPELINE.name, execution_id: running.executionId }]);
+    return { running, hold };
+  }
+
+  it('a run of the same batch ends PipelineBusy at once, having written nothing, without a page; the holder publishes', async () => {
+    const { running, hold } = await holder(7, 'holds-day-7');
     const publications = await wf.publications();
-    const result = await wf.run(inputFor(7), 'while-held');
+    const result = await wf.run(inputFor(7), 'same-batch-while-held');
     expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
-    const { skipped } = planOf(result) as unknown as { skipped: { heldBy: string; message: string } };
-    expect(skipped.heldBy).toBe(holder);
-    expect(skipped.message).toMatch(
-      new RegExp(`^pipeline ${PIPELINE.name} is being run by execution ${holder} \\(its lease lasts until 2999-01-01 00:00:00(\\.0+)? UTC\\); this execution wrote nothing\\.`),
-    );
-    expect(skipped.message).toContain('start this run again');
-    expect(skipped.message).toContain('If it is stuck, stop it');
+    const { skipped } = planOf(result) as unknown as { skipped: { heldBy: string; holderStatus: string; sameBatch: boolean; since: string; message: string } };
+    expect(skipped).toMatchObject({ heldBy: running.executionId, holderStatus: 'RUNNING', sameBatch: true });
+    expect(skipped.message).toContain(`is being run by execution ${running.executionId} (RUNNING), which holds its lease since ${skipped.since} UTC`);
+    expect(skipped.message).toContain(`running batch ${namesFor(7).batchId}`);
+    expect(skipped.message).toContain('that execution publishes it');
     expect(result.alerts).toEqual([]);
-    expect(await wf.batch(batchId)).toBeUndefined();
-    expect(await wf.tableExists(staging)).toBe(false);
     expect(await wf.publications()).toEqual(publications);
-    expect(await leases(wf)).toEqual([{ pipeline: PIPELINE.name, execution_id: holder }]);
+    hold.release();
+    wf.reset();
+    const held = await running.result;
+    expect(visited(held).at(-1)).toBe('Published');
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    expect(await leases(wf)).toEqual([]);
+  });
+
+  it('a run of another batch waits for the lease and publishes its data once the holder ends', async () => {
+    const { running, hold } = await holder(8, 'holds-day-8');
+    const waiting = await wf.start(inputFor(9), 'newer-waits');
+    const entered = (state: string) => wf.runner.describe(waiting.executionId)!.events().filter((e) => e.type === 'StateEntered' && e.state?.name === state).length;
+    // It has asked twice: a wait between, the lease still held.
+    await until(() => entered('Plan') >= 2, 'the waiting run planning again after a LeaseWait');
+    expect(await leases(wf)).toEqual([{ pipeline: PIPELINE.name, execution_id: running.executionId }]);
+    expect(await wf.batch(namesFor(9).batchId)).toBeUndefined();
+    hold.release();
+    wf.reset();
+    expect(visited(await running.result).at(-1)).toBe('Published');
+    const result = await waiting.result;
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
+    expect(visited(result).slice(0, 6)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LeaseHeld', 'LeaseWait', 'Plan']);
+    expect(visited(result).at(-1)).toBe('Published');
+    expect(result.alerts).toEqual([]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
+    expect(await leases(wf)).toEqual([]);
+  });
+
+  it('a run of another batch that waited all LEASE_WAIT_SECONDS fails with PipelineBusyError and pages, naming the holder and what to do', async () => {
+    const { running, hold } = await holder(10, 'holds-day-10');
+    const publications = await wf.publications();
+    // This run's Plan allows no wait at all (the env var Plan reads, for this invocation only).
+    const held = wf.faults.LoadChunk;
+    wf.faults.Plan = async (input, next) => {
+      process.env.LEASE_WAIT_SECONDS = '0';
+      try {
+        return await next(input);
+      } finally {
+        delete process.env.LEASE_WAIT_SECONDS;
+      }
+    };
+    const result = await wf.run(inputFor(11), 'gives-up-waiting');
+    delete wf.faults.Plan;
+    expect(result.status).toBe('FAILED');
+    expect(caughtError(result)?.Error).toBe('PipelineBusyError');
+    expect(caughtMessage(result)).toContain(`is being run by execution ${running.executionId} (RUNNING)`);
+    expect(caughtMessage(result)).toContain('waited 0 s for the lease (LEASE_WAIT_SECONDS 0) and wrote nothing');
+    expect(caughtMessage(result)).toContain('aws stepfunctions stop-execution');
+    expect(result.alerts).toHaveLength(1);
+    expect(result.alerts[0]!.subject).toContain('PipelineBusyError');
+    expect(await wf.batch(namesFor(11).batchId)).toBeUndefined();
+    expect(await wf.publications()).toEqual(publications);
+    // The holder still holds its lease, and publishes.
+    expect(await leases(wf)).toEqual([{ pipeline: PIPELINE.name, execution_id: running.executionId }]);
+    expect(wf.faults.LoadChunk).toBe(held);
+    hold.release();
+    wf.reset();
+    expect(visited(await running.result).at(-1)).toBe('Published');
+    expect(await leases(wf)).toEqual([]);
+  });
+});
+
+describe('a lease whose execution Step Functions does not know (its process died with it)', () => {
+  const wf = useFork(fixture);
+  const gone = 'arn:aws:states:eu-west-1:000000000000:execution:atomic-publish:gone-with-its-process';
+
+  it('is taken over by the next run, which marks the batch it left FAILED, publishes and releases the lease', async () => {
+    const day = 7;
+    const interval = resolveInterval(inputFor(day), PIPELINE, new Date());
+    const batchId = batchIdFor(PIPELINE, interval);
+    await holdLease(wf, gone, '2999-01-01 00:00:00');
+    await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).batch(
+      startBatch({ batchId, pipeline: PIPELINE, interval, codeVersion: 'test', executionId: gone, basePublication: 0, stagingTable: stagingTableFor(PIPELINE, batchId), chunks: planChunks(interval, PIPELINE), now: new Date() }),
+      'gone execution',
+    );
+    expect(await wf.batch(batchId)).toMatchObject({ status: 'RUNNING', execution_id: gone });
+    const result = await wf.run(inputFor(day), 'after-the-gone-one');
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
+    expect(visited(result).at(-1)).toBe('Published');
+    expect(result.alerts).toEqual([]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(day));
+    const attempts = await wf.query<{ attempt: number; status: string; error: string | null }>(
+      'SELECT attempt, status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1 ORDER BY attempt',
+      [batchId],
+    );
+    expect(attempts).toMatchObject([
+      { attempt: 1, status: 'FAILED', error: `ExecutionGone: Step Functions knows no such execution any more; its lease was taken over by ${result.executionId}` },
+      { attempt: 2, status: 'PUBLISHED' },
+    ]);
+    expect(await leases(wf)).toEqual([]);
   });
 });
 
@@ -143,7 +238,8 @@ describe('an attempt whose execution died without a trace', () => {
     const interval = resolveInterval(inputFor(day), PIPELINE, new Date());
     const batchId = batchIdFor(PIPELINE, interval);
     expect(batchId).toBe(namesFor(day).batchId);
-    // An execution started the batch, then vanished: no RecordFailure, no CancelOrphans.
+    // An execution started the batch, then vanished: no RecordFailure, no CancelOrphans; its lease has expired.
+    await holdLease(wf, 'arn:aws:states:eu-west-1:000000000000:execution:atomic-publish:vanished', '2026-01-01 12:00:00');
     const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
     await warehouse.batch(
       startBatch({
