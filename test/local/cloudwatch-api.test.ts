@@ -7,11 +7,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
-import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
 import { App } from 'aws-cdk-lib';
 import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
@@ -19,83 +19,11 @@ import { definePipeline } from '../../domain/spec.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { synthesizeTemplate, type Template } from '../../local/template.ts';
+import { alarmOn, type LocalCloudWatch, MINUTE, T0, TOPIC, useLocalCloudWatch } from '../support/local-cloudwatch.ts';
 
-const TOPIC = 'arn:aws:sns:local:000000000000:OnCall';
-const T0 = Date.UTC(2026, 11, 1, 8, 0, 0);
-const MINUTE = 60_000;
-
-const alarmOn = (overrides: Partial<MetricAlarm>): MetricAlarm => ({
-  logicalId: 'Test',
-  alarmName: 'test-alarm',
-  alarmArn: 'arn:aws:cloudwatch:local:000000000000:alarm:test-alarm',
-  description: 'the test alarm: what it means, and the runbook',
-  namespace: 'Test',
-  metricName: 'Age',
-  dimensions: { Pipeline: 'p' },
-  statistic: 'Maximum',
-  periodSeconds: 60,
-  evaluationPeriods: 3,
-  datapointsToAlarm: 2,
-  threshold: 100,
-  comparison: 'GreaterThanThreshold',
-  treatMissingData: 'breaching',
-  actionsEnabled: true,
-  actions: { ALARM: [TOPIC], OK: [TOPIC], INSUFFICIENT_DATA: [] },
-  ...overrides,
-});
-
-/** A local CloudWatch endpoint with the test alarm, its own outbox and clock, and a client of it. */
-interface Local {
-  readonly dir: string;
-  readonly cw: LocalCloudWatchApi;
-  readonly client: CloudWatchClient;
-  readonly outbox: SnsOutbox;
-  /** The endpoint's clock (ms since the epoch); T0 to start with. */
-  now: number;
-}
-
-async function startLocal(): Promise<Local> {
-  const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-'));
-  const outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
-  const local = { dir, outbox, now: T0 } as Local;
-  Object.assign(local, { cw: await startLocalCloudWatchApi({ alarms: [alarmOn({})], outbox, clock: () => new Date(local.now) }) });
-  Object.assign(local, { client: localCloudWatchClient(local.cw.endpoint) });
-  return local;
-}
-async function stopLocal(local: Local | undefined): Promise<void> {
-  if (!local) return;
-  local.client.destroy();
-  await local.cw.close();
-  rmSync(local.dir, { recursive: true, force: true });
-}
-
-const fail = (message: string): never => {
-  throw new Error(message);
-};
-
-/**
- * An endpoint of the calling describe's own, from its beforeAll to its
- * afterAll, or (`each`) a new one for every test; used like a `let`.
- */
-function useLocal(scope: 'all' | 'each' = 'all'): Local {
-  let local: Local | undefined;
-  const [before, after] = scope === 'all' ? [beforeAll, afterAll] : [beforeEach, afterEach];
-  before(async () => {
-    local = await startLocal();
-  });
-  after(async () => {
-    await stopLocal(local);
-    local = undefined;
-  });
-  return new Proxy({} as Local, {
-    get: (_target, key) => Reflect.get(local ?? fail(`the endpoint used outside its describe (reading ${String(key)})`), key),
-    set: (_target, key, value) => Reflect.set(local ?? fail(`the endpoint used outside its describe (setting ${String(key)})`), key, value),
-  });
-}
-
-const put = ({ client }: Local, value: number, at: number, extra: Record<string, unknown> = {}) =>
+const put = ({ client }: LocalCloudWatch, value: number, at: number, extra: Record<string, unknown> = {}) =>
   client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }] }));
-const stats = ({ client }: Local, start: number, end: number, period = 60) =>
+const stats = ({ client }: LocalCloudWatch, start: number, end: number, period = 60) =>
   client.send(
     new GetMetricStatisticsCommand({
       Namespace: 'Test',
@@ -110,7 +38,7 @@ const stats = ({ client }: Local, start: number, end: number, period = 60) =>
 
 describe('PutMetricData', () => {
   // Each test on an endpoint of its own: one reads that nothing at all was stored.
-  const local = useLocal('each');
+  const local = useLocalCloudWatch('each');
 
   it('refuses what CloudWatch refuses, storing nothing of a refused request', async () => {
     const { client } = local;
@@ -166,7 +94,7 @@ describe('PutMetricData', () => {
 });
 
 describe('the AWS/ namespaces', () => {
-  const local = useLocal();
+  const local = useLocalCloudWatch();
 
   it('take the local AWS services\' metrics, signed with their key, and nobody else\'s', async () => {
     const { cw, client } = local;
@@ -185,7 +113,7 @@ describe('the AWS/ namespaces', () => {
 
 describe('GetMetricData', () => {
   // The tests only read what the beforeAll wrote.
-  const local = useLocal();
+  const local = useLocalCloudWatch();
   const dims = [{ Name: 'Pipeline', Value: 'q' }];
   const query = (id: string, stat: string, period: number, extra: Record<string, unknown> = {}) => ({
     Id: id,
@@ -270,7 +198,7 @@ describe('GetMetricData', () => {
 
 describe('an alarm, evaluated at the instant given', () => {
   // Each test on an endpoint of its own, its alarm starting INSUFFICIENT_DATA.
-  const local = useLocal('each');
+  const local = useLocalCloudWatch('each');
 
   it('starts INSUFFICIENT_DATA; with missing data breaching, two missing periods of three alarm, and the page carries the description', async () => {
     const { cw, outbox, dir } = local;
@@ -305,6 +233,23 @@ describe('an alarm, evaluated at the instant given', () => {
     const { MetricAlarms } = await client.send(new DescribeAlarmsCommand({ StateValue: 'OK' }));
     expect(MetricAlarms!.map((a) => [a.AlarmName, a.StateValue, a.Threshold, a.TreatMissingData])).toEqual([['test-alarm', 'OK', 100, 'breaching']]);
     expect((await client.send(new DescribeAlarmsCommand({ StateValue: 'ALARM' }))).MetricAlarms).toEqual([]);
+  });
+});
+
+describe('an alarm of five-minute periods, evaluated every minute as CloudWatch does', () => {
+  const failed = alarmOn({ alarmName: 'failed', metricName: 'Failed', statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1, comparison: 'GreaterThanOrEqualToThreshold', treatMissingData: 'notBreaching' });
+  const local = useLocalCloudWatch('each', [failed]);
+
+  it('alarms a minute after the failure, not at the end of an aligned five minutes, and turns OK once the failure leaves the last five minutes', async () => {
+    const { cw, client } = local;
+    await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Failed', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 + MINUTE + 5000), Value: 1 }] }));
+
+    // At 08:01:30 the minute of the failure has not ended yet.
+    expect(cw.evaluate(new Date(T0 + MINUTE + 30_000)).map((t) => t.to)).toEqual(['OK']);
+    // 08:02: the last five minutes, 07:57 to 08:02, hold it (an aligned period, 07:55 to 08:00, would not).
+    expect(cw.evaluate(new Date(T0 + 2 * MINUTE)).map((t) => t.to)).toEqual(['ALARM']);
+    expect(cw.evaluate(new Date(T0 + 6 * MINUTE + 59_000))).toEqual([]);
+    expect(cw.evaluate(new Date(T0 + 7 * MINUTE)).map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
   });
 });
 
