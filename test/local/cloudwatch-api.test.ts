@@ -7,7 +7,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
+import { DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
@@ -90,6 +90,52 @@ describe('PutMetricData', () => {
       { Timestamp: new Date(T0 - 50 * MINUTE), SampleCount: 2, Sum: 40, Average: 20, Minimum: 10, Maximum: 30, Unit: 'Seconds' },
       { Timestamp: new Date(T0 - 49 * MINUTE), SampleCount: 3, Sum: 7, Average: 7 / 3, Minimum: 1, Maximum: 5, Unit: 'Seconds' },
     ]);
+  });
+});
+
+describe('GetMetricStatistics', () => {
+  // The tests only read what the beforeAll wrote.
+  const local = useLocalCloudWatch();
+  beforeAll(async () => {
+    await put(local, 10, T0 - 30 * MINUTE);
+    await put(local, 20, T0 - 30 * MINUTE + 1000, { Unit: 'Milliseconds' });
+  });
+  const ask = (overrides: Record<string, unknown>) =>
+    local.client.send(
+      new GetMetricStatisticsCommand({
+        Namespace: 'Test',
+        MetricName: 'Age',
+        Dimensions: [{ Name: 'Pipeline', Value: 'p' }],
+        StartTime: new Date(T0 - 60 * MINUTE),
+        EndTime: new Date(T0),
+        Period: 60,
+        Statistics: ['Sum'],
+        ...overrides,
+      } as never),
+    );
+
+  it('reduces only the datapoints of the Unit asked for, and names that unit', async () => {
+    expect((await ask({ Unit: 'Milliseconds' })).Datapoints).toEqual([{ Timestamp: new Date(T0 - 30 * MINUTE), Sum: 20, Unit: 'Milliseconds' }]);
+    expect((await ask({})).Datapoints!.map((d) => [d.Sum, d.Unit])).toEqual([[30, undefined]]);
+  });
+
+  it.each<[string, Record<string, unknown>, string, RegExp]>([
+    ['a start after the end', { StartTime: new Date(T0), EndTime: new Date(T0 - MINUTE) }, 'InvalidParameterValue', /^The parameter StartTime must be less than the parameter EndTime\.$/],
+    ['a statistic not in the set', { Statistics: ['Sum', 'Median'] }, 'InvalidParameterValue', /^The parameter Statistics\.member\.2 must be a value in the set \[SampleCount, Average, Sum, Minimum, Maximum\]\.$/],
+    ['a percentile out of range', { Statistics: undefined, ExtendedStatistics: ['p101'] }, 'InvalidParameterValue', /ExtendedStatistics\.member\.1 must be a percentile from p0\.0 to p100/],
+    ['a percentile, which it does not keep', { Statistics: undefined, ExtendedStatistics: ['p99.9'] }, 'InvalidParameterValue', /ExtendedStatistics \(p99\.9\) are not served locally/],
+    ['both statistics and percentiles', { ExtendedStatistics: ['p99'] }, 'InvalidParameterCombination', /Statistics and ExtendedStatistics are mutually exclusive/],
+    ['neither statistics nor percentiles', { Statistics: undefined }, 'InvalidParameterCombination', /either Statistics or ExtendedStatistics/],
+    ['a period neither high-resolution nor of whole minutes', { Period: 45 }, 'InvalidParameterValue', /Period must be 1, 5, 10, 30 or a multiple of 60/],
+    ['more than 1,440 datapoints', { StartTime: new Date(T0 - 1441 * MINUTE) }, 'InvalidParameterCombination', /^You have requested up to 1441 datapoints, which exceeds the limit of 1440\./],
+    ['no namespace', { Namespace: undefined }, 'MissingParameter', /^The parameter Namespace is required\.$/],
+  ])('refuses %s with %s, as CloudWatch does', async (_what, overrides, code, message) => {
+    await expect(ask(overrides)).rejects.toMatchObject({ Code: code, message: expect.stringMatching(message), $metadata: { httpStatusCode: 400 } });
+  });
+
+  it('takes exactly 1,440 datapoints, and a high-resolution period', async () => {
+    expect((await ask({ StartTime: new Date(T0 - 1440 * MINUTE) })).Datapoints).toHaveLength(1);
+    expect((await ask({ StartTime: new Date(T0 - 31 * MINUTE), EndTime: new Date(T0 - 29 * MINUTE), Period: 10 })).Datapoints!.map((d) => d.Sum)).toEqual([30]);
   });
 });
 
@@ -250,6 +296,33 @@ describe('an alarm of five-minute periods, evaluated every minute as CloudWatch 
     expect(cw.evaluate(new Date(T0 + 2 * MINUTE)).map((t) => t.to)).toEqual(['ALARM']);
     expect(cw.evaluate(new Date(T0 + 6 * MINUTE + 59_000))).toEqual([]);
     expect(cw.evaluate(new Date(T0 + 7 * MINUTE)).map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
+  });
+});
+
+describe('SetAlarmState', () => {
+  const local = useLocalCloudWatch('each');
+
+  it('sets the state with its reason until the next evaluation, running the new state\'s actions as a change of state does', async () => {
+    const { cw, client, outbox } = local;
+    local.now = T0 + 5 * MINUTE;
+    await client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}' }));
+
+    const [described] = (await client.send(new DescribeAlarmsCommand({ AlarmNames: ['test-alarm'] }))).MetricAlarms!;
+    expect(described).toMatchObject({ StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}', StateTransitionedTimestamp: new Date(T0 + 5 * MINUTE) });
+    expect(outbox.alerts.map((a) => JSON.parse(a.message))).toEqual([expect.objectContaining({ NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA', NewStateReason: 'testing the page' })]);
+
+    // Three periods within the threshold: the next evaluation turns it back.
+    for (const minute of [2, 3, 4]) await put(local, 1, T0 + minute * MINUTE);
+    expect(cw.evaluate(new Date(T0 + 5 * MINUTE)).map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
+  });
+
+  it('refuses an alarm that does not exist (404), a state not in the set, and reason data that is not JSON', async () => {
+    const { client } = local;
+    const set = (input: Record<string, unknown>) => client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'OK', StateReason: 'r', ...input } as never));
+    await expect(set({ AlarmName: 'nobody' })).rejects.toMatchObject({ name: 'ResourceNotFound', Code: 'ResourceNotFound', $metadata: { httpStatusCode: 404 } });
+    await expect(set({ StateValue: 'BROKEN' })).rejects.toMatchObject({ Code: 'ValidationError', message: expect.stringContaining("Value 'BROKEN' at 'stateValue' failed to satisfy constraint") });
+    await expect(set({ StateReasonData: '{not json' })).rejects.toMatchObject({ name: 'InvalidFormatFault', Code: 'InvalidFormat' });
+    expect(local.cw.state('test-alarm')).toBe('INSUFFICIENT_DATA');
   });
 });
 
