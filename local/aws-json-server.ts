@@ -173,7 +173,8 @@ async function handle(
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const { operation, input } = protocol ? protocol.decode(req, decompressed(req, Buffer.concat(chunks))) : jsonRequest(options, req, chunks);
   const run = options.operations[operation];
-  if (!run) throw new AwsJsonRequestError('UnknownOperationException', `Unknown operation ${JSON.stringify(operation)}`);
+  // A protocol names any operation of its service's model; the endpoint may serve fewer.
+  if (!run) throw new AwsJsonRequestError('UnknownOperationException', `The operation ${operation} is not served by this endpoint`);
   options.onRequest?.(operation, input);
   // `AWS4-HMAC-SHA256 Credential=<access key id>/<date>/<region>/<service>/aws4_request, ...`
   const accessKeyId = /Credential=([^/,\s]+)\//.exec(String(req.headers.authorization ?? ''))?.[1];

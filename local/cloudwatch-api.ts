@@ -414,9 +414,11 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
     // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_DescribeAlarms.html
     DescribeAlarms: async (input) => {
       const { AlarmNames, AlarmNamePrefix, AlarmTypes, ChildrenOfAlarmName, ParentsOfAlarmName, StateValue, ActionPrefix, MaxRecords, NextToken } = input;
+      // An empty list (the query protocol's `AlarmNames=`) asks for no filter.
       const names = optionalList<string>(AlarmNames, 'AlarmNames', 100);
-      if (names && AlarmNamePrefix !== undefined) throw exclusive('AlarmNames', 'AlarmNamePrefix');
-      const types = (optionalList<unknown>(AlarmTypes, 'AlarmTypes', ALARM_TYPES.length) ?? ['MetricAlarm']).map((t) => optionalEnum(t, 'AlarmTypes', ALARM_TYPES));
+      if (names?.length && AlarmNamePrefix !== undefined) throw exclusive('AlarmNames', 'AlarmNamePrefix');
+      const listed = optionalList<unknown>(AlarmTypes, 'AlarmTypes', ALARM_TYPES.length);
+      const types = (listed?.length ? listed : ['MetricAlarm']).map((t) => optionalEnum(t, 'AlarmTypes', ALARM_TYPES));
       const state = optionalEnum(StateValue, 'StateValue', STATES);
       const size = optionalRange(MaxRecords, 'MaxRecords', 1, ALARM_PAGE.max) ?? ALARM_PAGE.default;
       const family = ChildrenOfAlarmName ?? ParentsOfAlarmName;
@@ -430,7 +432,7 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
         (a) =>
           family === undefined &&
           types.includes('MetricAlarm') &&
-          (!names || names.includes(a.alarmName)) &&
+          (!names?.length || names.includes(a.alarmName)) &&
           (typeof AlarmNamePrefix !== 'string' || a.alarmName.startsWith(AlarmNamePrefix)) &&
           (state === undefined || states.get(a.alarmName)!.state === state) &&
           (typeof ActionPrefix !== 'string' || actions(a).some((arn) => arn.startsWith(ActionPrefix))),
