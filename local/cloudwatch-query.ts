@@ -128,7 +128,8 @@ function writeXml(name: string, schema: NormalizedSchema, value: unknown): strin
       .map(([key, item]) => `<entry><key>${escapeXml(key)}</key>${writeXml('value', schema.getValueSchema(), item)}</entry>`)
       .join('');
   } else if (schema.isTimestampSchema()) {
-    inner = new Date((value as number) * 1000).toISOString();
+    // ISO 8601 as CloudWatch writes it: milliseconds only when there are some.
+    inner = new Date((value as number) * 1000).toISOString().replace('.000Z', 'Z');
   } else {
     inner = escapeXml(String(value));
   }

@@ -71,7 +71,7 @@ describe('the query protocol, as boto3 1.26 and AWS CLI v2.9 send it', () => {
     expect(status).toBe(200);
     const result = xml.GetMetricStatisticsResponse.GetMetricStatisticsResult;
     expect(result.Label).toBe('Age');
-    expect(members(result.Datapoints.member)).toEqual([{ Timestamp: '2026-12-01T07:55:00.000Z', Sum: '220', Maximum: '150', SampleCount: '5', Unit: 'Seconds' }]);
+    expect(members(result.Datapoints.member)).toEqual([{ Timestamp: '2026-12-01T07:55:00Z', Sum: '220', Maximum: '150', SampleCount: '5', Unit: 'Seconds' }]);
   });
 
   it('lists metrics as members, each with its dimensions as members', async () => {
@@ -86,7 +86,7 @@ describe('the query protocol, as boto3 1.26 and AWS CLI v2.9 send it', () => {
     expect(members(first.MetricAlarms.member).map((a) => a.AlarmName)).toEqual(['age-a', 'age-b']);
     expect(members(first.MetricAlarms.member)[0]).toMatchObject({
       StateValue: 'INSUFFICIENT_DATA',
-      StateUpdatedTimestamp: '2026-12-01T08:00:00.000Z',
+      StateUpdatedTimestamp: '2026-12-01T08:00:00Z',
       AlarmActions: { member: TOPIC },
       InsufficientDataActions: '',
       Dimensions: { member: { Name: 'Pipeline', Value: 'p' } },
