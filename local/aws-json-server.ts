@@ -2,9 +2,10 @@
 // for the local endpoints the real SDK clients talk to: `POST /` with
 // `X-Amz-Target: <prefix>.<Operation>` and a JSON body; errors as
 // `{"__type", "message", ...}` with `x-amzn-ErrorType`. Requests are not
-// authenticated. A service that also speaks an older protocol on the same
-// endpoint (CloudWatch's awsQuery) passes it in `protocols`: a request it
-// claims is framed by it, and its operations run unchanged.
+// authenticated. A service that also speaks other protocols on the same
+// endpoint (CloudWatch's awsQuery and Smithy RPC v2 CBOR) passes them in
+// `protocols`: a request one claims is framed by it, and the operations
+// run unchanged.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

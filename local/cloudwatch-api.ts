@@ -20,20 +20,23 @@
 // Wire: AWS JSON 1.0 with the target prefix `GraniteServiceVersion20100801.`
 // (the JS SDK 3.11xx, botocore from 1.42.7), awsQueryCompatible: an error
 // also carries `x-amzn-query-error: <query code>;Sender`, from which those
-// clients name it; and the awsQuery protocol of older clients
-// (local/cloudwatch-query.ts). Timestamps as epoch seconds in JSON.
+// clients take its code; the awsQuery protocol of older clients
+// (local/cloudwatch-query.ts); and Smithy RPC v2 CBOR (local/cloudwatch-cbor.ts).
+// Timestamps as epoch seconds in JSON.
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html
 // https://smithy.io/2.0/aws/protocols/aws-query-protocol.html#aws-protocols-awsquerycompatible-trait
 import { join } from 'node:path';
 import { STATE_DIR } from '../lib/project.ts';
 import { type AwsJsonCaller, type AwsJsonError, type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 import { type AlarmState, evaluateAlarm, evaluationWindows, type MetricAlarm, type PeriodStats, statisticOf, type Statistic } from './cloudwatch-alarms.ts';
-import { cloudWatchQueryProtocol, queryErrorOf } from './cloudwatch-query.ts';
+import { cloudWatchCborProtocol } from './cloudwatch-cbor.ts';
+import { CLOUDWATCH_SERVICE_TARGET, queryErrorOf } from './cloudwatch-model.ts';
+import { cloudWatchQueryProtocol } from './cloudwatch-query.ts';
 import { combination, exclusive, invalid, missing, optionalEnum, optionalList, optionalRange, pageOf, validation } from './cloudwatch-requests.ts';
 import { SnsOutbox } from './sns-outbox.ts';
 
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
-const TARGET_PREFIX = 'GraniteServiceVersion20100801.';
+const TARGET_PREFIX = `${CLOUDWATCH_SERVICE_TARGET}.`;
 
 /**
  * The access key id of the local engine's AWS services (the Lambda service
@@ -492,7 +495,7 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
     targetPrefix: TARGET_PREFIX,
     operations,
     errorOf: cloudWatchErrorOf,
-    protocols: [cloudWatchQueryProtocol],
+    protocols: [cloudWatchQueryProtocol, cloudWatchCborProtocol],
     ...(options.host ? { host: options.host } : {}),
     ...(options.port ? { port: options.port } : {}),
   });

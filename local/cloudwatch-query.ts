@@ -7,60 +7,19 @@
 // model's query error codes (InvalidParameterValue, not
 // InvalidParameterValueException).
 //
-// Members, their types and the error codes come from the service model as
-// @aws-sdk/client-cloudwatch ships it (its operation and error schemas),
-// the same model its clients serialize with, so the endpoint reads and
-// writes each operation's shapes as the model has them and nothing is
-// listed twice. Requests are read into the JSON protocol's form
-// (timestamps as epoch seconds): the operations serve both protocols.
+// Members, their types and the error codes come from the service model
+// (local/cloudwatch-model.ts), so the endpoint reads and writes each
+// operation's shapes as the model has them. Requests are read into the
+// JSON protocol's form (timestamps as epoch seconds): the operations serve
+// every protocol.
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/making-api-requests.html
 // https://smithy.io/2.0/aws/protocols/aws-query-protocol.html
 import type http from 'node:http';
-import * as model from '@aws-sdk/client-cloudwatch';
 import { NormalizedSchema } from '@smithy/core/schema';
 import { type AwsJsonError, AwsJsonRequestError, AwsServiceError, type AwsWireProtocol, type AwsWireResponse } from './aws-json-server.ts';
+import { CLOUDWATCH_API_VERSION, inputSchema, operationSchema, outputSchema, queryErrorOf } from './cloudwatch-model.ts';
 
-export const CLOUDWATCH_API_VERSION = '2010-08-01';
 const XMLNS = `http://monitoring.amazonaws.com/doc/${CLOUDWATCH_API_VERSION}/`;
-
-/** An operation's schema: `[9, namespace, name, traits, input, output]`. */
-type OperationSchema = readonly [number, string, string, unknown, unknown, unknown];
-
-function schemaNamed(name: string): unknown {
-  return Object.hasOwn(model, `${name}$`) ? (model as unknown as Record<string, unknown>)[`${name}$`] : undefined;
-}
-
-function operationSchema(operation: string): OperationSchema | undefined {
-  const schema = schemaNamed(operation);
-  return Array.isArray(schema) && schema[0] === 9 ? (schema as unknown as OperationSchema) : undefined;
-}
-
-/** Query codes of the errors the model leaves out: AWS's common errors. */
-const COMMON_ERRORS: Readonly<Record<string, { code: string; status: number }>> = {
-  ValidationException: { code: 'ValidationError', status: 400 },
-  UnknownOperationException: { code: 'InvalidAction', status: 400 },
-  SerializationException: { code: 'MalformedQueryString', status: 400 },
-};
-
-export interface QueryError {
-  readonly code: string;
-  readonly status: number;
-  /** Who is at fault: the `Type` of an XML error, the part after `;` of `x-amzn-query-error`. */
-  readonly fault: 'Sender' | 'Receiver';
-}
-
-/**
- * An error shape's awsQuery code and HTTP status: the model's awsQueryError
- * trait (InvalidParameterValueException: InvalidParameterValue, 400;
- * ResourceNotFound: 404), else AWS's common error codes, else the shape's
- * own name with 400.
- */
-export function queryErrorOf(shape: string): QueryError {
-  const schema = schemaNamed(shape);
-  const trait = schema === undefined ? undefined : (NormalizedSchema.of(schema as never).getMergedTraits().awsQueryError as [string, number] | undefined);
-  const { code, status } = trait ? { code: trait[0], status: trait[1] } : (COMMON_ERRORS[shape] ?? { code: shape, status: 400 });
-  return { code, status, fault: status >= 500 ? 'Receiver' : 'Sender' };
-}
 
 // Characters XML 1.0 cannot hold at all become U+FFFD; the five it reserves become entities.
 function escapeXml(text: string): string {
@@ -146,14 +105,13 @@ export const cloudWatchQueryProtocol: AwsWireProtocol = {
   decode: (req, body) => {
     const form = new Map(new URLSearchParams(req.method === 'GET' ? (req.url ?? '').replace(/^[^?]*\?/, '') : body.toString('utf8')));
     const action = form.get('Action') ?? '';
-    const schema = operationSchema(action);
-    if (schema === undefined || form.get('Version') !== CLOUDWATCH_API_VERSION) {
+    if (operationSchema(action) === undefined || form.get('Version') !== CLOUDWATCH_API_VERSION) {
       throw new AwsJsonRequestError('UnknownOperationException', `Could not find operation ${action} for version ${form.get('Version') ?? 'NO_VERSION_SPECIFIED'}`);
     }
-    return { operation: action, input: readForm(NormalizedSchema.of(schema[4] as never), form, '') as Record<string, unknown> };
+    return { operation: action, input: readForm(inputSchema(action), form, '') as Record<string, unknown> };
   },
   output: (operation, output, requestId) => {
-    const schema = NormalizedSchema.of(operationSchema(operation)![5] as never);
+    const schema = outputSchema(operation);
     const result = schema.isUnitSchema() ? '' : writeXml(`${operation}Result`, schema, output);
     return xmlResponse(
       200,

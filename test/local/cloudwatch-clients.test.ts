@@ -2,8 +2,9 @@
 // endpoint: boto3 and the AWS CLI of this machine, as they are (JSON 1.0
 // with x-amzn-query-mode, botocore 1.42.7 on) and with botocore's own
 // CloudWatch model set to the awsQuery protocol that botocore sent before
-// 1.42.7 (boto3 1.26, AWS CLI v2.9). Skipped only where python3 has no
-// boto3, or there is no `aws` command.
+// 1.42.7 (boto3 1.26, AWS CLI v2.9), or to Smithy RPC v2 CBOR, which the
+// model also lists (and the Go SDK v2 sends). Skipped only where python3
+// has no boto3, or there is no `aws` command.
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,18 +35,21 @@ function run(command: string, args: readonly string[], env: Record<string, strin
   });
 }
 
-// The model copy, set to the query protocol, that AWS_DATA_PATH points botocore at.
-let queryModel: string;
+// Copies of botocore's model, each set to one protocol, that AWS_DATA_PATH points botocore at.
+let models: string;
 beforeAll(async () => {
-  queryModel = mkdtempSync(path.join(tmpdir(), 'atomic-publish-botocore-query-'));
-  if (HAS_BOTO3) expect(await run('python3', [SCRIPT, 'query-model', queryModel], {})).toMatchObject({ code: 0 });
+  models = mkdtempSync(path.join(tmpdir(), 'atomic-publish-botocore-models-'));
+  for (const protocol of ['query', 'smithy-rpc-v2-cbor']) {
+    if (HAS_BOTO3) expect(await run('python3', [SCRIPT, 'model', path.join(models, protocol), protocol], {})).toMatchObject({ code: 0 });
+  }
 });
-afterAll(() => rmSync(queryModel, { recursive: true, force: true }));
+afterAll(() => rmSync(models, { recursive: true, force: true }));
 
+// `shown`: how the AWS CLI v1 prints a timestamp: as the wire has it (CBOR's tag 1 as the epoch seconds it holds).
 const PROTOCOLS = [
-  // `shown`: how the AWS CLI v1 prints a timestamp: as the wire has it.
-  { protocol: 'query', contentType: 'text/xml', env: () => ({ AWS_DATA_PATH: queryModel }), shown: (ms: number) => iso(ms), sent: /'Content-Type': 'application\/x-www-form-urlencoded; charset=utf-8'/ },
+  { protocol: 'query', contentType: 'text/xml', env: () => ({ AWS_DATA_PATH: path.join(models, 'query') }), shown: (ms: number) => iso(ms), sent: /'Content-Type': 'application\/x-www-form-urlencoded; charset=utf-8'/ },
   { protocol: 'json', contentType: 'application/x-amz-json-1.0', env: () => ({}), shown: (ms: number) => ms / 1000, sent: /'X-Amz-Target': 'GraniteServiceVersion20100801\.ListMetrics', 'Content-Type': 'application\/x-amz-json-1\.0', 'x-amzn-query-mode': 'true'/ },
+  { protocol: 'smithy-rpc-v2-cbor', contentType: 'application/cbor', env: () => ({ AWS_DATA_PATH: path.join(models, 'smithy-rpc-v2-cbor') }), shown: (ms: number) => ms / 1000, sent: /'url_path': '\/service\/GraniteServiceVersion20100801\/operation\/ListMetrics'.*'smithy-protocol': 'rpc-v2-cbor'/ },
 ] as const;
 
 const ALARMS = ['age-a', 'age-b', 'age-c'].map((alarmName) => alarmOn({ alarmName }));

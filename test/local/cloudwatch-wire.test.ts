@@ -4,11 +4,13 @@
 // 1.0 with x-amzn-query-mode of botocore 1.42.7 on), and the responses read
 // as those clients read them: XML with `<member>` lists and ISO 8601
 // timestamps, errors as `<ErrorResponse>` with the query code; JSON with
-// epoch seconds, errors with `__type` and x-amzn-query-error. Then the JS
-// SDK's own query-protocol client, reading the same XML.
+// epoch seconds, errors with `__type` and x-amzn-query-error; Smithy RPC
+// v2 CBOR with tag-1 timestamps. Then the JS SDK's own clients in the
+// query and CBOR protocols, reading the same.
 import { gzipSync } from 'node:zlib';
 import { CloudWatchClient, DescribeAlarmsCommand, GetMetricStatisticsCommand, ListMetricsCommand, paginateDescribeAlarms, type MetricAlarm as SdkAlarm } from '@aws-sdk/client-cloudwatch';
-import { AwsQueryProtocol } from '@aws-sdk/core/protocols';
+import { AwsQueryProtocol, AwsSmithyRpcV2CborProtocol } from '@aws-sdk/core/protocols';
+import { cbor, tag } from '@smithy/core/cbor';
 import { parseXML } from '@aws-sdk/xml-builder';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
@@ -157,6 +159,49 @@ describe('JSON 1.0 with x-amzn-query-mode, as botocore sends it from 1.42.7 on',
   ])('refuses %s with its shape in __type and its query code in x-amzn-query-error', async (_what, operation, input, status, shape, queryError) => {
     const res = await json(local.cw.endpoint, operation, input);
     expect(res).toMatchObject({ status, errorType: shape, queryError, body: { __type: shape, message: expect.any(String) } });
+  });
+});
+
+describe('Smithy RPC v2 CBOR, as botocore set to it and the Go SDK v2 send it', () => {
+  const local = useLocalCloudWatch('all', [alarmOn({})]);
+  beforeAll(async () => {
+    await query(local.cw.endpoint, PUT_FORM);
+  });
+  async function rpc(operation: string, input: Record<string, unknown>) {
+    const res = await fetch(`${local.cw.endpoint}/service/GraniteServiceVersion20100801/operation/${operation}`, {
+      method: 'POST',
+      headers: { 'smithy-protocol': 'rpc-v2-cbor', 'Content-Type': 'application/cbor', Accept: 'application/cbor', 'x-amzn-query-mode': 'true', Authorization: AUTHORIZATION },
+      body: cbor.serialize(input),
+    });
+    const headers = { protocol: res.headers.get('smithy-protocol'), contentType: res.headers.get('content-type'), queryError: res.headers.get('x-amzn-query-error') };
+    return { status: res.status, headers, body: cbor.deserialize(new Uint8Array(await res.arrayBuffer())) as Record<string, any> };
+  }
+  const seconds = (ms: number) => tag({ tag: 1, value: ms / 1000 });
+
+  it('reads timestamps as tag 1 and answers with them', async () => {
+    const stats = await rpc('GetMetricStatistics', { Namespace: 'Test', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], StartTime: seconds(T0 - 10 * MINUTE), EndTime: seconds(T0), Period: 60, Statistics: ['Sum'] });
+    expect(stats).toMatchObject({ status: 200, headers: { protocol: 'rpc-v2-cbor', contentType: 'application/cbor', queryError: null }, body: { Label: 'Age', Datapoints: [{ Sum: 220, Unit: 'Seconds' }] } });
+    expect(stats.body.Datapoints[0].Timestamp).toMatchObject({ tag: 1, value: (T0 - 5 * MINUTE) / 1000 });
+    const alarms = await rpc('DescribeAlarms', { MaxRecords: 1 });
+    expect(alarms.body.MetricAlarms[0]).toMatchObject({ AlarmName: 'test-alarm', AlarmActions: [TOPIC], StateUpdatedTimestamp: { tag: 1, value: T0 / 1000 } });
+  });
+
+  it('refuses with the shape\'s absolute id in __type, and the query code in x-amzn-query-error', async () => {
+    const refused = await rpc('GetMetricStatistics', { Namespace: 'Test', MetricName: 'Age', StartTime: seconds(T0), EndTime: seconds(T0 - MINUTE), Period: 60, Statistics: ['Sum'] });
+    expect(refused).toMatchObject({
+      status: 400,
+      headers: { protocol: 'rpc-v2-cbor', queryError: 'InvalidParameterValue;Sender' },
+      body: { __type: 'com.amazonaws.cloudwatch#InvalidParameterValueException', message: 'The parameter StartTime must be less than the parameter EndTime.' },
+    });
+    expect((await rpc('PutDashboard', {})).headers.queryError).toBe('InvalidAction;Sender');
+  });
+
+  it('serves the JS SDK\'s CBOR client: statistics with dates, alarms, a refusal\'s code', async () => {
+    const sdk = new CloudWatchClient({ endpoint: local.cw.endpoint, region: LOCAL_AWS_ENV.AWS_REGION, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, protocol: AwsSmithyRpcV2CborProtocol });
+    const stats = await sdk.send(new GetMetricStatisticsCommand({ Namespace: 'Test', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], StartTime: new Date(T0 - 10 * MINUTE), EndTime: new Date(T0), Period: 60, Statistics: ['Maximum'] }));
+    expect(stats.Datapoints).toEqual([{ Timestamp: new Date(T0 - 5 * MINUTE), Maximum: 150, Unit: 'Seconds' }]);
+    expect((await sdk.send(new DescribeAlarmsCommand({}))).MetricAlarms!.map((a) => [a.AlarmName, a.StateUpdatedTimestamp])).toEqual([['test-alarm', new Date(T0)]]);
+    await expect(sdk.send(new DescribeAlarmsCommand({ MaxRecords: 500 }))).rejects.toMatchObject({ Code: 'ValidationError', $metadata: { httpStatusCode: 400 } });
   });
 });
 

@@ -1,9 +1,9 @@
 """boto3 against a local CloudWatch endpoint, for test/local/cloudwatch-clients.test.ts.
 
-  python3 cloudwatch-boto3.py query-model DIR   writes botocore's CloudWatch model, set to the
-                                                awsQuery protocol, under DIR (for AWS_DATA_PATH):
-                                                what botocore before 1.42.7 sends
-  python3 cloudwatch-boto3.py run ENDPOINT T0   the calls a user makes; prints what boto3 read, as JSON
+  python3 cloudwatch-boto3.py model DIR PROTOCOL  writes botocore's CloudWatch model, set to PROTOCOL
+                                                  alone, under DIR (for AWS_DATA_PATH): `query` is
+                                                  what botocore before 1.42.7 sends
+  python3 cloudwatch-boto3.py run ENDPOINT T0     the calls a user makes; prints what boto3 read, as JSON
 """
 import datetime
 import gzip
@@ -12,14 +12,14 @@ import os
 import sys
 
 
-def query_model(directory):
+def model_of(directory, protocol):
     import botocore
 
     source = os.path.join(os.path.dirname(botocore.__file__), 'data', 'cloudwatch', '2010-08-01', 'service-2.json.gz')
     with gzip.open(source) as f:
         model = json.load(f)
-    model['metadata']['protocol'] = 'query'
-    model['metadata']['protocols'] = ['query']
+    model['metadata']['protocol'] = protocol
+    model['metadata']['protocols'] = [protocol]
     target = os.path.join(directory, 'cloudwatch', '2010-08-01')
     os.makedirs(target, exist_ok=True)
     with open(os.path.join(target, 'service-2.json'), 'w') as f:
@@ -57,7 +57,7 @@ def run(endpoint, t0_iso):
 
 
 if __name__ == '__main__':
-    if sys.argv[1] == 'query-model':
-        query_model(sys.argv[2])
+    if sys.argv[1] == 'model':
+        model_of(sys.argv[2], sys.argv[3])
     else:
         run(sys.argv[2], sys.argv[3])
