@@ -1,6 +1,7 @@
-// CloudWatch's Smithy RPC v2 CBOR protocol, which the AWS SDK for Go v2
-// sends to CloudWatch, and any botocore or JS SDK client set to it (botocore
-// 1.43 lists it but prefers JSON 1.0): `POST
+// CloudWatch's Smithy RPC v2 CBOR protocol, which the AWS SDKs were
+// announced to move CloudWatch to (the Go SDK v2 first), and which botocore
+// and the JS SDK send when set to it (botocore 1.43 lists it but prefers
+// JSON 1.0): `POST
 // /service/GraniteServiceVersion20100801/operation/<Operation>` with
 // `smithy-protocol: rpc-v2-cbor` and a CBOR body, timestamps as tag 1
 // (epoch seconds); errors as a map of `__type` (the shape's absolute id)

@@ -30,7 +30,6 @@ export function operationSchema(operation: string): OperationSchema | undefined 
 const COMMON_ERRORS: Readonly<Record<string, { code: string; status: number }>> = {
   ValidationException: { code: 'ValidationError', status: 400 },
   UnknownOperationException: { code: 'InvalidAction', status: 400 },
-  SerializationException: { code: 'MalformedQueryString', status: 400 },
 };
 
 export interface QueryError {

@@ -3,8 +3,8 @@
 // with x-amzn-query-mode, botocore 1.42.7 on) and with botocore's own
 // CloudWatch model set to the awsQuery protocol that botocore sent before
 // 1.42.7 (boto3 1.26, AWS CLI v2.9), or to Smithy RPC v2 CBOR, which the
-// model also lists (and the Go SDK v2 sends). Skipped only where python3
-// has no boto3, or there is no `aws` command.
+// model also lists. Skipped only where python3 has no boto3, or there is no
+// `aws` command.
 import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

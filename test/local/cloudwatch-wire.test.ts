@@ -162,7 +162,7 @@ describe('JSON 1.0 with x-amzn-query-mode, as botocore sends it from 1.42.7 on',
   });
 });
 
-describe('Smithy RPC v2 CBOR, as botocore set to it and the Go SDK v2 send it', () => {
+describe('Smithy RPC v2 CBOR, as botocore sends it when set to it', () => {
   const local = useLocalCloudWatch('all', [alarmOn({})]);
   beforeAll(async () => {
     await query(local.cw.endpoint, PUT_FORM);
