@@ -26,6 +26,9 @@ import { CliEnv } from './context.ts';
 import { ExitCode } from './errors.ts';
 import type { CliIo } from './shared.ts';
 
+/** How often `local up` evaluates the alarms: the shortest cadence CloudWatch has (alarms of a period under a minute). */
+const ALARM_EVALUATION_MS = 10_000;
+
 export interface LocalUpOptions {
   readonly database: string;
   readonly sampleDays: number;
@@ -54,6 +57,16 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
     const handlerEnv = localHandlerEnvironment(dataApi.endpoint, options.database);
     const cloudWatch = await startLocalCloudWatchApi({ alarms: alarmsFromTemplate(template) });
     closers.unshift(() => cloudWatch.close());
+    // The alarms evaluated on the real clock, as CloudWatch evaluates them (every minute, every 10 s
+    // under a minute's period): a failed run's metrics turn its alarm to ALARM, paging to the outbox.
+    const evaluating = setInterval(() => {
+      try {
+        cloudWatch.evaluate(new Date());
+      } catch (error) {
+        log(`local CloudWatch: alarms not evaluated: ${(error as Error).message}`);
+      }
+    }, ALARM_EVALUATION_MS);
+    closers.unshift(() => clearInterval(evaluating));
     // The runs' AWS/Lambda metrics and the handlers' EMF metrics reach the local CloudWatch endpoint, as on AWS.
     const runner = await LocalRunner.create({ env: { ...handlerEnv, POWERTOOLS_LOG_LEVEL: 'WARN' }, template, cloudWatchEndpoint: cloudWatch.endpoint });
     closers.unshift(() => runner.close());

@@ -3,9 +3,12 @@
  * instant, as CloudWatch evaluates a metric alarm:
  *
  * - a new alarm starts in INSUFFICIENT_DATA;
- * - each evaluation looks at the last `EvaluationPeriods` complete periods
- *   (aligned on multiples of `Period`), each reduced to one value by the
- *   alarm's statistic and compared with the threshold;
+ * - it is evaluated every minute (every 10 seconds with a period under a
+ *   minute), whatever its period: each evaluation looks at the last
+ *   `EvaluationPeriods` periods that end at the last whole minute (10
+ *   seconds), each reduced to one value by the alarm's statistic and
+ *   compared with the threshold; so a datapoint counts a minute after its
+ *   own, not only once a period of five minutes has passed;
  * - `DatapointsToAlarm` (M) of those N breaching turn it to ALARM;
  * - a period without data counts as breaching (`breaching`), as within the
  *   threshold (`notBreaching`), keeps the state (`ignore`) or is left out
@@ -15,6 +18,7 @@
  * Simplified where no alarm here depends on it: CloudWatch may also look
  * back beyond N periods when some are missing, and delays evaluation by a
  * minute; here a period counts once its end is at or before `now`.
+ * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
  * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
  * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
  * https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-cloudwatch-alarm.html
@@ -129,10 +133,16 @@ export function breaches(value: number, alarm: Pick<MetricAlarm, 'comparison' | 
   }
 }
 
-/** The alarm's evaluation periods at `now`, newest first: `[start, end)` in epoch milliseconds. */
+/** How often CloudWatch evaluates an alarm: every minute; every 10 seconds with a period under a minute (10, 20 or 30 seconds). */
+export function evaluationIntervalSeconds(alarm: Pick<MetricAlarm, 'periodSeconds'>): number {
+  return alarm.periodSeconds < 60 ? 10 : 60;
+}
+
+/** The alarm's evaluation periods at `now`, newest first: `[start, end)` in epoch milliseconds, the newest ending at the last evaluation instant. */
 export function evaluationWindows(alarm: MetricAlarm, now: Date): { start: number; end: number }[] {
   const period = alarm.periodSeconds * 1000;
-  const lastEnd = Math.floor(now.getTime() / period) * period;
+  const step = evaluationIntervalSeconds(alarm) * 1000;
+  const lastEnd = Math.floor(now.getTime() / step) * step;
   return Array.from({ length: alarm.evaluationPeriods }, (_, k) => ({ start: lastEnd - (k + 1) * period, end: lastEnd - k * period }));
 }
 

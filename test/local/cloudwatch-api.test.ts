@@ -7,11 +7,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CloudWatchClient, DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
-import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
 import { App } from 'aws-cdk-lib';
 import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
@@ -19,83 +19,11 @@ import { definePipeline } from '../../domain/spec.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { synthesizeTemplate, type Template } from '../../local/template.ts';
+import { alarmOn, type LocalCloudWatch, MINUTE, T0, TOPIC, useLocalCloudWatch } from '../support/local-cloudwatch.ts';
 
-const TOPIC = 'arn:aws:sns:local:000000000000:OnCall';
-const T0 = Date.UTC(2026, 11, 1, 8, 0, 0);
-const MINUTE = 60_000;
-
-const alarmOn = (overrides: Partial<MetricAlarm>): MetricAlarm => ({
-  logicalId: 'Test',
-  alarmName: 'test-alarm',
-  alarmArn: 'arn:aws:cloudwatch:local:000000000000:alarm:test-alarm',
-  description: 'the test alarm: what it means, and the runbook',
-  namespace: 'Test',
-  metricName: 'Age',
-  dimensions: { Pipeline: 'p' },
-  statistic: 'Maximum',
-  periodSeconds: 60,
-  evaluationPeriods: 3,
-  datapointsToAlarm: 2,
-  threshold: 100,
-  comparison: 'GreaterThanThreshold',
-  treatMissingData: 'breaching',
-  actionsEnabled: true,
-  actions: { ALARM: [TOPIC], OK: [TOPIC], INSUFFICIENT_DATA: [] },
-  ...overrides,
-});
-
-/** A local CloudWatch endpoint with the test alarm, its own outbox and clock, and a client of it. */
-interface Local {
-  readonly dir: string;
-  readonly cw: LocalCloudWatchApi;
-  readonly client: CloudWatchClient;
-  readonly outbox: SnsOutbox;
-  /** The endpoint's clock (ms since the epoch); T0 to start with. */
-  now: number;
-}
-
-async function startLocal(): Promise<Local> {
-  const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-cloudwatch-'));
-  const outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
-  const local = { dir, outbox, now: T0 } as Local;
-  Object.assign(local, { cw: await startLocalCloudWatchApi({ alarms: [alarmOn({})], outbox, clock: () => new Date(local.now) }) });
-  Object.assign(local, { client: localCloudWatchClient(local.cw.endpoint) });
-  return local;
-}
-async function stopLocal(local: Local | undefined): Promise<void> {
-  if (!local) return;
-  local.client.destroy();
-  await local.cw.close();
-  rmSync(local.dir, { recursive: true, force: true });
-}
-
-const fail = (message: string): never => {
-  throw new Error(message);
-};
-
-/**
- * An endpoint of the calling describe's own, from its beforeAll to its
- * afterAll, or (`each`) a new one for every test; used like a `let`.
- */
-function useLocal(scope: 'all' | 'each' = 'all'): Local {
-  let local: Local | undefined;
-  const [before, after] = scope === 'all' ? [beforeAll, afterAll] : [beforeEach, afterEach];
-  before(async () => {
-    local = await startLocal();
-  });
-  after(async () => {
-    await stopLocal(local);
-    local = undefined;
-  });
-  return new Proxy({} as Local, {
-    get: (_target, key) => Reflect.get(local ?? fail(`the endpoint used outside its describe (reading ${String(key)})`), key),
-    set: (_target, key, value) => Reflect.set(local ?? fail(`the endpoint used outside its describe (setting ${String(key)})`), key, value),
-  });
-}
-
-const put = ({ client }: Local, value: number, at: number, extra: Record<string, unknown> = {}) =>
+const put = ({ client }: LocalCloudWatch, value: number, at: number, extra: Record<string, unknown> = {}) =>
   client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }] }));
-const stats = ({ client }: Local, start: number, end: number, period = 60) =>
+const stats = ({ client }: LocalCloudWatch, start: number, end: number, period = 60) =>
   client.send(
     new GetMetricStatisticsCommand({
       Namespace: 'Test',
@@ -110,7 +38,7 @@ const stats = ({ client }: Local, start: number, end: number, period = 60) =>
 
 describe('PutMetricData', () => {
   // Each test on an endpoint of its own: one reads that nothing at all was stored.
-  const local = useLocal('each');
+  const local = useLocalCloudWatch('each');
 
   it('refuses what CloudWatch refuses, storing nothing of a refused request', async () => {
     const { client } = local;
@@ -165,8 +93,54 @@ describe('PutMetricData', () => {
   });
 });
 
+describe('GetMetricStatistics', () => {
+  // The tests only read what the beforeAll wrote.
+  const local = useLocalCloudWatch();
+  beforeAll(async () => {
+    await put(local, 10, T0 - 30 * MINUTE);
+    await put(local, 20, T0 - 30 * MINUTE + 1000, { Unit: 'Milliseconds' });
+  });
+  const ask = (overrides: Record<string, unknown>) =>
+    local.client.send(
+      new GetMetricStatisticsCommand({
+        Namespace: 'Test',
+        MetricName: 'Age',
+        Dimensions: [{ Name: 'Pipeline', Value: 'p' }],
+        StartTime: new Date(T0 - 60 * MINUTE),
+        EndTime: new Date(T0),
+        Period: 60,
+        Statistics: ['Sum'],
+        ...overrides,
+      } as never),
+    );
+
+  it('reduces only the datapoints of the Unit asked for, and names that unit', async () => {
+    expect((await ask({ Unit: 'Milliseconds' })).Datapoints).toEqual([{ Timestamp: new Date(T0 - 30 * MINUTE), Sum: 20, Unit: 'Milliseconds' }]);
+    expect((await ask({})).Datapoints!.map((d) => [d.Sum, d.Unit])).toEqual([[30, undefined]]);
+  });
+
+  it.each<[string, Record<string, unknown>, string, RegExp]>([
+    ['a start after the end', { StartTime: new Date(T0), EndTime: new Date(T0 - MINUTE) }, 'InvalidParameterValue', /^The parameter StartTime must be less than the parameter EndTime\.$/],
+    ['a statistic not in the set', { Statistics: ['Sum', 'Median'] }, 'InvalidParameterValue', /^The parameter Statistics\.member\.2 must be a value in the set \[SampleCount, Average, Sum, Minimum, Maximum\]\.$/],
+    ['a percentile out of range', { Statistics: undefined, ExtendedStatistics: ['p101'] }, 'InvalidParameterValue', /ExtendedStatistics\.member\.1 must be a percentile from p0\.0 to p100/],
+    ['a percentile, which it does not keep', { Statistics: undefined, ExtendedStatistics: ['p99.9'] }, 'InvalidParameterValue', /ExtendedStatistics \(p99\.9\) are not served locally/],
+    ['both statistics and percentiles', { ExtendedStatistics: ['p99'] }, 'InvalidParameterCombination', /Statistics and ExtendedStatistics are mutually exclusive/],
+    ['neither statistics nor percentiles', { Statistics: undefined }, 'InvalidParameterCombination', /either Statistics or ExtendedStatistics/],
+    ['a period neither high-resolution nor of whole minutes', { Period: 45 }, 'InvalidParameterValue', /Period must be 1, 5, 10, 30 or a multiple of 60/],
+    ['more than 1,440 datapoints', { StartTime: new Date(T0 - 1441 * MINUTE) }, 'InvalidParameterCombination', /^You have requested up to 1441 datapoints, which exceeds the limit of 1440\./],
+    ['no namespace', { Namespace: undefined }, 'MissingParameter', /^The parameter Namespace is required\.$/],
+  ])('refuses %s with %s, as CloudWatch does', async (_what, overrides, code, message) => {
+    await expect(ask(overrides)).rejects.toMatchObject({ Code: code, message: expect.stringMatching(message), $metadata: { httpStatusCode: 400 } });
+  });
+
+  it('takes exactly 1,440 datapoints, and a high-resolution period', async () => {
+    expect((await ask({ StartTime: new Date(T0 - 1440 * MINUTE) })).Datapoints).toHaveLength(1);
+    expect((await ask({ StartTime: new Date(T0 - 31 * MINUTE), EndTime: new Date(T0 - 29 * MINUTE), Period: 10 })).Datapoints!.map((d) => d.Sum)).toEqual([30]);
+  });
+});
+
 describe('the AWS/ namespaces', () => {
-  const local = useLocal();
+  const local = useLocalCloudWatch();
 
   it('take the local AWS services\' metrics, signed with their key, and nobody else\'s', async () => {
     const { cw, client } = local;
@@ -185,7 +159,7 @@ describe('the AWS/ namespaces', () => {
 
 describe('GetMetricData', () => {
   // The tests only read what the beforeAll wrote.
-  const local = useLocal();
+  const local = useLocalCloudWatch();
   const dims = [{ Name: 'Pipeline', Value: 'q' }];
   const query = (id: string, stat: string, period: number, extra: Record<string, unknown> = {}) => ({
     Id: id,
@@ -270,7 +244,7 @@ describe('GetMetricData', () => {
 
 describe('an alarm, evaluated at the instant given', () => {
   // Each test on an endpoint of its own, its alarm starting INSUFFICIENT_DATA.
-  const local = useLocal('each');
+  const local = useLocalCloudWatch('each');
 
   it('starts INSUFFICIENT_DATA; with missing data breaching, two missing periods of three alarm, and the page carries the description', async () => {
     const { cw, outbox, dir } = local;
@@ -305,6 +279,50 @@ describe('an alarm, evaluated at the instant given', () => {
     const { MetricAlarms } = await client.send(new DescribeAlarmsCommand({ StateValue: 'OK' }));
     expect(MetricAlarms!.map((a) => [a.AlarmName, a.StateValue, a.Threshold, a.TreatMissingData])).toEqual([['test-alarm', 'OK', 100, 'breaching']]);
     expect((await client.send(new DescribeAlarmsCommand({ StateValue: 'ALARM' }))).MetricAlarms).toEqual([]);
+  });
+});
+
+describe('an alarm of five-minute periods, evaluated every minute as CloudWatch does', () => {
+  const failed = alarmOn({ alarmName: 'failed', metricName: 'Failed', statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1, comparison: 'GreaterThanOrEqualToThreshold', treatMissingData: 'notBreaching' });
+  const local = useLocalCloudWatch('each', [failed]);
+
+  it('alarms a minute after the failure, not at the end of an aligned five minutes, and turns OK once the failure leaves the last five minutes', async () => {
+    const { cw, client } = local;
+    await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Failed', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 + MINUTE + 5000), Value: 1 }] }));
+
+    // At 08:01:30 the minute of the failure has not ended yet.
+    expect(cw.evaluate(new Date(T0 + MINUTE + 30_000)).map((t) => t.to)).toEqual(['OK']);
+    // 08:02: the last five minutes, 07:57 to 08:02, hold it (an aligned period, 07:55 to 08:00, would not).
+    expect(cw.evaluate(new Date(T0 + 2 * MINUTE)).map((t) => t.to)).toEqual(['ALARM']);
+    expect(cw.evaluate(new Date(T0 + 6 * MINUTE + 59_000))).toEqual([]);
+    expect(cw.evaluate(new Date(T0 + 7 * MINUTE)).map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
+  });
+});
+
+describe('SetAlarmState', () => {
+  const local = useLocalCloudWatch('each');
+
+  it('sets the state with its reason until the next evaluation, running the new state\'s actions as a change of state does', async () => {
+    const { cw, client, outbox } = local;
+    local.now = T0 + 5 * MINUTE;
+    await client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}' }));
+
+    const [described] = (await client.send(new DescribeAlarmsCommand({ AlarmNames: ['test-alarm'] }))).MetricAlarms!;
+    expect(described).toMatchObject({ StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}', StateTransitionedTimestamp: new Date(T0 + 5 * MINUTE) });
+    expect(outbox.alerts.map((a) => JSON.parse(a.message))).toEqual([expect.objectContaining({ NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA', NewStateReason: 'testing the page' })]);
+
+    // Three periods within the threshold: the next evaluation turns it back.
+    for (const minute of [2, 3, 4]) await put(local, 1, T0 + minute * MINUTE);
+    expect(cw.evaluate(new Date(T0 + 5 * MINUTE)).map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
+  });
+
+  it('refuses an alarm that does not exist (404), a state not in the set, and reason data that is not JSON', async () => {
+    const { client } = local;
+    const set = (input: Record<string, unknown>) => client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'OK', StateReason: 'r', ...input } as never));
+    await expect(set({ AlarmName: 'nobody' })).rejects.toMatchObject({ name: 'ResourceNotFound', Code: 'ResourceNotFound', $metadata: { httpStatusCode: 404 } });
+    await expect(set({ StateValue: 'BROKEN' })).rejects.toMatchObject({ Code: 'ValidationError', message: expect.stringContaining("Value 'BROKEN' at 'stateValue' failed to satisfy constraint") });
+    await expect(set({ StateReasonData: '{not json' })).rejects.toMatchObject({ name: 'InvalidFormatFault', Code: 'InvalidFormat' });
+    expect(local.cw.state('test-alarm')).toBe('INSUFFICIENT_DATA');
   });
 });
 
