@@ -1,6 +1,8 @@
 // The Data API operations: request validation, and responses in the shapes of
 // the redshift-data model (timestamps as Date; server.ts writes epoch seconds).
 import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import { describeColumns, listDatabases, listSchemas, listTables, type PageRequest } from './catalog.ts';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
 import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
@@ -33,6 +35,8 @@ type Output = Record<string, unknown>;
 const MAX_SQL_BYTES = 100 * 1024;
 const MAX_BATCH_SQLS = 40;
 const MAX_WAIT_SECONDS = 30;
+/** The metadata operations' MaxResults: 0 to 1000 (PageSize in the API model); 0 or none returns the most a page holds. */
+const MAX_CATALOG_PAGE = 1000;
 const STATUSES = ['SUBMITTED', 'PICKED', 'STARTED', 'FINISHED', 'ABORTED', 'FAILED'];
 
 export class RedshiftDataService {
@@ -49,6 +53,10 @@ export class RedshiftDataService {
     GetStatementResult: (input) => this.getStatementResult(input),
     CancelStatement: (input) => this.cancelStatement(input),
     ListStatements: (input) => this.listStatements(input),
+    ListDatabases: (input) => this.listDatabases(input),
+    ListSchemas: (input) => this.listSchemas(input),
+    ListTables: (input) => this.listTables(input),
+    DescribeTable: (input) => this.describeTable(input),
   };
 
   async executeStatement(input: Input): Promise<Output> {
@@ -142,6 +150,48 @@ export class RedshiftDataService {
       Statements: page.map(statementData),
       ...(offset + max < all.length ? { NextToken: encodeToken(offset + max) } : {}),
     };
+  }
+
+  async listDatabases(input: Input): Promise<Output> {
+    const target = validateTarget(input);
+    const page = catalogPage(input);
+    const { items, more } = await this.runner.withSession(target, (db) => listDatabases(db, page));
+    return { Databases: items, ...nextPage(page, more) };
+  }
+
+  async listSchemas(input: Input): Promise<Output> {
+    const schema = optionalString(input.SchemaPattern, 'schemaPattern');
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => listSchemas(db, schema, page));
+    return { Schemas: items, ...nextPage(page, more) };
+  }
+
+  async listTables(input: Input): Promise<Output> {
+    const patterns = { schema: optionalString(input.SchemaPattern, 'schemaPattern'), table: optionalString(input.TablePattern, 'tablePattern') };
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => listTables(db, patterns, page));
+    return { Tables: items, ...nextPage(page, more) };
+  }
+
+  /** Pages through columns, not tables: "A token is returned to page through the column list." */
+  async describeTable(input: Input): Promise<Output> {
+    const names = { schema: optionalString(input.Schema, 'schema'), table: optionalString(input.Table, 'table') };
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => describeColumns(db, names, page));
+    return { ...(names.table !== undefined ? { TableName: names.table } : {}), ColumnList: items, ...nextPage(page, more) };
+  }
+
+  /**
+   * Reads the catalog of the request's Database. With a ConnectedDatabase,
+   * the user connects there (it must let the user in) while the catalog
+   * read is Database's: PostgreSQL has no catalog of another database, so
+   * the read runs on a connection to Database, as the same user.
+   */
+  private async onCatalog<T>(input: Input, read: (db: pg.ClientBase) => Promise<T>): Promise<T> {
+    const target = validateTarget(input);
+    const connected = optionalString(input.ConnectedDatabase, 'connectedDatabase');
+    if (connected !== undefined && connected !== target.database) await this.runner.withSession({ ...target, database: connected }, async () => undefined);
+    return this.runner.withSession(target, read);
   }
 
   /** Translated texts, gated when Redshift mode is on. */
@@ -344,6 +394,24 @@ function statementData(statement: Statement): Output {
     ...(statement.target.secretArn !== undefined ? { SecretArn: statement.target.secretArn } : {}),
     ...(statement.parameters.length > 0 ? { QueryParameters: statement.parameters } : {}),
   };
+}
+
+/** MaxResults and NextToken of a metadata operation. */
+function catalogPage(input: Input): PageRequest {
+  const max = input.MaxResults;
+  if (max !== undefined && max !== null && (typeof max !== 'number' || !Number.isInteger(max))) {
+    throw validation("1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must be an integer");
+  }
+  if (typeof max === 'number' && (max < 0 || max > MAX_CATALOG_PAGE)) {
+    throw validation(
+      `1 validation error detected: Value '${max}' at 'maxResults' failed to satisfy constraint: Member must have value ${max < 0 ? 'greater than or equal to 0' : `less than or equal to ${MAX_CATALOG_PAGE}`}`,
+    );
+  }
+  return { offset: decodeToken(input.NextToken), limit: typeof max === 'number' && max > 0 ? max : MAX_CATALOG_PAGE };
+}
+
+function nextPage(page: PageRequest, more: boolean): Output {
+  return more ? { NextToken: encodeToken(page.offset + page.limit) } : {};
 }
 
 function encodeToken(offset: number): string {
