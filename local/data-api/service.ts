@@ -2,6 +2,7 @@
 // the redshift-data model (timestamps as Date; server.ts writes epoch seconds).
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
+import type { AwsJsonCaller } from '../aws-json-server.ts';
 import { describeColumns, listDatabases, listSchemas, listTables, type PageRequest } from './catalog.ts';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
@@ -46,30 +47,30 @@ export class RedshiftDataService {
     private readonly options: RedshiftDataServiceOptions,
   ) {}
 
-  readonly operations: Record<string, (input: Input) => Promise<Output>> = {
-    ExecuteStatement: (input) => this.executeStatement(input),
-    BatchExecuteStatement: (input) => this.batchExecuteStatement(input),
+  readonly operations: Record<string, (input: Input, caller: AwsJsonCaller) => Promise<Output>> = {
+    ExecuteStatement: (input, caller) => this.executeStatement(input, caller),
+    BatchExecuteStatement: (input, caller) => this.batchExecuteStatement(input, caller),
     DescribeStatement: (input) => this.describeStatement(input),
     GetStatementResult: (input) => this.getStatementResult(input),
     CancelStatement: (input) => this.cancelStatement(input),
-    ListStatements: (input) => this.listStatements(input),
+    ListStatements: (input, caller) => this.listStatements(input, caller),
     ListDatabases: (input) => this.listDatabases(input),
     ListSchemas: (input) => this.listSchemas(input),
     ListTables: (input) => this.listTables(input),
     DescribeTable: (input) => this.describeTable(input),
   };
 
-  async executeStatement(input: Input): Promise<Output> {
+  async executeStatement(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
     const sql = requireSql(input.Sql, 'sql');
     const parameters = validateParameters(input.Parameters);
     checkAllReferenced([sql], parameters);
     const id = randomUUID();
     const [gated] = this.prepare([sql], parameters, false);
     const part = new StatementPart(id, sql, gated!.sql);
-    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
+    return this.submit(input, caller, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
   }
 
-  async batchExecuteStatement(input: Input): Promise<Output> {
+  async batchExecuteStatement(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
     const sqls = input.Sqls;
     if (!Array.isArray(sqls) || sqls.length < 1 || sqls.length > MAX_BATCH_SQLS) {
       throw validation(`1 validation error detected: Value at 'sqls' failed to satisfy constraint: Member must have length between 1 and ${MAX_BATCH_SQLS}`);
@@ -84,7 +85,7 @@ export class RedshiftDataService {
     const id = randomUUID();
     const gated = this.prepare(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
     const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, gated[i]!.sql));
-    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
+    return this.submit(input, caller, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
   }
 
   async describeStatement(input: Input): Promise<Output> {
@@ -128,7 +129,18 @@ export class RedshiftDataService {
     return { Status: true };
   }
 
-  async listStatements(input: Input): Promise<Output> {
+  /**
+   * RoleLevel (default true) lists the statements of every session of the
+   * caller's IAM role; false only those of the caller's current session.
+   * Locally the session is the access key id the request is signed with,
+   * and every session is of one role: the endpoint knows no IAM
+   * (docs/decisions/role-level-statements.md).
+   * https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
+   */
+  async listStatements(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
+    if (input.RoleLevel !== undefined && input.RoleLevel !== null && typeof input.RoleLevel !== 'boolean') {
+      throw validation("1 validation error detected: Value at 'roleLevel' failed to satisfy constraint: Member must be a boolean");
+    }
     const status = input.Status as string | undefined;
     if (status !== undefined && status !== 'ALL' && !STATUSES.includes(status)) {
       throw validation(`1 validation error detected: Value '${status}' at 'status' failed to satisfy constraint: Member must satisfy enum value set: [${[...STATUSES, 'ALL'].join(', ')}]`);
@@ -143,6 +155,7 @@ export class RedshiftDataService {
       database: optionalString(input.Database, 'database'),
       clusterIdentifier: optionalString(input.ClusterIdentifier, 'clusterIdentifier'),
       workgroupName: optionalString(input.WorkgroupName, 'workgroupName'),
+      ...(input.RoleLevel === false ? { session: caller.accessKeyId ?? '' } : {}),
     });
     const offset = decodeToken(input.NextToken);
     const page = all.slice(offset, offset + max);
@@ -208,6 +221,7 @@ export class RedshiftDataService {
 
   private async submit(
     input: Input,
+    caller: AwsJsonCaller,
     spec: { id: string; isBatch: boolean; parameters: SqlParameter[]; executionMode: ExecutionMode; parts: StatementPart[] },
     gated: GatedSql[],
   ): Promise<Output> {
@@ -230,6 +244,7 @@ export class RedshiftDataService {
       target,
       statementName,
       withEvent: input.WithEvent === true,
+      session: caller.accessKeyId ?? '',
     });
     this.store.add(statement, clientToken, fingerprint);
     const refused = gated.findIndex((g) => g.refusal !== undefined);
