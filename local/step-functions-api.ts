@@ -7,18 +7,27 @@
 //   await sfn.send(new StartExecutionCommand({ stateMachineArn: runner.workflow.stateMachineArn, name, input }));
 //
 // It serves what the project's callers use (the CLI, bin/atomic-publish.ts,
-// among them): StartExecution (with its rules for names: a name is taken
-// once; while its execution runs with the same input the call returns it),
-// DescribeExecution, StopExecution, ListExecutions (newest first,
-// `statusFilter`, pages of `maxResults` with `nextToken`) and
-// GetExecutionHistory (history events as Step Functions types them, from
-// the events aws-local-stepfunctions reports; see historyEvent below).
+// among them) and what consoles and scripts read first: StartExecution
+// (with its rules for names: a name is taken once; while its execution
+// runs with the same input the call returns it), DescribeExecution,
+// StopExecution, ListExecutions (newest first, `statusFilter`, pages of
+// `maxResults` with `nextToken`), GetExecutionHistory (history events as
+// Step Functions types them, from the events aws-local-stepfunctions
+// reports; see historyEvent below), DescribeStateMachine and
+// ListStateMachines (the one state machine, as the template declares it).
+// An ARN that is not a Step Functions ARN of the resource type the
+// operation takes is InvalidArn; a well-formed one this endpoint does not
+// know, ExecutionDoesNotExist or StateMachineDoesNotExist.
 // Wire: AWS JSON 1.0 (local/aws-json-server.ts), timestamps as epoch seconds.
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeStateMachine.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListStateMachines.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
+import { LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } from '../lib/definition.ts';
 import { type ExecutionEvent, ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
+import type { Template } from './template.ts';
 
 export interface LocalStepFunctionsApi {
   /** e.g. http://127.0.0.1:41234 */
@@ -34,9 +43,19 @@ const TARGET_PREFIX = 'AWSStepFunctions.';
 
 const EXECUTION_STATUSES = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE']);
 
-/** One page of `items`: `maxResults` of them (0 or absent: 100, at most 1,000), from the offset `nextToken` carries. */
+/** The API model's PageSize: 0 to 1,000; 0 or none is a page of 100. */
+const MAX_PAGE = 1000;
+const DEFAULT_PAGE = 100;
+
+/** One page of `items`: `maxResults` of them, from the offset `nextToken` carries. */
 function page(key: string, items: readonly Record<string, unknown>[], maxResults: unknown, nextToken: unknown): Record<string, unknown> {
-  const size = typeof maxResults === 'number' && maxResults > 0 ? Math.min(maxResults, 1000) : 100;
+  if (maxResults !== undefined && maxResults !== null && (typeof maxResults !== 'number' || !Number.isInteger(maxResults) || maxResults < 0 || maxResults > MAX_PAGE)) {
+    throw new AwsServiceError(
+      'ValidationException',
+      `1 validation error detected: Value '${String(maxResults)}' at 'maxResults' failed to satisfy constraint: Member must have value ${Number(maxResults) < 0 ? 'greater than or equal to 0' : `less than or equal to ${MAX_PAGE}`}`,
+    );
+  }
+  const size = typeof maxResults === 'number' && maxResults > 0 ? maxResults : DEFAULT_PAGE;
   let offset = 0;
   if (nextToken !== undefined) {
     offset = Number(Buffer.from(String(nextToken), 'base64url').toString('utf8'));
@@ -92,20 +111,102 @@ function historyEvent(event: ExecutionEvent, withData: boolean, input: string): 
   }
 }
 
+/**
+ * Checks an ARN the way Step Functions does before looking it up:
+ * `arn:<partition>:states:<region>:<account>:<type>:<name>` (an execution's
+ * `...:execution:<state machine>:<name>`), of the resource type the
+ * operation takes; InvalidArn otherwise (the messages for a missing prefix
+ * and a wrong type are those Step Functions answers).
+ */
+function checkArn(arn: unknown, member: string, type: 'stateMachine' | 'execution'): string {
+  if (arn === undefined || arn === null || arn === '') {
+    throw new AwsServiceError('ValidationException', `1 validation error detected: Value null at '${member}' failed to satisfy constraint: Member must not be null`);
+  }
+  if (typeof arn !== 'string') throw new AwsServiceError('SerializationException', `${member} must be a string`);
+  if (arn.length > 256) {
+    throw new AwsServiceError('ValidationException', `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to 256`);
+  }
+  if (!arn.startsWith('arn:')) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN prefix: ${arn}'`);
+  const [, partition, service, region, account, resourceType, ...names] = arn.split(':');
+  if (!partition || service !== 'states' || !region || !/^\d{12}$/.test(account ?? '') || !resourceType) {
+    throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN: ${arn}'`);
+  }
+  if (resourceType !== type) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Resource type not valid in this context: ${resourceType.toLowerCase()}'`);
+  // A state machine's name, or (for a version or alias) its name and qualifier; an execution's state machine and its name.
+  const expected = type === 'execution' ? [2] : [1, 2];
+  if (!expected.includes(names.length) || names.some((name) => name === '')) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN: ${arn}'`);
+  return arn;
+}
+
+/** ARNs of the resources the state machine's definition is deployed with (its role, its log group), as they resolve locally. */
+function resourceArn(token: unknown, resources: Template['Resources']): string | undefined {
+  const [id] = (token as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt'] ?? [];
+  const resource = id === undefined ? undefined : resources[id];
+  if (resource?.Type === 'AWS::IAM::Role') return `arn:${LOCAL_PARTITION}:iam::${LOCAL_ACCOUNT}:role/${id}`;
+  if (resource?.Type === 'AWS::Logs::LogGroup') {
+    const name = resource.Properties?.LogGroupName;
+    return `arn:${LOCAL_PARTITION}:logs:${LOCAL_REGION}:${LOCAL_ACCOUNT}:log-group:${typeof name === 'string' ? name : id}:*`;
+  }
+  return typeof token === 'string' ? token : undefined;
+}
+
+/** DescribeStateMachine's answer for the runner's state machine, from its template resource. */
+function describeStateMachine(runner: LocalRunner, creationDate: number): Record<string, unknown> {
+  const { template, definition, stateMachineArn } = runner.workflow;
+  const name = stateMachineArn.slice(stateMachineArn.lastIndexOf(':') + 1);
+  const properties = template.Resources[name]?.Properties ?? {};
+  const logging = properties.LoggingConfiguration as
+    | { Level?: string; IncludeExecutionData?: boolean; Destinations?: { CloudWatchLogsLogGroup?: { LogGroupArn?: unknown } }[] }
+    | undefined;
+  const destinations = (logging?.Destinations ?? []).flatMap((d) => {
+    const logGroupArn = resourceArn(d.CloudWatchLogsLogGroup?.LogGroupArn, template.Resources);
+    return logGroupArn ? [{ cloudWatchLogsLogGroup: { logGroupArn } }] : [];
+  });
+  return {
+    stateMachineArn,
+    name,
+    status: 'ACTIVE',
+    definition: JSON.stringify(definition),
+    roleArn: resourceArn(properties.RoleArn, template.Resources) ?? `arn:${LOCAL_PARTITION}:iam::${LOCAL_ACCOUNT}:role/${name}Role`,
+    type: String(properties.StateMachineType ?? 'STANDARD'),
+    creationDate,
+    loggingConfiguration: {
+      level: logging?.Level ?? 'OFF',
+      includeExecutionData: logging?.IncludeExecutionData ?? false,
+      ...(destinations.length > 0 ? { destinations } : {}),
+    },
+    tracingConfiguration: { enabled: (properties.TracingConfiguration as { Enabled?: boolean } | undefined)?.Enabled === true },
+    // Step Functions encrypts with a key of its own unless a customer key is configured.
+    encryptionConfiguration: { type: 'AWS_OWNED_KEY' },
+  };
+}
+
 export async function startLocalStepFunctionsApi(runner: LocalRunner, options: { host?: string; port?: number } = {}): Promise<LocalStepFunctionsApi> {
   const started: string[] = [];
   const stateMachineArn = runner.workflow.stateMachineArn;
+  // The state machine exists locally from when its endpoint starts.
+  const creationDate = Date.now() / 1000;
   const epochSeconds = (iso: string) => Date.parse(iso) / 1000;
   const knownMachine = (arn: unknown) => {
-    if (typeof arn !== 'string' || arn === '') throw new AwsServiceError('ValidationException', 'stateMachineArn is required');
-    if (arn !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${arn}'`);
+    if (checkArn(arn, 'stateMachineArn', 'stateMachine') !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(arn)}'`);
   };
   const execution = (arn: unknown) => {
-    const found = typeof arn === 'string' ? runner.describe(arn) : undefined;
+    const found = runner.describe(checkArn(arn, 'executionArn', 'execution'));
     if (!found) throw new AwsServiceError('ExecutionDoesNotExist', `Execution Does Not Exist: '${String(arn)}'`);
     return found;
   };
   const operations: Record<string, AwsJsonOperation> = {
+    DescribeStateMachine: async ({ stateMachineArn: arn, includedData }) => {
+      if (includedData !== undefined && includedData !== 'ALL_DATA' && includedData !== 'METADATA_ONLY') {
+        throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(includedData)}' at 'includedData' failed to satisfy constraint: Member must satisfy enum value set: [ALL_DATA, METADATA_ONLY]`);
+      }
+      knownMachine(arn);
+      return describeStateMachine(runner, creationDate);
+    },
+    ListStateMachines: async ({ maxResults, nextToken }) => {
+      const { stateMachineArn: arn, name, type } = describeStateMachine(runner, creationDate);
+      return page('stateMachines', [{ stateMachineArn: arn, name, type, creationDate }], maxResults, nextToken);
+    },
     StartExecution: async ({ stateMachineArn: arn, name, input }) => {
       knownMachine(arn);
       let parsed: unknown = {};

@@ -1,17 +1,27 @@
-// The local Step Functions endpoint's listing and history operations, through
-// the real @aws-sdk/client-sfn: ListExecutions (newest first, statusFilter,
-// pages) and GetExecutionHistory (typed events with the states' input).
+// The local Step Functions endpoint's listing, description and history
+// operations, through the real @aws-sdk/client-sfn: ListExecutions (newest
+// first, statusFilter, pages), GetExecutionHistory (typed events with the
+// states' input), DescribeStateMachine and ListStateMachines, and
+// InvalidArn for an ARN that is not one of the operation's resource type.
 import {
+  DescribeExecutionCommand,
+  DescribeStateMachineCommand,
+  ExecutionDoesNotExist,
   GetExecutionHistoryCommand,
+  InvalidArn,
   InvalidToken,
   ListExecutionsCommand,
+  ListStateMachinesCommand,
   type SFNClient,
   StartExecutionCommand,
+  StateMachineDoesNotExist,
   StopExecutionCommand,
+  ValidationException,
 } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
+import { awsJsonRequest } from '../support/aws-wire.ts';
 import { inputFor, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 let wf: Workflow;
@@ -104,5 +114,89 @@ describe('GetExecutionHistory', () => {
     expect(newest.map((e) => e.type)).toEqual(['ExecutionAborted']);
     const { events = [] } = await sfn.send(new GetExecutionHistoryCommand({ executionArn: abortedArn, includeExecutionData: false }));
     expect(events[0]?.executionStartedEventDetails?.input).toBeUndefined();
+  });
+});
+
+describe('DescribeStateMachine and ListStateMachines', () => {
+  it('describes the state machine as the template deploys it: definition, role, logging, tracing', async () => {
+    const described = await sfn.send(new DescribeStateMachineCommand({ stateMachineArn }));
+    expect(described).toMatchObject({
+      stateMachineArn,
+      name: stateMachineArn.split(':').at(-1),
+      status: 'ACTIVE',
+      type: 'STANDARD',
+      roleArn: expect.stringMatching(/^arn:aws:iam::000000000000:role\/WorkflowStateMachineRole/),
+      loggingConfiguration: { level: 'ALL', includeExecutionData: true, destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: expect.stringMatching(/^arn:aws:logs:local:000000000000:log-group:.+:\*$/) } }] },
+      tracingConfiguration: { enabled: true },
+    });
+    expect(described.creationDate).toBeInstanceOf(Date);
+    // The definition is the synthesized one, not the local copy with scaled retry waits.
+    expect(JSON.parse(described.definition!)).toEqual(wf.runner.workflow.definition);
+  });
+
+  it('lists the one state machine, in pages of maxResults', async () => {
+    const listed = await sfn.send(new ListStateMachinesCommand({}));
+    expect(listed.stateMachines).toEqual([{ stateMachineArn, name: stateMachineArn.split(':').at(-1), type: 'STANDARD', creationDate: expect.any(Date) }]);
+    expect(listed.nextToken).toBeUndefined();
+    const first = await sfn.send(new ListStateMachinesCommand({ maxResults: 1 }));
+    expect(first.stateMachines).toHaveLength(1);
+    await expect(sfn.send(new ListStateMachinesCommand({ maxResults: 1001 }))).rejects.toBeInstanceOf(ValidationException);
+    await expect(sfn.send(new ListStateMachinesCommand({ nextToken: 'bm9wZQ' }))).rejects.toBeInstanceOf(InvalidToken);
+  });
+});
+
+describe('ARNs', () => {
+  const unknownMachine = () => stateMachineArn.replace(/:[^:]+$/, ':NoSuchMachine');
+  const unknownExecution = () => `${stateMachineArn.replace(':stateMachine:', ':execution:')}:no-such-execution`;
+
+  it('answers an ARN that is not an ARN with InvalidArn, in every operation that takes one', async () => {
+    const calls = [
+      () => sfn.send(new DescribeExecutionCommand({ executionArn: 'not-an-arn' })),
+      () => sfn.send(new GetExecutionHistoryCommand({ executionArn: 'not-an-arn' })),
+      () => sfn.send(new StopExecutionCommand({ executionArn: 'not-an-arn' })),
+      () => sfn.send(new DescribeStateMachineCommand({ stateMachineArn: 'not-an-arn' })),
+      () => sfn.send(new StartExecutionCommand({ stateMachineArn: 'not-an-arn', input: '{}' })),
+      () => sfn.send(new ListExecutionsCommand({ stateMachineArn: 'not-an-arn' })),
+    ];
+    for (const call of calls) {
+      await expect(call()).rejects.toBeInstanceOf(InvalidArn);
+    }
+    await expect(calls[0]!()).rejects.toThrow("Invalid Arn: 'Invalid ARN prefix: not-an-arn'");
+  });
+
+  it('answers an ARN of the wrong resource type, or of another service, with InvalidArn', async () => {
+    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: stateMachineArn }))).rejects.toThrow("Invalid Arn: 'Resource type not valid in this context: statemachine'");
+    await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: succeededArn }))).rejects.toBeInstanceOf(InvalidArn);
+    await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: 'arn:aws:lambda:local:000000000000:function:Plan' }))).rejects.toBeInstanceOf(InvalidArn);
+    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: 'arn:aws:states:local:000000000000:execution:OnlyOnePart' }))).rejects.toBeInstanceOf(InvalidArn);
+  });
+
+  it('answers a well-formed ARN it does not know with ExecutionDoesNotExist or StateMachineDoesNotExist', async () => {
+    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: unknownExecution() }))).rejects.toBeInstanceOf(ExecutionDoesNotExist);
+    await expect(sfn.send(new GetExecutionHistoryCommand({ executionArn: unknownExecution() }))).rejects.toBeInstanceOf(ExecutionDoesNotExist);
+    await expect(sfn.send(new StopExecutionCommand({ executionArn: unknownExecution() }))).rejects.toBeInstanceOf(ExecutionDoesNotExist);
+    await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: unknownMachine() }))).rejects.toBeInstanceOf(StateMachineDoesNotExist);
+    await expect(sfn.send(new StartExecutionCommand({ stateMachineArn: unknownMachine(), input: '{}' }))).rejects.toBeInstanceOf(StateMachineDoesNotExist);
+  });
+});
+
+describe('on the wire, as the AWS CLI sends them', () => {
+  const cli = (target: string, body: Record<string, unknown>) => awsJsonRequest(api.endpoint, { protocol: '1.0', service: 'states', target: `AWSStepFunctions.${target}`, body });
+
+  it('answers DescribeStateMachine and ListStateMachines in AWS JSON 1.0, dates as epoch seconds', async () => {
+    const described = await cli('DescribeStateMachine', { stateMachineArn });
+    expect(described.status).toBe(200);
+    expect(described.contentType).toBe('application/x-amz-json-1.0');
+    expect(described.body).toMatchObject({ stateMachineArn, status: 'ACTIVE', type: 'STANDARD', creationDate: expect.any(Number) });
+    expect(typeof described.body.definition).toBe('string');
+    const listed = await cli('ListStateMachines', { maxResults: 10 });
+    expect(listed.body).toEqual({ stateMachines: [{ stateMachineArn, name: expect.any(String), type: 'STANDARD', creationDate: described.body.creationDate }] });
+  });
+
+  it('answers a malformed ARN with a typed InvalidArn error and an unknown one with ExecutionDoesNotExist', async () => {
+    const invalid = await cli('GetExecutionHistory', { executionArn: 'arn:aws:states:local:000000000000:stateMachine:x' });
+    expect(invalid).toMatchObject({ status: 400, errorType: 'InvalidArn', body: { __type: 'InvalidArn', message: "Invalid Arn: 'Resource type not valid in this context: statemachine'" } });
+    const unknown = await cli('DescribeExecution', { executionArn: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:nope` });
+    expect(unknown).toMatchObject({ status: 400, errorType: 'ExecutionDoesNotExist' });
   });
 });
