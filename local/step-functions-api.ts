@@ -11,9 +11,8 @@
 // (with its rules for names: a name is taken once; while its execution
 // runs with the same input the call returns it), DescribeExecution,
 // StopExecution, ListExecutions (newest first, `statusFilter`, pages of
-// `maxResults` with `nextToken`), GetExecutionHistory (history events as
-// Step Functions types them, from the events aws-local-stepfunctions
-// reports; see historyEvent below), DescribeStateMachine and
+// `maxResults` with `nextToken`), GetExecutionHistory (the history
+// local/history.ts builds as the execution runs), DescribeStateMachine and
 // ListStateMachines (the one state machine, as the template declares it).
 // An ARN that is not a Step Functions ARN of the resource type the
 // operation takes is InvalidArn; a well-formed one this endpoint does not
@@ -25,9 +24,9 @@
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeStateMachine.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListStateMachines.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
-import { LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } from '../lib/definition.ts';
-import { type ExecutionEvent, ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
-import type { Template } from './template.ts';
+import { servedEvent } from './history.ts';
+import { ExecutionAlreadyExistsError, InvalidNameError, type LocalRunner, StartExecutionError } from './runner.ts';
+import { describeStateMachine } from './state-machine.ts';
 
 export interface LocalStepFunctionsApi {
   /** e.g. http://127.0.0.1:41234 */
@@ -65,52 +64,6 @@ function page(key: string, items: readonly Record<string, unknown>[], maxResults
   return { [key]: items.slice(offset, end), ...(end < items.length ? { nextToken: Buffer.from(String(end)).toString('base64url') } : {}) };
 }
 
-const json = (value: unknown) => JSON.stringify(value ?? null);
-const text = (value: unknown) => (typeof value === 'string' ? value : json(value));
-
-/**
- * The history event(s) Step Functions writes for one aws-local-stepfunctions
- * event: `<StateType>StateEntered` / `Exited` with the state's name and its
- * input or output, the execution's start and end, Map iterations, a Task's
- * failure as LambdaFunctionFailed. A retry and a Catch have no event of
- * their own there, so none here; nor do the Lambda scheduling events the
- * local engine does not report (local/history.ts counts them).
- * https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html
- */
-function historyEvent(event: ExecutionEvent, withData: boolean, input: string): Record<string, unknown>[] {
-  const timestamp = event.timestamp / 1000;
-  const data = (key: string, value: unknown) => (withData ? { [key]: text(value) } : {});
-  const raw = event as ExecutionEvent & { output?: unknown; parentState?: { name: string } };
-  switch (event.type) {
-    case 'ExecutionStarted':
-      return [{ timestamp, type: 'ExecutionStarted', executionStartedEventDetails: { ...data('input', input) } }];
-    case 'ExecutionSucceeded':
-      return [{ timestamp, type: 'ExecutionSucceeded', executionSucceededEventDetails: { ...data('output', raw.output) } }];
-    case 'ExecutionFailed':
-      return [{ timestamp, type: 'ExecutionFailed', executionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }];
-    case 'ExecutionAborted':
-      return [{ timestamp, type: 'ExecutionAborted', executionAbortedEventDetails: {} }];
-    case 'ExecutionTimeout':
-      return [{ timestamp, type: 'ExecutionTimedOut', executionTimedOutEventDetails: { error: 'States.Timeout' } }];
-    case 'StateEntered':
-      return [{ timestamp, type: `${event.state!.type}StateEntered`, stateEnteredEventDetails: { name: event.state!.name, ...data('input', event.state!.input) } }];
-    case 'StateExited':
-      return [{ timestamp, type: `${event.state!.type}StateExited`, stateExitedEventDetails: { name: event.state!.name, ...data('output', event.state!.output) } }];
-    case 'StateFailed':
-      return event.state!.type === 'Task'
-        ? [{ timestamp, type: 'LambdaFunctionFailed', lambdaFunctionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }]
-        : [];
-    case 'MapIterationStarted':
-    case 'MapIterationSucceeded':
-    case 'MapIterationFailed': {
-      const key = `mapIteration${event.type.slice('MapIteration'.length)}EventDetails`;
-      return [{ timestamp, type: event.type, [key]: { name: raw.parentState?.name, index: event.index } }];
-    }
-    default:
-      return [];
-  }
-}
-
 /**
  * Checks an ARN the way Step Functions does before looking it up:
  * `arn:<partition>:states:<region>:<account>:<type>:<name>` (an execution's
@@ -138,49 +91,6 @@ function checkArn(arn: unknown, member: string, type: 'stateMachine' | 'executio
   return arn;
 }
 
-/** ARNs of the resources the state machine's definition is deployed with (its role, its log group), as they resolve locally. */
-function resourceArn(token: unknown, resources: Template['Resources']): string | undefined {
-  const [id] = (token as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt'] ?? [];
-  const resource = id === undefined ? undefined : resources[id];
-  if (resource?.Type === 'AWS::IAM::Role') return `arn:${LOCAL_PARTITION}:iam::${LOCAL_ACCOUNT}:role/${id}`;
-  if (resource?.Type === 'AWS::Logs::LogGroup') {
-    const name = resource.Properties?.LogGroupName;
-    return `arn:${LOCAL_PARTITION}:logs:${LOCAL_REGION}:${LOCAL_ACCOUNT}:log-group:${typeof name === 'string' ? name : id}:*`;
-  }
-  return typeof token === 'string' ? token : undefined;
-}
-
-/** DescribeStateMachine's answer for the runner's state machine, from its template resource. */
-function describeStateMachine(runner: LocalRunner, creationDate: number): Record<string, unknown> {
-  const { template, definition, stateMachineArn } = runner.workflow;
-  const name = stateMachineArn.slice(stateMachineArn.lastIndexOf(':') + 1);
-  const properties = template.Resources[name]?.Properties ?? {};
-  const logging = properties.LoggingConfiguration as
-    | { Level?: string; IncludeExecutionData?: boolean; Destinations?: { CloudWatchLogsLogGroup?: { LogGroupArn?: unknown } }[] }
-    | undefined;
-  const destinations = (logging?.Destinations ?? []).flatMap((d) => {
-    const logGroupArn = resourceArn(d.CloudWatchLogsLogGroup?.LogGroupArn, template.Resources);
-    return logGroupArn ? [{ cloudWatchLogsLogGroup: { logGroupArn } }] : [];
-  });
-  return {
-    stateMachineArn,
-    name,
-    status: 'ACTIVE',
-    definition: JSON.stringify(definition),
-    roleArn: resourceArn(properties.RoleArn, template.Resources) ?? `arn:${LOCAL_PARTITION}:iam::${LOCAL_ACCOUNT}:role/${name}Role`,
-    type: String(properties.StateMachineType ?? 'STANDARD'),
-    creationDate,
-    loggingConfiguration: {
-      level: logging?.Level ?? 'OFF',
-      includeExecutionData: logging?.IncludeExecutionData ?? false,
-      ...(destinations.length > 0 ? { destinations } : {}),
-    },
-    tracingConfiguration: { enabled: (properties.TracingConfiguration as { Enabled?: boolean } | undefined)?.Enabled === true },
-    // Step Functions encrypts with a key of its own unless a customer key is configured.
-    encryptionConfiguration: { type: 'AWS_OWNED_KEY' },
-  };
-}
-
 export async function startLocalStepFunctionsApi(runner: LocalRunner, options: { host?: string; port?: number } = {}): Promise<LocalStepFunctionsApi> {
   const started: string[] = [];
   const stateMachineArn = runner.workflow.stateMachineArn;
@@ -201,10 +111,10 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
         throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(includedData)}' at 'includedData' failed to satisfy constraint: Member must satisfy enum value set: [ALL_DATA, METADATA_ONLY]`);
       }
       knownMachine(arn);
-      return describeStateMachine(runner, creationDate);
+      return describeStateMachine(runner.workflow, creationDate);
     },
     ListStateMachines: async ({ maxResults, nextToken }) => {
-      const { stateMachineArn: arn, name, type } = describeStateMachine(runner, creationDate);
+      const { stateMachineArn: arn, name, type } = describeStateMachine(runner.workflow, creationDate);
       return page('stateMachines', [{ stateMachineArn: arn, name, type, creationDate }], maxResults, nextToken);
     },
     StartExecution: async ({ stateMachineArn: arn, name, input }) => {
@@ -270,9 +180,8 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     GetExecutionHistory: async ({ executionArn, maxResults, nextToken, reverseOrder, includeExecutionData }) => {
       const found = execution(executionArn);
       const withData = includeExecutionData !== false;
-      const events = found.events().flatMap((event) => historyEvent(event, withData, found.input));
-      const numbered = events.map((event, i) => ({ ...event, id: i + 1, ...(i > 0 ? { previousEventId: i } : {}) }));
-      return page('events', reverseOrder === true ? numbered.reverse() : numbered, maxResults, nextToken);
+      const events = found.history.events().map((event) => servedEvent(event, withData));
+      return page('events', reverseOrder === true ? events.reverse() : events, maxResults, nextToken);
     },
     StopExecution: async ({ executionArn }) => {
       const found = execution(executionArn);
