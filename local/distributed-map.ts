@@ -18,6 +18,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
+import type { MapRunInfo } from './history.ts';
+import { referencePath } from './reference-path.ts';
 
 type AslState = Record<string, unknown>;
 type AslStates = Record<string, AslState>;
@@ -89,6 +91,8 @@ export interface DistributedMapRun {
   readonly parent: { readonly id: string; readonly name: string };
   /** Runs one child execution of the ItemProcessor with `input`; resolves with its output, rejects with its error. */
   readonly runChild: (processor: StateMachineDefinition, input: unknown, context: { id: string; name: string }) => { result: Promise<unknown>; abort: () => void; events: () => number; historyEvents: () => number };
+  /** Called once the Map Run has selected its items, before its first child starts (the parent's history records it). */
+  readonly onMapRun?: (run: MapRunInfo) => void;
   /** Called as each child ends. */
   readonly onChild?: (child: ChildExecution) => void;
 }
@@ -107,7 +111,9 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
   const childDefinition = { StartAt: processor.StartAt, States: processor.States } as unknown as StateMachineDefinition;
   const limit = concurrency(state, run.input, batches.length);
   const tolerated = toleratedFailures(state, batches.length);
-  const label = `${run.parent.name}/${name}-${randomUUID().slice(0, 8)}`;
+  const runId = randomUUID();
+  const label = `${run.parent.name}/${name}-${runId.slice(0, 8)}`;
+  run.onMapRun?.({ mapRunArn: mapRunArn(run.parent.id, name, runId), itemCount: items.length });
 
   const results: unknown[] = new Array(batches.length);
   const running = new Map<number, { abort: () => void }>();
@@ -155,6 +161,17 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
   if (failed) throw failed;
   if (stopped) throw stopped;
   return results;
+}
+
+/**
+ * A Map Run's ARN as Step Functions forms it: the parent execution's
+ * state machine, the Map's label (its name: the project sets no Label)
+ * and the run's id, `arn:...:mapRun:<state machine>/<label>:<id>`.
+ * https://docs.aws.amazon.com/step-functions/latest/dg/concepts-examine-map-run.html
+ */
+function mapRunArn(parentExecutionArn: string, mapName: string, runId: string): string {
+  const [prefix, stateMachine] = parentExecutionArn.split(':execution:') as [string, string];
+  return `${prefix}:mapRun:${stateMachine.slice(0, stateMachine.indexOf(':'))}/${mapName}:${runId}`;
 }
 
 /**
@@ -212,12 +229,4 @@ function toleratedFailures(state: AslState, children: number): number {
   const byPercentage = percentage === undefined ? undefined : Math.floor((percentage / 100) * children);
   // With both, the Map Run fails as soon as either is exceeded.
   return Math.min(count ?? Number.POSITIVE_INFINITY, byPercentage ?? Number.POSITIVE_INFINITY, count === undefined && byPercentage === undefined ? 0 : Number.POSITIVE_INFINITY);
-}
-
-/** A reference path of dotted names (`$.plan.maxConcurrency`), the form MaxConcurrencyPath and MaxItemsPerBatchPath take. */
-function referencePath(input: unknown, path: string): unknown {
-  if (!/^\$(\.[A-Za-z_][\w]*)*$/.test(path)) throw new Error(`reference path ${path} has no local equivalent (dotted names only)`);
-  let value: unknown = input;
-  for (const key of path.split('.').slice(1)) value = (value as Record<string, unknown> | undefined)?.[key];
-  return value;
 }

@@ -9,7 +9,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { HISTORY_LIMIT_ERROR, HistoryCounter, MAX_HISTORY_EVENTS } from './history.ts';
+import { ExecutionHistory, HISTORY_LIMIT_ERROR, historyLimitCause } from './history.ts';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
@@ -33,6 +33,7 @@ import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
 import { STATE_DIR } from '../lib/project.ts';
+import { stateMachineRoleArn } from './state-machine.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow, type Template } from './template.ts';
 
 // aws-local-stepfunctions calls Promise.withResolvers, which Node 20 lacks.
@@ -132,6 +133,8 @@ export interface ExecutionRecord {
   readonly running: RunningExecution;
   /** Its events so far (all of them once it has ended), oldest first. */
   events(): readonly ExecutionEvent[];
+  /** Its history as Step Functions writes it (GetExecutionHistory's events), so far. */
+  readonly history: ExecutionHistory;
 }
 
 /**
@@ -419,6 +422,9 @@ export class LocalRunner {
     const metricsBefore = this.capture.sink.metrics.length;
     const invocationsBefore = this.invocationRecords.length;
     const taskResourceLocalHandlers: Record<string, (input: unknown) => Promise<unknown>> = {};
+    // Step Functions' history of the execution (local/history.ts); each child execution has one of its own.
+    const roleArn = stateMachineRoleArn(this.workflow);
+    const history = new ExecutionHistory(this.workflow.definition, { roleArn });
     // Step Functions starts no further Map iterations once one has failed;
     // aws-local-stepfunctions keeps starting the queued ones, so stop them
     // here. An error no Retry of the state matches fails the Map at once;
@@ -435,7 +441,10 @@ export class LocalRunner {
       const override = this.options.taskOverrides?.[state];
       const functionName = this.workflow.functions[state]!;
       taskResourceLocalHandlers[state] = async (input) => {
-        if (inMap && mapFailed) throw Object.assign(new Error('Map failed: no new iterations start'), { name: 'States.Cancelled' });
+        if (inMap && mapFailed) {
+          history.refused(state, input);
+          throw Object.assign(new Error('Map failed: no new iterations start'), { name: 'States.Cancelled' });
+        }
         try {
           checkPayload(input, `the input of ${state}`);
           // An override stands in for the function's code (a fault it throws is the function's, or Lambda's when named Lambda.*).
@@ -464,17 +473,17 @@ export class LocalRunner {
           input,
           parent: { id: executionId, name },
           runChild: (processor, childInput, context) => {
+            const childHistory = new ExecutionHistory(processor as { States: unknown }, { roleArn });
             const child = new StateMachine(processor, { validationOptions: { noValidate: true } }).run(childInput as never, {
-              overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never },
+              overrides: { taskResourceLocalHandlers: childHistory.recording(taskResourceLocalHandlers) as never },
               context: { Execution: { Id: context.id, Name: context.name } } as never,
             });
             let events = 0;
-            const history = new HistoryCounter();
             let overLimit = false;
             const counted = (async () => {
               for await (const event of child.eventLogs) {
                 events += 1;
-                if (history.add(event as ExecutionEvent) && !overLimit) {
+                if (childHistory.add(event as ExecutionEvent) && !overLimit) {
                   overLimit = true;
                   child.abort();
                 }
@@ -484,12 +493,12 @@ export class LocalRunner {
             const result = child.result.then(
               async (output) => {
                 await counted;
-                if (overLimit) throw historyLimitError(history.count);
+                if (overLimit) throw historyLimitError(childHistory.length);
                 return output;
               },
               async (error: Error & { cause?: Error }) => {
                 await counted;
-                if (overLimit) throw historyLimitError(history.count);
+                if (overLimit) throw historyLimitError(childHistory.length);
                 // The child's failure as Step Functions names it: the error of the state that failed it.
                 throw error.cause instanceof Error ? error.cause : error;
               },
@@ -501,8 +510,9 @@ export class LocalRunner {
               () => runningChildren.delete(handle),
               () => runningChildren.delete(handle),
             );
-            return { result, abort: handle.abort, events: () => events, historyEvents: () => history.count };
+            return { result, abort: handle.abort, events: () => events, historyEvents: () => childHistory.length };
           },
+          onMapRun: (run) => history.mapRunStarted(map.name, run),
           onChild: (child) => {
             childExecutions.push(child);
             children.reported += 1;
@@ -518,11 +528,10 @@ export class LocalRunner {
     const machine = new StateMachine(definition, { validationOptions: { noValidate: true } });
     const startedAt = new Date().toISOString();
     const execution = machine.run(input as never, {
-      overrides: { taskResourceLocalHandlers: taskResourceLocalHandlers as never },
+      overrides: { taskResourceLocalHandlers: history.recording(taskResourceLocalHandlers) as never },
       context: { Execution: { Id: executionId, Name: name } } as never,
     });
     const events: ExecutionEvent[] = [];
-    const history = new HistoryCounter();
     let overLimit = false;
     // A stop is final once made: the events before it are the history, then ExecutionAborted.
     let stop: (StopDetails & { events: number; timestamp: number }) | undefined;
@@ -569,6 +578,7 @@ export class LocalRunner {
         events.splice(stop.events);
         const aborted: ExecutionEvent = { type: 'ExecutionAborted', timestamp: stop.timestamp, ...(stop.error === undefined ? {} : { Error: stop.error }), ...(stop.cause === undefined ? {} : { Cause: stop.cause }) };
         events.push(aborted);
+        history.add(aborted);
         this.options.onEvent?.(aborted, executionId);
       }
       if (result.status === 'ABORTED' || result.status === 'TIMED_OUT') {
@@ -578,7 +588,7 @@ export class LocalRunner {
       // The event log can lag the execution: one that ended before its events
       // were counted past the limit still fails, as it would have on AWS.
       if (overLimit) {
-        const limit = historyLimitError(history.count);
+        const limit = historyLimitError(history.length);
         result = { executionId, status: 'FAILED', error: limit.name, cause: limit.message, startedAt };
       }
       const stoppedAt = new Date().toISOString();
@@ -593,7 +603,7 @@ export class LocalRunner {
         stoppedAt,
         statusChange,
         childExecutions: [...childExecutions],
-        historyEvents: history.count,
+        historyEvents: history.length,
       };
     };
     const abort = (details: StopDetails = {}) => {
@@ -607,7 +617,7 @@ export class LocalRunner {
       this.executions.set(name, value);
       executionsOfProcess.set(executionId, value);
     };
-    record({ executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events });
+    record({ executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events, history });
     void running.result.then(
       (result) => record({ ...this.executions.get(name)!, status: result.status, result }),
       // The caller sees the error; the name stays taken.
@@ -742,5 +752,5 @@ function validateOnce(definition: unknown, validate: (definition: never) => unkn
 }
 
 function historyLimitError(count: number): Error {
-  return Object.assign(new Error(`the execution's history reached ${count} events, more than Step Functions' ${MAX_HISTORY_EVENTS}`), { name: HISTORY_LIMIT_ERROR });
+  return Object.assign(new Error(historyLimitCause(count)), { name: HISTORY_LIMIT_ERROR });
 }

@@ -7,19 +7,27 @@
 //   await sfn.send(new StartExecutionCommand({ stateMachineArn: runner.workflow.stateMachineArn, name, input }));
 //
 // It serves what the project's callers use (the CLI, bin/atomic-publish.ts,
-// among them): StartExecution (with its rules for names: a name is taken
-// once; while its execution runs with the same input the call returns it),
-// DescribeExecution, StopExecution, ListExecutions (newest first,
-// `statusFilter`, pages of `maxResults` with `nextToken`) and
-// GetExecutionHistory (history events as Step Functions types them, from
-// the events aws-local-stepfunctions reports; see historyEvent below).
+// among them) and what consoles and scripts read first: StartExecution
+// (with its rules for names: a name is taken once; while its execution
+// runs with the same input the call returns it), DescribeExecution,
+// StopExecution, ListExecutions (newest first, `statusFilter`, pages of
+// `maxResults` with `nextToken`), GetExecutionHistory (the history
+// local/history.ts builds as the execution runs), DescribeStateMachine and
+// ListStateMachines (the one state machine, as the template declares it).
+// An ARN that is not a Step Functions ARN of the resource type the
+// operation takes is InvalidArn; a well-formed one this endpoint does not
+// know, ExecutionDoesNotExist or StateMachineDoesNotExist.
 // Wire: AWS JSON 1.0 (local/aws-json-server.ts), timestamps as epoch seconds.
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeStateMachine.html
+// https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListStateMachines.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
+import { servedEvent } from './history.ts';
 import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
-import type { ExecutionEvent, LocalRunner } from './runner.ts';
+import type { LocalRunner } from './runner.ts';
+import { describeStateMachine } from './state-machine.ts';
 
 export interface LocalStepFunctionsApi {
   /** e.g. http://127.0.0.1:41234 */
@@ -35,9 +43,19 @@ const TARGET_PREFIX = 'AWSStepFunctions.';
 
 const EXECUTION_STATUSES = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE']);
 
-/** One page of `items`: `maxResults` of them (0 or absent: 100, at most 1,000), from the offset `nextToken` carries. */
+/** The API model's PageSize: 0 to 1,000; 0 or none is a page of 100. */
+const MAX_PAGE = 1000;
+const DEFAULT_PAGE = 100;
+
+/** One page of `items`: `maxResults` of them, from the offset `nextToken` carries. */
 function page(key: string, items: readonly Record<string, unknown>[], maxResults: unknown, nextToken: unknown): Record<string, unknown> {
-  const size = typeof maxResults === 'number' && maxResults > 0 ? Math.min(maxResults, 1000) : 100;
+  if (maxResults !== undefined && maxResults !== null && (typeof maxResults !== 'number' || !Number.isInteger(maxResults) || maxResults < 0 || maxResults > MAX_PAGE)) {
+    throw new AwsServiceError(
+      'ValidationException',
+      `1 validation error detected: Value '${String(maxResults)}' at 'maxResults' failed to satisfy constraint: Member must have value ${Number(maxResults) < 0 ? 'greater than or equal to 0' : `less than or equal to ${MAX_PAGE}`}`,
+    );
+  }
+  const size = typeof maxResults === 'number' && maxResults > 0 ? maxResults : DEFAULT_PAGE;
   let offset = 0;
   if (nextToken !== undefined) {
     offset = Number(Buffer.from(String(nextToken), 'base64url').toString('utf8'));
@@ -47,66 +65,59 @@ function page(key: string, items: readonly Record<string, unknown>[], maxResults
   return { [key]: items.slice(offset, end), ...(end < items.length ? { nextToken: Buffer.from(String(end)).toString('base64url') } : {}) };
 }
 
-const json = (value: unknown) => JSON.stringify(value ?? null);
-const text = (value: unknown) => (typeof value === 'string' ? value : json(value));
-
 /**
- * The history event(s) Step Functions writes for one aws-local-stepfunctions
- * event: `<StateType>StateEntered` / `Exited` with the state's name and its
- * input or output, the execution's start and end, Map iterations, a Task's
- * failure as LambdaFunctionFailed. A retry and a Catch have no event of
- * their own there, so none here; nor do the Lambda scheduling events the
- * local engine does not report (local/history.ts counts them).
- * https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html
+ * Checks an ARN the way Step Functions does before looking it up:
+ * `arn:<partition>:states:<region>:<account>:<type>:<name>` (an execution's
+ * `...:execution:<state machine>:<name>`), of the resource type the
+ * operation takes; InvalidArn otherwise (the messages for a missing prefix
+ * and a wrong type are those Step Functions answers).
  */
-function historyEvent(event: ExecutionEvent, withData: boolean, input: string): Record<string, unknown>[] {
-  const timestamp = event.timestamp / 1000;
-  const data = (key: string, value: unknown) => (withData ? { [key]: text(value) } : {});
-  const raw = event as ExecutionEvent & { output?: unknown; parentState?: { name: string } };
-  switch (event.type) {
-    case 'ExecutionStarted':
-      return [{ timestamp, type: 'ExecutionStarted', executionStartedEventDetails: { ...data('input', input) } }];
-    case 'ExecutionSucceeded':
-      return [{ timestamp, type: 'ExecutionSucceeded', executionSucceededEventDetails: { ...data('output', raw.output) } }];
-    case 'ExecutionFailed':
-      return [{ timestamp, type: 'ExecutionFailed', executionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }];
-    case 'ExecutionAborted':
-      return [{ timestamp, type: 'ExecutionAborted', executionAbortedEventDetails: { ...(event.Error === undefined ? {} : { error: event.Error }), ...(event.Cause === undefined ? {} : { cause: text(event.Cause) }) } }];
-    case 'ExecutionTimeout':
-      return [{ timestamp, type: 'ExecutionTimedOut', executionTimedOutEventDetails: { error: 'States.Timeout' } }];
-    case 'StateEntered':
-      return [{ timestamp, type: `${event.state!.type}StateEntered`, stateEnteredEventDetails: { name: event.state!.name, ...data('input', event.state!.input) } }];
-    case 'StateExited':
-      return [{ timestamp, type: `${event.state!.type}StateExited`, stateExitedEventDetails: { name: event.state!.name, ...data('output', event.state!.output) } }];
-    case 'StateFailed':
-      return event.state!.type === 'Task'
-        ? [{ timestamp, type: 'LambdaFunctionFailed', lambdaFunctionFailedEventDetails: { error: event.Error, cause: text(event.Cause) } }]
-        : [];
-    case 'MapIterationStarted':
-    case 'MapIterationSucceeded':
-    case 'MapIterationFailed': {
-      const key = `mapIteration${event.type.slice('MapIteration'.length)}EventDetails`;
-      return [{ timestamp, type: event.type, [key]: { name: raw.parentState?.name, index: event.index } }];
-    }
-    default:
-      return [];
+function checkArn(arn: unknown, member: string, type: 'stateMachine' | 'execution'): string {
+  if (arn === undefined || arn === null || arn === '') {
+    throw new AwsServiceError('ValidationException', `1 validation error detected: Value null at '${member}' failed to satisfy constraint: Member must not be null`);
   }
+  if (typeof arn !== 'string') throw new AwsServiceError('SerializationException', `${member} must be a string`);
+  if (arn.length > 256) {
+    throw new AwsServiceError('ValidationException', `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to 256`);
+  }
+  if (!arn.startsWith('arn:')) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN prefix: ${arn}'`);
+  const [, partition, service, region, account, resourceType, ...names] = arn.split(':');
+  if (!partition || service !== 'states' || !region || !/^\d{12}$/.test(account ?? '') || !resourceType) {
+    throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN: ${arn}'`);
+  }
+  if (resourceType !== type) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Resource type not valid in this context: ${resourceType.toLowerCase()}'`);
+  // A state machine's name, or (for a version or alias) its name and qualifier; an execution's state machine and its name.
+  const expected = type === 'execution' ? [2] : [1, 2];
+  if (!expected.includes(names.length) || names.some((name) => name === '')) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN: ${arn}'`);
+  return arn;
 }
 
 export async function startLocalStepFunctionsApi(runner: LocalRunner, options: { host?: string; port?: number } = {}): Promise<LocalStepFunctionsApi> {
   const started: string[] = [];
   const stateMachineArn = runner.workflow.stateMachineArn;
+  // The state machine exists locally from when its endpoint starts.
+  const creationDate = Date.now() / 1000;
   const epochSeconds = (iso: string) => Date.parse(iso) / 1000;
   const knownMachine = (arn: unknown) => {
-    if (typeof arn !== 'string' || arn === '') throw new AwsServiceError('ValidationException', 'stateMachineArn is required');
-    if (arn !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${arn}'`);
+    if (checkArn(arn, 'stateMachineArn', 'stateMachine') !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(arn)}'`);
   };
   const execution = (arn: unknown) => {
-    const found = typeof arn === 'string' ? runner.describe(arn) : undefined;
+    const found = runner.describe(checkArn(arn, 'executionArn', 'execution'));
     if (!found) throw new AwsServiceError('ExecutionDoesNotExist', `Execution Does Not Exist: '${String(arn)}'`);
     return found;
   };
   const operations: Record<string, AwsJsonOperation> = {
+    DescribeStateMachine: async ({ stateMachineArn: arn, includedData }) => {
+      if (includedData !== undefined && includedData !== 'ALL_DATA' && includedData !== 'METADATA_ONLY') {
+        throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(includedData)}' at 'includedData' failed to satisfy constraint: Member must satisfy enum value set: [ALL_DATA, METADATA_ONLY]`);
+      }
+      knownMachine(arn);
+      return describeStateMachine(runner.workflow, creationDate);
+    },
+    ListStateMachines: async ({ maxResults, nextToken }) => {
+      const { stateMachineArn: arn, name, type } = describeStateMachine(runner.workflow, creationDate);
+      return page('stateMachines', [{ stateMachineArn: arn, name, type, creationDate }], maxResults, nextToken);
+    },
     StartExecution: async ({ stateMachineArn: arn, name, input }) => {
       knownMachine(arn);
       let parsed: unknown = {};
@@ -170,9 +181,8 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     GetExecutionHistory: async ({ executionArn, maxResults, nextToken, reverseOrder, includeExecutionData }) => {
       const found = execution(executionArn);
       const withData = includeExecutionData !== false;
-      const events = found.events().flatMap((event) => historyEvent(event, withData, found.input));
-      const numbered = events.map((event, i) => ({ ...event, id: i + 1, ...(i > 0 ? { previousEventId: i } : {}) }));
-      return page('events', reverseOrder === true ? numbered.reverse() : numbered, maxResults, nextToken);
+      const events = found.history.events().map((event) => servedEvent(event, withData));
+      return page('events', reverseOrder === true ? events.reverse() : events, maxResults, nextToken);
     },
     StopExecution: async ({ executionArn, error, cause }) => {
       const found = execution(executionArn);

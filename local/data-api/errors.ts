@@ -8,11 +8,12 @@ export type ErrorShape =
   | 'ExecuteStatementException'
   | 'BatchExecuteStatementException'
   | 'InternalServerException'
+  | 'DatabaseConnectionException'
   | 'UnknownOperationException'
   | 'SerializationException';
 
 /** The shapes the Data API answers with HTTP 500 (the SDK's standard retry retries them). */
-const SERVER_ERRORS: ReadonlySet<ErrorShape> = new Set(['InternalServerException', 'ExecuteStatementException', 'BatchExecuteStatementException']);
+const SERVER_ERRORS: ReadonlySet<ErrorShape> = new Set(['InternalServerException', 'ExecuteStatementException', 'BatchExecuteStatementException', 'DatabaseConnectionException']);
 
 export class DataApiError extends Error {
   readonly shape: ErrorShape;

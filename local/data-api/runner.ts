@@ -23,6 +23,7 @@ import type pg from 'pg';
 import { endPool, newClient, newPool, withClient } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
 import { localUserPassword } from '../database-users.ts';
+import { DataApiError } from './errors.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
 import { installSystemViews, SESSION_SEARCH_PATH } from './system-views.ts';
@@ -139,6 +140,32 @@ export class StatementRunner {
     }
     statement.cancelling ??= this.interrupt(statement);
     await statement.cancelling;
+  }
+
+  /**
+   * Runs `work` on a connection of the request's user to `target.database`
+   * from the pool statements use: the metadata operations (catalog.ts),
+   * which answer synchronously. A database that cannot be reached, or does
+   * not let the user in, is the Data API's DatabaseConnectionException.
+   */
+  async withSession<T>(target: StatementTarget, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool(target.database, this.userOf(target)).connect();
+    } catch (error) {
+      throw new DataApiError('DatabaseConnectionException', this.databaseMessage(error as PgError));
+    }
+    let broken: Error | undefined;
+    try {
+      return await work(client);
+    } catch (error) {
+      broken = this.lost.get(client) ?? (error as Error);
+      if (this.lost.has(client)) throw new DataApiError('DatabaseConnectionException', this.databaseMessage(broken as PgError));
+      throw error;
+    } finally {
+      broken ??= await reset(client);
+      client.release(broken ?? false);
+    }
   }
 
   async close(): Promise<void> {

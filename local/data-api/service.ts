@@ -1,6 +1,9 @@
 // The Data API operations: request validation, and responses in the shapes of
 // the redshift-data model (timestamps as Date; server.ts writes epoch seconds).
 import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+import type { AwsJsonCaller } from '../aws-json-server.ts';
+import { describeColumns, listDatabases, listSchemas, listTables, type PageRequest } from './catalog.ts';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
 import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
@@ -33,6 +36,8 @@ type Output = Record<string, unknown>;
 const MAX_SQL_BYTES = 100 * 1024;
 const MAX_BATCH_SQLS = 40;
 const MAX_WAIT_SECONDS = 30;
+/** The metadata operations' MaxResults: 0 to 1000 (PageSize in the API model); 0 or none returns the most a page holds. */
+const MAX_CATALOG_PAGE = 1000;
 const STATUSES = ['SUBMITTED', 'PICKED', 'STARTED', 'FINISHED', 'ABORTED', 'FAILED'];
 
 export class RedshiftDataService {
@@ -42,26 +47,30 @@ export class RedshiftDataService {
     private readonly options: RedshiftDataServiceOptions,
   ) {}
 
-  readonly operations: Record<string, (input: Input) => Promise<Output>> = {
-    ExecuteStatement: (input) => this.executeStatement(input),
-    BatchExecuteStatement: (input) => this.batchExecuteStatement(input),
+  readonly operations: Record<string, (input: Input, caller: AwsJsonCaller) => Promise<Output>> = {
+    ExecuteStatement: (input, caller) => this.executeStatement(input, caller),
+    BatchExecuteStatement: (input, caller) => this.batchExecuteStatement(input, caller),
     DescribeStatement: (input) => this.describeStatement(input),
     GetStatementResult: (input) => this.getStatementResult(input),
     CancelStatement: (input) => this.cancelStatement(input),
-    ListStatements: (input) => this.listStatements(input),
+    ListStatements: (input, caller) => this.listStatements(input, caller),
+    ListDatabases: (input) => this.listDatabases(input),
+    ListSchemas: (input) => this.listSchemas(input),
+    ListTables: (input) => this.listTables(input),
+    DescribeTable: (input) => this.describeTable(input),
   };
 
-  async executeStatement(input: Input): Promise<Output> {
+  async executeStatement(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
     const sql = requireSql(input.Sql, 'sql');
     const parameters = validateParameters(input.Parameters);
     checkAllReferenced([sql], parameters);
     const id = randomUUID();
     const [gated] = this.prepare([sql], parameters, false);
     const part = new StatementPart(id, sql, gated!.sql);
-    return this.submit(input, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
+    return this.submit(input, caller, { id, isBatch: false, parameters, executionMode: 'AUTO_COMMIT', parts: [part] }, [gated!]);
   }
 
-  async batchExecuteStatement(input: Input): Promise<Output> {
+  async batchExecuteStatement(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
     const sqls = input.Sqls;
     if (!Array.isArray(sqls) || sqls.length < 1 || sqls.length > MAX_BATCH_SQLS) {
       throw validation(`1 validation error detected: Value at 'sqls' failed to satisfy constraint: Member must have length between 1 and ${MAX_BATCH_SQLS}`);
@@ -76,7 +85,7 @@ export class RedshiftDataService {
     const id = randomUUID();
     const gated = this.prepare(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
     const parts = (sqls as string[]).map((sql, i) => new StatementPart(`${id}:${i + 1}`, sql, gated[i]!.sql));
-    return this.submit(input, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
+    return this.submit(input, caller, { id, isBatch: true, parameters, executionMode: mode, parts }, gated);
   }
 
   async describeStatement(input: Input): Promise<Output> {
@@ -120,7 +129,18 @@ export class RedshiftDataService {
     return { Status: true };
   }
 
-  async listStatements(input: Input): Promise<Output> {
+  /**
+   * RoleLevel (default true) lists the statements of every session of the
+   * caller's IAM role; false only those of the caller's current session.
+   * Locally the session is the access key id the request is signed with,
+   * and every session is of one role: the endpoint knows no IAM
+   * (docs/decisions/role-level-statements.md).
+   * https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
+   */
+  async listStatements(input: Input, caller: AwsJsonCaller = {}): Promise<Output> {
+    if (input.RoleLevel !== undefined && input.RoleLevel !== null && typeof input.RoleLevel !== 'boolean') {
+      throw validation("1 validation error detected: Value at 'roleLevel' failed to satisfy constraint: Member must be a boolean");
+    }
     const status = input.Status as string | undefined;
     if (status !== undefined && status !== 'ALL' && !STATUSES.includes(status)) {
       throw validation(`1 validation error detected: Value '${status}' at 'status' failed to satisfy constraint: Member must satisfy enum value set: [${[...STATUSES, 'ALL'].join(', ')}]`);
@@ -135,6 +155,7 @@ export class RedshiftDataService {
       database: optionalString(input.Database, 'database'),
       clusterIdentifier: optionalString(input.ClusterIdentifier, 'clusterIdentifier'),
       workgroupName: optionalString(input.WorkgroupName, 'workgroupName'),
+      ...(input.RoleLevel === false ? { session: caller.accessKeyId ?? '' } : {}),
     });
     const offset = decodeToken(input.NextToken);
     const page = all.slice(offset, offset + max);
@@ -142,6 +163,48 @@ export class RedshiftDataService {
       Statements: page.map(statementData),
       ...(offset + max < all.length ? { NextToken: encodeToken(offset + max) } : {}),
     };
+  }
+
+  async listDatabases(input: Input): Promise<Output> {
+    const target = validateTarget(input);
+    const page = catalogPage(input);
+    const { items, more } = await this.runner.withSession(target, (db) => listDatabases(db, page));
+    return { Databases: items, ...nextPage(page, more) };
+  }
+
+  async listSchemas(input: Input): Promise<Output> {
+    const schema = optionalString(input.SchemaPattern, 'schemaPattern');
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => listSchemas(db, schema, page));
+    return { Schemas: items, ...nextPage(page, more) };
+  }
+
+  async listTables(input: Input): Promise<Output> {
+    const patterns = { schema: optionalString(input.SchemaPattern, 'schemaPattern'), table: optionalString(input.TablePattern, 'tablePattern') };
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => listTables(db, patterns, page));
+    return { Tables: items, ...nextPage(page, more) };
+  }
+
+  /** Pages through columns, not tables: "A token is returned to page through the column list." */
+  async describeTable(input: Input): Promise<Output> {
+    const names = { schema: optionalString(input.Schema, 'schema'), table: optionalString(input.Table, 'table') };
+    const page = catalogPage(input);
+    const { items, more } = await this.onCatalog(input, (db) => describeColumns(db, names, page));
+    return { ...(names.table !== undefined ? { TableName: names.table } : {}), ColumnList: items, ...nextPage(page, more) };
+  }
+
+  /**
+   * Reads the catalog of the request's Database. With a ConnectedDatabase,
+   * the user connects there (it must let the user in) while the catalog
+   * read is Database's: PostgreSQL has no catalog of another database, so
+   * the read runs on a connection to Database, as the same user.
+   */
+  private async onCatalog<T>(input: Input, read: (db: pg.ClientBase) => Promise<T>): Promise<T> {
+    const target = validateTarget(input);
+    const connected = optionalString(input.ConnectedDatabase, 'connectedDatabase');
+    if (connected !== undefined && connected !== target.database) await this.runner.withSession({ ...target, database: connected }, async () => undefined);
+    return this.runner.withSession(target, read);
   }
 
   /** Translated texts, gated when Redshift mode is on. */
@@ -158,6 +221,7 @@ export class RedshiftDataService {
 
   private async submit(
     input: Input,
+    caller: AwsJsonCaller,
     spec: { id: string; isBatch: boolean; parameters: SqlParameter[]; executionMode: ExecutionMode; parts: StatementPart[] },
     gated: GatedSql[],
   ): Promise<Output> {
@@ -180,6 +244,7 @@ export class RedshiftDataService {
       target,
       statementName,
       withEvent: input.WithEvent === true,
+      session: caller.accessKeyId ?? '',
     });
     this.store.add(statement, clientToken, fingerprint);
     const refused = gated.findIndex((g) => g.refusal !== undefined);
@@ -344,6 +409,24 @@ function statementData(statement: Statement): Output {
     ...(statement.target.secretArn !== undefined ? { SecretArn: statement.target.secretArn } : {}),
     ...(statement.parameters.length > 0 ? { QueryParameters: statement.parameters } : {}),
   };
+}
+
+/** MaxResults and NextToken of a metadata operation. */
+function catalogPage(input: Input): PageRequest {
+  const max = input.MaxResults;
+  if (max !== undefined && max !== null && (typeof max !== 'number' || !Number.isInteger(max))) {
+    throw validation("1 validation error detected: Value at 'maxResults' failed to satisfy constraint: Member must be an integer");
+  }
+  if (typeof max === 'number' && (max < 0 || max > MAX_CATALOG_PAGE)) {
+    throw validation(
+      `1 validation error detected: Value '${max}' at 'maxResults' failed to satisfy constraint: Member must have value ${max < 0 ? 'greater than or equal to 0' : `less than or equal to ${MAX_CATALOG_PAGE}`}`,
+    );
+  }
+  return { offset: decodeToken(input.NextToken), limit: typeof max === 'number' && max > 0 ? max : MAX_CATALOG_PAGE };
+}
+
+function nextPage(page: PageRequest, more: boolean): Output {
+  return more ? { NextToken: encodeToken(page.offset + page.limit) } : {};
 }
 
 function encodeToken(offset: number): string {

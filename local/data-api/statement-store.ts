@@ -18,6 +18,8 @@ export interface ListFilter {
   database?: string;
   clusterIdentifier?: string;
   workgroupName?: string;
+  /** Only the statements submitted in this IAM session (ListStatements with RoleLevel false). */
+  session?: string;
 }
 
 const ID = /^([a-z0-9]{8}(?:-[a-z0-9]{4}){3}-[a-z0-9]{12})(?::(\d+))?$/;
@@ -132,6 +134,7 @@ export class StatementStore {
       if (filter.database && s.target.database !== filter.database) return false;
       if (filter.clusterIdentifier && s.target.clusterIdentifier !== filter.clusterIdentifier) return false;
       if (filter.workgroupName && s.target.workgroupName !== filter.workgroupName) return false;
+      if (filter.session !== undefined && s.session !== filter.session) return false;
       return true;
     });
   }

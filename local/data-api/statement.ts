@@ -92,6 +92,8 @@ export interface StatementProps {
   parameters: SqlParameter[];
   executionMode: ExecutionMode;
   withEvent: boolean;
+  /** The caller's IAM session: the access key id of the request's signature. @default '' - unsigned */
+  session?: string;
   parts: StatementPart[];
 }
 
@@ -103,6 +105,7 @@ export class Statement {
   readonly parameters: SqlParameter[];
   readonly executionMode: ExecutionMode;
   readonly withEvent: boolean;
+  readonly session: string;
   readonly parts: StatementPart[];
   readonly createdAt = new Date();
   updatedAt = new Date();
@@ -130,6 +133,7 @@ export class Statement {
     this.parameters = props.parameters;
     this.executionMode = props.executionMode;
     this.withEvent = props.withEvent;
+    this.session = props.session ?? '';
     this.parts = props.parts;
     this.ended = new Promise((resolve) => (this.resolveEnded = resolve));
     this.settled = new Promise((resolve) => (this.resolveSettled = resolve));

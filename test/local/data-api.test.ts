@@ -13,7 +13,9 @@ import {
 } from '@aws-sdk/client-redshift-data';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { RedshiftDataService } from '../../local/data-api/service.ts';
+import { awsJsonRequest } from '../support/aws-wire.ts';
 import { untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 let wh: Warehouse;
@@ -140,6 +142,37 @@ describe('statement lifecycle', () => {
     }
     await untilEnded(wh.client, Id!);
     expect((await wh.client.send(new ListStatementsCommand({ StatementName: name }))).Statements?.map((s) => s.Id)).toEqual([Id]);
+  });
+
+  it("lists every session's statements by default, and with RoleLevel false only the calling session's", async () => {
+    const name = `role-level-${randomUUID()}`;
+    const session = (accessKeyId: string) => localRedshiftDataClient(wh.endpoint, { credentials: { accessKeyId, secretAccessKey: 'local' } });
+    const [first, second] = [session('ASIAFIRSTSESSION'), session('ASIASECONDSESSION')];
+    try {
+      const a = await first.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1', StatementName: name }));
+      const b = await second.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 2', StatementName: name }));
+      const list = (client: RedshiftDataClient, RoleLevel?: boolean) =>
+        client.send(new ListStatementsCommand({ StatementName: name, Status: 'ALL', ...(RoleLevel === undefined ? {} : { RoleLevel }) }));
+
+      expect((await list(first)).Statements?.map((s) => s.Id)).toEqual([b.Id, a.Id]);
+      expect((await list(first, true)).Statements?.map((s) => s.Id)).toEqual([b.Id, a.Id]);
+      expect((await list(first, false)).Statements?.map((s) => s.Id)).toEqual([a.Id]);
+      expect((await list(second, false)).Statements?.map((s) => s.Id)).toEqual([b.Id]);
+      // As the AWS CLI sends it, signed by a session that ran nothing.
+      const other = await awsJsonRequest(wh.endpoint, {
+        protocol: '1.1',
+        service: 'redshift-data',
+        target: 'RedshiftData.ListStatements',
+        accessKeyId: 'ASIATHIRDSESSION',
+        body: { StatementName: name, Status: 'ALL', RoleLevel: false },
+      });
+      expect(other.body).toEqual({ Statements: [] });
+      const invalid = await awsJsonRequest(wh.endpoint, { protocol: '1.1', service: 'redshift-data', target: 'RedshiftData.ListStatements', body: { RoleLevel: 'no' } });
+      expect(invalid).toMatchObject({ status: 400, errorType: 'ValidationException' });
+    } finally {
+      first.destroy();
+      second.destroy();
+    }
   });
 
   it('logs every request with the statement it names or addresses', async () => {

@@ -1,0 +1,52 @@
+// A request to a local endpoint in the bytes the AWS CLI v2 (and boto3, on
+// the same botocore serializer) put on the wire for the AWS JSON protocols:
+// `POST /`, `Content-Type: application/x-amz-json-1.0` or `-1.1`,
+// `X-Amz-Target: <prefix>.<Operation>`, a SigV4 Authorization header (the
+// local endpoints read its access key id and check no signature) and only
+// the members the command line gave. Not the JS SDK's serializer: what the
+// endpoint must accept from the other clients.
+//
+//   const r = await awsJsonRequest(endpoint, { protocol: '1.1', service: 'redshift-data', target: 'RedshiftData.ListTables', body: { ... } });
+//   expect(r.status).toBe(200);
+
+export interface AwsJsonRequest {
+  readonly protocol: '1.0' | '1.1';
+  /** The signing name (`redshift-data`, `states`). */
+  readonly service: string;
+  /** `RedshiftData.ListTables`, `AWSStepFunctions.DescribeStateMachine`. */
+  readonly target: string;
+  readonly body: Record<string, unknown>;
+  /** @default 'AKIDLOCALCLI' */
+  readonly accessKeyId?: string;
+}
+
+export interface AwsJsonResponse {
+  readonly status: number;
+  readonly contentType: string | null;
+  /** `x-amzn-ErrorType`, which botocore reads before `__type`. */
+  readonly errorType: string | null;
+  readonly body: Record<string, unknown>;
+}
+
+export async function awsJsonRequest(endpoint: string, request: AwsJsonRequest): Promise<AwsJsonResponse> {
+  const now = new Date();
+  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const scope = `${amzDate.slice(0, 8)}/us-east-1/${request.service}/aws4_request`;
+  const response = await fetch(`${endpoint}/`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': `application/x-amz-json-${request.protocol}`,
+      'X-Amz-Target': request.target,
+      'X-Amz-Date': amzDate,
+      'User-Agent': 'aws-cli/2.27.0 md/awscrt#0.26.1 ua/2.1 os/linux#6.8 md/arch#x86_64 lang/python#3.13.3 cfg/retry-mode#standard',
+      Authorization: `AWS4-HMAC-SHA256 Credential=${request.accessKeyId ?? 'AKIDLOCALCLI'}/${scope}, SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=${'0'.repeat(64)}`,
+    },
+    body: JSON.stringify(request.body),
+  });
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    errorType: response.headers.get('x-amzn-errortype'),
+    body: (await response.json()) as Record<string, unknown>,
+  };
+}
