@@ -400,9 +400,10 @@ export class PublishWorkflow extends Construct {
     const groupMembers = this.publishGroupPath(task, recordFailure, catchAll);
 
     // One run per pipeline. Another running execution holding the lease for
-    // the same batch ends this one at once, having written nothing, without
-    // a page; one of another batch makes this one wait and ask again (Plan
-    // fails with PipelineBusyError, paging, once the wait is spent). The
+    // the same batch ends this one at once (as it ends a rollback), having
+    // written nothing, without a page; one of another batch makes this one
+    // wait and ask again (Plan fails with PipelineBusyError, paging, once
+    // the wait is spent). The
     // Pass keeps only who holds the lease, so a failure after it has no
     // batch of this run to record. docs/decisions/leases-of-ended-executions.md
     const leaseHeld = new Pass(this, 'LeaseHeld', { parameters: { 'lease.$': '$.plan.skipped' }, comment: 'another execution of another batch holds the lease' });
@@ -410,10 +411,10 @@ export class PublishWorkflow extends Construct {
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
       .when(
-        Condition.and(Condition.booleanEquals('$.plan.busy', true), Condition.isPresent('$.plan.skipped.sameBatch'), Condition.booleanEquals('$.plan.skipped.sameBatch', true)),
-        new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this very batch' }),
+        Condition.and(Condition.booleanEquals('$.plan.busy', true), Condition.isPresent('$.plan.skipped.wait'), Condition.booleanEquals('$.plan.skipped.wait', true)),
+        leaseHeld,
       )
-      .when(Condition.booleanEquals('$.plan.busy', true), leaseHeld)
+      .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this very batch, or a rollback found the pipeline busy' }))
       .when(Condition.isPresent('$.plan.rollback'), rollback)
       .when(Condition.isPresent('$.plan.group'), groupMembers)
       .when(Condition.isPresent('$.plan.windows'), loadWindows)

@@ -138,6 +138,7 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const busy: PipelineBusy = {
       ...skipped,
       sameBatch: false,
+      wait: true,
       message: `publish group ${group.name}: member ${skipped.message} This execution holds no lease of the group (those it took are released).`,
     };
     logger.warn('group busy: another execution holds a member lease; this one wrote nothing', { group: group.name, ...busy });

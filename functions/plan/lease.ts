@@ -45,11 +45,15 @@ export interface PipelineBusy {
   readonly expiresAt: string;
   /** The batch the holder runs, when it has recorded one. */
   readonly holderBatch?: string;
-  /**
-   * true: the holder runs this very batch, so this run ends (PipelineBusy)
-   * and the holder publishes it. false: this run waits (LeaseWait, then Plan again).
-   */
+  /** The holder runs this very batch: it publishes it. */
   readonly sameBatch: boolean;
+  /**
+   * true: this run waits (LeaseHeld, LeaseWait, then Plan again). false:
+   * it ends here (PipelineBusy): the holder runs the same batch, or this
+   * run is one that does not wait (a rollback: the version it would put
+   * back is chosen when it plans, so it is started again by its operator).
+   */
+  readonly wait: boolean;
   readonly message: string;
 }
 
@@ -79,6 +83,7 @@ export async function takeLease(
   event: LeaseEvent,
   name: (step: string) => string,
   batchId?: string,
+  options: { readonly wait?: boolean } = {},
 ): Promise<PipelineBusy | undefined> {
   const executionId = event.executionId ?? '';
   if (!executionId) return undefined;
@@ -111,7 +116,11 @@ export async function takeLease(
     `which holds its lease since ${since} UTC (until ${expiresAt} UTC)${holderBatches.length > 0 ? `, running batch ${holderBatches.join(', ')}` : ''}`;
   const waited = (Date.now() - started.getTime()) / 1000;
   if (sameBatch) {
-    return { pipeline, heldBy, holderStatus: holderStatus.status, since, expiresAt, holderBatch: batchId, sameBatch, message: `${who}: the same batch as this run, which ends here having written nothing; that execution publishes it.` };
+    return { pipeline, heldBy, holderStatus: holderStatus.status, since, expiresAt, holderBatch: batchId, sameBatch, wait: false, message: `${who}: the same batch as this run, which ends here having written nothing; that execution publishes it.` };
+  }
+  const holding = { pipeline, heldBy, holderStatus: holderStatus.status, since, expiresAt, ...(holderBatches[0] === undefined ? {} : { holderBatch: holderBatches[0] }), sameBatch };
+  if (options.wait === false) {
+    return { ...holding, wait: false, message: `${who}; this run wrote nothing and ends here. Start it again once that execution has ended.` };
   }
   const limit = leaseWaitSeconds();
   if (waited >= limit) {
@@ -121,13 +130,8 @@ export async function takeLease(
     );
   }
   return {
-    pipeline,
-    heldBy,
-    holderStatus: holderStatus.status,
-    since,
-    expiresAt,
-    ...(holderBatches[0] === undefined ? {} : { holderBatch: holderBatches[0] }),
-    sameBatch,
+    ...holding,
+    wait: true,
     message: `${who}; this run, of another batch, waits for the lease (Plan again after LeaseWait; ${Math.round(waited)} of ${limit} s spent) and has written nothing.`,
   };
 }

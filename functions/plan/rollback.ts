@@ -98,7 +98,8 @@ export async function planRollback(event: PlanEvent, warehouse: Warehouse, regis
     );
   }
 
-  const skipped = await takeLease(warehouse, pipeline.name, event, name);
+  // A rollback does not wait: the version it puts back is the one live when it plans.
+  const skipped = await takeLease(warehouse, pipeline.name, event, name, undefined, { wait: false });
   if (skipped) {
     logger.warn('pipeline busy: another execution holds its lease; this rollback wrote nothing', { ...skipped });
     return { ...base, alreadyPublished: false, busy: true, skipped };

@@ -137,7 +137,7 @@ describe('state machine', () => {
     expect(asl.States.GroupPublished).toEqual({ Type: 'Succeed' });
   });
 
-  it('skips to NothingToPublish when the plan says the batch is already published, to PipelineBusy when a running execution holds the lease for this batch, and waits to plan again when it runs another', () => {
+  it('skips to NothingToPublish when the plan says the batch is already published, to PipelineBusy when a running execution holds the lease for this batch (or a rollback finds it held), and waits to plan again when it runs another', () => {
     expect(state('AlreadyPublished')).toEqual({
       Type: 'Choice',
       Choices: [
@@ -145,12 +145,12 @@ describe('state machine', () => {
         {
           And: [
             { Variable: '$.plan.busy', BooleanEquals: true },
-            { Variable: '$.plan.skipped.sameBatch', IsPresent: true },
-            { Variable: '$.plan.skipped.sameBatch', BooleanEquals: true },
+            { Variable: '$.plan.skipped.wait', IsPresent: true },
+            { Variable: '$.plan.skipped.wait', BooleanEquals: true },
           ],
-          Next: 'PipelineBusy',
+          Next: 'LeaseHeld',
         },
-        { Variable: '$.plan.busy', BooleanEquals: true, Next: 'LeaseHeld' },
+        { Variable: '$.plan.busy', BooleanEquals: true, Next: 'PipelineBusy' },
         { Variable: '$.plan.rollback', IsPresent: true, Next: 'Rollback' },
         { Variable: '$.plan.group', IsPresent: true, Next: 'GroupMembers' },
         { Variable: '$.plan.windows', IsPresent: true, Next: 'LoadWindows' },

@@ -341,7 +341,7 @@ describe('a publish group, after its first publish', () => {
     expect((await wf.batch(linesBatch(11)))?.status).toBe('PUBLISHED');
   });
 
-  it("ends busy, having written nothing, while a member's own run holds its lease; the run that holds it goes on", async () => {
+  it("waits, having written nothing and holding no lease, while a member's own run holds its lease; once that run has published, the group publishes", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let loading = false;
@@ -351,19 +351,20 @@ describe('a publish group, after its first publish', () => {
       return next(input);
     };
     const solo = await wf.start(inputFor(12), 'member-alone');
+    let group: Awaited<ReturnType<typeof wf.start>> | undefined;
     try {
       // Its Plan has taken the lease and started the batch.
       await until(() => loading, 'the member run loads its first chunk');
       const batches = await batchCount(wf);
       const tables = await mirrorTables(wf);
 
-      const result = await wf.run(groupInput(13), 'group-while-member-runs');
-
-      expect(result.status).toBe('SUCCEEDED');
-      expect(visited(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
-      const plan = (stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { busy: boolean; skipped: { pipeline: string; message: string } } }).plan;
+      group = await wf.start(groupInput(13), 'group-while-member-runs');
+      const events = () => wf.runner.describe(group!.executionId)!.events();
+      await until(() => events().some((e) => e.type === 'StateEntered' && e.state?.name === 'LeaseWait'), 'the group waiting for the member lease');
+      const planned = events().find((e) => e.type === 'StateExited' && e.state?.name === 'Plan')!;
+      const plan = (planned.state!.output as { plan: { busy: boolean; skipped: { pipeline: string; sameBatch: boolean; message: string } } }).plan;
       expect(plan.busy).toBe(true);
-      expect(plan.skipped.pipeline).toBe(PIPELINE.name);
+      expect(plan.skipped).toMatchObject({ pipeline: PIPELINE.name, sameBatch: false });
       expect(plan.skipped.message).toMatch(/^publish group sales: member pipeline sales_order_lines is being run by execution .*member-alone/);
       // The mirror's lease, taken first (name order), was released; no batch, no staging table.
       expect((await leases(wf)).map((l) => l.pipeline)).toEqual([PIPELINE.name]);
@@ -375,6 +376,11 @@ describe('a publish group, after its first publish', () => {
     const soloResult = await solo.result;
     wf.reset();
     expect(soloResult.status, `${caughtError(soloResult)?.Error}: ${caughtMessage(soloResult)}`).toBe('SUCCEEDED');
+    const result = await group!.result;
+    expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
+    expect(visited(result).at(-1)).toBe('GroupPublished');
+    expect(result.alerts).toEqual([]);
+    expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(13));
     expect(await leases(wf)).toEqual([]);
   });
   it("keeps every member's new table from readers until the last member is swapped", async () => {
