@@ -59,7 +59,7 @@ export function costPer1000Chunks(perChunk: CostPerChunk): Cost {
 
 /**
  * What a run costs per chunk, as `npm run bench` measured it on the sample
- * (README "Measured": the whole run's figures over its chunks, so the
+ * (docs/develop.md, "Bench": the whole run's figures over its chunks, so the
  * fixed states of a run are spread over them): the CLI's `plan` estimate.
  * Lambda GB-seconds follow from the measured duration ($0.0004 per 1,000
  * chunks on arm64).

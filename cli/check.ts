@@ -1,7 +1,7 @@
 /**
  * `check`: the reconciliation gate of an interval without publishing. It
- * starts the execution input `"check": true` (docs/decisions.md "Checking
- * an interval without publishing"), follows it as `run` does, and prints
+ * starts the execution input `"check": true`
+ * (docs/decisions/checking-an-interval-without-publishing.md), follows it as `run` does, and prints
  * the check results its batch recorded: exit 0 when the gate passed, 1
  * when it failed.
  */

@@ -23,13 +23,13 @@ export interface ExecutionInput {
   /**
    * Re-run an interval already published (a source correction found after
    * publishing) as a new batch, published only if its rows differ from the
-   * live ones (docs/decisions.md "Restating a published interval").
+   * live ones (docs/decisions/restating-a-published-interval.md).
    */
   readonly restate?: boolean;
   /**
    * Run the reconciliation gate on the interval without publishing, as a
-   * batch of its own (docs/decisions.md "Checking an interval without
-   * publishing"): the execution ends after Reconcile with its verdict.
+   * batch of its own (docs/decisions/checking-an-interval-without-publishing.md):
+   * the execution ends after Reconcile with its verdict.
    */
   readonly check?: boolean;
 }

@@ -6,7 +6,8 @@
  * statements themselves carry no values (values are parameters), but the
  * database quotes values of the row it refused; those parts are replaced by
  * REDACTED, the rest of the message (what failed, on which column, table or
- * constraint) is kept. See docs/decisions.md, "What the logs may carry".
+ * constraint) is kept. See docs/decisions/logs-and-traces.md, "What the logs
+ * may carry".
  */
 
 export const REDACTED = '<redacted>';

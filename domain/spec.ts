@@ -37,7 +37,7 @@ export const PUBLISH_VIA: readonly PublishVia[] = ['rename', 'view'];
 export type NullTimes = 'fail' | 'quarantine';
 export const NULL_TIMES: readonly NullTimes[] = ['fail', 'quarantine'];
 
-/** Publish modes this version can run; the others are planned (see README). */
+/** Publish modes this version can run (docs/reference.md, "Publish modes"). */
 export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals', 'merge'];
 
 /**
@@ -93,7 +93,7 @@ export interface PipelineSpec {
   /** Columns that identify a row. */
   readonly businessKey: readonly string[];
   /**
-   * How staging reaches the live table (README, "Publish modes"):
+   * How staging reaches the live table (docs/reference.md, "Publish modes"):
    * - `'swap'`: staging holds the whole history `[historyStart, to)`; one
    *   transaction renames live to its old version and staging to live.
    * - `'replace-intervals'`: staging holds only the batch's intervals
@@ -151,7 +151,7 @@ export interface PipelineSpec {
    *   reads. The live name must already be such a view: Plan refuses a
    *   table, printing the SQL that turns it into one. Readers need SELECT
    *   on the view only; BI tools see a view (columns, no table statistics).
-   *   See docs/decisions.md ("Publishing through a view").
+   *   See docs/decisions/publishing-through-a-view.md.
    * @default 'rename'
    */
   readonly publishVia?: PublishVia;
@@ -328,7 +328,7 @@ export interface PipelineSpec {
    * DISTSTYLE / DISTKEY / SORTKEY), validated at synth time. An execution
    * `{"pipeline": ..., "migrate": true}` rebuilds the live table with it
    * from the live table's own rows, carrying over rows written meanwhile
-   * (domain/migration.ts; README "Migrating a live table"). Ship it with the
+   * (domain/migration.ts; docs/runbook.md, "Migrating a live table"). Ship it with the
    * `sourceSql` that produces its columns: until the migration has run,
    * normal runs are refused. `renames` maps a column of the DDL to the
    * live column it is copied from under another name (not timeColumn nor a

@@ -13,7 +13,7 @@ import {
 import { Construct } from 'constructs';
 import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { expectedRunMinutes } from './publish-monitoring.ts';
+import { expectedRunMinutes, RUNBOOK_FILE } from './publish-monitoring.ts';
 
 export interface PublishDashboardProps {
   readonly pipelines: readonly Pipeline[];
@@ -59,7 +59,7 @@ export class PublishDashboard extends Construct {
     this.dashboard.addWidgets(
       new TextWidget({
         markdown:
-          '# atomic-publish\nAlarms first (each names its runbook section: README.md, Operate, "Alarms (runbook)"), then one row per pipeline: ' +
+          `# atomic-publish\nAlarms first (each names its runbook section: ${RUNBOOK_FILE}, "Alarms"), then one row per pipeline: ` +
           'publish age against the SLA, rows published, run durations, failures.',
         width: 24,
         height: 2,

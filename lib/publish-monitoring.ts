@@ -8,8 +8,11 @@ import { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
 import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 
+/** The runbook, from the repository root: each alarm's description names its section there. */
+export const RUNBOOK_FILE = 'docs/runbook.md';
+
 /**
- * The runbook's sections (README.md, "Operate"), by the alarm they are for:
+ * The runbook's sections (RUNBOOK_FILE, "Alarms"), by the alarm they are for:
  * each alarm's description names its section by title and anchor.
  */
 export const RUNBOOK = {
@@ -25,14 +28,14 @@ export const RUNBOOK = {
   LambdaThrottles: 'Lambda throttles alarm',
 } as const;
 
-/** GitHub's anchor of a heading: lower case, punctuation but `-` dropped, spaces as `-`. */
+/** GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`. */
 export function runbookAnchor(title: string): string {
-  return title.toLowerCase().replace(/[^a-z0-9 -]/g, '').replace(/ /g, '-');
+  return title.toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
 }
 
 /** The description's last sentence: where on-call reads what to do. */
 export function runbookLine(title: string): string {
-  return `Runbook: README.md, Operate, "${title}" (README.md#${runbookAnchor(title)}).`;
+  return `Runbook: ${RUNBOOK_FILE}, "${title}" (${RUNBOOK_FILE}#${runbookAnchor(title)}).`;
 }
 
 /** The default expected run: half the SLA, so a run that failed at its end can still be re-run within the SLA. */

@@ -500,8 +500,8 @@ export function manifestDdl(now: Date): string[] {
        WHERE pipeline = p_pipeline AND seq = latest;
     END;
     $$ LANGUAGE plpgsql`,
-    // Also version 11 (checks, docs/decisions.md "Checking an interval without
-    // publishing"): what a batch is for: 'check' for the gate run without
+    // Also version 11 (checks,
+    // docs/decisions/checking-an-interval-without-publishing.md): what a batch is for: 'check' for the gate run without
     // publishing, 'publish' or NULL (rows from before) for any other.
     `CALL ${M}.add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)

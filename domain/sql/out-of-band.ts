@@ -136,7 +136,7 @@ function columnList(columns: readonly string[], alias?: string): string {
  * before the live table's), so a row a writer committed between that
  * statement and the swap's lock on the live table is not in it; this
  * transaction's snapshot is taken after both locks (LOCK takes none). Run
- * again it copies nothing. See docs/decisions.md ("Migrating a live table").
+ * again it copies nothing. See docs/decisions/migrating-a-live-table.md.
  */
 export function catchUpRows(
   pipeline: Pipeline,

@@ -3,7 +3,8 @@
  * input by the shared handler wrapper (handler.ts): the pipeline (or
  * group), the batch and its interval, the chunk a LoadChunk loads, and the
  * execution. Only names, ids and interval bounds: never a value of a row,
- * a parameter or a secret (docs/decisions.md, "What the logs may carry").
+ * a parameter or a secret (docs/decisions/logs-and-traces.md, "What the logs
+ * may carry").
  */
 
 export interface RunKeys {

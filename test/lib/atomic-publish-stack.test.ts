@@ -713,7 +713,7 @@ describe('on-call topic and alarms', () => {
       expect(description).toContain(`pipeline ${pipeline.name}`);
       expect(description).toContain(`${pipeline.freshness.slaMinutes} minutes`);
       expect(description).toContain('freshness monitor stopped');
-      expect(description).toContain('Runbook: README.md, Operate, "Freshness alarm"');
+      expect(description).toContain('Runbook: docs/runbook.md, "Freshness alarm" (docs/runbook.md#freshness-alarm).');
     }
     // The publish count no longer pages: the age covers "nothing published" and measures how stale.
     expect(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'Published' } })).toEqual({});
@@ -741,7 +741,7 @@ describe('on-call topic and alarms', () => {
       TreatMissingData: 'missing',
       AlarmActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
       OKActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
-      AlarmDescription: Match.stringLikeRegexp('pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: README.md, Operate, "Data lag alarm"'),
+      AlarmDescription: Match.stringLikeRegexp('pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: docs/runbook.md, "Data lag alarm"'),
     });
   });
 
@@ -863,7 +863,7 @@ describe('schedules', () => {
       OKActions: [{ Ref: logicalId(stack.topic.node.defaultChild) }],
     });
     expect(properties.AlarmDescription).toMatch(/scheduled run was not started/);
-    expect(properties.AlarmDescription).toContain('Runbook: README.md, Operate, "Missed scheduled start alarm" (README.md#missed-scheduled-start-alarm).');
+    expect(properties.AlarmDescription).toContain('Runbook: docs/runbook.md, "Missed scheduled start alarm" (docs/runbook.md#missed-scheduled-start-alarm).');
   });
 });
 

@@ -2,7 +2,7 @@
 // the metrics the handlers write (by all their dimensions, or CloudWatch
 // would never match them), per function its Lambda alarms, each paging and
 // clearing through the on-call topic, each naming a runbook section that
-// README.md has; and the topic's subscriptions from context.
+// docs/runbook.md has; and the topic's subscriptions from context.
 import { readFileSync } from 'node:fs';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
@@ -11,9 +11,10 @@ import { definePipeline } from '../../domain/spec.ts';
 import { buildApp } from '../../lib/app.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { PROJECT_ROOT } from '../../lib/project.ts';
-import { RUNBOOK, runbookAnchor, runbookLine } from '../../lib/publish-monitoring.ts';
+import { RUNBOOK, RUNBOOK_FILE, runbookAnchor, runbookLine } from '../../lib/publish-monitoring.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import { headingAnchors } from '../support/markdown.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 
 const outdir = useCdkOutdir();
@@ -152,19 +153,18 @@ describe('per function, Lambda alarms', () => {
 });
 
 describe('every alarm', () => {
-  it('pages and clears through the on-call topic, and names a runbook section README.md has', () => {
-    const readme = readFileSync(`${PROJECT_ROOT}/README.md`, 'utf8');
-    const headings = new Set([...readme.matchAll(/^#{2,4} (.+)$/gm)].map((m) => runbookAnchor(m[1]!)));
+  it('pages and clears through the on-call topic, and names a runbook section docs/runbook.md has', () => {
+    const headings = headingAnchors(readFileSync(`${PROJECT_ROOT}/${RUNBOOK_FILE}`, 'utf8'));
     const alarms = template.findResources('AWS::CloudWatch::Alarm');
     expect(Object.keys(alarms)).toHaveLength(Object.keys(stack.alarms).length);
     for (const [id, alarm] of Object.entries(alarms)) {
       const props = alarm.Properties as Record<string, unknown>;
       expect(props.AlarmActions, id).toEqual([topicRef(stack)]);
       expect(props.OKActions, id).toEqual([topicRef(stack)]);
-      const anchor = /Runbook: README\.md, Operate, "([^"]+)" \(README\.md#([a-z0-9-]+)\)\.$/.exec(String(props.AlarmDescription));
+      const anchor = /Runbook: docs\/runbook\.md, "([^"]+)" \(docs\/runbook\.md#([a-z0-9_-]+)\)\.$/.exec(String(props.AlarmDescription));
       expect(anchor, `${id}: ${props.AlarmDescription}`).not.toBeNull();
       expect(runbookAnchor(anchor![1]!)).toBe(anchor![2]);
-      expect(headings.has(anchor![2]!), `README.md has no heading for #${anchor![2]}`).toBe(true);
+      expect(headings.has(anchor![2]!), `${RUNBOOK_FILE} has no heading for #${anchor![2]}`).toBe(true);
       expect(String(props.AlarmDescription).length).toBeLessThanOrEqual(1024);
     }
   });

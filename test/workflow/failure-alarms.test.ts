@@ -93,7 +93,7 @@ describe('a batch the gate blocks', () => {
     expect(pagesOf(local.outbox, alarm)).toEqual([
       expect.objectContaining({
         NewStateValue: 'ALARM',
-        AlarmDescription: expect.stringMatching(new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*README\\.md#reconciliation-failed-alarm\\)\\.$`)),
+        AlarmDescription: expect.stringMatching(new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*docs\\/runbook\\.md#reconciliation-failed-alarm\\)\\.$`)),
       }),
     ]);
     // No datapoint of theirs, missing data not breaching: OK, never ALARM.

@@ -167,7 +167,7 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
       const description = String(page!.message.AlarmDescription);
       expect(description).toContain(`pipeline ${PIPELINE.name} is stale`);
       expect(description).toContain(`more than ${PIPELINE.freshness.slaMinutes} minutes ago`);
-      expect(description).toContain('Runbook: README.md');
+      expect(description).toContain('Runbook: docs/runbook.md, "Freshness alarm"');
       // Three datapoints over the threshold, none missing.
       expect(String(page!.message.NewStateReason)).toMatch(/^3 of the last 3 datapoints \[\d/);
       expect(described.MetricAlarms).toEqual([expect.objectContaining({ StateValue: 'ALARM', AlarmDescription: description })]);

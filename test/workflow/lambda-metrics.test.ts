@@ -163,7 +163,7 @@ describe('a failed StartRun, then a clean invocation of it in the next period', 
         expect.objectContaining({
           subject: expect.stringMatching(/^ALARM: /),
           NewStateValue: 'ALARM',
-          AlarmDescription: expect.stringMatching(/^atomic-publish: the StartRun function failed an invocation .*README\.md#lambda-errors-alarm\)\.$/),
+          AlarmDescription: expect.stringMatching(/^atomic-publish: the StartRun function failed an invocation .*docs\/runbook\.md#lambda-errors-alarm\)\.$/),
         }),
       ]);
     });
@@ -358,7 +358,7 @@ describe('past the account\'s concurrency limit (one, here)', () => {
     expect(m.cw.evaluate(new Date(periodEnd(now))).filter((t) => t.alarmName === alarm.alarmName)).toEqual([expect.objectContaining({ to: 'ALARM' })]);
     expect(pagesOf(m, alarm).at(-1)).toMatchObject({
       NewStateValue: 'ALARM',
-      AlarmDescription: expect.stringMatching(/^atomic-publish: the Plan function was throttled .*README\.md#lambda-throttles-alarm\)\.$/),
+      AlarmDescription: expect.stringMatching(/^atomic-publish: the Plan function was throttled .*docs\/runbook\.md#lambda-throttles-alarm\)\.$/),
     });
   });
 });

@@ -144,7 +144,7 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
       expect(alarm.dimensions).toEqual({ Pipeline: PIPELINE.name });
       expect(alarm.actions.ALARM).toHaveLength(1);
       expect(alarm.actions.OK).toEqual(alarm.actions.ALARM);
-      expect(alarm.description).toContain('Runbook: README.md, Operate, "Out-of-band change alarm"');
+      expect(alarm.description).toContain('Runbook: docs/runbook.md, "Out-of-band change alarm"');
     });
 
     it('a publication records the live table as published: its columns and the fingerprint the watch computes', async () => {
@@ -200,7 +200,7 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
       expect(page!.message).toMatchObject({ NewStateValue: 'ALARM', Trigger: { MetricName: 'LiveDrift' } });
       const description = String(page!.message.AlarmDescription);
       expect(description).toContain(`pipeline ${PIPELINE.name}: out-of-band change (drift) between runs`);
-      expect(description).toContain('Runbook: README.md, Operate, "Out-of-band change alarm" (README.md#out-of-band-change-alarm).');
+      expect(description).toContain('Runbook: docs/runbook.md, "Out-of-band change alarm" (docs/runbook.md#out-of-band-change-alarm).');
     });
   });
 

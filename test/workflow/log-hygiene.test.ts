@@ -1,4 +1,4 @@
-// What the logs may carry (docs/decisions.md, "What the logs may carry"):
+// What the logs may carry (docs/decisions/logs-and-traces.md, "What the logs may carry"):
 // names, ids, interval bounds, counts, never a secret or a value of a row.
 // Secrets are planted where a Lambda has them (its credentials in the
 // environment), and a sentinel source row with distinctive values; every

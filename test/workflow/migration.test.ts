@@ -428,7 +428,7 @@ describe('a migration with a writer appending throughout, killed once and resume
     for (const read of reads) expect(read.keySum, `${read.phase} read of reader ${read.reader}`).toBe(String(TO_DAY * 10));
     // The writer's rows only grow in number from one read to the next, but
     // for those committed in the moment between the swap's snapshot and its
-    // lock, which reach the new table by the catch-up right after it (docs/decisions.md).
+    // lock, which reach the new table by the catch-up right after it (docs/decisions/migrating-a-live-table.md).
   });
 
   // What the migration left, then acted on: each test on a copy of its own.
