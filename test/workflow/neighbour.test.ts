@@ -1,4 +1,4 @@
-// A good neighbour (issue 8, part 7): LoadChunk pauses while the
+// A good neighbour: LoadChunk pauses while the
 // warehouse's queues are full and continues once they drain; the
 // warehouse's circuit breaker opens after consecutive transient failures
 // across executions, ends new executions at once in Plan with one page,
