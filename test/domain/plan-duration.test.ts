@@ -33,7 +33,7 @@ describe('checkLoadFits', () => {
       "pipeline orders: its 87600 chunks still to load would take about 6.1 h at the least a chunk takes (1 s per chunk, 4 at a time), longer than the 6.0 h left before the state machine's time-out (12.0 h) ends the execution; nothing was written. " +
         'Make it fit: raise chunk.maxConcurrency (now 4), use coarser chunks (chunk.grain, or chunk.targetRows), or deploy with a longer executionTimeout.',
     );
-    // A mode that loads an interval of its own (a migration's) may also load a shorter one first.
+    // A mode that loads an interval of its own (replace-intervals) may also load a shorter one first.
     const merge = { ...hourly, publishMode: 'replace-intervals' as const };
     expect(errorOf(() => checkLoadFits(merge, 87_600, estimateLoad(87_600, merge, undefined), HOUR, 12 * HOUR)).message).toContain('load a shorter interval (input from/to) first');
   });
