@@ -85,12 +85,14 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
       AWS_ENDPOINT_URL_SFN: sfn.endpoint,
       AWS_ENDPOINT_URL_REDSHIFT_DATA: dataApi.endpoint,
       AWS_ENDPOINT_URL_CLOUDWATCH: cloudWatch.endpoint,
+      AWS_ENDPOINT_URL_EVENTBRIDGE: runner.eventBridgeEndpoint,
     };
     const endpoints = {
       postgres: `postgresql://${postgres.host}:${postgres.port}/${options.database}`,
       dataApi: dataApi.endpoint,
       stepFunctions: sfn.endpoint,
       cloudWatch: cloudWatch.endpoint,
+      eventBridge: runner.eventBridgeEndpoint,
       stateMachineArn: runner.workflow.stateMachineArn,
     };
     io.stdout(
@@ -100,6 +102,7 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
             `# Data API        ${endpoints.dataApi}`,
             `# Step Functions  ${endpoints.stepFunctions}`,
             `# CloudWatch      ${endpoints.cloudWatch}`,
+            `# EventBridge     ${endpoints.eventBridge} (the publication events)`,
             `# State machine   ${endpoints.stateMachineArn}`,
             '# In another shell, paste these lines, then e.g. `npm run cli -- status` or `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
             ...Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),

@@ -289,6 +289,11 @@ export class LocalRunner {
   }
 
   /** The events the handlers put on the local EventBridge endpoint (publication events), oldest first. */
+  /** The EventBridge endpoint the handlers put their publication events on (local/eventbridge-api.ts). */
+  get eventBridgeEndpoint(): string {
+    return this.eventBridge.endpoint;
+  }
+
   get events(): readonly RecordedEvent[] {
     return this.eventBridge.entries;
   }
@@ -380,13 +385,13 @@ export class LocalRunner {
   }
 
   /**
-   * The execution of this ARN, as DescribeExecution reports it: this
-   * runner's, or another runner's of this process (they stand for one
-   * Step Functions service); undefined when none started it (an execution
-   * of a process that died is gone with it).
+   * The execution of this ARN, as DescribeExecution reports it; undefined
+   * when this runner started none (an execution of a runner that is gone,
+   * with its process, is unknown, as Step Functions knows no execution it
+   * never started).
    */
   describe(executionArn: string): ExecutionRecord | undefined {
-    return [...this.executions.values()].find((e) => e.executionArn === executionArn) ?? executionsOfProcess.get(executionArn);
+    return [...this.executions.values()].find((e) => e.executionArn === executionArn);
   }
 
   /** Every execution this runner started, in the order they started. */
@@ -613,10 +618,7 @@ export class LocalRunner {
       for (const child of runningChildren) child.abort();
     };
     const running: RunningExecution = { executionId, abort, result: finish() };
-    const record = (value: ExecutionRecord) => {
-      this.executions.set(name, value);
-      executionsOfProcess.set(executionId, value);
-    };
+    const record = (value: ExecutionRecord) => this.executions.set(name, value);
     record({ executionArn: executionId, name, input: inputText, startedAt, status: 'RUNNING', running, events: () => events, history });
     void running.result.then(
       (result) => record({ ...this.executions.get(name)!, status: result.status, result }),
@@ -727,9 +729,6 @@ export class LocalRunner {
     void this.ownStepFunctions?.close();
   }
 }
-
-/** Every execution of every runner of this process, by ARN (the latest of an ARN two runners share). */
-const executionsOfProcess = new Map<string, ExecutionRecord>();
 
 /** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
 /** The definitions already validated in this process, by their hash: a definition valid once stays valid. */
