@@ -60,7 +60,8 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
       : `nothing was published. The failing checks above say what differs${lines.some((l) => isLocation(l.check)) ? `; the ${LOCATION_CHECKS.join(', ')} rows say where` : ''} ` +
         `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (${again}): ` +
         `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
-    const summary = { ...result, check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
+    // The gate's verdict, not the execution's: a check that ran to its end SUCCEEDED whatever the gate said.
+    const summary = { ...result, outcome: passed ? 'passed' : 'failed', check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
     if (ctx.json) {
       io.stdout(JSON.stringify(summary));
     } else {

@@ -341,6 +341,11 @@ describe('check: the gate without publishing', () => {
       expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
       expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
       expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+
+      // --json reports the gate's verdict, not how the execution ended.
+      const json = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+      expect(json.code, json.err).toBe(0);
+      expect(JSON.parse(json.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'passed', passed: true, failed: [], check: 2, batchId: checkOf(2) });
     });
   });
 
@@ -363,7 +368,7 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code).toBe(1);
       const result = JSON.parse(ran.out);
-      expect(result).toMatchObject({ status: 'SUCCEEDED', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
+      expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'failed', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
       expect(result.checks[0]).toMatchObject({ check: 'business_key_unique', passed: false, observed: '1 key value(s) on more than one row', expected: 'each (order_id, line_no) on one row' });
       expect(result.checks.at(-1).passed).toBe(true);
       expect(result.next).toMatch(/^nothing was published\. The failing checks above say what differs/);
