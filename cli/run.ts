@@ -1,15 +1,14 @@
 /** `run`, `backfill` and `rollback`: start (or follow again) the execution a command names, follow it, say how it ended. */
 import cliProgress from 'cli-progress';
 import { batchIdFor } from '../domain/plan.ts';
-import { type PublicationRecord, resolveRollback } from '../domain/rollback.ts';
+import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../domain/rollback.ts';
 import { manualRunName } from '../domain/run-name.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { batchProgress } from '../domain/sql/cli.ts';
-import { publicationHistory, rollbackBatch } from '../domain/sql/rollback.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { failureAlert, follow, outcomeOf, startOrFollow } from './executions.ts';
-import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query, text } from './shared.ts';
+import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query } from './shared.ts';
 
 export interface FollowOptions {
   readonly pollMs: number;
@@ -124,25 +123,19 @@ export async function run(ctx: Context, io: CliIo, name: string, opts: { from?: 
 
 export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to?: string } & FollowOptions): Promise<number> {
   const pipeline = pipelineNamed(name);
-  const history: PublicationRecord[] = (await manifestPresent(ctx) ? await query(ctx, publicationHistory(pipeline.name), 'rollback:history') : []).map((r) => ({
-    seq: num(r.seq),
-    batchId: text(r.batch_id),
-    publishedAt: text(r.published_at),
-    oldVersionTable: text(r.old_version_table),
-    dropped: num(r.dropped) > 0,
-    restored: num(r.restored) > 0,
-    ...(r.rollback_of !== null && r.rollback_of !== undefined ? { rollbackOf: num(r.rollback_of) } : {}),
-  }));
-  const batchStatus = opts.to && history.length > 0 ? (await query(ctx, rollbackBatch(pipeline.name, opts.to), 'rollback:batch'))[0]?.status : undefined;
-  const target = resolveRollback(pipeline, opts.to, history, batchStatus === undefined ? undefined : String(batchStatus));
-  if ('alreadyLive' in target || !('batchId' in target)) {
-    const result = { pipeline: pipeline.name, started: false, reason: `batch ${opts.to} is live already` };
+  const input = { pipeline: pipeline.name, rollback: opts.to === undefined ? {} : { to: opts.to } };
+  // Plan's own refusals, against the manifest as it is, before anything starts.
+  parseRollbackInput(input);
+  assertRollbackable(pipeline);
+  if (!(await manifestPresent(ctx))) throw neverPublished(pipeline);
+  const { history, resolved } = await resolveRollbackFrom((statement, step) => query(ctx, statement, `rollback:${step}`), pipeline, opts.to);
+  if ('alreadyLive' in resolved) {
+    const result = { pipeline: pipeline.name, started: false, reason: `batch ${resolved.batchId} is live already` };
     if (ctx.json) io.stdout(JSON.stringify(result));
     else io.stdout(`Nothing started: ${result.reason}.`);
     return ExitCode.OK;
   }
   const latest = Math.max(...history.map((p) => p.seq));
-  const input = { pipeline: pipeline.name, rollback: opts.to ? { to: opts.to } : {} };
   // One rollback of a publication: repeating the command follows it, never rolls back twice.
   const base = `${pipeline.name.slice(0, 40)}-rollback-p${latest}${opts.to ? `-${opts.to}` : ''}`;
   return startAndFollow(ctx, io, pipeline, (attempt) => (attempt > 1 ? `${base}-${attempt}` : base), input, undefined, opts);

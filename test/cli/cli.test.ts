@@ -1,168 +1,27 @@
-// The command line end to end against the local engine: the CLI's main
-// with argv (and, for a killed follower and for `local up`, the real
-// process), the real SDK clients against the local Step Functions and Data
-// API endpoints, the synthesized state machine run by the test's runner (so
-// a test can hold a chunk load to stop or kill mid-run). The sample
+// The command line end to end against the local engine (test/support/cli.ts):
+// the CLI's main with argv (and, for a killed follower and for `local up`,
+// the real process), the real SDK clients against the local Step Functions
+// and Data API endpoints, the synthesized state machine run by the test's
+// runner (so a test can hold a chunk load to stop or kill mid-run). The sample
 // warehouse is arranged once as it is and once after a first run (whose
 // answers the run test reads); each describe that acts works on a copy of
 // its own, with its own endpoints, runner and Step Functions API
 // (test/support/workflow.ts useFork), and the commands that start nothing
 // share one.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../../cli/main.ts';
+import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executionArnOf } from '../../cli/executions.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { STATE_DIR } from '../../lib/project.ts';
-import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
+import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
-import { sampleDay } from '../../local/sample-data.ts';
-import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
+import { day, runCli, spawnCli, startCli, useCli } from '../support/cli.ts';
 import { closedPort } from '../support/unreachable.ts';
-import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Workflow, type WorkflowFixture } from '../support/workflow.ts';
+import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'bin/atomic-publish.js');
-
-const day = (n: number) => sampleDay(n).toISOString();
 const history = { from: day(0) };
-
-interface Ran {
-  code: number;
-  out: string;
-  err: string;
-}
-
-/** The CLI's main with argv, in environment `env`. */
-async function runCli(argv: string[], env: NodeJS.ProcessEnv, onStderr?: (line: string) => void): Promise<Ran> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, {
-    stdout: (t) => out.push(t),
-    stderr: (t) => {
-      err.push(t);
-      onStderr?.(t);
-    },
-    env,
-  });
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
-
-function spawnCli(argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-/** The command line pointed at one workflow: its Data API endpoint, its runner behind a Step Functions API of its own. */
-interface Cli {
-  readonly wf: Workflow;
-  readonly api: LocalStepFunctionsApi;
-  readonly sfn: SFNClient;
-  readonly env: NodeJS.ProcessEnv;
-  cli(argv: string[], options?: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void }): Promise<Ran>;
-  /**
-   * LoadChunk of chunks from `first` on waits until released (then loads) or
-   * failed (then ends without loading, as an invocation that died would);
-   * `entered` resolves when one is waiting.
-   */
-  holdLoadsFrom(first: number): { entered: Promise<void>; release: () => void; fail: () => void };
-  publicationsOf(batchId: string): Promise<number>;
-  doneChunks(batchId: string): Promise<number[]>;
-}
-
-async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<void> }> {
-  const api = await startLocalStepFunctionsApi(wf.runner);
-  const sfn = localStepFunctionsClient(api.endpoint);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...LOCAL_AWS_ENV,
-    WAREHOUSE_DATABASE: wf.wh.pg.database,
-    WAREHOUSE_WORKGROUP: 'local',
-    REDSHIFT_DATA_ENDPOINT: wf.wh.endpoint,
-    ATOMIC_PUBLISH_SFN_ENDPOINT: api.endpoint,
-    ATOMIC_PUBLISH_STATE_MACHINE_ARN: wf.runner.workflow.stateMachineArn,
-    // No CloudWatch here (`local up` below has one): status goes on without the alarms.
-    ATOMIC_PUBLISH_CLOUDWATCH_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
-  };
-  return {
-    wf,
-    api,
-    sfn,
-    env,
-    cli: (argv, options = {}) => runCli(argv, options.env ?? env, options.onStderr),
-    holdLoadsFrom(first) {
-      let release!: () => void;
-      let fail!: (error: Error) => void;
-      const released = new Promise<void>((resolve, reject) => {
-        release = resolve;
-        fail = reject;
-      });
-      released.catch(() => undefined);
-      let entered!: () => void;
-      const waiting = new Promise<void>((resolve) => (entered = resolve));
-      wf.faults.LoadChunk = async (input, next) => {
-        if ((input as { chunk: { index: number } }).chunk.index >= first) {
-          entered();
-          await released;
-        }
-        return next(input);
-      };
-      return { entered: waiting, release, fail: () => fail(new Error('the invocation died')) };
-    },
-    async publicationsOf(batchId) {
-      const rows = await wf.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM atomic_publish.publications WHERE batch_id = $1', [batchId]);
-      return rows[0]!.n;
-    },
-    async doneChunks(batchId) {
-      const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
-      return rows.map((r) => r.chunk_index);
-    },
-    async close() {
-      sfn.destroy();
-      await api.close();
-    },
-  };
-}
-
-/** A value made in a beforeAll, usable from the describe's body on, like a `let` set there. */
-function late<T extends object>(get: () => T | undefined, what: string): T {
-  return new Proxy({} as T, {
-    get(_target, key) {
-      const target = get() ?? fail(`${what} used outside the describe that made it, or before its beforeAll ran (reading ${String(key)})`);
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-const fail = (message: string): never => {
-  throw new Error(message);
-};
-
-/** For the calling describe: a copy of the fixture's database, and the command line pointed at it. */
-function useCli(fixture: WorkflowFixture<unknown>): Cli {
-  const wf = useFork(fixture);
-  let started: Awaited<ReturnType<typeof startCli>> | undefined;
-  beforeAll(async () => {
-    started = await startCli(wf);
-  });
-  afterAll(() => started?.close());
-  const current = () => started ?? fail('the command line used outside the describe that made it, or before its beforeAll ran');
-  return {
-    wf,
-    api: late(() => started?.api, 'the Step Functions API'),
-    sfn: late(() => started?.sfn, 'the Step Functions client'),
-    get env() {
-      return current().env;
-    },
-    cli: (argv, options) => current().cli(argv, options),
-    holdLoadsFrom: (first) => current().holdLoadsFrom(first),
-    publicationsOf: (batchId) => current().publicationsOf(batchId),
-    doneChunks: (batchId) => current().doneChunks(batchId),
-  };
-}
 
 const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
 const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
@@ -452,27 +311,51 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
 });
 
 describe('rollback', () => {
-  describe('to a target that is no batch', () => {
-    const { api, cli } = useCli(published);
-
-    it('refuses a target that is no batch of the pipeline, starting nothing', async () => {
-      const startedBefore = api.started().length;
-      const ran = await cli(['rollback', 'sales_order_lines', '--to', '0123456789abcdef']);
-      expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(/0123456789abcdef is not a batch of pipeline sales_order_lines/);
-      expect(api.started()).toHaveLength(startedBefore);
-    });
-  });
-
-  describe('of the latest publication, and of that rollback', () => {
-    const { wf, cli } = useCli(sampled);
-    beforeAll(async () => {
-      // Publications of days 0..7 and then 0..8 (backfills from historyStart): the rollback puts back the first.
+  /** Publications of days 0..7 and then 0..8 (backfills from historyStart): a rollback puts back the first. */
+  const twice = useWorkflowFixture('cli_e2e_twice', async (wf) => {
+    await wf.sample(SAMPLE);
+    const { cli, close } = await startCli(wf);
+    try {
       for (const to of [day(7), day(8)]) {
         const ran = await cli(['backfill', 'sales_order_lines', '--from', history.from, '--to', to, '--poll-ms', '50']);
         if (ran.code !== 0) throw new Error(`the arranged backfill to ${to} failed: ${ran.out} ${ran.err}`);
       }
+    } finally {
+      await close();
+    }
+  });
+
+  describe('targets Plan would refuse', () => {
+    const { wf, sfn, cli } = useCli(twice);
+    const [first, second] = [batchOf(history.from, day(7)), batchOf(history.from, day(8))];
+    const refused = async (argv: string[], message: RegExp) => {
+      const ran = await cli(['rollback', 'sales_order_lines', ...argv]);
+      expect(ran.code, ran.out).toBe(2);
+      expect(ran.err).toMatch(message);
+      expect(ran.err).toMatch(/Nothing was started\.$/);
+    };
+
+    it('refuses each with exit 2 and Plan\'s reason, before starting an execution or paging anyone', async () => {
+      await refused(['--to', '0123456789abcdef'], /0123456789abcdef is not a batch of pipeline sales_order_lines/);
+      await refused(['--to', 'yesterday'], /must be a batch id \(16 hexadecimal digits/);
+      // The old version of publication 2 (batch `first`) dropped outside atomic-publish, then marked dropped as Cleanup does.
+      const [held] = await wf.query<{ old_version_table: string }>('SELECT old_version_table FROM atomic_publish.publications WHERE seq = 2');
+      await wf.query(`DROP TABLE ${held!.old_version_table}`);
+      await refused(['--to', first], new RegExp(`rows of batch ${first} are in ${held!.old_version_table}.*but that table does not exist`));
+      await wf.query('UPDATE atomic_publish.publications SET dropped_at = CURRENT_TIMESTAMP WHERE seq = 2');
+      await refused(['--to', first], new RegExp(`batch ${first} of sales_order_lines is past retention`));
+      await refused([], /live before its latest publication \(batch [0-9a-f]{16}\) is no longer retained/);
+      // The batch live now: nothing to do, and nothing started either.
+      const live = await cli(['rollback', 'sales_order_lines', '--to', second]);
+      expect(live).toMatchObject({ code: 0, out: `Nothing started: batch ${second} is live already.` });
+
+      expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+      expect(wf.runner.alerts).toEqual([]);
     });
+  });
+
+  describe('of the latest publication, and of that rollback', () => {
+    const { wf, cli } = useCli(twice);
 
     it('puts back the version before the latest publication; the same command again undoes it under a name of its own', async () => {
       const before = (await wf.publications()).length;

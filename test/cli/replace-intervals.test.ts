@@ -1,0 +1,46 @@
+// The command line on a pipeline published by replace-intervals
+// (test/support/intervals-pipeline.ts, imported first): a rollback `--to` a
+// batch, which Plan refuses for such a publication, is refused before
+// anything starts; a rollback of the latest publication, and `status`
+// after it. Two backfills are arranged once; each describe acts on its own
+// copy (test/support/workflow.ts useFork).
+import '../support/intervals-pipeline.ts';
+import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
+import { describe, expect, it } from 'vitest';
+import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { day, startCli, useCli } from '../support/cli.ts';
+import { PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
+
+const batchOf = (from: number, to: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(from), to: day(to) }, PIPELINE, new Date()));
+const [EARLIER, LATER] = [batchOf(2, 4), batchOf(4, 6)];
+
+/** Publication 1 replaced days 2..4 (batch EARLIER), publication 2 days 4..6 (batch LATER). */
+const twice = useWorkflowFixture('cli_intervals', async (wf) => {
+  await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });
+  const { cli, close } = await startCli(wf);
+  try {
+    for (const [from, to] of [[2, 4], [4, 6]] as const) {
+      const ran = await cli(['backfill', PIPELINE.name, '--from', day(from), '--to', day(to), '--poll-ms', '50']);
+      if (ran.code !== 0) throw new Error(`the arranged backfill of days ${from}..${to} failed: ${ran.out} ${ran.err}`);
+    }
+  } finally {
+    await close();
+  }
+});
+
+describe('rollback --to a batch after a publication of some intervals', () => {
+  const { wf, sfn, cli } = useCli(twice);
+
+  it('is refused with exit 2, as Plan refuses it, before an execution starts or anyone is paged', async () => {
+    const live = await wf.fingerprint('analytics.sales_order_lines');
+
+    const ran = await cli(['rollback', PIPELINE.name, '--to', EARLIER]);
+
+    expect(ran.code, ran.out).toBe(2);
+    expect(ran.err).toMatch(/latest publication \(2\) replaced some intervals: it is rolled back one publication at a time, newest first/);
+    expect(ran.err).toMatch(/Nothing was started\.$/);
+    expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+    expect(wf.runner.alerts).toEqual([]);
+    expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
+  });
+});
