@@ -3,7 +3,8 @@ import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwa
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
-import { batchPurposePresent, latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
+import { isIntervalRollback } from '../domain/rollback.ts';
+import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { latestEventTime } from '../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
 import type { Pipeline } from '../domain/spec.ts';
@@ -62,7 +63,11 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
   const now = Date.now();
   const rows = [];
   for (const pipeline of chosen) {
-    const live = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
+    const latest = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
+    const live =
+      latest && isIntervalRollback({ rollbackOf: text(latest.rollback_of) === '' ? null : num(latest.rollback_of), mode: text(latest.publish_mode) })
+        ? (await query(ctx, newestInEffect(pipeline.name), 'status:in-effect'))[0]
+        : latest;
     // A check is no run of the pipeline's data: the last batch is the last that could publish.
     const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1, purpose, false), 'status:batch'))[0] : undefined;
     const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
@@ -70,7 +75,9 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     const sla = pipeline.freshness.slaMinutes;
     rows.push({
       pipeline: pipeline.name,
+      // The publication whose batch readers see newest (none when every one was rolled back), and the latest in the manifest.
       live: live ? { seq: num(live.seq), batchId: text(live.batch_id), publishedAt: text(live.published_at), rows: num(live.rows_published), rollbackOf: live.rollback_of ?? null } : null,
+      latestPublication: latest ? { seq: num(latest.seq), batchId: text(latest.batch_id), publishedAt: text(latest.published_at), rollbackOf: latest.rollback_of ?? null } : null,
       lastBatch: batch
         ? { batchId: text(batch.batch_id), status: text(batch.status), from: text(batch.interval_start), to: text(batch.interval_end), finishedAt: text(batch.finished_at) || null, error: text(batch.error) || null }
         : null,
@@ -94,7 +101,7 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
       ['pipeline', 'live (publication, batch, published at)', 'last batch', 'freshness', 'alarms', 'running'],
       rows.map((r) => [
         r.pipeline,
-        r.live ? `#${r.live.seq} ${r.live.batchId} ${r.live.publishedAt}${r.live.rollbackOf ? ` (rollback of #${r.live.rollbackOf})` : ''}` : 'never published',
+        liveCell(r.live, r.latestPublication),
         r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status} ${r.lastBatch.from} .. ${r.lastBatch.to}` : '-',
         (r.freshness.ageMinutes === null
           ? `no publication (SLA ${r.freshness.slaMinutes} min)`
@@ -106,6 +113,16 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     ),
   );
   return ExitCode.OK;
+}
+
+type PublicationCell = { seq: number; batchId: string; publishedAt: string; rollbackOf: unknown } | null;
+
+function liveCell(live: PublicationCell, latest: PublicationCell): string {
+  if (latest === null) return 'never published';
+  const rollback = (p: NonNullable<PublicationCell>) => (p.rollbackOf ? ` (rollback of #${p.rollbackOf})` : '');
+  // After a rollback of some intervals, the latest publication is not the one whose batch is live.
+  const after = live?.seq === latest.seq ? '' : `\nsince #${latest.seq}${rollback(latest)} at ${latest.publishedAt}`;
+  return `${live ? `#${live.seq} ${live.batchId} ${live.publishedAt}${rollback(live)}` : 'no publication in effect'}${after}`;
 }
 
 export async function history(ctx: Context, io: CliIo, name: string, opts: { limit: number }): Promise<number> {

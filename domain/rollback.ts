@@ -100,6 +100,18 @@ export function publicationRecord(row: Readonly<Record<string, unknown>>): Publi
   };
 }
 
+/**
+ * Whether a publication is the rollback of a publication of some intervals
+ * (domain/sql/rollback.ts restoreIntervals). Its batch is the one it took
+ * away, not one it put back (the rows it put back are those the
+ * publication replaced, of no one batch): the batch live newest is then
+ * that of the newest publication in effect, not a rollback and not rolled
+ * back. A whole-table rollback records the batch it put back, which is live.
+ */
+export function isIntervalRollback(publication: { readonly rollbackOf?: number | null; readonly mode?: string | null }): boolean {
+  return publication.rollbackOf !== undefined && publication.rollbackOf !== null && publication.mode === 'replace-intervals';
+}
+
 /** What a rollback swaps in, and where the live version goes. */
 export interface RollbackTarget {
   /** The batch whose rows go live again. */

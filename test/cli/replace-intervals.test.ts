@@ -44,3 +44,20 @@ describe('rollback --to a batch after a publication of some intervals', () => {
     expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
   });
 });
+
+describe('a rollback of the latest publication, and of that rollback', () => {
+  const { cli } = useCli(twice);
+  const status = async () => JSON.parse((await cli(['--json', 'status', PIPELINE.name])).out);
+
+  it('status names the batch live: the earlier one after the rollback, the later one once the rollback is undone', async () => {
+    const rolledBack = await cli(['--json', 'rollback', PIPELINE.name, '--poll-ms', '50']);
+    expect(rolledBack.code, rolledBack.err).toBe(0);
+    // The manifest records the rollback (publication 3) under the batch it took away.
+    expect(await status()).toMatchObject({ live: { seq: 1, batchId: EARLIER, rollbackOf: null }, latestPublication: { seq: 3, batchId: LATER, rollbackOf: 2 } });
+    expect((await cli(['status', PIPELINE.name])).out).toMatch(new RegExp(`#1 ${EARLIER} .*\\n.*since #3 \\(rollback of #2\\)`));
+
+    const undone = await cli(['--json', 'rollback', PIPELINE.name, '--poll-ms', '50']);
+    expect(undone.code, undone.err).toBe(0);
+    expect(await status()).toMatchObject({ live: { seq: 2, batchId: LATER, rollbackOf: null }, latestPublication: { seq: 4, rollbackOf: 3 } });
+  });
+});
