@@ -43,7 +43,7 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     : 1;
   const batchId = batchIdFor(pipeline, interval, { kind: 'check', n });
   const input = { pipeline: pipeline.name, from: interval.from.toISOString(), to: interval.to.toISOString(), check: true };
-  const again = `atomic-publish check ${pipeline.name} --from ${input.from} --to ${input.to}`;
+  const again = ctx.commandFor(input);
   return startAndFollow(ctx, io, pipeline, (attempt) => checkRunName(pipeline.name, interval, n, attempt), input, batchId, opts, async (result, output) => {
     const planned = text((output.plan as { batch?: { batchId?: unknown } } | undefined)?.batch?.batchId) || batchId;
     const rows = await query(ctx, batchCheckResults(planned), 'check:results');
@@ -58,7 +58,7 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     const next = passed
       ? undefined
       : `nothing was published. The failing checks above say what differs${lines.some((l) => isLocation(l.check)) ? `; the ${LOCATION_CHECKS.join(', ')} rows say where` : ''} ` +
-        `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (${again}): ` +
+        `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (\`${again}\`): ` +
         `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
     // The gate's verdict, not the execution's: a check that ran to its end SUCCEEDED whatever the gate said.
     const summary = { ...result, outcome: passed ? 'passed' : 'failed', check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };

@@ -106,19 +106,22 @@ export function program(io: CliIo, exit: { code: number }): Command {
 /** Runs the command line on `argv` (without node and the script); returns the exit code. */
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
   const exit = { code: ExitCode.OK as number };
+  const root = program(io, exit);
   try {
-    await program(io, exit).parseAsync([...argv], { from: 'user' });
+    await root.parseAsync([...argv], { from: 'user' });
     return exit.code;
   } catch (error) {
     if (error instanceof CommanderError) {
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? ExitCode.OK : ExitCode.USAGE;
     }
+    // The workflow's words (input.to, an execution input) as the command line's (--to, a command).
+    const { terms } = contextFrom(root.opts<GlobalOptions>(), io.env);
     if (error instanceof CliError) {
-      io.stderr(`atomic-publish: ${error.message}`);
+      io.stderr(`atomic-publish: ${terms(error.message)}`);
       return error.exitCode;
     }
     if (error instanceof ValidationError) {
-      io.stderr(`atomic-publish: ${error.message}\nNothing was started.`);
+      io.stderr(`atomic-publish: ${terms(error.message)}\nNothing was started.`);
       return ExitCode.USAGE;
     }
     if (isUnreachable(error)) {

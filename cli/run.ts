@@ -33,6 +33,7 @@ export async function startAndFollow(
 ): Promise<number> {
   // The warehouse and Step Functions answer before anything starts.
   const manifest = await manifestPresent(ctx);
+  const again = ctx.commandFor(input);
   const started = await startOrFollow(ctx, nameOf, input);
   if (started.kind === 'done') {
     const result = { pipeline: pipeline.name, execution: started.name, executionArn: started.executionArn, status: 'SUCCEEDED', started: false };
@@ -76,7 +77,7 @@ export async function startAndFollow(
     result.outcome = outcome.kind;
     result.output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
     if (outcome.kind === 'busy') {
-      result.next = 'repeat this command once that execution has ended: the next attempt runs.';
+      result.next = `run \`${again}\` again once that execution has ended: the next attempt runs.`;
       if (ctx.json) io.stdout(JSON.stringify(result));
       else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${String(result.next)}`);
       return ExitCode.RUN_FAILED;
@@ -92,12 +93,16 @@ export async function startAndFollow(
     return ExitCode.OK;
   }
   const alert = await failureAlert(ctx, started.executionArn);
+  // A new execution of a run resumes its batch; a rollback is resolved anew against what is live then.
+  const resume = batchId
+    ? `run \`${again}\` to resume: a new execution resumes the same batch, loading only the chunks not loaded yet.`
+    : `run \`${again}\` to try again: Plan resolves the rollback against what is live then.`;
   const next =
     status === 'ABORTED'
-      ? 'the execution was stopped; repeat this command to resume: a new execution resumes the same batch, loading only the chunks not loaded yet.'
+      ? `the execution was stopped; ${resume}`
       : alert
-        ? (/^Next: +(.*)$/m.exec(alert.message)?.[1] ?? 'see the alert above.')
-        : `see the execution's history (${started.executionArn}); repeat this command to resume the batch.`;
+        ? ctx.terms(/^Next: +(.*)$/m.exec(alert.message)?.[1] ?? 'see the alert above.')
+        : `see the execution's history (${started.executionArn}); ${resume}`;
   result.error = ended.error ?? null;
   result.cause = ended.cause ?? null;
   result.reason = alert?.message ?? null;

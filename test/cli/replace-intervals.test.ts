@@ -37,7 +37,10 @@ describe('rollback --to a batch after a publication of some intervals', () => {
     const ran = await cli(['rollback', PIPELINE.name, '--to', EARLIER]);
 
     expect(ran.code, ran.out).toBe(2);
-    expect(ran.err).toMatch(/latest publication \(2\) replaced some intervals: it is rolled back one publication at a time, newest first/);
+    // The flag typed, and the command to run instead.
+    expect(ran.err).toContain(
+      `latest publication (2) replaced some intervals: it is rolled back one publication at a time, newest first, with \`atomic-publish rollback ${PIPELINE.name}\`; --to, a batch to go back to, applies to whole-table versions only.`,
+    );
     expect(ran.err).toMatch(/Nothing was started\.$/);
     expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
     expect(wf.runner.alerts).toEqual([]);
