@@ -13,7 +13,7 @@ import { batchCheckResults } from '../domain/sql/cli.ts';
 import { findBatch } from '../domain/sql/plan.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
-import { type FollowOptions, startAndFollow } from './run.ts';
+import { type FollowOptions, type Succeeded, startAndFollow } from './run.ts';
 import { type CliIo, intervalOf, manifestPresent, pipelineNamed, query, table, text } from './shared.ts';
 
 /** One check's result as `check` prints it. */
@@ -44,7 +44,10 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
   const batchId = batchIdFor(pipeline, interval, { kind: 'check', n });
   const input = { pipeline: pipeline.name, from: interval.from.toISOString(), to: interval.to.toISOString(), check: true };
   const again = ctx.commandFor(input);
-  return startAndFollow(ctx, io, pipeline, (attempt) => checkRunName(pipeline.name, interval, n, attempt), input, batchId, opts, async (result, output) => {
+  // check's own fields, in every result it prints: the gate's checks once it ran.
+  const fields = { check: n, passed: null, failed: [], checks: [] };
+  const nameOf = (attempt: number) => checkRunName(pipeline.name, interval, n, attempt);
+  const succeeded: Succeeded = async (result, output) => {
     const planned = text((output.plan as { batch?: { batchId?: unknown } } | undefined)?.batch?.batchId) || batchId;
     const rows = await query(ctx, batchCheckResults(planned), 'check:results');
     const lines = checkOrder(
@@ -61,7 +64,7 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
         `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (\`${again}\`): ` +
         `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
     // The gate's verdict, not the execution's: a check that ran to its end SUCCEEDED whatever the gate said.
-    const summary = { ...result, outcome: passed ? 'passed' : 'failed', check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
+    const summary = { ...result, outcome: passed ? 'passed' : 'failed', batchId: planned, next: next ?? null, check: n, passed, failed, checks: lines };
     if (ctx.json) {
       io.stdout(JSON.stringify(summary));
     } else {
@@ -79,5 +82,6 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
       if (next !== undefined) io.stderr(`Next step: ${next}`);
     }
     return passed ? ExitCode.OK : ExitCode.RUN_FAILED;
-  });
+  };
+  return startAndFollow(ctx, io, { pipeline, nameOf, input, batchId, opts, fields, succeeded });
 }

@@ -7,11 +7,72 @@ import type { Pipeline } from '../domain/spec.ts';
 import { batchProgress } from '../domain/sql/cli.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
-import { failureAlert, follow, outcomeOf, startOrFollow } from './executions.ts';
+import { failureAlert, follow, type Outcome, outcomeOf, startOrFollow } from './executions.ts';
 import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query } from './shared.ts';
 
 export interface FollowOptions {
   readonly pollMs: number;
+}
+
+/** How a command that follows an execution ended (RunResult.outcome). */
+export type RunOutcome =
+  | Outcome['kind']
+  /** The execution FAILED or TIMED_OUT. */
+  | 'execution-failed'
+  /** The execution was stopped (ABORTED). */
+  | 'stopped'
+  /** check: the gate's verdict. */
+  | 'passed'
+  | 'failed';
+
+/**
+ * What run, backfill, rollback and check print under --json: one object,
+ * every field present (null where it does not apply); check adds its own.
+ */
+export interface RunResult {
+  readonly pipeline: string;
+  /** The execution's name and ARN; null when nothing was started (a rollback to the batch live). */
+  readonly execution: string | null;
+  readonly executionArn: string | null;
+  /** The execution's status when the command ended. */
+  readonly status: string | null;
+  /** This command started the execution (false: it followed a running one, or found it done). */
+  readonly started: boolean;
+  readonly outcome: RunOutcome;
+  readonly batchId: string | null;
+  readonly chunks: number | null;
+  readonly chunksLoaded: number | null;
+  readonly rows: number | null;
+  /** The execution's output, when it succeeded. */
+  readonly output: Record<string, unknown> | null;
+  readonly error: string | null;
+  readonly cause: string | null;
+  /** Why it did not publish: the failure's alert message, the lease holder, what is live already. */
+  readonly reason: string | null;
+  /** What to do next, with the command to run (null: nothing to do). */
+  readonly next: string | null;
+}
+
+/** A result with nothing known yet but the pipeline and how it ended. */
+export function runResult(pipeline: Pipeline, outcome: RunOutcome, fields: Partial<RunResult> = {}): RunResult {
+  return {
+    pipeline: pipeline.name,
+    execution: null,
+    executionArn: null,
+    status: null,
+    started: false,
+    outcome,
+    batchId: null,
+    chunks: null,
+    chunksLoaded: null,
+    rows: null,
+    output: null,
+    error: null,
+    cause: null,
+    reason: null,
+    next: null,
+    ...fields,
+  };
 }
 
 /**
@@ -19,26 +80,33 @@ export interface FollowOptions {
  * given the result so far and the execution's output, it prints and
  * returns the exit code. @default - run's: published, nothing to publish or superseded
  */
-export type Succeeded = (result: Record<string, unknown>, output: Record<string, unknown>) => Promise<number>;
+export type Succeeded = (result: RunResult, output: Record<string, unknown>) => Promise<number>;
 
-export async function startAndFollow(
-  ctx: Context,
-  io: CliIo,
-  pipeline: Pipeline,
-  nameOf: (attempt: number) => string,
-  input: Record<string, unknown>,
-  batchId: string | undefined,
-  opts: FollowOptions,
-  succeeded?: Succeeded,
-): Promise<number> {
+export interface Follow {
+  readonly pipeline: Pipeline;
+  /** The execution's name for an attempt (domain/run-name.ts). */
+  readonly nameOf: (attempt: number) => string;
+  readonly input: Record<string, unknown>;
+  /** The batch whose progress to show; absent for a rollback. */
+  readonly batchId?: string;
+  readonly opts: FollowOptions;
+  /** The command's own fields, in every result it prints (check's). @default - none */
+  readonly fields?: Record<string, unknown>;
+  readonly succeeded?: Succeeded;
+}
+
+export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promise<number> {
+  const { pipeline, input, batchId, opts } = f;
+  const print = (result: RunResult) => io.stdout(JSON.stringify({ ...result, ...f.fields }));
   // The warehouse and Step Functions answer before anything starts.
   const manifest = await manifestPresent(ctx);
   const again = ctx.commandFor(input);
-  const started = await startOrFollow(ctx, nameOf, input);
+  const started = await startOrFollow(ctx, f.nameOf, input);
+  const base = { execution: started.name, executionArn: started.executionArn, started: started.kind === 'started', batchId: batchId ?? null };
   if (started.kind === 'done') {
-    const result = { pipeline: pipeline.name, execution: started.name, executionArn: started.executionArn, status: 'SUCCEEDED', started: false };
-    if (ctx.json) io.stdout(JSON.stringify(result));
-    else io.stdout(`Nothing started: execution ${started.name} of this run already succeeded.`);
+    const reason = `execution ${started.name} of this command already succeeded`;
+    if (ctx.json) print(runResult(pipeline, outcomeOf(started.output).kind, { ...base, status: 'SUCCEEDED', reason }));
+    else io.stdout(`Nothing started: ${reason}.`);
     return ExitCode.OK;
   }
   // On stderr, --json or not: a script reads the result from stdout.
@@ -64,31 +132,25 @@ export async function startAndFollow(
     bar?.stop();
   }
   const status = ended.status!;
-  const result: Record<string, unknown> = {
-    pipeline: pipeline.name,
-    execution: started.name,
-    executionArn: started.executionArn,
-    status,
-    started: started.kind === 'started',
-    ...(batchId ? { batchId, chunks: progress.chunks, chunksLoaded: progress.done, rows: progress.rows } : {}),
-  };
+  const so = { ...base, status, ...(batchId ? { chunks: progress.chunks, chunksLoaded: progress.done, rows: progress.rows } : {}) };
   if (status === 'SUCCEEDED') {
     const outcome = outcomeOf(ended.output);
-    result.outcome = outcome.kind;
-    result.output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
+    const output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
     if (outcome.kind === 'busy') {
-      result.next = `run \`${again}\` again once that execution has ended: the next attempt runs.`;
-      if (ctx.json) io.stdout(JSON.stringify(result));
-      else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${String(result.next)}`);
+      const result = runResult(pipeline, 'busy', { ...so, output, reason: outcome.message, next: `run \`${again}\` again once that execution has ended: the next attempt runs.` });
+      if (ctx.json) print(result);
+      else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${result.next}`);
       return ExitCode.RUN_FAILED;
     }
-    if (succeeded) return succeeded(result, result.output as Record<string, unknown>);
+    const result = runResult(pipeline, outcome.kind, { ...so, output });
+    if (f.succeeded) return f.succeeded(result, output);
     const said = {
       published: batchId ? `published batch ${batchId}, ${progress.done} of ${progress.chunks} chunk(s) loaded, ${progress.rows} rows` : 'done',
-      'nothing-to-publish': `nothing to publish: batch ${batchId ?? ''} is published already`,
+      'rolled-back': 'rolled back',
+      'nothing-to-publish': batchId ? `nothing to publish: batch ${batchId} is published already` : 'nothing to do: the batch named is live already',
       superseded: 'superseded: the pipeline already publishes newer data; nothing was published',
     }[outcome.kind];
-    if (ctx.json) io.stdout(JSON.stringify(result));
+    if (ctx.json) print(result);
     else io.stdout(`Execution ${started.name} SUCCEEDED: ${said}.`);
     return ExitCode.OK;
   }
@@ -103,12 +165,15 @@ export async function startAndFollow(
       : alert
         ? ctx.terms(/^Next: +(.*)$/m.exec(alert.message)?.[1] ?? 'see the alert above.')
         : `see the execution's history (${started.executionArn}); ${resume}`;
-  result.error = ended.error ?? null;
-  result.cause = ended.cause ?? null;
-  result.reason = alert?.message ?? null;
-  result.next = next;
+  const result = runResult(pipeline, status === 'ABORTED' ? 'stopped' : 'execution-failed', {
+    ...so,
+    error: ended.error ?? null,
+    cause: ended.cause ?? null,
+    reason: alert?.message ?? null,
+    next,
+  });
   if (ctx.json) {
-    io.stdout(JSON.stringify(result));
+    print(result);
   } else {
     const lines = [`Execution ${started.name} ${status}${ended.error ? ` (${ended.error})` : ''}.`];
     if (alert) lines.push('', alert.subject ?? '', alert.message);
@@ -123,7 +188,7 @@ export async function run(ctx: Context, io: CliIo, name: string, opts: { from?: 
   if (backfill && (opts.from === undefined || opts.to === undefined)) throw new CliError('backfill needs --from and --to (on the pipeline\'s grain)');
   const interval = intervalOf(pipeline, opts.from, opts.to);
   const input = { pipeline: pipeline.name, ...(backfill ? { from: interval.from.toISOString() } : {}), to: interval.to.toISOString() };
-  return startAndFollow(ctx, io, pipeline, (attempt) => manualRunName(pipeline.name, interval, attempt), input, batchIdFor(pipeline, interval), opts);
+  return startAndFollow(ctx, io, { pipeline, nameOf: (attempt) => manualRunName(pipeline.name, interval, attempt), input, batchId: batchIdFor(pipeline, interval), opts });
 }
 
 export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to?: string } & FollowOptions): Promise<number> {
@@ -135,7 +200,7 @@ export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to
   if (!(await manifestPresent(ctx))) throw neverPublished(pipeline);
   const { history, resolved } = await resolveRollbackFrom((statement, step) => query(ctx, statement, `rollback:${step}`), pipeline, opts.to);
   if ('alreadyLive' in resolved) {
-    const result = { pipeline: pipeline.name, started: false, reason: `batch ${resolved.batchId} is live already` };
+    const result = runResult(pipeline, 'nothing-to-publish', { batchId: resolved.batchId, reason: `batch ${resolved.batchId} is live already` });
     if (ctx.json) io.stdout(JSON.stringify(result));
     else io.stdout(`Nothing started: ${result.reason}.`);
     return ExitCode.OK;
@@ -143,5 +208,5 @@ export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to
   const latest = Math.max(...history.map((p) => p.seq));
   // One rollback of a publication: repeating the command follows it, never rolls back twice.
   const base = `${pipeline.name.slice(0, 40)}-rollback-p${latest}${opts.to ? `-${opts.to}` : ''}`;
-  return startAndFollow(ctx, io, pipeline, (attempt) => (attempt > 1 ? `${base}-${attempt}` : base), input, undefined, opts);
+  return startAndFollow(ctx, io, { pipeline, nameOf: (attempt) => (attempt > 1 ? `${base}-${attempt}` : base), input, opts });
 }

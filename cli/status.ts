@@ -93,7 +93,8 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     });
   }
   if (ctx.json) {
-    io.stdout(JSON.stringify(name === undefined ? rows : rows[0]));
+    // One shape with or without a pipeline named: {"pipelines": [...]}.
+    io.stdout(JSON.stringify({ pipelines: rows }));
     return ExitCode.OK;
   }
   io.stdout(
@@ -152,7 +153,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
     };
   });
   if (ctx.json) {
-    io.stdout(JSON.stringify(rows));
+    io.stdout(JSON.stringify({ pipeline: pipeline.name, batches: rows }));
     return ExitCode.OK;
   }
   if (rows.length === 0) {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executionArnOf } from '../../cli/executions.ts';
+import { runResult } from '../../cli/run.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { STATE_DIR } from '../../lib/project.ts';
@@ -22,6 +23,9 @@ import { closedPort } from '../support/unreachable.ts';
 import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
 const history = { from: day(0) };
+/** The fields every result of run, backfill and rollback has under --json, whatever happened. */
+const RESULT_FIELDS = Object.keys(runResult(PIPELINE, 'published')).sort();
+const fields = (out: string) => Object.keys(JSON.parse(out)).sort();
 
 const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
 const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
@@ -60,25 +64,36 @@ describe('before any publication', () => {
   const { wf, api, sfn, cli } = c;
 
   describe('bad input: a non-zero exit, a message, nothing started', () => {
-    const cases: [string, string[], RegExp][] = [
-      ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
-      ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-      ['an interval off the grain, naming the flag typed', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /: --to 2026-01-05T03:00:00.000Z is not on a day boundary/],
-      ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/],
-      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap, which rebuilds the whole table: --from must be omitted or equal historyStart/],
-      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
-      ['an unknown command', ['publish-everything'], /unknown command/],
-      ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/],
-      ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/],
-      ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-      ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
-      ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
+    // What was typed, what the error says, and its kind under --json: the command line wrong (usage) or Plan's checks refusing (refused).
+    const cases: [string, string[], RegExp, 'usage' | 'refused'][] = [
+      ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/, 'refused'],
+      ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/, 'refused'],
+      ['an interval off the grain, naming the flag typed', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /^--to 2026-01-05T03:00:00.000Z is not on a day boundary/m, 'refused'],
+      ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/, 'usage'],
+      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap, which rebuilds the whole table: --from must be omitted or equal historyStart/, 'refused'],
+      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/, 'refused'],
+      ['an unknown command', ['publish-everything'], /unknown command/, 'usage'],
+      ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/, 'usage'],
+      ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/, 'refused'],
+      ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/, 'refused'],
+      ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/, 'refused'],
+      ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/, 'usage'],
     ];
     it.each(cases)('%s', async (_, argv, message) => {
       const ran = await cli(argv);
       expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(message);
+      expect(ran.err.replace(/^atomic-publish: /, '')).toMatch(message);
       expect(ran.err).not.toMatch(/input\./);
+      expect(api.started()).toEqual([]);
+    });
+
+    it.each(cases)('%s, under --json: one JSON object on stdout, {"error": {kind, message, exitCode}}, with that exit code', async (_, argv, message, kind) => {
+      const ran = await cli(['--json', ...argv]);
+      expect(ran.code).toBe(2);
+      expect(ran.err).toBe('');
+      const { error, ...rest } = JSON.parse(ran.out);
+      expect(rest).toEqual({});
+      expect(error).toEqual({ kind, message: expect.stringMatching(message), exitCode: 2 });
       expect(api.started()).toEqual([]);
     });
 
@@ -87,6 +102,9 @@ describe('before any publication', () => {
       expect(ran.code).toBe(2);
       expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
       expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+      const json = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.out)).toEqual({ error: { kind: 'unreachable', message: expect.stringMatching(/^cannot reach an endpoint/), exitCode: 2 } });
     });
 
     it('an unreachable Step Functions endpoint: nothing started', async () => {
@@ -125,7 +143,10 @@ describe('plan, run, status, history', () => {
       expect(live).toEqual(expected);
 
       expect(again.code).toBe(0);
-      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
+      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, outcome: 'published', reason: `execution ${nameOf(day(0), day(5))} of this command already succeeded` });
+      // One shape: the run that published and the one that found it done.
+      expect(fields(ran.out)).toEqual(RESULT_FIELDS);
+      expect(fields(again.out)).toEqual(RESULT_FIELDS);
       expect(started).toEqual([nameOf(day(0), day(5))]);
       expect(publications).toBe(1);
     });
@@ -146,7 +167,15 @@ describe('plan, run, status, history', () => {
       const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
       expect(statusRan.code).toBe(0);
       expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
-      const status = JSON.parse(statusRan.out);
+      // One shape, a pipeline named or not: {"pipelines": [...]}, every pipeline of the registry without one.
+      const named = JSON.parse(statusRan.out);
+      expect(Object.keys(named)).toEqual(['pipelines']);
+      expect(named.pipelines).toHaveLength(1);
+      const all = JSON.parse((await cli(['--json', 'status'])).out);
+      expect(Object.keys(all)).toEqual(['pipelines']);
+      expect(all.pipelines.map((p: { pipeline: string }) => p.pipeline)).toEqual(['sales_order_lines']);
+      const status = named.pipelines[0];
+      expect(all.pipelines[0]).toMatchObject({ live: status.live, lastBatch: status.lastBatch });
       expect(status.alarms).toBeNull();
       expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
       // The data's own age: the newest event time in the live table, as the monitor reads it.
@@ -155,7 +184,8 @@ describe('plan, run, status, history', () => {
       expect(status.dataLag.lagMinutes).toBeGreaterThanOrEqual(status.freshness.ageMinutes);
       expect((await cli(['status', 'sales_order_lines'])).out).toContain(`newest event ${status.dataLag.newestEvent}`);
 
-      const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+      const { pipeline, batches } = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+      expect(pipeline).toBe('sales_order_lines');
       expect(batches).toHaveLength(1);
       expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
       expect(batches[0].checks.passed).toBeGreaterThan(0);
@@ -172,7 +202,7 @@ describe('plan, run, status, history', () => {
 
       // A publication whose event was never sent shows so, until it is.
       await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
-      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0].event).toBe('unsent');
     });
   });
 });
@@ -198,9 +228,9 @@ describe('check: the gate without publishing', () => {
       expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(await publications()).toBe(before);
-      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
+      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).pipelines[0].lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
       expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
-      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
 
       // --json reports the gate's verdict, not how the execution ended.
       const json = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
@@ -228,6 +258,7 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code).toBe(1);
       const result = JSON.parse(ran.out);
+      expect(fields(ran.out)).toEqual([...RESULT_FIELDS, 'check', 'checks', 'failed', 'passed'].sort());
       expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'failed', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
       expect(result.checks[0]).toMatchObject({ check: 'business_key_unique', passed: false, observed: '1 key value(s) on more than one row', expected: 'each (order_id, line_no) on one row' });
       expect(result.checks.at(-1).passed).toBe(true);
@@ -260,6 +291,8 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       await wf.quiesce();
       expect(stopped.code).toBe(1);
       const result = JSON.parse(stopped.out);
+      expect(fields(stopped.out)).toEqual(RESULT_FIELDS);
+      expect(result.outcome).toBe('stopped');
       expect(result).toMatchObject({ status: 'ABORTED', execution: nameOf(from, to), batchId });
       expect(result.next).toBe(
         `the execution was stopped; run \`atomic-publish backfill sales_order_lines --from ${from} --to ${to}\` to resume: a new execution resumes the same batch, loading only the chunks not loaded yet.`,
@@ -352,6 +385,8 @@ describe('rollback', () => {
       // The batch live now: nothing to do, and nothing started either.
       const live = await cli(['rollback', 'sales_order_lines', '--to', second]);
       expect(live).toMatchObject({ code: 0, out: `Nothing started: batch ${second} is live already.` });
+      const json = await cli(['--json', 'rollback', 'sales_order_lines', '--to', second]);
+      expect(JSON.parse(json.out)).toEqual(runResult(PIPELINE, 'nothing-to-publish', { batchId: second, reason: `batch ${second} is live already` }));
 
       expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
       expect(wf.runner.alerts).toEqual([]);
@@ -365,7 +400,8 @@ describe('rollback', () => {
       const before = (await wf.publications()).length;
       const ran = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
       expect(ran.code).toBe(0);
-      expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true });
+      expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true, outcome: 'rolled-back', batchId: null });
+      expect(fields(ran.out)).toEqual(RESULT_FIELDS);
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
       const after = await wf.publications();
       expect(after).toHaveLength(before + 1);
@@ -390,6 +426,7 @@ describe('a run while another execution holds the lease', () => {
     const busy = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
     expect(busy.code).toBe(1);
     expect(JSON.parse(busy.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'busy', execution: nameOf(day(0), day(9)) });
+    expect(fields(busy.out)).toEqual(RESULT_FIELDS);
     expect(JSON.parse(busy.out).next).toBe(`run \`atomic-publish run sales_order_lines --to ${day(9)}\` again once that execution has ended: the next attempt runs.`);
 
     hold.release();
@@ -448,7 +485,7 @@ describe('local up (a real process)', () => {
       expect(printed.AWS_ENDPOINT_URL_SFN).toBe(printed.ATOMIC_PUBLISH_SFN_ENDPOINT);
       const status = await runCli(['--json', 'status'], { ...process.env, ...printed });
       expect(status.code).toBe(0);
-      const [pipeline] = JSON.parse(status.out);
+      const [pipeline] = JSON.parse(status.out).pipelines;
       expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
       // The stack's alarms of the pipeline, from the local CloudWatch endpoint: none evaluated yet.
       expect(pipeline.alarms.length).toBeGreaterThan(0);

@@ -50,7 +50,7 @@ describe('rollback --to a batch after a publication of some intervals', () => {
 
 describe('a rollback of the latest publication, and of that rollback', () => {
   const { cli } = useCli(twice);
-  const status = async () => JSON.parse((await cli(['--json', 'status', PIPELINE.name])).out);
+  const status = async () => JSON.parse((await cli(['--json', 'status', PIPELINE.name])).out).pipelines[0];
 
   it('status names the batch live: the earlier one after the rollback, the later one once the rollback is undone', async () => {
     const rolledBack = await cli(['--json', 'rollback', PIPELINE.name, '--poll-ms', '50']);
