@@ -8,6 +8,7 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { AtomicPublishError, ValidationError } from '../domain/errors.ts';
+import { CODE_VERSION } from '../lib/project.ts';
 import { contextFrom, type GlobalOptions, isUnreachable } from './context.ts';
 import { CliError, type ErrorKind, ExitCode } from './errors.ts';
 import { check } from './check.ts';
@@ -27,6 +28,8 @@ function parsePositive(value: string, name: string): number {
 export function program(io: CliIo, exit: { code: number }, json = false): Command {
   const root = new Command('atomic-publish')
     .description('Plan, run, backfill, check and roll back atomic-publish pipelines.')
+    // package.json's, read when the command line starts (lib/project.ts).
+    .version(CODE_VERSION, '-V, --version', 'print the version')
     .option('--json', 'machine-readable output')
     .option('--state-machine-arn <arn>', 'the state machine (env ATOMIC_PUBLISH_STATE_MACHINE_ARN)')
     .option('--sfn-endpoint <url>', 'Step Functions endpoint (env ATOMIC_PUBLISH_SFN_ENDPOINT; default AWS)')

@@ -8,6 +8,7 @@
 // its own, with its own endpoints, runner and Step Functions API
 // (test/support/workflow.ts useFork), and the commands that start nothing
 // share one.
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
@@ -15,7 +16,7 @@ import { executionArnOf } from '../../cli/executions.ts';
 import { runResult } from '../../cli/run.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
-import { STATE_DIR } from '../../lib/project.ts';
+import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
 import { day, runCli, spawnCli, startCli, useCli } from '../support/cli.ts';
@@ -95,6 +96,11 @@ describe('before any publication', () => {
       expect(rest).toEqual({});
       expect(error).toEqual({ kind, message: expect.stringMatching(message), exitCode: 2 });
       expect(api.started()).toEqual([]);
+    });
+
+    it('--version prints package.json\'s version and exits 0', async () => {
+      const { version } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+      for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, out: version, err: '' });
     });
 
     it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
