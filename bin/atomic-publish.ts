@@ -18,6 +18,7 @@ const code = await main(process.argv.slice(2), {
   stderr: (text) => process.stderr.write(`${text}\n`),
   env: process.env,
   tty: process.stderr.isTTY === true,
+  ...(process.stdout.isTTY ? { columns: process.stdout.columns } : {}),
   signal: stop.signal,
 });
 process.exit(code);

@@ -14,7 +14,7 @@ import { findBatch } from '../domain/sql/plan.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { type FollowOptions, type Succeeded, startAndFollow } from './run.ts';
-import { type CliIo, intervalOf, manifestPresent, pipelineNamed, query, table, text } from './shared.ts';
+import { type CliIo, intervalOf, manifestPresent, pipelineNamed, prose, query, table, text } from './shared.ts';
 
 /** One check's result as `check` prints it. */
 export interface CheckLine {
@@ -68,18 +68,19 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     if (ctx.json) {
       io.stdout(JSON.stringify(summary));
     } else {
-      const out = [
-        table(
-          ['check', 'verdict', 'observed', 'expected'],
-          lines.map((l) => [l.check, l.passed ? 'passed' : 'FAILED', l.observed, l.expected]),
-        ),
+      const checks = table(
+        io,
+        ['check', 'verdict', 'observed', 'expected'],
+        lines.map((l) => [l.check, l.passed ? 'passed' : 'FAILED', l.observed, l.expected]),
+      );
+      const said = [
         ...lines.filter((l) => !l.passed && l.details !== '').map((l) => `${l.check}: ${l.details}`),
         passed
           ? `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} PASSED (execution ${text(result.execution)}, batch ${planned}); nothing was published.`
           : `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} FAILED: ${failed.join(', ') || 'see the checks above'} (execution ${text(result.execution)}, batch ${planned}).`,
       ];
-      io.stdout(out.join('\n'));
-      if (next !== undefined) io.stderr(`Next step: ${next}`);
+      io.stdout(`${checks}\n${prose(io, said.join('\n'))}`);
+      if (next !== undefined) io.stderr(prose(io, `Next step: ${next}`));
     }
     return passed ? ExitCode.OK : ExitCode.RUN_FAILED;
   };

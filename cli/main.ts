@@ -14,7 +14,7 @@ import { CliError, type ErrorKind, ExitCode } from './errors.ts';
 import { check } from './check.ts';
 import { plan } from './plan.ts';
 import { rollback, run } from './run.ts';
-import type { CliIo } from './shared.ts';
+import { type CliIo, prose } from './shared.ts';
 import { history, status } from './status.ts';
 
 export type { CliIo } from './shared.ts';
@@ -153,7 +153,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
     }
     const failure = failureOf(error, contextFrom(root.opts<GlobalOptions>(), io.env).terms);
     if (json) io.stdout(JSON.stringify({ error: failure }));
-    else io.stderr(`atomic-publish: ${failure.message}`);
+    else io.stderr(prose(io, `atomic-publish: ${failure.message}`));
     return failure.exitCode;
   }
 }

@@ -8,7 +8,7 @@ import { batchProgress } from '../domain/sql/cli.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { failureAlert, follow, type Outcome, outcomeOf, startOrFollow } from './executions.ts';
-import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query } from './shared.ts';
+import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, prose, query } from './shared.ts';
 
 export interface FollowOptions {
   readonly pollMs: number;
@@ -106,7 +106,7 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
   if (started.kind === 'done') {
     const reason = `execution ${started.name} of this command already succeeded`;
     if (ctx.json) print(runResult(pipeline, outcomeOf(started.output).kind, { ...base, status: 'SUCCEEDED', reason }));
-    else io.stdout(`Nothing started: ${reason}.`);
+    else io.stdout(prose(io, `Nothing started: ${reason}.`));
     return ExitCode.OK;
   }
   // On stderr, --json or not: a script reads the result from stdout.
@@ -139,7 +139,7 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
     if (outcome.kind === 'busy') {
       const result = runResult(pipeline, 'busy', { ...so, output, reason: outcome.message, next: `run \`${again}\` again once that execution has ended: the next attempt runs.` });
       if (ctx.json) print(result);
-      else io.stderr(`Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${result.next}`);
+      else io.stderr(prose(io, `Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${result.next}`));
       return ExitCode.RUN_FAILED;
     }
     const result = runResult(pipeline, outcome.kind, { ...so, output });
@@ -151,7 +151,7 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
       superseded: 'superseded: the pipeline already publishes newer data; nothing was published',
     }[outcome.kind];
     if (ctx.json) print(result);
-    else io.stdout(`Execution ${started.name} SUCCEEDED: ${said}.`);
+    else io.stdout(prose(io, `Execution ${started.name} SUCCEEDED: ${said}.`));
     return ExitCode.OK;
   }
   const alert = await failureAlert(ctx, started.executionArn);
@@ -176,9 +176,10 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
     print(result);
   } else {
     const lines = [`Execution ${started.name} ${status}${ended.error ? ` (${ended.error})` : ''}.`];
-    if (alert) lines.push('', alert.subject ?? '', alert.message);
+    // The alert as on-call got it (its next steps name execution inputs); the command line's own follows.
+    if (alert) lines.push('', 'The alert sent:', alert.subject ?? '', alert.message);
     lines.push('', `Next step: ${next}`);
-    io.stderr(lines.join('\n'));
+    io.stderr(prose(io, lines.join('\n')));
   }
   return ExitCode.RUN_FAILED;
 }
@@ -202,7 +203,7 @@ export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to
   if ('alreadyLive' in resolved) {
     const result = runResult(pipeline, 'nothing-to-publish', { batchId: resolved.batchId, reason: `batch ${resolved.batchId} is live already` });
     if (ctx.json) io.stdout(JSON.stringify(result));
-    else io.stdout(`Nothing started: ${result.reason}.`);
+    else io.stdout(prose(io, `Nothing started: ${result.reason}.`));
     return ExitCode.OK;
   }
   const latest = Math.max(...history.map((p) => p.seq));

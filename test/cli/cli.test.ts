@@ -13,13 +13,14 @@ import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executionArnOf } from '../../cli/executions.ts';
+import { shortTime } from '../../cli/layout.ts';
 import { runResult } from '../../cli/run.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
-import { day, runCli, spawnCli, startCli, useCli } from '../support/cli.ts';
+import { day, flat, runCli, spawnCli, startCli, useCli } from '../support/cli.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
@@ -83,7 +84,7 @@ describe('before any publication', () => {
     it.each(cases)('%s', async (_, argv, message) => {
       const ran = await cli(argv);
       expect(ran.code).toBe(2);
-      expect(ran.err.replace(/^atomic-publish: /, '')).toMatch(message);
+      expect(flat(ran.err).replace(/^atomic-publish: /, '')).toMatch(message);
       expect(ran.err).not.toMatch(/input\./);
       expect(api.started()).toEqual([]);
     });
@@ -106,7 +107,7 @@ describe('before any publication', () => {
     it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
       const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
       expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
+      expect(flat(ran.err)).toMatch(/cannot reach an endpoint.*nothing was started/);
       expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
       const json = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
       expect(json.code).toBe(2);
@@ -203,8 +204,13 @@ describe('plan, run, status, history', () => {
       expect(batches[0].tookSeconds).toBe(times!.took);
 
       const table = await cli(['history', 'sales_order_lines']);
-      expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
-      expect(table.out).toMatch(/\d+ passed *│ sent *│ [^│]+│ (\d+h )?(\d+m )?\d+[sm] /);
+      // A row of two lines: the batch and its mode; its interval, status and event; chunks and rows; checks; when it started and how long it took.
+      expect(table.out).toMatch(
+        new RegExp(
+          `│ ${batchOf(day(0), day(5))} +│ ${shortTime(day(0))} \\.\\. ${shortTime(day(5))} +│ PUBLISHED +│ 5 chunk\\(s\\) +│ \\d+ passed +│ [^│]+│\n` +
+            `│ swap +│ +│ event sent +│ 100 rows +│ +│ took (\\d+h )?(\\d+m )?\\d+[sm] +│`,
+        ),
+      );
 
       // A publication whose event was never sent shows so, until it is.
       await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
@@ -229,13 +235,13 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code, ran.err).toBe(0);
       expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
-      expect(ran.out).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
+      expect(flat(ran.out)).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
       expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
       expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(await publications()).toBe(before);
       expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).pipelines[0].lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
-      expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
+      expect((await cli(['history', 'sales_order_lines'])).out).toMatch(new RegExp(`│ ${checkOf(1)} +│.*\n│ swap \\(check\\) +│`));
       expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
 
       // --json reports the gate's verdict, not how the execution ended.
@@ -273,7 +279,7 @@ describe('check: the gate without publishing', () => {
       const text = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
       expect(text.code).toBe(1);
       expect(text.out.split('\n').find((line) => /│ (passed|FAILED)/.test(line))).toMatch(/business_key_unique\s+│ FAILED/);
-      expect(text.out).toContain(`Check 3 of sales_order_lines ${day(0)} .. ${day(5)} FAILED: business_key_unique`);
+      expect(flat(text.out)).toContain(`Check 3 of sales_order_lines ${day(0)} .. ${day(5)} FAILED: business_key_unique`);
       expect(text.err).toMatch(/Next step: nothing was published\./);
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(wf.runner.describe(executionArnOf(wf.runner.workflow.stateMachineArn, checkRunName(PIPELINE.name, interval, 3, 1)))).toBeDefined();
@@ -373,7 +379,7 @@ describe('rollback', () => {
     const refused = async (argv: string[], message: RegExp) => {
       const ran = await cli(['rollback', 'sales_order_lines', ...argv]);
       expect(ran.code, ran.out).toBe(2);
-      expect(ran.err).toMatch(message);
+      expect(flat(ran.err)).toMatch(message);
       expect(ran.err).toMatch(/Nothing was started\.$/);
     };
 
@@ -459,7 +465,7 @@ describe('a failed run', () => {
     expect(ran.err).toContain(`Execution ${nameOf(day(0), day(10))} FAILED`);
     expect(ran.err).toContain('CheckFailedError: 1 check(s) failed for the batch');
     // The alert's next step, with the command to repeat instead of the execution input.
-    expect(ran.err).toContain(
+    expect(flat(ran.err)).toContain(
       `Next step: fix the source rows the check names (atomic_publish.check_results holds them), then run \`atomic-publish run sales_order_lines --to ${day(10)}\`; only the chunks that differ reload.`,
     );
   });

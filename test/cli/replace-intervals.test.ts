@@ -8,7 +8,7 @@ import '../support/intervals-pipeline.ts';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
-import { day, startCli, useCli } from '../support/cli.ts';
+import { day, flat, startCli, useCli } from '../support/cli.ts';
 import { PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
 const batchOf = (from: number, to: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(from), to: day(to) }, PIPELINE, new Date()));
@@ -38,7 +38,7 @@ describe('rollback --to a batch after a publication of some intervals', () => {
 
     expect(ran.code, ran.out).toBe(2);
     // The flag typed, and the command to run instead.
-    expect(ran.err).toContain(
+    expect(flat(ran.err)).toContain(
       `latest publication (2) replaced some intervals: it is rolled back one publication at a time, newest first, with \`atomic-publish rollback ${PIPELINE.name}\`; --to, a batch to go back to, applies to whole-table versions only.`,
     );
     expect(ran.err).toMatch(/Nothing was started\.$/);

@@ -27,17 +27,28 @@ export interface Ran {
   err: string;
 }
 
+/** Human output with its sentences' line breaks undone (cli/layout.ts wraps them at a space). */
+export const flat = (text: string) => text.replace(/\n/g, ' ');
+
+export interface RunOptions {
+  /** Called with each line the CLI writes to stderr, as it writes it. */
+  readonly onStderr?: (line: string) => void;
+  /** The width of the terminal the CLI writes to. @default - no terminal */
+  readonly columns?: number;
+}
+
 /** The CLI's main with argv, in environment `env`. */
-export async function runCli(argv: string[], env: NodeJS.ProcessEnv, onStderr?: (line: string) => void): Promise<Ran> {
+export async function runCli(argv: string[], env: NodeJS.ProcessEnv, options: RunOptions = {}): Promise<Ran> {
   const out: string[] = [];
   const err: string[] = [];
   const code = await main(argv, {
     stdout: (t) => out.push(t),
     stderr: (t) => {
       err.push(t);
-      onStderr?.(t);
+      options.onStderr?.(t);
     },
     env,
+    ...(options.columns === undefined ? {} : { columns: options.columns }),
   });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
@@ -52,7 +63,7 @@ export interface Cli {
   readonly api: LocalStepFunctionsApi;
   readonly sfn: SFNClient;
   readonly env: NodeJS.ProcessEnv;
-  cli(argv: string[], options?: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void }): Promise<Ran>;
+  cli(argv: string[], options?: RunOptions & { env?: NodeJS.ProcessEnv }): Promise<Ran>;
   /**
    * LoadChunk of chunks from `first` on waits until released (then loads) or
    * failed (then ends without loading, as an invocation that died would);
@@ -82,7 +93,7 @@ export async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<v
     api,
     sfn,
     env,
-    cli: (argv, options = {}) => runCli(argv, options.env ?? env, options.onStderr),
+    cli: (argv, { env: own, ...options } = {}) => runCli(argv, own ?? env, options),
     holdLoadsFrom(first) {
       let release!: () => void;
       let fail!: (error: Error) => void;
