@@ -80,14 +80,30 @@ export async function startOrFollow(ctx: Context, nameOf: (attempt: number) => s
   throw new CliError(`${MAX_ATTEMPTS} attempts of this run ended without succeeding; look at the latest (${nameOf(MAX_ATTEMPTS)}) before starting another`, ExitCode.USAGE);
 }
 
-/** Polls the execution until it ends, calling `tick` between polls. */
-export async function follow(ctx: Context, executionArn: string, pollMs: number, tick: () => Promise<void>): Promise<DescribeExecutionCommandOutput> {
-  for (;;) {
-    const described = await ctx.sfn().send(new DescribeExecutionCommand({ executionArn }));
-    await tick();
-    if (described.status !== 'RUNNING') return described;
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
-  }
+/** Polls the execution until it ends, calling `tick` between polls; undefined once `interrupted` resolves (Ctrl-C). */
+export async function follow(
+  ctx: Context,
+  executionArn: string,
+  pollMs: number,
+  tick: () => Promise<void>,
+  interrupted: Promise<void> = new Promise(() => undefined),
+): Promise<DescribeExecutionCommandOutput | undefined> {
+  let stop = false;
+  const stopped = interrupted.then(() => {
+    stop = true;
+  });
+  const poll = async () => {
+    for (;;) {
+      const described = await ctx.sfn().send(new DescribeExecutionCommand({ executionArn }));
+      if (stop) return undefined;
+      await tick();
+      if (described.status !== 'RUNNING') return described;
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), stopped]);
+      if (stop) return undefined;
+    }
+  };
+  // Not waiting for a request in flight: Ctrl-C answers at once.
+  return Promise.race([poll(), stopped.then(() => undefined)]);
 }
 
 /** The alert's text of a failed run (subject and message), or undefined when the run published none. */

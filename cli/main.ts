@@ -11,6 +11,7 @@ import { AtomicPublishError, ValidationError } from '../domain/errors.ts';
 import { CODE_VERSION } from '../lib/project.ts';
 import { contextFrom, type GlobalOptions, isUnreachable } from './context.ts';
 import { CliError, type ErrorKind, ExitCode } from './errors.ts';
+import { Interrupt } from './interrupt.ts';
 import { check } from './check.ts';
 import { plan } from './plan.ts';
 import { rollback, run } from './run.ts';
@@ -103,7 +104,9 @@ export function program(io: CliIo, exit: { code: number }, json = false): Comman
     .action((o: { database: string; sampleDays: string; rowsPerDay: string }) =>
       done(async () => {
         const { localUp } = await import('./local-up.ts');
-        return localUp(io, { database: o.database, sampleDays: parsePositive(o.sampleDays, '--sample-days'), rowsPerDay: parsePositive(o.rowsPerDay, '--rows-per-day') });
+        const options = { database: o.database, sampleDays: parsePositive(o.sampleDays, '--sample-days'), rowsPerDay: parsePositive(o.rowsPerDay, '--rows-per-day') };
+        // Ctrl-C stops the engine, which closes what it started: the command ends when it has.
+        return io.interrupt ? io.interrupt.owning(() => localUp(io, options)) : localUp(io, options);
       })(),
     );
   return root;
@@ -137,23 +140,31 @@ function failureOf(error: unknown, terms: (message: string) => string): Failure 
  * the exit code. Under --json, stdout holds one JSON object whatever
  * happens: the command's result, or `{"error": {...}}` (Failure).
  */
-export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+export async function main(argv: readonly string[], given: CliIo): Promise<number> {
   // Read before commander parses: a usage error can come before it has read --json.
   const json = argv.includes('--json');
+  const interrupt = new Interrupt(given.signal);
+  const io: CliIo = { ...given, interrupt };
   const exit = { code: ExitCode.OK as number };
   const root = program(io, exit, json);
+  const report = (failure: Failure) => {
+    if (json) io.stdout(JSON.stringify({ error: failure }));
+    else io.stderr(prose(io, `atomic-publish: ${failure.message}`));
+    return failure.exitCode;
+  };
+  const command = root.parseAsync([...argv], { from: 'user' }).then(() => exit.code);
   try {
-    await root.parseAsync([...argv], { from: 'user' });
-    return exit.code;
+    // Ctrl-C that no command owns (cli/interrupt.ts) ends the command at once: it has started nothing.
+    const code = await Promise.race([command, interrupt.unowned.then(() => undefined)]);
+    if (code !== undefined) return code;
+    command.catch(() => undefined);
+    return report({ kind: 'interrupted', message: 'interrupted (Ctrl-C); nothing was started.', exitCode: ExitCode.INTERRUPTED });
   } catch (error) {
     if (error instanceof CommanderError) {
       if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(error.code)) return ExitCode.OK;
       // Without --json, commander has printed the error and the help already.
       if (!json) return ExitCode.USAGE;
     }
-    const failure = failureOf(error, contextFrom(root.opts<GlobalOptions>(), io.env).terms);
-    if (json) io.stdout(JSON.stringify({ error: failure }));
-    else io.stderr(prose(io, `atomic-publish: ${failure.message}`));
-    return failure.exitCode;
+    return report(failureOf(error, contextFrom(root.opts<GlobalOptions>(), io.env).terms));
   }
 }

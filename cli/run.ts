@@ -1,5 +1,6 @@
 /** `run`, `backfill` and `rollback`: start (or follow again) the execution a command names, follow it, say how it ended. */
 import cliProgress from 'cli-progress';
+import { CLI_NAME, shellWord } from '../domain/cli-command.ts';
 import { batchIdFor } from '../domain/plan.ts';
 import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../domain/rollback.ts';
 import { manualRunName } from '../domain/run-name.ts';
@@ -8,6 +9,7 @@ import { batchProgress } from '../domain/sql/cli.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { failureAlert, follow, type Outcome, outcomeOf, startOrFollow } from './executions.ts';
+import { Interrupt, RESTORE_TERMINAL } from './interrupt.ts';
 import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, prose, query } from './shared.ts';
 
 export interface FollowOptions {
@@ -21,6 +23,8 @@ export type RunOutcome =
   | 'execution-failed'
   /** The execution was stopped (ABORTED). */
   | 'stopped'
+  /** Ctrl-C: the command stopped following; the execution goes on. */
+  | 'interrupted'
   /** check: the gate's verdict. */
   | 'passed'
   | 'failed';
@@ -95,12 +99,23 @@ export interface Follow {
   readonly succeeded?: Succeeded;
 }
 
+/**
+ * Starts (or follows) the execution, follows it to its end and says how it
+ * ended. It owns Ctrl-C (cli/interrupt.ts): before the start, nothing
+ * starts; after it, the command stops following and says so.
+ */
 export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promise<number> {
+  const interrupt = io.interrupt ?? new Interrupt(undefined);
+  return interrupt.owning(() => followExecution(ctx, io, f, interrupt));
+}
+
+async function followExecution(ctx: Context, io: CliIo, f: Follow, interrupt: Interrupt): Promise<number> {
   const { pipeline, input, batchId, opts } = f;
   const print = (result: RunResult) => io.stdout(JSON.stringify({ ...result, ...f.fields }));
   // The warehouse and Step Functions answer before anything starts.
   const manifest = await manifestPresent(ctx);
   const again = ctx.commandFor(input);
+  if (interrupt.interrupted) throw new CliError('interrupted (Ctrl-C) before anything was started', ExitCode.INTERRUPTED, 'interrupted');
   const started = await startOrFollow(ctx, f.nameOf, input);
   const base = { execution: started.name, executionArn: started.executionArn, started: started.kind === 'started', batchId: batchId ?? null };
   if (started.kind === 'done') {
@@ -117,7 +132,7 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
       : undefined;
   let progress = { chunks: 0, done: 0, rows: 0 };
   const readProgress = async () => {
-    if (!batchId || !(manifest || (await manifestPresent(ctx)))) return;
+    if (interrupt.interrupted || !batchId || !(manifest || (await manifestPresent(ctx)))) return;
     const [row] = await query(ctx, batchProgress(batchId), 'progress');
     progress = { chunks: num(row?.chunks), done: num(row?.done), rows: num(row?.rows) };
     if (bar && progress.chunks > 0) {
@@ -127,12 +142,38 @@ export async function startAndFollow(ctx: Context, io: CliIo, f: Follow): Promis
   };
   let ended;
   try {
-    ended = await follow(ctx, started.executionArn, opts.pollMs, readProgress);
+    ended = await follow(ctx, started.executionArn, opts.pollMs, readProgress, interrupt.whenInterrupted());
   } finally {
     bar?.stop();
   }
+  const loaded = batchId ? { chunks: progress.chunks, chunksLoaded: progress.done, rows: progress.rows } : {};
+  if (ended === undefined) {
+    // Ctrl-C: the bar is stopped (it showed the cursor and turned wrapping back on); this says so again, whatever it drew.
+    if (io.tty) process.stderr.write(RESTORE_TERMINAL);
+    const followIt = [`${CLI_NAME} status ${shellWord(pipeline.name)}`, `${CLI_NAME} history ${shellWord(pipeline.name)}`];
+    const stopIt = `aws stepfunctions stop-execution --execution-arn ${shellWord(started.executionArn)}`;
+    const next =
+      `the execution goes on in Step Functions: follow it with ${followIt.map((c) => `\`${c}\``).join(' or ')}, or \`${again}\` to follow it to its end again; ` +
+      `stop it, if it should not go on, with \`${stopIt}\`.`;
+    if (ctx.json) {
+      print(runResult(pipeline, 'interrupted', { ...base, ...loaded, status: 'RUNNING', next }));
+    } else {
+      // The commands on lines of their own, whole, to paste.
+      io.stderr(
+        [
+          prose(io, `Stopped following (interrupted). Execution ${started.name} goes on in Step Functions: ${started.executionArn}`),
+          'Follow it:',
+          ...followIt.map((c) => `  ${c}`),
+          `  ${again}   (follows it to its end again)`,
+          'Stop it, if it should not go on:',
+          `  ${stopIt}`,
+        ].join('\n'),
+      );
+    }
+    return ExitCode.INTERRUPTED;
+  }
   const status = ended.status!;
-  const so = { ...base, status, ...(batchId ? { chunks: progress.chunks, chunksLoaded: progress.done, rows: progress.rows } : {}) };
+  const so = { ...base, status, ...loaded };
   if (status === 'SUCCEEDED') {
     const outcome = outcomeOf(ended.output);
     const output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};

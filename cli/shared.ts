@@ -7,6 +7,7 @@ import type { Statement } from '../domain/sql/statement.ts';
 import type { Row } from '../functions/commons/warehouse.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';
+import type { Interrupt } from './interrupt.ts';
 import { fitColumns, outputWidth, wrap } from './layout.ts';
 
 export interface CliIo {
@@ -17,8 +18,10 @@ export interface CliIo {
   readonly tty?: boolean;
   /** The terminal's width, when stdout is one: human output keeps within it (cli/layout.ts outputWidth). */
   readonly columns?: number;
-  /** `local up` runs until this aborts (Ctrl-C in bin/atomic-publish.ts). */
+  /** Aborted by Ctrl-C (bin/atomic-publish.ts): `local up` stops, a command that follows an execution stops following. */
   readonly signal?: AbortSignal;
+  /** Who handles that signal (cli/interrupt.ts); set by main from `signal`. */
+  readonly interrupt?: Interrupt;
 }
 
 export const STATEMENT = (command: string) => `atomic-publish:cli:${command}`;

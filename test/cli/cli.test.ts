@@ -20,7 +20,7 @@ import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
-import { day, flat, runCli, spawnCli, startCli, useCli } from '../support/cli.ts';
+import { day, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
@@ -342,6 +342,7 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(130);
+      expect(flat(childErr)).toContain(`Stopped following (interrupted). Execution ${name} goes on in Step Functions`);
       expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
 
       const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
@@ -355,6 +356,54 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       expect(api.started().filter((n) => n.startsWith(name))).toEqual([name]);
       expect(await publicationsOf(batchId)).toBe(1);
     });
+  });
+});
+
+describe('Ctrl-C while following, in a terminal (a real process)', () => {
+  const c = useCli(sampled);
+  const { wf, sfn, holdLoadsFrom, publicationsOf } = c;
+  const [HIDE_CURSOR, SHOW_CURSOR, NO_WRAP, WRAP] = ['\x1b[?25l', '\x1b[?25h', '\x1b[?7l', '\x1b[?7h'];
+
+  it('restores the terminal, says the execution goes on and how to follow or stop it, exits 130; the execution then publishes', async () => {
+    const [from, to] = [history.from, day(6)];
+    const executionArn = executionArnOf(wf.runner.workflow.stateMachineArn, nameOf(from, to));
+    const hold = holdLoadsFrom(2);
+    const child = spawnInTerminal(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
+    let out = '';
+    // The progress bar drawn: it hid the cursor and turned line wrapping off.
+    const drawn = new Promise<void>((resolve) =>
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes(HIDE_CURSOR) && out.includes(NO_WRAP)) resolve();
+      }),
+    );
+    child.stderr!.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await Promise.all([hold.entered, drawn]);
+
+    child.stdin!.write('\x03');
+
+    expect(await exited).toBe(130);
+    child.stdin!.end();
+    expect(out.lastIndexOf(SHOW_CURSOR)).toBeGreaterThan(out.lastIndexOf(HIDE_CURSOR));
+    expect(out.lastIndexOf(WRAP)).toBeGreaterThan(out.lastIndexOf(NO_WRAP));
+    const said = out.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+    expect(flat(said)).toContain(`Stopped following (interrupted). Execution ${nameOf(from, to)} goes on in Step Functions: ${executionArn}`);
+    for (const line of [
+      'Follow it:',
+      '  atomic-publish status sales_order_lines',
+      '  atomic-publish history sales_order_lines',
+      `  atomic-publish backfill sales_order_lines --from ${from} --to ${to}   (follows it to its end again)`,
+      'Stop it, if it should not go on:',
+      `  aws stepfunctions stop-execution --execution-arn ${executionArn}`,
+    ]) {
+      expect(said.split('\n')).toContain(line);
+    }
+    expect((await sfn.send(new DescribeExecutionCommand({ executionArn }))).status).toBe('RUNNING');
+
+    hold.release();
+    expect((await wf.runner.describe(executionArn)!.running.result).status).toBe('SUCCEEDED');
+    expect(await publicationsOf(batchOf(from, to))).toBe(1);
   });
 });
 

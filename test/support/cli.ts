@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { SFNClient } from '@aws-sdk/client-sfn';
 import { afterAll, beforeAll } from 'vitest';
 import { main } from '../../cli/main.ts';
+import { shellWord } from '../../domain/cli-command.ts';
 import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
@@ -55,6 +56,18 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, options: Ru
 
 export function spawnCli(argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
   return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/**
+ * The real process in a terminal of its own (util-linux `script`: a
+ * pseudo-terminal): what it writes to stdout and stderr arrives, escape
+ * sequences and all, on the child's stdout; what is written to the child's
+ * stdin is typed at the terminal (Ctrl-C is "\x03", which the terminal
+ * turns into SIGINT).
+ */
+export function spawnInTerminal(argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  const command = ['exec', process.execPath, BIN, ...argv].map(shellWord).join(' ');
+  return spawn('script', ['--quiet', '--flush', '--return', '--command', command, '/dev/null'], { cwd: tmpdir(), env, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
 /** The command line pointed at one workflow: its Data API endpoint, its runner behind a Step Functions API of its own. */
