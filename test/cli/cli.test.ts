@@ -333,16 +333,19 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       const batchId = batchOf(from, to);
       const name = nameOf(from, to);
       const hold = holdLoadsFrom(2);
-      const child = spawnCli(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
-      let childErr = '';
+      const child = spawnCli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
+      let [childOut, childErr] = ['', ''];
       child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
-      child.stdout!.resume();
+      child.stdout!.on('data', (chunk: Buffer) => (childOut += chunk.toString()));
       child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
       await hold.entered;
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(130);
-      expect(flat(childErr)).toContain(`Stopped following (interrupted). Execution ${name} goes on in Step Functions`);
+      // --json: the run's result, the execution still running, and how to follow or stop it.
+      const executionArn = executionArnOf(wf.runner.workflow.stateMachineArn, name);
+      expect(JSON.parse(childOut)).toMatchObject({ outcome: 'interrupted', status: 'RUNNING', execution: name, executionArn, started: true, batchId });
+      expect(JSON.parse(childOut).next).toContain(`\`aws stepfunctions stop-execution --execution-arn ${executionArn}\``);
       expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
 
       const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
