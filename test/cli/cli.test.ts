@@ -20,7 +20,7 @@ import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
-import { day, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
+import { day, fail, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
@@ -337,9 +337,8 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       let [childOut, childErr] = ['', ''];
       child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
       child.stdout!.on('data', (chunk: Buffer) => (childOut += chunk.toString()));
-      child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
-      await hold.entered;
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await Promise.race([hold.entered, exited.then((code) => fail(`the command exited ${code} before a chunk load was held: ${childOut} ${childErr}`))]);
       child.kill('SIGTERM');
       expect(await exited).toBe(130);
       // --json: the run's result, the execution still running, and how to follow or stop it.
@@ -382,7 +381,7 @@ describe('Ctrl-C while following, in a terminal (a real process)', () => {
     );
     child.stderr!.resume();
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await Promise.all([hold.entered, drawn]);
+    await Promise.race([Promise.all([hold.entered, drawn]), exited.then((code) => fail(`the command exited ${code} before its bar was drawn over a held load: ${out}`))]);
 
     child.stdin!.write('\x03');
 

@@ -12,6 +12,7 @@ import { main } from '../../cli/main.ts';
 import { shellWord } from '../../domain/cli-command.ts';
 import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { sampleDay } from '../../local/sample-data.ts';
+import type { LocalRunner } from '../../local/runner.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { closedPort } from './unreachable.ts';
 import { useFork, type Workflow, type WorkflowFixture } from './workflow.ts';
@@ -87,8 +88,27 @@ export interface Cli {
   doneChunks(batchId: string): Promise<number[]>;
 }
 
+/**
+ * The workflow's runner as one deployment's Step Functions: the executions
+ * it started, and no other's. The runners of one process answer for each
+ * other's executions (local/runner.ts LocalRunner.describe), and the forks
+ * of a fixture share the state machine's ARN and the execution names their
+ * commands give: each describe's command line would find another's run
+ * done, or running, under its own name.
+ */
+function ownRunner(runner: LocalRunner): LocalRunner {
+  const describe = (executionArn: string) => runner.list().find((e) => e.executionArn === executionArn);
+  return new Proxy(runner, {
+    get(target, key) {
+      if (key === 'describe') return describe;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
 export async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<void> }> {
-  const api = await startLocalStepFunctionsApi(wf.runner);
+  const api = await startLocalStepFunctionsApi(ownRunner(wf.runner));
   const sfn = localStepFunctionsClient(api.endpoint);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -151,7 +171,8 @@ function late<T extends object>(get: () => T | undefined, what: string): T {
     },
   });
 }
-const fail = (message: string): never => {
+/** Throws `message`: an expression a test can end a promise chain with. */
+export const fail = (message: string): never => {
   throw new Error(message);
 };
 
