@@ -104,6 +104,14 @@ describe('before any publication', () => {
       for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, out: version, err: '' });
     });
 
+    it('Ctrl-C before anything started: exit 130, saying so, as text or as JSON', async () => {
+      const text = await cli(['run', 'sales_order_lines', '--to', day(5)], { signal: AbortSignal.abort() });
+      expect(text).toMatchObject({ code: 130, err: 'atomic-publish: interrupted (Ctrl-C); nothing was started.' });
+      const json = await cli(['--json', 'status'], { signal: AbortSignal.abort() });
+      expect(json.code).toBe(130);
+      expect(JSON.parse(json.out)).toEqual({ error: { kind: 'interrupted', message: 'interrupted (Ctrl-C); nothing was started.', exitCode: 130 } });
+    });
+
     it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
       const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
       expect(ran.code).toBe(2);

@@ -37,6 +37,8 @@ export interface RunOptions {
   readonly onStderr?: (line: string) => void;
   /** The width of the terminal the CLI writes to. @default - no terminal */
   readonly columns?: number;
+  /** Ctrl-C, as bin/atomic-publish.ts passes it. @default - none comes */
+  readonly signal?: AbortSignal;
 }
 
 /** The CLI's main with argv, in environment `env`. */
@@ -51,6 +53,7 @@ export async function runCli(argv: string[], env: NodeJS.ProcessEnv, options: Ru
     },
     env,
     ...(options.columns === undefined ? {} : { columns: options.columns }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
   });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
