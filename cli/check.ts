@@ -13,8 +13,8 @@ import { batchCheckResults } from '../domain/sql/cli.ts';
 import { findBatch } from '../domain/sql/plan.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
-import { type FollowOptions, startAndFollow } from './run.ts';
-import { type CliIo, intervalOf, manifestPresent, pipelineNamed, query, table, text } from './shared.ts';
+import { type FollowOptions, type Succeeded, startAndFollow } from './run.ts';
+import { type CliIo, intervalOf, manifestPresent, pipelineNamed, prose, query, table, text } from './shared.ts';
 
 /** One check's result as `check` prints it. */
 export interface CheckLine {
@@ -43,8 +43,11 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     : 1;
   const batchId = batchIdFor(pipeline, interval, { kind: 'check', n });
   const input = { pipeline: pipeline.name, from: interval.from.toISOString(), to: interval.to.toISOString(), check: true };
-  const again = `atomic-publish check ${pipeline.name} --from ${input.from} --to ${input.to}`;
-  return startAndFollow(ctx, io, pipeline, (attempt) => checkRunName(pipeline.name, interval, n, attempt), input, batchId, opts, async (result, output) => {
+  const again = ctx.commandFor(input);
+  // check's own fields, in every result it prints: the gate's checks once it ran.
+  const fields = { check: n, passed: null, failed: [], checks: [] };
+  const nameOf = (attempt: number) => checkRunName(pipeline.name, interval, n, attempt);
+  const succeeded: Succeeded = async (result, output) => {
     const planned = text((output.plan as { batch?: { batchId?: unknown } } | undefined)?.batch?.batchId) || batchId;
     const rows = await query(ctx, batchCheckResults(planned), 'check:results');
     const lines = checkOrder(
@@ -58,25 +61,28 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     const next = passed
       ? undefined
       : `nothing was published. The failing checks above say what differs${lines.some((l) => isLocation(l.check)) ? `; the ${LOCATION_CHECKS.join(', ')} rows say where` : ''} ` +
-        `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (${again}): ` +
+        `(all of it in atomic_publish.check_results, batch ${planned}). Once the source or the spec is right, check again (\`${again}\`): ` +
         `a new check, against the source as it is then; a run or backfill of the interval publishes only when its own gate passes.`;
-    const summary = { ...result, check: n, batchId: planned, passed, failed, checks: lines, ...(next === undefined ? {} : { next }) };
+    // The gate's verdict, not the execution's: a check that ran to its end SUCCEEDED whatever the gate said.
+    const summary = { ...result, outcome: passed ? 'passed' : 'failed', batchId: planned, next: next ?? null, check: n, passed, failed, checks: lines };
     if (ctx.json) {
       io.stdout(JSON.stringify(summary));
     } else {
-      const out = [
-        table(
-          ['check', 'verdict', 'observed', 'expected'],
-          lines.map((l) => [l.check, l.passed ? 'passed' : 'FAILED', l.observed, l.expected]),
-        ),
+      const checks = table(
+        io,
+        ['check', 'verdict', 'observed', 'expected'],
+        lines.map((l) => [l.check, l.passed ? 'passed' : 'FAILED', l.observed, l.expected]),
+      );
+      const said = [
         ...lines.filter((l) => !l.passed && l.details !== '').map((l) => `${l.check}: ${l.details}`),
         passed
           ? `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} PASSED (execution ${text(result.execution)}, batch ${planned}); nothing was published.`
           : `Check ${n} of ${pipeline.name} ${input.from} .. ${input.to} FAILED: ${failed.join(', ') || 'see the checks above'} (execution ${text(result.execution)}, batch ${planned}).`,
       ];
-      io.stdout(out.join('\n'));
-      if (next !== undefined) io.stderr(`Next step: ${next}`);
+      io.stdout(`${checks}\n${prose(io, said.join('\n'))}`);
+      if (next !== undefined) io.stderr(prose(io, `Next step: ${next}`));
     }
     return passed ? ExitCode.OK : ExitCode.RUN_FAILED;
-  });
+  };
+  return startAndFollow(ctx, io, { pipeline, nameOf, input, batchId, opts, fields, succeeded });
 }

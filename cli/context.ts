@@ -8,9 +8,11 @@
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
 import { SFNClient } from '@aws-sdk/client-sfn';
+import { commandFor, shellWord } from '../domain/cli-command.ts';
 import { dataApiSettingsFromEnv, WarehouseEnv, warehouseTargetFromEnv } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { CliError, ExitCode } from './errors.ts';
+import { inCliTerms } from './terms.ts';
 
 /** Environment variables the CLI reads besides the warehouse's. */
 export const CliEnv = {
@@ -36,6 +38,10 @@ export interface Context {
   cloudWatch(): CloudWatchClient;
   /** Where each part is reached, for error messages. */
   readonly where: { readonly sfn: string; readonly dataApi: string };
+  /** A message of the workflow's (a refusal, an alert's next step) in the command line's terms: flags and commands (cli/terms.ts). */
+  terms(message: string): string;
+  /** The command that starts an execution input (domain/cli-command.ts commandFor), to repeat. */
+  commandFor(input: unknown): string;
 }
 
 export function contextFrom(options: GlobalOptions, env: NodeJS.ProcessEnv): Context {
@@ -47,11 +53,16 @@ export function contextFrom(options: GlobalOptions, env: NodeJS.ProcessEnv): Con
   let sfn: SFNClient | undefined;
   let warehouse: Warehouse | undefined;
   let cloudWatch: CloudWatchClient | undefined;
+  const configuredArn = options.stateMachineArn ?? env[CliEnv.STATE_MACHINE_ARN];
+  // In a printed command: the ARN, or the variable that should hold it.
+  const stateMachine = configuredArn ? shellWord(configuredArn) : `"$${CliEnv.STATE_MACHINE_ARN}"`;
   return {
     json: options.json === true,
     where: { sfn: sfnEndpoint ?? 'Step Functions (AWS)', dataApi: dataApiEndpoint ?? 'the Redshift Data API (AWS)' },
+    terms: (message) => inCliTerms(message, stateMachine),
+    commandFor: (input) => commandFor(input, stateMachine),
     stateMachineArn: () => {
-      const arn = options.stateMachineArn ?? env[CliEnv.STATE_MACHINE_ARN];
+      const arn = configuredArn;
       if (!arn) throw new CliError(`no state machine: pass --state-machine-arn or set ${CliEnv.STATE_MACHINE_ARN} (the stack's StateMachineArn output; \`local up\` prints the local one)`, ExitCode.USAGE);
       return arn;
     },

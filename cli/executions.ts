@@ -33,15 +33,16 @@ export async function describe(ctx: Context, executionArn: string): Promise<Desc
 }
 
 /**
- * How a SUCCEEDED execution ended, from its output: published (or rolled
- * back), nothing to publish (the batch was published already), superseded
- * (newer data live), or busy: another execution held the pipeline's lease
- * and this one wrote nothing (PipelineBusy; the run has not happened).
+ * How a SUCCEEDED execution ended, from its output: published, rolled back
+ * (Plan resolved a rollback), nothing to publish (the batch was published
+ * already, or a rollback's batch is live), superseded (newer data live), or
+ * busy: another execution held the pipeline's lease and this one wrote
+ * nothing (PipelineBusy; the run has not happened).
  */
-export type Outcome = { readonly kind: 'published' | 'nothing-to-publish' | 'superseded' } | { readonly kind: 'busy'; readonly message: string };
+export type Outcome = { readonly kind: 'published' | 'rolled-back' | 'nothing-to-publish' | 'superseded' } | { readonly kind: 'busy'; readonly message: string };
 
 export function outcomeOf(output: string | undefined): Outcome {
-  let parsed: { plan?: { busy?: unknown; alreadyPublished?: unknown; skipped?: { message?: unknown } }; publish?: { superseded?: unknown } } = {};
+  let parsed: { plan?: { busy?: unknown; alreadyPublished?: unknown; rollback?: unknown; skipped?: { message?: unknown } }; publish?: { superseded?: unknown } } = {};
   try {
     parsed = output ? JSON.parse(output) : {};
   } catch {
@@ -50,12 +51,13 @@ export function outcomeOf(output: string | undefined): Outcome {
   if (parsed.plan?.busy === true) return { kind: 'busy', message: String(parsed.plan.skipped?.message ?? 'another execution holds the pipeline\'s lease') };
   if (parsed.plan?.alreadyPublished === true) return { kind: 'nothing-to-publish' };
   if (parsed.publish?.superseded === true) return { kind: 'superseded' };
+  if (parsed.plan?.rollback !== undefined) return { kind: 'rolled-back' };
   return { kind: 'published' };
 }
 
 export type Started =
   | { readonly kind: 'started' | 'following'; readonly executionArn: string; readonly name: string }
-  | { readonly kind: 'done'; readonly executionArn: string; readonly name: string };
+  | { readonly kind: 'done'; readonly executionArn: string; readonly name: string; readonly output: string | undefined };
 
 /**
  * Starts the run named `nameOf(1)`, or follows it while it runs (a
@@ -70,7 +72,7 @@ export async function startOrFollow(ctx: Context, nameOf: (attempt: number) => s
     const executionArn = executionArnOf(stateMachineArn, name);
     const found = await describe(ctx, executionArn);
     // An attempt that ended busy ran nothing: the next one runs.
-    if (found?.status === 'SUCCEEDED' && outcomeOf(found.output).kind !== 'busy') return { kind: 'done', executionArn, name };
+    if (found?.status === 'SUCCEEDED' && outcomeOf(found.output).kind !== 'busy') return { kind: 'done', executionArn, name, output: found.output };
     if (found && found.status !== 'RUNNING') continue;
     const out = await ctx.sfn().send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }));
     return { kind: found ? 'following' : 'started', executionArn: out.executionArn!, name };
@@ -78,14 +80,30 @@ export async function startOrFollow(ctx: Context, nameOf: (attempt: number) => s
   throw new CliError(`${MAX_ATTEMPTS} attempts of this run ended without succeeding; look at the latest (${nameOf(MAX_ATTEMPTS)}) before starting another`, ExitCode.USAGE);
 }
 
-/** Polls the execution until it ends, calling `tick` between polls. */
-export async function follow(ctx: Context, executionArn: string, pollMs: number, tick: () => Promise<void>): Promise<DescribeExecutionCommandOutput> {
-  for (;;) {
-    const described = await ctx.sfn().send(new DescribeExecutionCommand({ executionArn }));
-    await tick();
-    if (described.status !== 'RUNNING') return described;
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
-  }
+/** Polls the execution until it ends, calling `tick` between polls; undefined once `interrupted` resolves (Ctrl-C). */
+export async function follow(
+  ctx: Context,
+  executionArn: string,
+  pollMs: number,
+  tick: () => Promise<void>,
+  interrupted: Promise<void> = new Promise(() => undefined),
+): Promise<DescribeExecutionCommandOutput | undefined> {
+  let stop = false;
+  const stopped = interrupted.then(() => {
+    stop = true;
+  });
+  const poll = async () => {
+    for (;;) {
+      const described = await ctx.sfn().send(new DescribeExecutionCommand({ executionArn }));
+      if (stop) return undefined;
+      await tick();
+      if (described.status !== 'RUNNING') return described;
+      await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), stopped]);
+      if (stop) return undefined;
+    }
+  };
+  // Not waiting for a request in flight: Ctrl-C answers at once.
+  return Promise.race([poll(), stopped.then(() => undefined)]);
 }
 
 /** The alert's text of a failed run (subject and message), or undefined when the run published none. */

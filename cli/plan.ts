@@ -8,7 +8,8 @@ import { doneChunks, findBatch, tableColumns } from '../domain/sql/plan.ts';
 import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';
-import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, query, table, text } from './shared.ts';
+import { shortTime } from './layout.ts';
+import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, prose, query, table, text } from './shared.ts';
 
 export async function plan(ctx: Context, io: CliIo, name: string, opts: { from?: string; to?: string }): Promise<number> {
   const pipeline = pipelineNamed(name);
@@ -74,21 +75,31 @@ export async function plan(ctx: Context, io: CliIo, name: string, opts: { from?:
     io.stdout(JSON.stringify(result, null, 2));
     return ExitCode.OK;
   }
+  // Sentences wrap at the output's width; the SQL is printed as it runs.
+  const say = (line: string) => prose(io, line);
   const out: string[] = [];
-  out.push(`Plan (dry run, nothing started): ${pipeline.name}, ${pipeline.publishMode}, ${batch.from} .. ${batch.to}`);
-  out.push(`Batch ${batchId}${existing ? ` (already in the manifest: ${text(existing.status)}, ${num(progress?.done)} of ${chunks.length} chunk(s) loaded)` : ' (new)'}`);
-  out.push(`${chunks.length} chunk(s) of one ${pipeline.chunk.grain} in ${pipeline.chunk.timezone}${pipeline.chunk.targetRows ? ' (Plan merges adjacent ones up to chunk.targetRows)' : ''}:`);
+  out.push(say(`Plan (dry run, nothing started): ${pipeline.name}, ${pipeline.publishMode}, ${batch.from} .. ${batch.to}`));
+  out.push(say(`Batch ${batchId}${existing ? ` (already in the manifest: ${text(existing.status)}, ${num(progress?.done)} of ${chunks.length} chunk(s) loaded)` : ' (new)'}`));
+  out.push(say(`${chunks.length} chunk(s) of one ${pipeline.chunk.grain} in ${pipeline.chunk.timezone}${pipeline.chunk.targetRows ? ' (Plan merges adjacent ones up to chunk.targetRows)' : ''}:`));
   const shown = chunks.length > 12 ? [...chunks.slice(0, 6), undefined, ...chunks.slice(-5)] : chunks;
-  out.push(table(['#', 'start', 'end', 'loaded'], shown.map((c) => (c ? [c.index, c.start, c.end, loaded.has(c.index) ? 'yes' : ''] : ['...', `${chunks.length - 11} more`, '', '']))));
-  out.push('', `The load of a chunk (LoadChunk; :start and :end, the first chunk's: ${chunks[0]!.start}, ${chunks[0]!.end}):`, result.sql.load.sql);
-  out.push('', `The gate's statement (Reconcile; :start ${batch.from}, :end ${batch.to}):`, gate.sql);
+  out.push(table(io, ['#', 'start', 'end', 'loaded'], shown.map((c) => (c ? [c.index, c.start, c.end, loaded.has(c.index) ? 'yes' : ''] : ['...', `${chunks.length - 11} more`, '', '']))));
+  out.push('', say(`The load of a chunk (LoadChunk; :start and :end, the first chunk's: ${chunks[0]!.start}, ${chunks[0]!.end}):`), result.sql.load.sql);
+  out.push('', say(`The gate's statement (Reconcile; :start ${batch.from}, :end ${batch.to}):`), gate.sql);
   out.push('', published.length === 0 ? 'Published already: nothing of this interval.' : 'Published already (publications that wrote some of this interval):');
   if (published.length > 0) {
-    out.push(table(['#', 'batch', 'published at', 'mode', 'interval', 'rows'], result.published.map((p) => [p.seq, p.batchId, p.publishedAt, p.mode, `${p.from} .. ${p.to}`, p.rows])));
+    out.push(
+      table(
+        io,
+        ['#', 'batch', 'published at (UTC)', 'mode', 'interval (UTC)', 'rows'],
+        result.published.map((p) => [p.seq, p.batchId, shortTime(p.publishedAt), p.mode, `${shortTime(p.from)} .. ${shortTime(p.to)}`, p.rows]),
+      ),
+    );
   }
   out.push(
     '',
-    `Estimate (per-chunk figures of npm run bench): ${toLoad} chunk(s) to load, about ${estimate.stateTransitions} state transitions, ${estimate.dataApiRequests} Data API requests, ${estimate.lambdaInvocations} Lambda invocations, $${estimate.costUsd.toFixed(6)} at list price (warehouse time not included).`,
+    say(
+      `Estimate (per-chunk figures of npm run bench): ${toLoad} chunk(s) to load, about ${estimate.stateTransitions} state transitions, ${estimate.dataApiRequests} Data API requests, ${estimate.lambdaInvocations} Lambda invocations, $${estimate.costUsd.toFixed(6)} at list price (warehouse time not included).`,
+    ),
   );
   io.stdout(out.join('\n'));
   return ExitCode.OK;

@@ -3,7 +3,8 @@ import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwa
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
-import { batchPurposePresent, latestCheckResults, newestPublication, recentBatches } from '../domain/sql/cli.ts';
+import { isIntervalRollback } from '../domain/rollback.ts';
+import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { latestEventTime } from '../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
 import type { Pipeline } from '../domain/spec.ts';
@@ -11,7 +12,8 @@ import { parseWarehouseTime } from '../domain/time.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';
-import { type CliIo, manifestPresent, num, pipelineNamed, query, table, text } from './shared.ts';
+import { shortTime } from './layout.ts';
+import { type CliIo, manifestPresent, num, pipelineNamed, prose, query, table, text } from './shared.ts';
 
 /** Every metric alarm (all pages); undefined, with a note on stderr, when CloudWatch does not answer: status goes on without them. */
 async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | undefined> {
@@ -25,7 +27,7 @@ async function metricAlarms(ctx: Context, io: CliIo): Promise<MetricAlarm[] | un
     } while (nextToken);
     return alarms;
   } catch (error) {
-    io.stderr(`atomic-publish: alarms not read (CloudWatch: ${(error as Error).message || (error as Error).name})`);
+    io.stderr(prose(io, `atomic-publish: alarms not read (CloudWatch: ${(error as Error).message || (error as Error).name})`));
     return undefined;
   }
 }
@@ -62,7 +64,11 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
   const now = Date.now();
   const rows = [];
   for (const pipeline of chosen) {
-    const live = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
+    const latest = manifest ? (await query(ctx, newestPublication(pipeline.name), 'status:publication'))[0] : undefined;
+    const live =
+      latest && isIntervalRollback({ rollbackOf: text(latest.rollback_of) === '' ? null : num(latest.rollback_of), mode: text(latest.publish_mode) })
+        ? (await query(ctx, newestInEffect(pipeline.name), 'status:in-effect'))[0]
+        : latest;
     // A check is no run of the pipeline's data: the last batch is the last that could publish.
     const batch = manifest ? (await query(ctx, recentBatches(pipeline.name, 1, purpose, false), 'status:batch'))[0] : undefined;
     const publishedAt = manifest ? (await query(ctx, livePublishedAt(pipeline.name), 'status:freshness'))[0]?.published_at : undefined;
@@ -70,7 +76,9 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     const sla = pipeline.freshness.slaMinutes;
     rows.push({
       pipeline: pipeline.name,
+      // The publication whose batch readers see newest (none when every one was rolled back), and the latest in the manifest.
       live: live ? { seq: num(live.seq), batchId: text(live.batch_id), publishedAt: text(live.published_at), rows: num(live.rows_published), rollbackOf: live.rollback_of ?? null } : null,
+      latestPublication: latest ? { seq: num(latest.seq), batchId: text(latest.batch_id), publishedAt: text(latest.published_at), rollbackOf: latest.rollback_of ?? null } : null,
       lastBatch: batch
         ? { batchId: text(batch.batch_id), status: text(batch.status), from: text(batch.interval_start), to: text(batch.interval_end), finishedAt: text(batch.finished_at) || null, error: text(batch.error) || null }
         : null,
@@ -86,26 +94,38 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     });
   }
   if (ctx.json) {
-    io.stdout(JSON.stringify(name === undefined ? rows : rows[0]));
+    // One shape with or without a pipeline named: {"pipelines": [...]}.
+    io.stdout(JSON.stringify({ pipelines: rows }));
     return ExitCode.OK;
   }
-  io.stdout(
-    table(
-      ['pipeline', 'live (publication, batch, published at)', 'last batch', 'freshness', 'alarms', 'running'],
-      rows.map((r) => [
-        r.pipeline,
-        r.live ? `#${r.live.seq} ${r.live.batchId} ${r.live.publishedAt}${r.live.rollbackOf ? ` (rollback of #${r.live.rollbackOf})` : ''}` : 'never published',
-        r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status} ${r.lastBatch.from} .. ${r.lastBatch.to}` : '-',
+  // A table of its own for each pipeline: its alarms' names alone are some 60 columns wide.
+  const cards = rows.map((r) =>
+    table(io, ['pipeline', r.pipeline], [
+      ['live', liveCell(r.live, r.latestPublication)],
+      ['last batch', r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status}, ${shortTime(r.lastBatch.from)} .. ${shortTime(r.lastBatch.to)} (UTC)` : '-'],
+      [
+        'freshness',
         (r.freshness.ageMinutes === null
           ? `no publication (SLA ${r.freshness.slaMinutes} min)`
           : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`) +
           (r.dataLag === null ? '' : `\nnewest event ${r.dataLag.newestEvent} (${r.dataLag.lagMinutes} min ago)`),
-        r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-',
-        r.running.map((e) => e.name).join('\n') || '-',
-      ]),
-    ),
+      ],
+      ['alarms', r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-'],
+      ['running', r.running.map((e) => e.name).join('\n') || '-'],
+    ]),
   );
+  io.stdout(cards.join('\n\n'));
   return ExitCode.OK;
+}
+
+type PublicationCell = { seq: number; batchId: string; publishedAt: string; rollbackOf: unknown } | null;
+
+function liveCell(live: PublicationCell, latest: PublicationCell): string {
+  if (latest === null) return 'never published';
+  const rollback = (p: NonNullable<PublicationCell>) => (p.rollbackOf ? ` (rollback of #${p.rollbackOf})` : '');
+  // After a rollback of some intervals, the latest publication is not the one whose batch is live.
+  const after = live?.seq === latest.seq ? '' : `\nsince #${latest.seq}${rollback(latest)} at ${shortTime(latest.publishedAt)}`;
+  return `${live ? `#${live.seq} ${live.batchId} ${shortTime(live.publishedAt)} (UTC)${rollback(live)}` : 'no publication in effect'}${after}`;
 }
 
 export async function history(ctx: Context, io: CliIo, name: string, opts: { limit: number }): Promise<number> {
@@ -135,7 +155,7 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
     };
   });
   if (ctx.json) {
-    io.stdout(JSON.stringify(rows));
+    io.stdout(JSON.stringify({ pipeline: pipeline.name, batches: rows }));
     return ExitCode.OK;
   }
   if (rows.length === 0) {
@@ -144,19 +164,16 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
   }
   io.stdout(
     table(
-      ['batch', 'mode', 'interval', 'status', 'attempt', 'chunks', 'rows', 'checks', 'event', 'started at', 'took'],
+      io,
+      ['batch, mode', 'interval (UTC)', 'status', 'loaded', 'checks', 'started (UTC)'],
       rows.map((r) => [
-        r.batchId,
-        r.purpose === BatchPurpose.check ? `${r.mode} (check)` : r.mode,
-        `${r.from} .. ${r.to}`,
-        r.status,
-        r.attempt,
-        r.chunks,
-        r.rows ?? '',
-        r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : `FAILED: ${r.checks.failed.join(', ')}`,
-        r.event ?? '-',
-        r.startedAt,
-        r.tookSeconds === null ? '-' : duration(r.tookSeconds),
+        // A check ran the gate without publishing (`atomic-publish check`).
+        `${r.batchId}\n${r.mode}${r.purpose === BatchPurpose.check ? ' (check)' : ''}`,
+        `${shortTime(r.from)} .. ${shortTime(r.to)}`,
+        [r.status, ...(r.attempt > 1 ? [`attempt ${r.attempt}`] : []), ...(r.event === null ? [] : [`event ${r.event}`])].join('\n'),
+        `${r.chunks} chunk(s)${r.rows === null ? '' : `\n${r.rows} rows`}`,
+        r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : ['FAILED:', ...r.checks.failed].join('\n'),
+        `${shortTime(r.startedAt)}\n${r.tookSeconds === null ? 'running' : `took ${duration(r.tookSeconds)}`}`,
       ]),
     ),
   );

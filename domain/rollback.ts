@@ -1,12 +1,19 @@
 /**
  * Rollback: which retained version an execution input names, and where its
- * rows are. Pure: the manifest's publications go in, a target or a refusal
- * comes out, before anything is written.
+ * rows are. The manifest's publications go in, a target or a refusal comes
+ * out, before anything is written. Plan (functions/plan/rollback.ts) and
+ * the command line (cli/run.ts) both resolve a rollback with
+ * resolveRollbackFrom, so the command line refuses, before starting
+ * anything, every target Plan would refuse.
  */
 import { z } from 'zod';
 import { ValidationError } from './errors.ts';
 import type { Pipeline } from './spec.ts';
+import { tableColumns } from './sql/plan.ts';
+import { publicationHistory, rollbackBatch } from './sql/rollback.ts';
+import type { Statement } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
+import { warehouseTimeIso } from './time.ts';
 
 /** A batch id as batchIdFor makes it: 16 lowercase hex digits. */
 export const BATCH_ID_PATTERN = /^[0-9a-f]{16}$/;
@@ -76,6 +83,35 @@ export interface PublicationRecord {
   readonly interval?: { readonly from: string; readonly to: string };
 }
 
+/** A row of publicationHistory as a PublicationRecord. */
+export function publicationRecord(row: Readonly<Record<string, unknown>>): PublicationRecord {
+  return {
+    seq: Number(row.seq),
+    batchId: String(row.batch_id),
+    publishedAt: String(row.published_at),
+    oldVersionTable: String(row.old_version_table),
+    dropped: Number(row.dropped) === 1,
+    restored: Number(row.restored) === 1,
+    ...(row.rollback_of === null || row.rollback_of === undefined ? {} : { rollbackOf: Number(row.rollback_of) }),
+    ...(row.publish_mode === null || row.publish_mode === undefined ? {} : { mode: String(row.publish_mode) }),
+    ...(row.interval_start === null || row.interval_start === undefined
+      ? {}
+      : { interval: { from: warehouseTimeIso(row.interval_start), to: warehouseTimeIso(row.interval_end) } }),
+  };
+}
+
+/**
+ * Whether a publication is the rollback of a publication of some intervals
+ * (domain/sql/rollback.ts restoreIntervals). Its batch is the one it took
+ * away, not one it put back (the rows it put back are those the
+ * publication replaced, of no one batch): the batch live newest is then
+ * that of the newest publication in effect, not a rollback and not rolled
+ * back. A whole-table rollback records the batch it put back, which is live.
+ */
+export function isIntervalRollback(publication: { readonly rollbackOf?: number | null; readonly mode?: string | null }): boolean {
+  return publication.rollbackOf !== undefined && publication.rollbackOf !== null && publication.mode === 'replace-intervals';
+}
+
 /** What a rollback swaps in, and where the live version goes. */
 export interface RollbackTarget {
   /** The batch whose rows go live again. */
@@ -107,6 +143,20 @@ export interface AlreadyLive {
   readonly batchId: string;
 }
 
+/** The refusal of a rollback of a pipeline with no publication. */
+export function neverPublished(pipeline: Pipeline): ValidationError {
+  return new ValidationError(`pipeline ${pipeline.name} has never published: there is nothing to roll back`);
+}
+
+/** Refuses a rollback of a pipeline that publishes through a view: the rollback operation swaps tables. */
+export function assertRollbackable(pipeline: Pipeline): void {
+  if (pipeline.publishVia !== 'view') return;
+  throw new ValidationError(
+    `pipeline ${pipeline.name} publishes through a view, and the rollback operation swaps tables; roll it back by hand, as its functions' database user: ` +
+      `CREATE OR REPLACE VIEW ${pipeline.target.schema}.${pipeline.target.table} AS SELECT <its columns> FROM <the old_version_table of its latest row in atomic_publish.publications>. Nothing was written`,
+  );
+}
+
 /**
  * Name of the live table's version when a rollback replaces it: the batch it
  * holds, so the name is free (the one table holding a batch's rows is live
@@ -130,10 +180,10 @@ export function replacedRowsTableFor(pipeline: Pipeline, rolledBackSeq: number):
  */
 export function resolveIntervalRollback(pipeline: Pipeline, to: string | undefined, history: readonly PublicationRecord[]): RollbackTarget {
   const latest = [...history].sort((a, b) => a.seq - b.seq).at(-1);
-  if (!latest) throw new ValidationError(`pipeline ${pipeline.name} has never published: there is nothing to roll back`);
+  if (!latest) throw neverPublished(pipeline);
   if (to !== undefined) {
     throw new ValidationError(
-      `pipeline ${pipeline.name}'s latest publication (${latest.seq}) replaced some intervals: it is rolled back one publication at a time, newest first, with {"pipeline": "${pipeline.name}", "rollback": {}}; "to" a batch applies to whole-table versions. Nothing was written`,
+      `pipeline ${pipeline.name}'s latest publication (${latest.seq}) replaced some intervals: it is rolled back one publication at a time, newest first, with {"pipeline": "${pipeline.name}", "rollback": {}}; input.rollback.to, a batch to go back to, applies to whole-table versions only. Nothing was written`,
     );
   }
   if (latest.mode !== 'replace-intervals' || latest.interval === undefined) {
@@ -202,7 +252,7 @@ export function resolveRollback(
 ): RollbackTarget | AlreadyLive {
   const sorted = [...history].sort((a, b) => a.seq - b.seq);
   const latest = sorted.at(-1);
-  if (!latest) throw new ValidationError(`pipeline ${pipeline.name} has never published: there is nothing to roll back`);
+  if (!latest) throw neverPublished(pipeline);
   const bySeq = new Map(sorted.map((p) => [p.seq, p]));
   const target = (source: PublicationRecord, batchId: string): RollbackTarget => ({
     batchId,
@@ -245,4 +295,40 @@ export function resolveRollback(
   throw new ValidationError(
     `batch ${to} of ${pipeline.name} was never published (it is ${batchStatus}): there is no version of it to roll back to; ${howToRollBack(pipeline, sorted)}`,
   );
+}
+
+/** Reads one statement of the manifest or the catalog (the handler's warehouse, or the command line's); `step` names it. */
+export type ReadRows = (statement: Statement, step: string) => Promise<readonly Readonly<Record<string, unknown>>[]>;
+
+/**
+ * Resolves a rollback `to` a batch (or of the latest publication) against
+ * the manifest and the catalog as they are, for a pipeline whose manifest
+ * exists: the publications, the batch named, then where its rows are. A
+ * publication that replaced some intervals is undone by putting back the
+ * rows it replaced (resolveIntervalRollback), a whole-table one by a swap
+ * (resolveRollback). Refused: a pipeline that never published, a batch
+ * unknown or never published, a version past retention or missing from
+ * the catalog, a batch named after a publication of some intervals.
+ */
+export async function resolveRollbackFrom(
+  read: ReadRows,
+  pipeline: Pipeline,
+  to: string | undefined,
+): Promise<{ history: PublicationRecord[]; resolved: RollbackTarget | AlreadyLive }> {
+  const history = (await read(publicationHistory(pipeline.name), 'history')).map(publicationRecord);
+  const named = to === undefined ? undefined : (await read(rollbackBatch(pipeline.name, to), 'batch'))[0];
+  const latestMode = history.at(-1)?.mode;
+  const resolved =
+    latestMode === undefined || latestMode === 'swap'
+      ? resolveRollback(pipeline, to, history, named === undefined ? undefined : String(named.status))
+      : resolveIntervalRollback(pipeline, to, history);
+  if ('alreadyLive' in resolved) return { history, resolved };
+  const { schema } = pipeline.target;
+  if ((await read(tableColumns(schema, resolved.restoreTable), 'restore-columns')).length === 0) {
+    throw new ValidationError(
+      `the manifest says the rows of batch ${resolved.batchId} are in ${schema}.${resolved.restoreTable} (the old version of publication ${resolved.restoreSeq}), ` +
+        `but that table does not exist: it was dropped or renamed outside atomic-publish. Roll back to another retained version, or run the batch's interval as a new run`,
+    );
+  }
+  return { history, resolved };
 }

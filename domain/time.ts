@@ -134,3 +134,8 @@ export function parseInstant(value: unknown): Date | 'malformed' | 'not-a-date' 
 export function parseWarehouseTime(value: string): Date {
   return new Date(/[zZ]|[+-]\d\d(:?\d\d)?$/.test(value) ? value : `${value.replace(' ', 'T')}Z`);
 }
+
+/** A warehouse time (parseWarehouseTime) as an ISO instant, `2026-01-02T03:04:05.000Z`. */
+export function warehouseTimeIso(value: unknown): string {
+  return parseWarehouseTime(String(value)).toISOString();
+}

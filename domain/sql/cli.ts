@@ -40,6 +40,20 @@ export function newestPublication(pipeline: string): Statement {
 }
 
 /**
+ * The pipeline's newest publication in effect: not a rollback, not rolled
+ * back. After a rollback of some intervals it names the batch live newest
+ * (domain/rollback.ts isIntervalRollback).
+ */
+export function newestInEffect(pipeline: string): Statement {
+  return {
+    sql: `SELECT seq, batch_id, published_at, publish_mode, interval_start, interval_end, rows_published, rollback_of
+            FROM ${M}.publications WHERE pipeline = :pipeline AND rollback_of IS NULL AND rolled_back_at IS NULL
+           ORDER BY seq DESC LIMIT 1`,
+    parameters: { pipeline },
+  };
+}
+
+/**
  * Whether `batches` has `purpose` (`present` 1 or 0): manifest version 11
  * on (with `publications.event_sent_at`: the same version's DDL, one
  * transaction), installed by the first Plan after a deploy; the command

@@ -1,168 +1,33 @@
-// The command line end to end against the local engine: the CLI's main
-// with argv (and, for a killed follower and for `local up`, the real
-// process), the real SDK clients against the local Step Functions and Data
-// API endpoints, the synthesized state machine run by the test's runner (so
-// a test can hold a chunk load to stop or kill mid-run). The sample
+// The command line end to end against the local engine (test/support/cli.ts):
+// the CLI's main with argv (and, for a killed follower and for `local up`,
+// the real process), the real SDK clients against the local Step Functions
+// and Data API endpoints, the synthesized state machine run by the test's
+// runner (so a test can hold a chunk load to stop or kill mid-run). The sample
 // warehouse is arranged once as it is and once after a first run (whose
 // answers the run test reads); each describe that acts works on a copy of
 // its own, with its own endpoints, runner and Step Functions API
 // (test/support/workflow.ts useFork), and the commands that start nothing
 // share one.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { DescribeExecutionCommand, ListExecutionsCommand, type SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { main } from '../../cli/main.ts';
+import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executionArnOf } from '../../cli/executions.ts';
+import { shortTime } from '../../cli/layout.ts';
+import { runResult } from '../../cli/run.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
-import { STATE_DIR } from '../../lib/project.ts';
-import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
+import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
+import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
 import { dropDatabase } from '../../local/postgres.ts';
-import { sampleDay } from '../../local/sample-data.ts';
-import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
+import { day, fail, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
 import { closedPort } from '../support/unreachable.ts';
-import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Workflow, type WorkflowFixture } from '../support/workflow.ts';
+import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-const BIN = path.join(ROOT, 'bin/atomic-publish.js');
-
-const day = (n: number) => sampleDay(n).toISOString();
 const history = { from: day(0) };
-
-interface Ran {
-  code: number;
-  out: string;
-  err: string;
-}
-
-/** The CLI's main with argv, in environment `env`. */
-async function runCli(argv: string[], env: NodeJS.ProcessEnv, onStderr?: (line: string) => void): Promise<Ran> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, {
-    stdout: (t) => out.push(t),
-    stderr: (t) => {
-      err.push(t);
-      onStderr?.(t);
-    },
-    env,
-  });
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
-
-function spawnCli(argv: string[], env: NodeJS.ProcessEnv): ChildProcess {
-  return spawn(process.execPath, [BIN, ...argv], { cwd: tmpdir(), env, stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-/** The command line pointed at one workflow: its Data API endpoint, its runner behind a Step Functions API of its own. */
-interface Cli {
-  readonly wf: Workflow;
-  readonly api: LocalStepFunctionsApi;
-  readonly sfn: SFNClient;
-  readonly env: NodeJS.ProcessEnv;
-  cli(argv: string[], options?: { env?: NodeJS.ProcessEnv; onStderr?: (line: string) => void }): Promise<Ran>;
-  /**
-   * LoadChunk of chunks from `first` on waits until released (then loads) or
-   * failed (then ends without loading, as an invocation that died would);
-   * `entered` resolves when one is waiting.
-   */
-  holdLoadsFrom(first: number): { entered: Promise<void>; release: () => void; fail: () => void };
-  publicationsOf(batchId: string): Promise<number>;
-  doneChunks(batchId: string): Promise<number[]>;
-}
-
-async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<void> }> {
-  const api = await startLocalStepFunctionsApi(wf.runner);
-  const sfn = localStepFunctionsClient(api.endpoint);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...LOCAL_AWS_ENV,
-    WAREHOUSE_DATABASE: wf.wh.pg.database,
-    WAREHOUSE_WORKGROUP: 'local',
-    REDSHIFT_DATA_ENDPOINT: wf.wh.endpoint,
-    ATOMIC_PUBLISH_SFN_ENDPOINT: api.endpoint,
-    ATOMIC_PUBLISH_STATE_MACHINE_ARN: wf.runner.workflow.stateMachineArn,
-    // No CloudWatch here (`local up` below has one): status goes on without the alarms.
-    ATOMIC_PUBLISH_CLOUDWATCH_ENDPOINT: `http://127.0.0.1:${await closedPort()}`,
-  };
-  return {
-    wf,
-    api,
-    sfn,
-    env,
-    cli: (argv, options = {}) => runCli(argv, options.env ?? env, options.onStderr),
-    holdLoadsFrom(first) {
-      let release!: () => void;
-      let fail!: (error: Error) => void;
-      const released = new Promise<void>((resolve, reject) => {
-        release = resolve;
-        fail = reject;
-      });
-      released.catch(() => undefined);
-      let entered!: () => void;
-      const waiting = new Promise<void>((resolve) => (entered = resolve));
-      wf.faults.LoadChunk = async (input, next) => {
-        if ((input as { chunk: { index: number } }).chunk.index >= first) {
-          entered();
-          await released;
-        }
-        return next(input);
-      };
-      return { entered: waiting, release, fail: () => fail(new Error('the invocation died')) };
-    },
-    async publicationsOf(batchId) {
-      const rows = await wf.query<{ n: number }>('SELECT COUNT(*)::int AS n FROM atomic_publish.publications WHERE batch_id = $1', [batchId]);
-      return rows[0]!.n;
-    },
-    async doneChunks(batchId) {
-      const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
-      return rows.map((r) => r.chunk_index);
-    },
-    async close() {
-      sfn.destroy();
-      await api.close();
-    },
-  };
-}
-
-/** A value made in a beforeAll, usable from the describe's body on, like a `let` set there. */
-function late<T extends object>(get: () => T | undefined, what: string): T {
-  return new Proxy({} as T, {
-    get(_target, key) {
-      const target = get() ?? fail(`${what} used outside the describe that made it, or before its beforeAll ran (reading ${String(key)})`);
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
-const fail = (message: string): never => {
-  throw new Error(message);
-};
-
-/** For the calling describe: a copy of the fixture's database, and the command line pointed at it. */
-function useCli(fixture: WorkflowFixture<unknown>): Cli {
-  const wf = useFork(fixture);
-  let started: Awaited<ReturnType<typeof startCli>> | undefined;
-  beforeAll(async () => {
-    started = await startCli(wf);
-  });
-  afterAll(() => started?.close());
-  const current = () => started ?? fail('the command line used outside the describe that made it, or before its beforeAll ran');
-  return {
-    wf,
-    api: late(() => started?.api, 'the Step Functions API'),
-    sfn: late(() => started?.sfn, 'the Step Functions client'),
-    get env() {
-      return current().env;
-    },
-    cli: (argv, options) => current().cli(argv, options),
-    holdLoadsFrom: (first) => current().holdLoadsFrom(first),
-    publicationsOf: (batchId) => current().publicationsOf(batchId),
-    doneChunks: (batchId) => current().doneChunks(batchId),
-  };
-}
+/** The fields every result of run, backfill and rollback has under --json, whatever happened. */
+const RESULT_FIELDS = Object.keys(runResult(PIPELINE, 'published')).sort();
+const fields = (out: string) => Object.keys(JSON.parse(out)).sort();
 
 const batchOf = (from: string, to: string) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from, to }, PIPELINE, new Date()));
 const nameOf = (from: string, to: string, attempt = 1) => manualRunName(PIPELINE.name, { from: new Date(from), to: new Date(to) }, attempt);
@@ -201,32 +66,60 @@ describe('before any publication', () => {
   const { wf, api, sfn, cli } = c;
 
   describe('bad input: a non-zero exit, a message, nothing started', () => {
-    const cases: [string, string[], RegExp][] = [
-      ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/],
-      ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-      ['an interval off the grain', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
-      ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/],
-      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap/],
-      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/],
-      ['an unknown command', ['publish-everything'], /unknown command/],
-      ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/],
-      ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/],
-      ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/],
-      ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/],
-      ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/],
+    // What was typed, what the error says, and its kind under --json: the command line wrong (usage) or Plan's checks refusing (refused).
+    const cases: [string, string[], RegExp, 'usage' | 'refused'][] = [
+      ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/, 'refused'],
+      ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/, 'refused'],
+      ['an interval off the grain, naming the flag typed', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /^--to 2026-01-05T03:00:00.000Z is not on a day boundary/m, 'refused'],
+      ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/, 'usage'],
+      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap, which rebuilds the whole table: --from must be omitted or equal historyStart/, 'refused'],
+      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/, 'refused'],
+      ['an unknown command', ['publish-everything'], /unknown command/, 'usage'],
+      ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/, 'usage'],
+      ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/, 'refused'],
+      ['a reversed check', ['check', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/, 'refused'],
+      ['a check off the grain', ['check', 'sales_order_lines', '--from', day(0), '--to', '2026-01-05T03:00:00Z'], /not on a day boundary/, 'refused'],
+      ['a bad --poll-ms', ['run', 'sales_order_lines', '--poll-ms', 'soon'], /--poll-ms must be a whole number/, 'usage'],
     ];
     it.each(cases)('%s', async (_, argv, message) => {
       const ran = await cli(argv);
       expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(message);
+      expect(flat(ran.err).replace(/^atomic-publish: /, '')).toMatch(message);
+      expect(ran.err).not.toMatch(/input\./);
       expect(api.started()).toEqual([]);
+    });
+
+    it.each(cases)('%s, under --json: one JSON object on stdout, {"error": {kind, message, exitCode}}, with that exit code', async (_, argv, message, kind) => {
+      const ran = await cli(['--json', ...argv]);
+      expect(ran.code).toBe(2);
+      expect(ran.err).toBe('');
+      const { error, ...rest } = JSON.parse(ran.out);
+      expect(rest).toEqual({});
+      expect(error).toEqual({ kind, message: expect.stringMatching(message), exitCode: 2 });
+      expect(api.started()).toEqual([]);
+    });
+
+    it('--version prints package.json\'s version and exits 0', async () => {
+      const { version } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
+      for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, out: version, err: '' });
+    });
+
+    it('Ctrl-C before anything started: exit 130, saying so, as text or as JSON', async () => {
+      const text = await cli(['run', 'sales_order_lines', '--to', day(5)], { signal: AbortSignal.abort() });
+      expect(text).toMatchObject({ code: 130, err: 'atomic-publish: interrupted (Ctrl-C); nothing was started.' });
+      const json = await cli(['--json', 'status'], { signal: AbortSignal.abort() });
+      expect(json.code).toBe(130);
+      expect(JSON.parse(json.out)).toEqual({ error: { kind: 'interrupted', message: 'interrupted (Ctrl-C); nothing was started.', exitCode: 130 } });
     });
 
     it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
       const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
       expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(/cannot reach an endpoint.*nothing was started/);
+      expect(flat(ran.err)).toMatch(/cannot reach an endpoint.*nothing was started/);
       expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+      const json = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.out)).toEqual({ error: { kind: 'unreachable', message: expect.stringMatching(/^cannot reach an endpoint/), exitCode: 2 } });
     });
 
     it('an unreachable Step Functions endpoint: nothing started', async () => {
@@ -265,7 +158,10 @@ describe('plan, run, status, history', () => {
       expect(live).toEqual(expected);
 
       expect(again.code).toBe(0);
-      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false });
+      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, outcome: 'published', reason: `execution ${nameOf(day(0), day(5))} of this command already succeeded` });
+      // One shape: the run that published and the one that found it done.
+      expect(fields(ran.out)).toEqual(RESULT_FIELDS);
+      expect(fields(again.out)).toEqual(RESULT_FIELDS);
       expect(started).toEqual([nameOf(day(0), day(5))]);
       expect(publications).toBe(1);
     });
@@ -286,7 +182,15 @@ describe('plan, run, status, history', () => {
       const statusRan = await cli(['--json', 'status', 'sales_order_lines']);
       expect(statusRan.code).toBe(0);
       expect(statusRan.err).toMatch(/alarms not read \(CloudWatch/);
-      const status = JSON.parse(statusRan.out);
+      // One shape, a pipeline named or not: {"pipelines": [...]}, every pipeline of the registry without one.
+      const named = JSON.parse(statusRan.out);
+      expect(Object.keys(named)).toEqual(['pipelines']);
+      expect(named.pipelines).toHaveLength(1);
+      const all = JSON.parse((await cli(['--json', 'status'])).out);
+      expect(Object.keys(all)).toEqual(['pipelines']);
+      expect(all.pipelines.map((p: { pipeline: string }) => p.pipeline)).toEqual(['sales_order_lines']);
+      const status = named.pipelines[0];
+      expect(all.pipelines[0]).toMatchObject({ live: status.live, lastBatch: status.lastBatch });
       expect(status.alarms).toBeNull();
       expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
       // The data's own age: the newest event time in the live table, as the monitor reads it.
@@ -295,7 +199,8 @@ describe('plan, run, status, history', () => {
       expect(status.dataLag.lagMinutes).toBeGreaterThanOrEqual(status.freshness.ageMinutes);
       expect((await cli(['status', 'sales_order_lines'])).out).toContain(`newest event ${status.dataLag.newestEvent}`);
 
-      const batches = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+      const { pipeline, batches } = JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out);
+      expect(pipeline).toBe('sales_order_lines');
       expect(batches).toHaveLength(1);
       expect(batches[0]).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED', chunks: 5, rows: 100, checks: { failed: [] }, event: 'sent' });
       expect(batches[0].checks.passed).toBeGreaterThan(0);
@@ -307,12 +212,17 @@ describe('plan, run, status, history', () => {
       expect(batches[0].tookSeconds).toBe(times!.took);
 
       const table = await cli(['history', 'sales_order_lines']);
-      expect(table.out).toContain(`${batchOf(day(0), day(5))} │ swap`);
-      expect(table.out).toMatch(/\d+ passed *│ sent *│ [^│]+│ (\d+h )?(\d+m )?\d+[sm] /);
+      // A row of two lines: the batch and its mode; its interval, status and event; chunks and rows; checks; when it started and how long it took.
+      expect(table.out).toMatch(
+        new RegExp(
+          `│ ${batchOf(day(0), day(5))} +│ ${shortTime(day(0))} \\.\\. ${shortTime(day(5))} +│ PUBLISHED +│ 5 chunk\\(s\\) +│ \\d+ passed +│ [^│]+│\n` +
+            `│ swap +│ +│ event sent +│ 100 rows +│ +│ took (\\d+h )?(\\d+m )?\\d+[sm] +│`,
+        ),
+      );
 
       // A publication whose event was never sent shows so, until it is.
       await wf.query(`UPDATE atomic_publish.publications SET event_sent_at = NULL WHERE batch_id = $1`, [batchOf(day(0), day(5))]);
-      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0].event).toBe('unsent');
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0].event).toBe('unsent');
     });
   });
 });
@@ -333,14 +243,19 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code, ran.err).toBe(0);
       expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
-      expect(ran.out).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
+      expect(flat(ran.out)).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
       expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
       expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(await publications()).toBe(before);
-      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
-      expect((await cli(['history', 'sales_order_lines'])).out).toContain(`${checkOf(1)} │ swap (check) │`);
-      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out)[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).pipelines[0].lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
+      expect((await cli(['history', 'sales_order_lines'])).out).toMatch(new RegExp(`│ ${checkOf(1)} +│.*\n│ swap \\(check\\) +│`));
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+
+      // --json reports the gate's verdict, not how the execution ended.
+      const json = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
+      expect(json.code, json.err).toBe(0);
+      expect(JSON.parse(json.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'passed', passed: true, failed: [], check: 2, batchId: checkOf(2) });
     });
   });
 
@@ -363,7 +278,8 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code).toBe(1);
       const result = JSON.parse(ran.out);
-      expect(result).toMatchObject({ status: 'SUCCEEDED', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
+      expect(fields(ran.out)).toEqual([...RESULT_FIELDS, 'check', 'checks', 'failed', 'passed'].sort());
+      expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'failed', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
       expect(result.checks[0]).toMatchObject({ check: 'business_key_unique', passed: false, observed: '1 key value(s) on more than one row', expected: 'each (order_id, line_no) on one row' });
       expect(result.checks.at(-1).passed).toBe(true);
       expect(result.next).toMatch(/^nothing was published\. The failing checks above say what differs/);
@@ -371,7 +287,7 @@ describe('check: the gate without publishing', () => {
       const text = await cli(['check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
       expect(text.code).toBe(1);
       expect(text.out.split('\n').find((line) => /│ (passed|FAILED)/.test(line))).toMatch(/business_key_unique\s+│ FAILED/);
-      expect(text.out).toContain(`Check 3 of sales_order_lines ${day(0)} .. ${day(5)} FAILED: business_key_unique`);
+      expect(flat(text.out)).toContain(`Check 3 of sales_order_lines ${day(0)} .. ${day(5)} FAILED: business_key_unique`);
       expect(text.err).toMatch(/Next step: nothing was published\./);
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(wf.runner.describe(executionArnOf(wf.runner.workflow.stateMachineArn, checkRunName(PIPELINE.name, interval, 3, 1)))).toBeDefined();
@@ -395,8 +311,12 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       await wf.quiesce();
       expect(stopped.code).toBe(1);
       const result = JSON.parse(stopped.out);
+      expect(fields(stopped.out)).toEqual(RESULT_FIELDS);
+      expect(result.outcome).toBe('stopped');
       expect(result).toMatchObject({ status: 'ABORTED', execution: nameOf(from, to), batchId });
-      expect(result.next).toMatch(/repeat this command to resume/);
+      expect(result.next).toBe(
+        `the execution was stopped; run \`atomic-publish backfill sales_order_lines --from ${from} --to ${to}\` to resume: a new execution resumes the same batch, loading only the chunks not loaded yet.`,
+      );
       const loadedBefore = await doneChunks(batchId);
       expect(loadedBefore.length).toBeLessThan(7);
 
@@ -421,15 +341,18 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
       const batchId = batchOf(from, to);
       const name = nameOf(from, to);
       const hold = holdLoadsFrom(2);
-      const child = spawnCli(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
-      let childErr = '';
+      const child = spawnCli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
+      let [childOut, childErr] = ['', ''];
       child.stderr!.on('data', (chunk: Buffer) => (childErr += chunk.toString()));
-      child.stdout!.resume();
-      child.once('exit', (code) => code !== 130 && console.error(`child exited ${code}: ${childErr}`));
-      await hold.entered;
+      child.stdout!.on('data', (chunk: Buffer) => (childOut += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await Promise.race([hold.entered, exited.then((code) => fail(`the command exited ${code} before a chunk load was held: ${childOut} ${childErr}`))]);
       child.kill('SIGTERM');
       expect(await exited).toBe(130);
+      // --json: the run's result, the execution still running, and how to follow or stop it.
+      const executionArn = executionArnOf(wf.runner.workflow.stateMachineArn, name);
+      expect(JSON.parse(childOut)).toMatchObject({ outcome: 'interrupted', status: 'RUNNING', execution: name, executionArn, started: true, batchId });
+      expect(JSON.parse(childOut).next).toContain(`\`aws stepfunctions stop-execution --execution-arn ${executionArn}\``);
       expect((await sfn.send(new DescribeExecutionCommand({ executionArn: executionArnOf(wf.runner.workflow.stateMachineArn, name) }))).status).toBe('RUNNING');
 
       const again = await cli(['--json', 'backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], {
@@ -446,34 +369,110 @@ describe('a backfill interrupted and resumed by repeating the command', () => {
   });
 });
 
-describe('rollback', () => {
-  describe('to a target that is no batch', () => {
-    const { api, cli } = useCli(published);
+describe('Ctrl-C while following, in a terminal (a real process)', () => {
+  const c = useCli(sampled);
+  const { wf, sfn, holdLoadsFrom, publicationsOf } = c;
+  const [HIDE_CURSOR, SHOW_CURSOR, NO_WRAP, WRAP] = ['\x1b[?25l', '\x1b[?25h', '\x1b[?7l', '\x1b[?7h'];
 
-    it('refuses a target that is no batch of the pipeline, starting nothing', async () => {
-      const startedBefore = api.started().length;
-      const ran = await cli(['rollback', 'sales_order_lines', '--to', '0123456789abcdef']);
-      expect(ran.code).toBe(2);
-      expect(ran.err).toMatch(/0123456789abcdef is not a batch of pipeline sales_order_lines/);
-      expect(api.started()).toHaveLength(startedBefore);
-    });
+  it('restores the terminal, says the execution goes on and how to follow or stop it, exits 130; the execution then publishes', async () => {
+    const [from, to] = [history.from, day(6)];
+    const executionArn = executionArnOf(wf.runner.workflow.stateMachineArn, nameOf(from, to));
+    const hold = holdLoadsFrom(2);
+    const child = spawnInTerminal(['backfill', 'sales_order_lines', '--from', from, '--to', to, '--poll-ms', '50'], c.env);
+    let out = '';
+    // The progress bar drawn: it hid the cursor and turned line wrapping off.
+    const drawn = new Promise<void>((resolve) =>
+      child.stdout!.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+        if (out.includes(HIDE_CURSOR) && out.includes(NO_WRAP)) resolve();
+      }),
+    );
+    child.stderr!.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await Promise.race([Promise.all([hold.entered, drawn]), exited.then((code) => fail(`the command exited ${code} before its bar was drawn over a held load: ${out}`))]);
+
+    child.stdin!.write('\x03');
+
+    expect(await exited).toBe(130);
+    child.stdin!.end();
+    expect(out.lastIndexOf(SHOW_CURSOR)).toBeGreaterThan(out.lastIndexOf(HIDE_CURSOR));
+    expect(out.lastIndexOf(WRAP)).toBeGreaterThan(out.lastIndexOf(NO_WRAP));
+    const said = out.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+    expect(flat(said)).toContain(`Stopped following (interrupted). Execution ${nameOf(from, to)} goes on in Step Functions: ${executionArn}`);
+    for (const line of [
+      'Follow it:',
+      '  atomic-publish status sales_order_lines',
+      '  atomic-publish history sales_order_lines',
+      `  atomic-publish backfill sales_order_lines --from ${from} --to ${to}   (follows it to its end again)`,
+      'Stop it, if it should not go on:',
+      `  aws stepfunctions stop-execution --execution-arn ${executionArn}`,
+    ]) {
+      expect(said.split('\n')).toContain(line);
+    }
+    expect((await sfn.send(new DescribeExecutionCommand({ executionArn }))).status).toBe('RUNNING');
+
+    hold.release();
+    expect((await wf.runner.describe(executionArn)!.running.result).status).toBe('SUCCEEDED');
+    expect(await publicationsOf(batchOf(from, to))).toBe(1);
   });
+});
 
-  describe('of the latest publication, and of that rollback', () => {
-    const { wf, cli } = useCli(sampled);
-    beforeAll(async () => {
-      // Publications of days 0..7 and then 0..8 (backfills from historyStart): the rollback puts back the first.
+describe('rollback', () => {
+  /** Publications of days 0..7 and then 0..8 (backfills from historyStart): a rollback puts back the first. */
+  const twice = useWorkflowFixture('cli_e2e_twice', async (wf) => {
+    await wf.sample(SAMPLE);
+    const { cli, close } = await startCli(wf);
+    try {
       for (const to of [day(7), day(8)]) {
         const ran = await cli(['backfill', 'sales_order_lines', '--from', history.from, '--to', to, '--poll-ms', '50']);
         if (ran.code !== 0) throw new Error(`the arranged backfill to ${to} failed: ${ran.out} ${ran.err}`);
       }
+    } finally {
+      await close();
+    }
+  });
+
+  describe('targets Plan would refuse', () => {
+    const { wf, sfn, cli } = useCli(twice);
+    const [first, second] = [batchOf(history.from, day(7)), batchOf(history.from, day(8))];
+    const refused = async (argv: string[], message: RegExp) => {
+      const ran = await cli(['rollback', 'sales_order_lines', ...argv]);
+      expect(ran.code, ran.out).toBe(2);
+      expect(flat(ran.err)).toMatch(message);
+      expect(ran.err).toMatch(/Nothing was started\.$/);
+    };
+
+    it('refuses each with exit 2 and Plan\'s reason, before starting an execution or paging anyone', async () => {
+      // What to do instead: the command, with a batch that is retained.
+      await refused(['--to', '0123456789abcdef'], new RegExp(`0123456789abcdef is not a batch of pipeline sales_order_lines .*roll back to one with \`atomic-publish rollback sales_order_lines --to ${first}\``));
+      await refused(['--to', 'yesterday'], /: --to must be a batch id \(16 hexadecimal digits/);
+      // The old version of publication 2 (batch `first`) dropped outside atomic-publish, then marked dropped as Cleanup does.
+      const [held] = await wf.query<{ old_version_table: string }>('SELECT old_version_table FROM atomic_publish.publications WHERE seq = 2');
+      await wf.query(`DROP TABLE ${held!.old_version_table}`);
+      await refused(['--to', first], new RegExp(`rows of batch ${first} are in ${held!.old_version_table}.*but that table does not exist`));
+      await wf.query('UPDATE atomic_publish.publications SET dropped_at = CURRENT_TIMESTAMP WHERE seq = 2');
+      await refused(['--to', first], new RegExp(`batch ${first} of sales_order_lines is past retention`));
+      await refused([], /live before its latest publication \(batch [0-9a-f]{16}\) is no longer retained/);
+      // The batch live now: nothing to do, and nothing started either.
+      const live = await cli(['rollback', 'sales_order_lines', '--to', second]);
+      expect(live).toMatchObject({ code: 0, out: `Nothing started: batch ${second} is live already.` });
+      const json = await cli(['--json', 'rollback', 'sales_order_lines', '--to', second]);
+      expect(JSON.parse(json.out)).toEqual(runResult(PIPELINE, 'nothing-to-publish', { batchId: second, reason: `batch ${second} is live already` }));
+
+      expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
+      expect(wf.runner.alerts).toEqual([]);
     });
+  });
+
+  describe('of the latest publication, and of that rollback', () => {
+    const { wf, cli } = useCli(twice);
 
     it('puts back the version before the latest publication; the same command again undoes it under a name of its own', async () => {
       const before = (await wf.publications()).length;
       const ran = await cli(['--json', 'rollback', 'sales_order_lines', '--poll-ms', '50']);
       expect(ran.code).toBe(0);
-      expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true });
+      expect(JSON.parse(ran.out)).toMatchObject({ status: 'SUCCEEDED', started: true, outcome: 'rolled-back', batchId: null });
+      expect(fields(ran.out)).toEqual(RESULT_FIELDS);
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(await wf.expected(7));
       const after = await wf.publications();
       expect(after).toHaveLength(before + 1);
@@ -498,7 +497,8 @@ describe('a run while another execution holds the lease', () => {
     const busy = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
     expect(busy.code).toBe(1);
     expect(JSON.parse(busy.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'busy', execution: nameOf(day(0), day(9)) });
-    expect(JSON.parse(busy.out).next).toMatch(/repeat this command once that execution has ended/);
+    expect(fields(busy.out)).toEqual(RESULT_FIELDS);
+    expect(JSON.parse(busy.out).next).toBe(`run \`atomic-publish run sales_order_lines --to ${day(9)}\` again once that execution has ended: the next attempt runs.`);
 
     hold.release();
     await wf.runner.describe(holder.executionArn!)!.running.result;
@@ -523,7 +523,10 @@ describe('a failed run', () => {
     expect(ran.code).toBe(1);
     expect(ran.err).toContain(`Execution ${nameOf(day(0), day(10))} FAILED`);
     expect(ran.err).toContain('CheckFailedError: 1 check(s) failed for the batch');
-    expect(ran.err).toMatch(/Next step: fix the source rows the check names/);
+    // The alert's next step, with the command to repeat instead of the execution input.
+    expect(flat(ran.err)).toContain(
+      `Next step: fix the source rows the check names (atomic_publish.check_results holds them), then run \`atomic-publish run sales_order_lines --to ${day(10)}\`; only the chunks that differ reload.`,
+    );
   });
 });
 
@@ -553,7 +556,7 @@ describe('local up (a real process)', () => {
       expect(printed.AWS_ENDPOINT_URL_SFN).toBe(printed.ATOMIC_PUBLISH_SFN_ENDPOINT);
       const status = await runCli(['--json', 'status'], { ...process.env, ...printed });
       expect(status.code).toBe(0);
-      const [pipeline] = JSON.parse(status.out);
+      const [pipeline] = JSON.parse(status.out).pipelines;
       expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
       // The stack's alarms of the pipeline, from the local CloudWatch endpoint: none evaluated yet.
       expect(pipeline.alarms.length).toBeGreaterThan(0);
