@@ -20,7 +20,7 @@ const PIPELINE = 'sales_order_lines';
 async function alarmsInStatus(env: Readonly<Record<string, string>>): Promise<{ name: string; state: string }[]> {
   const { code, out, err } = await atomicPublish(['--json', 'status', PIPELINE], env);
   if (code !== 0) throw new Error(`status exited ${code}: ${err}`);
-  return JSON.parse(out).alarms;
+  return JSON.parse(out).pipelines[0].alarms;
 }
 
 describe('local up (a real process)', () => {
