@@ -10,6 +10,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { sampleDay } from '../../local/sample-data.ts';
+import { holdStep } from '../support/step-hold.ts';
+import { until } from '../support/until.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
 
 const DAY = 6;
@@ -134,18 +136,23 @@ describe('an interrupted check', () => {
 describe('a check and the pipeline lease', () => {
   const wf = useFork(fixture);
 
-  it('ends PipelineBusy, writing nothing, while another execution holds the lease', async () => {
-    await wf.query(
-      `INSERT INTO atomic_publish.pipeline_leases (pipeline, execution_id, acquired_at, expires_at) VALUES ($1, 'another-run', now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' + interval '1 hour')`,
-      [PIPELINE.name],
-    );
+  it('waits, writing nothing, while another execution holds the lease, and checks once that execution has ended', async () => {
+    const hold = holdStep(wf, 'LoadChunk');
+    const holder = await wf.start(inputFor(DAY), 'holds-the-lease');
+    await hold.reached;
     const batches = await batchCount(wf);
-    const busy = await wf.run(check(), 'check-busy');
-
-    expect(busy.status).toBe('SUCCEEDED');
-    expect(visited(busy)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'PipelineBusy']);
+    const checking = await wf.start(check(), 'check-waits');
+    const entered = (state: string) => wf.runner.describe(checking.executionId)!.events().some((e) => e.type === 'StateEntered' && e.state?.name === state);
+    await until(() => entered('LeaseWait'), 'the check waiting for the lease');
     expect(await batchCount(wf)).toBe(batches);
-    expect(wf.loads.started).toEqual([]);
+    hold.release();
+    wf.reset();
+    expect((await holder.result).status).toBe('SUCCEEDED');
+    const checked = await checking.result;
+    expect(checked.status, `${caughtError(checked)?.Error}: ${caughtMessage(checked)}`).toBe('SUCCEEDED');
+    expect(visited(checked).slice(0, 5)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LeaseHeld', 'LeaseWait']);
+    expect(visited(checked).at(-1)).toBe('Checked');
+    expect(checked.alerts).toEqual([]);
   });
 });
 
