@@ -19,11 +19,12 @@ import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../loc
 import { withClient } from '../local/pg-clients.ts';
 import { ensureDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { LocalRunner } from '../local/runner.ts';
-import { createSampleWarehouse, samplePipeline } from '../local/sample-data.ts';
+import { createRecentSample, describeSample, existingSample, MIN_SAMPLE_DAYS, recentSample, sampleEnvironment, useSampleStart } from '../local/recent-sample.ts';
+import { pipelines } from '../pipelines/index.ts';
 import { startLocalStepFunctionsApi } from '../local/step-functions-api.ts';
 import { synthesizeTemplate } from '../local/template.ts';
 import { CliEnv } from './context.ts';
-import { ExitCode } from './errors.ts';
+import { CliError, ExitCode } from './errors.ts';
 import type { CliIo } from './shared.ts';
 
 /** How often `local up` evaluates the alarms: the shortest cadence CloudWatch has (alarms of a period under a minute). */
@@ -43,13 +44,21 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
   try {
     await ensureDatabase(conn, options.database);
     await ensureLocalUser(conn);
-    await withClient({ ...conn, database: options.database }, async (db) => {
-      const { rows } = await db.query<{ present: boolean }>("SELECT to_regclass('source.sales_order_lines') IS NOT NULL AS present");
-      if (!rows[0]?.present) {
-        log(`Creating the sample source in ${options.database}: ${options.rowsPerDay} order lines a day over ${options.sampleDays} days...`);
-        await createSampleWarehouse(db, { rowsPerDay: options.rowsPerDay, sourceDays: options.sampleDays, liveDays: Math.max(1, options.sampleDays - 2) });
-        await applyPipelineSetup(db, samplePipeline());
+    const sample = await withClient({ ...conn, database: options.database }, async (db) => {
+      const existing = await existingSample(db);
+      if (existing) return existing;
+      if (options.sampleDays < MIN_SAMPLE_DAYS) {
+        throw new CliError(`--sample-days must be at least ${MIN_SAMPLE_DAYS} (corrected days, published days and the days a run publishes), got ${options.sampleDays}`);
       }
+      const created = recentSample(new Date(), options.sampleDays);
+      log(`Creating the sample source in ${options.database}: ${options.rowsPerDay} order lines a day over ${options.sampleDays} days...`);
+      await createRecentSample(db, created, options.rowsPerDay);
+      return created;
+    });
+    // This process's handlers and the CLI in other shells plan the sample's days (its history start).
+    useSampleStart(sample);
+    await withClient({ ...conn, database: options.database }, async (db) => {
+      for (const pipeline of pipelines) await applyPipelineSetup(db, pipeline);
     });
     const dataApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
     closers.unshift(() => dataApi.close());
@@ -72,6 +81,13 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
     closers.unshift(() => runner.close());
     const sfn = await startLocalStepFunctionsApi(runner);
     closers.unshift(() => sfn.close());
+    // The freshness monitor on its schedule, as EventBridge Scheduler invokes it: the freshness
+    // metrics the alarms read (without them a freshness alarm has no data).
+    const measureFreshness = () =>
+      runner.fireFreshnessMonitor(cloudWatch.endpoint).catch((error: Error) => log(`local freshness monitor: ${error.message}`));
+    const measuring = setInterval(measureFreshness, runner.freshnessMonitorPeriodMs());
+    closers.unshift(() => clearInterval(measuring));
+    await measureFreshness();
 
     const env: Record<string, string> = {
       AWS_REGION: process.env.AWS_REGION ?? 'us-east-1',
@@ -79,6 +95,7 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
       AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID ?? 'local',
       AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
       ...handlerEnv,
+      ...sampleEnvironment(sample),
       [CliEnv.STATE_MACHINE_ARN]: runner.workflow.stateMachineArn,
       [CliEnv.SFN_ENDPOINT]: sfn.endpoint,
       [CliEnv.CLOUDWATCH_ENDPOINT]: cloudWatch.endpoint,
@@ -104,7 +121,9 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
             `# CloudWatch      ${endpoints.cloudWatch}`,
             `# EventBridge     ${endpoints.eventBridge} (the publication events)`,
             `# State machine   ${endpoints.stateMachineArn}`,
-            '# In another shell, paste these lines, then e.g. `npm run cli -- status` or `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
+            ...describeSample(sample, options.database),
+            '# In another shell, paste these lines, then run the commands of the README\'s "Try it locally",',
+            '# or e.g. `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
             ...Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
             '# ready',
       ].join('\n'),

@@ -714,13 +714,26 @@ export class LocalRunner {
    * Returns what the function returned; throws what it threw.
    */
   async fireFreshnessMonitor(cloudWatchEndpoint: string, options: { readonly liveWatch?: boolean } = {}): Promise<unknown> {
-    // Two schedules invoke the monitor: the freshness one, and the live watch's with its own input.
-    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor') && isLiveWatchEvent(JSON.parse(t.input)) === (options.liveWatch ?? false));
-    if (!schedule) throw new Error(`the synthesized template has no ${options.liveWatch ? 'live watch' : 'freshness monitor'} schedule`);
+    const schedule = this.freshnessMonitorSchedule(options);
     const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
     Object.assign(process.env, Object.fromEntries(missing), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
     return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds));
+  }
+
+  /** How often the freshness monitor's schedule (`liveWatch`: the live watch's) fires: its `rate(...)` expression, in ms. */
+  freshnessMonitorPeriodMs(options: { readonly liveWatch?: boolean } = {}): number {
+    const { expression } = this.freshnessMonitorSchedule(options);
+    const rate = /^rate\((\d+) minutes?\)$/.exec(expression);
+    if (!rate) throw new Error(`the freshness monitor's schedule is ${expression}, not rate(N minutes)`);
+    return Number(rate[1]) * 60_000;
+  }
+
+  private freshnessMonitorSchedule(options: { readonly liveWatch?: boolean }) {
+    // Two schedules invoke the monitor: the freshness one, and the live watch's with its own input.
+    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor') && isLiveWatchEvent(JSON.parse(t.input)) === (options.liveWatch ?? false));
+    if (!schedule) throw new Error(`the synthesized template has no ${options.liveWatch ? 'live watch' : 'freshness monitor'} schedule`);
+    return schedule;
   }
 
   close(): void {

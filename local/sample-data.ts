@@ -1,23 +1,31 @@
 /**
- * The sample warehouse the demo and the tests run on: an order system's
- * `source.sales_order_lines` and the reporting table
- * `analytics.sales_order_lines` that the sample pipeline publishes
- * (pipelines/sales-order-lines.ts). Set up directly in PostgreSQL: this is
- * the world before atomic-publish arrives, not part of the pipeline.
+ * The sample warehouse the demo, the tests and `local up` run on: an order
+ * system's `source.sales_order_lines` and the reporting tables the sample
+ * pipelines publish, `analytics.sales_order_lines`
+ * (pipelines/sales-order-lines.ts) and `analytics.daily_sales`
+ * (pipelines/daily-sales.ts). Set up directly in PostgreSQL: this is the
+ * world before atomic-publish arrives, not part of the pipelines.
  */
 import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
+import { DEFAULT_SAMPLE_START } from '../pipelines/sample-start.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 
-export const SAMPLE_HISTORY_START = new Date('2026-01-01T00:00:00Z');
+/** The tests' and the demo's sample start: the sample pipelines' fixed history start. */
+export const SAMPLE_HISTORY_START = new Date(`${DEFAULT_SAMPLE_START}T00:00:00Z`);
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 
 /** The pipeline that publishes the sample live table. */
 export function samplePipeline(): Pipeline {
   return pipelines.find((p) => p.name === 'sales_order_lines')!;
+}
+
+/** The pipeline that publishes the sample's `analytics.daily_sales`, by replacing intervals. */
+export function dailySalesPipeline(): Pipeline {
+  return pipelines.find((p) => p.name === 'daily_sales')!;
 }
 
 export interface HourlySampleOptions {
@@ -76,7 +84,9 @@ export const SAMPLE_EXPECTED_ROWS_SQL = `
 export interface SampleOptions {
   /** Order lines per day in the source. */
   readonly rowsPerDay: number;
-  /** Days of source data from 2026-01-01. */
+  /** The sample's first day. @default SAMPLE_HISTORY_START */
+  readonly start?: Date;
+  /** Days of source data from `start`. */
   readonly sourceDays: number;
   /** Days the current live table (the previous build) covers. */
   readonly liveDays: number;
@@ -87,6 +97,8 @@ export interface SampleOptions {
 /** Deterministic pseudo-random order lines: same options, same rows. */
 export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOptions): Promise<{ sourceRows: number; liveRows: number }> {
   const { rowsPerDay, sourceDays, liveDays } = options;
+  const start = options.start ?? SAMPLE_HISTORY_START;
+  const liveEnd = new Date(start.getTime() + liveDays * DAY_MS);
   await db.query(`DROP SCHEMA IF EXISTS source CASCADE`);
   await db.query(`DROP SCHEMA IF EXISTS analytics CASCADE`);
   await db.query(`CREATE SCHEMA source`);
@@ -103,7 +115,7 @@ export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOp
             (n * 31) % 9 + 1,
             ((n * 7907) % 100000) / 100.0 + 1
        FROM generate_series(0::bigint, $3::bigint - 1) AS n`,
-    [SAMPLE_HISTORY_START.toISOString().slice(0, 19), rowsPerDay, rowsPerDay * sourceDays],
+    [start.toISOString().slice(0, 19), rowsPerDay, rowsPerDay * sourceDays],
   );
   // The index a real source has as its sort key on the time column: each
   // chunk's load reads its own rows, not the whole table.
@@ -120,11 +132,30 @@ export async function createSampleWarehouse(db: pg.ClientBase, options: SampleOp
       `INSERT INTO ${quoted}.sales_order_lines
        SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, CAST(amount / quantity AS numeric(12, 4))
          FROM source.sales_order_lines WHERE ordered_at < $1`,
-      [sampleDay(liveDays).toISOString().slice(0, 19)],
+      [liveEnd.toISOString().slice(0, 19)],
     );
   }
+  await createDailySales(db, liveEnd);
   await db.query('ANALYZE source.sales_order_lines');
   return { sourceRows: rowsPerDay * sourceDays, liveRows: rowsPerDay * liveDays };
+}
+
+/** `analytics.daily_sales`'s DDL: one row a day (pipelines/daily-sales.ts). */
+export const DAILY_SALES_COLUMNS = `
+  sales_day timestamp NOT NULL,
+  order_lines bigint NOT NULL,
+  units bigint NOT NULL,
+  amount numeric(14, 2) NOT NULL`;
+
+/** `analytics.daily_sales` as the previous build left it: the days before `liveEnd`. */
+export async function createDailySales(db: pg.ClientBase, liveEnd: Date): Promise<void> {
+  await db.query(`CREATE TABLE analytics.daily_sales (${DAILY_SALES_COLUMNS})`);
+  await db.query(
+    `INSERT INTO analytics.daily_sales
+     SELECT date_trunc('day', ordered_at), count(*), sum(quantity), sum(amount)
+       FROM source.sales_order_lines WHERE ordered_at < $1 GROUP BY 1`,
+    [liveEnd.toISOString().slice(0, 19)],
+  );
 }
 
 /** An upstream mistake: an order line with quantity 0, which makes the unit price a division by zero. */

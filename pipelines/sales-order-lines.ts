@@ -1,4 +1,5 @@
 import type { PipelineSpec } from '../domain/spec.ts';
+import { sampleHistoryStart } from './sample-start.ts';
 
 /**
  * The sample pipeline the local demo and the tests run: order lines copied
@@ -16,7 +17,7 @@ export const salesOrderLines: PipelineSpec = {
      WHERE ordered_at >= :start AND ordered_at < :end`,
   timeColumn: 'ordered_at',
   chunk: { grain: 'day', timezone: 'UTC', maxConcurrency: 4 },
-  historyStart: '2026-01-01T00:00:00Z',
+  historyStart: sampleHistoryStart(),
   businessKey: ['order_id', 'line_no'],
   publishMode: 'swap',
   checks: { allowEmpty: false },

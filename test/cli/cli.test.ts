@@ -19,8 +19,11 @@ import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { MIN_SAMPLE_DAYS } from '../../local/recent-sample.ts';
 import { dropDatabase } from '../../local/postgres.ts';
 import { day, fail, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
+import { atomicPublish } from '../support/local-up-process.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { LIVE, PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
@@ -188,7 +191,7 @@ describe('plan, run, status, history', () => {
       expect(named.pipelines).toHaveLength(1);
       const all = JSON.parse((await cli(['--json', 'status'])).out);
       expect(Object.keys(all)).toEqual(['pipelines']);
-      expect(all.pipelines.map((p: { pipeline: string }) => p.pipeline)).toEqual(['sales_order_lines']);
+      expect(all.pipelines.map((p: { pipeline: string }) => p.pipeline)).toEqual(pipelines.map((p) => p.name));
       const status = named.pipelines[0];
       expect(all.pipelines[0]).toMatchObject({ live: status.live, lastBatch: status.lastBatch });
       expect(status.alarms).toBeNull();
@@ -531,10 +534,13 @@ describe('a failed run', () => {
 });
 
 describe('local up (a real process)', () => {
+  /** The fewest days local up takes (local/recent-sample.ts MIN_SAMPLE_DAYS): the least work. */
+  const UP_SAMPLE_DAYS = MIN_SAMPLE_DAYS;
   it('starts the engine, prints endpoints and environment the CLI works with, and stops on Ctrl-C', async () => {
     const database = `cli_up_${process.pid}`;
+    const startedOn = new Date();
     // An engine of its own, on the suite's PostgreSQL (its data directory) in a database of its own.
-    const child = spawnCli(['local', 'up', '--database', database, '--sample-days', '3', '--rows-per-day', '5'], {
+    const child = spawnCli(['local', 'up', '--database', database, '--sample-days', String(UP_SAMPLE_DAYS), '--rows-per-day', '5'], {
       ...process.env,
       ...LOCAL_AWS_ENV,
       ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg'),
@@ -559,14 +565,28 @@ describe('local up (a real process)', () => {
       expect(printed.AWS_ENDPOINT_URL_EVENTBRIDGE).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       const status = await runCli(['--json', 'status'], { ...process.env, ...printed });
       expect(status.code).toBe(0);
-      const [pipeline] = JSON.parse(status.out).pipelines;
-      expect(pipeline).toMatchObject({ pipeline: 'sales_order_lines', live: null, running: [] });
+      const pipelines = JSON.parse(status.out).pipelines as { pipeline: string; alarms: { state: string }[] }[];
+      expect(pipelines.map((p) => p.pipeline)).toEqual(['sales_order_lines', 'daily_sales']);
+      const pipeline = pipelines[0]!;
+      expect(pipeline).toMatchObject({ live: null, running: [] });
       // The stack's alarms of the pipeline, from the local CloudWatch endpoint, which local up evaluates on the real
       // clock (test/local/cloudwatch-local-up.test.ts: one turns ALARM after a failure).
       expect(pipeline.alarms.length).toBeGreaterThan(0);
       for (const alarm of pipeline.alarms as { state: string }[]) expect(['OK', 'ALARM', 'INSUFFICIENT_DATA']).toContain(alarm.state);
-      const plan = await runCli(['--json', 'plan', 'sales_order_lines', '--to', day(3)], { ...process.env, ...printed });
-      expect(JSON.parse(plan.out).chunks).toHaveLength(3);
+      // The sample ends today: a plain run plans its days, a rebuild of every one and the morning's run of daily_sales.
+      // (Today when it started or when it was ready: a run across midnight UTC may take either.)
+      const firstDays = [startedOn, new Date()].map((d) => new Date(Date.parse(`${d.toISOString().slice(0, 10)}T00:00:00Z`) - UP_SAMPLE_DAYS * 86_400_000));
+      expect(firstDays.map((d) => d.toISOString().slice(0, 10))).toContain(printed.ATOMIC_PUBLISH_SAMPLE_START);
+      const firstDay = printed.ATOMIC_PUBLISH_SAMPLE_START!;
+      const today = new Date(Date.parse(`${firstDay}T00:00:00Z`) + UP_SAMPLE_DAYS * 86_400_000).toISOString().slice(0, 10);
+      expect(out).toContain(`order lines of [${firstDay}, ${today})`);
+      // Planned as another shell plans them: a process of its own, which reads the start from its environment.
+      const plan = await atomicPublish(['--json', 'plan', 'sales_order_lines'], printed);
+      expect(JSON.parse(plan.out).chunks).toHaveLength(UP_SAMPLE_DAYS);
+      const morning = await atomicPublish(['--json', 'plan', 'daily_sales'], printed);
+      expect(JSON.parse(morning.out).chunks).toHaveLength(2);
+      const backfill = await atomicPublish(['--json', 'plan', 'daily_sales', '--from', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_FROM!, '--to', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_TO!], printed);
+      expect(JSON.parse(backfill.out).chunks).toHaveLength(2);
     } finally {
       child.kill('SIGINT');
     }

@@ -67,7 +67,7 @@ describe('a bundled step handler', () => {
     expect(child.status, child.stderr).toBe(0);
     expect(JSON.parse(child.stdout.trim().split('\n').at(-1)!)).toEqual({
       name: 'ValidationError',
-      message: 'unknown pipeline "no_such_pipeline"; known pipelines: sales_order_lines',
+      message: 'unknown pipeline "no_such_pipeline"; known pipelines: sales_order_lines, daily_sales',
     });
   });
 });

@@ -86,6 +86,6 @@ describe('cdk synth', () => {
     );
 
     expect(error?.name).toBe('ValidationError');
-    expect(error?.message).toBe('unknown pipeline "no_such_pipeline"; known pipelines: sales_order_lines');
+    expect(error?.message).toBe('unknown pipeline "no_such_pipeline"; known pipelines: sales_order_lines, daily_sales');
   });
 });

@@ -29,7 +29,7 @@ describe('local up (a real process)', () => {
     const up = await startLocalUp(database);
     const client = localCloudWatchClient(up.env.AWS_ENDPOINT_URL_CLOUDWATCH!);
     try {
-      const [alarm] = (await client.send(new DescribeAlarmsCommand({ AlarmNamePrefix: 'AtomicPublish-MonitoringPublishFailed' }))).MetricAlarms!;
+      const [alarm] = (await client.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `AtomicPublish-MonitoringPublishFailed${PIPELINE.replace(/_/g, '')}` }))).MetricAlarms!;
       expect(alarm).toMatchObject({ Namespace: 'AtomicPublish', MetricName: 'PublishFailed', Statistic: 'Sum', Threshold: 1 });
       // A publish that failed half a minute before the last whole minute: the next evaluation counts it.
       const failedAt = Math.floor(Date.now() / 60_000) * 60_000 - 30_000;

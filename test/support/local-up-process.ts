@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
+import { MIN_SAMPLE_DAYS } from '../../local/recent-sample.ts';
 
 const BIN = path.resolve(import.meta.dirname, '../../bin/atomic-publish.js');
 
@@ -18,7 +19,7 @@ export interface LocalUpProcess {
 }
 
 export async function startLocalUp(database: string): Promise<LocalUpProcess> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, 'local', 'up', '--database', database, '--sample-days', '3', '--rows-per-day', '5'], {
+  const child: ChildProcess = spawn(process.execPath, [BIN, 'local', 'up', '--database', database, '--sample-days', String(MIN_SAMPLE_DAYS), '--rows-per-day', '5'], {
     cwd: tmpdir(),
     env: { ...process.env, ...LOCAL_AWS_ENV, ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg') },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -6,13 +6,13 @@ import { PIPELINE, type Workflow } from './workflow.ts';
  * A scheduled run at 07:00 on sample day `day`: Step Functions passes the
  * execution's start time to Plan ($$.Execution.StartTime), which decides
  * the interval; the run gives it the morning it simulates (and a lease
- * long enough to reach from then to now).
+ * long enough to reach from then to now). `pipeline`: the sample's by default.
  */
-export async function scheduledRunOn(wf: Workflow, day: number, name: string): Promise<ExecutionResult> {
+export async function scheduledRunOn(wf: Workflow, day: number, name: string, pipeline: string = PIPELINE.name): Promise<ExecutionResult> {
   const startedAt = new Date(sampleDay(day).getTime() + 7 * 3_600_000).toISOString();
   wf.faults.Plan = (input, next) => next({ ...(input as object), startedAt, leaseSeconds: 400 * 86_400 });
   try {
-    return await wf.run({ pipeline: PIPELINE.name }, name);
+    return await wf.run({ pipeline }, name);
   } finally {
     wf.reset();
   }

@@ -24,7 +24,7 @@ import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load
 import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
 import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
-import { createSampleWarehouse, SAMPLE_EXPECTED_ROWS_SQL, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
+import { createSampleWarehouse, dailySalesPipeline, SAMPLE_EXPECTED_ROWS_SQL, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { dropDatabase, type PgConnection } from '../../local/postgres.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
@@ -231,7 +231,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     async sample(sampleOptions) {
       await withClient(wh.pg, async (client) => {
         await createSampleWarehouse(client, sampleOptions);
-        await applyPipelineSetup(client, PIPELINE);
+        for (const pipeline of [PIPELINE, dailySalesPipeline()]) await applyPipelineSetup(client, pipeline);
       });
     },
     withClient: (fn) => withClient(wh.pg, fn),

@@ -20,6 +20,7 @@ import { ensureLocalUser } from '../../local/database-users.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import type { AlarmTransition } from '../../local/cloudwatch-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
+import { pipelines } from '../../pipelines/index.ts';
 import { type LocalAlarm, useLocalAlarm } from '../support/local-alarm.ts';
 import { closedPort } from '../support/unreachable.ts';
 import { inputFor, PIPELINE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
@@ -269,7 +270,7 @@ describe('the deployed handler, invoked as its schedule invokes it', () => {
     const result = (await m.wf.runner.fireFreshnessMonitor(m.cw.endpoint)) as { measured: Record<string, { name: string; seconds: number }[]> };
     const after = Date.now();
 
-    expect(Object.keys(result.measured)).toEqual([PIPELINE.name]);
+    expect(Object.keys(result.measured)).toEqual(pipelines.map((p) => p.name));
     const age = result.measured[PIPELINE.name]!.find((v) => v.name === 'PublishAgeSeconds')!;
     const written = await publishAge(m, new Date(before - 1000), new Date(after + 1000), 1, 'Maximum');
     expect(written.Datapoints!.map((d) => d.Maximum)).toContain(age.seconds);

@@ -1,0 +1,102 @@
+// The second sample pipeline, daily_sales (pipelines/daily-sales.ts): one
+// row a day aggregated from the order lines, published by replacing
+// intervals. Two days were corrected upstream after its live table was
+// built (as in `local up`'s sample): a scheduled run publishes only the
+// newest days, a backfill of the corrected days publishes them and no other
+// day, and a rollback puts those days back. Each describe acts on its own
+// copy of the arranged sample (test/support/workflow.ts useFork).
+import { beforeAll, describe, expect, it } from 'vitest';
+import { correctAmountsInPlace, dailySalesPipeline, sampleDay } from '../../local/sample-data.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
+import { scheduledRunOn } from '../support/scheduled-run.ts';
+import { useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
+
+const PIPELINE = dailySalesPipeline();
+const [SOURCE_DAYS, LIVE_DAYS] = [10, 8];
+const [CORRECTED_FROM, CORRECTED_TO] = [2, 4];
+const LINES_CORRECTED_PER_DAY = 5;
+
+interface Day {
+  readonly day: string;
+  readonly order_lines: string;
+  readonly units: string;
+  readonly amount: string;
+}
+
+const dayOf = (d: Date | string) => new Date(d).toISOString().slice(0, 10);
+
+/** analytics.daily_sales, oldest day first. */
+async function live(wf: Workflow): Promise<Day[]> {
+  return wf.query<Day>(
+    `SELECT to_char(sales_day, 'YYYY-MM-DD') AS day, order_lines::text, units::text, amount::text FROM analytics.daily_sales ORDER BY sales_day`,
+  );
+}
+
+/** What the source says each day holds now. */
+async function source(wf: Workflow): Promise<Day[]> {
+  return wf.query<Day>(
+    `SELECT to_char(date_trunc('day', ordered_at), 'YYYY-MM-DD') AS day, count(*)::text AS order_lines, sum(quantity)::text AS units, sum(amount)::text AS amount
+       FROM source.sales_order_lines GROUP BY 1 ORDER BY 1`,
+  );
+}
+
+const days = (rows: readonly Day[], from: number, to: number) => rows.filter((r) => r.day >= dayOf(sampleDay(from)) && r.day < dayOf(sampleDay(to)));
+
+const fixture = useWorkflowFixture('wf_daily', async (wf) => {
+  await wf.sample({ rowsPerDay: 20, sourceDays: SOURCE_DAYS, liveDays: LIVE_DAYS });
+  for (let day = CORRECTED_FROM; day < CORRECTED_TO; day++) {
+    await wf.withClient((db) => correctAmountsInPlace(db, { from: sampleDay(day), to: sampleDay(day + 1) }, LINES_CORRECTED_PER_DAY, '5.00'));
+  }
+  return { before: await live(wf) };
+});
+
+describe('a scheduled run of daily_sales', () => {
+  const wf = useFork(fixture);
+  let run: ExecutionResult;
+  beforeAll(async () => {
+    run = await scheduledRunOn(wf, SOURCE_DAYS, 'daily-scheduled', PIPELINE.name);
+  });
+
+  it('publishes the newest complete day and the one before it (lookback 1), and leaves every other day as it was', async () => {
+    expect(run.status).toBe('SUCCEEDED');
+    const [now, truth, { before }] = [await live(wf), await source(wf), fixture.arranged];
+    expect(before.map((d) => d.day)).toEqual(days(truth, 0, LIVE_DAYS).map((d) => d.day));
+    expect(now).toHaveLength(SOURCE_DAYS);
+    expect(days(now, LIVE_DAYS, SOURCE_DAYS)).toEqual(days(truth, LIVE_DAYS, SOURCE_DAYS));
+    expect(days(now, 0, LIVE_DAYS)).toEqual(before);
+    // The corrected days are outside the run's interval: live still has the amounts from before the correction.
+    expect(days(now, CORRECTED_FROM, CORRECTED_TO)).not.toEqual(days(truth, CORRECTED_FROM, CORRECTED_TO));
+    const [publication] = await wf.publications();
+    expect([dayOf(publication!.interval_start as Date), dayOf(publication!.interval_end as Date)]).toEqual([dayOf(sampleDay(LIVE_DAYS)), dayOf(sampleDay(SOURCE_DAYS))]);
+  });
+});
+
+describe('a backfill of the corrected days, then a rollback', () => {
+  const wf = useFork(fixture);
+  let backfill: ExecutionResult;
+  let afterBackfill: Day[];
+  let rollback: ExecutionResult;
+  beforeAll(async () => {
+    backfill = await wf.run({ pipeline: PIPELINE.name, from: sampleDay(CORRECTED_FROM).toISOString(), to: sampleDay(CORRECTED_TO).toISOString() }, 'daily-backfill');
+    afterBackfill = await live(wf);
+    rollback = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'daily-rollback');
+  });
+
+  it('publishes the corrected amounts of those days and touches no other day', async () => {
+    expect(backfill.status).toBe('SUCCEEDED');
+    const [truth, { before }] = [await source(wf), fixture.arranged];
+    expect(days(afterBackfill, CORRECTED_FROM, CORRECTED_TO)).toEqual(days(truth, CORRECTED_FROM, CORRECTED_TO));
+    const untouched = (rows: readonly Day[]) => rows.filter((r) => r.day < dayOf(sampleDay(CORRECTED_FROM)) || r.day >= dayOf(sampleDay(CORRECTED_TO)));
+    expect(untouched(afterBackfill)).toEqual(untouched(before));
+    // Each corrected day's amount grew by the correction, its order lines and units did not change.
+    for (const [i, day] of days(afterBackfill, CORRECTED_FROM, CORRECTED_TO).entries()) {
+      const old = days(before, CORRECTED_FROM, CORRECTED_TO)[i]!;
+      expect({ ...day, amount: Number(day.amount) - Number(old.amount) }).toEqual({ ...old, amount: LINES_CORRECTED_PER_DAY * 5 });
+    }
+  });
+
+  it('rolls back to the live table as it was before the backfill', async () => {
+    expect(rollback.status).toBe('SUCCEEDED');
+    expect(await live(wf)).toEqual(fixture.arranged.before);
+  });
+});
