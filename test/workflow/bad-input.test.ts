@@ -38,7 +38,7 @@ async function expectNothingWritten(wf: Workflow, options: { liveTable?: boolean
       WHERE table_schema NOT IN ('pg_catalog', 'information_schema', $1) ORDER BY 1`,
     [SYSTEM_VIEWS_SCHEMA],
   );
-  expect(tables.map((t) => t.name)).toEqual([...(options.liveTable === false ? [] : [LIVE]), 'source.sales_order_lines']);
+  expect(tables.map((t) => t.name)).toEqual(['analytics.daily_sales', ...(options.liveTable === false ? [] : [LIVE]), 'source.sales_order_lines']);
   if (options.liveTable !== false) expect(await wf.fingerprint(LIVE)).toEqual(live);
   expect((await wf.query<Fingerprint>(SOURCE_FINGERPRINT))[0]).toEqual(source);
 }
@@ -69,7 +69,7 @@ describe('a refused run', () => {
 
   describe('execution input rejected before anything is written', () => {
     const cases: [string, unknown, RegExp, string?][] = [
-      ['an unknown pipeline', { pipeline: 'sales_order_line', to: day(3) }, /^unknown pipeline "sales_order_line"; known pipelines: sales_order_lines$/, 'sales_order_line'],
+      ['an unknown pipeline', { pipeline: 'sales_order_line', to: day(3) }, /^unknown pipeline "sales_order_line"; known pipelines: sales_order_lines, daily_sales$/, 'sales_order_line'],
       ['no pipeline', { to: day(3) }, /^input\.pipeline is required$/, 'run'],
       ['a `to` that is not a date', { pipeline: 'sales_order_lines', to: 'tomorrow' }, /^input\.to must be an ISO 8601 date .*got "tomorrow"$/],
       ['a numeric `to`', { pipeline: 'sales_order_lines', to: 123 }, /^input\.to must be an ISO 8601 date .*got 123$/],
@@ -122,7 +122,7 @@ describe('a refused run', () => {
 
     it.each([
       ['a `to` value', { pipeline: 'sales_order_lines', to: 'x'.repeat(HUGE) }, /^input\.to must be an ISO 8601 date .*got "x{100,}\.\.\. \(200002 characters\)$/, 'sales_order_lines'],
-      ['a pipeline name', { pipeline: 'p'.repeat(HUGE) }, /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines$/, undefined],
+      ['a pipeline name', { pipeline: 'p'.repeat(HUGE) }, /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines, daily_sales$/, undefined],
       ['an unknown field name', { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 }, /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to, restate, check\)$/, 'sales_order_lines'],
     ] as [string, unknown, RegExp, string | undefined][])('with %s of 200 KB is rejected, pages, and the error and alert stay small', async (_what, input, message, pipeline) => {
       const result = await wf.run(input);
