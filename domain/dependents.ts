@@ -212,9 +212,9 @@ export function dependentViewProblems(liveTable: string, facts: LiveTableFacts):
   return problems.length === 0 ? undefined : `publish refused before the swap: ${problems.join('; ')}`;
 }
 
-/** What changed on the old version while the swap waited (a GRANT, REVOKE, default or comment issued then landed there). */
+/** What changed on the old version while the swap waited (a GRANT, REVOKE or comment issued then landed there). */
 export interface CarryOverCorrections {
-  /** Grants, defaults and comments to apply to the new live table (no views, no keys). */
+  /** Grants and comments to apply to the new live table (no views, no keys, no defaults). */
   readonly apply: LiveTableFacts;
   /** Privileges the new live table got that the old version no longer has. */
   readonly revoke: readonly Grant[];
@@ -227,7 +227,7 @@ function privilegeKeys(grants: readonly Grant[]): Map<string, Grant> {
 }
 
 /**
- * The old version's grants, defaults and comments as read after the swap
+ * The old version's grants and comments as read after the swap
  * committed, against what the swap carried over: anything issued on the
  * live table while the swap waited for its locks reached the old version
  * (its name then), not the new table. Undefined when nothing differs.
@@ -237,15 +237,15 @@ export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTa
   const has = privilegeKeys(oldVersion.grants);
   const grants = [...has].filter(([key]) => !had.has(key)).map(([, g]) => g);
   const revoke = [...had].filter(([key]) => !has.has(key)).map(([, g]) => g);
-  const defaults = new Map([...oldVersion.defaults].filter(([column, expression]) => applied.defaults.get(column) !== expression));
   const columnComments = new Map([...oldVersion.columnComments].filter(([column, comment]) => applied.columnComments.get(column) !== comment));
   const tableComment = oldVersion.tableComment !== applied.tableComment ? oldVersion.tableComment : undefined;
-  if (grants.length + revoke.length + defaults.size + columnComments.size === 0 && tableComment === undefined) return undefined;
+  if (grants.length + revoke.length + columnComments.size === 0 && tableComment === undefined) return undefined;
   return {
     apply: {
       ...applied,
       grants,
-      defaults,
+      // A default cannot change on Redshift once its column exists (no ALTER COLUMN ... SET DEFAULT).
+      defaults: new Map(),
       columnComments,
       ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
       views: [],

@@ -210,7 +210,7 @@ export function startBatch(record: BatchRecord): string[] {
     : '';
   const statements = [
     LOCK_MANIFEST,
-    record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live})` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
+    record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live} INCLUDING DEFAULTS)` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
         execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at, restatement, purpose)
      SELECT ${[

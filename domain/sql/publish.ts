@@ -184,12 +184,14 @@ function grantee(grant: LiveTableFacts['grants'][number]): string {
 /**
  * What makes the new live table the old one in everything but rows, and
  * points the views at it, run after the renames in the swap transaction:
- * the grants (one GRANT per grantee), column defaults (ALTER TABLE ...
- * ALTER COLUMN ... SET DEFAULT), comments (COMMENT ON), declared keys
+ * the grants (one GRANT per grantee), comments (COMMENT ON), declared keys
  * (ALTER TABLE ... ADD CONSTRAINT), and each bound view
  * re-created from its definition by CREATE OR REPLACE VIEW: the same view
  * (its grants, owner and comment stay), now reading the new table, because
  * its text names the live table and the name now is the new table.
+ * Column defaults need nothing either: staging is created LIKE the live
+ * table INCLUDING DEFAULTS, and Redshift has no ALTER COLUMN ... SET
+ * DEFAULT (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
  * The owner needs nothing: the new table is created by the handlers' user,
  * which owns the live table already (the setup SQL transfers it).
  */
@@ -204,9 +206,6 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
   // Only for columns the incoming table has: a migration's new table, or
   // the version from before one that a rollback restores, may lack some.
   const has = (column: string) => facts.stagingColumns.size === 0 || facts.stagingColumns.has(column);
-  for (const [column, expression] of [...facts.defaults].filter(([column]) => has(column))) {
-    statements.push(`ALTER TABLE ${live} ALTER COLUMN ${quoteIdent(column)} SET DEFAULT ${expression}`);
-  }
   if (facts.tableComment !== undefined) statements.push(`COMMENT ON TABLE ${live} IS ${sqlLiteral(facts.tableComment)}`);
   for (const [column, comment] of [...facts.columnComments].filter(([column]) => has(column))) {
     statements.push(`COMMENT ON COLUMN ${live}.${quoteIdent(column)} IS ${sqlLiteral(comment)}`);

@@ -87,7 +87,7 @@ describe('startBatch', () => {
   });
 
   it('creates staging like live, if it does not exist yet', () => {
-    expect(statements[1]).toBe(`CREATE TABLE IF NOT EXISTS "analytics"."${staging}" (LIKE "analytics"."orders")`);
+    expect(statements[1]).toBe(`CREATE TABLE IF NOT EXISTS "analytics"."${staging}" (LIKE "analytics"."orders" INCLUDING DEFAULTS)`);
   });
 
   it('guards every INSERT with WHERE NOT EXISTS, so a re-run inserts nothing twice', () => {
