@@ -1,4 +1,5 @@
 // Applies the list in unsupported.ts to parsed SQL.
+import { disallowed } from './allowed.ts';
 import { kindOf, names, relations, walk, type Visited } from './ast.ts';
 import { parsePlPgSql, parsePositional, parseSql, type AstNode, type ParsedStatement } from './parser.ts';
 import { ENDS_TRANSACTION, UNSUPPORTED, type Citation, type Detection, type UnsupportedConstruct } from './unsupported.ts';
@@ -9,7 +10,7 @@ export interface Finding {
   readonly hint?: string;
 }
 
-/** Every listed construct a Data API SQL text (`:name` parameters allowed) uses, each once. */
+/** Every listed construct, and every form Redshift does not document, a Data API SQL text (`:name` parameters allowed) uses, each once. */
 export function checkSql(sql: string): Finding[] {
   return checkStatements(parseSql(sql).statements);
 }
@@ -19,6 +20,8 @@ export function checkStatements(statements: readonly ParsedStatement[]): Finding
   for (const statement of statements) {
     for (const entry of matching(UNSUPPORTED, statement.node)) found.set(entry.construct, finding(entry));
     for (const entry of plpgsqlFindings(statement)) found.set(entry.construct, entry);
+    // Then whatever is not among the forms Redshift documents (allowed.ts).
+    for (const entry of disallowed(statement.node)) if (!found.has(entry.construct)) found.set(entry.construct, entry);
   }
   return [...found.values()];
 }
