@@ -155,8 +155,9 @@ export function missingPrivileges(required: readonly Requirement[], facts: Privi
         // Not judged: only the monitor's, which Plan does not check.
         return false;
       case 'syslog':
-        // Not judged: only a superuser can read it (SVL_USER_INFO.syslogaccess,
-        // https://docs.aws.amazon.com/redshift/latest/dg/r_SVL_USER_INFO.html).
+        // Not judged: SVL_USER_INFO.syslogaccess is a superuser's only, and on a
+        // provisioned cluster only (https://docs.aws.amazon.com/redshift/latest/dg/r_SVL_USER_INFO.html,
+        // https://docs.aws.amazon.com/redshift/latest/dg/c_intro_system_views.html).
         return false;
     }
   });

@@ -11,6 +11,7 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
+import type { TargetKind } from './data-api/system-views.ts';
 
 /** Region and credentials the local endpoints accept (they check no signature). */
 export const LOCAL_AWS_ENV = {
@@ -19,8 +20,11 @@ export const LOCAL_AWS_ENV = {
   AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY ?? 'local',
 };
 
-/** The workgroup name local statements carry (the local endpoint needs a target, and ignores which). */
+/** The workgroup name local statements carry (the local endpoint needs a target; its kind decides the catalog, its name nothing). */
 export const LOCAL_WORKGROUP = 'local';
+
+/** The secret a local cluster target names: the endpoint serves it as its default user, as a workgroup. */
+export const LOCAL_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:000000000000:secret:atomic-publish-local';
 
 /** The deployed functions run Node 22; on a local Node 20 the SDK's support notice is noise. */
 export function silenceSdkNodeNotice(): void {
@@ -79,9 +83,22 @@ export function localTarget(database: string, dbUser?: string): WarehouseTarget 
   return dbUser === undefined ? { database, workgroupName: LOCAL_WORKGROUP } : { database, clusterIdentifier: LOCAL_WORKGROUP, dbUser };
 }
 
-/** The environment the handlers read to reach `database` through a local endpoint. */
-export function localHandlerEnvironment(endpoint: string, database: string, settings: Omit<DataApiSettings, 'endpoint'> = {}): Record<string, string> {
-  return warehouseEnvironment(localTarget(database), { ...settings, endpoint });
+/**
+ * The handlers' target of this kind as the endpoint's default user: a
+ * workgroup (Serverless), or a cluster with a secret (provisioned).
+ */
+export function localDefaultUserTarget(database: string, kind: TargetKind = 'workgroup'): WarehouseTarget {
+  return kind === 'workgroup' ? localTarget(database) : { database, clusterIdentifier: LOCAL_WORKGROUP, secretArn: LOCAL_SECRET_ARN };
+}
+
+/** The environment the handlers read to reach `database` through a local endpoint, on a target of this kind. */
+export function localHandlerEnvironment(
+  endpoint: string,
+  database: string,
+  settings: Omit<DataApiSettings, 'endpoint'> = {},
+  kind: TargetKind = 'workgroup',
+): Record<string, string> {
+  return warehouseEnvironment(localDefaultUserTarget(database, kind), { ...settings, endpoint });
 }
 
 /** The handlers' warehouse client on a local endpoint and database (as `dbUser` when given, see localTarget). */

@@ -252,10 +252,14 @@ function relationId(schema: string, table: string): string {
  * now (NULL when it runs none: idle in its transaction). From
  * SVV_TRANSACTIONS, which lists the transactions holding or waiting for a
  * lock (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TRANSACTIONS.html),
- * and STV_RECENTS, whose pid is that of a running query and -1 once it is
- * done (https://docs.aws.amazon.com/redshift/latest/dg/r_STV_RECENTS.html).
- * A regular user sees other users' rows only with SYSLOG ACCESS
- * UNRESTRICTED, which the setup SQL grants. Only this database's
+ * and SYS_QUERY_HISTORY, whose rows of a session (session_id, the pid)
+ * not yet ended are the query it runs now
+ * (https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html).
+ * Both exist on a Serverless workgroup and on a provisioned cluster; the
+ * STL, STV, SVL and SVCS views only on a cluster
+ * (https://docs.aws.amazon.com/redshift/latest/dg/c_intro_system_views.html),
+ * so none of them is read here. A regular user sees other users' rows
+ * only with SYSLOG ACCESS UNRESTRICTED, which the setup SQL grants. Only this database's
  * transactions, and not the functions' own user's (its steps read no
  * live table with an old snapshot).
  *
@@ -276,8 +280,9 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
     'snapshotHolders' in which
       ? `t.pid NOT IN (SELECT l.pid FROM svv_transactions l WHERE l.relation IN (${ids(which.snapshotHolders)}))`
       : `t.granted AND t.relation IN (${ids(which.lockHolders)})`;
-  const sql = `SELECT t.pid, MAX(t.txn_owner) AS txn_owner, MIN(t.txn_start) AS txn_start, MAX(TRIM(r.query)) AS query
-      FROM svv_transactions t LEFT JOIN stv_recents r ON r.pid = t.pid
+  const sql = `SELECT t.pid, MAX(t.txn_owner) AS txn_owner, MIN(t.txn_start) AS txn_start, MAX(TRIM(r.query_text)) AS query
+      FROM svv_transactions t
+      LEFT JOIN sys_query_history r ON r.session_id = t.pid AND r.status IN ('planning', 'queued', 'running', 'returning')
      WHERE t.txn_db = current_database() AND t.pid <> pg_backend_pid() AND t.txn_owner <> current_user AND ${filter}
      GROUP BY t.pid ORDER BY 3, 1`;
   return { sql: sql.replace(/\s+/g, ' ').trim() };

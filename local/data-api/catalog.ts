@@ -14,7 +14,7 @@
 // engine's, not the warehouse's: it is never listed.
 import type pg from 'pg';
 import { type ColumnMetadata, columnMetadata } from './fields.ts';
-import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
+import { STAND_IN_SCHEMAS } from './system-views.ts';
 
 /** One page: `limit` rows from `offset`, and whether more follow. */
 export interface PageRequest {
@@ -35,7 +35,7 @@ export interface TableMember {
 }
 
 /** Schemas never listed: PostgreSQL's own storage schemas, and the local engine's. */
-const HIDDEN_SCHEMAS = `n.nspname NOT IN ('pg_toast', '${SYSTEM_VIEWS_SCHEMA}') AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
+const HIDDEN_SCHEMAS = `n.nspname NOT IN ('pg_toast', ${STAND_IN_SCHEMAS.map((s) => `'${s}'`).join(', ')}) AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
 
 /** Schemas the user owns (through a role) or holds USAGE or CREATE on, as information_schema.schemata shows them. */
 const VISIBLE_SCHEMA = `(pg_has_role(n.nspowner, 'USAGE') OR has_schema_privilege(n.oid, 'CREATE, USAGE'))`;

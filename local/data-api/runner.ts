@@ -13,6 +13,10 @@
 // connection is reused, so a `BEGIN` never carries over to the next call.
 // When all connections are busy, statements wait in SUBMITTED.
 //
+// The target kind decides the catalog: a ClusterIdentifier request's
+// sessions see the provisioned-only system views, a WorkgroupName
+// request's do not (system-views.ts); each kind has pools of its own.
+//
 // A lost connection (the server restarted, the session terminated) fails
 // the statement running on it with the database's message and is never
 // reused; one lost while idle leaves the pool quietly. While the server is
@@ -26,7 +30,7 @@ import { localUserPassword } from '../database-users.ts';
 import { DataApiError } from './errors.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
-import { installSystemViews, SESSION_SEARCH_PATH } from './system-views.ts';
+import { installSystemViews, sessionSearchPath, type TargetKind } from './system-views.ts';
 
 /**
  * Redshift's two isolation levels, both snapshot-based: a transaction's
@@ -151,7 +155,7 @@ export class StatementRunner {
   async withSession<T>(target: StatementTarget, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool(target.database, this.userOf(target)).connect();
+      client = await this.pool(target.database, this.userOf(target), kindOf(target)).connect();
     } catch (error) {
       throw new DataApiError('DatabaseConnectionException', this.databaseMessage(error as PgError));
     }
@@ -208,7 +212,7 @@ export class StatementRunner {
     let client: pg.PoolClient;
     try {
       await this.ensureSystemViews(statement.target.database);
-      client = await this.pool(statement.target.database, this.userOf(statement.target)).connect();
+      client = await this.pool(statement.target.database, this.userOf(statement.target), kindOf(statement.target)).connect();
     } catch (error) {
       // As on Redshift, a missing database or refused connection is the statement's failure.
       if (!statement.isTerminal) {
@@ -344,8 +348,8 @@ export class StatementRunner {
     return installed;
   }
 
-  private pool(database: string, user: string): pg.Pool {
-    const key = JSON.stringify([database, user]);
+  private pool(database: string, user: string, kind: TargetKind): pg.Pool {
+    const key = JSON.stringify([database, user, kind]);
     let pool = this.pools.get(key);
     if (!pool) {
       pool = newPool(
@@ -358,8 +362,8 @@ export class StatementRunner {
           idleTimeoutMillis: 30_000,
           application_name: APPLICATION_NAME,
           // Redshift's session defaults: UTC, ISO dates, the database's isolation
-          // level; Redshift's system views (system-views.ts) after the user's schemas.
-          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]} -c search_path=${SESSION_SEARCH_PATH}`,
+          // level; the system views of the target's kind (system-views.ts) after the user's schemas.
+          options: `-c TimeZone=UTC -c DateStyle=ISO,MDY -c default_transaction_isolation=${PG_ISOLATION[this.options.isolation]} -c search_path=${sessionSearchPath(kind)}`,
           // Every value as PostgreSQL's text; fields.ts types them.
           types: { getTypeParser: () => (value: string) => value },
         },
@@ -449,3 +453,7 @@ function resultSize(rows: (string | null)[][]): number {
   return size;
 }
 
+/** A request naming a cluster is served as a provisioned cluster; one naming a workgroup, as Serverless. */
+export function kindOf(target: StatementTarget): TargetKind {
+  return target.clusterIdentifier !== undefined ? 'cluster' : 'workgroup';
+}

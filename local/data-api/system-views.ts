@@ -6,6 +6,15 @@
 // schemas, before pg_catalog, whose pg_constraint and pg_get_constraintdef
 // it stands in for: see KEY_CATALOG), so one SQL text runs on both engines.
 //
+// The catalog follows the request's target kind. A Serverless workgroup has
+// the SVV and SYS views but no STL, STV, SVL or SVCS views ("System
+// monitoring (provisioned only)",
+// https://docs.aws.amazon.com/redshift/latest/dg/c_intro_system_views.html);
+// a provisioned cluster has both. The provisioned-only views live in
+// PROVISIONED_VIEWS_SCHEMA, on the search_path of cluster requests only
+// (sessionSearchPath), so naming one from a workgroup fails as on Redshift:
+// relation "stv_recents" does not exist.
+//
 // Who sees which rows follows Redshift ("Visibility of data in system tables
 // and views", https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data):
 // a regular user sees only its own rows; a superuser, or a user with
@@ -17,8 +26,18 @@ import type pg from 'pg';
 
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
 
+/** The views only a provisioned cluster has: on the search_path of cluster requests only. */
+export const PROVISIONED_VIEWS_SCHEMA = 'local_redshift_provisioned';
+
+/** The schemas of the stand-ins, which no user's listing or grant view shows. */
+export const STAND_IN_SCHEMAS = [SYSTEM_VIEWS_SCHEMA, PROVISIONED_VIEWS_SCHEMA] as const;
+const STAND_INS = STAND_IN_SCHEMAS.map((s) => `'${s}'`).join(', ');
+
+/** What the request names: a provisioned cluster (ClusterIdentifier) or a Serverless workgroup (WorkgroupName). */
+export type TargetKind = 'cluster' | 'workgroup';
+
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 10';
+const VERSION = 'atomic-publish local Redshift system views, version 11';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -38,7 +57,7 @@ const VIEWS: Record<string, string> = {
      CROSS JOIN LATERAL aclexplode(c.relacl) a
       LEFT JOIN pg_roles r ON r.oid = a.grantee
      WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
-       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', ${STAND_INS})
        AND a.grantee <> c.relowner
        AND a.privilege_type IN ('SELECT', 'INSERT', 'UPDATE', 'DELETE', 'REFERENCES', 'TRUNCATE')
        AND (${SEES_ALL} OR a.grantee = 0 OR pg_has_role(current_user, a.grantee, 'USAGE'))`,
@@ -62,34 +81,25 @@ const VIEWS: Record<string, string> = {
        AND (l.locktype = 'transactionid' OR (l.locktype = 'relation' AND l.relation >= 16384))
        AND (${SEES_ALL} OR a.usename = current_user)`,
 
-  // https://docs.aws.amazon.com/redshift/latest/dg/r_STV_RECENTS.html
-  // Every client session's current or last query; pid is -1 once it is done.
-  stv_recents: `
-    SELECT a.usesysid::int4 AS userid,
-           (CASE WHEN a.state = 'active' THEN 'Running' ELSE 'Done' END)::char(20) AS status,
-           (a.query_start AT TIME ZONE 'UTC')::timestamp AS starttime,
-           LEAST(EXTRACT(EPOCH FROM now() - a.backend_start) * 1000000, 2147483647)::int4 AS duration,
-           a.usename::char(50) AS user_name,
-           a.datname::char(50) AS db_name,
-           LEFT(a.query, 600)::char(600) AS query,
-           (CASE WHEN a.state = 'active' THEN a.pid ELSE -1 END)::int4 AS pid
-      FROM pg_stat_activity a
-     WHERE a.backend_type = 'client backend' AND a.query_start IS NOT NULL
-       AND (${SEES_ALL} OR a.usename = current_user)`,
-
   // https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html
   // The queries of this database's client sessions now (no history).
   // PostgreSQL has no WLM queues: a statement waiting for a lock stands in
   // for a queued one (status 'queued'), any other active one is 'running',
   // so a test makes the warehouse busy by holding a lock others wait for.
   // Kept to the current database, which is the test's own on a shared server.
+  // A Serverless workgroup has it as a cluster has: the swap reads a
+  // session's running query from it (STV_RECENTS is provisioned only).
   sys_query_history: `
     SELECT a.usesysid::int4 AS user_id,
            a.pid::int8 AS query_id,
+           NULL::char(320) AS query_label,
+           COALESCE(a.backend_xid::text::int8, -1) AS transaction_id,
            a.pid::int4 AS session_id,
            a.datname::char(128) AS database_name,
            (CASE WHEN a.wait_event_type = 'Lock' THEN 'queued' ELSE 'running' END)::char(10) AS status,
            (a.query_start AT TIME ZONE 'UTC')::timestamp AS start_time,
+           NULL::timestamp AS end_time,
+           LEAST(EXTRACT(EPOCH FROM clock_timestamp() - a.query_start) * 1000000, 9223372036854775807)::int8 AS elapsed_time,
            LEFT(a.query, 4000)::char(4000) AS query_text
       FROM pg_stat_activity a
      WHERE a.backend_type = 'client backend' AND a.state = 'active' AND a.pid <> pg_backend_pid()
@@ -130,7 +140,7 @@ const VIEWS: Record<string, string> = {
          ORDER BY i.indisclustered DESC, i.indexrelid
          LIMIT 1) sk ON true
      WHERE c.relkind IN ('r', 'p', 'v', 'm')
-       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', ${STAND_INS})
        AND n.nspname NOT LIKE 'pg\\_%'
        AND ((SELECT r.rolsuper FROM pg_roles r WHERE r.rolname = current_user) OR has_any_column_privilege(c.oid, 'SELECT'))`,
 
@@ -166,8 +176,30 @@ const VIEWS: Record<string, string> = {
       JOIN pg_namespace n ON n.oid = c.relnamespace
       LEFT JOIN ${SYSTEM_VIEWS_SCHEMA}.table_attributes ta ON ta.relid = c.oid
      WHERE c.relkind IN ('r', 'p', 'm')
-       AND n.nspname NOT IN ('pg_catalog', 'information_schema', '${SYSTEM_VIEWS_SCHEMA}')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', ${STAND_INS})
        AND n.nspname NOT LIKE 'pg\\_%'`,
+};
+
+/**
+ * The views of PROVISIONED_VIEWS_SCHEMA: each page says "This table is only
+ * visible on provisioned clusters" or belongs to the STL, STV, SVL or SVCS
+ * families of "System monitoring (provisioned only)".
+ */
+const PROVISIONED_VIEWS: Record<string, string> = {
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_STV_RECENTS.html
+  // Every client session's current or last query; pid is -1 once it is done.
+  stv_recents: `
+    SELECT a.usesysid::int4 AS userid,
+           (CASE WHEN a.state = 'active' THEN 'Running' ELSE 'Done' END)::char(20) AS status,
+           (a.query_start AT TIME ZONE 'UTC')::timestamp AS starttime,
+           LEAST(EXTRACT(EPOCH FROM now() - a.backend_start) * 1000000, 2147483647)::int4 AS duration,
+           a.usename::char(50) AS user_name,
+           a.datname::char(50) AS db_name,
+           LEFT(a.query, 600)::char(600) AS query,
+           (CASE WHEN a.state = 'active' THEN a.pid ELSE -1 END)::int4 AS pid
+      FROM pg_stat_activity a
+     WHERE a.backend_type = 'client backend' AND a.query_start IS NOT NULL
+       AND (${SEES_ALL} OR a.usename = current_user)`,
 };
 
 /**
@@ -257,7 +289,7 @@ const FNV_HASH: string[] = FNV_HASH_BODIES.map(
  * PostgreSQL would enforce them, so the endpoint records them in
  * KEYS_TABLE instead, in the transaction of the statement that declared
  * them, and its sessions see `pg_constraint` and `pg_get_constraintdef`
- * of this schema before pg_catalog's (search_path SESSION_SEARCH_PATH):
+ * of this schema before pg_catalog's (search_path sessionSearchPath):
  * the real constraints without the CHECK (true) stand-ins the rewrite
  * leaves (Redshift has no CHECK constraints), and the recorded keys.
  */
@@ -305,8 +337,14 @@ const ATTRIBUTE_FUNCTIONS: string[] = [
      $$`,
 ];
 
-/** The endpoint sessions' search_path: this schema's catalog stand-ins before pg_catalog, user schemas first. */
-export const SESSION_SEARCH_PATH = `$user,public,${SYSTEM_VIEWS_SCHEMA},pg_catalog`;
+/**
+ * The search_path of the endpoint's sessions for a target of this kind: the
+ * user schemas, then the stand-ins before pg_catalog; a cluster's also
+ * the provisioned-only views.
+ */
+export function sessionSearchPath(kind: TargetKind): string {
+  return ['$user', 'public', SYSTEM_VIEWS_SCHEMA, ...(kind === 'cluster' ? [PROVISIONED_VIEWS_SCHEMA] : []), 'pg_catalog'].join(',');
+}
 
 const KEY_CATALOG: string[] = [
   // Oids far above any the server hands out to a test or demo cluster.
@@ -431,7 +469,8 @@ const KEY_CATALOG: string[] = [
 ];
 
 /** Views any user may read (each filters its rows); the others only superusers, unless granted. */
-const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'stv_recents', 'svv_redshift_columns', 'sys_query_history'];
+const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'svv_redshift_columns', 'sys_query_history'];
+const PUBLIC_PROVISIONED_VIEWS = ['stv_recents'];
 
 /**
  * Installs the views in the connected database unless they are there in
@@ -448,12 +487,17 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [SYSTEM_VIEWS_SCHEMA]);
     if (!(await current())) {
       await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_referenced_drop');
+      await client.query(`DROP SCHEMA IF EXISTS ${PROVISIONED_VIEWS_SCHEMA} CASCADE`);
       await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
       await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);
+      await client.query(`CREATE SCHEMA ${PROVISIONED_VIEWS_SCHEMA}`);
       for (const sql of TABLE_ATTRIBUTES) await client.query(sql);
       for (const [name, sql] of Object.entries(VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
       await client.query(`GRANT USAGE ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} TO PUBLIC`);
       for (const name of PUBLIC_VIEWS) await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO PUBLIC`);
+      for (const [name, sql] of Object.entries(PROVISIONED_VIEWS)) await client.query(`CREATE VIEW ${PROVISIONED_VIEWS_SCHEMA}.${name} AS ${sql}`);
+      await client.query(`GRANT USAGE ON SCHEMA ${PROVISIONED_VIEWS_SCHEMA} TO PUBLIC`);
+      for (const name of PUBLIC_PROVISIONED_VIEWS) await client.query(`GRANT SELECT ON ${PROVISIONED_VIEWS_SCHEMA}.${name} TO PUBLIC`);
       for (const sql of KEY_CATALOG) await client.query(sql);
       for (const sql of ATTRIBUTE_FUNCTIONS) await client.query(sql);
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);

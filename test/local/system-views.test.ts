@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement, localUserPassword } from '../../local/database-users.ts';
-import { SYSTEM_VIEWS_SCHEMA } from '../../local/data-api/system-views.ts';
+import { PROVISIONED_VIEWS_SCHEMA, SYSTEM_VIEWS_SCHEMA } from '../../local/data-api/system-views.ts';
 import { newClient, withClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
@@ -93,6 +93,7 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
         ]),
       );
 
+      // STV_RECENTS: a cluster request's (asSuperuser names a cluster); a workgroup has none (target-catalogs.test.ts).
       const recents = await asSuperuser.query({ sql: `SELECT status, user_name, db_name, query, pid FROM stv_recents WHERE pid = ${waiterPid}` }, 'recents');
       expect(recents).toHaveLength(1);
       expect(recents[0]).toMatchObject({ status: 'Running'.padEnd(20), user_name: wh.pg.user.padEnd(50), pid: waiterPid });
@@ -103,7 +104,7 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
       // user, every row.
       const seen = (user: string, view: string) =>
         withClient({ ...wh.pg, user, password: localUserPassword(wh.pg, user) }, async (client) =>
-          Number((await client.query(`SELECT count(*) AS n FROM ${SYSTEM_VIEWS_SCHEMA}.${view} WHERE pid IN (${holderPid}, ${waiterPid})`)).rows[0].n),
+          Number((await client.query(`SELECT count(*) AS n FROM ${view === 'stv_recents' ? PROVISIONED_VIEWS_SCHEMA : SYSTEM_VIEWS_SCHEMA}.${view} WHERE pid IN (${holderPid}, ${waiterPid})`)).rows[0].n),
         );
       expect(await seen(RESTRICTED_USER, 'svv_transactions')).toBe(0);
       expect(await seen(RESTRICTED_USER, 'stv_recents')).toBe(0);

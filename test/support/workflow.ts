@@ -28,6 +28,7 @@ import { createSampleWarehouse, dailySalesPipeline, SAMPLE_EXPECTED_ROWS_SQL, sa
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { dropDatabase, type PgConnection } from '../../local/postgres.ts';
 import { useWarehouse, type Warehouse } from './warehouse.ts';
+import { suiteTargetKind } from './target-kind.ts';
 
 export const PIPELINE: Pipeline = samplePipeline();
 export const LIVE = 'analytics.sales_order_lines';
@@ -172,7 +173,8 @@ export interface UseWorkflowOptions {
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
-  // The handlers run as the least-privilege role (workgroup requests); arranging and asserting through wh as the superuser.
+  // The handlers run as the least-privilege role (workgroup requests, or a
+  // cluster's with a secret: suiteTargetKind); arranging and asserting through wh as the superuser.
   const wh = await useWarehouse(prefix, {
     ...(options.postgres ? { postgres: options.postgres } : {}),
     ...(options.statementError ? { statementError: options.statementError } : {}),
@@ -208,7 +210,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     };
   }
   const runner = await LocalRunner.create({
-    env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }), POWERTOOLS_LOG_LEVEL: 'WARN', ...options.env },
+    env: { ...localHandlerEnvironment(wh.endpoint, wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind()), POWERTOOLS_LOG_LEVEL: 'WARN', ...options.env },
     timeScale: options.timeScale ?? WORKFLOW_TIME_SCALE,
     ...(options.functionTimeoutsSeconds ? { functionTimeoutsSeconds: options.functionTimeoutsSeconds } : {}),
     ...(options.cloudWatchEndpoint ? { cloudWatchEndpoint: options.cloudWatchEndpoint } : {}),

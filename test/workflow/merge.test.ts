@@ -13,6 +13,7 @@ import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../doma
 import { definePipelines } from '../../domain/spec.ts';
 import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
@@ -220,7 +221,7 @@ describe('merge', () => {
       const registry = definePipelines([{ ...mergeSpec, modifiedColumn: 'customer_id' }]);
       const bad = registry[0]!;
       wf.faults.Plan = async (input) => {
-        const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+        const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
         return JSON.parse(JSON.stringify(await plan(input as PlanEvent, warehouseFromEnv(env), registry))) as unknown;
       };
       const publications = await wf.publications();

@@ -26,6 +26,7 @@ import { definePipelines } from '../../domain/spec.ts';
 import { defineGroups } from '../../domain/groups.ts';
 import { planGroup } from '../../functions/plan/group.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool } from '../../local/readers.ts';
@@ -157,7 +158,7 @@ describe('before the migration', () => {
     const mirror = { ...migratingSpec, name: 'sales_order_lines_mirror', target: { schema: 'analytics', table: 'sales_order_lines_mirror' }, migration: undefined };
     const registry = definePipelines([migratingSpec, mirror]);
     const declared = defineGroups([{ name: 'sales', members: [PIPELINE.name, mirror.name] }], registry);
-    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
     const event: PlanEvent = { input: { group: 'sales', to: INPUT.to }, executionId: 'group-before-migration' };
     await expect(planGroup(event, warehouseFromEnv(env), registry, declared)).rejects.toThrow(
       /sales_order_lines: analytics\.sales_order_lines does not have the columns of migration\.ddl yet.*run the migration first/,
@@ -169,7 +170,7 @@ describe('before the migration', () => {
     const ddl = MIGRATION_DDL.replace('quantity integer NOT NULL ENCODE az64,', '');
     const registry = definePipelines([{ ...migratingSpec, migration: { ddl } }]);
     const tables = await wf.derivedTables();
-    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+    const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
     const event: PlanEvent = { input: INPUT, executionId: 'bad-ddl' };
     await expect(plan(event, warehouseFromEnv(env), registry)).rejects.toThrow(
       /migration refused before anything was written: view analytics\.order_quantities reads column quantity of analytics\.sales_order_lines, which migration\.ddl drops; keep the column in migration\.ddl, or change the view .*WITH NO SCHEMA BINDING/,
@@ -188,7 +189,7 @@ describe('before the migration, a live row the copy would miss', () => {
                    VALUES (700000000, 1, '2025-12-31 23:00:00', 1, 1, 1, 1.00, 1.0000)`;
     await wf.query(early);
     try {
-      const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+      const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
       await expect(plan({ input: INPUT, executionId: 'early-row' }, warehouseFromEnv(env))).rejects.toThrow(
         /1 row\(s\) of analytics\.sales_order_lines have no ordered_at or one before historyStart 2026-01-01T00:00:00Z, .*move historyStart back \(or delete those rows\)/,
       );

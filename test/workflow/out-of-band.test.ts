@@ -14,6 +14,7 @@ import { plan, type PlanEvent } from '../../functions/plan/index.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { definePipelines } from '../../domain/spec.ts';
 import { localCloudWatchClient, localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
@@ -260,7 +261,7 @@ describe('an expected writer (outOfBand.expectedWriters)', () => {
   const planWithExpectedWriters =
     (wf: Workflow): TaskOverride =>
     async (input) => {
-      const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 });
+      const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
       return JSON.parse(JSON.stringify(await plan(input as PlanEvent, warehouseFromEnv(env), registry))) as unknown;
     };
   /** An hour into sample day 9: at or after the end of the batch up to day 9. */
