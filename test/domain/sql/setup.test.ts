@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
-import { setupScript, setupStatements } from '../../../domain/sql/setup.ts';
+import { checkSql } from '../../../domain/redshift-sql/check.ts';
+import { SqlSyntaxError } from '../../../domain/redshift-sql/parser.ts';
+import { monitorSetupStatements, setupScript, setupStatements } from '../../../domain/sql/setup.ts';
+import { pipelines } from '../../../pipelines/index.ts';
 import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const pipeline = pipelineWith({});
@@ -29,5 +32,25 @@ describe('setupScript', () => {
     const script = setupScript(pipeline, { database: 'dev', user: 'etl' });
     expect(script).toContain('-- ownership of table analytics.orders: to rename it in the publish and drop its old versions\nALTER TABLE "analytics"."orders" OWNER TO "etl";\n');
     expect(script.split('\n').filter((line) => line !== '' && !line.startsWith('--'))).toHaveLength(7);
+  });
+});
+
+describe('the setup SQL against the Redshift gate', () => {
+  it('sends nothing the local engine refuses as not Redshift; the one statement PostgreSQL cannot parse is the SYSLOG ACCESS of ALTER USER', () => {
+    const statements = pipelines.flatMap((p) => [
+      ...setupStatements(p, { database: 'dev', user: 'IAMR:steps' }),
+      ...monitorSetupStatements(p, { database: 'dev', user: 'IAMR:steps-monitor' }),
+    ]);
+    const unparsed: string[] = [];
+    for (const sql of statements) {
+      try {
+        expect(checkSql(sql), sql).toEqual([]);
+      } catch (error) {
+        if (!(error instanceof SqlSyntaxError)) throw error;
+        unparsed.push(sql);
+      }
+    }
+    // Redshift's own form (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_USER.html); locally it is a grant of pg_read_all_stats.
+    expect(new Set(unparsed)).toEqual(new Set(['ALTER USER "IAMR:steps" SYSLOG ACCESS UNRESTRICTED']));
   });
 });
