@@ -23,6 +23,7 @@ export const COMMAND_PAGES = {
   dataTypes: page('Data types', 'c_Supported_data_types'),
   createTable: page('CREATE TABLE', 'r_CREATE_TABLE_NEW'),
   drop: page('SQL commands', 'c_SQL_commands'),
+  createFunction: page('CREATE FUNCTION', 'r_CREATE_FUNCTION'),
 } as const satisfies Record<string, Citation>;
 
 const P = COMMAND_PAGES;
@@ -193,6 +194,7 @@ export function disallowed(statement: AstNode): Disallowed[] {
   if (kind === 'TransactionStmt' && !TRANSACTION_KINDS.has(String(fields.kind))) {
     add({ construct: String(fields.kind).replace('TRANS_STMT_', '').replace(/_/g, ' '), citation: P.begin, hint: 'Redshift has BEGIN, COMMIT, END, ROLLBACK and ABORT, no savepoints nor prepared transactions' });
   }
+  if (kind === 'CreateFunctionStmt') add(routineLanguage(fields));
   if (kind === 'DropStmt' && !DROPPABLE.has(String(fields.removeType))) {
     add({ construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`, citation: P.drop, hint: 'it is not a Redshift SQL command' });
   }
@@ -216,6 +218,7 @@ export function disallowed(statement: AstNode): Disallowed[] {
     if (node === 'RangeFunction' && !rangeFunctions(f).every((name) => name === 'generate_series')) {
       add({ construct: 'functions in FROM (table functions)', citation: P.features });
     }
+    if (node === 'RowExpr') add({ construct: 'row constructors', citation: P.features, hint: 'compare the columns one by one, joined with AND' });
     if (node === 'CollateClause') add({ construct: 'COLLATE clause', citation: P.features, hint: 'Redshift has the COLLATE function' });
     if (node === 'TypeName') add(typeName(f));
     if (node === 'ColumnDef') for (const d of columnConstraints(f)) add(d);
@@ -244,6 +247,20 @@ function alterTable(fields: Record<string, unknown>): Disallowed | undefined {
     if (!TABLE_CONSTRAINTS.has(contype)) return { construct: `ADD ${contype.replace('CONSTR_', '')} constraint`, citation: P.createTable, hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY' };
   }
   return undefined;
+}
+
+/** Languages of Redshift's functions (SQL, Python) and stored procedures (PL/pgSQL). */
+const LANGUAGES = new Set(['sql', 'plpythonu', 'plpgsql']);
+
+function routineLanguage(fields: Record<string, unknown>): Disallowed | undefined {
+  let language = 'sql';
+  walk(fields.options, ({ kind, fields: f }) => {
+    if (kind === 'DefElem' && f.defname === 'language') language = String((f.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
+  });
+  if (fields.returnType !== undefined && (fields.returnType as { setof?: boolean }).setof === true) {
+    return { construct: 'functions returning SETOF or TABLE', citation: P.createFunction, hint: 'a Redshift function returns one value' };
+  }
+  return LANGUAGES.has(language) ? undefined : { construct: `LANGUAGE ${language}`, citation: P.createFunction, hint: 'Redshift functions are SQL or Python (plpythonu), stored procedures PL/pgSQL' };
 }
 
 function setParameter(fields: Record<string, unknown>): Disallowed | undefined {

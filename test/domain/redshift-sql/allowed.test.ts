@@ -31,6 +31,10 @@ describe('what Redshift does not document', () => {
     ['SELECT * FROM unnest_rows(1)', 'functions in FROM (table functions)'],
     ['SELECT a::uuid FROM t', 'the type uuid'],
     ['SELECT a COLLATE "C" FROM t', 'COLLATE clause'],
+    ['SELECT * FROM t WHERE (a, b) = (1, 2)', 'row constructors'],
+    ['SELECT ROW(a, b) FROM t', 'row constructors'],
+    ["CREATE FUNCTION f(int) RETURNS int LANGUAGE plperl AS 'return 1'", 'LANGUAGE plperl'],
+    ['CREATE FUNCTION f() RETURNS SETOF int LANGUAGE sql AS \'SELECT 1\'', 'functions returning SETOF or TABLE'],
   ])('%s: %s', (sql, construct) => {
     expect(constructs(sql)).toContain(construct);
   });
@@ -72,6 +76,8 @@ describe('what Redshift documents', () => {
     'GRANT SELECT ON TABLE t TO GROUP g',
     'LOCK t, u',
     'COMMENT ON TABLE t IS \'x\'',
+    "CREATE OR REPLACE FUNCTION f(int) RETURNS int IMMUTABLE AS 'SELECT $1 + 1' LANGUAGE sql",
+    "CREATE OR REPLACE PROCEDURE p() AS $$ BEGIN NULL; END; $$ LANGUAGE plpgsql",
   ])('%s', (sql) => {
     expect(checkSql(sql)).toEqual([]);
   });
