@@ -13,6 +13,8 @@
 // - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`: Redshift names a
 //   role grantee with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
 //   PostgreSQL, whose roles are its users and groups, with its bare name.
+// - run with Redshift's own functions and syntax as PostgreSQL runs them
+//   (redshift-functions/syntax.ts), rewritten after the gate's checks.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 import {
   checkStatements,
@@ -26,6 +28,7 @@ import { kindOf } from '../../domain/redshift-sql/ast.ts';
 import { stripTableAttributes, type TableAttributes, TableDdlError } from '../../domain/redshift-sql/table-ddl.ts';
 import type { TranslatedSql } from './params.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
+import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
 
 export interface GatedSql {
   /** What runs: the text, without key constraints. */
@@ -67,7 +70,7 @@ const MAX_VERDICTS = 2000;
 const CREATE_TABLE = /^\s*create\s+((local\s+)?(temp|temporary)\s+)?table\s/i;
 
 function gateOne(original: string, inTransaction: boolean): GatedSql {
-  let text = withoutRoleKeyword(original);
+  let text = withoutRoleKeyword(beforeParse(original));
   let attributes: TableAttributes | undefined;
   if (CREATE_TABLE.test(text)) {
     try {
@@ -79,8 +82,9 @@ function gateOne(original: string, inTransaction: boolean): GatedSql {
     }
   }
   const gated = gateParsed(text, inTransaction);
-  const table = gated.refusal === undefined ? tableAttributesOf(gated.text, attributes) : undefined;
-  return table ? { ...gated, tableAttributes: table } : gated;
+  if (gated.refusal !== undefined) return gated;
+  const table = tableAttributesOf(gated.text, attributes);
+  return { ...gated, text: withRedshiftSyntax(gated.text), ...(table ? { tableAttributes: table } : {}) };
 }
 
 /** What a CREATE TABLE records of its table's attributes: those it declares, or its LIKE table's. */
