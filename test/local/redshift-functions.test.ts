@@ -3,6 +3,7 @@
 // the value the page gives (pages under
 // https://docs.aws.amazon.com/redshift/latest/dg/, named in each test);
 // values relative to now are asserted by their properties.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { beforeParse, withRedshiftSyntax } from '../../local/data-api/redshift-functions/syntax.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
@@ -170,8 +171,10 @@ describe('strings, hashes and math', () => {
     expect(await value(`SELECT regexp_replace('a-b-c', '-', '+')`)).toBe('a+b+c');
   });
 
-  it('DLOG10, DEXP, DLOG1 (r_DLOG10, r_DEXP, r_DLOG1)', async () => {
+  it('DLOG10, DEXP, DLOG1, SHA2 (r_DLOG10, r_DEXP, r_DLOG1, SHA2)', async () => {
     expect(await wh.select('select dlog10(100), dexp(0), dlog1(1)')).toEqual([['2', '1', '0']]);
+    // The page gives no value: the 256-bit digest, in hex.
+    expect(await value(`select sha2('Amazon Redshift', 256)`)).toBe(createHash('sha256').update('Amazon Redshift').digest('hex'));
   });
 });
 

@@ -177,7 +177,7 @@ const VALUES: string[] = [
   sql('dexp(v double precision)', 'double precision', 'exp(v)'),
   sql('dlog1(v double precision)', 'double precision', 'ln(v)'),
   sql('dlog10(v double precision)', 'double precision', 'log10(v)'),
-  // r_SHA2: the hex digest of bits 224, 256 (or 0), 384 or 512; NULL for other lengths.
+  // SHA2: the hex digest of bits 224, 256 (or 0), 384 or 512; NULL for other lengths.
   sql('sha2(v text, bits integer)', 'varchar', `encode(CASE bits WHEN 224 THEN sha224(convert_to(v, 'UTF8')) WHEN 0 THEN sha256(convert_to(v, 'UTF8'))
      WHEN 256 THEN sha256(convert_to(v, 'UTF8')) WHEN 384 THEN sha384(convert_to(v, 'UTF8')) WHEN 512 THEN sha512(convert_to(v, 'UTF8')) END, 'hex')`),
 ];
