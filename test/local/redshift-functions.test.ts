@@ -100,6 +100,23 @@ describe('dates and times', () => {
     expect(await wh.select(`select date_part('hrs', timestamp '2009-09-21 11:10:03'), date_part(qtr, timestamp '2009-09-21 11:10:03'), date_part(decade, timestamp '2000-02-16 20:38:40')`)).toEqual([['11', '3', '201']]);
   });
 
+  it('EXTRACT takes the same names, and gives seconds, milliseconds and decades alone, as INTEGERs (r_EXTRACT_function)', async () => {
+    expect(await value(`select extract(minute from timestamp '2009-09-09 12:08:43')`)).toBe('8');
+    expect(await value(`select extract(ms from timestamp '2009-09-09 12:08:43.101')`)).toBe('101');
+    expect(await value(`select extract(ms from time '18:25:33.123456')`)).toBe('123');
+    expect(await value(`select extract(sec from timestamp '2009-09-21 11:10:03.189717')`)).toBe('3');
+    expect(await value(`select extract(decade from timestamp '1999-02-16 20:38:40')`)).toBe('200');
+    expect(await value(`select extract(dayofweek from timestamp '20220502 04:05:06.789')`)).toBe('1');
+  });
+
+  it('the calls take the column names Redshift gives them (r_DATEADD_function, r_DATEDIFF_function, r_DATE_PART_function)', async () => {
+    await wh.run(`create table named_columns as select dateadd(day, 1, date '2008-01-01'), datediff(day, date '2008-01-01', date '2008-01-02'),
+      date_part(minute, timestamp '2009-09-09 12:08:43'), extract(minute from timestamp '2009-09-09 12:08:43'), nvl(1, 2), decode(1, 1, 'one')`);
+    expect(await wh.select(`select column_name from information_schema.columns where table_name = 'named_columns' order by ordinal_position`)).toEqual([
+      ['date_add'], ['date_diff'], ['pgdate_part'], ['date_part'], ['coalesce'], ['case'],
+    ]);
+  });
+
   it('DATE_TRUNC cuts a timestamp to a date part (r_DATE_TRUNC)', async () => {
     expect(await value(`SELECT DATE_TRUNC('second', TIMESTAMP '20200430 04:05:06.789')`)).toBe('2020-04-30 04:05:06');
     expect(await value(`SELECT DATE_TRUNC('quarter', TIMESTAMP '20200430 04:05:06.789')`)).toBe('2020-04-01 00:00:00');
@@ -257,6 +274,6 @@ describe('the rewrite', () => {
 
   it('leaves qualified names, a column named like a date part outside the first argument, and t.sysdate alone', () => {
     const text = 'SELECT pg_catalog.decode(a, b, c), dateadd(day, day, d), t.sysdate FROM t';
-    expect(withRedshiftSyntax(text)).toBe("SELECT pg_catalog.decode(a, b, c), dateadd('day', day, d), t.sysdate FROM t");
+    expect(withRedshiftSyntax(text)).toBe("SELECT pg_catalog.decode(a, b, c), dateadd('day', day, d) AS date_add, t.sysdate FROM t");
   });
 });

@@ -24,7 +24,7 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  * function whose return type changes needs a new name, or the system
  * views' version bump, which creates the schema anew.
  */
-const VERSION = 'atomic-publish local Redshift functions, version 1';
+const VERSION = 'atomic-publish local Redshift functions, version 2';
 
 const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
@@ -115,15 +115,24 @@ const DATEDIFF: string[] = [
 /**
  * DATE_PART (r_DATE_PART_function): DOUBLE PRECISION, PostgreSQL's own
  * after Redshift's names, and a DECADE that counts from year 1 (decade
- * 201 is 2000-2009: r_Dateparts_for_datetime_functions). EXTRACT is
- * PostgreSQL's (a NUMERIC with the seconds' fraction, where Redshift's
- * r_EXTRACT_function gives an INTEGER of the part alone).
+ * 201 is 2000-2009: r_Dateparts_for_datetime_functions). EXTRACT of a
+ * second, millisecond, microsecond or decade (r_EXTRACT_function) is the
+ * part alone, an INTEGER (DOUBLE PRECISION of a TIMESTAMPTZ): 43 seconds
+ * and 101 milliseconds of 12:08:43.101; syntax.ts sends those here.
  * DATE_TRUNC (r_DATE_TRUNC) of a date gives a TIMESTAMP (PostgreSQL's,
  * a timestamptz); of a timestamp it is PostgreSQL's, which reads the same
  * names but for Redshift's few of its own (qtrs, dw, ...).
  */
 const decadeFix = (p: string) => `CASE WHEN ${S}.datepart_name(${p}) = 'decade' THEN 1 ELSE 0 END`;
+const extractPart = (v: string) => `CASE u
+     WHEN 'second' THEN floor(extract(second FROM ${v}))
+     WHEN 'millisecond' THEN floor(extract(microseconds FROM ${v}) / 1000) - floor(extract(second FROM ${v})) * 1000
+     WHEN 'microsecond' THEN extract(microseconds FROM ${v}) - floor(extract(microseconds FROM ${v}) / 1000) * 1000
+     WHEN 'decade' THEN floor(extract(decade FROM ${v})) + 1 END`;
 const DATE_PART: string[] = [
+  ...['timestamp', 'time', 'timetz'].map((type) => sql(`extract_part(u text, v ${type})`, 'integer', `(${extractPart('v')})::integer`)),
+  sql('extract_part(u text, v date)', 'integer', `(${extractPart('v::timestamp')})::integer`),
+  sql('extract_part(u text, v timestamptz)', 'double precision', `(${extractPart('v')})::double precision`, 'STABLE'),
   ...['timestamp', 'date', 'time', 'timetz', 'interval'].map((type) =>
     sql(`date_part(p text, v ${type})`, 'double precision', `pg_catalog.date_part(${S}.datepart_name(p), v) + ${decadeFix('p')}`)),
   sql('date_part(p text, v timestamptz)', 'double precision', `pg_catalog.date_part(${S}.datepart_name(p), v) + ${decadeFix('p')}`, 'STABLE'),

@@ -24,12 +24,20 @@
 //   As a window function (OVER) it is not rewritten.
 // - MEDIAN(x) is PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x) (r_MEDIAN);
 //   not as a window function.
+// - EXTRACT(part FROM v) takes Redshift's part names (dw, qtrs, yearday, ...)
+//   as the unit they name; of seconds, milliseconds, microseconds and
+//   decades it gives Redshift's INTEGER of that part alone (r_EXTRACT_function:
+//   43 seconds, 101 milliseconds of 12:08:43.101; decade 201 for 2000). Its
+//   other parts, EPOCH included, are PostgreSQL's.
+// - A select-list call of these without an alias takes the column name
+//   Redshift gives it: date_add, date_diff, pgdate_part, date_part
+//   (EXTRACT), listagg, median.
 // Only unqualified names are Redshift's: `pg_catalog.decode` stays.
 import { walk } from '../../../domain/redshift-sql/ast.ts';
 import { parsePositional, scanTokens, type Token } from '../../../domain/redshift-sql/parser.ts';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
-import { DATE_PART_NAMES } from './date-parts.ts';
+import { DATE_PART_NAMES, DATE_PARTS } from './date-parts.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -41,7 +49,7 @@ interface Rewrite {
 }
 
 const BEFORE_PARSE = /approximate|within\s+group|identity|schema\s+binding/i;
-const AFTER_GATE = /\b(nvl|decode|dateadd|datediff|date_part|sysdate|listagg|median)\b/i;
+const AFTER_GATE = /\b(nvl|decode|dateadd|datediff|date_part|sysdate|listagg|median|extract)\b/i;
 const DEFINES_TABLE = /^\s*(create\s+((local\s+)?(temp|temporary)\s+)?table|alter\s+table)\s/i;
 const DEFINES_VIEW = /^\s*create\s+(or\s+replace\s+)?view\s/i;
 
@@ -103,7 +111,11 @@ export function withRedshiftSyntax(text: string): string {
   const rewrites: Rewrite[] = [];
   for (const { node } of statements) {
     walk(node, ({ kind, fields }) => {
-      const rewrite = kind === 'FuncCall' ? call(fields, tokens, at) : kind === 'ColumnRef' ? sysdate(fields, tokens, at) : undefined;
+      const rewrite =
+        kind === 'FuncCall' ? call(fields, tokens, at) ?? extract(fields, tokens, at)
+        : kind === 'ColumnRef' ? sysdate(fields, tokens, at)
+        : kind === 'ResTarget' ? columnName(fields, tokens, at)
+        : undefined;
       if (rewrite) rewrites.push(rewrite);
     });
   }
@@ -118,6 +130,42 @@ function sysdate(fields: Fields, tokens: Token[], at: Map<number, number>): Rewr
   if (parts.length !== 1 || parts[0] !== 'sysdate' || token?.text.toLowerCase() !== 'sysdate') return undefined;
   return { start: token.start, end: token.end, build: () => `${S}.sysdate()` };
 }
+
+/** Redshift's default column names of the calls whose local form would name the column otherwise (the pages' examples). */
+const COLUMN_NAMES: Record<string, string> = { dateadd: 'date_add', datediff: 'date_diff', date_part: 'pgdate_part', listagg: 'listagg', median: 'median' };
+
+function columnName(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
+  const target = (fields.val as Fields | undefined)?.FuncCall as Fields | undefined;
+  const name = target && fieldNames(target.funcname).join('.');
+  const column = name === undefined ? undefined : name === 'pg_catalog.extract' && target!.funcformat === 'COERCE_SQL_SYNTAX' ? 'date_part' : COLUMN_NAMES[name];
+  if (fields.name !== undefined || !target || !column || target.over !== undefined) return undefined;
+  const first = at.get(Number(target.location));
+  const close = first === undefined || tokens[first + 1]?.text !== '(' ? undefined : matching(tokens, first + 1);
+  if (close === undefined) return undefined;
+  return { start: tokens[close]!.end, end: tokens[close]!.end, build: () => ` AS ${column}` };
+}
+
+/** The unit each of Redshift's part names stands for. */
+const UNIT_OF = new Map(Object.entries(DATE_PARTS).flatMap(([unit, names]) => names.map((n) => [n, unit] as const)));
+
+function extract(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
+  if (fieldNames(fields.funcname).join('.') !== 'pg_catalog.extract' || fields.funcformat !== 'COERCE_SQL_SYNTAX') return undefined;
+  const part = ((fields.args as Fields[] | undefined)?.[0]?.A_Const as Fields | undefined);
+  const unit = UNIT_OF.get(String((part?.sval as Fields | undefined)?.sval ?? '').toLowerCase());
+  const token = tokens[at.get(Number(part?.location)) ?? -1];
+  if (!unit || !token || token.text.startsWith("'")) return undefined;
+  const first = at.get(Number(fields.location));
+  const close = first === undefined || tokens[first + 1]?.text !== '(' ? undefined : matching(tokens, first + 1);
+  const from = tokens.indexOf(token) + 1;
+  if (EXTRACT_PARTS.has(unit) && close !== undefined && tokens[from]?.text.toLowerCase() === 'from' && from + 1 < close) {
+    const [start, end] = [tokens[from + 1]!.start, tokens[close - 1]!.end];
+    return { start: tokens[first!]!.start, end: tokens[close]!.end, build: (r) => `${S}.extract_part('${unit}', ${r(start, end)})` };
+  }
+  return { start: token.start, end: token.end, build: () => unit };
+}
+
+/** The parts whose EXTRACT differs from PostgreSQL's (functions.ts, extract_part). */
+const EXTRACT_PARTS = new Set(['second', 'millisecond', 'microsecond', 'decade']);
 
 function call(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
   const name = fieldNames(fields.funcname);
