@@ -153,7 +153,7 @@ function extract(fields: Fields, tokens: Token[], at: Map<number, number>): Rewr
   const part = ((fields.args as Fields[] | undefined)?.[0]?.A_Const as Fields | undefined);
   const unit = UNIT_OF.get(String((part?.sval as Fields | undefined)?.sval ?? '').toLowerCase());
   const token = tokens[at.get(Number(part?.location)) ?? -1];
-  if (!unit || !token || token.text.startsWith("'")) return undefined;
+  if (!unit || !token || token.text.startsWith("'") || (token.text.toLowerCase() === unit && !EXTRACT_PARTS.has(unit))) return undefined;
   const first = at.get(Number(fields.location));
   const close = first === undefined || tokens[first + 1]?.text !== '(' ? undefined : matching(tokens, first + 1);
   const from = tokens.indexOf(token) + 1;
