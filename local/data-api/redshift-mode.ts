@@ -14,7 +14,8 @@
 //   role grantee with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
 //   PostgreSQL, whose roles are its users and groups, with its bare name.
 // - run with Redshift's own functions and syntax as PostgreSQL runs them
-//   (redshift-functions/syntax.ts), rewritten after the gate's checks.
+//   (redshift-functions/syntax.ts): the words PostgreSQL's grammar rejects
+//   rewritten before the parse, the rest after the checks.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 import {
   checkStatements,
