@@ -159,11 +159,31 @@ describe('dates and times', () => {
   });
 });
 
+describe('comparisons and weekdays', () => {
+  it('DATE_CMP and the other _CMP functions give -1, 0 or 1 (r_DATE_CMP, r_TIMESTAMP_CMP, r_INTERVAL_CMP)', async () => {
+    const caldates = `(select date '2008-01-01' + n as caldate from (select 0 as n union all select 3 union all select 4) d) date`;
+    expect(await wh.select(`select caldate, date_cmp(caldate,'2008-01-04') from ${caldates} order by caldate`)).toEqual([
+      ['2008-01-01', '-1'],
+      ['2008-01-04', '0'],
+      ['2008-01-05', '1'],
+    ]);
+    expect(await value(`select timestamp_cmp(timestamp '2008-01-24 06:43:29', timestamp '2008-02-18 02:36:48')`)).toBe('-1');
+    expect(await wh.select(`select date_cmp_timestamp(date '2008-01-04', timestamp '2008-01-04 00:00:00'), timestamp_cmp_date(timestamp '2008-01-04 01:00:00', date '2008-01-04'), interval_cmp(interval '3 days', interval '1 year')`)).toEqual([['0', '1', '-1']]);
+  });
+
+  it('DATE_PART_YEAR, NEXT_DAY (r_DATE_PART_YEAR, r_NEXT_DAY)', async () => {
+    expect(await value(`SELECT DATE_PART_YEAR(date '20220502 04:05:06.789')`)).toBe('2022');
+    expect(await value(`select next_day('2014-08-20','Tuesday')`)).toBe('2014-08-26');
+    expect(await wh.select(`select next_day(date '2014-08-20', 'wed'), next_day(date '2014-08-20', 'F'), next_day(timestamp '2014-08-20 10:00:00', 'su')`)).toEqual([['2014-08-27', '2014-08-22', '2014-08-24']]);
+  });
+});
+
 describe('strings, hashes and math', () => {
-  it('LEN counts characters, not the trailing blanks of a CHAR (r_LEN)', async () => {
+  it('LEN counts characters, not the trailing blanks of a CHAR; TEXTLEN, REPLICATE (r_LEN, r_TEXTLEN, r_REPLICATE)', async () => {
     expect(await wh.select(`select octet_length('français'), len('français')`)).toEqual([['9', '8']]);
     expect(await wh.select(`select len('cat'), len('cat   ')`)).toEqual([['3', '6']]);
     expect(await value(`select len(cast('cat   ' as char(6)))`)).toBe('3');
+    expect(await wh.select(`select textlen('français'), replicate('ab', 3)`)).toEqual([['8', 'ababab']]);
   });
 
   it('CHARINDEX, STRPOS, SPLIT_PART (r_CHARINDEX, r_STRPOS, SPLIT_PART)', async () => {

@@ -24,7 +24,7 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  * function whose return type changes needs a new name, or the system
  * views' version bump, which creates the schema anew.
  */
-const VERSION = 'atomic-publish local Redshift functions, version 2';
+const VERSION = 'atomic-publish local Redshift functions, version 3';
 
 const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
@@ -167,12 +167,37 @@ const DATES: string[] = [
   sql('last_day(v text)', 'date', monthEnd('v::timestamp'), 'STABLE'),
 ];
 
+/** -1, 0 or 1 as a is before, at or after b; NULL when either is NULL. */
+const cmp = `(CASE WHEN a < b THEN -1 WHEN a > b THEN 1 WHEN a = b THEN 0 END)`;
+/** Day names by their first two letters, and the one-letter abbreviations (r_NEXT_DAY). */
+const weekday = `CASE lower(left(btrim(day), 2)) WHEN 'su' THEN 0 WHEN 'mo' THEN 1 WHEN 'tu' THEN 2 WHEN 'we' THEN 3 WHEN 'th' THEN 4 WHEN 'fr' THEN 5 WHEN 'sa' THEN 6
+     ELSE CASE lower(btrim(day)) WHEN 'm' THEN 1 WHEN 'w' THEN 3 WHEN 'f' THEN 5 END END`;
+const COMPARISONS: string[] = [
+  // r_DATE_CMP, r_DATE_CMP_TIMESTAMP, r_DATE_CMP_TIMESTAMPTZ, r_TIMESTAMP_CMP, r_TIMESTAMP_CMP_DATE, r_TIMESTAMP_CMP_TIMESTAMPTZ, r_INTERVAL_CMP: INTEGER.
+  sql('date_cmp(a date, b date)', 'integer', cmp),
+  sql('date_cmp_timestamp(a date, b timestamp)', 'integer', cmp),
+  sql('date_cmp_timestamptz(a date, b timestamptz)', 'integer', cmp, 'STABLE'),
+  sql('timestamp_cmp(a timestamp, b timestamp)', 'integer', cmp),
+  sql('timestamp_cmp_date(a timestamp, b date)', 'integer', cmp),
+  sql('timestamp_cmp_timestamptz(a timestamp, b timestamptz)', 'integer', cmp, 'STABLE'),
+  sql('interval_cmp(a interval, b interval)', 'integer', cmp),
+  // r_DATE_PART_YEAR: the year of a date, INTEGER.
+  sql('date_part_year(v date)', 'integer', 'extract(year FROM v)::integer'),
+  // r_NEXT_DAY: the DATE of the first given weekday after the value's date.
+  sql('next_day(v date, day text)', 'date', `v + ((${weekday}) - extract(dow FROM v)::int + 6) % 7 + 1`),
+  sql('next_day(v timestamp, day text)', 'date', `${S}.next_day(v::date, day)`),
+  sql('next_day(v text, day text)', 'date', `${S}.next_day(v::date, day)`, 'STABLE'),
+];
+
 const VALUES: string[] = [
   // r_NVL2: not_null_return_value when expression is not NULL, else null_return_value, of their common type.
   sql('nvl2(e anyelement, not_null anycompatible, if_null anycompatible)', 'anycompatible', 'CASE WHEN e IS NOT NULL THEN not_null ELSE if_null END'),
   // r_LEN: characters; a CHAR's trailing blanks are not counted (its cast to text drops them), a VARCHAR's are.
   sql('len(v text)', 'integer', 'pg_catalog.length(v)'),
   sql('len(v bytea)', 'integer', 'pg_catalog.length(v)'),
+  // r_TEXTLEN: LEN's synonym. r_REPLICATE: REPEAT's.
+  sql('textlen(v text)', 'integer', 'pg_catalog.length(v)'),
+  sql('replicate(v text, n integer)', 'text', 'pg_catalog.repeat(v, n)'),
   // r_CHARINDEX: the 1-based position of substring in string, 0 when it is not there.
   sql('charindex(sub text, str text)', 'integer', 'pg_catalog.strpos(str, sub)'),
   // REGEXP_REPLACE: every occurrence from position on (PostgreSQL's replaces the first unless told 'g'); replace_string defaults to ''.
@@ -192,7 +217,7 @@ const VALUES: string[] = [
 ];
 
 /** In the order of their dependencies (a SQL function's body is checked when it is created). */
-const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...VALUES];
+const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...COMPARISONS, ...VALUES];
 
 /**
  * Creates the functions in the connected database unless they are there in
