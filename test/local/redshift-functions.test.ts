@@ -247,16 +247,25 @@ describe('aggregates', () => {
     expect(await value(`select listagg(v, '-') from (select 'a' as v union all select null union all select '' union all select 'b') t`)).toMatch(/^(a-b|b-a)$/);
   });
 
-  it('MEDIAN is PERCENTILE_CONT(0.5), NULLs ignored (r_MEDIAN)', async () => {
+  it('MEDIAN is PERCENTILE_CONT(0.5), NULLs ignored, DECIMAL of integers; as a window function too (r_MEDIAN, r_WF_MEDIAN)', async () => {
     expect(await wh.select(`select sellerid, qtysold, percentile_cont(0.5) within group (order by qtysold), median (qtysold) from sales where sellerid in (380, 1178) group by sellerid, qtysold order by 1, 2`)).toEqual([
-      ['380', '1', '1', '1'],
-      ['380', '2', '2', '2'],
-      ['1178', '3', '3', '3'],
-      ['1178', '4', '4', '4'],
-      ['1178', '1', '1', '1'],
-    ].sort((a, b) => Number(a[0]) - Number(b[0]) || Number(a[1]) - Number(b[1])));
-    expect(await value('select median(qtysold) from sales where eventid = 1')).toBe('5');
-    expect(await value('select median(qtysold) from sales where eventid = 4337')).toBe('2');
+      ['380', '1', '1', '1.0'],
+      ['380', '2', '2', '2.0'],
+      ['1178', '1', '1', '1.0'],
+      ['1178', '3', '3', '3.0'],
+      ['1178', '4', '4', '4.0'],
+    ]);
+    expect(await value('select median(qtysold) from sales where eventid = 1')).toBe('5.0');
+    // 21 rows of 1, 2, 3, 4, ...: the middle one; of 1, 2, 3, 4 the mean of 2 and 3; of decimals one more digit.
+    expect(await value('select median(qtysold) from sales where eventid = 4337')).toBe('2.0');
+    expect(await value('select median(qtysold) from sales where sellerid in (380, 8117, 12905)')).toBe('2.5');
+    expect(await value('select median(pricepaid) from sales where sellerid = 380')).toBe('5.000');
+    expect(await value('select median(cast(qtysold as float8)) from sales where sellerid in (380, 8117, 12905)')).toBe('2.5');
+    expect(await value(`select median(d) from (select date '2008-01-01' as d union all select date '2008-01-04') t`)).toBe('2008-01-02');
+    expect(await wh.select('select sellerid, median(qtysold) over (partition by sellerid) from sales where sellerid = 380')).toEqual([
+      ['380', '1.5'],
+      ['380', '1.5'],
+    ]);
   });
 
   it('APPROXIMATE COUNT(DISTINCT x) counts the distinct values (r_COUNT)', async () => {

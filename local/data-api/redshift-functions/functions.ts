@@ -5,7 +5,7 @@
 // PostgreSQL function (date_part, date_trunc of a date, regexp_replace) it
 // stands in for it. Each follows its page under
 // https://docs.aws.amazon.com/redshift/latest/dg/ (named beside it); the syntax PostgreSQL cannot call as a function
-// (DATEADD's bare date part, SYSDATE, DECODE, LISTAGG, MEDIAN, ...) is
+// (DATEADD's bare date part, SYSDATE, DECODE, LISTAGG, ...) is
 // rewritten to calls of these or of PostgreSQL's own (syntax.ts).
 //
 // The bodies are single SQL expressions, so that the planner inlines them
@@ -24,7 +24,7 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  * function whose return type changes needs a new name, or the system
  * views' version bump, which creates the schema anew.
  */
-const VERSION = 'atomic-publish local Redshift functions, version 3';
+const VERSION = 'atomic-publish local Redshift functions, version 4';
 
 const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
@@ -167,6 +167,40 @@ const DATES: string[] = [
   sql('last_day(v text)', 'date', monthEnd('v::timestamp'), 'STABLE'),
 ];
 
+/**
+ * r_MEDIAN, r_WF_MEDIAN: the middle value, or the mean of the two middle
+ * ones, NULLs left out; DECIMAL of integers and decimals, with one digit
+ * more than the values' scale (the page's 1.0 of an integer), DOUBLE
+ * PRECISION of floats, a DATE or TIMESTAMP of those (halfway between the
+ * two middle ones). An aggregate of this schema rather than PERCENTILE_CONT, which
+ * takes only floats and is no window function: MEDIAN ... OVER (PARTITION
+ * BY ...) runs too. An overload per integer type, so that an integer does
+ * not resolve to the float one (PostgreSQL's preferred numeric type).
+ */
+const middle = (v: string) => `(SELECT x FROM unnest(${v}) x ORDER BY x OFFSET (cardinality(${v}) - 1) / 2 LIMIT 2 - cardinality(${v}) % 2) m`;
+const MEDIAN_TYPES: [input: string, state: string, final: string][] = [
+  ['smallint', 'numeric', 'number'],
+  ['integer', 'numeric', 'number'],
+  ['bigint', 'numeric', 'number'],
+  ['numeric', 'numeric', 'number'],
+  ['real', 'double precision', 'number'],
+  ['double precision', 'double precision', 'number'],
+  ['date', 'date', 'time'],
+  ['timestamp', 'timestamp', 'time'],
+  ['timestamptz', 'timestamptz', 'time'],
+];
+const ident = (type: string) => type.replace(' ', '_');
+const MEDIAN: string[] = [
+  ...[...new Map(MEDIAN_TYPES.map(([, state, final]) => [state, final])).entries()].map(([state, final]) =>
+    sql(`median_of_${ident(state)}(v ${state}[])`, state, state === 'numeric' ? `(SELECT round((min(x) + max(x)) / 2, max(scale(x)) + 1) FROM ${middle('v')})`
+      : final === 'number' ? `(SELECT (min(x) + max(x)) / 2 FROM ${middle('v')})` : `(SELECT min(x) + (max(x) - min(x)) / 2 FROM ${middle('v')})`)),
+  ...MEDIAN_TYPES.flatMap(([input, state]) => [
+    // Strict: a NULL leaves the state as it is.
+    sql(`median_add_${ident(input)}(a ${state}[], v ${input})`, `${state}[]`, `array_append(a, v::${state})`).replace('PARALLEL SAFE', 'STRICT PARALLEL SAFE'),
+    `CREATE OR REPLACE AGGREGATE ${S}.median(${input}) (SFUNC = ${S}.median_add_${ident(input)}, STYPE = ${state}[], INITCOND = '{}', FINALFUNC = ${S}.median_of_${ident(state)}, PARALLEL = SAFE)`,
+  ]),
+];
+
 /** -1, 0 or 1 as a is before, at or after b; NULL when either is NULL. */
 const cmp = `(CASE WHEN a < b THEN -1 WHEN a > b THEN 1 WHEN a = b THEN 0 END)`;
 /** Day names by their first two letters, and the one-letter abbreviations (r_NEXT_DAY). */
@@ -217,7 +251,7 @@ const VALUES: string[] = [
 ];
 
 /** In the order of their dependencies (a SQL function's body is checked when it is created). */
-const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...COMPARISONS, ...VALUES];
+const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...COMPARISONS, ...VALUES, ...MEDIAN];
 
 /**
  * Creates the functions in the connected database unless they are there in

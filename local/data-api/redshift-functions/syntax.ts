@@ -8,7 +8,8 @@
 // rejects these words): APPROXIMATE COUNT(DISTINCT ...), LISTAGG's WITHIN
 // GROUP, IDENTITY(seed, step), WITH NO SCHEMA BINDING. withRedshiftSyntax
 // runs on what the gate let through, since some results are functions the
-// gate refuses in a user's text (array_agg):
+// gate refuses in a user's text (array_agg). MEDIAN needs none: it is an
+// aggregate of functions.ts.
 // - NVL(...) is COALESCE(...) (r_NVL_function: "NVL is identical to COALESCE").
 // - DECODE(e, s1, r1, ..., default) with at least three arguments is a CASE
 //   in which NULL matches NULL (r_DECODE_expression); PostgreSQL's
@@ -22,8 +23,6 @@
 // - LISTAGG([DISTINCT] x [, delimiter]) [WITHIN GROUP (ORDER BY ...)]
 //   concatenates the values that are neither NULL nor empty (r_LISTAGG).
 //   As a window function (OVER) it is not rewritten.
-// - MEDIAN(x) is PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY x) (r_MEDIAN);
-//   not as a window function.
 // - EXTRACT(part FROM v) takes Redshift's part names (dw, qtrs, yearday, ...)
 //   as the unit they name; of seconds, milliseconds, microseconds and
 //   decades it gives Redshift's INTEGER of that part alone (r_EXTRACT_function:
@@ -31,7 +30,7 @@
 //   other parts, EPOCH included, are PostgreSQL's.
 // - A select-list call of these without an alias takes the column name
 //   Redshift gives it: date_add, date_diff, pgdate_part, date_part
-//   (EXTRACT), listagg, median.
+//   (EXTRACT), listagg.
 // Only unqualified names are Redshift's: `pg_catalog.decode` stays.
 import { walk } from '../../../domain/redshift-sql/ast.ts';
 import { parsePositional, scanTokens, type Token } from '../../../domain/redshift-sql/parser.ts';
@@ -49,7 +48,7 @@ interface Rewrite {
 }
 
 const BEFORE_PARSE = /approximate|within\s+group|identity|schema\s+binding/i;
-const AFTER_GATE = /\b(nvl|decode|dateadd|datediff|date_part|sysdate|listagg|median|extract)\b/i;
+const AFTER_GATE = /\b(nvl|decode|dateadd|datediff|date_part|sysdate|listagg|extract)\b/i;
 const DEFINES_TABLE = /^\s*(create\s+((local\s+)?(temp|temporary)\s+)?table|alter\s+table)\s/i;
 const DEFINES_VIEW = /^\s*create\s+(or\s+replace\s+)?view\s/i;
 
@@ -132,7 +131,7 @@ function sysdate(fields: Fields, tokens: Token[], at: Map<number, number>): Rewr
 }
 
 /** Redshift's default column names of the calls whose local form would name the column otherwise (the pages' examples). */
-const COLUMN_NAMES: Record<string, string> = { dateadd: 'date_add', datediff: 'date_diff', date_part: 'pgdate_part', listagg: 'listagg', median: 'median' };
+const COLUMN_NAMES: Record<string, string> = { dateadd: 'date_add', datediff: 'date_diff', date_part: 'pgdate_part', listagg: 'listagg' };
 
 function columnName(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
   const target = (fields.val as Fields | undefined)?.FuncCall as Fields | undefined;
@@ -214,9 +213,6 @@ function call(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite
         },
       };
     }
-    case 'median':
-      if (args.length !== 1 || distinct || order) return undefined;
-      return { start, end, build: (r) => `percentile_cont(0.5) WITHIN GROUP (ORDER BY ${r(args[0]!.start, args[0]!.end)})` };
     default:
       return undefined;
   }
