@@ -208,6 +208,12 @@ describe('strings, hashes and math', () => {
     expect(await value(`SELECT regexp_replace('a-b-c', '-', '+')`)).toBe('a+b+c');
   });
 
+  it('ROUND and TRUNC to places, of the input type (r_ROUND, r_TRUNC)', async () => {
+    const commission = `(select cast(28.05 as decimal(8,2)) as commission) sales`;
+    expect(await wh.select(`select commission, round(commission), round(commission, 1), round(commission, -1) from ${commission}`)).toEqual([['28.05', '28', '28.1', '30']]);
+    expect(await wh.select(`select round(cast(28.05 as float8), 1), round(27, -1), round(27), trunc(cast(28.057 as float8), 2), trunc(111, -2)`)).toEqual([['28.1', '30', '27', '28.05', '100']]);
+  });
+
   it('DLOG10, DEXP, DLOG1, SHA2 (r_DLOG10, r_DEXP, r_DLOG1, SHA2)', async () => {
     expect(await wh.select('select dlog10(100), dexp(0), dlog1(1)')).toEqual([['2', '1', '0']]);
     // The page gives no value: the 256-bit digest, in hex.

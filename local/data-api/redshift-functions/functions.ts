@@ -24,7 +24,7 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  * function whose return type changes needs a new name, or the system
  * views' version bump, which creates the schema anew.
  */
-const VERSION = 'atomic-publish local Redshift functions, version 4';
+const VERSION = 'atomic-publish local Redshift functions, version 5';
 
 const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
@@ -241,6 +241,13 @@ const VALUES: string[] = [
   // Redshift's parameters: c and i as PostgreSQL's flags; p (Perl-style) is PostgreSQL's default syntax.
   sql('regexp_replace(s text, pattern text, replacement text, pos integer, parameters text)', 'text',
     `pg_catalog.regexp_replace(s, pattern, replacement, pos, 0, pg_catalog.translate(parameters, 'p', ''))`),
+  // r_ROUND, r_TRUNC: of the input's type, to n places (negative: left of the point); PostgreSQL has them only for NUMERIC
+  // with places, and makes an integer's ROUND a DOUBLE PRECISION.
+  ...['smallint', 'integer', 'bigint', 'real', 'double precision'].flatMap((type) => [
+    sql(`round(v ${type}, n integer)`, type, `pg_catalog.round(v::numeric, n)::${type}`),
+    sql(`trunc(v ${type}, n integer)`, type, `pg_catalog.trunc(v::numeric, n)::${type}`),
+  ]),
+  ...['smallint', 'integer', 'bigint'].flatMap((type) => [sql(`round(v ${type})`, type, 'v'), sql(`trunc(v ${type})`, type, 'v')]),
   // r_DEXP, r_DLOG1, r_DLOG10.
   sql('dexp(v double precision)', 'double precision', 'exp(v)'),
   sql('dlog1(v double precision)', 'double precision', 'ln(v)'),
