@@ -253,6 +253,14 @@ describe('aggregates', () => {
     expect(await value(`select listagg(v, '-') from (select 'a' as v union all select null union all select '' union all select 'b') t`)).toMatch(/^(a-b|b-a)$/);
   });
 
+  it('LISTAGG as a window function, over the whole partition in its WITHIN GROUP order (r_WF_LISTAGG)', async () => {
+    expect(await wh.select('select listagg(sellerid) within group (order by sellerid) over() from winsales')).toEqual(Array(11).fill(['11122333344']));
+    expect(await wh.select(`select listagg(sellerid) within group (order by dateid) over () as seller from winsales where buyerid = 'b'`)).toEqual(Array(4).fill(['3233']));
+    expect(await wh.select(`select listagg(salesid, ',') within group (order by salesid) over (partition by buyerid) from winsales where buyerid = 'a'`)).toEqual(
+      Array(3).fill(['10005,40001,40005']),
+    );
+  });
+
   it('MEDIAN is PERCENTILE_CONT(0.5), NULLs ignored, DECIMAL of integers; as a window function too (r_MEDIAN, r_WF_MEDIAN)', async () => {
     expect(await wh.select(`select sellerid, qtysold, percentile_cont(0.5) within group (order by qtysold), median (qtysold) from sales where sellerid in (380, 1178) group by sellerid, qtysold order by 1, 2`)).toEqual([
       ['380', '1', '1', '1.0'],

@@ -21,8 +21,9 @@
 //   (r_SYSDATE). SYSDATE is a reserved word on Redshift (r_pg_keywords), so
 //   a column of that name is always quoted there, and a quoted one stays.
 // - LISTAGG([DISTINCT] x [, delimiter]) [WITHIN GROUP (ORDER BY ...)]
-//   concatenates the values that are neither NULL nor empty (r_LISTAGG).
-//   As a window function (OVER) it is not rewritten.
+//   concatenates the values that are neither NULL nor empty (r_LISTAGG);
+//   with OVER ([PARTITION BY ...]), without DISTINCT, over the whole
+//   partition (r_WF_LISTAGG).
 // - EXTRACT(part FROM v) takes Redshift's part names (dw, qtrs, yearday, ...)
 //   as the unit they name; of seconds, milliseconds, microseconds and
 //   decades it gives Redshift's INTEGER of that part alone (r_EXTRACT_function:
@@ -168,7 +169,7 @@ const EXTRACT_PARTS = new Set(['second', 'millisecond', 'microsecond', 'decade']
 
 function call(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
   const name = fieldNames(fields.funcname);
-  if (name.length !== 1 || fields.over !== undefined) return undefined;
+  if (name.length !== 1 || (fields.over !== undefined && name[0] !== 'listagg')) return undefined;
   const first = at.get(Number(fields.location));
   if (first === undefined || tokens[first + 1]?.text !== '(') return undefined;
   const close = matching(tokens, first + 1);
@@ -202,20 +203,35 @@ function call(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite
     }
     case 'listagg': {
       if (args.length < 1 || args.length > 2 || fields.agg_filter !== undefined) return undefined;
+      const window = fields.over === undefined ? undefined : partitionOnly(fields.over as Fields, tokens, close);
+      if (fields.over !== undefined && (!window || distinct)) return undefined;
       return {
         start,
-        end,
+        end: window?.end ?? end,
         build: (r) => {
           const value = r(args[0]!.start, args[0]!.end);
           const ordered = order ? ` ORDER BY ${r(order.start, order.end)}` : '';
           const delimiter = args[1] ? r(args[1].start, args[1].end) : "''";
-          return `array_to_string(array_agg(${distinct ? 'DISTINCT ' : ''}${value}${ordered}) FILTER (WHERE (${value})::text <> ''), ${delimiter})`;
+          const nonEmpty = `FILTER (WHERE (${value})::text <> '')`;
+          if (!window) return `array_to_string(array_agg(${distinct ? 'DISTINCT ' : ''}${value}${ordered}) ${nonEmpty}, ${delimiter})`;
+          // r_WF_LISTAGG: the whole partition, in the WITHIN GROUP order (PostgreSQL has no ordered aggregate in a window).
+          const partition = window.inner ? `${r(window.inner.start, window.inner.end)} ` : '';
+          return `array_to_string(array_agg(${value}) ${nonEmpty} OVER (${partition}${ordered.trimStart()}${ordered ? ' ' : ''}ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), ${delimiter})`;
         },
       };
     }
     default:
       return undefined;
   }
+}
+
+/** The span of `OVER ( [PARTITION BY ...] )` after a call's closing token, and of its contents; undefined for another window. */
+function partitionOnly(over: Fields, tokens: Token[], close: number): { end: number; inner?: Span } | undefined {
+  const clause = (over.WindowDef ?? over) as Fields;
+  if (clause.orderClause !== undefined || clause.refname !== undefined || tokens[close + 1]?.text.toLowerCase() !== 'over' || tokens[close + 2]?.text !== '(') return undefined;
+  const shut = matching(tokens, close + 2);
+  if (shut === undefined) return undefined;
+  return { end: tokens[shut]!.end, ...(shut > close + 3 ? { inner: { start: tokens[close + 3]!.start, end: tokens[shut - 1]!.end } } : {}) };
 }
 
 interface Span {
