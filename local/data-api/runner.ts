@@ -31,6 +31,7 @@ import { DataApiError } from './errors.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
 import { installSystemViews, sessionSearchPath, type TargetKind } from './system-views.ts';
+import { installRedshiftFunctions } from './redshift-functions/functions.ts';
 
 /**
  * Redshift's two isolation levels, both snapshot-based: a transaction's
@@ -337,11 +338,14 @@ export class StatementRunner {
     return target.clusterIdentifier !== undefined && target.dbUser !== undefined ? target.dbUser : this.options.defaultUser;
   }
 
-  /** Installs the system views once per database; a failed attempt is tried again by the next statement. */
+  /** Installs the system views and Redshift's functions once per database; a failed attempt is tried again by the next statement. */
   private ensureSystemViews(database: string): Promise<void> {
     let installed = this.systemViews.get(database);
     if (!installed) {
-      installed = withClient({ ...this.connection, database }, installSystemViews);
+      installed = withClient({ ...this.connection, database }, async (client) => {
+        await installSystemViews(client);
+        await installRedshiftFunctions(client);
+      });
       installed.catch(() => this.systemViews.delete(database));
       this.systemViews.set(database, installed);
     }
