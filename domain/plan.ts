@@ -3,8 +3,10 @@ import { checkDriftColumns } from './drift.ts';
 import { checkMeasureColumns } from './gate.ts';
 import { checkDimensionColumns } from './locate.ts';
 import { checkMergeColumns } from './merge.ts';
+import { testsForNull } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
+import { quarantineTableFor } from './sql/null-times.ts';
 import { clip, echo } from './text.ts';
 import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from './time.ts';
 
@@ -272,6 +274,31 @@ export function viewVersionTableFor(pipeline: Pipeline, batchId: string): string
 /** Name the live table takes when `batchId` replaces it: the retained old version. */
 export function previousVersionTableFor(pipeline: Pipeline, batchId: string): string {
   return `${pipeline.target.table}__prev_${batchId}`;
+}
+
+/**
+ * No source row may be lost unseen for having no time. The gate
+ * counts the rows with no time among those the source query returns
+ * (source_time_not_null, by nullTimes); but a query that compares a column
+ * with `:start` / `:end` returns no row in which that column is NULL, and no
+ * check sees what the query does not return. So a nullable column of a
+ * source table the query filters the interval on must be tested for NULL
+ * in the query: `OR t IS NULL` lets such rows through to nullTimes,
+ * `AND t IS NOT NULL` leaves them out on purpose. `nullable` are the
+ * filtered columns the catalog says can be NULL.
+ */
+export function checkNullTimes(pipeline: Pipeline, nullable: readonly { table: string; column: string }[]): void {
+  const untested = nullable.filter((c) => !testsForNull(pipeline.sourceSql, [c.column]));
+  const [first] = untested;
+  if (!first) return;
+  const t = first.column;
+  throw new ValidationError(
+    `pipeline ${pipeline.name}: field sourceSql would drop rows without a word: it filters the interval on ${untested.map((c) => `${c.table}.${c.column}`).join(', ')}, ` +
+      `which can be NULL, and a row with no ${t} passes no comparison with :start and :end, so no check sees it. ` +
+      `Let such rows through the filter (WHERE (${t} >= :start AND ${t} < :end) OR ${t} IS NULL) and choose with nullTimes ` +
+      `what becomes of them: 'fail' (the default: the run fails naming them) or 'quarantine' (kept in ${quarantineTableFor(pipeline)}, the rest published); ` +
+      `or leave them out on purpose (AND ${t} IS NOT NULL)`,
+  );
 }
 
 /**

@@ -18,7 +18,7 @@ export function checkSql(sql: string): Finding[] {
 export function checkStatements(statements: readonly ParsedStatement[]): Finding[] {
   const found = new Map<string, Finding>();
   for (const statement of statements) {
-    for (const entry of matching(UNSUPPORTED, statement.node)) found.set(entry.construct, finding(entry));
+    for (const entry of matching(UNSUPPORTED, statement.node)) found.set(entry.construct, finding(entry, statement.node));
     for (const entry of plpgsqlFindings(statement)) found.set(entry.construct, entry);
     // Then whatever is not among the forms Redshift documents (allowed.ts).
     for (const entry of disallowed(statement.node)) if (!found.has(entry.construct)) found.set(entry.construct, entry);
@@ -43,21 +43,56 @@ export function implicitCommitMessage(found: Finding): string {
   return `ERROR: ${found.construct} cannot run in a multi-statement transaction on Amazon Redshift: ${found.hint ?? ''} (${found.citation.title}: ${found.citation.url})`;
 }
 
-function finding(entry: UnsupportedConstruct): Finding {
-  return { construct: entry.construct, citation: entry.citation, ...(entry.hint ? { hint: entry.hint } : {}) };
+/** The entry as a finding; a catalog join names the catalog relations it may not read. */
+function finding(entry: UnsupportedConstruct, statement?: AstNode): Finding {
+  let hint = entry.hint;
+  if ('catalogJoinableOnly' in entry.detect && statement) {
+    const named = unjoinableCatalog(entry.detect.catalogJoinableOnly, statement);
+    hint = `${named.join(', ')} cannot be read with a user table${hint ? `; ${hint}` : ''}`;
+  }
+  return { construct: entry.construct, citation: entry.citation, ...(hint ? { hint } : {}) };
 }
 
 function matching(list: readonly UnsupportedConstruct[], statement: AstNode): UnsupportedConstruct[] {
   const nodes: Visited[] = [];
   walk(statement, (node) => nodes.push(node));
-  const readsTables = relations(statement).some((r) => !isCatalog(r.schemaname, r.relname));
-  return list.filter((entry) => nodes.some((node) => detects(entry.detect, node, readsTables)));
+  const kinds = relations(statement).map(relationKind);
+  const readsTables = kinds.some((k) => k !== 'catalog');
+  return list.filter((entry) =>
+    'catalogJoinableOnly' in entry.detect
+      ? unjoinableCatalog(entry.detect.catalogJoinableOnly, statement).length > 0
+      : nodes.some((node) => detects(entry.detect, node, readsTables)),
+  );
 }
 
-/** Catalog tables live on the leader node; a statement reading only them runs there. */
-function isCatalog(schema: unknown, table: unknown): boolean {
-  if (schema === 'pg_catalog' || schema === 'information_schema') return true;
-  return schema === undefined && typeof table === 'string' && table.startsWith('pg_');
+type RelationKind = 'catalog' | 'system' | 'user';
+
+const SYSTEM_PREFIX = /^(stl|stv|svl|svv|sys|svcs|stcs)_/;
+
+/**
+ * Catalog tables (PG_*, information_schema) live on the leader node; system
+ * tables and views (STL, STV, SVL, SVV, SYS, locally in local_redshift) and
+ * user tables are read on the compute nodes. A statement reading only
+ * catalog tables, or no table, runs on the leader node.
+ */
+function relationKind(range: Record<string, unknown>): RelationKind {
+  const schema = range.schemaname;
+  const table = typeof range.relname === 'string' ? range.relname.toLowerCase() : '';
+  if (schema === 'information_schema') return 'catalog';
+  const builtIn = schema === undefined || schema === 'pg_catalog' || schema === 'local_redshift';
+  if (builtIn && table.startsWith('pg_')) return 'catalog';
+  if (builtIn && SYSTEM_PREFIX.test(table)) return 'system';
+  return schema === 'pg_catalog' ? 'catalog' : 'user';
+}
+
+/** The catalog relations outside `joinable` a statement reads along with a user table, each once. */
+function unjoinableCatalog(joinable: readonly string[], statement: AstNode): string[] {
+  const ranges = relations(statement);
+  if (!ranges.some((r) => relationKind(r) === 'user')) return [];
+  const named = ranges
+    .filter((r) => relationKind(r) === 'catalog' && !joinable.includes(String(r.relname).toLowerCase()))
+    .map((r) => (r.schemaname === undefined ? String(r.relname) : `${String(r.schemaname)}.${String(r.relname)}`));
+  return [...new Set(named)];
 }
 
 function detects(detect: Detection, { kind, fields }: Visited, readsTables: boolean): boolean {
@@ -71,9 +106,13 @@ function detects(detect: Detection, { kind, fields }: Visited, readsTables: bool
   }
   if ('nodePrefix' in detect) return kind.startsWith(detect.nodePrefix);
   if ('functions' in detect) {
-    if (kind !== 'FuncCall') return false;
-    const name = lastName(fields.funcname);
-    const named = detect.functions.includes(name) || (detect.prefixes ?? []).some((prefix) => name.startsWith(prefix));
+    let named = false;
+    if (kind === 'FuncCall') {
+      const name = lastName(fields.funcname);
+      named = detect.functions.includes(name) || (detect.prefixes ?? []).some((prefix) => name.startsWith(prefix));
+    } else if (kind === 'SQLValueFunction') {
+      named = (detect.valueFunctions ?? []).includes(String(fields.op));
+    }
     return named && (!detect.onlyWithoutTables || readsTables);
   }
   if ('operators' in detect) {

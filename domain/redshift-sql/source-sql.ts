@@ -27,6 +27,39 @@ export function sourceTables(sourceSql: string): SourceTable[] {
   return [...seen.values()];
 }
 
+/** The last name of a column reference (`x.ordered_at` is `ordered_at`), folded to lower case as unquoted names resolve. */
+function columnName(node: unknown): string | undefined {
+  const fields = (node as { ColumnRef?: { fields?: { String?: { sval?: string } }[] } } | undefined)?.ColumnRef?.fields;
+  return fields?.at(-1)?.String?.sval?.toLowerCase();
+}
+
+const isParameter = (node: unknown) => node !== null && typeof node === 'object' && 'ParamRef' in node;
+
+/**
+ * The columns the query compares with its parameters (`:start`, `:end`):
+ * `t >= :start`, `:end > t`, `t BETWEEN :start AND :end`. A row whose such
+ * column is NULL passes none of these comparisons.
+ */
+export function intervalFilterColumns(sourceSql: string): string[] {
+  const found = new Set<string>();
+  for (const expr of nodesOf(parseSql(sourceSql).statements.map((s) => s.node), 'A_Expr')) {
+    const right = expr.rexpr as { List?: { items?: unknown[] } } | undefined;
+    const parameterOnRight = isParameter(right) || (right?.List?.items ?? []).some(isParameter);
+    const column = parameterOnRight ? columnName(expr.lexpr) : isParameter(expr.lexpr) ? columnName(expr.rexpr) : undefined;
+    if (column !== undefined) found.add(column);
+  }
+  return [...found];
+}
+
+/** Whether the query tests one of `columns` for NULL anywhere (`IS NULL`, `IS NOT NULL`), qualified or not. */
+export function testsForNull(sourceSql: string, columns: readonly string[]): boolean {
+  const names = new Set(columns.map((c) => c.toLowerCase()));
+  return nodesOf(parseSql(sourceSql).statements.map((s) => s.node), 'NullTest').some((test) => {
+    const name = columnName(test.arg);
+    return name !== undefined && names.has(name);
+  });
+}
+
 /**
  * What is wrong with a pipeline's source query, said after the field name
  * (`sourceSql <problem>`); undefined when nothing is. `wrapped` are the

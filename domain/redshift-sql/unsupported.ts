@@ -23,8 +23,24 @@ export type Detection =
   | { readonly node: string | readonly string[]; readonly field?: string; readonly values?: readonly string[] }
   /** Any node whose kind starts with this prefix (e.g. the SQL/JSON nodes). */
   | { readonly nodePrefix: string }
-  /** A call of one of these functions, or of one whose name starts with a prefix. */
-  | { readonly functions: readonly string[]; readonly prefixes?: readonly string[]; readonly onlyWithoutTables?: boolean }
+  /**
+   * A call of one of these functions, or of one whose name starts with a
+   * prefix, or one of these SQL value functions (`SQLValueFunction.op`,
+   * e.g. `SVFOP_CURRENT_TIMESTAMP`: CURRENT_TIMESTAMP written without
+   * parentheses). With `onlyWithoutTables`, only in a statement that reads
+   * a user table or a system table (STL, STV, SVL, SVV, SYS).
+   */
+  | {
+      readonly functions: readonly string[];
+      readonly prefixes?: readonly string[];
+      readonly valueFunctions?: readonly string[];
+      readonly onlyWithoutTables?: boolean;
+    }
+  /**
+   * A catalog relation (pg_*, information_schema) other than these in a
+   * statement that also reads a user table.
+   */
+  | { readonly catalogJoinableOnly: readonly string[] }
   /** An operator by its symbol, e.g. `->`. */
   | { readonly operators: readonly string[] }
   /** A type name (casts, column definitions, declarations). */
@@ -53,6 +69,9 @@ export const REDSHIFT_PAGES = {
   functions: { title: 'Unsupported PostgreSQL functions', url: `${DOCS}/c_unsupported-postgresql-functions.html` },
   dataTypes: { title: 'Unsupported PostgreSQL data types', url: `${DOCS}/c_unsupported-postgresql-datatypes.html` },
   leaderNode: { title: 'SQL functions supported on the leader node', url: `${DOCS}/c_sql-functions-leader-node.html` },
+  leaderNodeOnly: { title: 'Leader node–only functions', url: `${DOCS}/c_SQL_functions_leader_node_only.html` },
+  dateFunctions: { title: 'Date and time functions', url: `${DOCS}/Date_functions_header.html` },
+  catalogJoins: { title: 'Querying the catalog tables', url: `${DOCS}/c_join_PG.html` },
   plpgsql: { title: 'Supported PL/pgSQL statements', url: `${DOCS}/c_PLpgSQL-statements.html` },
   sqlCommands: { title: 'SQL commands', url: `${DOCS}/c_SQL_commands.html` },
   insert: { title: 'INSERT', url: `${DOCS}/r_INSERT_30.html` },
@@ -69,6 +88,52 @@ const POSTGRES_JSON_FUNCTIONS = [
   'json_build_array', 'json_object', 'json_array_elements', 'json_array_elements_text', 'json_each', 'json_each_text',
   'json_extract_path', 'json_object_keys', 'json_populate_record', 'json_populate_recordset', 'json_to_record',
   'json_to_recordset', 'json_typeof', 'json_strip_nulls',
+];
+
+/** What Redshift reports for a leader-node function in a query the compute nodes run. */
+const LEADER_NODE_ERROR = 'Redshift fails it with "Specified types or functions (one per INFO message) not supported on Amazon Redshift tables"';
+const LEADER_NODE_HINT = `it runs only on the leader node, in a statement that reads no user table and no system table (STL, STV, SVL, SVV, SYS); ${LEADER_NODE_ERROR}`;
+
+/**
+ * Redshift's leader-node-only functions ("Leader node–only functions"; the
+ * date functions also in "Date and time functions", which adds
+ * LOCALTIMESTAMP): each fails in a statement that reads a user or system
+ * table, and runs in one that reads catalog tables only or no table.
+ * `current` lists the SQL value functions PostgreSQL parses the keyword
+ * forms as (CURRENT_TIMESTAMP without parentheses, CURRENT_SCHEMA).
+ */
+const LEADER_NODE_ONLY: readonly { name: string; functions: readonly string[]; current?: readonly string[]; citation: Citation; hint?: string }[] = [
+  { name: 'CURRENT_SCHEMA', functions: ['current_schema'], current: ['SVFOP_CURRENT_SCHEMA'], citation: P.leaderNode },
+  { name: 'CURRENT_SCHEMAS', functions: ['current_schemas'], citation: P.leaderNodeOnly },
+  { name: 'HAS_DATABASE_PRIVILEGE', functions: ['has_database_privilege'], citation: P.leaderNodeOnly },
+  { name: 'HAS_SCHEMA_PRIVILEGE', functions: ['has_schema_privilege'], citation: P.leaderNodeOnly },
+  { name: 'HAS_TABLE_PRIVILEGE', functions: ['has_table_privilege'], citation: P.leaderNodeOnly },
+  { name: 'SUBSTR', functions: ['substr'], citation: P.leaderNode, hint: 'use SUBSTRING' },
+  { name: 'FACTORIAL', functions: ['factorial'], citation: P.leaderNodeOnly },
+  { name: 'AGE', functions: ['age'], citation: P.dateFunctions, hint: 'use DATEDIFF' },
+  { name: 'CURRENT_TIME', functions: [], current: ['SVFOP_CURRENT_TIME', 'SVFOP_CURRENT_TIME_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  { name: 'CURRENT_TIMESTAMP', functions: [], current: ['SVFOP_CURRENT_TIMESTAMP', 'SVFOP_CURRENT_TIMESTAMP_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  { name: 'LOCALTIME', functions: [], current: ['SVFOP_LOCALTIME', 'SVFOP_LOCALTIME_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  { name: 'LOCALTIMESTAMP', functions: [], current: ['SVFOP_LOCALTIMESTAMP', 'SVFOP_LOCALTIMESTAMP_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  { name: 'ISFINITE', functions: ['isfinite'], citation: P.dateFunctions },
+  { name: 'NOW', functions: ['now'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  { name: 'GET_BIT', functions: ['get_bit', 'getbit'], citation: P.leaderNodeOnly },
+  { name: 'GET_BYTE', functions: ['get_byte'], citation: P.leaderNodeOnly },
+  { name: 'SET_BIT', functions: ['set_bit'], citation: P.leaderNodeOnly },
+  { name: 'SET_BYTE', functions: ['set_byte'], citation: P.leaderNodeOnly },
+  { name: 'TO_ASCII', functions: ['to_ascii'], citation: P.leaderNodeOnly },
+];
+
+/**
+ * The catalog tables and views "Querying the catalog tables" lists as
+ * completely or partially accessible in a join with Redshift tables; any
+ * other is "either inaccessible or unlikely to be useful" there (PG_STATS
+ * is its example), though any can be queried without such a join.
+ */
+const CATALOG_JOINABLE = [
+  'pg_attribute', 'pg_cast', 'pg_depend', 'pg_description', 'pg_locks', 'pg_opclass',
+  'pg_class', 'pg_constraint', 'pg_database', 'pg_group', 'pg_language', 'pg_namespace', 'pg_operator', 'pg_proc',
+  'pg_settings', 'pg_statistic', 'pg_tables', 'pg_type', 'pg_user', 'pg_views',
 ];
 
 /**
@@ -102,6 +167,13 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
   { construct: 'SQL/JSON constructors', detect: { nodePrefix: 'Json' }, citation: P.dataTypes },
   { construct: 'CREATE INDEX', detect: { node: 'IndexStmt' }, citation: P.features, hint: 'Redshift has sort keys and distribution keys instead' },
   { construct: 'GENERATE_SERIES over table data', detect: { functions: ['generate_series'], onlyWithoutTables: true }, citation: P.functions, hint: 'it runs only on the leader node, in statements that read no table (see "SQL functions supported on the leader node")' },
+  ...LEADER_NODE_ONLY.map(({ name, functions, current, citation, hint }) => ({
+    construct: `${name} with a table`,
+    detect: { functions, ...(current ? { valueFunctions: current } : {}), onlyWithoutTables: true },
+    citation,
+    hint: `${hint ? `${hint}; ` : ''}${LEADER_NODE_HINT}`,
+  })),
+  { construct: 'catalog tables Redshift does not join with user tables', detect: { catalogJoinableOnly: CATALOG_JOINABLE }, citation: P.catalogJoins, hint: 'read it in a statement that reads no user table' },
   { construct: 'STRING_AGG', detect: { functions: ['string_agg'] }, citation: P.functions, hint: 'use LISTAGG' },
   { construct: 'PG_SLEEP', detect: { functions: ['pg_sleep', 'pg_sleep_for', 'pg_sleep_until'] }, citation: P.functions },
   { construct: 'advisory locks', detect: { functions: [], prefixes: ['pg_advisory_', 'pg_try_advisory_'] }, citation: P.functions, hint: 'use LOCK on a table' },

@@ -19,6 +19,25 @@ export function tableColumns(schema: string, table: string): Statement {
   };
 }
 
+/**
+ * Which of `columns` can hold NULL in the source tables (`table_schema`,
+ * `table_name`, `column_name`), from the catalog alone. A view's columns
+ * always can (information_schema says YES for them).
+ */
+export function nullableSourceColumns(tables: readonly { schema: string; table: string }[], columns: readonly string[]): Statement {
+  const match = tables.map((_, i) => `(table_schema = :schema_${i} AND table_name = :table_${i})`);
+  const names = columns.map((_, i) => `:column_${i}`);
+  return {
+    sql: `SELECT table_schema, table_name, column_name FROM information_schema.columns
+           WHERE (${match.join(' OR ')}) AND column_name IN (${names.join(', ')}) AND is_nullable = 'YES'
+           ORDER BY table_schema, table_name, column_name`,
+    parameters: Object.fromEntries([
+      ...tables.flatMap((t, i) => [[`schema_${i}`, t.schema], [`table_${i}`, t.table]]),
+      ...columns.map((c, i) => [`column_${i}`, c]),
+    ]),
+  };
+}
+
 /** Compiles the source query without reading rows: its result's columns are what a load would insert. */
 export function sourceShape(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
   return {

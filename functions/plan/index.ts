@@ -52,6 +52,7 @@ import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { checkDeclaredChecks } from './declared-checks.ts';
+import { checkSourceNullTimes } from './null-times.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
 import { planRollback } from './rollback.ts';
 import { planMigration, refuseUnmigrated } from './migration.ts';
@@ -221,6 +222,7 @@ export async function checkWarehouseSide(
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
   checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
   checkSourceTypes(pipeline, live, sourceColumns);
+  await checkSourceNullTimes(warehouse, pipeline, name);
   return liveColumns;
 }
 

@@ -17,6 +17,7 @@ import {
   migrationSpecHash,
   unmigratedRefusal,
 } from '../../domain/migration.ts';
+import { checkSourceNullTimes } from './null-times.ts';
 import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { rowsOutsideHistory } from '../../domain/sql/migration.ts';
@@ -80,6 +81,7 @@ export async function planMigration(event: PlanEvent, warehouse: Warehouse, regi
   try {
     checkSourceColumns(base, ddl.map((c) => c.name), sourceColumns.map((c) => c.name));
     checkSourceTypes(base, ddl.map((c) => ({ name: c.name, dataType: c.type.replace(/\(.*$/, '') })), sourceColumns);
+    await checkSourceNullTimes(warehouse, base, name);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
     throw migrationRefusal(base, [`after the migration, normal runs load the source query into the new table: ${error.message} (the columns of migration.ddl)`]);

@@ -27,6 +27,7 @@ import type pg from 'pg';
 import { endPool, newClient, newPool, withClient } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
 import { localUserPassword } from '../database-users.ts';
+import { DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';
 import { DataApiError } from './errors.ts';
 import { isKnownType, type ColumnSource } from './fields.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
@@ -53,7 +54,10 @@ const SERIALIZATION_FAILURE = '40001';
 export interface StatementRunnerOptions {
   maxConnectionsPerDatabase: number;
   isolation: Isolation;
+  /** A result over this many bytes fails its statement, as the Data API's does. */
   maxResultBytes: number;
+  /** A result row over this many bytes fails its statement, as the Data API's does. @default DATA_API_ROW_MAX_BYTES */
+  maxRowBytes?: number;
   /** The user of SecretArn and WorkgroupName requests. */
   defaultUser: string;
   log: (line: string) => void;
@@ -312,10 +316,16 @@ export class StatementRunner {
         part.finish(result.rowCount, undefined, 0);
         return true;
       }
+      // Over the Data API's limits the statement fails, before any of its result can be read.
       const rows = result.rows as (string | null)[][];
-      const size = resultSize(rows);
+      const { size, largestRow } = resultSize(rows);
+      const maxRowBytes = this.options.maxRowBytes ?? DATA_API_ROW_MAX_BYTES;
+      if (largestRow > maxRowBytes) {
+        part.fail(`Packet for query is too large: a result row of ${largestRow} bytes; the Data API returns rows of at most ${maxRowBytes} bytes.`);
+        return false;
+      }
       if (size > this.options.maxResultBytes) {
-        part.fail(`ERROR: Query result size ${size} bytes exceeds the limit of ${this.options.maxResultBytes} bytes.`);
+        part.fail(`Database response exceeded size limit: a result of ${size} bytes; the Data API returns at most ${this.options.maxResultBytes} bytes.`);
         return false;
       }
       const stored: StoredResult = { columns: await describeColumns(client, result.fields), rows };
@@ -451,10 +461,17 @@ async function describeColumns(client: pg.PoolClient, fields: pg.FieldDef[]): Pr
   }));
 }
 
-function resultSize(rows: (string | null)[][]): number {
+/** The bytes of a result's values as the database returns them (text), in all and in its largest row. */
+function resultSize(rows: (string | null)[][]): { size: number; largestRow: number } {
   let size = 0;
-  for (const row of rows) for (const value of row) if (value !== null) size += Buffer.byteLength(value);
-  return size;
+  let largestRow = 0;
+  for (const row of rows) {
+    let bytes = 0;
+    for (const value of row) if (value !== null) bytes += Buffer.byteLength(value);
+    size += bytes;
+    largestRow = Math.max(largestRow, bytes);
+  }
+  return { size, largestRow };
 }
 
 /** A request naming a cluster is served as a provisioned cluster; one naming a workgroup, as Serverless. */

@@ -7,6 +7,7 @@
 // Wire: AWS JSON 1.1 (`POST /`, `X-Amz-Target: RedshiftData.<Operation>`),
 // timestamps as epoch seconds, errors as `{"__type", "message"}` with HTTP
 // 400/500 and `x-amzn-ErrorType`. Requests are not authenticated.
+import { DATA_API_RESULT_MAX_BYTES, DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';
 import { AwsJsonRequestError, startAwsJsonServer } from '../aws-json-server.ts';
 import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
@@ -62,8 +63,10 @@ export interface LocalDataApiOptions {
   resultPageRows?: number;
   /** How long statements and their results are kept after they end. @default 86400 (24 h, as the real API) */
   resultRetentionSeconds?: number;
-  /** A result larger than this fails the statement. @default 104857600 (100 MB, as the real API) */
+  /** A result larger than this fails the statement. @default DATA_API_RESULT_MAX_BYTES (500 MB, as the real API) */
   maxResultBytes?: number;
+  /** A result row larger than this fails the statement. @default DATA_API_ROW_MAX_BYTES (64 KB, as the real API) */
+  maxRowBytes?: number;
   /**
    * Fault injection for the Data API's environmental errors
    * (ExecuteStatementException, BatchExecuteStatementException): the call
@@ -113,7 +116,8 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   const runner = new StatementRunner(opts.postgres, {
     maxConnectionsPerDatabase: opts.maxConnectionsPerDatabase ?? 32,
     isolation: opts.isolation ?? 'snapshot',
-    maxResultBytes: opts.maxResultBytes ?? 100 * 1024 * 1024,
+    maxResultBytes: opts.maxResultBytes ?? DATA_API_RESULT_MAX_BYTES,
+    maxRowBytes: opts.maxRowBytes ?? DATA_API_ROW_MAX_BYTES,
     defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
     ...(opts.statementError ? { statementError: opts.statementError } : {}),

@@ -64,6 +64,26 @@ const EXAMPLES: Record<string, string> = {
   'PL/pgSQL RETURN NEXT': 'CREATE FUNCTION f() RETURNS SETOF int AS $$ BEGIN RETURN NEXT 1; END $$ LANGUAGE plpgsql',
   'PL/pgSQL RETURN QUERY': 'CREATE FUNCTION f() RETURNS SETOF int AS $$ BEGIN RETURN QUERY SELECT 1; END $$ LANGUAGE plpgsql',
   'PL/pgSQL RAISE with expressions': procedure("BEGIN RAISE EXCEPTION 'n is %', n + 1; END", 'n int'),
+  'CURRENT_SCHEMA with a table': 'SELECT current_schema(), a FROM t',
+  'CURRENT_SCHEMAS with a table': 'SELECT current_schemas(false), a FROM t',
+  'HAS_DATABASE_PRIVILEGE with a table': "SELECT a FROM t WHERE has_database_privilege(current_database(), 'CREATE')",
+  'HAS_SCHEMA_PRIVILEGE with a table': "SELECT has_schema_privilege('public', 'USAGE'), a FROM t",
+  'HAS_TABLE_PRIVILEGE with a table': "SELECT a FROM t WHERE has_table_privilege('t', 'SELECT')",
+  'SUBSTR with a table': 'SELECT substr(b, 1) FROM t',
+  'FACTORIAL with a table': 'SELECT factorial(a) FROM t',
+  'AGE with a table': "SELECT age(TIMESTAMP '2026-01-01') FROM t",
+  'CURRENT_TIME with a table': 'SELECT current_time, a FROM t',
+  'CURRENT_TIMESTAMP with a table': 'INSERT INTO t (b) SELECT CAST(current_timestamp AS varchar(10))',
+  'LOCALTIME with a table': 'SELECT localtime(0) FROM t',
+  'LOCALTIMESTAMP with a table': "SELECT a FROM t WHERE localtimestamp > DATE '2000-01-01'",
+  'ISFINITE with a table': "SELECT isfinite(DATE '2026-01-01') FROM t",
+  'NOW with a table': "SELECT a FROM t WHERE now() > DATE '2000-01-01'",
+  'GET_BIT with a table': 'SELECT get_bit(CAST(b AS bytea), 0) FROM t',
+  'GET_BYTE with a table': 'SELECT get_byte(CAST(b AS bytea), 0) FROM t',
+  'SET_BIT with a table': 'SELECT set_bit(CAST(b AS bytea), 0, 1) FROM t',
+  'SET_BYTE with a table': 'SELECT set_byte(CAST(b AS bytea), 0, 1) FROM t',
+  'TO_ASCII with a table': 'SELECT to_ascii(b) FROM t',
+  'catalog tables Redshift does not join with user tables': 'SELECT t.a, s.n_distinct FROM t JOIN pg_stats s ON s.attname = t.b',
 };
 
 /** Near misses that Redshift runs, and so does the endpoint. */
@@ -71,6 +91,13 @@ const COUNTER_EXAMPLES: Record<string, string> = {
   'GENERATE_SERIES reading no table': 'SELECT n FROM generate_series(1, 3) AS n',
   'GENERATE_SERIES over catalog tables only': "SELECT n FROM pg_catalog.pg_namespace, generate_series(1, 2) AS n WHERE nspname = 'public'",
   'GENERATE_SERIES with a common table expression': 'WITH k AS (SELECT 2 AS m) SELECT generate_series(1, m) FROM k',
+  'leader-node functions reading no table': "SELECT current_schema(), now(), current_timestamp, substr('amazon', 5), has_database_privilege(current_database(), 'CREATE')",
+  'leader-node functions over catalog tables only': "SELECT nspname, has_schema_privilege(nspname, 'USAGE') FROM pg_namespace WHERE nspname = current_schema",
+  'HAS_TABLE_PRIVILEGE over joined catalog tables': `SELECT c.relname, HAS_TABLE_PRIVILEGE(QUOTE_IDENT(n.nspname) || '.' || QUOTE_IDENT(c.relname), 'SELECT')
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'`,
+  'a listed catalog table joined with a user table': "SELECT t.a, c.relname FROM t JOIN pg_class c ON c.relname = t.b",
+  'an unlisted catalog table read without a user table': 'SELECT count(*) FROM pg_stats',
+  'SUBSTRING, CURRENT_DATE and CURRENT_USER with a table': 'SELECT substring(b, 1, 2), current_date, current_user FROM t',
   'Redshift JSON function': `SELECT json_extract_path_text('{"k": "v"}', 'k')`,
   'comparison with = and IS NULL': 'SELECT a FROM t WHERE a <> 1 OR a IS NULL',
   'RAISE with variables only': procedure("BEGIN RAISE EXCEPTION 'n is %', n; END", 'n int'),
@@ -93,6 +120,17 @@ describe('constructs Redshift does not support', () => {
     const done = await wh.run(sql);
     expect(done.Error).toBeUndefined();
     expect(done.Status).toBe('FINISHED');
+  });
+
+  it("says why a leader-node function fails with a table, in Redshift's words, and names an unjoinable catalog table", async () => {
+    const leader = await wh.run('SELECT a FROM public.t WHERE now() IS NOT NULL');
+    expect(leader.Error).toContain('ERROR: NOW with a table is not supported on Amazon Redshift; use GETDATE or SYSDATE; it runs only on the leader node');
+    expect(leader.Error).toContain('Specified types or functions (one per INFO message) not supported on Amazon Redshift tables');
+    const system = await wh.run('SELECT current_schema(), count(*) FROM svv_transactions');
+    expect(system.Error).toMatch(/^ERROR: CURRENT_SCHEMA with a table is not supported/);
+    const catalog = await wh.run('SELECT t.a FROM t JOIN pg_catalog.pg_roles r ON r.rolname = t.b');
+    expect(catalog.Error).toContain('pg_catalog.pg_roles cannot be read with a user table');
+    expect(catalog.Error).toContain('https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html');
   });
 
   it('lets LISTAGG, the replacement for STRING_AGG, through to the database, which runs it (redshift-functions.test.ts)', async () => {

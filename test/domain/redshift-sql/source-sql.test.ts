@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SqlSyntaxError } from '../../../domain/redshift-sql/parser.ts';
-import { sourceSqlProblem, sourceTables } from '../../../domain/redshift-sql/source-sql.ts';
+import { intervalFilterColumns, sourceSqlProblem, sourceTables, testsForNull } from '../../../domain/redshift-sql/source-sql.ts';
 
 describe('sourceTables', () => {
   it('lists every table a query reads, each once, schema-qualified or not', () => {
@@ -47,5 +47,19 @@ describe('sourceSqlProblem', () => {
     expect(sourceSqlProblem(source, [`SELECT * FROM (${source}) AS other`])).toMatch(/^must stay inside the parentheses/);
     expect(sourceSqlProblem(source, [`${wrap(source)}; SELECT 1`])).toMatch(/^must stay inside the parentheses/);
     expect(sourceSqlProblem(source, [`SELECT * FROM (${source} WHERE) AS src`])).toMatch(/^must stay inside the parentheses/);
+  });
+});
+
+describe('the columns a source filters the interval on, and its NULL tests', () => {
+  it('finds the columns compared with :start and :end, on either side and in BETWEEN, by their last name', () => {
+    expect(intervalFilterColumns('SELECT id FROM raw.events e WHERE e.ts >= :start AND :end > e.ts')).toEqual(['ts']);
+    expect(intervalFilterColumns('SELECT id FROM raw.events WHERE Placed_At BETWEEN :start AND :end AND id > 5')).toEqual(['placed_at']);
+    expect(intervalFilterColumns('SELECT id FROM raw.events WHERE COALESCE(ts, created) >= :start AND id = 1')).toEqual([]);
+  });
+
+  it('sees IS NULL and IS NOT NULL on a column, qualified or not, and nothing on other columns', () => {
+    expect(testsForNull('SELECT id FROM raw.events e WHERE (e.ts >= :start AND e.ts < :end) OR e.ts IS NULL', ['ts'])).toBe(true);
+    expect(testsForNull('SELECT id FROM raw.events WHERE ts >= :start AND ts < :end AND TS IS NOT NULL', ['ts'])).toBe(true);
+    expect(testsForNull('SELECT id FROM raw.events WHERE ts >= :start AND ts < :end AND other IS NULL', ['ts'])).toBe(false);
   });
 });
