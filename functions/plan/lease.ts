@@ -77,6 +77,9 @@ export function leaseWaitSeconds(env: NodeJS.ProcessEnv = process.env): number {
  * this run has waited LEASE_WAIT_SECONDS for a holder of another batch.
  * An execution without an id (a direct invocation) takes none.
  */
+/** Takes of a lease that was released between the take and the read, before the run waits as for a holder. */
+const MAX_TAKES = 3;
+
 export async function takeLease(
   warehouse: Warehouse,
   pipeline: string,
@@ -89,10 +92,13 @@ export async function takeLease(
   if (!executionId) return undefined;
   const started = event.startedAt && !Number.isNaN(Date.parse(event.startedAt)) ? new Date(event.startedAt) : new Date();
   const acquire = async () => {
-    const now = new Date();
-    await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt: new Date(started.getTime() + timeoutSecondsOf(event) * 1000) }), name('lease'));
-    const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
-    return holder;
+    // A holder that releases the lease between the take and the read leaves no row: the lease is free, take it again.
+    for (let attempt = 1; ; attempt++) {
+      const now = new Date();
+      await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt: new Date(started.getTime() + timeoutSecondsOf(event) * 1000) }), name('lease'));
+      const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
+      if (holder !== undefined || attempt >= MAX_TAKES) return holder;
+    }
   };
   let holder = await acquire();
   if (String(holder?.execution_id ?? '') === executionId) return undefined;
@@ -107,6 +113,10 @@ export async function takeLease(
     holderStatus = await executionStatus(String(holder?.execution_id));
   }
   const heldBy = String(holder?.execution_id ?? '');
+  if (heldBy === '') {
+    // Released again and again between take and read: taken by others in turn; wait, as for a holder.
+    return { pipeline, heldBy: '(none)', holderStatus: 'UNKNOWN', since: '', expiresAt: '', sameBatch: false, wait: options.wait !== false, message: `the lease of pipeline ${pipeline} changed hands while this run took it; this run wrote nothing${options.wait === false ? ' and ends here' : ' and tries again'}.` };
+  }
   const since = utc(holder?.acquired_at);
   const expiresAt = utc(holder?.expires_at);
   const holderBatches = (await warehouse.query(batchOfExecution(heldBy), name('lease-holder-batch'))).map((row) => String(row.batch_id));
