@@ -5,7 +5,8 @@
 // the command's page lists. check.ts applies it after the refused
 // constructs of unsupported.ts, whose messages stay as they are
 // (docs/decisions/redshift-mode-of-the-local-engine.md).
-import { kindOf, names, walk } from './ast.ts';
+import { kindOf, names, relationKind, relations, walk } from './ast.ts';
+import { REDSHIFT_FUNCTIONS } from './functions.ts';
 import type { AstNode } from './parser.ts';
 import type { Citation } from './unsupported.ts';
 
@@ -24,6 +25,7 @@ export const COMMAND_PAGES = {
   createTable: page('CREATE TABLE', 'r_CREATE_TABLE_NEW'),
   drop: page('SQL commands', 'c_SQL_commands'),
   createFunction: page('CREATE FUNCTION', 'r_CREATE_FUNCTION'),
+  functions: page('SQL functions reference', 'c_SQL_functions'),
 } as const satisfies Record<string, Citation>;
 
 const P = COMMAND_PAGES;
@@ -207,8 +209,13 @@ export function disallowed(statement: AstNode): Disallowed[] {
       add({ construct: `${String(contype).replace('CONSTR_', '')} table constraint`, citation: P.createTable, hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY' });
     }
   }
+  // On the compute nodes (a statement reading a user table) only Redshift's functions run; a statement
+  // on the leader node has PostgreSQL's catalog functions too. System views are left out: where each
+  // runs, the reference does not say for every one of them.
+  const onComputeNodes = relations(statement).some((r) => relationKind(r) === 'user');
   walk(statement, ({ kind: node, fields: f }) => {
     if (node === 'SelectStmt') for (const d of selectClauses(f)) add(d);
+    if (node === 'FuncCall' && onComputeNodes) add(undocumentedFunction(f));
     if (node === 'SelectStmt' && Array.isArray(f.valuesLists) && f !== insertRows) {
       add({ construct: 'VALUES list used as a constant table', citation: P.features, hint: 'SELECT the values, joined with UNION ALL' });
     }
@@ -284,6 +291,19 @@ function selectClauses(fields: Record<string, unknown>): Disallowed[] {
     found.push({ construct: 'WINDOW clause (named windows)', citation: P.select, hint: 'write each window in its OVER ()' });
   }
   return found;
+}
+
+/**
+ * A call of a function the SQL functions reference does not have, unless it
+ * is a user-defined one: named by its schema, or `f_...` as Redshift's
+ * CREATE FUNCTION page asks of user-defined functions.
+ */
+function undocumentedFunction(fields: Record<string, unknown>): Disallowed | undefined {
+  const parts = names(fields.funcname).map((n) => n.toLowerCase());
+  const name = parts.at(-1) ?? '';
+  const schema = parts.length > 1 ? parts[0] : undefined;
+  if (REDSHIFT_FUNCTIONS.has(name) || name.startsWith('f_') || (schema !== undefined && schema !== 'pg_catalog')) return undefined;
+  return { construct: `the function ${name.toUpperCase()}`, citation: P.functions, hint: "it is not among Redshift's SQL functions (a user-defined function is named f_... or by its schema)" };
 }
 
 /** The names of the functions a FROM item calls. */

@@ -72,3 +72,23 @@ export function relations(root: unknown): Record<string, unknown>[] {
     .filter((range) => range.schemaname !== undefined || !cteNames.has(String(range.relname)))
     .sort((a, b) => Number(a.location) - Number(b.location));
 }
+
+export type RelationKind = 'catalog' | 'system' | 'user';
+
+const SYSTEM_PREFIX = /^(stl|stv|svl|svv|sys|svcs|stcs)_/;
+
+/**
+ * Catalog tables (PG_*, information_schema) live on the leader node; system
+ * tables and views (STL, STV, SVL, SVV, SYS, locally in local_redshift) and
+ * user tables are read on the compute nodes. A statement reading only
+ * catalog tables, or no table, runs on the leader node.
+ */
+export function relationKind(range: Record<string, unknown>): RelationKind {
+  const schema = range.schemaname;
+  const table = typeof range.relname === 'string' ? range.relname.toLowerCase() : '';
+  if (schema === 'information_schema') return 'catalog';
+  const builtIn = schema === undefined || schema === 'pg_catalog' || schema === 'local_redshift';
+  if (builtIn && table.startsWith('pg_')) return 'catalog';
+  if (builtIn && SYSTEM_PREFIX.test(table)) return 'system';
+  return schema === 'pg_catalog' ? 'catalog' : 'user';
+}

@@ -1,6 +1,6 @@
 // Applies the list in unsupported.ts to parsed SQL.
 import { disallowed } from './allowed.ts';
-import { kindOf, names, relations, walk, type Visited } from './ast.ts';
+import { kindOf, names, relationKind, relations, walk, type Visited } from './ast.ts';
 import { parsePlPgSql, parsePositional, parseSql, type AstNode, type ParsedStatement } from './parser.ts';
 import { ENDS_TRANSACTION, UNSUPPORTED, type Citation, type Detection, type UnsupportedConstruct } from './unsupported.ts';
 
@@ -63,26 +63,6 @@ function matching(list: readonly UnsupportedConstruct[], statement: AstNode): Un
       ? unjoinableCatalog(entry.detect.catalogJoinableOnly, statement).length > 0
       : nodes.some((node) => detects(entry.detect, node, readsTables)),
   );
-}
-
-type RelationKind = 'catalog' | 'system' | 'user';
-
-const SYSTEM_PREFIX = /^(stl|stv|svl|svv|sys|svcs|stcs)_/;
-
-/**
- * Catalog tables (PG_*, information_schema) live on the leader node; system
- * tables and views (STL, STV, SVL, SVV, SYS, locally in local_redshift) and
- * user tables are read on the compute nodes. A statement reading only
- * catalog tables, or no table, runs on the leader node.
- */
-function relationKind(range: Record<string, unknown>): RelationKind {
-  const schema = range.schemaname;
-  const table = typeof range.relname === 'string' ? range.relname.toLowerCase() : '';
-  if (schema === 'information_schema') return 'catalog';
-  const builtIn = schema === undefined || schema === 'pg_catalog' || schema === 'local_redshift';
-  if (builtIn && table.startsWith('pg_')) return 'catalog';
-  if (builtIn && SYSTEM_PREFIX.test(table)) return 'system';
-  return schema === 'pg_catalog' ? 'catalog' : 'user';
 }
 
 /** The catalog relations outside `joinable` a statement reads along with a user table, each once. */

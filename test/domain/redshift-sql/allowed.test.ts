@@ -33,6 +33,9 @@ describe('what Redshift does not document', () => {
     ['SELECT a COLLATE "C" FROM t', 'COLLATE clause'],
     ['SELECT * FROM t WHERE (a, b) = (1, 2)', 'row constructors'],
     ['SELECT ROW(a, b) FROM t', 'row constructors'],
+    ['SELECT gen_random_uuid() FROM t', 'the function GEN_RANDOM_UUID'],
+    ["SELECT format('%s', a) FROM t", 'the function FORMAT'],
+    ['SELECT pg_catalog.to_hex(a), regexp_matches(b, c) FROM t', 'the function REGEXP_MATCHES'],
     ["CREATE FUNCTION f(int) RETURNS int LANGUAGE plperl AS 'return 1'", 'LANGUAGE plperl'],
     ['CREATE FUNCTION f() RETURNS SETOF int LANGUAGE sql AS \'SELECT 1\'', 'functions returning SETOF or TABLE'],
   ])('%s: %s', (sql, construct) => {
@@ -76,6 +79,10 @@ describe('what Redshift documents', () => {
     'GRANT SELECT ON TABLE t TO GROUP g',
     'LOCK t, u',
     'COMMENT ON TABLE t IS \'x\'',
+    'SELECT f_mine(a), analytics.normalise(b) FROM t',
+    'SELECT pg_get_viewdef(c.oid) FROM pg_class c',
+    "SELECT nvl(a, 0), dateadd(day, 1, b), listagg(c, ',') WITHIN GROUP (ORDER BY c), median(a) FROM t GROUP BY b",
+    'SELECT strtol(substring(md5(a), 1, 15), 16), trim(b), extract(day FROM c), position(\'x\' IN b) FROM t',
     "CREATE OR REPLACE FUNCTION f(int) RETURNS int IMMUTABLE AS 'SELECT $1 + 1' LANGUAGE sql",
     "CREATE OR REPLACE PROCEDURE p() AS $$ BEGIN NULL; END; $$ LANGUAGE plpgsql",
   ])('%s', (sql) => {
