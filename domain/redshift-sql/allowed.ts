@@ -8,6 +8,7 @@
 import { kindOf, names, relationKind, relations, walk } from './ast.ts';
 import { REDSHIFT_FUNCTIONS } from './functions.ts';
 import type { AstNode } from './parser.ts';
+import type { Finding } from './check.ts';
 import type { Citation } from './unsupported.ts';
 
 const DOCS = 'https://docs.aws.amazon.com/redshift/latest/dg';
@@ -23,18 +24,11 @@ export const COMMAND_PAGES = {
   features: page('Unsupported PostgreSQL features', 'c_unsupported-postgresql-features'),
   dataTypes: page('Data types', 'c_Supported_data_types'),
   createTable: page('CREATE TABLE', 'r_CREATE_TABLE_NEW'),
-  drop: page('SQL commands', 'c_SQL_commands'),
   createFunction: page('CREATE FUNCTION', 'r_CREATE_FUNCTION'),
   functions: page('SQL functions reference', 'c_SQL_functions'),
 } as const satisfies Record<string, Citation>;
 
 const P = COMMAND_PAGES;
-
-export interface Disallowed {
-  readonly construct: string;
-  readonly citation: Citation;
-  readonly hint?: string;
-}
 
 /**
  * libpg-query's statement kinds that are Redshift commands (the "SQL
@@ -180,9 +174,9 @@ const TYPES = new Set([
 ]);
 
 /** Whatever in `statement` Redshift's SQL reference does not document, each construct once. */
-export function disallowed(statement: AstNode): Disallowed[] {
-  const found = new Map<string, Disallowed>();
-  const add = (d: Disallowed | undefined) => {
+export function disallowed(statement: AstNode): Finding[] {
+  const found = new Map<string, Finding>();
+  const add = (d: Finding | undefined) => {
     if (d && !found.has(d.construct)) found.set(d.construct, d);
   };
   const kind = kindOf(statement);
@@ -198,7 +192,7 @@ export function disallowed(statement: AstNode): Disallowed[] {
   }
   if (kind === 'CreateFunctionStmt') add(routineLanguage(fields));
   if (kind === 'DropStmt' && !DROPPABLE.has(String(fields.removeType))) {
-    add({ construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`, citation: P.drop, hint: 'it is not a Redshift SQL command' });
+    add({ construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`, citation: P.commands, hint: 'it is not a Redshift SQL command' });
   }
   // An INSERT's own VALUES list is its rows; any other VALUES list is a constant table.
   const insertRows = kind === 'InsertStmt' ? (fields.selectStmt as { SelectStmt?: unknown } | undefined)?.SelectStmt : undefined;
@@ -233,7 +227,7 @@ export function disallowed(statement: AstNode): Disallowed[] {
   return [...found.values()];
 }
 
-function alterTable(fields: Record<string, unknown>): Disallowed | undefined {
+function alterTable(fields: Record<string, unknown>): Finding | undefined {
   const cmds = (Array.isArray(fields.cmds) ? fields.cmds : []).map((c) => (c as { AlterTableCmd?: Record<string, unknown> }).AlterTableCmd ?? {});
   if (cmds.length > 1) {
     return { construct: 'ALTER TABLE with more than one subcommand', citation: P.alterTable, hint: 'run one ALTER TABLE per change (Redshift combines only ALTER SORTKEY, ALTER DISTKEY/DISTSTYLE and ALTER COLUMN ... ENCODE)' };
@@ -259,7 +253,7 @@ function alterTable(fields: Record<string, unknown>): Disallowed | undefined {
 /** Languages of Redshift's functions (SQL, Python) and stored procedures (PL/pgSQL). */
 const LANGUAGES = new Set(['sql', 'plpythonu', 'plpgsql']);
 
-function routineLanguage(fields: Record<string, unknown>): Disallowed | undefined {
+function routineLanguage(fields: Record<string, unknown>): Finding | undefined {
   let language = 'sql';
   walk(fields.options, ({ kind, fields: f }) => {
     if (kind === 'DefElem' && f.defname === 'language') language = String((f.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
@@ -270,7 +264,7 @@ function routineLanguage(fields: Record<string, unknown>): Disallowed | undefine
   return LANGUAGES.has(language) ? undefined : { construct: `LANGUAGE ${language}`, citation: P.createFunction, hint: 'Redshift functions are SQL or Python (plpythonu), stored procedures PL/pgSQL' };
 }
 
-function setParameter(fields: Record<string, unknown>): Disallowed | undefined {
+function setParameter(fields: Record<string, unknown>): Finding | undefined {
   // SET TRANSACTION ISOLATION LEVEL / READ ONLY: BEGIN takes them on Redshift.
   const name = String(fields.name ?? '').toLowerCase();
   if (fields.kind === 'VAR_RESET_ALL' || PARAMETERS.has(name)) return undefined;
@@ -280,8 +274,8 @@ function setParameter(fields: Record<string, unknown>): Disallowed | undefined {
   return { construct: `the configuration parameter ${name}`, citation: P.configuration, hint: 'SET and RESET take the parameters of the configuration reference only' };
 }
 
-function selectClauses(fields: Record<string, unknown>): Disallowed[] {
-  const found: Disallowed[] = [];
+function selectClauses(fields: Record<string, unknown>): Finding[] {
+  const found: Finding[] = [];
   const distinct = fields.distinctClause;
   if (Array.isArray(distinct) && distinct.some((item) => item && Object.keys(item as object).length > 0)) {
     found.push({ construct: 'DISTINCT ON', citation: P.select, hint: 'use ROW_NUMBER() OVER (PARTITION BY ...) and keep row 1' });
@@ -298,7 +292,7 @@ function selectClauses(fields: Record<string, unknown>): Disallowed[] {
  * is a user-defined one: named by its schema, or `f_...` as Redshift's
  * CREATE FUNCTION page asks of user-defined functions.
  */
-function undocumentedFunction(fields: Record<string, unknown>): Disallowed | undefined {
+function undocumentedFunction(fields: Record<string, unknown>): Finding | undefined {
   const parts = names(fields.funcname).map((n) => n.toLowerCase());
   const name = parts.at(-1) ?? '';
   const schema = parts.length > 1 ? parts[0] : undefined;
@@ -316,18 +310,16 @@ function rangeFunctions(fields: Record<string, unknown>): string[] {
 }
 
 function typeNameOf(typeName: unknown): string {
-  const parts = names((typeName as { names?: unknown } | undefined)?.names);
-  const last = (parts.at(-1) ?? '').toLowerCase();
-  return last;
+  return (names((typeName as { names?: unknown } | undefined)?.names).at(-1) ?? '').toLowerCase();
 }
 
-function typeName(fields: Record<string, unknown>): Disallowed | undefined {
+function typeName(fields: Record<string, unknown>): Finding | undefined {
   const type = typeNameOf(fields);
   if (type === '' || TYPES.has(type)) return undefined;
   return { construct: `the type ${type}`, citation: P.dataTypes, hint: 'Redshift has its own list of data types' };
 }
 
-function columnConstraints(fields: Record<string, unknown>): Disallowed[] {
+function columnConstraints(fields: Record<string, unknown>): Finding[] {
   const constraints = Array.isArray(fields.constraints) ? fields.constraints : [];
   return constraints
     .map((c) => String((c as { Constraint?: { contype?: unknown } }).Constraint?.contype))

@@ -11,7 +11,6 @@ import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/com
 import { localDefaultUserTarget, LOCAL_SECRET_ARN, LOCAL_WORKGROUP } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
-import { until } from '../support/until.ts';
 import { untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 let wh: Warehouse;
@@ -67,18 +66,21 @@ describe("the swap's wait for other transactions (openTransactions)", () => {
   it.each(['workgroup', 'cluster'] as const)('names the holder of a lock and the query it runs on a %s', async (kind) => {
     const holder = newClient(wh.pg);
     await holder.connect();
+    // The holder's query runs until the gate is released: it waits for the gate's lock.
+    const gate = await wh.gate();
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE public.held');
       const pid = (holder as unknown as { processID: number }).processID;
-      const sleeping = holder.query('SELECT pg_sleep(60) AS still_holding').catch(() => undefined);
-      await until(async () => (await wh.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = 'active'`, [pid])).length > 0, 'the holder running its query');
+      const running = holder.query(gate.sql);
+      expect(await gate.waiting()).toContain(pid);
       const warehouse = new DataApiWarehouse(wh.client, localDefaultUserTarget(wh.pg.database, kind), DEFAULT_POLL);
       const rows = await warehouse.query(openTransactions({ lockHolders: [{ schema: 'public', table: 'held' }] }), 'lock-holders');
-      expect(rows).toEqual([expect.objectContaining({ pid, txn_owner: wh.pg.user, query: 'SELECT pg_sleep(60) AS still_holding' })]);
-      await wh.query('SELECT pg_cancel_backend($1)', [pid]);
-      await sleeping;
+      expect(rows).toEqual([expect.objectContaining({ pid, txn_owner: wh.pg.user, query: gate.sql })]);
+      await gate.release();
+      await running;
     } finally {
+      await gate.release();
       await holder.end().catch(() => undefined);
     }
   });
