@@ -14,6 +14,7 @@ import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
 import { isLiveWatchEvent } from '../domain/live-watch.ts';
+import { WarehouseEnv } from '../domain/warehouse-target.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
@@ -697,8 +698,7 @@ export class LocalRunner {
     };
     const input = schedule.input.replace(/<aws\.scheduler\.([a-z-]+)>/g, (whole, name: string) => attributes[name] ?? whole);
     // The handlers share this process's environment: the function's own variables it lacks, and the local endpoint.
-    const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
-    Object.assign(process.env, Object.fromEntries(missing), {
+    Object.assign(process.env, variablesLacking(schedule.environment), {
       [StartRunEnv.STATE_MACHINE_ARN]: schedule.environment[StartRunEnv.STATE_MACHINE_ARN],
       [StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
     });
@@ -715,8 +715,7 @@ export class LocalRunner {
    */
   async fireFreshnessMonitor(cloudWatchEndpoint: string, options: { readonly liveWatch?: boolean } = {}): Promise<unknown> {
     const schedule = this.freshnessMonitorSchedule(options);
-    const missing = Object.entries(schedule.environment).filter(([key]) => process.env[key] === undefined);
-    Object.assign(process.env, Object.fromEntries(missing), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
+    Object.assign(process.env, variablesLacking(schedule.environment), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
     return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds));
   }
@@ -743,7 +742,21 @@ export class LocalRunner {
   }
 }
 
-/** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
+/** The variables naming the warehouse's target: one kind's set, never mixed (domain/warehouse-target.ts). */
+const TARGET_VARIABLES: readonly string[] = [WarehouseEnv.WORKGROUP, WarehouseEnv.CLUSTER_ID, WarehouseEnv.SECRET_ARN, WarehouseEnv.DB_USER];
+
+/**
+ * A function's synthesized variables this process lacks. The handlers share
+ * the process's environment, whose warehouse target (the local endpoint's,
+ * of the kind the caller chose) stands for the template's whole set.
+ */
+function variablesLacking(environment: Record<string, string>): Record<string, string> {
+  const targetNamed = TARGET_VARIABLES.some((key) => process.env[key] !== undefined);
+  return Object.fromEntries(
+    Object.entries(environment).filter(([key]) => process.env[key] === undefined && !(targetNamed && TARGET_VARIABLES.includes(key))),
+  );
+}
+
 /** The definitions already validated in this process, by their hash: a definition valid once stays valid. */
 const validated = new Set<string>();
 
@@ -763,6 +776,7 @@ function validateOnce(definition: unknown, validate: (definition: never) => unkn
   writeFileSync(marker, '');
 }
 
+/** The failure of an execution whose history passed MAX_HISTORY_EVENTS. */
 function historyLimitError(count: number): Error {
   return Object.assign(new Error(historyLimitCause(count)), { name: HISTORY_LIMIT_ERROR });
 }
