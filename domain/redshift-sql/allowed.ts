@@ -1,13 +1,15 @@
 // What Redshift's SQL reference documents, as an allow-list: every
 // statement's kind must be a Redshift command, and within the commands
 // whose PostgreSQL forms go beyond Redshift's (ALTER TABLE, SET, DROP,
-// transaction control, SELECT's clauses, type names), the form must be one
-// the command's page lists. check.ts applies it after the refused
+// transaction control, SELECT's clauses, type names, GRANT and REVOKE,
+// MERGE, COMMENT, LOCK, CREATE TABLE AS, CREATE MATERIALIZED VIEW, CREATE
+// VIEW, CREATE PROCEDURE, CALL, INSERT, UPDATE, DELETE), the form must be
+// one the command's page lists. check.ts applies it after the refused
 // constructs of unsupported.ts, whose messages stay as they are
 // (docs/decisions/redshift-mode-of-the-local-engine.md).
 import { kindOf, names, relationKind, relations, walk } from './ast.ts';
 import { REDSHIFT_FUNCTIONS } from './functions.ts';
-import type { AstNode } from './parser.ts';
+import { scanTokens, type AstNode } from './parser.ts';
 import type { Finding } from './check.ts';
 import type { Citation } from './unsupported.ts';
 
@@ -26,6 +28,20 @@ export const COMMAND_PAGES = {
   createTable: page('CREATE TABLE', 'r_CREATE_TABLE_NEW'),
   createFunction: page('CREATE FUNCTION', 'r_CREATE_FUNCTION'),
   functions: page('SQL functions reference', 'c_SQL_functions'),
+  grant: page('GRANT', 'r_GRANT'),
+  revoke: page('REVOKE', 'r_REVOKE'),
+  merge: page('MERGE', 'r_MERGE'),
+  comment: page('COMMENT', 'r_COMMENT'),
+  lock: page('LOCK', 'r_LOCK'),
+  createTableAs: page('CREATE TABLE AS', 'r_CREATE_TABLE_AS'),
+  createMaterializedView: page('CREATE MATERIALIZED VIEW', 'materialized-view-create-sql-command'),
+  createView: page('CREATE VIEW', 'r_CREATE_VIEW'),
+  createProcedure: page('CREATE PROCEDURE', 'r_CREATE_PROCEDURE'),
+  createSchema: page('CREATE SCHEMA', 'r_CREATE_SCHEMA'),
+  call: page('CALL', 'r_CALL_procedure'),
+  insert: page('INSERT', 'r_INSERT_30'),
+  update: page('UPDATE', 'r_UPDATE'),
+  delete: page('DELETE', 'r_DELETE'),
 } as const satisfies Record<string, Citation>;
 
 const P = COMMAND_PAGES;
@@ -173,8 +189,12 @@ const TYPES = new Set([
   'geometry', 'geography', 'hllsketch', 'regclass', 'oid', 'name',
 ]);
 
-/** Whatever in `statement` Redshift's SQL reference does not document, each construct once. */
-export function disallowed(statement: AstNode): Finding[] {
+/**
+ * Whatever in `statement` Redshift's SQL reference does not document, each
+ * construct once. `text`, the statement's own text, shows the keywords its
+ * tree does not keep (GRANT's GROUP, LOCK's IN ... MODE, RECURSIVE).
+ */
+export function disallowed(statement: AstNode, text?: string): Finding[] {
   const found = new Map<string, Finding>();
   const add = (d: Finding | undefined) => {
     if (d && !found.has(d.construct)) found.set(d.construct, d);
@@ -191,6 +211,9 @@ export function disallowed(statement: AstNode): Finding[] {
     add({ construct: String(fields.kind).replace('TRANS_STMT_', '').replace(/_/g, ' '), citation: P.begin, hint: 'Redshift has BEGIN, COMMIT, END, ROLLBACK and ABORT, no savepoints nor prepared transactions' });
   }
   if (kind === 'CreateFunctionStmt') add(routineLanguage(fields));
+  const words = () => (text === undefined ? [] : scanTokens(text).map((t) => t.text.toLowerCase()));
+  const clauses = COMMAND_CLAUSES[kind];
+  if (clauses) for (const d of clauses(fields, words)) add(d);
   if (kind === 'DropStmt' && !DROPPABLE.has(String(fields.removeType))) {
     add({ construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`, citation: P.commands, hint: 'it is not a Redshift SQL command' });
   }
@@ -329,4 +352,238 @@ function columnConstraints(fields: Record<string, unknown>): Finding[] {
       citation: P.createTable,
       ...(contype === 'CONSTR_IDENTITY' ? { hint: 'use IDENTITY(seed, step)' } : {}),
     }));
+}
+
+type Fields = Record<string, unknown>;
+type Clauses = (fields: Fields, words: () => string[]) => Finding[];
+
+const list = (value: unknown): Fields[] => (Array.isArray(value) ? (value as Fields[]) : []);
+const nonEmpty = (value: unknown) => value !== undefined && !(Array.isArray(value) && value.length === 0);
+const OBJECT_WORDS: Record<string, string> = {
+  OBJECT_MATVIEW: 'MATERIALIZED VIEW',
+  OBJECT_FDW: 'FOREIGN DATA WRAPPER',
+  OBJECT_LARGEOBJECT: 'LARGE OBJECT',
+  OBJECT_PARAMETER_ACL: 'PARAMETER',
+  OBJECT_DOMCONSTRAINT: 'CONSTRAINT ... ON DOMAIN',
+  OBJECT_TABCONSTRAINT: 'CONSTRAINT',
+};
+/** An object kind as PostgreSQL's keywords: `OBJECT_FOREIGN_SERVER` is `FOREIGN SERVER`. */
+const objectWords = (objtype: unknown) => OBJECT_WORDS[String(objtype)] ?? String(objtype).replace(/^OBJECT_/, '').replace(/_/g, ' ');
+
+/** Each statement kind's clauses checked against its command's page. */
+const COMMAND_CLAUSES: Record<string, Clauses> = {
+  GrantStmt: grantClauses,
+  GrantRoleStmt: (f) => [
+    {
+      construct: `${f.is_grant === true ? 'GRANT' : 'REVOKE'} of a role without ROLE`,
+      citation: f.is_grant === true ? P.grant : P.revoke,
+      hint: 'Redshift names the role: GRANT ROLE r TO { user [ WITH ADMIN OPTION ] | ROLE r2 }, REVOKE [ ADMIN OPTION FOR ] ROLE r FROM ...; a user joins a group by ALTER GROUP ... ADD USER',
+    },
+  ],
+  MergeStmt: mergeClauses,
+  CommentStmt: (f) =>
+    COMMENTABLE.has(String(f.objtype))
+      ? []
+      : [{ construct: `COMMENT ON ${objectWords(f.objtype)}`, citation: P.comment, hint: 'Redshift comments on tables, columns, constraints, databases and views' }],
+  LockStmt: lockClauses,
+  CreateTableAsStmt: createTableAsClauses,
+  ViewStmt: viewClauses,
+  CreateFunctionStmt: (f) => (f.is_procedure === true ? procedureClauses(f) : []),
+  CreateSchemaStmt: (f) => {
+    const owner = (f.authrole ?? {}) as Fields;
+    return owner.roletype === undefined || owner.roletype === 'ROLESPEC_CSTRING'
+      ? []
+      : [{ construct: `AUTHORIZATION ${String(owner.roletype).replace('ROLESPEC_', '')}`, citation: P.createSchema, hint: 'name the owner: AUTHORIZATION username' }];
+  },
+  CallStmt: (f) =>
+    list((f.funccall as Fields | undefined)?.args).some((a) => 'NamedArgExpr' in a)
+      ? [{ construct: 'named arguments in CALL', citation: P.call, hint: 'CALL takes the arguments by position' }]
+      : [],
+  InsertStmt: (f) =>
+    f.override !== undefined && f.override !== 'OVERRIDING_NOT_SET'
+      ? [{ construct: 'INSERT ... OVERRIDING', citation: P.insert, hint: 'a GENERATED BY DEFAULT AS IDENTITY column takes the values given to it' }]
+      : [],
+  UpdateStmt: (f) => currentOf(f, P.update),
+  DeleteStmt: (f) => currentOf(f, P.delete),
+};
+
+/**
+ * GRANT's and REVOKE's privileges by object kind (r_GRANT, r_REVOKE; ALTER
+ * and TRUNCATE on tables and views as the current pages and their usage
+ * notes grant them, and SVV_RELATION_PRIVILEGES reports them); ALL is
+ * every one of them. Objects of other kinds (sequences, types, domains,
+ * foreign servers, ...) Redshift does not have.
+ */
+const PRIVILEGES: Record<string, ReadonlySet<string>> = {
+  OBJECT_TABLE: new Set(['select', 'insert', 'update', 'delete', 'drop', 'references', 'alter', 'truncate']),
+  // USAGE on a database created from a datashare ("GRANT USAGE ON { DATABASE shared_database_name ...").
+  OBJECT_DATABASE: new Set(['create', 'temporary', 'temp', 'usage']),
+  OBJECT_SCHEMA: new Set(['create', 'usage']),
+  OBJECT_FUNCTION: new Set(['execute']),
+  OBJECT_PROCEDURE: new Set(['execute']),
+  OBJECT_LANGUAGE: new Set(['usage']),
+};
+
+/** The privileges a column list goes with: SELECT, UPDATE and ALL (r_GRANT, column-level permissions). */
+const COLUMN_PRIVILEGES = new Set(['select', 'update', undefined]);
+
+/** Grantees Redshift names: a user, ROLE r (written `TO r` by then: redshift-mode.ts), GROUP g, PUBLIC. */
+const GRANTEE_TYPES = new Set(['ROLESPEC_CSTRING', 'ROLESPEC_PUBLIC']);
+
+function grantClauses(f: Fields, words: () => string[]): Finding[] {
+  const grant = f.is_grant === true;
+  const citation = grant ? P.grant : P.revoke;
+  const objtype = String(f.objtype);
+  const found: Finding[] = [];
+  const allowed = PRIVILEGES[objtype];
+  if (!allowed) {
+    found.push({ construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)}`, citation, hint: 'Redshift grants on tables and views, databases, schemas, functions, procedures and languages' });
+    return found;
+  }
+  const privileges = list(f.privileges).map((p) => (p.AccessPriv ?? {}) as Fields);
+  for (const priv of privileges) {
+    const name = priv.priv_name === undefined ? undefined : String(priv.priv_name);
+    if (name !== undefined && !allowed.has(name)) {
+      found.push({ construct: `the privilege ${name.toUpperCase()} ON ${objectWords(objtype)}`, citation, hint: `${objectWords(objtype)} takes ${[...allowed].map((p) => p.toUpperCase()).join(', ')} or ALL` });
+    }
+    if (nonEmpty(priv.cols) && !COLUMN_PRIVILEGES.has(name)) {
+      found.push({ construct: `a column list with ${(name ?? '').toUpperCase()}`, citation, hint: 'column lists go with SELECT, UPDATE and ALL' });
+    }
+  }
+  const unspecified = list(f.objects).some((o) => (o.ObjectWithArgs as Fields | undefined)?.args_unspecified === true);
+  if (unspecified) found.push({ construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)} without its argument types`, citation, hint: 'name the argument types: ON FUNCTION f(int, varchar)' });
+  const grantees = list(f.grantees).map((g) => (g.RoleSpec ?? {}) as Fields);
+  for (const g of grantees.filter((r) => !GRANTEE_TYPES.has(String(r.roletype)))) {
+    found.push({ construct: `${String(g.roletype).replace('ROLESPEC_', '')} as a grantee`, citation, hint: 'name the user, ROLE, GROUP or PUBLIC' });
+  }
+  if (f.grantor !== undefined) found.push({ construct: 'GRANTED BY', citation });
+  // GROUP is a reserved word: outside quotes it is only ever the grantee's keyword.
+  const toGroupOrPublic = grantees.some((g) => g.roletype === 'ROLESPEC_PUBLIC') || words().includes('group');
+  // The column-level forms take no grant option (r_GRANT, r_REVOKE: "Granting column-level permissions").
+  if (f.grant_option === true && privileges.some((p) => nonEmpty(p.cols))) {
+    found.push({ construct: `${grant ? 'WITH GRANT OPTION' : 'GRANT OPTION FOR'} with column privileges`, citation, hint: 'grant or revoke the grant option on the whole table' });
+  }
+  if (f.grant_option === true && toGroupOrPublic) {
+    found.push(grant
+      ? { construct: 'WITH GRANT OPTION to a group or PUBLIC', citation, hint: 'WITH GRANT OPTION can be granted to a user only' }
+      : { construct: 'GRANT OPTION FOR from a group or PUBLIC', citation, hint: 'the grant option is revoked from a user only' });
+  }
+  if (!grant && f.behavior === 'DROP_CASCADE') found.push({ construct: 'REVOKE ... CASCADE', citation, hint: 'Redshift revokes with RESTRICT (the default) only' });
+  return found;
+}
+
+/** COMMENT's objects (r_COMMENT): TABLE, COLUMN, CONSTRAINT ... ON table, DATABASE, VIEW. */
+const COMMENTABLE = new Set(['OBJECT_TABLE', 'OBJECT_COLUMN', 'OBJECT_TABCONSTRAINT', 'OBJECT_DATABASE', 'OBJECT_VIEW']);
+
+/**
+ * Redshift's MERGE (r_MERGE): INTO a table without an alias, USING a
+ * source ON a condition, then WHEN MATCHED THEN UPDATE SET ... or DELETE
+ * and WHEN NOT MATCHED THEN INSERT [(columns)] VALUES (...), each without
+ * a condition of its own; no WITH clause.
+ */
+function mergeClauses(f: Fields): Finding[] {
+  const found: Finding[] = [];
+  const citation = P.merge;
+  if (f.withClause !== undefined) found.push({ construct: 'WITH clause in MERGE', citation, hint: 'put the source rows in a table first' });
+  if ((f.relation as Fields | undefined)?.alias !== undefined) found.push({ construct: 'an alias of the MERGE target', citation, hint: 'name the target table by its name; the source takes an alias' });
+  const when = list(f.mergeWhenClauses).map((c) => (c.MergeWhenClause ?? {}) as Fields);
+  for (const c of when) {
+    if (c.condition !== undefined) found.push({ construct: 'WHEN ... AND condition in MERGE', citation, hint: 'put the condition in ON, or filter the source' });
+    if (c.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_SOURCE') found.push({ construct: 'WHEN NOT MATCHED BY SOURCE', citation, hint: 'delete the unmatched target rows with DELETE ... WHERE NOT EXISTS' });
+    if (c.commandType === 'CMD_NOTHING') found.push({ construct: 'DO NOTHING in MERGE', citation });
+    if (c.commandType === 'CMD_INSERT' && !nonEmpty(c.values)) found.push({ construct: 'INSERT DEFAULT VALUES in MERGE', citation, hint: 'list the VALUES' });
+    if (c.override !== undefined && c.override !== 'OVERRIDING_NOT_SET') found.push({ construct: 'OVERRIDING in MERGE', citation });
+  }
+  const [matched, notMatched] = when;
+  const shaped = when.length === 2 && matched?.matchKind === 'MERGE_WHEN_MATCHED' && ['CMD_UPDATE', 'CMD_DELETE', 'CMD_NOTHING'].includes(String(matched.commandType))
+    && notMatched?.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_TARGET';
+  if (!shaped) {
+    found.push({ construct: 'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause', citation, hint: 'Redshift takes WHEN MATCHED THEN UPDATE or DELETE, then WHEN NOT MATCHED THEN INSERT' });
+  }
+  return found;
+}
+
+/** LOCK [ TABLE ] name [, ...] (r_LOCK): always ACCESS EXCLUSIVE, waiting for the lock. */
+function lockClauses(f: Fields, words: () => string[]): Finding[] {
+  const found: Finding[] = [];
+  // IN is a reserved word: outside quotes it only ever opens IN ... MODE.
+  if (words().includes('in')) found.push({ construct: 'LOCK ... IN ... MODE', citation: P.lock, hint: 'Redshift locks in ACCESS EXCLUSIVE mode only: write LOCK table_name' });
+  if (f.nowait === true) found.push({ construct: 'LOCK ... NOWAIT', citation: P.lock, hint: 'bound the wait with SET statement_timeout' });
+  // The tree leaves out a false `inh`: ONLY.
+  if (list(f.relations).some((r) => (r.RangeVar as Fields | undefined)?.inh !== true)) found.push({ construct: 'LOCK ONLY', citation: P.lock });
+  return found;
+}
+
+/**
+ * CREATE [ [ LOCAL ] TEMP ] TABLE name [ (columns) ] AS query
+ * (r_CREATE_TABLE_AS; BACKUP and the table attributes do not reach the
+ * parser) and CREATE MATERIALIZED VIEW name AS query
+ * (materialized-view-create-sql-command; likewise BACKUP, the attributes
+ * and AUTO REFRESH).
+ */
+function createTableAsClauses(f: Fields): Finding[] {
+  const view = f.objtype === 'OBJECT_MATVIEW';
+  const citation = view ? P.createMaterializedView : P.createTableAs;
+  const command = view ? 'CREATE MATERIALIZED VIEW' : 'CREATE TABLE AS';
+  const into = (f.into ?? {}) as Fields;
+  const found: Finding[] = [];
+  if (f.if_not_exists === true) found.push({ construct: `${command} IF NOT EXISTS`, citation });
+  if ((into.rel as Fields | undefined)?.relpersistence === 'u') found.push({ construct: `UNLOGGED ${view ? 'materialized view' : 'table'}`, citation });
+  if (into.skipData === true) found.push({ construct: `${command} ... WITH NO DATA`, citation, hint: view ? 'a materialized view is filled when it is created' : 'add WHERE false, or use CREATE TABLE ... (LIKE t)' });
+  if (nonEmpty(into.options)) found.push({ construct: `${command} ... WITH (storage parameters)`, citation });
+  if (into.onCommit !== undefined && into.onCommit !== 'ONCOMMIT_NOOP') found.push({ construct: `${command} ... ON COMMIT`, citation });
+  if (into.tableSpaceName !== undefined) found.push({ construct: `${command} ... TABLESPACE`, citation });
+  if (into.accessMethod !== undefined) found.push({ construct: `${command} ... USING (access method)`, citation });
+  if (view && nonEmpty(into.colNames)) found.push({ construct: 'CREATE MATERIALIZED VIEW with a column list', citation, hint: 'name the columns in the query' });
+  if ((f.query as Fields | undefined)?.ExecuteStmt !== undefined) found.push({ construct: `${command} EXECUTE`, citation, hint: 'write the query' });
+  return found;
+}
+
+/** CREATE [ OR REPLACE ] VIEW name [ (columns) ] AS query [ WITH NO SCHEMA BINDING ] (r_CREATE_VIEW). */
+function viewClauses(f: Fields, words: () => string[]): Finding[] {
+  const found: Finding[] = [];
+  const citation = P.createView;
+  if ((f.view as Fields | undefined)?.relpersistence === 't') found.push({ construct: 'temporary views', citation });
+  const head = words();
+  if (head.slice(0, head.indexOf('view')).includes('recursive')) found.push({ construct: 'CREATE RECURSIVE VIEW', citation, hint: 'use WITH RECURSIVE in the query' });
+  if (f.withCheckOption !== undefined && f.withCheckOption !== 'NO_CHECK_OPTION') found.push({ construct: 'CREATE VIEW ... WITH CHECK OPTION', citation });
+  if (nonEmpty(f.options)) found.push({ construct: 'CREATE VIEW ... WITH (view options)', citation });
+  return found;
+}
+
+/** Argument modes of a stored procedure (r_CREATE_PROCEDURE): IN, OUT, INOUT; none is IN. */
+const PROCEDURE_MODES = new Set(['FUNC_PARAM_IN', 'FUNC_PARAM_OUT', 'FUNC_PARAM_INOUT', 'FUNC_PARAM_DEFAULT']);
+/** Its options: AS $$ body $$, LANGUAGE plpgsql, SECURITY INVOKER | DEFINER, SET parameter. */
+const PROCEDURE_OPTIONS = new Set(['as', 'language', 'security', 'set']);
+
+function procedureClauses(f: Fields): Finding[] {
+  const found: Finding[] = [];
+  const citation = P.createProcedure;
+  for (const p of list(f.parameters).map((x) => (x.FunctionParameter ?? {}) as Fields)) {
+    if (!PROCEDURE_MODES.has(String(p.mode))) found.push({ construct: `${String(p.mode).replace('FUNC_PARAM_', '')} arguments`, citation, hint: 'argument modes are IN, OUT and INOUT' });
+    if (p.defexpr !== undefined) found.push({ construct: 'argument defaults', citation, hint: 'CALL passes every input argument' });
+  }
+  if (f.sql_body !== undefined) found.push({ construct: 'BEGIN ATOMIC bodies', citation, hint: 'write the body as AS $$ ... $$ LANGUAGE plpgsql' });
+  for (const option of list(f.options).map((o) => (o.DefElem ?? {}) as Fields)) {
+    const name = String(option.defname);
+    if (!PROCEDURE_OPTIONS.has(name)) found.push({ construct: `CREATE PROCEDURE ... ${name.toUpperCase()}`, citation });
+    if (name === 'language') {
+      const language = String((option.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
+      // Languages no routine has are refused as such (routineLanguage).
+      if (language !== 'plpgsql' && LANGUAGES.has(language)) found.push({ construct: `procedures in LANGUAGE ${language}`, citation, hint: 'a stored procedure is PL/pgSQL' });
+    }
+    if (name === 'set') {
+      const set = ((option.arg as { VariableSetStmt?: Fields } | undefined)?.VariableSetStmt ?? {}) as Fields;
+      const wrong = setParameter(set);
+      if (wrong) found.push(wrong);
+    }
+  }
+  return found;
+}
+
+/** WHERE CURRENT OF, which UPDATE's and DELETE's pages do not list. */
+function currentOf(f: Fields, citation: Citation): Finding[] {
+  return (f.whereClause as Fields | undefined)?.CurrentOfExpr !== undefined
+    ? [{ construct: `${citation.title} ... WHERE CURRENT OF`, citation, hint: "name the rows by their key in WHERE" }]
+    : [];
 }

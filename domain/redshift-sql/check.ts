@@ -21,7 +21,7 @@ export function checkStatements(statements: readonly ParsedStatement[]): Finding
     for (const entry of matching(UNSUPPORTED, statement.node)) found.set(entry.construct, finding(entry, statement.node));
     for (const entry of plpgsqlFindings(statement)) found.set(entry.construct, entry);
     // Then whatever is not among the forms Redshift documents (allowed.ts).
-    for (const entry of disallowed(statement.node)) if (!found.has(entry.construct)) found.set(entry.construct, entry);
+    for (const entry of disallowed(statement.node, statement.text)) if (!found.has(entry.construct)) found.set(entry.construct, entry);
   }
   return [...found.values()];
 }

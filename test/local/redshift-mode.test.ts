@@ -162,6 +162,9 @@ describe('forms Redshift does not document (the allow-list)', () => {
     ['ALTER TABLE t ADD COLUMN c int, ADD COLUMN d int', 'ALTER TABLE with more than one subcommand', 'r_ALTER_TABLE.html'],
     ['SET lock_timeout = 1000', 'the configuration parameter lock_timeout', 'cm_chap_ConfigurationRef.html'],
     ['CREATE TABLE g (id bigint GENERATED ALWAYS AS IDENTITY)', 'GENERATED ... AS IDENTITY', 'r_CREATE_TABLE_NEW.html'],
+    ['GRANT SELECT ON t TO PUBLIC WITH GRANT OPTION', 'WITH GRANT OPTION to a group or PUBLIC', 'r_GRANT.html'],
+    ['LOCK TABLE t IN SHARE MODE', 'LOCK ... IN ... MODE', 'r_LOCK.html'],
+    ["COMMENT ON SCHEMA public IS 'x'", 'COMMENT ON SCHEMA', 'r_COMMENT.html'],
   ])('fails %s, naming %s and its page, and changes nothing', async (sql, construct, file) => {
     const before = await wh.query("SELECT column_name, column_default, data_type FROM information_schema.columns WHERE table_name = 't' ORDER BY 1");
     const done = await wh.run(sql);
@@ -172,7 +175,8 @@ describe('forms Redshift does not document (the allow-list)', () => {
   });
 
   it('runs the documented forms of the same commands', async () => {
-    for (const sql of ['ALTER TABLE t ADD COLUMN c int DEFAULT 0 NOT NULL', 'ALTER TABLE t DROP COLUMN c', 'SET statement_timeout TO 5000']) {
+    const documented = ['ALTER TABLE t ADD COLUMN c int DEFAULT 0 NOT NULL', 'ALTER TABLE t DROP COLUMN c', 'SET statement_timeout TO 5000', 'GRANT SELECT ON TABLE t TO PUBLIC', "COMMENT ON TABLE t IS 'x'"];
+    for (const sql of documented) {
       const done = await wh.run(sql);
       expect(done.Error, sql).toBeUndefined();
     }
