@@ -133,10 +133,13 @@ function gateParsed(text: string, inTransaction: boolean, allowed: readonly stri
     : { text, constraints: [] };
 }
 
-/** `GRANT <privileges> ON <object> TO ROLE "r"` as PostgreSQL writes it: `... TO "r"`. */
+/**
+ * `GRANT <privileges> ON <object> TO ROLE "r"` and `REVOKE ... FROM ROLE "r"`
+ * as PostgreSQL writes them: `... TO "r"`, `... FROM "r"` (r_GRANT, r_REVOKE).
+ */
 export function withoutRoleKeyword(text: string): string {
-  const grant = /^(\s*GRANT\s[^;]*?\sTO\s+)ROLE\s+(?=")/i.exec(text);
-  return grant ? `${grant[1]}${text.slice(grant[0].length)}` : text;
+  const grantee = /^(\s*(?:GRANT\s[^;]*?\sTO|REVOKE\s[^;]*?\sFROM)\s+)ROLE\s+(?=")/i.exec(text);
+  return grantee ? `${grantee[1]}${text.slice(grantee[0].length)}` : text;
 }
 
 /**

@@ -440,12 +440,25 @@ describe('table attributes', () => {
   });
 });
 
-describe('GRANT ... TO ROLE', () => {
-  it("runs as PostgreSQL's GRANT ... TO <role>: Redshift's ROLE keyword is dropped, nothing else changes", () => {
+describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
+  it("runs as PostgreSQL's GRANT ... TO <role> and REVOKE ... FROM <role>: Redshift's ROLE keyword is dropped, nothing else changes", () => {
     expect(withoutRoleKeyword('GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO ROLE "bi_reader"')).toBe(
       'GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO "bi_reader"',
     );
     expect(withoutRoleKeyword('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"')).toBe('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"');
     expect(withoutRoleKeyword(`SELECT 'GRANT x TO ROLE "y"'`)).toBe(`SELECT 'GRANT x TO ROLE "y"'`);
+    expect(withoutRoleKeyword('REVOKE UPDATE ON TABLE "analytics"."orders" FROM ROLE "bi_reader"')).toBe('REVOKE UPDATE ON TABLE "analytics"."orders" FROM "bi_reader"');
+    expect(withoutRoleKeyword('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"')).toBe('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"');
+  });
+
+  it('grants to a role and revokes from it through the endpoint', async () => {
+    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_reader$r$) THEN CREATE ROLE role_mode_reader; END IF; END $$');
+    const privileges = async () =>
+      (await wh.query<{ p: string }>("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) AS p FROM information_schema.role_table_grants WHERE grantee = 'role_mode_reader' AND table_name = 't'"))[0]!.p;
+
+    expect((await wh.run('GRANT SELECT, UPDATE ON TABLE public.t TO ROLE "role_mode_reader"')).Status).toBe('FINISHED');
+    expect(await privileges()).toBe('SELECT,UPDATE');
+    expect((await wh.run('REVOKE UPDATE ON TABLE public.t FROM ROLE "role_mode_reader"')).Status).toBe('FINISHED');
+    expect(await privileges()).toBe('SELECT');
   });
 });
