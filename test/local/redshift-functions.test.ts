@@ -247,6 +247,22 @@ describe('strings, hashes and math', () => {
       ['2017239379', '2017239379', '2017239379', '1210000089', '-653330422', '-662762989', '-2047944441', '-2047944441', '-188683207'],
     ]);
   });
+
+  it('FARMFINGERPRINT64 gives the BIGINT FarmHash Fingerprint64 of the bytes (r_FARMFINGERPRINT64)', async () => {
+    // As VARCHAR: the SDK reads a BIGINT's longValue as a JavaScript number, which keeps 53 bits.
+    expect(await value(`select cast(farmfingerprint64('Amazon Redshift') as varchar)`)).toBe('8085098817162212970');
+    // Fingerprint64 of the first n bytes of one text, as farmhash.cc computes it: each length's path, one, two and more 64-byte blocks;
+    // 128 bytes are one block in the loop, then the last 64 (the loop stops before the block the last byte is in).
+    const bytes = Buffer.from('Amazon Redshift, ünïcode 0123456789 '.repeat(9));
+    const expected: [number, string][] = [
+      [0, '-7286425919675154353'], [1, '-1531450017087491052'], [3, '-2825406160002999034'], [4, '-4508799802959008495'], [7, '7375411524019027920'],
+      [8, '1400330176387103759'], [16, '-6775515796817942985'], [17, '1678028307059922664'], [32, '-1631041590895280984'], [33, '7844507888643271014'],
+      [64, '8304245620200743365'], [65, '218948175524292072'], [127, '-6976134125247566822'], [128, '1434095771258171307'], [129, '-5022570052620867485'],
+      [300, '3105504986241197344'],
+    ];
+    const calls = expected.map(([n]) => `cast(farmfingerprint64(decode('${bytes.subarray(0, n).toString('hex')}', 'hex')) as varchar)`);
+    expect(await wh.select(`select ${calls.join(', ')}`)).toEqual([expected.map(([, hash]) => hash)]);
+  });
 });
 
 describe('aggregates', () => {

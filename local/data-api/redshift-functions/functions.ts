@@ -15,6 +15,7 @@ import type pg from 'pg';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
 import { unitCase } from './date-parts.ts';
+import { HASHES } from './hashes.ts';
 
 const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
 
@@ -255,126 +256,6 @@ const VALUES: string[] = [
   // SHA2: the hex digest of bits 224, 256 (or 0), 384 or 512; NULL for other lengths.
   sql('sha2(v text, bits integer)', 'varchar', `encode(CASE bits WHEN 224 THEN sha224(convert_to(v, 'UTF8')) WHEN 0 THEN sha256(convert_to(v, 'UTF8'))
      WHEN 256 THEN sha256(convert_to(v, 'UTF8')) WHEN 384 THEN sha384(convert_to(v, 'UTF8')) WHEN 512 THEN sha512(convert_to(v, 'UTF8')) END, 'hex')`),
-];
-
-/** The hashes' unsigned 32-bit words live in BIGINTs: this mask keeps a value's low 32 bits. */
-const U32 = '4294967295';
-const rotl = (x: string, n: number) => `(((${x} << ${n}) | (${x} >> ${32 - n})) & ${U32})`;
-
-/** CRC-32C (Castagnoli, reflected polynomial 0x82F63B78): the remainder of each byte value, for a table-driven loop. */
-const CRC32C_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-  return c >>> 0;
-});
-
-/**
- * Hash functions: a string's are of its UTF-8 bytes (a CHAR's trailing
- * blanks, which its cast to text drops, not included). PostgreSQL has
- * neither SHA-1 (but in pgcrypto, which is not installed), CRC-32C nor
- * Murmur3, so each is a PL/pgSQL loop over the bytes; NULL in, NULL out.
- * - SHA1, SHA, FUNC_SHA1 (SHA1, SHA, FUNC_SHA1): the 40 hex digits of the 160-bit SHA-1 digest (FIPS 180-4).
- * - CRC32 (crc32-function): 8 hex digits of the CRC-32C, which the page names and its example proves (f2726906).
- * - MURMUR3_32_HASH (MURMUR3_32_HASH): INTEGER, Murmur3 x86 32-bit of the
- *   value's bytes as Apache Iceberg's spec (Appendix B) gives them: every
- *   integer type as an 8-byte little-endian long, a DATE as days since
- *   1970-01-01, a TIME as microseconds since midnight, a TIMESTAMP as
- *   microseconds since 1970 (a TIMESTAMPTZ's in UTC), strings as UTF-8,
- *   VARBYTE as its bytes; the INTEGER seed (0 unless given) is the hash's
- *   initial state, so hashes chain over columns.
- */
-const HASHES: string[] = [
-  `CREATE OR REPLACE FUNCTION ${S}.sha1(v text) RETURNS varchar LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-     DECLARE
-       m bytea := convert_to(v, 'UTF8');
-       bits constant bigint := length(m)::bigint * 8;
-       h0 bigint := 1732584193; h1 bigint := 4023233417; h2 bigint := 2562383102; h3 bigint := 271733878; h4 bigint := 3285377520;
-       w bigint[];
-       a bigint; b bigint; c bigint; d bigint; e bigint; f bigint; k bigint; t bigint;
-     BEGIN
-       -- Padding: 0x80, zeros up to 56 bytes modulo 64, the length in bits as a big-endian 64-bit number.
-       m := m || decode('80', 'hex') || decode(repeat('00', ((55 - length(m)) % 64 + 64) % 64), 'hex') || int8send(bits);
-       FOR blk IN 0 .. length(m) / 64 - 1 LOOP
-         -- w[j] is the word numbered j - 1.
-         FOR i IN 0 .. 15 LOOP
-           w[i + 1] := (get_byte(m, blk * 64 + i * 4)::bigint << 24) | (get_byte(m, blk * 64 + i * 4 + 1)::bigint << 16)
-                       | (get_byte(m, blk * 64 + i * 4 + 2)::bigint << 8) | get_byte(m, blk * 64 + i * 4 + 3)::bigint;
-         END LOOP;
-         FOR i IN 16 .. 79 LOOP
-           t := ((w[i - 2] # w[i - 7]) # w[i - 13]) # w[i - 15];
-           w[i + 1] := ${rotl('t', 1)};
-         END LOOP;
-         a := h0; b := h1; c := h2; d := h3; e := h4;
-         FOR i IN 0 .. 79 LOOP
-           IF i < 20 THEN f := (b & c) | (((~b) & ${U32}) & d); k := 1518500249;
-           ELSIF i < 40 THEN f := (b # c) # d; k := 1859775393;
-           ELSIF i < 60 THEN f := ((b & c) | (b & d)) | (c & d); k := 2400959708;
-           ELSE f := (b # c) # d; k := 3395469782;
-           END IF;
-           t := (${rotl('a', 5)} + f + e + k + w[i + 1]) & ${U32};
-           e := d; d := c; c := ${rotl('b', 30)}; b := a; a := t;
-         END LOOP;
-         h0 := (h0 + a) & ${U32}; h1 := (h1 + b) & ${U32}; h2 := (h2 + c) & ${U32}; h3 := (h3 + d) & ${U32}; h4 := (h4 + e) & ${U32};
-       END LOOP;
-       RETURN lpad(to_hex(h0), 8, '0') || lpad(to_hex(h1), 8, '0') || lpad(to_hex(h2), 8, '0') || lpad(to_hex(h3), 8, '0') || lpad(to_hex(h4), 8, '0');
-     END
-   $$`,
-  sql('sha(v text)', 'varchar', `${S}.sha1(v)`),
-  sql('func_sha1(v text)', 'varchar', `${S}.sha1(v)`),
-  `CREATE OR REPLACE FUNCTION ${S}.crc32(v text) RETURNS varchar LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-     DECLARE
-       remainders constant bigint[] := '{${CRC32C_TABLE.join(',')}}';
-       m constant bytea := convert_to(v, 'UTF8');
-       c bigint := ${U32};
-     BEGIN
-       FOR i IN 0 .. length(m) - 1 LOOP
-         c := remainders[((c # get_byte(m, i)) & 255) + 1] # (c >> 8);
-       END LOOP;
-       RETURN lpad(to_hex(c # ${U32}), 8, '0');
-     END
-   $$`,
-  // The product of two 32-bit words modulo 2^32, from b's halves, so that no product leaves 64 bits.
-  sql('u32_mul(a bigint, b bigint)', 'bigint', `((a * (b & 65535)) + (((a * (b >> 16)) & 65535) << 16)) & ${U32}`),
-  `CREATE OR REPLACE FUNCTION ${S}.murmur3_32_bytes(m bytea, seed integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
-     DECLARE
-       n constant integer := length(m);
-       h bigint := seed::bigint & ${U32};
-       k bigint;
-     BEGIN
-       FOR i IN 0 .. n / 4 - 1 LOOP
-         k := ((get_byte(m, i * 4)::bigint | (get_byte(m, i * 4 + 1)::bigint << 8)) | (get_byte(m, i * 4 + 2)::bigint << 16)) | (get_byte(m, i * 4 + 3)::bigint << 24);
-         k := ${S}.u32_mul(${rotl(`${S}.u32_mul(k, 3432918353)`, 15)}, 461845907);
-         h := h # k;
-         h := (${S}.u32_mul(${rotl('h', 13)}, 5) + 3864292196) & ${U32};
-       END LOOP;
-       k := 0;
-       IF n % 4 >= 3 THEN k := k # (get_byte(m, n - n % 4 + 2)::bigint << 16); END IF;
-       IF n % 4 >= 2 THEN k := k # (get_byte(m, n - n % 4 + 1)::bigint << 8); END IF;
-       IF n % 4 >= 1 THEN
-         k := k # get_byte(m, n - n % 4)::bigint;
-         h := h # ${S}.u32_mul(${rotl(`${S}.u32_mul(k, 3432918353)`, 15)}, 461845907);
-       END IF;
-       h := h # n;
-       h := ${S}.u32_mul(h # (h >> 16), 2246822507);
-       h := ${S}.u32_mul(h # (h >> 13), 3266489909);
-       h := h # (h >> 16);
-       RETURN (CASE WHEN h >= 2147483648 THEN h - 4294967296 ELSE h END)::integer;
-     END
-   $$`,
-  // A long's 8 bytes, least significant first (int8send gives them most significant first).
-  sql('le8(v bigint)', 'bytea', `(SELECT string_agg(substring(int8send(v) FROM i FOR 1), ''::bytea ORDER BY i DESC) FROM generate_series(1, 8) i)`),
-  ...([
-    ['smallint', `${S}.le8(v)`],
-    ['integer', `${S}.le8(v)`],
-    ['bigint', `${S}.le8(v)`],
-    ['text', `convert_to(v, 'UTF8')`],
-    ['bytea', 'v'],
-    ['date', `${S}.le8(v - DATE '1970-01-01')`],
-    ['time', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-    ['timestamp', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-    ['timestamptz', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-  ] as const).map(([type, bytes]) =>
-    sql(`murmur3_32_hash(v ${type}, seed integer DEFAULT 0)`, 'integer', `${S}.murmur3_32_bytes(${bytes}, seed)`, type === 'timestamptz' ? 'STABLE' : 'IMMUTABLE')),
 ];
 
 /** In the order of their dependencies (a SQL function's body is checked when it is created). */
