@@ -50,4 +50,16 @@ export const REDSHIFT_FUNCTIONS: ReadonlySet<string> = new Set([
   'timestamp_cmp_timestamptz', 'timestamptz_cmp', 'timestamptz_cmp_date', 'timestamptz_cmp_timestamp', 'timezone',
   'to_char', 'to_date', 'to_hex', 'to_number', 'to_timestamp', 'to_varbyte', 'translate', 'trim', 'trunc', 'upper',
   'user', 'user_is_member_of', 'var_pop', 'var_samp', 'varbyte', 'variance', 'version',
+  // String, data type formatting, hash and spatial pages: COLLATE, CONVERT (with CAST), TRY_CAST, farmFingerprint64, SupportsBBox.
+  'collate', 'convert', 'try_cast', 'farmfingerprint64', 'supportsbbox',
+  // Array functions (c_Array_Functions), of SUPER arrays.
+  'array_contains', 'array_distinct', 'array_except', 'array_intersection', 'array_position', 'array_positions',
+  'array_sort', 'array_union', 'arrays_overlap',
+  // Object functions (Object_Functions).
+  'lower_attribute_names', 'object_transform', 'upper_attribute_names',
+  // Spatial functions (geospatial-functions): H3 indexing and geosquares.
+  'h3_boundary', 'h3_center', 'h3_fromlonglat', 'h3_frompoint', 'h3_isvalid', 'h3_polyfill', 'h3_resolution',
+  'h3_tochildren', 'h3_toparent', 'st_geomfromgeosquare', 'st_geosquare',
+  // System information functions (r_System_information_functions).
+  'current_session_arn', 'get_mounted_role', 'last_user_query_id', 'pg_get_session_roles',
 ]);

@@ -219,6 +219,50 @@ describe('strings, hashes and math', () => {
     // The page gives no value: the 256-bit digest, in hex.
     expect(await value(`select sha2('Amazon Redshift', 256)`)).toBe(createHash('sha256').update('Amazon Redshift').digest('hex'));
   });
+
+  it('SHA1, SHA and FUNC_SHA1 give the 40 hex digits of the SHA-1 digest (SHA1, SHA, FUNC_SHA1)', async () => {
+    // The page gives no value: the 160-bit digest, in hex, of the UTF-8 bytes; a message of several 64-byte blocks too.
+    const sha1 = (text: string) => createHash('sha1').update(text).digest('hex');
+    expect(await wh.select(`select sha1('Amazon Redshift'), sha('Amazon Redshift'), func_sha1('Amazon Redshift')`)).toEqual([Array(3).fill(sha1('Amazon Redshift'))]);
+    const long = 'Amazon Redshift, ünïcode '.repeat(7);
+    expect(await wh.select(`select sha1(''), sha1(:long)`, { long })).toEqual([[sha1(''), sha1(long)]]);
+  });
+
+  it('CRC32 gives the 8 hex digits of the CRC-32C (crc32-function)', async () => {
+    expect(await value(`select crc32('Amazon Redshift')`)).toBe('f2726906');
+    // CRC-32C's check value (of the nine digits), and the zero-padded digits of a short one.
+    expect(await wh.select(`select crc32('123456789'), crc32(''), crc32(null)`)).toEqual([['e3069283', '00000000', null]]);
+  });
+
+  it('MURMUR3_32_HASH gives the INTEGER Murmur3 hash of the value as Iceberg encodes it, seeded to chain (MURMUR3_32_HASH)', async () => {
+    expect(await wh.select(`select murmur3_32_hash(1), murmur3_32_hash('Amazon Redshift'), murmur3_32_hash('abcd'), murmur3_32_hash('cd', murmur3_32_hash('ab'))`)).toEqual([
+      ['1392991556', '-1563580564', '1139631978', '1711522338'],
+    ]);
+    // The page's 'Amazon Redshift' seeded with MURMUR3_32_HASH(1) shows -1346554171; the seed as its 'cd' after 'ab' example uses it gives this.
+    expect(await value(`select murmur3_32_hash('Amazon Redshift', murmur3_32_hash(1))`)).toBe('-1713130188');
+    // The values of Iceberg's spec (Appendix B): every integer type as a long, dates, times and timestamps as numbers, bytes as they are.
+    expect(await wh.select(`select murmur3_32_hash(34), murmur3_32_hash(cast(34 as smallint)), murmur3_32_hash(cast(34 as bigint)), murmur3_32_hash('iceberg'),
+      murmur3_32_hash(date '2017-11-16'), murmur3_32_hash(time '22:31:08'), murmur3_32_hash(timestamp '2017-11-16 22:31:08'),
+      murmur3_32_hash(timestamptz '2017-11-16 14:31:08-08'), murmur3_32_hash(decode('00010203', 'hex'))`)).toEqual([
+      ['2017239379', '2017239379', '2017239379', '1210000089', '-653330422', '-662762989', '-2047944441', '-2047944441', '-188683207'],
+    ]);
+  });
+
+  it('FARMFINGERPRINT64 gives the BIGINT FarmHash Fingerprint64 of the bytes (r_FARMFINGERPRINT64)', async () => {
+    // As VARCHAR: the SDK reads a BIGINT's longValue as a JavaScript number, which keeps 53 bits.
+    expect(await value(`select cast(farmfingerprint64('Amazon Redshift') as varchar)`)).toBe('8085098817162212970');
+    // Fingerprint64 of the first n bytes of one text, as farmhash.cc computes it: each length's path, one, two and more 64-byte blocks;
+    // 128 bytes are one block in the loop, then the last 64 (the loop stops before the block the last byte is in).
+    const bytes = Buffer.from('Amazon Redshift, ünïcode 0123456789 '.repeat(9));
+    const expected: [number, string][] = [
+      [0, '-7286425919675154353'], [1, '-1531450017087491052'], [3, '-2825406160002999034'], [4, '-4508799802959008495'], [7, '7375411524019027920'],
+      [8, '1400330176387103759'], [16, '-6775515796817942985'], [17, '1678028307059922664'], [32, '-1631041590895280984'], [33, '7844507888643271014'],
+      [64, '8304245620200743365'], [65, '218948175524292072'], [127, '-6976134125247566822'], [128, '1434095771258171307'], [129, '-5022570052620867485'],
+      [300, '3105504986241197344'],
+    ];
+    const calls = expected.map(([n]) => `cast(farmfingerprint64(decode('${bytes.subarray(0, n).toString('hex')}', 'hex')) as varchar)`);
+    expect(await wh.select(`select ${calls.join(', ')}`)).toEqual([expected.map(([, hash]) => hash)]);
+  });
 });
 
 describe('aggregates', () => {

@@ -15,6 +15,7 @@ import type pg from 'pg';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
 import { unitCase } from './date-parts.ts';
+import { HASHES } from './hashes.ts';
 
 const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
 
@@ -24,7 +25,7 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  * function whose return type changes needs a new name, or the system
  * views' version bump, which creates the schema anew.
  */
-const VERSION = 'atomic-publish local Redshift functions, version 5';
+const VERSION = 'atomic-publish local Redshift functions, version 6';
 
 const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
@@ -258,7 +259,7 @@ const VALUES: string[] = [
 ];
 
 /** In the order of their dependencies (a SQL function's body is checked when it is created). */
-const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...COMPARISONS, ...VALUES, ...MEDIAN];
+const FUNCTIONS: string[] = [...DATE_PART_NAMES, ...DATEADD, ...DATEDIFF, ...DATE_PART, ...DATES, ...COMPARISONS, ...VALUES, ...HASHES, ...MEDIAN];
 
 /**
  * Creates the functions in the connected database unless they are there in
