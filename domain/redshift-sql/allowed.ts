@@ -146,6 +146,9 @@ const POSTGRES_SUBCOMMANDS: Record<string, string> = {
   AT_ValidateConstraint: 'VALIDATE CONSTRAINT',
 };
 
+/** The name of a PostgreSQL identity column, which Redshift writes IDENTITY(seed, step) (postgres-grammar.ts). */
+export const IDENTITY_COLUMN = 'GENERATED ... AS IDENTITY';
+
 /** The constraints ADD table_constraint takes (CREATE TABLE's table_constraint). */
 const TABLE_CONSTRAINTS = new Set(['CONSTR_PRIMARY', 'CONSTR_UNIQUE', 'CONSTR_FOREIGN']);
 /** A column's constraints in CREATE TABLE and ADD COLUMN: DEFAULT, IDENTITY, NULL, NOT NULL and the keys. */
@@ -348,7 +351,7 @@ function columnConstraints(fields: Record<string, unknown>): Finding[] {
     .map((c) => String((c as { Constraint?: { contype?: unknown } }).Constraint?.contype))
     .filter((contype) => !COLUMN_CONSTRAINTS.has(contype))
     .map((contype) => ({
-      construct: contype === 'CONSTR_IDENTITY' ? 'GENERATED ... AS IDENTITY' : contype === 'CONSTR_GENERATED' ? 'generated columns' : `column ${contype.replace('CONSTR_', '')} constraint`,
+      construct: contype === 'CONSTR_IDENTITY' ? IDENTITY_COLUMN : contype === 'CONSTR_GENERATED' ? 'generated columns' : `column ${contype.replace('CONSTR_', '')} constraint`,
       citation: P.createTable,
       ...(contype === 'CONSTR_IDENTITY' ? { hint: 'use IDENTITY(seed, step)' } : {}),
     }));

@@ -1,7 +1,8 @@
 // Applies the list in unsupported.ts to parsed SQL.
 import { disallowed } from './allowed.ts';
 import { kindOf, names, relationKind, relations, walk, type Visited } from './ast.ts';
-import { parsePlPgSql, parsePositional, parseSql, type AstNode, type ParsedStatement } from './parser.ts';
+import { parsePlPgSql, parsePositional, type AstNode, type ParsedStatement } from './parser.ts';
+import { parseSql, redshiftSyntaxConstructs } from './postgres-grammar.ts';
 import { ENDS_TRANSACTION, UNSUPPORTED, type Citation, type Detection, type UnsupportedConstruct } from './unsupported.ts';
 
 export interface Finding {
@@ -12,10 +13,11 @@ export interface Finding {
 
 /** Every listed construct, and every form Redshift does not document, a Data API SQL text (`:name` parameters allowed) uses, each once. */
 export function checkSql(sql: string): Finding[] {
-  return checkStatements(parseSql(sql).statements);
+  return checkStatements(parseSql(sql).statements, redshiftSyntaxConstructs(sql));
 }
 
-export function checkStatements(statements: readonly ParsedStatement[]): Finding[] {
+/** The findings in `statements`, but for the constructs named in `allowed` (the parse's form of Redshift's own syntax: redshiftSyntaxConstructs). */
+export function checkStatements(statements: readonly ParsedStatement[], allowed: readonly string[] = []): Finding[] {
   const found = new Map<string, Finding>();
   for (const statement of statements) {
     for (const entry of matching(UNSUPPORTED, statement.node)) found.set(entry.construct, finding(entry, statement.node));
@@ -23,7 +25,7 @@ export function checkStatements(statements: readonly ParsedStatement[]): Finding
     // Then whatever is not among the forms Redshift documents (allowed.ts).
     for (const entry of disallowed(statement.node, statement.text)) if (!found.has(entry.construct)) found.set(entry.construct, entry);
   }
-  return [...found.values()];
+  return [...found.values()].filter((f) => !allowed.includes(f.construct));
 }
 
 /** TRUNCATE or VACUUM: a statement that would end a batch's transaction on Redshift. */

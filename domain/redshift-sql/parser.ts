@@ -1,9 +1,10 @@
 // PostgreSQL's own parser (libpg-query, compiled to WebAssembly) for the SQL
 // this project sends to Redshift. Redshift's dialect descends from
-// PostgreSQL 8.0: what it accepts parses here, and what it refuses is then
-// recognised in the tree (see unsupported.ts).
+// PostgreSQL 8.0: what it accepts parses here, once the few words of its
+// own that PostgreSQL's grammar rejects are rewritten (postgres-grammar.ts,
+// whose parseSql reads a text as the Data API receives it), and what it
+// refuses is then recognised in the tree (see unsupported.ts).
 import { loadModule, parsePlPgSQLSync, parseSync, scanSync } from 'libpg-query';
-import { toPositional } from './parameters.ts';
 
 // The WebAssembly module loads once, when this module is first imported, so
 // that parsing is synchronous everywhere after (spec validation runs at
@@ -20,29 +21,12 @@ export interface ParsedStatement {
   text: string;
 }
 
-export interface ParsedSql {
-  statements: ParsedStatement[];
-  /** The text that was parsed: `:name` parameters replaced by `$n`. */
-  text: string;
-  /** Data API parameter names in the order of their `$n` positions. */
-  parameterNames: readonly string[];
-}
-
 /** The text is not SQL PostgreSQL's grammar accepts. */
 export class SqlSyntaxError extends Error {
   override readonly name = 'SqlSyntaxError';
 }
 
-/**
- * Parses a SQL text as the Data API receives it (`:name` parameters allowed)
- * into its statements. Throws `SqlSyntaxError` when it does not parse.
- */
-export function parseSql(sql: string): ParsedSql {
-  const { text, names } = toPositional(sql);
-  return { statements: parsePositional(text), text, parameterNames: names };
-}
-
-/** Parses a text that already uses `$n` parameters (what the local engine runs). */
+/** Parses a text that already uses `$n` parameters and PostgreSQL's grammar (what the local engine runs). */
 export function parsePositional(text: string): ParsedStatement[] {
   let tree: { stmts?: { stmt?: AstNode; stmt_location?: number; stmt_len?: number }[] };
   try {

@@ -1,8 +1,11 @@
 // A pipeline's sourceSql: what it reads, and whether it is a query the
-// warehouse can run inside the statements Plan and LoadChunk build.
+// warehouse can run inside the statements Plan and LoadChunk build. Each
+// text is parsed as the local endpoint parses it, Redshift's own syntax
+// included (postgres-grammar.ts).
 import { kindOf, nodesOf, relations } from './ast.ts';
 import { checkStatements } from './check.ts';
-import { parseSql, SqlSyntaxError, type ParsedSql, type ParsedStatement } from './parser.ts';
+import { SqlSyntaxError, type ParsedStatement } from './parser.ts';
+import { parseSql, redshiftSyntaxConstructs, type ParsedSql } from './postgres-grammar.ts';
 
 export interface SourceTable {
   schema?: string;
@@ -109,7 +112,7 @@ function readOnlySelectProblem(sql: string, wrapped: readonly string[], rules: S
   const parameters = rules.parameters(parameterNames);
   if (parameters !== undefined) return parameters;
 
-  const unsupported = checkStatements(statements)[0];
+  const unsupported = checkStatements(statements, redshiftSyntaxConstructs(sql))[0];
   if (unsupported) {
     return `uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`;
   }

@@ -14,6 +14,7 @@ import { kindOf, names } from './ast.ts';
 import { checkStatements } from './check.ts';
 import { parsePositional, scanTokens, SqlSyntaxError, type Token } from './parser.ts';
 import { toPositional } from './parameters.ts';
+import { inPostgresGrammar, redshiftSyntaxConstructs } from './postgres-grammar.ts';
 
 /** Column compression encodings ("Compression encodings", https://docs.aws.amazon.com/redshift/latest/dg/c_Compression_encodings.html). */
 export const ENCODINGS = ['raw', 'az64', 'bytedict', 'delta', 'delta32k', 'lzo', 'mostly8', 'mostly16', 'mostly32', 'runlength', 'text255', 'text32k', 'zstd'] as const;
@@ -236,7 +237,9 @@ function typeText(typeName: Record<string, unknown>): string {
  * columns. Throws TableDdlError or SqlSyntaxError saying what is wrong.
  */
 export function parseTableDdl(body: string): TableDdl {
-  const text = `CREATE TABLE ddl_probe ${body}`;
+  const written = `CREATE TABLE ddl_probe ${body}`;
+  // As the local endpoint reads it: Redshift's IDENTITY(seed, step) in PostgreSQL's grammar, then without the table attributes.
+  const text = inPostgresGrammar(written);
   const stripped = stripTableAttributes(text);
   const plain = stripped?.text ?? text;
   const statements = parsePositional(toPositional(plain).text);
@@ -250,7 +253,7 @@ export function parseTableDdl(body: string): TableDdl {
     }
   }
   if (create.oncommit !== undefined && create.oncommit !== 'ONCOMMIT_NOOP') throw new TableDdlError('must not use ON COMMIT');
-  const unsupported = checkStatements(statements)[0];
+  const unsupported = checkStatements(statements, redshiftSyntaxConstructs(written))[0];
   if (unsupported) throw new TableDdlError(`uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`);
   const columns: DdlColumn[] = [];
   const primaryKey = new Set<string>();

@@ -3,13 +3,22 @@
 // intervals. Two days were corrected upstream after its live table was
 // built (as in `local up`'s sample): a scheduled run publishes only the
 // newest days, a backfill of the corrected days publishes them and no other
-// day, and a rollback puts those days back. Each describe acts on its own
-// copy of the arranged sample (test/support/workflow.ts useFork).
+// day, and a rollback puts those days back. A variant whose source query is
+// written in Redshift's own syntax, which PostgreSQL's grammar rejects,
+// passes the synth-time check and publishes the rows it selects. Each
+// describe acts on its own copy of the arranged sample
+// (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/spec.ts';
+import { migrationSql } from '../../domain/sql/publish-view.ts';
+import { LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
+import { newClient } from '../../local/pg-clients.ts';
 import { correctAmountsInPlace, dailySalesPipeline, sampleDay } from '../../local/sample-data.ts';
+import { dailySales } from '../../pipelines/daily-sales.ts';
+import { pipelines } from '../../pipelines/index.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { scheduledRunOn } from '../support/scheduled-run.ts';
-import { useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const PIPELINE = dailySalesPipeline();
 const [SOURCE_DAYS, LIVE_DAYS] = [10, 8];
@@ -98,5 +107,77 @@ describe('a backfill of the corrected days, then a rollback', () => {
   it('rolls back to the live table as it was before the backfill', async () => {
     expect(rollback.status).toBe('SUCCEEDED');
     expect(await live(wf)).toEqual(fixture.arranged.before);
+  });
+});
+
+
+// r_COUNT and r_LISTAGG: each day's orders (three order lines each) and its customers, in order, in two
+// columns added to the live table. Published through a view: a rename or in-place publish re-checks the
+// source inside a stored procedure's EXECUTE (domain/sql/publish.ts sourceRecheck), whose text the local
+// endpoint runs as PostgreSQL's, not rewritten (docs/redshift.md, SQL inside procedure bodies).
+describe("daily_sales in Redshift's own syntax: APPROXIMATE COUNT(DISTINCT ...), LISTAGG(DISTINCT ...) WITHIN GROUP", () => {
+  const wf = useFork(fixture);
+  const TO = 4;
+  const sourceSql = `
+    SELECT CAST(DATE_TRUNC('day', ordered_at) AS TIMESTAMP) AS sales_day,
+           COUNT(*) AS order_lines,
+           SUM(quantity) AS units,
+           SUM(amount) AS amount,
+           APPROXIMATE COUNT(DISTINCT order_id) AS orders,
+           LISTAGG(DISTINCT customer_id, ',') WITHIN GROUP (ORDER BY customer_id) AS customers
+      FROM source.sales_order_lines
+     WHERE ordered_at >= :start AND ordered_at < :end
+     GROUP BY 1`;
+  interface Counted {
+    readonly day: string;
+    readonly order_lines: string;
+    readonly orders: string | null;
+    readonly customers: string | null;
+  }
+  let run: ExecutionResult;
+  beforeAll(async () => {
+    await wf.query('ALTER TABLE analytics.daily_sales ADD COLUMN orders bigint, ADD COLUMN customers varchar(4000)');
+    const index = pipelines.findIndex((p) => p.name === PIPELINE.name);
+    // The synth-time check: definePipeline refuses what it cannot parse.
+    const redshiftSyntax = definePipeline({ ...dailySales, sourceSql, publishMode: 'swap', lookback: 0, publishVia: 'view' });
+    // The one-time SQL that turns the live table into a view, as its owner, the handlers' user.
+    const columns = await wf.query<{ c: string }>(
+      `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'daily_sales' ORDER BY ordinal_position`,
+    );
+    const owner = newClient({ ...wf.wh.pg, user: LOCAL_PIPELINE_USER, password: localUserPassword(wf.wh.pg, LOCAL_PIPELINE_USER) });
+    await owner.connect();
+    try {
+      for (const sql of migrationSql(redshiftSyntax, columns.map((r) => r.c))) await owner.query(sql);
+    } finally {
+      await owner.end();
+    }
+    pipelines[index] = redshiftSyntax;
+    try {
+      run = await wf.run({ pipeline: PIPELINE.name, to: sampleDay(TO).toISOString() }, 'daily-redshift-syntax');
+    } finally {
+      pipelines[index] = PIPELINE;
+    }
+  });
+
+  it("publishes each day's distinct orders and customers as the source holds them", async () => {
+    expect(run.status, caughtMessage(run)).toBe('SUCCEEDED');
+    const published = await wf.query<Counted>(
+      `SELECT to_char(sales_day, 'YYYY-MM-DD') AS day, order_lines::text, orders::text, customers FROM analytics.daily_sales ORDER BY sales_day`,
+    );
+    const truth = await wf.query<Counted>(
+      `SELECT to_char(date_trunc('day', ordered_at), 'YYYY-MM-DD') AS day, count(*)::text AS order_lines, count(DISTINCT order_id)::text AS orders,
+              array_to_string(array_agg(DISTINCT customer_id ORDER BY customer_id), ',') AS customers
+         FROM source.sales_order_lines WHERE ordered_at < $1 GROUP BY 1 ORDER BY 1`,
+      [sampleDay(TO).toISOString().slice(0, 19)],
+    );
+    expect(published).toEqual(truth);
+    expect(published).toHaveLength(TO);
+    for (const day of published) {
+      // Distinct, not every line: fewer orders than order lines, and each customer once.
+      expect(Number(day.orders)).toBeLessThan(Number(day.order_lines));
+      const customers = day.customers!.split(',');
+      expect(customers.length).toBeGreaterThan(1);
+      expect(new Set(customers).size).toBe(customers.length);
+    }
   });
 });

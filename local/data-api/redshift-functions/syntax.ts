@@ -1,15 +1,18 @@
-// Redshift's syntax that PostgreSQL parses differently or not at all,
-// rewritten into calls PostgreSQL runs with Redshift's results: of
-// PostgreSQL's own functions or of the stand-ins in functions.ts. The
-// statement's text is edited at token and parse-tree locations, so the
-// rest of it, `$n` parameters included, runs as written.
+// Redshift's syntax that PostgreSQL parses differently, rewritten into
+// calls PostgreSQL runs with Redshift's results: of PostgreSQL's own
+// functions or of the stand-ins in functions.ts. The statement's text is
+// edited at token and parse-tree locations (domain/redshift-sql/text-edits.ts),
+// so the rest of it, `$n` parameters included, runs as written.
 //
-// beforeParse runs before the gate parses the text (PostgreSQL's grammar
-// rejects these words): APPROXIMATE COUNT(DISTINCT ...), LISTAGG's WITHIN
-// GROUP, IDENTITY(seed, step), WITH NO SCHEMA BINDING. withRedshiftSyntax
-// runs on what the gate let through, since some results are functions the
-// gate refuses in a user's text (array_agg). MEDIAN needs none: it is an
-// aggregate of functions.ts.
+// beforeParse runs before the gate parses the text: the words PostgreSQL's
+// grammar rejects (APPROXIMATE COUNT(DISTINCT ...), LISTAGG's WITHIN GROUP,
+// IDENTITY(seed, step), WITH NO SCHEMA BINDING) in PostgreSQL's grammar,
+// the rewrite the synth-time checks and the handlers parse with too
+// (domain/redshift-sql/postgres-grammar.ts). Locally APPROXIMATE gives the
+// exact count, well within Redshift's estimate's error, and a late-binding
+// view runs as a bound one. withRedshiftSyntax runs on what the gate let
+// through, since some results are functions the gate refuses in a user's
+// text (array_agg). MEDIAN needs none: it is an aggregate of functions.ts.
 // - NVL(...) is COALESCE(...) (r_NVL_function: "NVL is identical to COALESCE").
 // - DECODE(e, s1, r1, ..., default) with at least three arguments is a CASE
 //   in which NULL matches NULL (r_DECODE_expression); PostgreSQL's
@@ -34,67 +37,18 @@
 //   (EXTRACT), listagg.
 // Only unqualified names are Redshift's: `pg_catalog.decode` stays.
 import { walk } from '../../../domain/redshift-sql/ast.ts';
-import { parsePositional, scanTokens, type Token } from '../../../domain/redshift-sql/parser.ts';
+import { parsePositional, type Token } from '../../../domain/redshift-sql/parser.ts';
+import { matching, render, tokensOf, type Rewrite } from '../../../domain/redshift-sql/text-edits.ts';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
 import { DATE_PART_NAMES, DATE_PARTS } from './date-parts.ts';
 
+/** `text` with the Redshift words PostgreSQL's grammar rejects rewritten; unchanged when it has none. */
+export { inPostgresGrammar as beforeParse } from '../../../domain/redshift-sql/postgres-grammar.ts';
+
 type Fields = Record<string, unknown>;
 
-/** A span of the text [start, end) in bytes, and its replacement, built from rendered sub-spans. */
-interface Rewrite {
-  start: number;
-  end: number;
-  build(render: (start: number, end: number) => string): string;
-}
-
-const BEFORE_PARSE = /approximate|within\s+group|identity|schema\s+binding/i;
 const AFTER_GATE = /\b(nvl|decode|dateadd|datediff|date_part|sysdate|listagg|extract)\b/i;
-const DEFINES_TABLE = /^\s*(create\s+((local\s+)?(temp|temporary)\s+)?table|alter\s+table)\s/i;
-const DEFINES_VIEW = /^\s*create\s+(or\s+replace\s+)?view\s/i;
-
-/** `text` with the Redshift words PostgreSQL's grammar rejects rewritten; unchanged when it has none. */
-export function beforeParse(text: string): string {
-  if (!BEFORE_PARSE.test(text)) return text;
-  const tokens = tokensOf(text);
-  if (!tokens) return text;
-  const bytes = Buffer.from(text);
-  const slice = (start: number, end: number) => bytes.subarray(start, end).toString();
-  const word = (i: number) => tokens[i]?.text.toLowerCase();
-  const rewrites: Rewrite[] = [];
-  const replace = (start: number, end: number, replacement: string) => rewrites.push({ start, end, build: () => replacement });
-  tokens.forEach((token, i) => {
-    const name = word(i);
-    // r_COUNT: APPROXIMATE COUNT(DISTINCT x) is a HyperLogLog estimate; locally the exact count, well within its error.
-    // r_APPROXIMATE_PERCENTILE_DISC likewise is PERCENTILE_DISC.
-    if (name === 'approximate' && (word(i + 1) === 'count' || word(i + 1) === 'percentile_disc')) replace(token.start, tokens[i + 1]!.start, '');
-    // LISTAGG(...) WITHIN GROUP (ORDER BY list) as an ordered aggregate, LISTAGG(... ORDER BY list): PostgreSQL allows no DISTINCT with WITHIN GROUP.
-    if (name === 'listagg' && word(i + 1) === '(') {
-      const close = matching(tokens, i + 1);
-      if (close !== undefined && word(close + 1) === 'within' && word(close + 2) === 'group' && word(close + 3) === '(' && word(close + 4) === 'order' && word(close + 5) === 'by') {
-        replace(tokens[close]!.start, tokens[close + 5]!.end, ' ORDER BY');
-      }
-    }
-    // IDENTITY(seed, step) (r_CREATE_TABLE_NEW): an identity column. Redshift takes no explicit value for it, as ALWAYS; GENERATED BY DEFAULT AS IDENTITY(seed, step) does.
-    if (name === 'identity' && word(i + 1) === '(' && DEFINES_TABLE.test(text)) {
-      const close = matching(tokens, i + 1);
-      const comma = close === undefined ? -1 : tokens.findIndex((t, j) => j > i + 1 && j < close && t.text === ',');
-      if (close !== undefined && comma > 0) {
-        const seed = slice(tokens[i + 2]!.start, tokens[comma - 1]!.end);
-        const step = slice(tokens[comma + 1]!.start, tokens[close - 1]!.end);
-        // The seed bounds the sequence (PostgreSQL's default bound is 1, or -1 going down), so a seed of 0 is allowed as on Redshift.
-        const options = `(START WITH ${seed} INCREMENT BY ${step} ${step.trimStart().startsWith('-') ? 'MAXVALUE' : 'MINVALUE'} ${seed})`;
-        if (word(i - 1) === 'as') replace(tokens[i + 1]!.start, tokens[close]!.end, options);
-        else replace(token.start, tokens[close]!.end, `GENERATED ALWAYS AS IDENTITY ${options}`);
-      }
-    }
-    // A late-binding view (r_CREATE_VIEW) runs as a view bound to its tables: PostgreSQL has no other kind.
-    if (name === 'with' && word(i + 1) === 'no' && word(i + 2) === 'schema' && word(i + 3) === 'binding' && DEFINES_VIEW.test(text)) {
-      replace(token.start, tokens[i + 3]!.end, '');
-    }
-  });
-  return rewrites.length === 0 ? text : render(bytes, rewrites);
-}
 
 /** `text` (that PostgreSQL parses) with Redshift's functions and syntax as PostgreSQL runs them; unchanged when it has none. */
 export function withRedshiftSyntax(text: string): string {
@@ -265,41 +219,8 @@ function callParts(tokens: Token[], open: number, close: number): { args: Span[]
   return { args, distinct };
 }
 
-/** The token closing the parenthesis that token `open` opens. */
-function matching(tokens: Token[], open: number): number | undefined {
-  let depth = 0;
-  for (let i = open; i < tokens.length; i++) {
-    if (tokens[i]!.text === '(') depth++;
-    else if (tokens[i]!.text === ')' && --depth === 0) return i;
-  }
-  return undefined;
-}
-
 function fieldNames(list: unknown): string[] {
   if (!Array.isArray(list)) return [];
   return list.map((item) => (item as { String?: { sval?: string } }).String?.sval ?? '\0');
 }
 
-function tokensOf(text: string): Token[] | undefined {
-  try {
-    return scanTokens(text);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The text with each rewrite's span replaced; a rewrite inside another's span is applied where that one renders it. */
-function render(bytes: Buffer, rewrites: Rewrite[]): string {
-  const sorted = [...rewrites].sort((a, b) => a.start - b.start || b.end - a.end);
-  const renderSpan = (start: number, end: number): string => {
-    let out = '';
-    let position = start;
-    for (const rewrite of sorted) {
-      if (rewrite.start < position || rewrite.end > end) continue;
-      out += bytes.subarray(position, rewrite.start).toString() + rewrite.build(renderSpan);
-      position = rewrite.end;
-    }
-    return out + bytes.subarray(position, end).toString();
-  };
-  return renderSpan(0, bytes.length);
-}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { checkSql, endsTransaction } from '../../../domain/redshift-sql/check.ts';
-import { parseSql } from '../../../domain/redshift-sql/parser.ts';
+import { parseSql } from '../../../domain/redshift-sql/postgres-grammar.ts';
 import { intervalWriters } from '../../../domain/sql/publish-intervals.ts';
 import { mergeIntoLive } from '../../../domain/sql/publish-merge.ts';
 import { pipelineWith } from '../fixtures.ts';
