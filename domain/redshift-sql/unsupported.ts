@@ -160,7 +160,7 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
   { construct: 'ARRAY subqueries', detect: { node: 'SubLink', field: 'subLinkType', values: ['ARRAY_SUBLINK'] }, citation: P.features },
   { construct: 'array types', detect: { arrayTypes: true }, citation: P.dataTypes },
   { construct: 'ARRAY_AGG', detect: { functions: ['array_agg'] }, citation: P.functions, hint: 'use LISTAGG' },
-  { construct: 'array functions', detect: { functions: ['unnest', 'array_length', 'array_append', 'array_cat', 'array_position', 'string_to_array', 'array_to_string', 'cardinality'] }, citation: P.functions },
+  { construct: 'array functions', detect: { functions: ['unnest', 'array_length', 'array_append', 'array_cat', 'string_to_array', 'array_to_string', 'cardinality'] }, citation: P.functions },
   { construct: 'JSON types', detect: { types: ['json', 'jsonb'] }, citation: P.dataTypes, hint: 'use SUPER' },
   { construct: 'JSON functions', detect: { functions: POSTGRES_JSON_FUNCTIONS, prefixes: ['jsonb_'] }, citation: P.dataTypes, hint: 'use SUPER and Redshift JSON functions such as JSON_EXTRACT_PATH_TEXT' },
   { construct: 'JSON operators', detect: { operators: ['->', '->>', '#>', '#>>'] }, citation: P.dataTypes },

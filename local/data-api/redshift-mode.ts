@@ -16,7 +16,9 @@
 // - run with Redshift's own functions and syntax as PostgreSQL runs them
 //   (redshift-functions/syntax.ts): the words PostgreSQL's grammar rejects
 //   rewritten before the parse, as the synth-time checks parse them
-//   (domain/redshift-sql/postgres-grammar.ts), the rest after the checks.
+//   (domain/redshift-sql/postgres-grammar.ts), the rest after the checks;
+//   a CALL's string argument that is a query (which the procedure EXECUTEs)
+//   gated and rewritten as a statement of its own.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 import {
   checkStatements,
@@ -24,7 +26,8 @@ import {
   implicitCommitMessage,
   refusalMessage,
 } from '../../domain/redshift-sql/check.ts';
-import { parsePositional, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
+import { parsePositional, scanTokens, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
+import { render, type Rewrite } from '../../domain/redshift-sql/text-edits.ts';
 import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint, type TableName } from './informational-keys.ts';
 import { kindOf } from '../../domain/redshift-sql/ast.ts';
 import { redshiftSyntaxConstructs } from '../../domain/redshift-sql/postgres-grammar.ts';
@@ -87,8 +90,47 @@ function gateOne(original: string, inTransaction: boolean): GatedSql {
   // Redshift's IDENTITY(seed, step) reaches the parser as PostgreSQL's identity column, then no finding (postgres-grammar.ts).
   const gated = gateParsed(text, inTransaction, redshiftSyntaxConstructs(original));
   if (gated.refusal !== undefined) return gated;
+  const dynamic = withDynamicQueries(gated.text);
+  if (dynamic.refusal !== undefined) return { text, refusal: dynamic.refusal, constraints: [] };
   const table = tableAttributesOf(gated.text, attributes);
-  return { ...gated, text: withRedshiftSyntax(gated.text), ...(table ? { tableAttributes: table } : {}) };
+  return { ...gated, text: withRedshiftSyntax(dynamic.text), ...(table ? { tableAttributes: table } : {}) };
+}
+
+const CALL = /^\s*call\s/i;
+const QUERY = /^\s*(select|with)\s/i;
+
+/**
+ * A CALL whose string argument is a query, which the procedure EXECUTEs
+ * (the publish transaction's source re-check, domain/sql/publish.ts
+ * sourceRecheck): Redshift runs that query with its own SQL, so it is gated
+ * and rewritten as a statement of its own, and its refusal is the CALL's.
+ */
+function withDynamicQueries(text: string): { text: string; refusal?: string } {
+  if (!CALL.test(text)) return { text };
+  let statements: ParsedStatement[];
+  try {
+    statements = parsePositional(text);
+  } catch {
+    return { text };
+  }
+  const [statement] = statements;
+  if (statements.length !== 1 || !statement || kindOf(statement.node) !== 'CallStmt') return { text };
+  const args = ((statement.node.CallStmt as { funccall?: { args?: unknown[] } }).funccall?.args ?? []).map(
+    (a) => (a as { A_Const?: { sval?: { sval?: string }; location?: number } }).A_Const,
+  );
+  const tokens = scanTokens(text);
+  const rewrites: Rewrite[] = [];
+  for (const arg of args) {
+    const query = arg?.sval?.sval;
+    // One statement: its locations are the text's byte offsets.
+    const token = tokens.find((t) => t.start === arg?.location);
+    if (query === undefined || !QUERY.test(query) || !token?.text.startsWith("'")) continue;
+    const [inner] = gate([query], false);
+    if (inner!.refusal !== undefined) return { text, refusal: inner!.refusal };
+    const literal = `'${inner!.text.replace(/'/g, "''")}'`;
+    rewrites.push({ start: token.start, end: token.end, build: () => literal });
+  }
+  return { text: rewrites.length === 0 ? text : render(Buffer.from(text), rewrites) };
 }
 
 /** What a CREATE TABLE records of its table's attributes: those it declares, or its LIKE table's. */

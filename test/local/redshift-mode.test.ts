@@ -462,3 +462,23 @@ describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
     expect(await privileges()).toBe('SELECT');
   });
 });
+
+describe('a query a procedure EXECUTEs, given to it as a CALL argument', () => {
+  beforeAll(async () => {
+    await wh.query(`CREATE OR REPLACE PROCEDURE run_query(p_query varchar(65535), INOUT p_result varchar(256)) AS $$
+      BEGIN EXECUTE p_query INTO p_result; END $$ LANGUAGE plpgsql`);
+  });
+
+  it("runs in Redshift's SQL, rewritten as a statement of its own", async () => {
+    const done = await wh.select(`CALL run_query('SELECT NVL(NULL, ''x'') || DATEDIFF(day, ''2024-01-01''::date, ''2024-01-31''::date)', NULL)`);
+
+    expect(done).toEqual([['x30']]);
+  });
+
+  it('is refused as a statement of its own would be, and the CALL with it, before anything runs', async () => {
+    const done = await wh.run(`CALL run_query('SELECT string_agg(b, '','') FROM t', NULL)`);
+
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(/^ERROR: STRING_AGG is not supported on Amazon Redshift; use LISTAGG/);
+  });
+});

@@ -10,9 +10,6 @@
 // (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/spec.ts';
-import { migrationSql } from '../../domain/sql/publish-view.ts';
-import { LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
-import { newClient } from '../../local/pg-clients.ts';
 import { correctAmountsInPlace, dailySalesPipeline, sampleDay } from '../../local/sample-data.ts';
 import { dailySales } from '../../pipelines/daily-sales.ts';
 import { pipelines } from '../../pipelines/index.ts';
@@ -112,9 +109,8 @@ describe('a backfill of the corrected days, then a rollback', () => {
 
 
 // r_COUNT and r_LISTAGG: each day's orders (three order lines each) and its customers, in order, in two
-// columns added to the live table. Published through a view: a rename or in-place publish re-checks the
-// source inside a stored procedure's EXECUTE (domain/sql/publish.ts sourceRecheck), whose text the local
-// endpoint runs as PostgreSQL's, not rewritten (docs/redshift.md, SQL inside procedure bodies).
+// columns added to the live table. Published by a swap, whose transaction re-checks the source inside a
+// stored procedure's EXECUTE (domain/sql/publish.ts sourceRecheck): that query is Redshift's SQL too.
 describe("daily_sales in Redshift's own syntax: APPROXIMATE COUNT(DISTINCT ...), LISTAGG(DISTINCT ...) WITHIN GROUP", () => {
   const wf = useFork(fixture);
   const TO = 4;
@@ -139,18 +135,7 @@ describe("daily_sales in Redshift's own syntax: APPROXIMATE COUNT(DISTINCT ...),
     await wf.query('ALTER TABLE analytics.daily_sales ADD COLUMN orders bigint, ADD COLUMN customers varchar(4000)');
     const index = pipelines.findIndex((p) => p.name === PIPELINE.name);
     // The synth-time check: definePipeline refuses what it cannot parse.
-    const redshiftSyntax = definePipeline({ ...dailySales, sourceSql, publishMode: 'swap', lookback: 0, publishVia: 'view' });
-    // The one-time SQL that turns the live table into a view, as its owner, the handlers' user.
-    const columns = await wf.query<{ c: string }>(
-      `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'daily_sales' ORDER BY ordinal_position`,
-    );
-    const owner = newClient({ ...wf.wh.pg, user: LOCAL_PIPELINE_USER, password: localUserPassword(wf.wh.pg, LOCAL_PIPELINE_USER) });
-    await owner.connect();
-    try {
-      for (const sql of migrationSql(redshiftSyntax, columns.map((r) => r.c))) await owner.query(sql);
-    } finally {
-      await owner.end();
-    }
+    const redshiftSyntax = definePipeline({ ...dailySales, sourceSql, publishMode: 'swap', lookback: 0 });
     pipelines[index] = redshiftSyntax;
     try {
       run = await wf.run({ pipeline: PIPELINE.name, to: sampleDay(TO).toISOString() }, 'daily-redshift-syntax');
