@@ -192,6 +192,11 @@ const TYPES = new Set([
   'geometry', 'geography', 'hllsketch', 'regclass', 'oid', 'name',
 ]);
 
+/** The finding of PostgreSQL's `GRANT r TO u` / `REVOKE r FROM u`, which Redshift writes `GRANT ROLE r ...`. */
+export function roleWithoutKeyword(grant: boolean): string {
+  return `${grant ? 'GRANT' : 'REVOKE'} of a role without ROLE`;
+}
+
 /**
  * Whatever in `statement` Redshift's SQL reference does not document, each
  * construct once. `text`, the statement's own text, shows the keywords its
@@ -378,7 +383,7 @@ const COMMAND_CLAUSES: Record<string, Clauses> = {
   GrantStmt: grantClauses,
   GrantRoleStmt: (f) => [
     {
-      construct: `${f.is_grant === true ? 'GRANT' : 'REVOKE'} of a role without ROLE`,
+      construct: roleWithoutKeyword(f.is_grant === true),
       citation: f.is_grant === true ? P.grant : P.revoke,
       hint: 'Redshift names the role: GRANT ROLE r TO { user [ WITH ADMIN OPTION ] | ROLE r2 }, REVOKE [ ADMIN OPTION FOR ] ROLE r FROM ...; a user joins a group by ALTER GROUP ... ADD USER',
     },

@@ -10,8 +10,9 @@
 //   SORTKEY, BACKUP: domain/redshift-sql/table-ddl.ts), which are recorded
 //   for the catalog views instead, as a CREATE TABLE ... (LIKE t) copies
 //   t's (Redshift's LIKE copies encodings, distribution and sort keys);
-// - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`: Redshift names a
-//   role grantee with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
+// - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`, and Redshift's other
+//   uses of the ROLE keyword likewise (withoutRoleKeyword): Redshift names a
+//   role with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
 //   PostgreSQL, whose roles are its users and groups, with its bare name.
 // - run with Redshift's own functions and syntax as PostgreSQL runs them
 //   (redshift-functions/syntax.ts): the words PostgreSQL's grammar rejects
@@ -30,6 +31,7 @@ import { parsePositional, scanTokens, SqlSyntaxError, type ParsedStatement } fro
 import { render, type Rewrite } from '../../domain/redshift-sql/text-edits.ts';
 import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint, type TableName } from './informational-keys.ts';
 import { kindOf } from '../../domain/redshift-sql/ast.ts';
+import { roleWithoutKeyword } from '../../domain/redshift-sql/allowed.ts';
 import { redshiftSyntaxConstructs } from '../../domain/redshift-sql/postgres-grammar.ts';
 import { stripTableAttributes, type TableAttributes, TableDdlError } from '../../domain/redshift-sql/table-ddl.ts';
 import type { TranslatedSql } from './params.ts';
@@ -88,7 +90,7 @@ function gateOne(original: string, inTransaction: boolean): GatedSql {
     }
   }
   // Redshift's IDENTITY(seed, step) reaches the parser as PostgreSQL's identity column, then no finding (postgres-grammar.ts).
-  const gated = gateParsed(text, inTransaction, redshiftSyntaxConstructs(original));
+  const gated = gateParsed(text, inTransaction, [...redshiftSyntaxConstructs(original), ...roleSyntaxConstructs(original)]);
   if (gated.refusal !== undefined) return gated;
   const dynamic = withDynamicQueries(gated.text);
   if (dynamic.refusal !== undefined) return { text, refusal: dynamic.refusal, constraints: [] };
@@ -171,12 +173,25 @@ function gateParsed(text: string, inTransaction: boolean, allowed: readonly stri
 }
 
 /**
- * `GRANT <privileges> ON <object> TO ROLE "r"` and `REVOKE ... FROM ROLE "r"`
- * as PostgreSQL writes them: `... TO "r"`, `... FROM "r"` (r_GRANT, r_REVOKE).
+ * Redshift's ROLE keyword where PostgreSQL, whose roles are its users and
+ * groups, takes a bare name (r_GRANT, r_REVOKE): a grantee
+ * `GRANT <privileges> ON <object> TO ROLE r` and `REVOKE ... FROM ROLE r`,
+ * and the role granted, `GRANT ROLE r TO { u | ROLE r2 }` and
+ * `REVOKE [ ADMIN OPTION FOR ] ROLE r FROM { u | ROLE r2 }`.
  */
 export function withoutRoleKeyword(text: string): string {
-  const grantee = /^(\s*(?:GRANT\s[^;]*?\sTO|REVOKE\s[^;]*?\sFROM)\s+)ROLE\s+(?=")/i.exec(text);
-  return grantee ? `${grantee[1]}${text.slice(grantee[0].length)}` : text;
+  const granted = ROLE_GRANT.exec(text);
+  const afterRole = granted ? `${granted[1]}${text.slice(granted[0].length)}` : text;
+  const grantee = ROLE_GRANTEE.exec(afterRole);
+  return grantee ? `${grantee[1]}${afterRole.slice(grantee[0].length)}` : afterRole;
+}
+
+const ROLE_GRANT = /^(\s*(?:GRANT|REVOKE(?:\s+ADMIN\s+OPTION\s+FOR)?)\s+)ROLE\s+(?=["A-Za-z_])/i;
+const ROLE_GRANTEE = /^(\s*(?:GRANT\s[^;]*?\sTO|REVOKE\s[^;]*?\sFROM)\s+)ROLE\s+(?=["A-Za-z_])/i;
+
+/** The findings a text in Redshift's role syntax lets through: `GRANT ROLE r` reaches the parser as PostgreSQL's `GRANT r`. */
+function roleSyntaxConstructs(original: string): readonly string[] {
+  return ROLE_GRANT.test(original) ? [roleWithoutKeyword(true), roleWithoutKeyword(false)] : [];
 }
 
 /**

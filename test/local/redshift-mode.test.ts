@@ -449,6 +449,24 @@ describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
     expect(withoutRoleKeyword(`SELECT 'GRANT x TO ROLE "y"'`)).toBe(`SELECT 'GRANT x TO ROLE "y"'`);
     expect(withoutRoleKeyword('REVOKE UPDATE ON TABLE "analytics"."orders" FROM ROLE "bi_reader"')).toBe('REVOKE UPDATE ON TABLE "analytics"."orders" FROM "bi_reader"');
     expect(withoutRoleKeyword('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"')).toBe('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"');
+    expect(withoutRoleKeyword('GRANT ROLE analyst TO ROLE "lead"')).toBe('GRANT analyst TO "lead"');
+    expect(withoutRoleKeyword('REVOKE ADMIN OPTION FOR ROLE analyst FROM alice')).toBe('REVOKE ADMIN OPTION FOR analyst FROM alice');
+  });
+
+  it("runs Redshift's GRANT ROLE and REVOKE ROLE, and refuses PostgreSQL's GRANT of a role without ROLE", async () => {
+    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_analyst$r$) THEN CREATE ROLE role_mode_analyst; END IF; END $$');
+    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_member$r$) THEN CREATE ROLE role_mode_member; END IF; END $$');
+    const member = async () =>
+      (await wh.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_auth_members WHERE roleid = 'role_mode_analyst'::regrole AND member = 'role_mode_member'::regrole"))[0]!.n;
+
+    expect((await wh.run('GRANT ROLE role_mode_analyst TO ROLE role_mode_member')).Status).toBe('FINISHED');
+    expect(await member()).toBe(1);
+    expect((await wh.run('REVOKE ROLE role_mode_analyst FROM ROLE role_mode_member')).Status).toBe('FINISHED');
+    expect(await member()).toBe(0);
+    const postgres = await wh.run('GRANT role_mode_analyst TO role_mode_member');
+    expect(postgres.Status).toBe('FAILED');
+    expect(postgres.Error).toMatch(/GRANT of a role without ROLE is not supported on Amazon Redshift/);
+    expect(await member()).toBe(0);
   });
 
   it('grants to a role and revokes from it through the endpoint', async () => {
