@@ -44,7 +44,7 @@ import { liveDriftCounts, nullCountAggregates } from '../domain/sql/drift.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { grainKey, startBatch } from '../domain/sql/plan.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
-import { ensureManifest } from '../functions/plan/index.ts';
+import { ensureManifest } from '../functions/plan/batch.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { renderTable } from '../local/table.ts';
 import { median } from './stats.ts';

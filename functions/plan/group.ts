@@ -17,7 +17,7 @@ import { groups } from '../../pipelines/index.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from './index.ts';
+import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from './batch.ts';
 import { type PipelineBusy, takeLease } from './lease.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { refuseUnmigrated } from './migration.ts';

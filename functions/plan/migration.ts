@@ -26,7 +26,7 @@ import { findBatch, sourceShape } from '../../domain/sql/plan.ts';
 import { dependentsFacts } from '../../domain/sql/publish.ts';
 import { BatchStatus } from '../../domain/batch.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './index.ts';
+import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';
 
 /** The live table's columns as `name type` (empty: it does not exist). */
 async function liveColumnTypes(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<string[]> {

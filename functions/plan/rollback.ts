@@ -13,7 +13,7 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { warehouseTimeIso } from '../../domain/time.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, readLiveColumns } from './index.ts';
+import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, readLiveColumns } from './batch.ts';
 import { takeLease } from './lease.ts';
 
 /**

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
 import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 import { withoutRoleKeyword } from '../../local/data-api/redshift-mode.ts';
+import { UNDOCUMENTED_CLAUSES, UNDOCUMENTED_FORMS } from '../support/undocumented-forms.ts';
 
 let wh: Warehouse;
 beforeAll(async () => {
@@ -498,5 +499,14 @@ describe('a query a procedure EXECUTEs, given to it as a CALL argument', () => {
 
     expect(done.Status).toBe('FAILED');
     expect(done.Error).toMatch(/^ERROR: STRING_AGG is not supported on Amazon Redshift; use LISTAGG/);
+  });
+});
+
+describe('a form Redshift does not document, sent through the endpoint', () => {
+  it.each([...UNDOCUMENTED_FORMS, ...UNDOCUMENTED_CLAUSES.map(([sql, construct]) => [sql, construct] as const)])('%s: fails naming %s, before it runs', async (sql, construct) => {
+    const done = await wh.run(sql);
+
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toContain(`ERROR: ${construct} is not supported on Amazon Redshift`);
   });
 });

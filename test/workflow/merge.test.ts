@@ -7,7 +7,8 @@
 // on its own copy of what it left (test/support/workflow.ts useFork).
 import { addMergeColumns, LOOKBACK, mergeSpec } from '../support/merge-pipeline.ts';
 import { describe, expect, it } from 'vitest';
-import { plan, type PlanEvent } from '../../functions/plan/index.ts';
+import { plan } from '../../functions/plan/index.ts';
+import type { PlanEvent } from '../../functions/plan/batch.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { definePipelines } from '../../domain/spec.ts';

@@ -10,7 +10,8 @@
 // arranged once; every change acts on a copy of what it left
 // (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { plan, type PlanEvent } from '../../functions/plan/index.ts';
+import { plan } from '../../functions/plan/index.ts';
+import type { PlanEvent } from '../../functions/plan/batch.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { definePipelines } from '../../domain/spec.ts';
 import { localCloudWatchClient, localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';

@@ -1,0 +1,101 @@
+// No runtime import cycles among the project's modules: a module that
+// imports, at run time, one that imports it back sees it half-initialised
+// when either is loaded first. Type-only imports are erased and do not
+// count; nor do dynamic imports, which run after both have loaded.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const FOLDERS = ['bench', 'bin', 'domain', 'functions', 'lib', 'local', 'pipelines', 'scripts', 'test'];
+
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : sourceFiles(path);
+    return /\.(ts|mts)$/.test(entry.name) && !entry.name.endsWith('.d.ts') ? [path] : [];
+  });
+}
+
+/** The project modules `file` imports at run time (static imports and re-exports that are not type-only). */
+export function runtimeImports(file: string, text: string): string[] {
+  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
+  const found: string[] = [];
+  for (const statement of source.statements) {
+    let specifier: ts.Expression | undefined;
+    if (ts.isImportDeclaration(statement)) {
+      const clause = statement.importClause;
+      const typeOnly =
+        clause !== undefined &&
+        (clause.isTypeOnly ||
+          (clause.name === undefined &&
+            clause.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            clause.namedBindings.elements.length > 0 &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly)));
+      if (!typeOnly) specifier = statement.moduleSpecifier;
+    } else if (ts.isExportDeclaration(statement) && !statement.isTypeOnly) {
+      const named = statement.exportClause;
+      const typeOnly = named !== undefined && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+      if (!typeOnly) specifier = statement.moduleSpecifier;
+    }
+    if (specifier && ts.isStringLiteral(specifier) && specifier.text.startsWith('.')) found.push(resolve(dirname(file), specifier.text));
+  }
+  return found;
+}
+
+/** Each strongly connected set of more than one module (or a module importing itself), by Tarjan's algorithm. */
+export function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, counter);
+    low.set(node, counter++);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node)!, index.get(next)!));
+    }
+    if (low.get(node) === index.get(node)) {
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== node);
+      if (component.length > 1 || (graph.get(node) ?? []).includes(node)) found.push(component.sort());
+    }
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+describe('the import graph', () => {
+  it('finds a cycle of runtime imports, and not one through type-only imports', () => {
+    const graph = new Map([
+      ['/a.ts', runtimeImports('/a.ts', "import { b } from './b.ts';\nimport type { C } from './c.ts';")],
+      ['/b.ts', runtimeImports('/b.ts', "export { a } from './a.ts';")],
+      ['/c.ts', runtimeImports('/c.ts', "import { type A } from './a.ts';\nexport type { B } from './b.ts';")],
+    ]);
+
+    expect(cycles(graph)).toEqual([['/a.ts', '/b.ts']]);
+  });
+
+  it('of the project has no runtime import cycle', () => {
+    const files = FOLDERS.flatMap((folder) => sourceFiles(join(ROOT, folder)));
+    const graph = new Map(files.map((file) => [file, runtimeImports(file, readFileSync(file, 'utf8'))]));
+
+    expect(files.length).toBeGreaterThan(300);
+    expect(cycles(graph).map((cycle) => cycle.map((file) => relative(ROOT, file)))).toEqual([]);
+  });
+});
