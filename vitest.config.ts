@@ -15,7 +15,7 @@ import { SAFETY_NET_MS } from './test/support/safety-net.ts';
 const WORKFLOW = 'test/workflow/**/*.test.ts';
 const OVERLAPPING = [
   'concurrency', 'dependents', 'fault-matrix', 'lease', 'merge', 'migration', 'out-of-band',
-  'postgres-faults', 'publish-groups', 'publish-success', 'publish-via-view', 'readers',
+  'postgres-faults', 'publish-groups', 'publish-success', 'publish-via-view', 'readers', 'reattach',
   'rename-conflict', 'replace-intervals', 'rollback', 'waits',
 ].map((name) => `test/workflow/${name}.test.ts`);
 for (const file of OVERLAPPING) {

@@ -100,6 +100,30 @@ async function superseded(
   return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason, ...(unchanged ? { unchanged } : {}) };
 }
 
+/** The batch's publication, when another attempt of this Publish has made it since this one read the batch. */
+async function publishedMeanwhile(warehouse: Warehouse, batch: BatchRef, liveTable: string, name: (step: string) => string): Promise<PublishResult | undefined> {
+  const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
+  return now?.status === BatchStatus.PUBLISHED ? toResult(now, liveTable, true) : undefined;
+}
+
+/**
+ * Reads of staging before the swap, which an attempt of this Publish
+ * running at the same time may rename into live meanwhile: then that
+ * attempt's publish is this one's, as after a failed swap.
+ */
+async function beforeTheSwap<T>(read: () => Promise<T>, warehouse: Warehouse, batch: BatchRef, liveTable: string, name: (step: string) => string): Promise<T | PublishResult> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!(error instanceof WarehouseError)) throw error;
+    const published = await publishedMeanwhile(warehouse, batch, liveTable, name);
+    if (published) return published;
+    throw error;
+  }
+}
+
+const isResult = (value: unknown): value is PublishResult => typeof value === 'object' && value !== null && 'alreadyPublished' in value;
+
 /**
  * After the publish transaction failed: an earlier attempt whose response
  * was lost (or whose wait was abandoned) may have committed meanwhile: then
@@ -116,8 +140,8 @@ async function afterFailedPublish(
   name: (step: string) => string,
 ): Promise<PublishResult> {
   if (!(error instanceof WarehouseError)) throw error;
-  const [now] = await warehouse.query(batchState(event.batch.batchId), name('state'));
-  if (now?.status === BatchStatus.PUBLISHED) return toResult(now, liveTable, true);
+  const published = await publishedMeanwhile(warehouse, event.batch, liveTable, name);
+  if (published) return published;
   const changed = sourceChangedRefusal(error.message);
   if (changed !== undefined) {
     await warehouse.batch(markNewestChunkStale(event.batch.batchId), name('source-changed'));
@@ -170,18 +194,22 @@ export async function publish(
   }
 
   if (batch.restatement !== undefined) {
-    const same = await restatementUnchanged(warehouse, pipeline, batch, name);
+    const same = await beforeTheSwap(() => restatementUnchanged(warehouse, pipeline, batch, name), warehouse, batch, liveTable, name);
+    if (isResult(same)) return same;
     if (same !== undefined) return superseded(event, warehouse, same, liveTable, name, false, true);
   }
 
-  const recheck = pipeline.publishVia === 'view' || pipeline.migrating ? [] : await sourceRecheckOf(warehouse, pipeline, batch, waits, name);
+  const recheck =
+    pipeline.publishVia === 'view' || pipeline.migrating ? [] : await beforeTheSwap(() => sourceRecheckOf(warehouse, pipeline, batch, waits, name), warehouse, batch, liveTable, name);
+  if (isResult(recheck)) return recheck;
 
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
   if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
-  const fingerprint = await stagingFingerprint(warehouse, pipeline, batch, name);
+  const fingerprint = await beforeTheSwap(() => stagingFingerprint(warehouse, pipeline, batch, name), warehouse, batch, liveTable, name);
+  if (isResult(fingerprint)) return fingerprint;
   const swap: Swap = {
     pipeline,
     step: 'Publish',

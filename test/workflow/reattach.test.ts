@@ -40,6 +40,22 @@ const warehouse = (wf: Workflow) =>
     DEFAULT_POLL,
   );
 
+/**
+ * A Publish attempt that, once it has read its batch as not yet published,
+ * says so (`readState`) and reads staging only after `other` has ended.
+ */
+class ReadsStagingAfter extends DataApiWarehouse {
+  private stateRead!: () => void;
+  readonly readState = new Promise<void>((resolve) => (this.stateRead = resolve));
+  other: Promise<unknown> = Promise.resolve();
+  override async query(statement: Parameters<DataApiWarehouse['query']>[0], name: string): ReturnType<DataApiWarehouse['query']> {
+    if (name.includes(':publish:newest-chunk:')) await this.other.catch(() => undefined);
+    const rows = await super.query(statement, name);
+    if (name.includes(':publish:state:')) this.stateRead();
+    return rows;
+  }
+}
+
 /** A chunk's state as chunk_state shows it: loads counted in its generation, and their rows. */
 async function chunkState(wf: Workflow, index: number): Promise<{ generation: number; loads: number; rows_written: number } | undefined> {
   const [row] = await wf.query<{ generation: number; loads: string; rows_written: string }>(
@@ -164,6 +180,29 @@ describe('a Publish retry after its own commit', () => {
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
       expect(results.map((r) => r.status), results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; ')).toEqual(['fulfilled', 'fulfilled']);
       expect(results.map((r) => (r as PromiseFulfilledResult<{ alreadyPublished: boolean }>).value.alreadyPublished).sort()).toEqual([false, true]);
+      expect(await wf.publications()).toHaveLength(1);
+      expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
+    });
+  });
+
+  describe('overlapping an attempt that swaps while it reads staging', () => {
+    const wf = useFork(fixture);
+
+    it('finds its batch published by the other, whose staging is live now, and answers so: one swap', async () => {
+      let results: PromiseSettledResult<Awaited<ReturnType<typeof publish>>>[] = [];
+      wf.faults.Publish = async (input) => {
+        // The second reads the batch as not yet published; the first runs whole; then the second reads staging.
+        const second = new ReadsStagingAfter(localRedshiftDataClient(wf.wh.endpoint), localTarget(wf.wh.pg.database), DEFAULT_POLL);
+        const late = publish(input as PublishEvent, second, DEFAULT_PUBLISH_WAITS);
+        const first = second.readState.then(() => publish(input as PublishEvent, undefined, DEFAULT_PUBLISH_WAITS));
+        second.other = first;
+        results = await Promise.allSettled([first, late]);
+        return first;
+      };
+      const result = await wf.run(inputFor(7), 'publish-swapped-meanwhile');
+
+      expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
+      expect(results.map((r) => (r.status === 'rejected' ? String(r.reason) : r.value.alreadyPublished))).toEqual([false, true]);
       expect(await wf.publications()).toHaveLength(1);
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));
     });
