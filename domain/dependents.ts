@@ -18,11 +18,37 @@ export interface Grant {
   readonly withGrantOption: boolean;
 }
 
+/** A privilege granted on some columns of the live table. */
+export interface ColumnGrant {
+  readonly identityType: IdentityType;
+  readonly identity: string;
+  readonly privilege: string;
+  /** In name order. */
+  readonly columns: readonly string[];
+}
+
+/** A row-level security policy attached to the live table for one grantee. */
+export interface RlsAttachment {
+  readonly policy: string;
+  readonly identityType: IdentityType;
+  readonly identity: string;
+}
+
+/** A masking policy attached to columns of the live table for one grantee. */
+export interface MaskingAttachment {
+  readonly policy: string;
+  readonly identityType: IdentityType;
+  readonly identity: string;
+  readonly priority: number;
+  readonly inputColumns: readonly string[];
+  readonly outputColumns: readonly string[];
+}
+
 export interface DependentView {
   readonly schema: string;
   readonly view: string;
-  /** Its query as the catalog renders it (pg_get_viewdef), without a trailing semicolon. */
-  readonly definition: string;
+  /** Bytes of its definition as the catalog renders it (pg_get_viewdef): the procedure holds it in a varchar(65535). */
+  readonly definitionBytes: number;
   readonly owner: string;
   /** Columns of the live table the view reads. */
   readonly columns: readonly string[];
@@ -50,11 +76,21 @@ export interface LiveTableFacts {
   /** The database user the handlers run as (current_user). */
   readonly user: string;
   readonly grants: readonly Grant[];
+  /** Privileges granted on columns, one per grantee, privilege and column set. */
+  readonly columnGrants: readonly ColumnGrant[];
+  /** RLS policies attached, and whether the table's ROW LEVEL SECURITY is on (policyFacts; none when not read). */
+  readonly rlsPolicies: readonly RlsAttachment[];
+  readonly rlsOn: boolean;
+  readonly maskingPolicies: readonly MaskingAttachment[];
+  /** Whether the policies' catalog could be read (the user is a superuser or holds sys:secadmin). */
+  readonly policiesRead: boolean;
   /** Column name -> default expression as the catalog renders it. */
   readonly defaults: ReadonlyMap<string, string>;
+  /** The md5 of the table's comment, and of each column's (column name -> digest): the texts stay in the catalog. */
   readonly tableComment?: string;
-  /** Column name -> comment. */
   readonly columnComments: ReadonlyMap<string, string>;
+  /** Whether the table or a column has a comment (the swap copies them: manifest.ts copy_comments). */
+  readonly commented: boolean;
   readonly views: readonly DependentView[];
   /** PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, in name order. */
   readonly keys: readonly DeclaredKey[];
@@ -86,21 +122,49 @@ export function factsFingerprint(facts: readonly string[]): string {
 
 const IDENTITY_TYPES: ReadonlySet<string> = new Set(['user', 'group', 'role', 'public']);
 
-/** The facts as the query returned them (rows in `fact` order). */
-export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
+/** `type:name` of a grantee as the facts queries render it. */
+function identityOf(text: string): { identityType: IdentityType; identity: string } {
+  const at = text.indexOf(':');
+  const type = (at < 0 ? text : text.slice(0, at)).trim().toLowerCase();
+  const identity = at < 0 ? '' : text.slice(at + 1);
+  if (!IDENTITY_TYPES.has(type)) throw new ValidationError(`unknown grantee type ${type} for ${identity}`);
+  return { identityType: type as IdentityType, identity };
+}
+
+/** The column names of a masking attachment, as SVV_ATTACHED_MASKING_POLICY lists them (a JSON array, or names by commas). */
+function columnList(text: string | undefined): string[] {
+  const trimmed = (text ?? '').trim();
+  if (trimmed === '') return [];
+  if (trimmed.startsWith('[')) {
+    const parsed: unknown = JSON.parse(trimmed);
+    if (Array.isArray(parsed)) return parsed.map(String);
+  }
+  return trimmed.replace(/^\(|\)$/g, '').split(',').map((c) => c.trim().replace(/^"|"$/g, '')).filter((c) => c !== '');
+}
+
+/**
+ * The facts as the queries returned them (rows in `fact` order): the
+ * dependents, and the policies when they could be read (policyFacts).
+ * The fingerprint is of the dependents' rows only.
+ */
+export function liveTableFacts(rows: readonly FactRow[], policies?: readonly FactRow[]): LiveTableFacts {
   let user = '';
   const grants = new Map<string, { identityType: IdentityType; identity: string; privileges: string[]; withGrantOption: boolean }>();
+  const columnGrants = new Map<string, { identityType: IdentityType; identity: string; privilege: string; columns: string[] }>();
+  const rlsPolicies: RlsAttachment[] = [];
+  let rlsOn = false;
+  const maskingPolicies: MaskingAttachment[] = [];
   const defaults = new Map<string, string>();
   const columnComments = new Map<string, string>();
   let tableComment: string | undefined;
-  const views = new Map<string, { schema: string; view: string; definition: string; owner: string; columns: string[] }>();
+  const views = new Map<string, { schema: string; view: string; definitionBytes: number; owner: string; columns: string[] }>();
   const viewColumns: [string, string][] = [];
   const stagingColumns = new Set<string>();
   const keys: DeclaredKey[] = [];
   const incomingKeys: string[] = [];
   const referencing: { table: string; name: string; definition: string }[] = [];
   const referencingOwners = new Map<string, string>();
-  for (const row of rows) {
+  for (const row of [...rows, ...(policies ?? [])]) {
     const name = String(row.name ?? '');
     const detail = String(row.detail ?? '');
     const extra = String(row.extra ?? '');
@@ -109,14 +173,36 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
         user = name;
         break;
       case 'grant': {
-        const [type, ...rest] = name.split(':');
-        const identityType = String(type).trim().toLowerCase();
-        if (!IDENTITY_TYPES.has(identityType)) throw new ValidationError(`unknown grantee type ${identityType} for ${rest.join(':')}`);
-        const identity = rest.join(':');
+        const { identityType, identity } = identityOf(name);
         const key = `${identityType}:${identity}:${extra}`;
-        const grant = grants.get(key) ?? { identityType: identityType as IdentityType, identity, privileges: [], withGrantOption: extra === 'admin' };
+        const grant = grants.get(key) ?? { identityType, identity, privileges: [], withGrantOption: extra === 'admin' };
         if (!grant.privileges.includes(detail.toUpperCase())) grant.privileges.push(detail.toUpperCase());
         grants.set(key, grant);
+        break;
+      }
+      case 'column_grant': {
+        const { identityType, identity } = identityOf(name);
+        const key = `${identityType}:${identity}:${detail.toUpperCase()}`;
+        const grant = columnGrants.get(key) ?? { identityType, identity, privilege: detail.toUpperCase(), columns: [] };
+        if (!grant.columns.includes(extra)) grant.columns.push(extra);
+        columnGrants.set(key, grant);
+        break;
+      }
+      case 'rls':
+        rlsPolicies.push({ policy: name, ...identityOf(detail) });
+        break;
+      case 'rls_on':
+        rlsOn = true;
+        break;
+      case 'masking': {
+        const [priority, input, output] = extra.split('|');
+        maskingPolicies.push({
+          policy: name,
+          ...identityOf(detail),
+          priority: Number(priority),
+          inputColumns: columnList(input),
+          outputColumns: columnList(output),
+        });
         break;
       }
       case 'default':
@@ -128,7 +214,7 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
         break;
       case 'view': {
         const [schema, view] = splitQualified(name);
-        views.set(name, { schema, view, definition: detail.trim().replace(/;\s*$/, ''), owner: extra, columns: [] });
+        views.set(name, { schema, view, definitionBytes: Number(detail.split(':')[1] ?? 0), owner: extra, columns: [] });
         break;
       }
       case 'view_column':
@@ -158,9 +244,15 @@ export function liveTableFacts(rows: readonly FactRow[]): LiveTableFacts {
   return {
     user,
     grants: [...grants.values()],
+    columnGrants: [...columnGrants.values()].map((g) => ({ ...g, columns: [...g.columns].sort() })),
+    rlsPolicies,
+    rlsOn,
+    maskingPolicies,
+    policiesRead: policies !== undefined,
     defaults,
     ...(tableComment !== undefined ? { tableComment } : {}),
     columnComments,
+    commented: tableComment !== undefined || columnComments.size > 0,
     views: [...views.values()],
     keys,
     incomingKeys,
@@ -189,7 +281,12 @@ export function dependentViewProblems(liveTable: string, facts: LiveTableFacts):
   const problems: string[] = [];
   for (const v of facts.views) {
     const missing = v.columns.filter((c) => !facts.stagingColumns.has(c));
-    if (missing.length > 0) {
+    if (v.definitionBytes > MAX_VIEW_DEFINITION_BYTES) {
+      problems.push(
+        `view ${v.schema}.${v.view} has a definition of ${v.definitionBytes} bytes, more than the ${MAX_VIEW_DEFINITION_BYTES} a Redshift varchar holds, so the publish cannot re-create it over the new table; ` +
+          `re-create it WITH NO SCHEMA BINDING (a late-binding view needs nothing) or shorten it, and re-run`,
+      );
+    } else if (missing.length > 0) {
       problems.push(
         `view ${v.schema}.${v.view} reads column${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of ${liveTable}, which the new table lacks; ` +
           `drop or change the view (or add the column to the pipeline's output) and re-run`,
@@ -212,18 +309,34 @@ export function dependentViewProblems(liveTable: string, facts: LiveTableFacts):
   return problems.length === 0 ? undefined : `publish refused before the swap: ${problems.join('; ')}`;
 }
 
+/** The longest view definition the swap re-creates: varchar's limit, which the procedure holds it in. */
+export const MAX_VIEW_DEFINITION_BYTES = 65_535;
+
 /** What changed on the old version while the swap waited (a GRANT, REVOKE or comment issued then landed there). */
 export interface CarryOverCorrections {
-  /** Grants and comments to apply to the new live table (no views, no keys, no defaults). */
+  /** Grants to apply to the new live table (no views, no keys, no defaults, no policies). */
   readonly apply: LiveTableFacts;
   /** Privileges the new live table got that the old version no longer has. */
   readonly revoke: readonly Grant[];
+  readonly revokeColumns: readonly ColumnGrant[];
+  /** Whether a comment differs: the comments are copied from the old version again. */
+  readonly comments: boolean;
 }
 
 function privilegeKeys(grants: readonly Grant[]): Map<string, Grant> {
   const keys = new Map<string, Grant>();
   for (const g of grants) for (const p of g.privileges) keys.set(`${g.identityType}:${g.identity}:${p}`, { ...g, privileges: [p] });
   return keys;
+}
+
+function columnPrivilegeKeys(grants: readonly ColumnGrant[]): Map<string, ColumnGrant> {
+  const keys = new Map<string, ColumnGrant>();
+  for (const g of grants) for (const c of g.columns) keys.set(`${g.identityType}:${g.identity}:${g.privilege}:${c}`, { ...g, columns: [c] });
+  return keys;
+}
+
+function sameMap(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  return a.size === b.size && [...a].every(([k, v]) => b.get(k) === v);
 }
 
 /**
@@ -237,22 +350,29 @@ export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTa
   const has = privilegeKeys(oldVersion.grants);
   const grants = [...has].filter(([key]) => !had.has(key)).map(([, g]) => g);
   const revoke = [...had].filter(([key]) => !has.has(key)).map(([, g]) => g);
-  const columnComments = new Map([...oldVersion.columnComments].filter(([column, comment]) => applied.columnComments.get(column) !== comment));
-  const tableComment = oldVersion.tableComment !== applied.tableComment ? oldVersion.tableComment : undefined;
-  if (grants.length + revoke.length + columnComments.size === 0 && tableComment === undefined) return undefined;
+  const hadColumns = columnPrivilegeKeys(applied.columnGrants);
+  const hasColumns = columnPrivilegeKeys(oldVersion.columnGrants);
+  const columnGrants = [...hasColumns].filter(([key]) => !hadColumns.has(key)).map(([, g]) => g);
+  const revokeColumns = [...hadColumns].filter(([key]) => !hasColumns.has(key)).map(([, g]) => g);
+  const comments = oldVersion.tableComment !== applied.tableComment || !sameMap(oldVersion.columnComments, applied.columnComments);
+  if (grants.length + revoke.length + columnGrants.length + revokeColumns.length === 0 && !comments) return undefined;
   return {
     apply: {
       ...applied,
       grants,
+      columnGrants,
       // A default cannot change on Redshift once its column exists (no ALTER COLUMN ... SET DEFAULT).
       defaults: new Map(),
-      columnComments,
-      ...(tableComment !== undefined ? { tableComment } : { tableComment: undefined }),
       views: [],
       keys: [],
       incomingKeys: [],
       referencingKeys: [],
+      rlsPolicies: [],
+      rlsOn: false,
+      maskingPolicies: [],
     },
     revoke,
+    revokeColumns,
+    comments,
   };
 }

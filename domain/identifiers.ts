@@ -33,6 +33,35 @@ export function quoteIdent(name: string): string {
   return `"${validateIdentifier(name)}"`;
 }
 
+/**
+ * A name read from the warehouse's catalog (a grantee, a view, a column, a
+ * key, a policy), double-quoted. Such names are whatever Redshift allows as
+ * a delimited identifier: UTF-8 printable characters, a double quote
+ * doubled, at most 127 bytes ("Names and identifiers",
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_names.html): an
+ * Identity Center role `AWSIDC:alice@example.com`, a mixed-case or
+ * hyphenated name. The tool's own names keep the stricter quoteIdent.
+ */
+export function quoteCatalogName(name: string): string {
+  const problem = catalogNameProblem(name);
+  if (problem !== undefined) throw new ValidationError(`catalog name ${problem}`);
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** What is wrong with a catalog name; undefined when nothing is. */
+export function catalogNameProblem(name: unknown): string | undefined {
+  if (typeof name !== 'string' || name.length === 0) return 'must be a non-empty string';
+  if (Buffer.byteLength(name, 'utf8') > MAX_USER_NAME_LENGTH) return `${echo(name)} is longer than ${MAX_USER_NAME_LENGTH} bytes`;
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return `${echo(name)} holds a control character, which Redshift's names cannot`;
+  return undefined;
+}
+
+/** `"schema"."name"` of a relation read from the catalog (quoteCatalogName). */
+export function qualifiedCatalogName(schema: string, name: string): string {
+  return `${quoteCatalogName(schema)}.${quoteCatalogName(name)}`;
+}
+
 /** A table or view by schema and name, as the catalog and the grants name it. */
 export interface Relation {
   readonly schema: string;

@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 11;
+export const MANIFEST_VERSION = 12;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -504,6 +504,79 @@ export function manifestDdl(now: Date): string[] {
     // docs/decisions/checking-an-interval-without-publishing.md): what a batch is for: 'check' for the gate run without
     // publishing, 'publish' or NULL (rows from before) for any other.
     `CALL ${M}.add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
+    // Version 12 (everything but the rows carried over, domain/sql/publish.ts
+    // swapRenames): what the swap copies inside the warehouse, so that no
+    // text of the catalog (a comment, a view's definition) crosses the Data
+    // API as a literal and the swap's size does not grow with them. Each is
+    // a loop over a catalog query with EXECUTE of text built by
+    // quote_ident and quote_literal
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html,
+    // https://docs.aws.amazon.com/redshift/latest/dg/r_QUOTE_LITERAL.html).
+    // copy_comments: the table's and each column's comment of p_from onto
+    // p_to, for the columns p_to has (COMMENT ON:
+    // https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.copy_comments(p_schema varchar(128), p_from varchar(128), p_to varchar(128))
+    AS $$
+    DECLARE
+      rec RECORD;
+      target varchar(512) := quote_ident(p_schema) || '.' || quote_ident(p_to);
+    BEGIN
+      FOR rec IN SELECT d.objsubid AS sub, a.attname AS col, d.description AS body
+          FROM pg_description d
+          JOIN pg_class c ON c.oid = d.objoid
+          JOIN pg_namespace n ON n.oid = c.relnamespace
+          LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid AND d.objsubid > 0
+         WHERE n.nspname = p_schema AND c.relname = p_from
+           AND d.classoid = (SELECT k.oid FROM pg_class k JOIN pg_namespace kn ON kn.oid = k.relnamespace WHERE k.relname = 'pg_class' AND kn.nspname = 'pg_catalog')
+           AND (d.objsubid = 0 OR a.attname IN (
+             SELECT ta.attname FROM pg_attribute ta JOIN pg_class tc ON tc.oid = ta.attrelid
+              WHERE tc.relnamespace = n.oid AND tc.relname = p_to AND ta.attnum > 0))
+      LOOP
+        IF rec.sub = 0 THEN
+          EXECUTE 'COMMENT ON TABLE ' || target || ' IS ' || quote_literal(rec.body);
+        ELSE
+          EXECUTE 'COMMENT ON COLUMN ' || target || '.' || quote_ident(rec.col) || ' IS ' || quote_literal(rec.body);
+        END IF;
+      END LOOP;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // capture_views: the definitions of the bound views over p_schema.p_table
+    // (as dependentViews finds them), kept in a temporary table of the
+    // swap's session before its renames; recreate_views re-creates each
+    // view from its own text after them (the text names the live table,
+    // which then is the new one) and drops the table. A group swap
+    // captures every member's views first and re-creates each once.
+    `CREATE OR REPLACE PROCEDURE ${M}.capture_views(p_schema varchar(128), p_table varchar(128))
+    AS $$
+    DECLARE
+      rec RECORD;
+    BEGIN
+      CREATE TEMP TABLE IF NOT EXISTS atomic_publish_captured_views (view_schema varchar(128), view_name varchar(128), definition varchar(65535));
+      FOR rec IN SELECT DISTINCT vn.nspname AS view_schema, v.relname AS view_name, pg_get_viewdef(v.oid) AS definition
+          FROM pg_class t
+          JOIN pg_namespace tn ON tn.oid = t.relnamespace
+          JOIN pg_depend d ON d.refobjid = t.oid
+          JOIN pg_rewrite r ON r.oid = d.objid
+          JOIN pg_class v ON v.oid = r.ev_class AND v.oid <> t.oid AND v.relkind = 'v'
+          JOIN pg_namespace vn ON vn.oid = v.relnamespace
+         WHERE tn.nspname = p_schema AND t.relname = p_table
+      LOOP
+        DELETE FROM atomic_publish_captured_views WHERE view_schema = rec.view_schema AND view_name = rec.view_name;
+        INSERT INTO atomic_publish_captured_views VALUES (rec.view_schema, rec.view_name, rec.definition);
+      END LOOP;
+    END;
+    $$ LANGUAGE plpgsql`,
+    `CREATE OR REPLACE PROCEDURE ${M}.recreate_views()
+    AS $$
+    DECLARE
+      rec RECORD;
+    BEGIN
+      FOR rec IN SELECT view_schema, view_name, definition FROM atomic_publish_captured_views ORDER BY view_schema, view_name LOOP
+        EXECUTE 'CREATE OR REPLACE VIEW ' || quote_ident(rec.view_schema) || '.' || quote_ident(rec.view_name) || ' AS ' || rtrim(rtrim(rec.definition), ';');
+      END LOOP;
+      DROP TABLE atomic_publish_captured_views;
+    END;
+    $$ LANGUAGE plpgsql`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)
      SELECT ${MANIFEST_VERSION}, ${sqlLiteral(now)} WHERE NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version = ${MANIFEST_VERSION})`,
   ];

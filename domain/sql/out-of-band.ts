@@ -10,6 +10,7 @@ import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /**
  * One row per column of the table, in order: `col`, its `name type` text
@@ -152,10 +153,10 @@ export function catchUpRows(
   const t = quoteIdent(pipeline.timeColumn);
   const sameKey = pipeline.businessKey.map((k) => `l.${quoteIdent(k)} = o.${quoteIdent(k)}`).join(' AND ');
   return [
-    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+    boundLockWaits(lockWaitMs),
     `LOCK ${live}`,
     `LOCK ${old}`,
-    'SET LOCAL statement_timeout TO 0',
+    LOCKS_HELD,
     `INSERT INTO ${live} (${columnList(columns)}) SELECT ${columnList(sources, 'o')} FROM ${old} AS o
       WHERE o.${t} >= ${sqlLiteral(new Date(carryFrom))} AND NOT EXISTS (SELECT 1 FROM ${live} AS l WHERE ${sameKey})`,
   ];

@@ -10,15 +10,28 @@ import type { LiveTableFacts } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
-import { catalogCheck, dependentLockStatements, liveCheckStatements, publishGuard, reapplyStatements, recordPublished, renameStatements, unboundedScans } from './publish.ts';
+import {
+  captureViews,
+  catalogCheck,
+  copyComments,
+  dependentLockStatements,
+  liveCheckStatements,
+  publishGuard,
+  reapplyStatements,
+  recordPublished,
+  recreateViews,
+  renameStatements,
+} from './publish.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /**
  * Statements a group swap has once whatever its members: the bounded lock
  * wait (SET LOCAL statement_timeout), the lock of the publications, and
- * the timeout turned off and on again around the out-of-band checks.
+ * the bound off once the locks are held (one more, recreate_views, when a
+ * member has bound views).
  */
-export const GROUP_SWAP_SHARED_STATEMENTS = 4;
+export const GROUP_SWAP_SHARED_STATEMENTS = 3;
 
 /**
  * Statements each member adds at least: LOCK of its staging and of its live
@@ -49,9 +62,10 @@ const liveName = (member: MemberSwap) => qualifiedName(member.pipeline.target.sc
  * 2. every member's guard and catalog check, before anything changes (a
  *    view reading two members would show a renamed member's old version
  *    name to a later member's check);
- * 3. every member's renames, then every member's grants, defaults,
- *    comments, keys and views re-applied (a view reading two members is
- *    re-created once both new tables are live);
+ * 3. every member's bound views captured, every member's renames, the
+ *    views re-created (a view reading two members once, when both new
+ *    tables are live), then every member's comments, grants, keys and
+ *    policies re-applied;
  * 4. every member's publication, attempt and batch recorded, with one
  *    published_at.
  * Members are taken in name order. Refused over the Data API's limits.
@@ -60,20 +74,21 @@ export function groupSwapPublish(group: string, members: readonly MemberSwap[], 
   const ordered = [...members].sort((a, b) => compare(a.pipeline.name, b.pipeline.name));
   const unique = (statements: string[]) => [...new Set(statements)];
   const statements = [
-    // Redshift has no lock_timeout; statement_timeout bounds each statement,
-    // its lock wait included, and SET LOCAL ends with the transaction
-    // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html).
-    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+    boundLockWaits(lockWaitMs),
     ...ordered.map((m) => `LOCK ${qualifiedName(m.pipeline.target.schema, m.batch.stagingTable)}`),
     ...byLockedName(unique(ordered.flatMap((m) => dependentLockStatements(m.facts)))),
     ...[...ordered].sort((a, b) => compare(liveName(a), liveName(b))).map((m) => `LOCK ${liveName(m)}`),
     `LOCK ${M}.publications`,
+    LOCKS_HELD,
     ...ordered.map((m) => publishGuard(m.pipeline, m.batch)),
     ...ordered.map((m) => catalogCheck(m.pipeline, m.facts, m.factsQuery)),
-    // Every member's out-of-band check (and expected writers' carry-over), under one unbounded stretch.
-    ...unboundedScans(ordered.flatMap((m) => liveCheckStatements(m.pipeline, m.batch)), lockWaitMs),
+    // Every member's out-of-band check (and expected writers' carry-over).
+    ...ordered.flatMap((m) => liveCheckStatements(m.pipeline, m.batch)),
+    ...ordered.flatMap((m) => captureViews(m.pipeline, m.facts)),
     ...ordered.flatMap((m) => renameStatements(m.pipeline, m.batch.stagingTable, m.previousVersionTable)),
-    ...lastOfEach(ordered.flatMap((m) => reapplyStatements(m.pipeline, m.facts))),
+    ...recreateViews(ordered.map((m) => m.facts)),
+    ...ordered.flatMap((m) => (m.facts.commented ? [copyComments(m.pipeline.target.schema, m.previousVersionTable, m.pipeline.target.table)] : [])),
+    ...ordered.flatMap((m) => reapplyStatements(m.pipeline, m.facts)),
     ...ordered.flatMap((m) => recordPublished(m.pipeline, m.batch.batchId, m.previousVersionTable, now, m.batch.live?.carryFrom !== undefined)),
   ];
   checkGroupSwapSize(group, ordered, statements);
@@ -95,24 +110,19 @@ function byLockedName(statements: readonly string[]): string[] {
   return [...statements].sort((a, b) => compare(key(a), key(b)));
 }
 
-/** Statements in order, a repeated one (a view over two members, re-created for each) kept at its last place only. */
-function lastOfEach(statements: readonly string[]): string[] {
-  return statements.filter((sql, i) => statements.indexOf(sql, i + 1) < 0);
-}
-
 /** Refuses a group swap over the Data API's limits for one BatchExecuteStatement, saying what each member needs. */
 export function checkGroupSwapSize(group: string, members: readonly MemberSwap[], statements: readonly string[]): void {
   const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
   if (statements.length <= MAX_BATCH_STATEMENTS && bytes <= MAX_SQL_BYTES) return;
   const needs = members
     .map((m) => {
-      const own = MEMBER_SWAP_MIN_STATEMENTS - 1 + liveCheckStatements(m.pipeline, m.batch).length;
+      const own = MEMBER_SWAP_MIN_STATEMENTS - 1 + liveCheckStatements(m.pipeline, m.batch).length + captureViews(m.pipeline, m.facts).length + (m.facts.commented ? 1 : 0);
       return `${m.pipeline.name} ${own + dependentLockStatements(m.facts).length + reapplyStatements(m.pipeline, m.facts).length}`;
     })
     .join(', ');
   throw new ValidationError(
     `the swap of publish group ${group} would be ${statements.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
       `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction (statements per member: ${needs}; ${GROUP_SWAP_SHARED_STATEMENTS} shared). ` +
-      `Nothing was published. Split the group, or reduce the grantees, defaults, comments or dependent views of its live tables`,
+      `Nothing was published. Split the group, or reduce the privileges, keys, policies or dependent views of its live tables`,
   );
 }

@@ -8,6 +8,7 @@ import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { checkSwapSize, publishGuard, recordPublished } from './publish.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /** `timeColumn` in `[from, to)`: the rows of a batch's intervals. */
 function inIntervals(pipeline: Pipeline, from: string, to: string): string {
@@ -79,18 +80,17 @@ export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] 
   const retained = qualifiedName(schema, replace.retainedAs);
   const columns = replace.columns.map(quoteIdent).join(', ');
   const rows = inIntervals(pipeline, replace.from, replace.to);
-  const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(replace.lockWaitMs))}`;
   return [
-    lockWait,
+    boundLockWaits(replace.lockWaitMs),
     `LOCK ${qualifiedName(schema, replace.incoming)}`,
     `LOCK ${M}.publications`,
     replace.guard,
-    'SET LOCAL statement_timeout TO 0',
+    // Held: the work runs to completion (publish.ts LOCKS_HELD).
+    LOCKS_HELD,
     `CREATE TABLE ${retained} (LIKE ${live})`,
     `INSERT INTO ${retained} (${columns}) SELECT ${columns} FROM ${live} WHERE ${rows}`,
     `DELETE FROM ${live} WHERE ${rows}`,
     `INSERT INTO ${live} (${columns}) SELECT ${columns} FROM ${qualifiedName(schema, replace.incoming)}`,
-    lockWait,
   ];
 }
 

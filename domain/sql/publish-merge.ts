@@ -9,6 +9,7 @@ import { qualifiedName, quoteIdent } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { checkSwapSize, publishGuard, recordPublished } from './publish.ts';
 import { MANIFEST as M } from './statement.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /**
  * The merge, as ONE transaction, in the lock order of the replace
@@ -61,13 +62,12 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
   // In the WHERE clause, where Redshift takes IS TRUE on a boolean (a NULL flag is not a delete):
   // https://docs.aws.amazon.com/redshift/latest/dg/r_Boolean_type.html
   const notDeleted = merge.softDeleteColumn === undefined ? '' : ` AND NOT (s.${quoteIdent(merge.softDeleteColumn)} IS TRUE)`;
-  const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`;
   const statements = [
-    lockWait,
+    boundLockWaits(lockWaitMs),
     `LOCK ${staging}`,
     `LOCK ${M}.publications`,
     publishGuard(pipeline, batch),
-    'SET LOCAL statement_timeout TO 0',
+    LOCKS_HELD,
     `CREATE TABLE ${retained} (LIKE ${live})`,
     `INSERT INTO ${retained} (${list})
      SELECT ${columns.map((c) => `o.${c}`).join(', ')} FROM ${live} AS o JOIN ${staging} AS s ON ${stagingWins('o')}`,
@@ -75,7 +75,6 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
     `INSERT INTO ${live} (${list})
      SELECT ${columns.map((c) => `s.${c}`).join(', ')} FROM ${staging} AS s LEFT JOIN ${live} AS o ON ${sameKey('o')}
       WHERE o.${firstKey} IS NULL${notDeleted}`,
-    lockWait,
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
   checkSwapSize(pipeline, statements);

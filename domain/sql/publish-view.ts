@@ -10,6 +10,7 @@ import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers
 import type { Pipeline } from '../spec.ts';
 import { recordPublished } from './publish.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /** The name of the version table a fresh view starts from (migrationSql). */
 export const INITIAL_VERSION_SUFFIX = '__v_initial';
@@ -155,14 +156,15 @@ export function switchView(pipeline: Pipeline, batch: BatchRef, change: ViewSwit
   const id = sqlLiteral(batch.batchId);
   const name = sqlLiteral(pipeline.name);
   return [
-    // As in the rename swap (publish.ts swapPublish): every statement, each lock wait above all, bounded.
-    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+    // As in the rename swap (publish.ts swapLockStatements): each lock wait bounded, then the work unbounded.
+    boundLockWaits(lockWaitMs),
     `LOCK ${qualifiedName(schema, batch.stagingTable)}`,
     // Redshift's LOCK takes no views (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html):
     // an OWNER TO the owner it has takes the view's exclusive lock and
     // changes nothing (Plan checked that the handlers' user owns it).
     `ALTER TABLE ${qualifiedName(schema, table)} OWNER TO ${quoteUser(live.user)}`,
     `LOCK ${M}.publications`,
+    LOCKS_HELD,
     `CALL ${M}.assert_publishable(${name}, ${id}, ${sqlLiteral(batch.basePublication)}, ${sqlLiteral(schema)}, ${sqlLiteral(batch.stagingTable)})`,
     `CALL ${M}.assert_catalog_unchanged(${sqlLiteral(factsQuery.sql)}, ${sqlLiteral(live.fingerprint)}, ${sqlLiteral(`the view ${schema}.${table} (the version it reads, its columns)`)})`,
     `ALTER TABLE ${qualifiedName(schema, batch.stagingTable)} RENAME TO ${quoteIdent(versionTable)}`,

@@ -1,11 +1,12 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
 import { AttemptStatus, BatchStatus, type BatchRef, ChunkStatus } from '../batch.ts';
-import type { CarryOverCorrections, LiveTableFacts } from '../dependents.ts';
+import type { CarryOverCorrections, Grant, LiveTableFacts } from '../dependents.ts';
 import { migrationFacts } from '../migration.ts';
 import { ValidationError } from '../errors.ts';
-import { qualifiedName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
+import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { quarantines } from '../quarantine.ts';
 import { stagingWithQuarantinedLiteral } from './quarantine.ts';
 import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
@@ -82,7 +83,11 @@ export function referencingTables(schema: string, table: string): Statement {
  * Everything of the live table but its rows that a new table does not
  * inherit, and what the swap needs to re-point its views, as rows of
  * (kind, name, detail, extra, fact); `fact` is the canonical text the
- * fingerprint chains over, in `fact` order:
+ * fingerprint chains over, in `fact` order. No row holds a text of the
+ * catalog's of unbounded length (a comment, a view's definition): those
+ * are md5 digests here and copied inside the swap by the manifest's
+ * procedures (copy_comments, capture_views, recreate_views), so no row
+ * nears the Data API's 64 KB and no text crosses it as a literal.
  * - `user`: the current user (the owner of the new table; a view it does
  *   not own cannot be replaced);
  * - `grant`: each privilege granted on the live table, from
@@ -90,11 +95,15 @@ export function referencingTables(schema: string, table: string): Statement {
  *   https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RELATION_PRIVILEGES.html;
  *   a regular user sees every grantee only with SYSLOG ACCESS
  *   UNRESTRICTED, which the setup SQL grants);
+ * - `column_grant`: each privilege granted on one of its columns, from
+ *   SVV_COLUMN_PRIVILEGES
+ *   (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_COLUMN_PRIVILEGES.html);
  * - `default`: column defaults (information_schema.columns);
- * - `comment`: table and column comments (pg_description,
+ * - `comment`: table and column comments, as digests (pg_description,
  *   https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html);
- * - `view` and `view_column`: the bound views on the live table, their
- *   definitions (pg_get_viewdef), owners, and the columns they read;
+ * - `view` and `view_column`: the bound views on the live table, the
+ *   digest and byte length of their definitions (pg_get_viewdef), owners,
+ *   and the columns they read;
  * - `key`: its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, from
  *   pg_constraint rendered by pg_get_constraintdef, as AWS's admin view
  *   v_generate_tbl_ddl reads them (amazon-redshift-utils,
@@ -123,10 +132,13 @@ export function dependentsFacts(schema: string, table: string, staging: string):
       SELECT 'grant', ${text("identity_type || ':' || identity_name")}, ${text('privilege_type')}, ${text("CASE WHEN admin_option THEN 'admin' ELSE '' END")}
         FROM svv_relation_privileges WHERE namespace_name = ${S} AND relation_name = ${T}
       UNION ALL
+      SELECT 'column_grant', ${text("identity_type || ':' || identity_name")}, ${text('privilege_type')}, ${text('column_name')}
+        FROM svv_column_privileges WHERE namespace_name = ${S} AND relation_name = ${T}
+      UNION ALL
       SELECT 'default', ${text('column_name')}, ${text('column_default')}, ''
         FROM information_schema.columns WHERE table_schema = ${S} AND table_name = ${T} AND column_default IS NOT NULL
       UNION ALL
-      SELECT 'comment', ${text("COALESCE(a.attname, '')")}, ${text('d.description')}, ''
+      SELECT 'comment', ${text("COALESCE(a.attname, '')")}, ${text('md5(d.description)')}, ''
         FROM pg_description d
         JOIN pg_class c ON c.oid = d.objoid
         JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -134,9 +146,10 @@ export function dependentsFacts(schema: string, table: string, staging: string):
        WHERE n.nspname = ${S} AND c.relname = ${T}
          AND d.classoid = (SELECT k.oid FROM pg_class k JOIN pg_namespace kn ON kn.oid = k.relnamespace WHERE k.relname = 'pg_class' AND kn.nspname = 'pg_catalog')
       UNION ALL
-      SELECT DISTINCT 'view', ${text("vn.nspname || '.' || v.relname")}, ${text('pg_get_viewdef(v.oid)')},
-             ${text("COALESCE((SELECT u.usename FROM pg_user u WHERE u.usesysid = v.relowner), '')")}
-        ${dependentViewsFrom(schema, table)}
+      SELECT 'view', name, ${text("md5(definition) || ':' || CAST(octet_length(definition) AS varchar(16))")}, owner FROM (
+        SELECT DISTINCT ${text("vn.nspname || '.' || v.relname")} AS name, ${text('pg_get_viewdef(v.oid)')} AS definition,
+               ${text("COALESCE((SELECT u.usename FROM pg_user u WHERE u.usesysid = v.relowner), '')")} AS owner
+          ${dependentViewsFrom(schema, table)}) views
       UNION ALL
       SELECT DISTINCT 'view_column', ${text("vn.nspname || '.' || v.relname")},
              ${text('(SELECT a.attname FROM pg_attribute a WHERE a.attrelid = t.oid AND a.attnum = d.refobjsubid)')}, ''
@@ -167,77 +180,187 @@ export function dependentsFacts(schema: string, table: string, staging: string):
   return { sql: sql.replace(/\s+/g, ' ').trim() };
 }
 
+/**
+ * The row-level security and masking policies attached to the live table,
+ * in the rows of dependentsFacts, read apart from them: their catalog
+ * views are open to superusers and the sys:secadmin role only
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_RELATION.html,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_ATTACHED_MASKING_POLICY.html),
+ * and a user without them must still publish a table that has none
+ * (docs/decisions/security-policies-through-a-swap.md).
+ * - `rls`: each policy and grantee (`role:analyst`, `user:bob`, `public:`);
+ * - `rls_on`: the table's ROW LEVEL SECURITY switch, when on;
+ * - `masking`: each masking policy attached, its grantee, and
+ *   `priority|input columns|output columns`.
+ */
+export function policyFacts(schema: string, table: string): Statement {
+  const S = sqlLiteral(schema);
+  const T = sqlLiteral(table);
+  const text = (expression: string) => `CAST(${expression} AS varchar(65535))`;
+  const sql = `SELECT kind, name, detail, extra, kind || '|' || name || '|' || detail || '|' || extra AS fact FROM (
+      SELECT CAST('rls' AS varchar(16)) AS kind, ${text('polname')} AS name, ${text("granteekind || ':' || COALESCE(grantee, '')")} AS detail, ${text("''")} AS extra
+        FROM svv_rls_attached_policy WHERE relschema = ${S} AND relname = ${T}
+      UNION ALL
+      SELECT 'rls_on', ${text("''")}, ${text("''")}, ${text("''")}
+        FROM svv_rls_relation WHERE relschema = ${S} AND relname = ${T} AND is_rls_on
+      UNION ALL
+      SELECT 'masking', ${text('policy_name')}, ${text("grantee_type || ':' || COALESCE(grantee, '')")},
+             ${text("CAST(priority AS varchar(16)) || '|' || input_columns || '|' || output_columns")}
+        FROM svv_attached_masking_policy WHERE schema_name = ${S} AND table_name = ${T}
+    ) facts ORDER BY fact`;
+  return { sql: sql.replace(/\s+/g, ' ').trim() };
+}
+
 /** `GRANT ... TO` a grantee, in Redshift's words (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html). */
-function grantee(grant: LiveTableFacts['grants'][number]): string {
+function grantee(grant: Pick<Grant, 'identityType' | 'identity'>): string {
   switch (grant.identityType) {
     case 'public':
       return 'PUBLIC';
     case 'group':
-      return `GROUP ${quoteUser(grant.identity)}`;
+      return `GROUP ${quoteCatalogName(grant.identity)}`;
     case 'role':
-      return `ROLE ${quoteUser(grant.identity)}`;
+      return `ROLE ${quoteCatalogName(grant.identity)}`;
     case 'user':
-      return quoteUser(grant.identity);
+      return quoteCatalogName(grant.identity);
   }
 }
 
 /**
- * What makes the new live table the old one in everything but rows, and
- * points the views at it, run after the renames in the swap transaction:
- * the grants (one GRANT per grantee), comments (COMMENT ON), declared keys
- * (ALTER TABLE ... ADD CONSTRAINT), and each bound view
- * re-created from its definition by CREATE OR REPLACE VIEW: the same view
- * (its grants, owner and comment stay), now reading the new table, because
- * its text names the live table and the name now is the new table.
- * Column defaults need nothing either: staging is created LIKE the live
- * table INCLUDING DEFAULTS, and Redshift has no ALTER COLUMN ... SET
- * DEFAULT (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
- * The owner needs nothing: the new table is created by the handlers' user,
- * which owns the live table already (the setup SQL transfers it).
+ * Grantees in as few statements as `render` allows: one per `key` (a
+ * privilege, with or without its grant option, a column set), the
+ * grantees listed (GRANT's TO takes a list:
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html), a list
+ * split where one statement would pass GRANT_LIST_BYTES.
+ */
+function listedGrants<T>(items: readonly T[], key: (item: T) => string, who: (item: T) => string, render: (first: T, grantees: string) => string): string[] {
+  const byKey = new Map<string, { first: T; grantees: string[] }>();
+  for (const item of items) {
+    const k = key(item);
+    const entry = byKey.get(k) ?? { first: item, grantees: [] };
+    const g = who(item);
+    if (!entry.grantees.includes(g)) entry.grantees.push(g);
+    byKey.set(k, entry);
+  }
+  const statements: string[] = [];
+  for (const { first, grantees } of byKey.values()) {
+    let list: string[] = [];
+    for (const g of grantees) {
+      if (list.length > 0 && Buffer.byteLength(list.join(', ') + g, 'utf8') > GRANT_LIST_BYTES) {
+        statements.push(render(first, list.join(', ')));
+        list = [];
+      }
+      list.push(g);
+    }
+    if (list.length > 0) statements.push(render(first, list.join(', ')));
+  }
+  return statements;
+}
+
+/** The most bytes of grantees one GRANT lists (the swap's SQL stays within MAX_SQL_BYTES with room for the rest). */
+export const GRANT_LIST_BYTES = 16_384;
+
+/**
+ * What makes the new live table the old one in everything but rows that
+ * the statements of the swap carry, run after the renames: the table's
+ * grants (one GRANT per privilege, every grantee listed), its column
+ * grants (one per privilege and column set), declared keys (ALTER TABLE
+ * ... ADD CONSTRAINT), other tables' keys re-pointed, and the row-level
+ * security and masking policies attached again (a rename leaves them on
+ * the old version: https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html).
+ * Comments and views are the procedures' (swapRenames). Column defaults
+ * need nothing: staging is created LIKE the live table INCLUDING
+ * DEFAULTS, and Redshift has no ALTER COLUMN ... SET DEFAULT
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
+ * The owner needs nothing: the new table is created by the handlers'
+ * user, which owns the live table already (the setup SQL transfers it).
  */
 export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): string[] {
   const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
-  const statements: string[] = [];
-  for (const grant of facts.grants) {
-    if (grant.identityType === 'user' && grant.identity === facts.user) continue;
-    const option = grant.withGrantOption && grant.identityType === 'user' ? ' WITH GRANT OPTION' : '';
-    statements.push(`GRANT ${grant.privileges.join(', ')} ON TABLE ${live} TO ${grantee(grant)}${option}`);
-  }
   // Only for columns the incoming table has: a migration's new table, or
   // the version from before one that a rollback restores, may lack some.
   const has = (column: string) => facts.stagingColumns.size === 0 || facts.stagingColumns.has(column);
-  if (facts.tableComment !== undefined) statements.push(`COMMENT ON TABLE ${live} IS ${sqlLiteral(facts.tableComment)}`);
-  for (const [column, comment] of [...facts.columnComments].filter(([column]) => has(column))) {
-    statements.push(`COMMENT ON COLUMN ${live}.${quoteIdent(column)} IS ${sqlLiteral(comment)}`);
-  }
+  const own = (g: Pick<Grant, 'identityType' | 'identity'>) => g.identityType === 'user' && g.identity === facts.user;
+  const tableGrants = facts.grants.filter((g) => !own(g)).flatMap((g) => g.privileges.map((privilege) => ({ ...g, privilege })));
+  const option = (g: Grant) => g.withGrantOption && g.identityType === 'user';
+  const statements = listedGrants(
+    tableGrants,
+    (g) => `${g.privilege}|${option(g)}`,
+    grantee,
+    (g, list) => `GRANT ${g.privilege} ON TABLE ${live} TO ${list}${option(g) ? ' WITH GRANT OPTION' : ''}`,
+  );
+  const columnGrants = facts.columnGrants.filter((g) => !own(g) && g.columns.every(has));
+  statements.push(
+    ...listedGrants(
+      columnGrants,
+      (g) => `${g.privilege}|${g.columns.join(',')}`,
+      grantee,
+      (g, list) => `GRANT ${g.privilege} (${g.columns.map(quoteCatalogName).join(', ')}) ON TABLE ${live} TO ${list}`,
+    ),
+  );
   // Under the constraint's own name: it is the old version's too (a name is
   // unique per table), and tools that name it keep working.
-  for (const key of facts.incomingKeys) statements.push(`ALTER TABLE ${live} DROP CONSTRAINT ${quoteIdent(key)}`);
+  for (const key of facts.incomingKeys) statements.push(`ALTER TABLE ${live} DROP CONSTRAINT ${quoteCatalogName(key)}`);
   for (const key of facts.keys) {
-    statements.push(`ALTER TABLE ${live} ADD CONSTRAINT ${quoteIdent(key.name)} ${key.definition}`);
+    statements.push(`ALTER TABLE ${live} ADD CONSTRAINT ${quoteCatalogName(key.name)} ${key.definition}`);
   }
   // A foreign key of another table follows the table it references through
   // the rename: dropped and declared again, its definition (which names the
   // live table) now resolves to the new table.
   for (const key of facts.referencingKeys) {
-    const referencing = qualifiedName(key.schema, key.table);
-    statements.push(`ALTER TABLE ${referencing} DROP CONSTRAINT ${quoteIdent(key.name)}`);
-    statements.push(`ALTER TABLE ${referencing} ADD CONSTRAINT ${quoteIdent(key.name)} ${key.definition}`);
+    const referencing = qualifiedCatalogName(key.schema, key.table);
+    statements.push(`ALTER TABLE ${referencing} DROP CONSTRAINT ${quoteCatalogName(key.name)}`);
+    statements.push(`ALTER TABLE ${referencing} ADD CONSTRAINT ${quoteCatalogName(key.name)} ${key.definition}`);
   }
-  for (const view of facts.views) {
-    statements.push(`CREATE OR REPLACE VIEW ${qualifiedName(view.schema, view.view)} AS ${view.definition}`);
+  statements.push(...policyStatements(live, facts));
+  return statements;
+}
+
+/**
+ * The policies attached again to the new live table: each RLS policy to
+ * all its grantees in one ATTACH
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html),
+ * the table's RLS switch on again, each masking policy with its columns
+ * and priority (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html).
+ * Masking policies whose columns the incoming table lacks are not.
+ */
+export function policyStatements(live: string, facts: LiveTableFacts): string[] {
+  const statements = listedGrants(
+    facts.rlsPolicies,
+    (p) => p.policy,
+    grantee,
+    (p, list) => `ATTACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} TO ${list}`,
+  );
+  if (facts.rlsOn) statements.push(`ALTER TABLE ${live} ROW LEVEL SECURITY ON`);
+  const has = (column: string) => facts.stagingColumns.size === 0 || facts.stagingColumns.has(column);
+  for (const m of facts.maskingPolicies) {
+    if (![...m.outputColumns, ...m.inputColumns].every(has)) continue;
+    const columns = (names: readonly string[]) => names.map(quoteCatalogName).join(', ');
+    const using = m.inputColumns.length > 0 ? ` USING (${columns(m.inputColumns)})` : '';
+    statements.push(`ATTACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)})${using} TO ${grantee(m)} PRIORITY ${m.priority}`);
   }
   return statements;
 }
 
-/** The corrections of the new live table after the swap (domain/dependents.ts carryOverCorrections), as one transaction. */
-export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCorrections): string[] {
-  const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
-  const { tableComment, ...apply } = corrections.apply;
+/**
+ * The corrections of the new live table after the swap (domain/dependents.ts
+ * carryOverCorrections), as one transaction: the grants revoked and
+ * granted, and the comments copied again from the old version.
+ */
+export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCorrections, oldVersion: string): string[] {
+  const { schema, table } = pipeline.target;
+  const live = qualifiedName(schema, table);
   return [
     ...corrections.revoke.map((g) => `REVOKE ${g.privileges.join(', ')} ON TABLE ${live} FROM ${grantee(g)}`),
-    ...reapplyStatements(pipeline, tableComment === undefined ? apply : { ...apply, tableComment }),
+    ...corrections.revokeColumns.map((g) => `REVOKE ${g.privilege} (${g.columns.map(quoteCatalogName).join(', ')}) ON TABLE ${live} FROM ${grantee(g)}`),
+    ...reapplyStatements(pipeline, corrections.apply),
+    ...(corrections.comments ? [copyComments(schema, oldVersion, table)] : []),
   ];
+}
+
+/** The manifest's copy of every table and column comment of `from` onto `to` (manifest.ts copy_comments). */
+export function copyComments(schema: string, from: string, to: string): string {
+  return `CALL ${M}.copy_comments(${sqlLiteral(schema)}, ${sqlLiteral(from)}, ${sqlLiteral(to)})`;
 }
 
 /** `schema.table` as a pg_class oid, for SVV_TRANSACTIONS.relation (the table id). */
@@ -296,8 +419,8 @@ export function openTransactions(which: { snapshotHolders: readonly Relation[] }
  */
 export function dependentLockStatements(facts: LiveTableFacts): string[] {
   return [
-    ...facts.views.map((v) => `ALTER TABLE ${qualifiedName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
-    ...[...new Set(facts.referencingKeys.map((k) => qualifiedName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
+    ...facts.views.map((v) => `ALTER TABLE ${qualifiedCatalogName(v.schema, v.view)} OWNER TO ${quoteUser(facts.user)}`),
+    ...[...new Set(facts.referencingKeys.map((k) => qualifiedCatalogName(k.schema, k.table)))].map((t) => `LOCK ${t}`),
   ];
 }
 
@@ -305,18 +428,14 @@ export function dependentLockStatements(facts: LiveTableFacts): string[] {
  * The locks every swap takes first, in this order (Publish's and a
  * rollback's): the statement timeout bounding each lock wait, the table
  * about to become live (`incoming`: staging, or the restored version; no
- * late writer), the views, the live table, the publications.
+ * late writer), the views, the live table, the publications; then the
+ * bound off.
  */
 export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: LiveTableFacts, lockWaitMs: number): string[] {
   const { schema, table } = pipeline.target;
   return [
-    // Each statement of the swap, a LOCK above all, waits at most this long;
-    // readers queued behind its lock request wait no longer. Redshift has
-    // no lock_timeout; statement_timeout bounds a statement's whole time,
-    // its lock wait included, and SET LOCAL ends with the transaction
-    // (https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html,
-    // https://docs.aws.amazon.com/redshift/latest/dg/r_SET.html).
-    `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`,
+    // Readers queued behind a lock request wait no longer than this.
+    boundLockWaits(lockWaitMs),
     `LOCK ${qualifiedName(schema, incoming)}`,
     // The views before the table, in the order their readers lock them (a
     // query on a view locks the view, then its tables): taken after the
@@ -342,14 +461,16 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
     // other's readers. Publishers of one pipeline are kept one at a time by
     // the live table's lock above.
     `LOCK ${M}.publications`,
+    LOCKS_HELD,
   ];
 }
 
 /**
  * The heart of every swap, after its locks and its guard: the catalog
- * check, `checks` (Publish's out-of-band check and carry-over), live
- * renamed to `retainedAs`, `incoming` renamed to live, and the grants,
- * defaults, comments, keys and views re-applied.
+ * check, `checks` (Publish's out-of-band check and carry-over), the bound
+ * views' definitions captured, live renamed to `retainedAs`, `incoming`
+ * renamed to live, the views re-created over it, the comments copied, and
+ * the grants, keys and policies re-applied.
  */
 export function swapRenames(
   pipeline: Pipeline,
@@ -359,7 +480,33 @@ export function swapRenames(
   factsQuery: Statement,
   checks: readonly string[] = [],
 ): string[] {
-  return [catalogCheck(pipeline, facts, factsQuery), ...checks, ...renameStatements(pipeline, incoming, retainedAs), ...reapplyStatements(pipeline, facts)];
+  const { schema, table } = pipeline.target;
+  return [
+    catalogCheck(pipeline, facts, factsQuery),
+    ...checks,
+    ...captureViews(pipeline, facts),
+    ...renameStatements(pipeline, incoming, retainedAs),
+    ...recreateViews(facts),
+    ...(facts.commented ? [copyComments(schema, retainedAs, table)] : []),
+    ...reapplyStatements(pipeline, facts),
+  ];
+}
+
+/**
+ * The bound views' definitions, kept (manifest.ts capture_views) before
+ * the renames: each view is re-created from its own text after them
+ * (recreateViews), which names the live table and then resolves to the
+ * new one. None when the table has no bound view.
+ */
+export function captureViews(pipeline: Pipeline, facts: LiveTableFacts): string[] {
+  const { schema, table } = pipeline.target;
+  return facts.views.length === 0 ? [] : [`CALL ${M}.capture_views(${sqlLiteral(schema)}, ${sqlLiteral(table)})`];
+}
+
+/** Every view captured in this transaction re-created by CREATE OR REPLACE VIEW (manifest.ts recreate_views): the same view, its grants, owner and comment kept. */
+export function recreateViews(facts: LiveTableFacts | readonly LiveTableFacts[]): string[] {
+  const all = Array.isArray(facts) ? facts : [facts as LiveTableFacts];
+  return all.some((f) => f.views.length > 0) ? [`CALL ${M}.recreate_views()`] : [];
 }
 
 /** The swap's catalog check: the live table's dependents are still what `facts` were read as (else CATALOG_CHANGED). */
@@ -479,7 +626,7 @@ export function publishGuard(pipeline: Pipeline, batch: BatchRef): string {
  * row count then includes them).
  */
 export function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
-  return unboundedScans(liveCheckStatements(pipeline, batch), lockWaitMs);
+  return unboundedScans(liveCheckStatements(pipeline, batch));
 }
 
 /** A batch's out-of-band check and expected writers' carry-over (none for a batch planned without a baseline). */
@@ -496,15 +643,11 @@ export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string
 }
 
 /**
- * Scans of live tables inside a swap, not lock waits (every table they read
- * is locked by now): the lock-wait bound would refuse any table too large
- * to scan within it. Off for them (0 turns statement_timeout off:
- * https://docs.aws.amazon.com/redshift/latest/dg/r_statement_timeout.html),
- * then back on for the rest of the swap.
+ * Scans of live tables inside a publish transaction: run after the locks,
+ * where the lock-wait bound is off already (LOCKS_HELD).
  */
-export function unboundedScans(scans: readonly string[], lockWaitMs: number): string[] {
-  if (scans.length === 0) return [];
-  return ['SET LOCAL statement_timeout TO 0', ...scans, `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(lockWaitMs))}`];
+export function unboundedScans(scans: readonly string[]): string[] {
+  return [...scans];
 }
 
 /**
@@ -606,7 +749,7 @@ export function sourceRecheck(pipeline: Pipeline, batch: BatchRef, columns: read
   const query = chunkFingerprintSql(pipeline, `(${source} )`, columns, chunk);
   if (Buffer.byteLength(query) > 65535) return undefined;
   const what = `chunk #${chunk.index} (${chunk.start.toISOString()} to ${chunk.end.toISOString()}) of batch ${batch.batchId}`;
-  return unboundedScans([`CALL ${M}.assert_source_unchanged(${sqlLiteral(what)}, ${sqlLiteral(query)}, ${sqlLiteral(expected)})`], lockWaitMs);
+  return unboundedScans([`CALL ${M}.assert_source_unchanged(${sqlLiteral(what)}, ${sqlLiteral(query)}, ${sqlLiteral(expected)})`]);
 }
 
 /** A publish transaction's statements with the source re-check right after the batch's guard. */

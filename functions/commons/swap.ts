@@ -11,7 +11,7 @@ import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTab
 import type { Relation } from '../../domain/identifiers.ts';
 import { type PublishWaits, PublishWaitEnv } from '../../domain/publish-waits.ts';
 import { CATALOG_CHANGED } from '../../domain/sql/manifest.ts';
-import { carryOverStatements, dependentsFacts, openTransactions } from '../../domain/sql/publish.ts';
+import { carryOverStatements, dependentsFacts, openTransactions, policyFacts } from '../../domain/sql/publish.ts';
 import { MANIFEST_SCHEMA, type Statement } from '../../domain/sql/statement.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { logger } from './powertools.ts';
@@ -152,6 +152,33 @@ export async function retryPublishTransaction<T>(
   }
 }
 
+/** A refusal to read a catalog view the user may not see (Redshift's and PostgreSQL's words). */
+const PERMISSION_DENIED = /permission denied|must be superuser|sys:secadmin|not authorized/i;
+
+/**
+ * The live table's dependents (dependentsFacts) and, when the user may
+ * read their catalog, its RLS and masking policies (policyFacts): a user
+ * without sys:secadmin publishes a table without policies as before, and
+ * one with policies cannot be published by it anyway (its ATTACH would be
+ * refused: docs/decisions/security-policies-through-a-swap.md).
+ */
+export async function readLiveTableFacts(
+  warehouse: Warehouse,
+  relation: { readonly schema: string; readonly table: string; readonly incoming: string },
+  name: (step: string) => string,
+): Promise<{ facts: LiveTableFacts; factsQuery: Statement }> {
+  const factsQuery = dependentsFacts(relation.schema, relation.table, relation.incoming);
+  const rows = (await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[];
+  let policies: FactRow[] | undefined;
+  try {
+    policies = (await warehouse.query(policyFacts(relation.schema, relation.table), name('policies'))) as unknown as FactRow[];
+  } catch (error) {
+    if (!(error instanceof WarehouseError) || !PERMISSION_DENIED.test(error.message)) throw error;
+    logger.info('the RLS and masking policies are not readable by this user; a table with none publishes as before', { error: error.message });
+  }
+  return { facts: liveTableFacts(rows, policies), factsQuery };
+}
+
 /**
  * Reads the live table's dependents, refuses a view the swap could not
  * re-point, and runs the swap transaction (retryPublishTransaction).
@@ -164,8 +191,7 @@ export async function runSwap(warehouse: Warehouse, swap: Swap): Promise<LiveTab
     warehouse,
     name,
     async () => {
-      const factsQuery = dependentsFacts(pipeline.target.schema, pipeline.target.table, swap.incoming);
-      const facts = liveTableFacts((await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[]);
+      const { facts, factsQuery } = await readLiveTableFacts(warehouse, { ...pipeline.target, incoming: swap.incoming }, name);
       const refusal = dependentViewProblems(liveTable, facts);
       if (refusal !== undefined) throw new DependentViewError(refusal);
       return {
@@ -182,7 +208,7 @@ export async function runSwap(warehouse: Warehouse, swap: Swap): Promise<LiveTab
 }
 
 /**
- * After the swap committed: a GRANT, REVOKE, default or comment issued on
+ * After the swap committed: a GRANT, REVOKE or comment issued on
  * the live table while the swap waited for its locks reached the table now
  * at `retainedAs`; carry it over to the new live table.
  */
@@ -193,7 +219,7 @@ export async function carryOverLateChanges(warehouse: Warehouse, swap: Swap, car
   );
   const corrections = carryOverCorrections(carried, oldVersion);
   if (corrections !== undefined) {
-    const statements = carryOverStatements(pipeline, corrections);
+    const statements = carryOverStatements(pipeline, corrections, retainedAs);
     logger.warn('the live table changed while the swap waited; carrying the change over to the new live table', { statements });
     await warehouse.batch(statements, name('carry-over'));
   }

@@ -8,16 +8,16 @@
  */
 import type { Context } from 'aws-lambda';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { dependentViewProblems, type FactRow, liveTableFacts } from '../../domain/dependents.ts';
+import { dependentViewProblems } from '../../domain/dependents.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { groupSwapPublish, type MemberSwap } from '../../domain/sql/publish-group.ts';
-import { batchState, dependentsFacts } from '../../domain/sql/publish.ts';
+import { batchState } from '../../domain/sql/publish.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { carryOverLateChanges, retryPublishTransaction, type Swap, swapLocks, waitForSnapshotsOlderThanSwap } from '../commons/swap.ts';
+import { carryOverLateChanges, readLiveTableFacts, retryPublishTransaction, type Swap, swapLocks, waitForSnapshotsOlderThanSwap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -144,8 +144,7 @@ export async function publishGroup(
       async () => {
         const swaps: MemberSwap[] = [];
         for (const m of members) {
-          const factsQuery = dependentsFacts(m.pipeline.target.schema, m.pipeline.target.table, m.batch.stagingTable);
-          const facts = liveTableFacts((await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[]);
+          const { facts, factsQuery } = await readLiveTableFacts(warehouse, { ...m.pipeline.target, incoming: m.batch.stagingTable }, name);
           const refusal = dependentViewProblems(liveOf(m.pipeline), facts);
           if (refusal !== undefined) throw new DependentViewError(`publish group ${group}: ${refusal}`);
           swaps.push({ pipeline: m.pipeline, batch: m.batch, previousVersionTable: m.previous, facts, factsQuery });

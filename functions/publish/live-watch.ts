@@ -25,7 +25,7 @@ export async function liveWatchStatements(
   incoming: string = pipeline.target.table,
 ): Promise<string[]> {
   const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, incoming), name('live-watch-columns'))).map((r) => String(r.col));
-  return unboundedScans([recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)], lockWaitMs);
+  return unboundedScans([recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)]);
 }
 
 /**

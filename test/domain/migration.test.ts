@@ -105,7 +105,7 @@ describe('migration.renames', () => {
   });
 
   it('names a bound view reading the renamed column, and a rename of a column the live table lacks', () => {
-    const view = { schema: 'reporting', view: 'v', definition: 'SELECT ...', owner: 'IAMR:steps', columns: ['note'] };
+    const view = { schema: 'reporting', view: 'v', definitionBytes: 10, owner: 'IAMR:steps', columns: ['note'] };
     expect(migrationProblems(renaming, LIVE, [view])).toEqual([
       expect.stringContaining('view reporting.v reads column note (renamed to channel by migration.renames) of analytics.orders, and a bound view\'s text names the old column'),
     ]);
@@ -195,7 +195,7 @@ describe('a migration batch', () => {
 });
 
 describe('migrationProblems', () => {
-  const view = (columns: string[]) => ({ schema: 'reporting', view: 'v', definition: 'SELECT ...', owner: 'IAMR:steps', columns });
+  const view = (columns: string[]) => ({ schema: 'reporting', view: 'v', definitionBytes: 10, owner: 'IAMR:steps', columns });
 
   it('names a bound view reading a column the DDL drops, and what to change', () => {
     const [problem] = migrationProblems(pipeline, LIVE, [view(['order_id', 'note'])]);

@@ -76,6 +76,7 @@ describe('switchView', () => {
       new RegExp(`^LOCK "analytics"\\."${staging}"$`),
       /^ALTER TABLE "analytics"\."orders" OWNER TO "IAMR:steps"$/,
       /^LOCK "atomic_publish"\.publications$/,
+      /^SET LOCAL statement_timeout TO 0$/,
       /^CALL "atomic_publish"\.assert_publishable\(/,
       new RegExp(`^CALL "atomic_publish"\\.assert_catalog_unchanged\\('SELECT kind, .*', '${live.fingerprint}', 'the view analytics.orders`),
       new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME TO "${version}"$`),

@@ -30,19 +30,21 @@ describe('swapRollback', () => {
   const at = (pattern: RegExp) => swap.findIndex((sql) => pattern.test(sql));
 
   it('takes the locks of a publish, the restored version in staging\'s place, then guards, renames, re-applies and records', () => {
-    expect(swap.slice(0, 5)).toEqual([
+    expect(swap.slice(0, 6)).toEqual([
       'SET LOCAL statement_timeout TO 5000',
       'LOCK "analytics"."orders__prev_bbbbbbbbbbbbbbbb"',
       'ALTER TABLE "reporting"."v" OWNER TO "IAMR:steps"',
       'LOCK "analytics"."orders"',
       'LOCK "atomic_publish".publications',
+      'SET LOCAL statement_timeout TO 0',
     ]);
-    expect(swap[5]).toBe(`CALL "atomic_publish".assert_rollback('orders', 2, 2)`);
-    expect(swap[6]).toMatch(/^CALL "atomic_publish".assert_catalog_unchanged\(/);
-    expect(swap[7]).toBe('ALTER TABLE "analytics"."orders" RENAME TO "orders__rb_bbbbbbbbbbbbbbbb"');
-    expect(swap[8]).toBe('ALTER TABLE "analytics"."orders__prev_bbbbbbbbbbbbbbbb" RENAME TO "orders"');
-    expect(at(/^GRANT SELECT ON TABLE "analytics"\."orders" TO "analyst"$/)).toBeGreaterThan(8);
-    expect(at(/^CREATE OR REPLACE VIEW "reporting"\."v"/)).toBeGreaterThan(8);
+    expect(swap[6]).toBe(`CALL "atomic_publish".assert_rollback('orders', 2, 2)`);
+    expect(swap[7]).toMatch(/^CALL "atomic_publish".assert_catalog_unchanged\(/);
+    expect(swap[8]).toBe(`CALL "atomic_publish".capture_views('analytics', 'orders')`);
+    expect(swap[9]).toBe('ALTER TABLE "analytics"."orders" RENAME TO "orders__rb_bbbbbbbbbbbbbbbb"');
+    expect(swap[10]).toBe('ALTER TABLE "analytics"."orders__prev_bbbbbbbbbbbbbbbb" RENAME TO "orders"');
+    expect(swap[11]).toBe('CALL "atomic_publish".recreate_views()');
+    expect(at(/^GRANT SELECT ON TABLE "analytics"\."orders" TO "analyst"$/)).toBeGreaterThan(11);
   });
 
   it('records the batch now live, the publication rolled back and the version restored', () => {
