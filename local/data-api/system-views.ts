@@ -690,7 +690,7 @@ const SECURITY_VIEWS: Record<string, string> = {
     SELECT n.nspname::text AS relschema, c.relname::text AS relname,
            (CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' ELSE 'table' END)::text AS relkind,
            a.polname::text AS polname, a.grantor::text AS grantor, a.grantee::text AS grantee, a.granteekind::text AS granteekind,
-           true AS is_pol_on, c.relrowsecurity AS is_rls_on, 'and'::text AS rls_conjuntion_type
+           true AS is_pol_on, c.relrowsecurity AS is_rls_on, 'and'::char(3) AS rls_conjunction_type
       FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments a
       JOIN pg_class c ON c.oid = a.relid
       JOIN pg_namespace n ON n.oid = c.relnamespace`,
@@ -714,10 +714,11 @@ const SECURITY_VIEWS: Record<string, string> = {
       FROM ${SYSTEM_VIEWS_SCHEMA}.masking_policies p`,
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_ATTACHED_MASKING_POLICY.html
   svv_attached_masking_policy: `
-    SELECT current_database()::text AS policy_database, a.policy_name::text AS policy_name, n.nspname::text AS schema_name,
+    SELECT a.policy_name::text AS policy_name, n.nspname::text AS schema_name,
            c.relname::text AS table_name, (CASE c.relkind WHEN 'v' THEN 'view' ELSE 'table' END)::text AS table_type,
            a.grantor::text AS grantor, a.grantee::text AS grantee, a.grantee_type::text AS grantee_type, a.priority::int4 AS priority,
-           a.input_columns::text AS input_columns, a.output_columns::text AS output_columns
+           a.input_columns::text AS input_columns, a.output_columns::text AS output_columns,
+           false AS is_masking_datashare_on
       FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments a
       JOIN pg_class c ON c.oid = a.relid
       JOIN pg_namespace n ON n.oid = c.relnamespace`,
