@@ -696,16 +696,18 @@ const SECURITY_VIEWS: Record<string, string> = {
       JOIN pg_namespace n ON n.oid = c.relnamespace`,
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_RELATION.html
   // Tables with RLS on, or with a policy attached, or RLS on for datashares.
+  // Visible to all users: superusers and sys:secadmin see every row, others their own tables'.
   svv_rls_relation: `
     SELECT current_database()::text AS datname, n.nspname::text AS relschema, c.relname::text AS relname,
            (CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' ELSE 'table' END)::text AS relkind,
            c.relrowsecurity AS is_rls_on, COALESCE(d.is_on, false) AS is_rls_datashare_on,
-           'and'::text AS rls_conjunction_type, 'and'::text AS rls_datashare_conjunction_type
+           'and'::char(3) AS rls_conjunction_type, 'and'::char(3) AS rls_datashare_conjunction_type
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
       LEFT JOIN ${SYSTEM_VIEWS_SCHEMA}.rls_datashares d ON d.relid = c.oid
      WHERE c.relkind IN ('r', 'p', 'v', 'm')
-       AND (c.relrowsecurity OR d.relid IS NOT NULL OR EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments a WHERE a.relid = c.oid))`,
+       AND (c.relrowsecurity OR d.relid IS NOT NULL OR EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments a WHERE a.relid = c.oid))
+       AND (pg_has_role(current_user, '${SECADMIN}', 'USAGE') OR pg_has_role(current_user, c.relowner, 'USAGE'))`,
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_MASKING_POLICY.html
   svv_masking_policy: `
     SELECT current_database()::text AS policy_database, p.policy_name::text AS policy_name, p.input_columns::text AS input_columns,
@@ -778,9 +780,10 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
       for (const sql of ATTRIBUTE_FUNCTIONS) await client.query(sql);
       for (const sql of SECURITY_POLICIES) await client.query(sql);
       for (const [name, sql] of Object.entries(SECURITY_VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
-      // The RLS and masking views: superusers and sys:secadmin (r_SVV_RLS_POLICY, r_SVV_MASKING_POLICY).
+      // The RLS and masking views: superusers and sys:secadmin (r_SVV_RLS_POLICY, r_SVV_MASKING_POLICY); svv_rls_relation and svv_column_privileges: everyone.
       for (const name of Object.keys(SECURITY_VIEWS)) {
-        await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO ${name === 'svv_column_privileges' ? 'PUBLIC' : `"${SECADMIN}"`}`);
+        const everyone = name === 'svv_column_privileges' || name === 'svv_rls_relation';
+        await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO ${everyone ? 'PUBLIC' : `"${SECADMIN}"`}`);
       }
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);
     }

@@ -67,7 +67,11 @@ describe('row-level security', () => {
     expect(await as(SECADMIN_USER).query(attached, 'renamed')).toEqual([
       { relschema: 'public', relname: 'sales_renamed', polname: 'east_only', grantee: 'rls_analysts', granteekind: 'role', is_rls_on: true },
     ]);
-    expect(await as(SECADMIN_USER).query({ sql: `SELECT relname, is_rls_on FROM svv_rls_relation` }, 'relation')).toEqual([{ relname: 'sales_renamed', is_rls_on: true }]);
+    const relation = { sql: `SELECT relschema, relname, is_rls_on FROM svv_rls_relation` };
+    expect(await as(SECADMIN_USER).query(relation, 'relation')).toEqual([{ relschema: 'public', relname: 'sales_renamed', is_rls_on: true }]);
+    // Visible to all users, each its own tables'.
+    expect(await as(OWNER).query(relation, 'owner')).toEqual([{ relschema: 'public', relname: 'sales_renamed', is_rls_on: true }]);
+    expect(await as(READER).query(relation, 'reader')).toEqual([]);
     expect(Number((await as(READER).query({ sql: 'SELECT count(*) AS n FROM public.sales_renamed' }, 'c'))[0]!.n)).toBe(2);
     await as(OWNER).execute({ sql: 'ALTER TABLE public.sales_renamed RENAME TO sales' }, 'rename back');
     expect(await as(SECADMIN_USER).query({ sql: `SELECT polname, polqual FROM svv_rls_policy` }, 'policy')).toEqual([{ polname: 'east_only', polqual: "region = 'east'" }]);
