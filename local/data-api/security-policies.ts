@@ -19,7 +19,8 @@ const GRANTEE = String.raw`(?:PUBLIC|ROLE\s+${IDENT}|${IDENT})`;
 const GRANTEES = String.raw`${GRANTEE}(?:\s*,\s*${GRANTEE})*`;
 
 const STARTS = /^\s*(CREATE|ALTER|DROP|ATTACH|DETACH)\s+(RLS|MASKING)\s+POLICY\b/i;
-const ALTER_TABLE_RLS = /^\s*ALTER\s+TABLE\s+.*\sROW\s+LEVEL\s+SECURITY\b/is;
+// PostgreSQL's ENABLE, DISABLE and FORCE forms are left to the allow-list, which refuses them.
+const ALTER_TABLE_RLS = /^\s*ALTER\s+TABLE\s+.*(?<!ENABLE|DISABLE|FORCE)\s+ROW\s+LEVEL\s+SECURITY\b/is;
 
 /** A statement of Redshift's RLS or masking grammar: its translation, or why it is refused. */
 export type PolicyStatement = { text: string } | { refusal: string };
@@ -44,7 +45,7 @@ export function policyStatement(original: string): PolicyStatement | undefined {
 }
 
 function refused(construct: string, page: string): { refusal: string } {
-  return { refusal: `Amazon Redshift does not support this form of ${construct}: see https://docs.aws.amazon.com/redshift/latest/dg/${page}.html` };
+  return { refusal: `ERROR: this form of ${construct} is not supported on Amazon Redshift (https://docs.aws.amazon.com/redshift/latest/dg/${page}.html)` };
 }
 
 type Translate = (text: string) => PolicyStatement | undefined;

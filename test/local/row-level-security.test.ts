@@ -81,8 +81,9 @@ describe('row-level security', () => {
     await expect(as(READER).execute({ sql: `CREATE RLS POLICY nope USING (true)` }, 'denied')).rejects.toThrow(/sys:secadmin/);
     await expect(as(SECADMIN_USER).execute({ sql: `ATTACH RLS POLICY east_only public.sales TO PUBLIC` }, 'bad')).rejects.toThrow(/r_ATTACH_RLS_POLICY/);
     await expect(superuser.execute({ sql: `ALTER TABLE public.sales ROW LEVEL SECURITY MAYBE` }, 'bad')).rejects.toThrow(/r_ALTER_TABLE/);
-    await expect(superuser.execute({ sql: `ALTER TABLE public.sales ENABLE ROW LEVEL SECURITY` }, 'pg')).rejects.toThrow();
-    await expect(superuser.execute({ sql: `CREATE POLICY p ON public.sales USING (true)` }, 'pg')).rejects.toThrow();
+    await expect(superuser.execute({ sql: 'DETACH RLS POLICY east_only ON public.sales' }, 'bad')).rejects.toThrow(/r_DETACH_RLS_POLICY/);
+    await expect(superuser.execute({ sql: `ALTER TABLE public.sales ENABLE ROW LEVEL SECURITY` }, 'pg')).rejects.toThrow(/ENABLE ROW LEVEL SECURITY is not supported/);
+    await expect(superuser.execute({ sql: `CREATE POLICY p ON public.sales USING (true)` }, 'pg')).rejects.toThrow(/CREATE POLICY is not supported/);
   });
 });
 
