@@ -87,6 +87,27 @@ describe('row-level security', () => {
   });
 });
 
+describe('a policy and its tables', () => {
+  it('goes from the views when its table is dropped; DROP RLS POLICY needs CASCADE while it is attached', async () => {
+    const admin = as(SECADMIN_USER);
+    await superuser.execute({ sql: 'CREATE TABLE public.doomed (id int)' }, 'table');
+    await superuser.execute({ sql: 'CREATE TABLE public.kept (id int)' }, 'table');
+    await admin.execute({ sql: 'CREATE RLS POLICY small_ids WITH (id int) USING (id < 10)' }, 'create');
+    await admin.execute({ sql: 'ATTACH RLS POLICY small_ids ON public.doomed, public.kept TO PUBLIC' }, 'attach');
+    const attached = { sql: `SELECT relname, grantee, granteekind FROM svv_rls_attached_policy WHERE polname = 'small_ids' ORDER BY relname` };
+    expect(await admin.query(attached, 'both')).toEqual([
+      { relname: 'doomed', grantee: 'public', granteekind: 'public' },
+      { relname: 'kept', grantee: 'public', granteekind: 'public' },
+    ]);
+    await superuser.execute({ sql: 'DROP TABLE public.doomed' }, 'drop');
+    expect(await admin.query(attached, 'one')).toEqual([{ relname: 'kept', grantee: 'public', granteekind: 'public' }]);
+    await expect(admin.execute({ sql: 'DROP RLS POLICY small_ids' }, 'restrict')).rejects.toThrow(/attached/);
+    await admin.execute({ sql: 'DROP RLS POLICY IF EXISTS small_ids CASCADE' }, 'cascade');
+    expect(await admin.query(attached, 'none')).toEqual([]);
+    expect(await superuser.query({ sql: `SELECT count(*)::int AS n FROM pg_policies WHERE tablename = 'kept' AND policyname = 'small_ids'` }, 'pg')).toEqual([{ n: 0 }]);
+  });
+});
+
 describe('masking policies', () => {
   it('lists an attachment with its priority in svv_attached_masking_policy', async () => {
     await superuser.execute({ sql: 'CREATE TABLE public.cards (id int, card varchar(20))' }, 'table');
