@@ -8,6 +8,7 @@
 // https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html
 // https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_MASKING_POLICY.html
 // https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html
+import { parsePositional } from '../../domain/redshift-sql/parser.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 
 const S = SYSTEM_VIEWS_SCHEMA;
@@ -59,7 +60,11 @@ const rls: Record<string, Translate> = {
     if (!m) return undefined;
     const columns = m[2] === undefined ? [] : withColumns(m[2]);
     if (columns === undefined) return undefined;
-    return { text: `SELECT ${S}.create_rls_policy(${lit(name(m[1]!))}, ${lit(JSON.stringify(columns))}, ${m[3] ? lit(name(m[3])) : 'NULL'}, ${lit(m[4]!.trim())})` };
+    const lookups = lookupTables(m[4]!);
+    const oids = lookups.length === 0 ? 'ARRAY[]::oid[]' : `ARRAY[${lookups.map((t) => `${table(t)}::oid`).join(', ')}]`;
+    return {
+      text: `SELECT ${S}.create_rls_policy(${lit(name(m[1]!))}, ${lit(JSON.stringify(columns))}, ${m[3] ? lit(name(m[3])) : 'NULL'}, ${lit(m[4]!.trim())}, ${oids})`,
+    };
   },
   DROP: (text) => {
     const m = new RegExp(String.raw`^DROP\s+RLS\s+POLICY\s+(IF\s+EXISTS\s+)?(${IDENT})(?:\s+(CASCADE|RESTRICT))?$`, 'i').exec(text);
@@ -164,4 +169,28 @@ function grantees(list: string): { name: string; kind: 'user' | 'role' | 'public
     const role = new RegExp(String.raw`^ROLE\s+(${IDENT})$`, 'i').exec(g);
     return role ? { name: name(role[1]!), kind: 'role' } : { name: name(g), kind: 'user' };
   });
+}
+
+/**
+ * The tables a predicate's subqueries read: its lookup tables, which
+ * Redshift refuses to drop or rename while a policy refers to them
+ * (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html).
+ */
+function lookupTables(predicate: string): string[] {
+  let nodes: unknown[];
+  try {
+    nodes = parsePositional(`SELECT 1 WHERE ${predicate}`).map((st) => st.node);
+  } catch {
+    return [];
+  }
+  const found = new Set<string>();
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk);
+    if (value === null || typeof value !== 'object') return;
+    const range = (value as { RangeVar?: { schemaname?: string; relname: string } }).RangeVar;
+    if (range) found.add([range.schemaname, range.relname].filter((n) => n !== undefined).map((n) => `"${n!.replace(/"/g, '""')}"`).join('.'));
+    Object.values(value).forEach(walk);
+  };
+  walk(nodes);
+  return [...found];
 }

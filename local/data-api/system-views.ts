@@ -37,7 +37,7 @@ const STAND_INS = STAND_IN_SCHEMAS.map((s) => `'${s}'`).join(', ');
 export type TargetKind = 'cluster' | 'workgroup';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 12';
+const VERSION = 'atomic-publish local Redshift system views, version 13';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -461,6 +461,13 @@ const KEY_CATALOG: string[] = [
        DELETE FROM ${ATTRIBUTES_TABLE} WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
        -- Dropping a table detaches its policies (t_rls_object_dependency).
        IF to_regclass('${SYSTEM_VIEWS_SCHEMA}.rls_attachments') IS NOT NULL THEN
+         FOR victim IN
+           SELECT d.object_identity, l.polname FROM pg_event_trigger_dropped_objects() d
+             JOIN ${SYSTEM_VIEWS_SCHEMA}.rls_lookups l ON l.relid = d.objid WHERE d.object_type = 'table'
+         LOOP
+           RAISE EXCEPTION 'cannot drop table % because RLS policy % depends on it', victim.object_identity, victim.polname
+             USING ERRCODE = '2BP01', HINT = 'drop the policy first (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html)';
+         END LOOP;
          DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
          DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_datashares WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
          DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
@@ -468,6 +475,22 @@ const KEY_CATALOG: string[] = [
      END
      $$`,
   `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
+  // Redshift refuses to rename a lookup table of an RLS policy (t_rls_object_dependency).
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_lookup_rename() RETURNS event_trigger
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE
+       renamed record;
+     BEGIN
+       IF to_regclass('${SYSTEM_VIEWS_SCHEMA}.rls_lookups') IS NULL THEN RETURN; END IF;
+       FOR renamed IN
+         SELECT l.relname, l.polname FROM ${SYSTEM_VIEWS_SCHEMA}.rls_lookups l JOIN pg_class c ON c.oid = l.relid WHERE c.relname <> l.relname
+       LOOP
+         RAISE EXCEPTION 'cannot rename table % because RLS policy % depends on it', renamed.relname, renamed.polname
+           USING ERRCODE = '2BP01', HINT = 'drop the policy first (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html)';
+       END LOOP;
+     END
+     $$`,
+  `CREATE EVENT TRIGGER local_redshift_lookup_rename ON ddl_command_end WHEN TAG IN ('ALTER TABLE') EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_lookup_rename()`,
   `GRANT SELECT ON ${KEYS_TABLE} TO PUBLIC`,
   ...STRTOL,
   ...FNV_HASH,
@@ -494,6 +517,8 @@ const SECURITY_POLICIES: string[] = [
    EXCEPTION WHEN unique_violation OR duplicate_object THEN NULL; END $$`,
   `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_policies (polname text PRIMARY KEY, polalias text, polatts json NOT NULL, polqual text NOT NULL,
      polmodifiedby text NOT NULL, polmodifiedtime timestamp NOT NULL)`,
+  // A policy's lookup tables by oid, with the name each had: a rename changes it, and is refused.
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_lookups (polname text NOT NULL, relid oid NOT NULL, relname name NOT NULL, PRIMARY KEY (polname, relid))`,
   `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_attachments (polname text NOT NULL, relid oid NOT NULL, grantor text NOT NULL, grantee text NOT NULL,
      granteekind text NOT NULL, PRIMARY KEY (polname, relid, grantee, granteekind))`,
   `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_datashares (relid oid PRIMARY KEY, is_on boolean NOT NULL)`,
@@ -516,7 +541,7 @@ const SECURITY_POLICIES: string[] = [
        IF p_table IS NULL THEN RAISE EXCEPTION 'relation does not exist' USING ERRCODE = '42P01'; END IF;
      END
      $$`,
-  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.create_rls_policy(p_name text, p_columns json, p_alias text, p_qual text) RETURNS void
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.create_rls_policy(p_name text, p_columns json, p_alias text, p_qual text, p_lookups oid[]) RETURNS void
      LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
      BEGIN
        PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('create an RLS policy');
@@ -524,6 +549,7 @@ const SECURITY_POLICIES: string[] = [
          RAISE EXCEPTION 'Policy "%" already exists', p_name USING ERRCODE = '42710';
        END IF;
        INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_policies VALUES (p_name, p_alias, p_columns, p_qual, session_user, (now() AT TIME ZONE 'UTC'));
+       INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_lookups SELECT DISTINCT p_name, c.oid, c.relname FROM pg_class c WHERE c.oid = ANY (p_lookups);
      END
      $$`,
   `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.alter_rls_policy(p_name text, p_qual text) RETURNS void
@@ -555,6 +581,7 @@ const SECURITY_POLICIES: string[] = [
          EXECUTE format('DROP POLICY IF EXISTS %I ON %s', p_name, a.relid::regclass);
        END LOOP;
        DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name;
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_lookups WHERE polname = p_name;
        DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name;
      END
      $$`,
@@ -765,6 +792,7 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [SYSTEM_VIEWS_SCHEMA]);
     if (!(await current())) {
       await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_referenced_drop');
+      await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_lookup_rename');
       await client.query(`DROP SCHEMA IF EXISTS ${PROVISIONED_VIEWS_SCHEMA} CASCADE`);
       await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
       await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);

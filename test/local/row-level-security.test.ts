@@ -108,6 +108,18 @@ describe('a policy and its tables', () => {
   });
 });
 
+describe('a lookup table of a policy', () => {
+  it('cannot be dropped or renamed while the policy refers to it', async () => {
+    const admin = as(SECADMIN_USER);
+    await superuser.execute({ sql: 'CREATE TABLE public.allowed_regions (region varchar(10))' }, 'table');
+    await admin.execute({ sql: 'CREATE RLS POLICY by_lookup WITH (region varchar(10)) USING (region IN (SELECT region FROM public.allowed_regions))' }, 'create');
+    await expect(superuser.execute({ sql: 'DROP TABLE public.allowed_regions' }, 'drop')).rejects.toThrow(/RLS policy by_lookup depends on it/);
+    await expect(superuser.execute({ sql: 'ALTER TABLE public.allowed_regions RENAME TO regions' }, 'rename')).rejects.toThrow(/RLS policy by_lookup depends on it/);
+    await admin.execute({ sql: 'DROP RLS POLICY by_lookup' }, 'drop policy');
+    await superuser.execute({ sql: 'DROP TABLE public.allowed_regions' }, 'drop');
+  });
+});
+
 describe('masking policies', () => {
   it('lists an attachment with its priority in svv_attached_masking_policy', async () => {
     await superuser.execute({ sql: 'CREATE TABLE public.cards (id int, card varchar(20))' }, 'table');
