@@ -155,11 +155,11 @@ function columnNames(list: string): string[] {
 }
 
 /** `col type [, ...]` of a WITH clause; undefined when it is not that. */
-function withColumns(list: string): { name: string; type: string }[] | undefined {
+function withColumns(list: string): { colname: string; type: string }[] | undefined {
   const parts = list.split(/,(?![^()]*\))/).map((p) => p.trim());
   const columns = parts.map((p) => new RegExp(String.raw`^(${IDENT})\s+(.+)$`).exec(p));
   if (columns.some((c) => !c)) return undefined;
-  return columns.map((c) => ({ name: name(c![1]!), type: c![2]!.trim() }));
+  return columns.map((c) => ({ colname: name(c![1]!), type: c![2]!.trim() }));
 }
 
 function grantees(list: string): { name: string; kind: 'user' | 'role' | 'public' }[] {

@@ -560,7 +560,7 @@ const SECURITY_POLICIES: string[] = [
        UPDATE ${SYSTEM_VIEWS_SCHEMA}.rls_policies SET polqual = p_qual, polmodifiedby = session_user, polmodifiedtime = (now() AT TIME ZONE 'UTC') WHERE polname = p_name;
        IF NOT FOUND THEN RAISE EXCEPTION 'Policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
        FOR a IN SELECT DISTINCT relid FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name LOOP
-         EXECUTE format('ALTER POLICY %I ON %s USING (%s)', p_name, a.relid::regclass, p_qual);
+         EXECUTE format('ALTER POLICY %I ON %s USING (%s)', p_name, a.relid::regclass, ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name));
        END LOOP;
      END
      $$`,
@@ -585,6 +585,13 @@ const SECURITY_POLICIES: string[] = [
        DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name;
      END
      $$`,
+  // A policy's predicate as a PostgreSQL policy reads it: columns named through the WITH alias named bare.
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name text) RETURNS text
+     LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+       SELECT CASE WHEN polalias IS NULL THEN polqual
+                   ELSE regexp_replace(polqual, '(^|[^A-Za-z0-9_$."])(' || polalias || '|"' || replace(polalias, '"', '""') || '")\\s*\\.\\s*', '\\1', 'g') END
+         FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name
+     $$`,
   `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name text, p_table oid) RETURNS text
      LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
        SELECT string_agg(CASE WHEN granteekind = 'public' THEN 'PUBLIC' ELSE quote_ident(grantee) END, ', ' ORDER BY grantee)
@@ -596,7 +603,7 @@ const SECURITY_POLICIES: string[] = [
      BEGIN
        PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('attach an RLS policy');
        PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
-       SELECT polqual INTO qual FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name;
+       qual := ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name);
        IF qual IS NULL THEN RAISE EXCEPTION 'Policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
        IF p_kind <> 'public' AND NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_grantee) THEN
          RAISE EXCEPTION '% "%" does not exist', initcap(p_kind), p_grantee USING ERRCODE = '42704';
@@ -707,11 +714,13 @@ const SECURITY_POLICIES: string[] = [
 
 const SECURITY_VIEWS: Record<string, string> = {
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_POLICY.html
+  // Visible to all users: superusers and sys:secadmin see every row, others the policies they last changed.
   svv_rls_policy: `
     SELECT current_database()::text AS poldb, p.polname::text AS polname, p.polalias::text AS polalias,
            p.polatts::text AS polatts, p.polqual::text AS polqual, true AS polenabled,
            p.polmodifiedby::text AS polmodifiedby, p.polmodifiedtime AS polmodifiedtime
-      FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies p`,
+      FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies p
+     WHERE pg_has_role(current_user, '${SECADMIN}', 'USAGE') OR p.polmodifiedby = current_user`,
   // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html
   svv_rls_attached_policy: `
     SELECT n.nspname::text AS relschema, c.relname::text AS relname,
@@ -760,8 +769,7 @@ const SECURITY_VIEWS: Record<string, string> = {
            a.privilege_type::text AS privilege_type,
            a.grantee::int4 AS identity_id,
            CASE WHEN a.grantee = 0 THEN 'public' ELSE r.rolname::text END AS identity_name,
-           CASE WHEN a.grantee = 0 THEN 'public' WHEN r.rolcanlogin THEN 'user' ELSE 'role' END AS identity_type,
-           a.is_grantable AS admin_option
+           CASE WHEN a.grantee = 0 THEN 'public' WHEN r.rolcanlogin THEN 'user' ELSE 'role' END AS identity_type
       FROM pg_class c
       JOIN pg_namespace n ON n.oid = c.relnamespace
       JOIN pg_attribute att ON att.attrelid = c.oid AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
@@ -808,9 +816,9 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
       for (const sql of ATTRIBUTE_FUNCTIONS) await client.query(sql);
       for (const sql of SECURITY_POLICIES) await client.query(sql);
       for (const [name, sql] of Object.entries(SECURITY_VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
-      // The RLS and masking views: superusers and sys:secadmin (r_SVV_RLS_POLICY, r_SVV_MASKING_POLICY); svv_rls_relation and svv_column_privileges: everyone.
+      // The RLS and masking views: superusers and sys:secadmin (r_SVV_RLS_POLICY, r_SVV_MASKING_POLICY); svv_rls_policy, svv_rls_relation and svv_column_privileges: everyone.
       for (const name of Object.keys(SECURITY_VIEWS)) {
-        const everyone = name === 'svv_column_privileges' || name === 'svv_rls_relation';
+        const everyone = ['svv_column_privileges', 'svv_rls_relation', 'svv_rls_policy'].includes(name);
         await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO ${everyone ? 'PUBLIC' : `"${SECADMIN}"`}`);
       }
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);

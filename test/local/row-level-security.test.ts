@@ -43,7 +43,7 @@ const count = async (user: string) => Number((await as(user).query({ sql: 'SELEC
 
 describe('row-level security', () => {
   it('shows a reader attached through a role its rows only, an unattached user none, the owner and sys:secadmin all', async () => {
-    await as(SECADMIN_USER).execute({ sql: `CREATE RLS POLICY east_only WITH (region varchar(10)) USING (region = 'east')` }, 'create');
+    await as(SECADMIN_USER).execute({ sql: `CREATE RLS POLICY east_only WITH (region varchar(10)) AS s USING (s.region = 'east')` }, 'create');
     await as(SECADMIN_USER).query({ sql: 'ATTACH RLS POLICY east_only ON TABLE public.sales TO ROLE rls_analysts' }, 'attach');
     await as(OWNER).execute({ sql: 'ALTER TABLE public.sales ROW LEVEL SECURITY ON' }, 'on');
     expect(await count(READER)).toBe(2);
@@ -74,7 +74,7 @@ describe('row-level security', () => {
     expect(await as(READER).query(relation, 'reader')).toEqual([]);
     expect(Number((await as(READER).query({ sql: 'SELECT count(*) AS n FROM public.sales_renamed' }, 'c'))[0]!.n)).toBe(2);
     await as(OWNER).execute({ sql: 'ALTER TABLE public.sales_renamed RENAME TO sales' }, 'rename back');
-    expect(await as(SECADMIN_USER).query({ sql: `SELECT polname, polqual FROM svv_rls_policy` }, 'policy')).toEqual([{ polname: 'east_only', polqual: "region = 'east'" }]);
+    expect(await as(SECADMIN_USER).query({ sql: `SELECT polname, polalias, polatts, polqual FROM svv_rls_policy WHERE polname = 'east_only'` }, 'policy')).toEqual([{ polname: 'east_only', polalias: 's', polatts: '[{"colname":"region","type":"varchar(10)"}]', polqual: "s.region = 'east'" }]);
   });
 
   it('refuses a policy statement from a user without sys:secadmin, and malformed or PostgreSQL-only forms', async () => {
