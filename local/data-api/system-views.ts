@@ -608,6 +608,10 @@ const SECURITY_POLICIES: string[] = [
        IF p_kind <> 'public' AND NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_grantee) THEN
          RAISE EXCEPTION '% "%" does not exist', initcap(p_kind), p_grantee USING ERRCODE = '42704';
        END IF;
+       -- "You can't attach a RLS policy to superusers or to a sys:secadmin" (r_ATTACH_RLS_POLICY).
+       IF p_kind <> 'public' AND pg_has_role(p_grantee, '${SECADMIN}', 'MEMBER') THEN
+         RAISE EXCEPTION 'cannot attach RLS policy "%" to superuser or sys:secadmin "%"', p_name, p_grantee USING ERRCODE = '0LP01';
+       END IF;
        IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name AND relid = p_table) THEN
          INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_attachments VALUES (p_name, p_table, session_user, p_grantee, p_kind) ON CONFLICT DO NOTHING;
          EXECUTE format('ALTER POLICY %I ON %s TO %s', p_name, p_table::regclass, ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name, p_table));

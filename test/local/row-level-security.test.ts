@@ -79,6 +79,10 @@ describe('row-level security', () => {
 
   it('refuses a policy statement from a user without sys:secadmin, and malformed or PostgreSQL-only forms', async () => {
     await expect(as(READER).execute({ sql: `CREATE RLS POLICY nope USING (true)` }, 'denied')).rejects.toThrow(/sys:secadmin/);
+    await superuser.execute({ sql: 'CREATE RLS POLICY for_admins USING (true)' }, 'create');
+    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO ${SECADMIN_USER}` }, 'secadmin')).rejects.toThrow(/cannot attach RLS policy/);
+    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO "${wh.pg.user}"` }, 'superuser')).rejects.toThrow(/cannot attach RLS policy/);
+    await superuser.execute({ sql: 'DROP RLS POLICY for_admins' }, 'drop');
     await expect(as(SECADMIN_USER).execute({ sql: `ATTACH RLS POLICY east_only public.sales TO PUBLIC` }, 'bad')).rejects.toThrow(/r_ATTACH_RLS_POLICY/);
     await expect(superuser.execute({ sql: `ALTER TABLE public.sales ROW LEVEL SECURITY MAYBE` }, 'bad')).rejects.toThrow(/r_ALTER_TABLE/);
     await expect(superuser.execute({ sql: 'DETACH RLS POLICY east_only ON public.sales' }, 'bad')).rejects.toThrow(/r_DETACH_RLS_POLICY/);
