@@ -37,6 +37,7 @@ import { stripTableAttributes, type TableAttributes, TableDdlError } from '../..
 import type { TranslatedSql } from './params.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
+import { policyStatement } from './security-policies.ts';
 
 export interface GatedSql {
   /** What runs: the text, without key constraints. */
@@ -78,6 +79,8 @@ const MAX_VERDICTS = 2000;
 const CREATE_TABLE = /^\s*create\s+((local\s+)?(temp|temporary)\s+)?table\s/i;
 
 function gateOne(original: string, inTransaction: boolean): GatedSql {
+  const policy = policyStatement(original);
+  if (policy) return 'refusal' in policy ? { text: original, refusal: policy.refusal, constraints: [] } : { text: policy.text, constraints: [] };
   let text = withoutRoleKeyword(beforeParse(original));
   let attributes: TableAttributes | undefined;
   if (CREATE_TABLE.test(text)) {
@@ -181,13 +184,22 @@ function gateParsed(text: string, inTransaction: boolean, allowed: readonly stri
  */
 export function withoutRoleKeyword(text: string): string {
   const granted = ROLE_GRANT.exec(text);
-  const afterRole = granted ? `${granted[1]}${text.slice(granted[0].length)}` : text;
-  const grantee = ROLE_GRANTEE.exec(afterRole);
-  return grantee ? `${grantee[1]}${afterRole.slice(grantee[0].length)}` : afterRole;
+  const afterRole = granted ? `${granted[1]}${systemRole(text.slice(granted[0].length))}` : text;
+  const grantees = GRANTEE_LIST.exec(afterRole);
+  if (!grantees) return afterRole;
+  // Every ROLE of the grantee list, not only its first: `TO alice, GROUP g, ROLE r`.
+  const list = afterRole.slice(grantees[0].length).replace(ROLE_IN_LIST, '$1');
+  return `${grantees[0]}${list}`;
 }
 
-const ROLE_GRANT = /^(\s*(?:GRANT|REVOKE(?:\s+ADMIN\s+OPTION\s+FOR)?)\s+)ROLE\s+(?=["A-Za-z_])/i;
-const ROLE_GRANTEE = /^(\s*(?:GRANT\s[^;]*?\sTO|REVOKE\s[^;]*?\sFROM)\s+)ROLE\s+(?=["A-Za-z_])/i;
+const ROLE_GRANT = /^(\s*(?:GRANT|REVOKE(?:\s+ADMIN\s+OPTION\s+FOR)?)\s+)ROLE\s+(?=["'A-Za-z_])/i;
+const GRANTEE_LIST = /^\s*(?:GRANT\s[^;]*?\sTO|REVOKE\s[^;]*?\sFROM)\s+/i;
+const ROLE_IN_LIST = /((?:^|,)\s*)ROLE\s+(?=["A-Za-z_])/gi;
+
+/** Redshift's system roles written bare or quoted as a string (`ROLE sys:secadmin`, r_roles-default), as a delimited name. */
+function systemRole(rest: string): string {
+  return rest.replace(/^(?:'(sys:[a-z_]+)'|(sys:[a-z_]+))/i, (_m, a: string | undefined, b: string | undefined) => `"${(a ?? b)!.toLowerCase()}"`);
+}
 
 /** The findings a text in Redshift's role syntax lets through: `GRANT ROLE r` reaches the parser as PostgreSQL's `GRANT r`. */
 function roleSyntaxConstructs(original: string): readonly string[] {

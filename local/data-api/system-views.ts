@@ -37,7 +37,7 @@ const STAND_INS = STAND_IN_SCHEMAS.map((s) => `'${s}'`).join(', ');
 export type TargetKind = 'cluster' | 'workgroup';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 11';
+const VERSION = 'atomic-publish local Redshift system views, version 13';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -459,14 +459,331 @@ const KEY_CATALOG: string[] = [
        END LOOP;
        DELETE FROM ${KEYS_TABLE} WHERE conrelid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
        DELETE FROM ${ATTRIBUTES_TABLE} WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+       -- Dropping a table detaches its policies (t_rls_object_dependency).
+       IF to_regclass('${SYSTEM_VIEWS_SCHEMA}.rls_attachments') IS NOT NULL THEN
+         FOR victim IN
+           SELECT d.object_identity, l.polname FROM pg_event_trigger_dropped_objects() d
+             JOIN ${SYSTEM_VIEWS_SCHEMA}.rls_lookups l ON l.relid = d.objid WHERE d.object_type = 'table'
+         LOOP
+           RAISE EXCEPTION 'cannot drop table % because RLS policy % depends on it', victim.object_identity, victim.polname
+             USING ERRCODE = '2BP01', HINT = 'drop the policy first (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html)';
+         END LOOP;
+         DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+         DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_datashares WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+         DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments WHERE relid IN (SELECT o.objid FROM pg_event_trigger_dropped_objects() o WHERE o.object_type = 'table');
+       END IF;
      END
      $$`,
   `CREATE EVENT TRIGGER local_redshift_referenced_drop ON sql_drop EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_referenced_drop()`,
+  // Redshift refuses to rename a lookup table of an RLS policy (t_rls_object_dependency).
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_lookup_rename() RETURNS event_trigger
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE
+       renamed record;
+     BEGIN
+       IF to_regclass('${SYSTEM_VIEWS_SCHEMA}.rls_lookups') IS NULL THEN RETURN; END IF;
+       FOR renamed IN
+         SELECT l.relname, l.polname FROM ${SYSTEM_VIEWS_SCHEMA}.rls_lookups l JOIN pg_class c ON c.oid = l.relid WHERE c.relname <> l.relname
+       LOOP
+         RAISE EXCEPTION 'cannot rename table % because RLS policy % depends on it', renamed.relname, renamed.polname
+           USING ERRCODE = '2BP01', HINT = 'drop the policy first (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html)';
+       END LOOP;
+     END
+     $$`,
+  `CREATE EVENT TRIGGER local_redshift_lookup_rename ON ddl_command_end WHEN TAG IN ('ALTER TABLE') EXECUTE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.refuse_lookup_rename()`,
   `GRANT SELECT ON ${KEYS_TABLE} TO PUBLIC`,
   ...STRTOL,
   ...FNV_HASH,
   `GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.pg_constraint TO PUBLIC`,
 ];
+
+/**
+ * Row-level security and masking policies (security-policies.ts
+ * translates Redshift's statements into calls of these functions). RLS
+ * attachments are PostgreSQL policies of the same name on the table, TO
+ * the attached grantees, FOR SELECT; the stand-in rows key on the table's
+ * oid, so they follow a rename (t_rls_object_dependency) and go with a drop
+ * (refuse_referenced_drop). Only superusers and holders of sys:secadmin may
+ * create, attach, detach or drop a policy
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).
+ * A table's owner is not subject to its policies (PostgreSQL without
+ * FORCE); sys:secadmin sees every row through a policy of its own
+ * (IGNORE RLS, https://docs.aws.amazon.com/redshift/latest/dg/t_rls_usage.html).
+ */
+const SECADMIN = 'sys:secadmin';
+const SECURITY_POLICIES: string[] = [
+  `DO $$ BEGIN
+     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${SECADMIN}') THEN CREATE ROLE "${SECADMIN}" NOLOGIN; END IF;
+   EXCEPTION WHEN unique_violation OR duplicate_object THEN NULL; END $$`,
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_policies (polname text PRIMARY KEY, polalias text, polatts json NOT NULL, polqual text NOT NULL,
+     polmodifiedby text NOT NULL, polmodifiedtime timestamp NOT NULL)`,
+  // A policy's lookup tables by oid, with the name each had: a rename changes it, and is refused.
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_lookups (polname text NOT NULL, relid oid NOT NULL, relname name NOT NULL, PRIMARY KEY (polname, relid))`,
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_attachments (polname text NOT NULL, relid oid NOT NULL, grantor text NOT NULL, grantee text NOT NULL,
+     granteekind text NOT NULL, PRIMARY KEY (polname, relid, grantee, granteekind))`,
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.rls_datashares (relid oid PRIMARY KEY, is_on boolean NOT NULL)`,
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.masking_policies (policy_name text PRIMARY KEY, input_columns json NOT NULL, policy_expression text NOT NULL,
+     policy_modified_by text NOT NULL, policy_modified_time timestamp NOT NULL)`,
+  `CREATE TABLE ${SYSTEM_VIEWS_SCHEMA}.masking_attachments (policy_name text NOT NULL, relid oid NOT NULL, grantor text NOT NULL, grantee text NOT NULL,
+     grantee_type text NOT NULL, priority int4 NOT NULL, input_columns json NOT NULL, output_columns json NOT NULL,
+     PRIMARY KEY (policy_name, relid, grantee, grantee_type))`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.require_secadmin(p_what text) RETURNS void
+     LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $$
+     BEGIN
+       IF NOT pg_has_role(session_user, '${SECADMIN}', 'MEMBER') THEN
+         RAISE EXCEPTION 'permission denied: only superusers and users with the sys:secadmin role can %', p_what USING ERRCODE = '42501';
+       END IF;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table oid) RETURNS void
+     LANGUAGE plpgsql STABLE AS $$
+     BEGIN
+       IF p_table IS NULL THEN RAISE EXCEPTION 'relation does not exist' USING ERRCODE = '42P01'; END IF;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.create_rls_policy(p_name text, p_columns json, p_alias text, p_qual text, p_lookups oid[]) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('create an RLS policy');
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name) THEN
+         RAISE EXCEPTION 'Policy "%" already exists', p_name USING ERRCODE = '42710';
+       END IF;
+       INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_policies VALUES (p_name, p_alias, p_columns, p_qual, session_user, (now() AT TIME ZONE 'UTC'));
+       INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_lookups SELECT DISTINCT p_name, c.oid, c.relname FROM pg_class c WHERE c.oid = ANY (p_lookups);
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.alter_rls_policy(p_name text, p_qual text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE a record;
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('alter an RLS policy');
+       UPDATE ${SYSTEM_VIEWS_SCHEMA}.rls_policies SET polqual = p_qual, polmodifiedby = session_user, polmodifiedtime = (now() AT TIME ZONE 'UTC') WHERE polname = p_name;
+       IF NOT FOUND THEN RAISE EXCEPTION 'Policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
+       FOR a IN SELECT DISTINCT relid FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name LOOP
+         EXECUTE format('ALTER POLICY %I ON %s USING (%s)', p_name, a.relid::regclass, ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name));
+       END LOOP;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.drop_rls_policy(p_name text, p_if_exists boolean, p_cascade boolean) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE a record;
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('drop an RLS policy');
+       IF NOT EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name) THEN
+         IF p_if_exists THEN RETURN; END IF;
+         RAISE EXCEPTION 'Policy "%" does not exist', p_name USING ERRCODE = '42704';
+       END IF;
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name) AND NOT p_cascade THEN
+         RAISE EXCEPTION 'cannot drop policy "%" because it is attached to a relation', p_name
+           USING ERRCODE = '2BP01', HINT = 'DETACH it first, or DROP RLS POLICY ... CASCADE (https://docs.aws.amazon.com/redshift/latest/dg/r_DROP_RLS_POLICY.html)';
+       END IF;
+       FOR a IN SELECT DISTINCT relid FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name LOOP
+         EXECUTE format('DROP POLICY IF EXISTS %I ON %s', p_name, a.relid::regclass);
+       END LOOP;
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name;
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_lookups WHERE polname = p_name;
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name;
+     END
+     $$`,
+  // A policy's predicate as a PostgreSQL policy reads it: columns named through the WITH alias named bare.
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name text) RETURNS text
+     LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+       SELECT CASE WHEN polalias IS NULL THEN polqual
+                   ELSE regexp_replace(polqual, '(^|[^A-Za-z0-9_$."])(' || polalias || '|"' || replace(polalias, '"', '""') || '")\\s*\\.\\s*', '\\1', 'g') END
+         FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies WHERE polname = p_name
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name text, p_table oid) RETURNS text
+     LANGUAGE sql STABLE SET search_path = pg_catalog AS $$
+       SELECT string_agg(CASE WHEN granteekind = 'public' THEN 'PUBLIC' ELSE quote_ident(grantee) END, ', ' ORDER BY grantee)
+         FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name AND relid = p_table
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.attach_rls_policy(p_name text, p_table oid, p_grantee text, p_kind text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     DECLARE qual text;
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('attach an RLS policy');
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
+       qual := ${SYSTEM_VIEWS_SCHEMA}.rls_qual(p_name);
+       IF qual IS NULL THEN RAISE EXCEPTION 'Policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
+       IF p_kind <> 'public' AND NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_grantee) THEN
+         RAISE EXCEPTION '% "%" does not exist', initcap(p_kind), p_grantee USING ERRCODE = '42704';
+       END IF;
+       -- "You can't attach a RLS policy to superusers or to a sys:secadmin" (r_ATTACH_RLS_POLICY).
+       IF p_kind <> 'public' AND pg_has_role(p_grantee, '${SECADMIN}', 'MEMBER') THEN
+         RAISE EXCEPTION 'cannot attach RLS policy "%" to superuser or sys:secadmin "%"', p_name, p_grantee USING ERRCODE = '0LP01';
+       END IF;
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name AND relid = p_table) THEN
+         INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_attachments VALUES (p_name, p_table, session_user, p_grantee, p_kind) ON CONFLICT DO NOTHING;
+         EXECUTE format('ALTER POLICY %I ON %s TO %s', p_name, p_table::regclass, ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name, p_table));
+       ELSE
+         INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_attachments VALUES (p_name, p_table, session_user, p_grantee, p_kind);
+         EXECUTE format('CREATE POLICY %I ON %s AS PERMISSIVE FOR SELECT TO %s USING (%s)', p_name, p_table::regclass,
+                        ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name, p_table), qual);
+       END IF;
+       EXECUTE format('DROP POLICY IF EXISTS local_redshift_ignore_rls ON %s', p_table::regclass);
+       EXECUTE format('CREATE POLICY local_redshift_ignore_rls ON %s AS PERMISSIVE FOR ALL TO "${SECADMIN}" USING (true)', p_table::regclass);
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.detach_rls_policy(p_name text, p_table oid, p_grantee text, p_kind text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('detach an RLS policy');
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name AND relid = p_table AND grantee = p_grantee AND granteekind = p_kind;
+       IF NOT FOUND THEN
+         RAISE EXCEPTION 'Policy "%" is not attached to % "%" on relation %', p_name, p_kind, p_grantee, p_table::regclass USING ERRCODE = '42704';
+       END IF;
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments WHERE polname = p_name AND relid = p_table) THEN
+         EXECUTE format('ALTER POLICY %I ON %s TO %s', p_name, p_table::regclass, ${SYSTEM_VIEWS_SCHEMA}.rls_roles(p_name, p_table));
+       ELSE
+         EXECUTE format('DROP POLICY %I ON %s', p_name, p_table::regclass);
+       END IF;
+     END
+     $$`,
+  // ALTER TABLE ... ROW LEVEL SECURITY: a superuser, sys:secadmin or the table's owner.
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.set_row_level_security(p_table oid, p_on boolean, p_datashares boolean) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
+       IF NOT pg_has_role(session_user, (SELECT relowner FROM pg_class WHERE oid = p_table), 'MEMBER') THEN
+         PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('turn row-level security on or off');
+       END IF;
+       IF p_datashares THEN
+         INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_datashares VALUES (p_table, p_on) ON CONFLICT (relid) DO UPDATE SET is_on = p_on;
+       ELSE
+         EXECUTE format('ALTER TABLE %s %s ROW LEVEL SECURITY', p_table::regclass, CASE WHEN p_on THEN 'ENABLE' ELSE 'DISABLE' END);
+         EXECUTE format('DROP POLICY IF EXISTS local_redshift_ignore_rls ON %s', p_table::regclass);
+         EXECUTE format('CREATE POLICY local_redshift_ignore_rls ON %s AS PERMISSIVE FOR ALL TO "${SECADMIN}" USING (true)', p_table::regclass);
+       END IF;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.create_masking_policy(p_name text, p_columns json, p_expression text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('create a masking policy');
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.masking_policies WHERE policy_name = p_name) THEN
+         RAISE EXCEPTION 'Masking policy "%" already exists', p_name USING ERRCODE = '42710';
+       END IF;
+       INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.masking_policies VALUES (p_name, p_columns, p_expression, session_user, (now() AT TIME ZONE 'UTC'));
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.alter_masking_policy(p_name text, p_expression text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('alter a masking policy');
+       UPDATE ${SYSTEM_VIEWS_SCHEMA}.masking_policies SET policy_expression = p_expression, policy_modified_by = session_user,
+              policy_modified_time = (now() AT TIME ZONE 'UTC') WHERE policy_name = p_name;
+       IF NOT FOUND THEN RAISE EXCEPTION 'Masking policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.drop_masking_policy(p_name text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('drop a masking policy');
+       IF EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments WHERE policy_name = p_name) THEN
+         RAISE EXCEPTION 'cannot drop masking policy "%" because it is attached to a relation', p_name USING ERRCODE = '2BP01';
+       END IF;
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.masking_policies WHERE policy_name = p_name;
+       IF NOT FOUND THEN RAISE EXCEPTION 'Masking policy "%" does not exist', p_name USING ERRCODE = '42704'; END IF;
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.attach_masking_policy(p_name text, p_table oid, p_output json, p_input json, p_grantee text, p_kind text, p_priority int4)
+     RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('attach a masking policy');
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
+       IF NOT EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.masking_policies WHERE policy_name = p_name) THEN
+         RAISE EXCEPTION 'Masking policy "%" does not exist', p_name USING ERRCODE = '42704';
+       END IF;
+       IF p_kind <> 'public' AND NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = p_grantee) THEN
+         RAISE EXCEPTION '% "%" does not exist', initcap(p_kind), p_grantee USING ERRCODE = '42704';
+       END IF;
+       IF EXISTS (SELECT 1 FROM json_array_elements_text(p_input) c
+                   WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = p_table AND a.attname = c AND a.attnum > 0 AND NOT a.attisdropped))
+       THEN RAISE EXCEPTION 'column named in ATTACH MASKING POLICY does not exist in %', p_table::regclass USING ERRCODE = '42703'; END IF;
+       INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.masking_attachments VALUES (p_name, p_table, session_user, p_grantee, p_kind, p_priority, p_input, p_output);
+     END
+     $$`,
+  `CREATE FUNCTION ${SYSTEM_VIEWS_SCHEMA}.detach_masking_policy(p_name text, p_table oid, p_output json, p_grantee text, p_kind text) RETURNS void
+     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog AS $$
+     BEGIN
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_secadmin('detach a masking policy');
+       PERFORM ${SYSTEM_VIEWS_SCHEMA}.require_table(p_table);
+       DELETE FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments
+        WHERE policy_name = p_name AND relid = p_table AND grantee = p_grantee AND grantee_type = p_kind AND output_columns::text = p_output::text;
+       IF NOT FOUND THEN RAISE EXCEPTION 'Masking policy "%" is not attached there', p_name USING ERRCODE = '42704'; END IF;
+     END
+     $$`,
+];
+
+const SECURITY_VIEWS: Record<string, string> = {
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_POLICY.html
+  // Visible to all users: superusers and sys:secadmin see every row, others the policies they last changed.
+  svv_rls_policy: `
+    SELECT current_database()::text AS poldb, p.polname::text AS polname, p.polalias::text AS polalias,
+           p.polatts::text AS polatts, p.polqual::text AS polqual, true AS polenabled,
+           p.polmodifiedby::text AS polmodifiedby, p.polmodifiedtime AS polmodifiedtime
+      FROM ${SYSTEM_VIEWS_SCHEMA}.rls_policies p
+     WHERE pg_has_role(current_user, '${SECADMIN}', 'USAGE') OR p.polmodifiedby = current_user`,
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html
+  svv_rls_attached_policy: `
+    SELECT n.nspname::text AS relschema, c.relname::text AS relname,
+           (CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' ELSE 'table' END)::text AS relkind,
+           a.polname::text AS polname, a.grantor::text AS grantor, a.grantee::text AS grantee, a.granteekind::text AS granteekind,
+           true AS is_pol_on, c.relrowsecurity AS is_rls_on, 'and'::char(3) AS rls_conjunction_type
+      FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments a
+      JOIN pg_class c ON c.oid = a.relid
+      JOIN pg_namespace n ON n.oid = c.relnamespace`,
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_RELATION.html
+  // Tables with RLS on, or with a policy attached, or RLS on for datashares.
+  // Visible to all users: superusers and sys:secadmin see every row, others their own tables'.
+  svv_rls_relation: `
+    SELECT current_database()::text AS datname, n.nspname::text AS relschema, c.relname::text AS relname,
+           (CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' ELSE 'table' END)::text AS relkind,
+           c.relrowsecurity AS is_rls_on, COALESCE(d.is_on, false) AS is_rls_datashare_on,
+           'and'::char(3) AS rls_conjunction_type, 'and'::char(3) AS rls_datashare_conjunction_type
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      LEFT JOIN ${SYSTEM_VIEWS_SCHEMA}.rls_datashares d ON d.relid = c.oid
+     WHERE c.relkind IN ('r', 'p', 'v', 'm')
+       AND (c.relrowsecurity OR d.relid IS NOT NULL OR EXISTS (SELECT 1 FROM ${SYSTEM_VIEWS_SCHEMA}.rls_attachments a WHERE a.relid = c.oid))
+       AND (pg_has_role(current_user, '${SECADMIN}', 'USAGE') OR pg_has_role(current_user, c.relowner, 'USAGE'))`,
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_MASKING_POLICY.html
+  svv_masking_policy: `
+    SELECT current_database()::text AS policy_database, p.policy_name::text AS policy_name, p.input_columns::text AS input_columns,
+           p.policy_expression::text AS policy_expression, p.policy_modified_by::text AS policy_modified_by,
+           p.policy_modified_time AS policy_modified_time
+      FROM ${SYSTEM_VIEWS_SCHEMA}.masking_policies p`,
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_ATTACHED_MASKING_POLICY.html
+  svv_attached_masking_policy: `
+    SELECT a.policy_name::text AS policy_name, n.nspname::text AS schema_name,
+           c.relname::text AS table_name, (CASE c.relkind WHEN 'v' THEN 'view' ELSE 'table' END)::text AS table_type,
+           a.grantor::text AS grantor, a.grantee::text AS grantee, a.grantee_type::text AS grantee_type, a.priority::int4 AS priority,
+           a.input_columns::text AS input_columns, a.output_columns::text AS output_columns,
+           false AS is_masking_datashare_on
+      FROM ${SYSTEM_VIEWS_SCHEMA}.masking_attachments a
+      JOIN pg_class c ON c.oid = a.relid
+      JOIN pg_namespace n ON n.oid = c.relnamespace`,
+  // https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_COLUMN_PRIVILEGES.html
+  // Column grants (pg_attribute.attacl), the grantee classified as in svv_relation_privileges.
+  svv_column_privileges: `
+    SELECT n.nspname::text AS namespace_name,
+           c.relname::text AS relation_name,
+           att.attname::text AS column_name,
+           a.privilege_type::text AS privilege_type,
+           a.grantee::int4 AS identity_id,
+           CASE WHEN a.grantee = 0 THEN 'public' ELSE r.rolname::text END AS identity_name,
+           CASE WHEN a.grantee = 0 THEN 'public' WHEN r.rolcanlogin THEN 'user' ELSE 'role' END AS identity_type
+      FROM pg_class c
+      JOIN pg_namespace n ON n.oid = c.relnamespace
+      JOIN pg_attribute att ON att.attrelid = c.oid AND att.attnum > 0 AND NOT att.attisdropped AND att.attacl IS NOT NULL
+     CROSS JOIN LATERAL aclexplode(att.attacl) a
+      LEFT JOIN pg_roles r ON r.oid = a.grantee
+     WHERE c.relkind IN ('r', 'v', 'm', 'p', 'f')
+       AND n.nspname NOT IN ('pg_catalog', 'information_schema', ${STAND_INS})
+       AND a.privilege_type IN ('SELECT', 'UPDATE')
+       AND (${SEES_ALL} OR a.grantee = 0 OR pg_has_role(current_user, a.grantee, 'USAGE'))`,
+};
 
 /** Views any user may read (each filters its rows); the others only superusers, unless granted. */
 const PUBLIC_VIEWS = ['svv_relation_privileges', 'svv_transactions', 'svv_redshift_columns', 'sys_query_history'];
@@ -487,6 +804,7 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
     await client.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [SYSTEM_VIEWS_SCHEMA]);
     if (!(await current())) {
       await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_referenced_drop');
+      await client.query('DROP EVENT TRIGGER IF EXISTS local_redshift_lookup_rename');
       await client.query(`DROP SCHEMA IF EXISTS ${PROVISIONED_VIEWS_SCHEMA} CASCADE`);
       await client.query(`DROP SCHEMA IF EXISTS ${SYSTEM_VIEWS_SCHEMA} CASCADE`);
       await client.query(`CREATE SCHEMA ${SYSTEM_VIEWS_SCHEMA}`);
@@ -500,6 +818,13 @@ export async function installSystemViews(client: pg.ClientBase): Promise<void> {
       for (const name of PUBLIC_PROVISIONED_VIEWS) await client.query(`GRANT SELECT ON ${PROVISIONED_VIEWS_SCHEMA}.${name} TO PUBLIC`);
       for (const sql of KEY_CATALOG) await client.query(sql);
       for (const sql of ATTRIBUTE_FUNCTIONS) await client.query(sql);
+      for (const sql of SECURITY_POLICIES) await client.query(sql);
+      for (const [name, sql] of Object.entries(SECURITY_VIEWS)) await client.query(`CREATE VIEW ${SYSTEM_VIEWS_SCHEMA}.${name} AS ${sql}`);
+      // The RLS and masking views: superusers and sys:secadmin (r_SVV_RLS_POLICY, r_SVV_MASKING_POLICY); svv_rls_policy, svv_rls_relation and svv_column_privileges: everyone.
+      for (const name of Object.keys(SECURITY_VIEWS)) {
+        const everyone = ['svv_column_privileges', 'svv_rls_relation', 'svv_rls_policy'].includes(name);
+        await client.query(`GRANT SELECT ON ${SYSTEM_VIEWS_SCHEMA}.${name} TO ${everyone ? 'PUBLIC' : `"${SECADMIN}"`}`);
+      }
       await client.query(`COMMENT ON SCHEMA ${SYSTEM_VIEWS_SCHEMA} IS '${VERSION}'`);
     }
     await client.query('COMMIT');

@@ -34,6 +34,9 @@ export const UNDOCUMENTED_FORMS: readonly (readonly [string, string])[] = [
   ['SELECT pg_catalog.to_hex(a), regexp_matches(b, c) FROM t', 'the function REGEXP_MATCHES'],
   ["CREATE FUNCTION f(int) RETURNS int LANGUAGE plperl AS 'return 1'", 'LANGUAGE plperl'],
   ['CREATE FUNCTION f() RETURNS SETOF int LANGUAGE sql AS \'SELECT 1\'', 'functions returning SETOF or TABLE'],
+  ['CREATE POLICY p ON t USING (true)', 'CREATE POLICY'],
+  ['ALTER TABLE t ENABLE ROW LEVEL SECURITY', 'ALTER TABLE ENABLE ROW LEVEL SECURITY'],
+  ['ALTER TABLE t DISABLE ROW LEVEL SECURITY', 'ALTER TABLE DISABLE ROW LEVEL SECURITY'],
 ];
 
 /** [statement, construct, page file]: a command's clauses against its page. */
