@@ -84,6 +84,8 @@ export interface LiveTableFacts {
   readonly maskingPolicies: readonly MaskingAttachment[];
   /** Whether the policies' catalog could be read (the user is a superuser or holds sys:secadmin). */
   readonly policiesRead: boolean;
+  /** The policies the incoming table has of its own (a restored version keeps its own through the renames). */
+  readonly incoming: { readonly rlsPolicies: readonly RlsAttachment[]; readonly rlsOn: boolean; readonly maskingPolicies: readonly MaskingAttachment[] };
   /** Column name -> default expression as the catalog renders it. */
   readonly defaults: ReadonlyMap<string, string>;
   /** The md5 of the table's comment, and of each column's (column name -> digest): the texts stay in the catalog. */
@@ -122,6 +124,9 @@ export function factsFingerprint(facts: readonly string[]): string {
 
 const IDENTITY_TYPES: ReadonlySet<string> = new Set(['user', 'group', 'role', 'public']);
 
+/** The incoming table's own policies (policyFacts), read as the live table's kinds into `incoming`. */
+const INCOMING_POLICY_KINDS: ReadonlySet<string> = new Set(['incoming_rls', 'incoming_rls_on', 'incoming_masking']);
+
 /** `type:name` of a grantee as the facts queries render it. */
 function identityOf(text: string): { identityType: IdentityType; identity: string } {
   const at = text.indexOf(':');
@@ -147,13 +152,14 @@ function columnList(text: string | undefined): string[] {
  * dependents, and the policies when they could be read (policyFacts).
  * The fingerprint is of the dependents' rows only.
  */
-export function liveTableFacts(rows: readonly FactRow[], policies?: readonly FactRow[]): LiveTableFacts {
+export function liveTableFacts(rows: readonly FactRow[], policyRows?: readonly FactRow[]): LiveTableFacts {
   let user = '';
   const grants = new Map<string, { identityType: IdentityType; identity: string; privileges: string[]; withGrantOption: boolean }>();
   const columnGrants = new Map<string, { identityType: IdentityType; identity: string; privilege: string; columns: string[] }>();
   const rlsPolicies: RlsAttachment[] = [];
   let rlsOn = false;
   const maskingPolicies: MaskingAttachment[] = [];
+  const incoming = { rlsPolicies: [] as RlsAttachment[], rlsOn: false, maskingPolicies: [] as MaskingAttachment[] };
   const defaults = new Map<string, string>();
   const columnComments = new Map<string, string>();
   let tableComment: string | undefined;
@@ -164,11 +170,13 @@ export function liveTableFacts(rows: readonly FactRow[], policies?: readonly Fac
   const incomingKeys: string[] = [];
   const referencing: { table: string; name: string; definition: string }[] = [];
   const referencingOwners = new Map<string, string>();
-  for (const row of [...rows, ...(policies ?? [])]) {
+  for (const row of [...rows, ...(policyRows ?? [])]) {
     const name = String(row.name ?? '');
     const detail = String(row.detail ?? '');
     const extra = String(row.extra ?? '');
-    switch (String(row.kind)) {
+    const kind = String(row.kind);
+    const policies = INCOMING_POLICY_KINDS.has(kind) ? incoming : undefined;
+    switch (policies ? kind.slice('incoming_'.length) : kind) {
       case 'user':
         user = name;
         break;
@@ -189,14 +197,15 @@ export function liveTableFacts(rows: readonly FactRow[], policies?: readonly Fac
         break;
       }
       case 'rls':
-        rlsPolicies.push({ policy: name, ...identityOf(detail) });
+        (policies?.rlsPolicies ?? rlsPolicies).push({ policy: name, ...identityOf(detail) });
         break;
       case 'rls_on':
-        rlsOn = true;
+        if (policies) policies.rlsOn = true;
+        else rlsOn = true;
         break;
       case 'masking': {
         const [priority, input, output] = extra.split('|');
-        maskingPolicies.push({
+        (policies?.maskingPolicies ?? maskingPolicies).push({
           policy: name,
           ...identityOf(detail),
           priority: Number(priority),
@@ -248,7 +257,8 @@ export function liveTableFacts(rows: readonly FactRow[], policies?: readonly Fac
     rlsPolicies,
     rlsOn,
     maskingPolicies,
-    policiesRead: policies !== undefined,
+    policiesRead: policyRows !== undefined,
+    incoming,
     defaults,
     ...(tableComment !== undefined ? { tableComment } : {}),
     columnComments,
@@ -370,6 +380,7 @@ export function carryOverCorrections(applied: LiveTableFacts, oldVersion: LiveTa
       rlsPolicies: [],
       rlsOn: false,
       maskingPolicies: [],
+      policiesRead: false,
     },
     revoke,
     revokeColumns,

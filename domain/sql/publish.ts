@@ -1,6 +1,6 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
 import { AttemptStatus, BatchStatus, type BatchRef, ChunkStatus } from '../batch.ts';
-import type { CarryOverCorrections, Grant, LiveTableFacts } from '../dependents.ts';
+import type { CarryOverCorrections, Grant, LiveTableFacts, MaskingAttachment, RlsAttachment } from '../dependents.ts';
 import { migrationFacts } from '../migration.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
@@ -194,20 +194,27 @@ export function dependentsFacts(schema: string, table: string, staging: string):
  * - `masking`: each masking policy attached, its grantee, and
  *   `priority|input columns|output columns`.
  */
-export function policyFacts(schema: string, table: string): Statement {
+export function policyFacts(schema: string, table: string, incoming: string): Statement {
   const S = sqlLiteral(schema);
-  const T = sqlLiteral(table);
   const text = (expression: string) => `CAST(${expression} AS varchar(65535))`;
-  const sql = `SELECT kind, name, detail, extra, kind || '|' || name || '|' || detail || '|' || extra AS fact FROM (
-      SELECT CAST('rls' AS varchar(16)) AS kind, ${text('polname')} AS name, ${text("granteekind || ':' || COALESCE(grantee, '')")} AS detail, ${text("''")} AS extra
+  // The incoming table's own (a restored version keeps its policies through the renames): `incoming_` rows.
+  const of = (relation: string, prefix: string) => {
+    const T = sqlLiteral(relation);
+    const kind = (k: string) => `CAST('${prefix}${k}' AS varchar(32))`;
+    return `SELECT ${kind('rls')} AS kind, ${text('polname')} AS name, ${text("granteekind || ':' || COALESCE(grantee, '')")} AS detail, ${text("''")} AS extra
         FROM svv_rls_attached_policy WHERE relschema = ${S} AND relname = ${T}
       UNION ALL
-      SELECT 'rls_on', ${text("''")}, ${text("''")}, ${text("''")}
+      SELECT ${kind('rls_on')}, ${text("''")}, ${text("''")}, ${text("''")}
         FROM svv_rls_relation WHERE relschema = ${S} AND relname = ${T} AND is_rls_on
       UNION ALL
-      SELECT 'masking', ${text('policy_name')}, ${text("grantee_type || ':' || COALESCE(grantee, '')")},
+      SELECT ${kind('masking')}, ${text('policy_name')}, ${text("grantee_type || ':' || COALESCE(grantee, '')")},
              ${text("CAST(priority AS varchar(16)) || '|' || input_columns || '|' || output_columns")}
-        FROM svv_attached_masking_policy WHERE schema_name = ${S} AND table_name = ${T}
+        FROM svv_attached_masking_policy WHERE schema_name = ${S} AND table_name = ${T}`;
+  };
+  const sql = `SELECT kind, name, detail, extra, kind || '|' || name || '|' || detail || '|' || extra AS fact FROM (
+      ${of(table, '')}
+      UNION ALL
+      ${of(incoming, 'incoming_')}
     ) facts ORDER BY fact`;
   return { sql: sql.replace(/\s+/g, ' ').trim() };
 }
@@ -320,22 +327,36 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
  * The policies attached again to the new live table: each RLS policy to
  * all its grantees in one ATTACH
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html),
- * the table's RLS switch on again, each masking policy with its columns
- * and priority (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html).
- * Masking policies whose columns the incoming table lacks are not.
+ * the table's RLS switch as the live table's, each masking policy with
+ * its columns and priority (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html).
+ * What the incoming table has already (a restored version's own) is kept,
+ * what it has and the live table has not is detached first; masking
+ * policies whose columns the incoming table lacks are not attached.
  */
 export function policyStatements(live: string, facts: LiveTableFacts): string[] {
-  const statements = listedGrants(
-    facts.rlsPolicies,
-    (p) => p.policy,
-    grantee,
-    (p, list) => `ATTACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} TO ${list}`,
+  const key = (p: RlsAttachment | MaskingAttachment) => JSON.stringify(p);
+  const incoming = new Set([...facts.incoming.rlsPolicies, ...facts.incoming.maskingPolicies].map(key));
+  const wanted = new Set([...facts.rlsPolicies, ...facts.maskingPolicies].map(key));
+  const columns = (names: readonly string[]) => names.map(quoteCatalogName).join(', ');
+  // What the incoming table has of its own and the live table has not, detached first.
+  const statements = [
+    ...facts.incoming.rlsPolicies.filter((p) => !wanted.has(key(p))).map((p) => `DETACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} FROM ${grantee(p)}`),
+    ...facts.incoming.maskingPolicies
+      .filter((m) => !wanted.has(key(m)))
+      .map((m) => `DETACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)}) FROM ${grantee(m)}`),
+  ];
+  statements.push(
+    ...listedGrants(
+      facts.rlsPolicies.filter((p) => !incoming.has(key(p))),
+      (p) => p.policy,
+      grantee,
+      (p, list) => `ATTACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} TO ${list}`,
+    ),
   );
-  if (facts.rlsOn) statements.push(`ALTER TABLE ${live} ROW LEVEL SECURITY ON`);
+  if (facts.rlsOn !== facts.incoming.rlsOn && facts.policiesRead) statements.push(`ALTER TABLE ${live} ROW LEVEL SECURITY ${facts.rlsOn ? 'ON' : 'OFF'}`);
   const has = (column: string) => facts.stagingColumns.size === 0 || facts.stagingColumns.has(column);
   for (const m of facts.maskingPolicies) {
-    if (![...m.outputColumns, ...m.inputColumns].every(has)) continue;
-    const columns = (names: readonly string[]) => names.map(quoteCatalogName).join(', ');
+    if (incoming.has(key(m)) || ![...m.outputColumns, ...m.inputColumns].every(has)) continue;
     const using = m.inputColumns.length > 0 ? ` USING (${columns(m.inputColumns)})` : '';
     statements.push(`ATTACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)})${using} TO ${grantee(m)} PRIORITY ${m.priority}`);
   }

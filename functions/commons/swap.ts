@@ -171,7 +171,7 @@ export async function readLiveTableFacts(
   const rows = (await warehouse.query(factsQuery, name('dependents'))) as unknown as FactRow[];
   let policies: FactRow[] | undefined;
   try {
-    policies = (await warehouse.query(policyFacts(relation.schema, relation.table), name('policies'))) as unknown as FactRow[];
+    policies = (await warehouse.query(policyFacts(relation.schema, relation.table, relation.incoming), name('policies'))) as unknown as FactRow[];
   } catch (error) {
     if (!(error instanceof WarehouseError) || !PERMISSION_DENIED.test(error.message)) throw error;
     logger.info('the RLS and masking policies are not readable by this user; a table with none publishes as before', { error: error.message });
