@@ -74,7 +74,10 @@ export function createUserLines(target: SetupTarget): string[] {
   ];
 }
 
-/** Lets publishing attach RLS and masking policies (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html). */
+/**
+ * Lets publishing attach RLS and masking policies (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html);
+ * spelled as in https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_RLS_POLICY.html (`GRANT ROLE sys:secadmin TO bob`).
+ */
 export function securityPolicyLines(target: SetupTarget): string[] {
   return [
     '',
