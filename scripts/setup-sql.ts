@@ -56,11 +56,12 @@ export function setupSqlFor(args: readonly string[], registry: readonly Pipeline
     .requiredOption('--pipeline <name>', 'the pipeline (pipelines/index.ts)')
     .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)")
     .option('--database <name>', 'the database of the target and source schemas', defaults.database)
+    .option('--security-policies', 'also GRANT ROLE sys:secadmin, so publishing can attach RLS and masking policies', false)
     .option('--monitor', "the freshness monitor's grants instead (reads, and UPDATE of publications.event_sent_at; its user by default the deployment's, from cdk.json)", false)
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   command.parse(args, { from: 'user' });
-  const parsed = command.opts<{ pipeline: string; user?: string; database?: string; monitor: boolean }>();
+  const parsed = command.opts<{ pipeline: string; user?: string; database?: string; monitor: boolean; securityPolicies: boolean }>();
   const options = { ...parsed, user: parsed.user ?? (parsed.monitor ? defaults.monitorUser : defaults.user) };
   const pipeline = registry.find((p) => p.name === options.pipeline);
   if (!pipeline) {
@@ -72,7 +73,8 @@ export function setupSqlFor(args: readonly string[], registry: readonly Pipeline
   if (options.database === undefined) throw new Error('--database is required: cdk.json names no warehouse.database');
   const databaseProblem = identifierProblem(options.database);
   if (databaseProblem) throw new Error(`--database ${databaseProblem}`);
-  return (options.monitor ? monitorSetupScript : setupScript)(pipeline, { database: options.database, user: options.user });
+  const target = { database: options.database, user: options.user };
+  return options.monitor ? monitorSetupScript(pipeline, target) : setupScript(pipeline, target, { securityPolicies: options.securityPolicies });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -22,7 +22,8 @@ import { toPositional } from './parameters.ts';
 import { parsePositional, type ParsedStatement } from './parser.ts';
 import { matching, render, tokensOf, type Rewrite } from './text-edits.ts';
 
-const REDSHIFT_WORDS = /approximate|within\s+group|identity|schema\s+binding/i;
+const REDSHIFT_WORDS = /approximate|within\s+group|identity|schema\s+binding|password\s+disable/i;
+const DEFINES_USER = /^\s*(create|alter)\s+user\s/i;
 const DEFINES_TABLE = /^\s*(create\s+((local\s+)?(temp|temporary)\s+)?table|alter\s+table)\s/i;
 const DEFINES_VIEW = /^\s*create\s+(or\s+replace\s+)?view\s/i;
 
@@ -61,6 +62,8 @@ export function inPostgresGrammar(text: string): string {
         else replace(token.start, tokens[close]!.end, `GENERATED ALWAYS AS IDENTITY ${options}`);
       }
     }
+    // PASSWORD DISABLE (r_CREATE_USER): a user without a password, who logs on only with IAM credentials; PostgreSQL's PASSWORD NULL.
+    if (name === 'password' && word(i + 1) === 'disable' && DEFINES_USER.test(text)) replace(tokens[i + 1]!.start, tokens[i + 1]!.end, 'NULL');
     // A late-binding view (r_CREATE_VIEW) as a view bound to its tables: PostgreSQL has no other kind.
     if (name === 'with' && word(i + 1) === 'no' && word(i + 2) === 'schema' && word(i + 3) === 'binding' && DEFINES_VIEW.test(text)) {
       replace(token.start, tokens[i + 3]!.end, '');

@@ -57,13 +57,50 @@ function script(header: readonly string[], requirements: readonly Requirement[],
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * The user itself, before any grant: a Data API identity (`IAMR:<role>`,
+ * `IAM:<user>`) may have no database user until it first connects, so the
+ * grants would fail on a fresh warehouse. PASSWORD DISABLE: it logs on only
+ * with IAM credentials (https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_USER.html).
+ * Redshift has no CREATE USER IF NOT EXISTS: on a re-run the "already
+ * exists" error is harmless (docs/decisions/database-user-created-by-setup.md).
+ */
+export function createUserLines(target: SetupTarget): string[] {
+  return [
+    '',
+    '-- The database user, before its grants (a Data API identity may have none until it first connects).',
+    '-- Run it on its own: if the user already exists, the error it raises is harmless; run the rest.',
+    `CREATE USER ${quoteUser(target.user)} PASSWORD DISABLE;`,
+  ];
+}
+
+/**
+ * Lets publishing attach RLS and masking policies (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html);
+ * spelled as in https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_RLS_POLICY.html (`GRANT ROLE sys:secadmin TO bob`).
+ */
+export function securityPolicyLines(target: SetupTarget): string[] {
+  return [
+    '',
+    '-- sys:secadmin: publishing attaches the live table\'s row-level security and masking policies to each new version,',
+    '-- which takes a superuser or sys:secadmin (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).',
+    `GRANT ROLE sys:secadmin TO ${quoteUser(target.user)};`,
+  ];
+}
+
+export interface SetupOptions {
+  /** Also grant sys:secadmin, for tables with RLS or masking policies. */
+  readonly securityPolicies?: boolean;
+}
+
 /** The setup as a script to read and run: each statement with what it is for. */
-export function setupScript(pipeline: Pipeline, target: SetupTarget): string {
+export function setupScript(pipeline: Pipeline, target: SetupTarget, options: SetupOptions = {}): string {
   return script(
     [
       `-- atomic-publish setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
-      '-- Run as a superuser (or the owner of each object) before the first run; safe to run again.',
+      '-- Run as a superuser before the first deploy; safe to run again.',
       '-- The live table must exist; the manifest schema is created by the first run.',
+      ...createUserLines(target),
+      ...(options.securityPolicies === true ? securityPolicyLines(target) : []),
     ],
     requiredPrivileges(pipeline),
     target,
@@ -77,6 +114,7 @@ export function monitorSetupScript(pipeline: Pipeline, target: SetupTarget): str
       `-- atomic-publish freshness monitor setup for pipeline ${pipeline.name}: database ${target.database}, user ${quoteUser(target.user)}.`,
       '-- Run as a superuser after the first run (it creates the manifest schema); safe to run again.',
       '-- Publish carries the grants on the live table over to each new version.',
+      ...createUserLines(target),
     ],
     monitorPrivileges(pipeline),
     target,

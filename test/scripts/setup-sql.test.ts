@@ -32,6 +32,7 @@ describe('npm run setup-sql', () => {
     const sql = setupSqlFor(['--pipeline', 'sales_order_lines', '--monitor']);
     const statements = sql.split('\n').filter((line) => line !== '' && !line.startsWith('--'));
     expect(statements).toEqual([
+      'CREATE USER "IAMR:atomicpublish-handlers-monitor" PASSWORD DISABLE;',
       'GRANT USAGE ON SCHEMA "analytics" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT SELECT ON TABLE "analytics"."sales_order_lines" TO "IAMR:atomicpublish-handlers-monitor";',
       'GRANT USAGE ON SCHEMA "atomic_publish" TO "IAMR:atomicpublish-handlers-monitor";',

@@ -132,4 +132,8 @@ describe('what Redshift documents', () => {
   it('passes the manifest DDL the project installs', () => {
     expect(manifestDdl(new Date('2026-01-01T00:00:00Z')).flatMap((sql) => checkSql(sql))).toEqual([]);
   });
+
+  it('passes CREATE USER ... PASSWORD DISABLE (r_CREATE_USER)', () => {
+    expect(checkSql('CREATE USER "IAMR:steps" PASSWORD DISABLE')).toEqual([]);
+  });
 });
