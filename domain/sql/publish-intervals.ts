@@ -65,6 +65,8 @@ export interface RowsReplace {
   /** The guard procedure's CALL, run under the locks. */
   readonly guard: string;
   readonly lockWaitMs: number;
+  /** Every live row instead of those of `[from, to)` (domain/sql/publish-rewrite.ts). */
+  readonly wholeTable?: boolean;
 }
 
 /**
@@ -78,7 +80,7 @@ export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] 
   const live = qualifiedName(schema, table);
   const retained = qualifiedName(schema, replace.retainedAs);
   const columns = replace.columns.map(quoteIdent).join(', ');
-  const rows = inIntervals(pipeline, replace.from, replace.to);
+  const rows = replace.wholeTable === true ? 'TRUE' : inIntervals(pipeline, replace.from, replace.to);
   const lockWait = `SET LOCAL statement_timeout TO ${Math.max(1, Math.round(replace.lockWaitMs))}`;
   return [
     lockWait,
