@@ -33,6 +33,9 @@ export type PublishMode = 'swap' | 'replace-intervals' | 'merge';
 /** How the live name is switched to a new version: see PipelineSpec.publishVia. */
 export type PublishVia = 'rename' | 'view';
 export const PUBLISH_VIA: readonly PublishVia[] = ['rename', 'view'];
+/** What a swap does for readers holding an older snapshot: see PipelineSpec.snapshotReaders. */
+export type SnapshotReaders = 'wait' | 'in-place';
+export const SNAPSHOT_READERS: readonly SnapshotReaders[] = ['wait', 'in-place'];
 /** What becomes of source rows whose time column is NULL: see PipelineSpec.nullTimes. */
 export type NullTimes = 'fail' | 'quarantine';
 export const NULL_TIMES: readonly NullTimes[] = ['fail', 'quarantine'];
@@ -155,6 +158,21 @@ export interface PipelineSpec {
    * @default 'rename'
    */
   readonly publishVia?: PublishVia;
+  /**
+   * `publishMode: 'swap'`, `publishVia: 'rename'` only. How a snapshot
+   * taken before the publish reads the live table after it:
+   * - `'wait'`: the rename swap, after waiting for the transactions
+   *   SVV_TRANSACTIONS lists (those holding a lock). A snapshot holding no
+   *   lock is not found; read after the swap, the live table is one its
+   *   snapshot does not know.
+   * - `'in-place'`: the live rows deleted and staging's inserted in one
+   *   transaction, the old rows kept as the old version: every snapshot
+   *   reads the old rows or the new. Writes the rows twice and leaves the
+   *   deleted rows for VACUUM; a migration still renames.
+   * See docs/decisions/snapshot-readers-without-locks.md.
+   * @default 'wait'
+   */
+  readonly snapshotReaders?: SnapshotReaders;
   /**
    * Source rows whose `timeColumn` is NULL belong to no interval, so no
    * chunk loads them. Reconcile counts those the source query returns for
@@ -352,6 +370,7 @@ export interface Pipeline {
   readonly merge?: { readonly versionColumn: string; readonly softDeleteColumn?: string };
   readonly lookback: number;
   readonly publishVia: PublishVia;
+  readonly snapshotReaders: SnapshotReaders;
   readonly nullTimes: NullTimes;
   readonly checks: {
     readonly allowEmpty: boolean;
@@ -867,6 +886,10 @@ const pipelineSchema = z
     merge: z.preprocess((value) => value ?? undefined, mergeSchema),
     lookback: withDefault(integer(0, MAX_LOOKBACK, ' (grain units a scheduled run re-reads: at most one window of chunks)'), 0),
     publishVia: withDefault(publishViaSchema, 'rename'),
+    snapshotReaders: withDefault(
+      checked<SnapshotReaders>((value) => ((SNAPSHOT_READERS as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${SNAPSHOT_READERS.join(', ')}`)),
+      'wait',
+    ),
     nullTimes: withDefault(
       checked<NullTimes>((value) => ((NULL_TIMES as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${NULL_TIMES.join(', ')}`)),
       'fail',
@@ -944,8 +967,25 @@ const pipelineSchema = z
           message: `"view" switches whole versions of the table and works with publishMode swap only; publishMode ${spec.publishMode} changes rows of the live table in place: use publishVia "rename" (the default)`,
         });
       }
+      if (spec.snapshotReaders === 'in-place' && (spec.publishMode !== 'swap' || spec.publishVia !== 'rename')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['snapshotReaders'],
+          message:
+            spec.publishMode !== 'swap'
+              ? `"in-place" applies to publishMode swap only: publishMode ${spec.publishMode} already changes rows of the live table in place, which every snapshot reads as old or new; remove snapshotReaders`
+              : '"in-place" applies to publishVia "rename" only: a view is switched by CREATE OR REPLACE VIEW, not by rewriting rows; remove snapshotReaders or use publishVia "rename"',
+        });
+      }
+      if (spec.snapshotReaders === 'in-place' && spec.outOfBand.expectedWriters) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['snapshotReaders'],
+          message: '"in-place" cannot be used with outOfBand.expectedWriters: it deletes every live row in its transaction, the rows those writers added since Plan with them, where the rename swap carries them over; remove one of the two',
+        });
+      }
     },
-    { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia'].includes(String(issue.path?.[0]))) },
+    { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia', 'snapshotReaders', 'outOfBand'].includes(String(issue.path?.[0]))) },
   )
   .superRefine(
     (spec, ctx) => {
@@ -1029,6 +1069,7 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
     ...(valid.merge === undefined ? {} : { merge: mergeSettings(valid.merge) }),
     lookback: valid.lookback,
     publishVia: valid.publishVia,
+    snapshotReaders: valid.snapshotReaders,
     nullTimes: valid.nullTimes,
     checks: valid.checks,
     freshness: valid.freshness,

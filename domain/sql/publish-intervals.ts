@@ -66,20 +66,22 @@ export interface RowsReplace {
   /** The guard procedure's CALL, run under the locks. */
   readonly guard: string;
   readonly lockWaitMs: number;
+  /** Every live row instead of those of `[from, to)` (domain/sql/publish-rewrite.ts). */
+  readonly wholeTable?: boolean;
 }
 
 /**
  * The statements of a replace up to its records: the bounded lock wait,
  * LOCK `incoming` and the publications, the guard, then without a time
  * limit the live rows of the interval copied to `retainedAs` (created LIKE
- * live), deleted, and `incoming`'s rows inserted; the bound again.
+ * live), deleted, and `incoming`'s rows inserted.
  */
 export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] {
   const { schema, table } = pipeline.target;
   const live = qualifiedName(schema, table);
   const retained = qualifiedName(schema, replace.retainedAs);
   const columns = replace.columns.map(quoteIdent).join(', ');
-  const rows = inIntervals(pipeline, replace.from, replace.to);
+  const rows = replace.wholeTable === true ? 'TRUE' : inIntervals(pipeline, replace.from, replace.to);
   return [
     boundLockWaits(replace.lockWaitMs),
     `LOCK ${qualifiedName(schema, replace.incoming)}`,

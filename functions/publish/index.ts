@@ -25,6 +25,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { publishIntervals } from './intervals.ts';
+import { publishRewrite } from './in-place-swap.ts';
 import { publishMerge } from './merge.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -206,6 +207,13 @@ export async function publish(
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
   if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
+  // A migration changes the table's columns: rows cannot be rewritten into it, so it renames (docs/decisions/snapshot-readers-without-locks.md).
+  if (pipeline.snapshotReaders === 'in-place' && pipeline.migrating === undefined) {
+    return publishChangingRows(event, warehouse, waits, liveTable, name, publishRewrite, 'published: live rows replaced in place', recheck);
+  }
+  if (pipeline.snapshotReaders === 'in-place') {
+    logger.warn('a migration changes the columns of the live table: published by the rename swap, which waits only for transactions holding a lock', { batchId: batch.batchId });
+  }
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
   const fingerprint = await beforeTheSwap(() => stagingFingerprint(warehouse, pipeline, batch, name), warehouse, batch, liveTable, name);

@@ -5,6 +5,7 @@ import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../do
 import type { RollbackTarget } from '../../domain/rollback.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { restoreIntervals, rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
+import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -47,6 +48,8 @@ export async function rollback(
     return toResult(before, liveTable, true);
   }
   if (target.interval !== undefined) return rollbackIntervals(event, warehouse, waits, name, recorded);
+  // In place, as it publishes (docs/decisions/snapshot-readers-without-locks.md).
+  if (pipeline.snapshotReaders === 'in-place') return rollbackIntervals(event, warehouse, waits, name, recorded);
   // The restored version becomes live: the watch's record is taken of it, with its columns.
   const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name, target.restoreTable) : [];
   const swap: Swap = {
@@ -96,12 +99,17 @@ async function rollbackIntervals(
       warehouse,
       name,
       async () => ({
-        statements: [...restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs), ...watched],
+        statements: [
+          ...(target.interval === undefined
+            ? rewriteRollback(pipeline, target, batch.columns, new Date(), waits.lockWaitMs)
+            : restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs)),
+          ...watched,
+        ],
         locks: [{ schema, table: target.restoreTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }, { schema, table }],
         carried: undefined,
       }),
       (holders) =>
-        `the rollback of ${target.interval!.from} to ${target.interval!.to} in ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
+        `the rollback ${target.interval === undefined ? `to batch ${target.batchId}` : `of ${target.interval.from} to ${target.interval.to}`} in ${liveTable} gave up after waiting ${waits.lockWaitMs} ms for its locks and is retried; ` +
         `holding the rows it restores, the publications or writing ${liveTable}: ${holders}. Nothing was changed. End those transactions, or raise ${PublishWaitEnv.LOCK_WAIT_MS}.`,
     );
   } catch (error) {
@@ -113,7 +121,7 @@ async function rollbackIntervals(
     throw error;
   }
   const result = toResult((await recorded())!, liveTable, false);
-  logger.info('rolled back: the replaced rows of the interval are live again', { ...target, ...result });
+  logger.info(target.interval === undefined ? 'rolled back in place: the restored version\'s rows are live again' : 'rolled back: the replaced rows of the interval are live again', { ...target, ...result });
   return result;
 }
 

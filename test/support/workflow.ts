@@ -57,7 +57,7 @@ export interface Fingerprint {
   digest: string;
 }
 
-const FINGERPRINT = `
+export const FINGERPRINT = `
   SELECT count(*)::int AS rows,
          COALESCE(sum(order_id * 1000 + line_no), 0)::text AS "keySum",
          md5(COALESCE(string_agg(concat_ws(':', order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price),
