@@ -76,14 +76,16 @@ export function createUserLines(target: SetupTarget): string[] {
 
 /**
  * Lets publishing attach RLS and masking policies (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html);
- * spelled as in https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_RLS_POLICY.html (`GRANT ROLE sys:secadmin TO bob`).
+ * as in https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_RLS_POLICY.html (`GRANT ROLE sys:secadmin TO bob`), the
+ * name delimited (https://docs.aws.amazon.com/redshift/latest/dg/r_names.html) so that no client reads
+ * `:secadmin` as a named parameter (the Data API's, psql's variables).
  */
 export function securityPolicyLines(target: SetupTarget): string[] {
   return [
     '',
     '-- sys:secadmin: publishing attaches the live table\'s row-level security and masking policies to each new version,',
     '-- which takes a superuser or sys:secadmin (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).',
-    `GRANT ROLE sys:secadmin TO ${quoteUser(target.user)};`,
+    `GRANT ROLE "sys:secadmin" TO ${quoteUser(target.user)};`,
   ];
 }
 

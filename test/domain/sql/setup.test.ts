@@ -38,7 +38,7 @@ describe('setupScript', () => {
 
   it('grants sys:secadmin only with securityPolicies', () => {
     const script = setupScript(pipeline, { database: 'dev', user: 'etl' }, { securityPolicies: true });
-    expect(script).toContain('\nGRANT ROLE sys:secadmin TO "etl";\n');
+    expect(script).toContain('\nGRANT ROLE "sys:secadmin" TO "etl";\n');
   });
 });
 
