@@ -37,7 +37,7 @@ function inIntervals(pipeline: Pipeline, from: string, to: string): string {
  * commits on Redshift (https://docs.aws.amazon.com/redshift/latest/dg/r_TRUNCATE.html).
  * Rows outside the intervals are not touched.
  */
-export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number): string[] {
+export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number, wholeTable = false): string[] {
   const statements = [
     ...replaceRows(pipeline, {
       incoming: batch.stagingTable,
@@ -47,6 +47,7 @@ export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs
       to: batch.to,
       guard: publishGuard(pipeline, batch),
       lockWaitMs,
+      wholeTable,
     }),
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
