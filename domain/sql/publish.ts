@@ -624,7 +624,7 @@ export function swapPublish(
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
     publishGuard(pipeline, batch),
-    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, pipeline.migrating ? migrationFacts(facts) : facts, factsQuery, outOfBandStatements(pipeline, batch, lockWaitMs)),
+    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, pipeline.migrating ? migrationFacts(facts) : facts, factsQuery, liveCheckStatements(pipeline, batch)),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
     // Staging, now live, was created like the live table Plan fingerprinted: its columns are the baseline's.
     ...(stagingFingerprint !== undefined && batch.live ? [recordPublishedFingerprint(pipeline, batch.live.columns, stagingFingerprint, batch.live.carryFrom)] : []),
@@ -639,18 +639,13 @@ export function publishGuard(pipeline: Pipeline, batch: BatchRef): string {
 }
 
 /**
- * The swap's out-of-band part, after the guard and before the renames,
- * under the live table's lock: the live table's columns and fingerprint
- * must be what this batch's Plan saw (anyone else's change refuses the
- * publish: domain/out-of-band.ts); with expected writers, their rows at or
- * after the batch end are then carried over into staging (the published
- * row count then includes them).
+ * A batch's out-of-band check and expected writers' carry-over (none for a
+ * batch planned without a baseline), after the guard and before the
+ * renames, under the live table's lock: the live table's columns and
+ * fingerprint must be what this batch's Plan saw (domain/out-of-band.ts);
+ * with expected writers, their rows at or after the batch end are then
+ * carried into staging.
  */
-export function outOfBandStatements(pipeline: Pipeline, batch: BatchRef, lockWaitMs: number): string[] {
-  return unboundedScans(liveCheckStatements(pipeline, batch));
-}
-
-/** A batch's out-of-band check and expected writers' carry-over (none for a batch planned without a baseline). */
 export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string[] {
   const { live } = batch;
   if (live === undefined) return [];
@@ -661,14 +656,6 @@ export function liveCheckStatements(pipeline: Pipeline, batch: BatchRef): string
       ? []
       : [carryOverRows(pipeline, batch.stagingTable, pipeline.migrating?.columns ?? live.columns, live.carryFrom, pipeline.migrating?.from ?? live.columns)]),
   ];
-}
-
-/**
- * Scans of live tables inside a publish transaction: run after the locks,
- * where the lock-wait bound is off already (LOCKS_HELD).
- */
-export function unboundedScans(scans: readonly string[]): string[] {
-  return [...scans];
 }
 
 /**
@@ -764,13 +751,13 @@ export function stagingChunkFingerprint(pipeline: Pipeline, batch: BatchRef, col
  * inlineParameters) or the query outgrows the procedure's argument: then
  * nothing is re-checked.
  */
-export function sourceRecheck(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds, expected: string, lockWaitMs: number): string[] | undefined {
+export function sourceRecheck(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds, expected: string): string[] | undefined {
   const source = inlineParameters(pipeline.sourceSql, { start: sqlLiteral(chunk.start), end: sqlLiteral(chunk.end) });
   if (source === undefined) return undefined;
   const query = chunkFingerprintSql(pipeline, `(${source} )`, columns, chunk);
   if (Buffer.byteLength(query) > 65535) return undefined;
   const what = `chunk #${chunk.index} (${chunk.start.toISOString()} to ${chunk.end.toISOString()}) of batch ${batch.batchId}`;
-  return unboundedScans([`CALL ${M}.assert_source_unchanged(${sqlLiteral(what)}, ${sqlLiteral(query)}, ${sqlLiteral(expected)})`]);
+  return [`CALL ${M}.assert_source_unchanged(${sqlLiteral(what)}, ${sqlLiteral(query)}, ${sqlLiteral(expected)})`];
 }
 
 /** A publish transaction's statements with the source re-check right after the batch's guard. */

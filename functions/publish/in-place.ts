@@ -38,7 +38,7 @@ export async function publishInPlace(
   const pipeline = frozenPipeline(batch);
   const { schema, table } = pipeline.target;
   const retainedAs = previousVersionTableFor(pipeline, batch.batchId);
-  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name) : [];
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, name) : [];
   await retryPublishTransaction(
     warehouse,
     name,

@@ -267,7 +267,7 @@ async function sourceRecheckOf(warehouse: Warehouse, pipeline: Pipeline, batch: 
   const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('staging-columns'))).map((r) => String(r.col));
   const columns = batch.columns.length === 0 ? listed : listed.filter((c) => batch.columns.includes(c.split(' ')[0]!));
   const [staged] = await warehouse.query(stagingChunkFingerprint(pipeline, batch, columns, chunk), name('newest-chunk-staging'));
-  const recheck = sourceRecheck(pipeline, batch, columns, chunk, String(staged?.fp ?? ''), waits.lockWaitMs);
+  const recheck = sourceRecheck(pipeline, batch, columns, chunk, String(staged?.fp ?? ''));
   if (recheck === undefined) {
     logger.warn('the source query cannot be re-run inside the publish transaction: a change to the source after Reconcile is not caught', {
       batchId: batch.batchId,

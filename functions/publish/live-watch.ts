@@ -2,7 +2,6 @@ import type { BatchRef } from '../../domain/batch.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { recordLiveFingerprint, stagingFingerprintQuery } from '../../domain/sql/live-watch.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { unboundedScans } from '../../domain/sql/publish.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /**
@@ -13,19 +12,18 @@ import type { Warehouse } from '../commons/warehouse.ts';
  * table itself, or for a swapped-in rollback the restored version; one
  * catalog read before the transaction; the procedure records no
  * fingerprint if they are not those when it runs). A full scan of the live
- * table, outside the lock wait's bound. With expected writers, only the
+ * table, after the locks, where the lock wait's bound is off. With expected writers, only the
  * rows before the batch's end are fingerprinted.
  */
 export async function liveWatchStatements(
   warehouse: Warehouse,
   pipeline: Pipeline,
   batch: BatchRef,
-  lockWaitMs: number,
   name: (step: string) => string,
   incoming: string = pipeline.target.table,
 ): Promise<string[]> {
   const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, incoming), name('live-watch-columns'))).map((r) => String(r.col));
-  return unboundedScans([recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)]);
+  return [recordLiveFingerprint(pipeline, columns, pipeline.outOfBand.expectedWriters ? batch.to : undefined)];
 }
 
 /**

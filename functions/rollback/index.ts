@@ -51,7 +51,7 @@ export async function rollback(
   // In place, as it publishes (docs/decisions/snapshot-readers-without-locks.md).
   if (pipeline.snapshotReaders === 'in-place') return rollbackIntervals(event, warehouse, waits, name, recorded);
   // The restored version becomes live: the watch's record is taken of it, with its columns.
-  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name, target.restoreTable) : [];
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, name, target.restoreTable) : [];
   const swap: Swap = {
     pipeline,
     step: 'Rollback',
@@ -93,7 +93,7 @@ async function rollbackIntervals(
   const pipeline = frozenPipeline(batch);
   const { schema, table } = pipeline.target;
   const liveTable = `${schema}.${table}`;
-  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, waits.lockWaitMs, name) : [];
+  const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, name) : [];
   try {
     await retryPublishTransaction(
       warehouse,
