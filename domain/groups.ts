@@ -32,9 +32,10 @@ export interface PublishGroup {
  * The most members a group may have: each member's swap needs at least
  * MEMBER_SWAP_MIN_STATEMENTS statements (its locks, guard, catalog check,
  * renames and records) besides the shared ones, and the whole group swap
- * is one BatchExecuteStatement of at most MAX_BATCH_STATEMENTS. Grants,
- * defaults, comments, keys and views re-applied add to that; Publish
- * refuses a group swap over the limit before any write (checkGroupSwapSize).
+ * is one BatchExecuteStatement of at most MAX_BATCH_STATEMENTS. The
+ * views' and referencing tables' locks add to that, the grants, keys and
+ * policies re-applied only once packed (publish-group.ts fitGroupSwap),
+ * and Publish refuses what is still over before any write.
  */
 export const MAX_GROUP_MEMBERS = Math.floor((MAX_BATCH_STATEMENTS - GROUP_SWAP_SHARED_STATEMENTS) / MEMBER_SWAP_MIN_STATEMENTS);
 

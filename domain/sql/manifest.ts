@@ -10,7 +10,7 @@ import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 12;
+export const MANIFEST_VERSION = 13;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -575,6 +575,26 @@ export function manifestDdl(now: Date): string[] {
         EXECUTE 'CREATE OR REPLACE VIEW ' || quote_ident(rec.view_schema) || '.' || quote_ident(rec.view_name) || ' AS ' || rtrim(rtrim(rec.definition), ';');
       END LOOP;
       DROP TABLE atomic_publish_captured_views;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // Version 13 (a transaction of any size, domain/sql/one-transaction.ts):
+    // run_statements EXECUTEs, in order, the statements its argument
+    // carries, each as `<characters>:<text>`, inside the caller's
+    // transaction (https://docs.aws.amazon.com/redshift/latest/dg/r_SUBSTRING.html,
+    // https://docs.aws.amazon.com/redshift/latest/dg/r_POSITION.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.run_statements(p_statements varchar(65535))
+    AS $$
+    DECLARE
+      rest varchar(65535) := p_statements;
+      colon integer;
+      n integer;
+    BEGIN
+      WHILE LENGTH(rest) > 0 LOOP
+        colon := POSITION(':' IN rest);
+        n := CAST(SUBSTRING(rest FROM 1 FOR colon - 1) AS integer);
+        EXECUTE SUBSTRING(rest FROM colon + 1 FOR n);
+        rest := SUBSTRING(rest FROM colon + 1 + n);
+      END LOOP;
     END;
     $$ LANGUAGE plpgsql`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)

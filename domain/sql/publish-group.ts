@@ -23,6 +23,7 @@ import {
   renameStatements,
 } from './publish.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /**
@@ -91,8 +92,7 @@ export function groupSwapPublish(group: string, members: readonly MemberSwap[], 
     ...ordered.flatMap((m) => reapplyStatements(m.pipeline, m.facts)),
     ...ordered.flatMap((m) => recordPublished(m.pipeline, m.batch.batchId, m.previousVersionTable, now, m.batch.live?.carryFrom !== undefined)),
   ];
-  checkGroupSwapSize(group, ordered, statements);
-  return statements;
+  return fitGroupSwap(group, ordered, statements);
 }
 
 function compare(a: string, b: string): number {
@@ -110,10 +110,15 @@ function byLockedName(statements: readonly string[]): string[] {
   return [...statements].sort((a, b) => compare(key(a), key(b)));
 }
 
-/** Refuses a group swap over the Data API's limits for one BatchExecuteStatement, saying what each member needs. */
-export function checkGroupSwapSize(group: string, members: readonly MemberSwap[], statements: readonly string[]): void {
-  const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
-  if (statements.length <= MAX_BATCH_STATEMENTS && bytes <= MAX_SQL_BYTES) return;
+/**
+ * A group swap as it goes (one-transaction.ts withinOneBatch), refused
+ * when it is still over the Data API's limits for one BatchExecuteStatement,
+ * saying what each member needs.
+ */
+export function fitGroupSwap(group: string, members: readonly MemberSwap[], statements: readonly string[]): string[] {
+  const fitted = withinOneBatch(statements);
+  if (fitsOneBatch(fitted)) return fitted;
+  const bytes = fitted.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
   const needs = members
     .map((m) => {
       const own = MEMBER_SWAP_MIN_STATEMENTS - 1 + liveCheckStatements(m.pipeline, m.batch).length + captureViews(m.pipeline, m.facts).length + (m.facts.commented ? 1 : 0);
@@ -121,7 +126,7 @@ export function checkGroupSwapSize(group: string, members: readonly MemberSwap[]
     })
     .join(', ');
   throw new ValidationError(
-    `the swap of publish group ${group} would be ${statements.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
+    `the swap of publish group ${group} would be ${fitted.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
       `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction (statements per member: ${needs}; ${GROUP_SWAP_SHARED_STATEMENTS} shared). ` +
       `Nothing was published. Split the group, or reduce the privileges, keys, policies or dependent views of its live tables`,
   );

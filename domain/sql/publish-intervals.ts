@@ -6,7 +6,7 @@
 import type { BatchRef } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
-import { checkSwapSize, publishGuard, recordPublished } from './publish.ts';
+import { fitSwap, publishGuard, recordPublished } from './publish.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
@@ -51,8 +51,7 @@ export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs
     }),
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }
 
 /** One replace of the live rows of `[from, to)` by the rows of `incoming`, as replaceIntervals describes it. */

@@ -7,7 +7,7 @@ import type { BatchRef } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
-import { checkSwapSize, publishGuard, recordPublished } from './publish.ts';
+import { fitSwap, publishGuard, recordPublished } from './publish.ts';
 import { MANIFEST as M } from './statement.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
@@ -77,6 +77,5 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
       WHERE o.${firstKey} IS NULL${notDeleted}`,
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }

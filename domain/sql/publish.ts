@@ -15,6 +15,7 @@ import { hashedColumns, rowHashValue } from './row-hash.ts';
 import { extractColumn } from '../extract-column.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
 
 /**
  * The batch (every column: with manifest version 11, `purpose`; a batch
@@ -371,12 +372,12 @@ export function policyStatements(live: string, facts: LiveTableFacts): string[] 
 export function carryOverStatements(pipeline: Pipeline, corrections: CarryOverCorrections, oldVersion: string): string[] {
   const { schema, table } = pipeline.target;
   const live = qualifiedName(schema, table);
-  return [
+  return fitSwap(pipeline, [
     ...corrections.revoke.map((g) => `REVOKE ${g.privileges.join(', ')} ON TABLE ${live} FROM ${grantee(g)}`),
     ...corrections.revokeColumns.map((g) => `REVOKE ${g.privilege} (${g.columns.map(quoteCatalogName).join(', ')}) ON TABLE ${live} FROM ${grantee(g)}`),
     ...reapplyStatements(pipeline, corrections.apply),
     ...(corrections.comments ? [copyComments(schema, oldVersion, table)] : []),
-  ];
+  ]);
 }
 
 /** The manifest's copy of every table and column comment of `from` onto `to` (manifest.ts copy_comments). */
@@ -578,16 +579,22 @@ export function recordPublication(
        FROM ${M}.publications WHERE pipeline = ${name}`;
 }
 
-/** Refuses a swap transaction over the Data API's limits for one BatchExecuteStatement. */
-export function checkSwapSize(pipeline: Pipeline, statements: readonly string[]): void {
-  const { schema, table } = pipeline.target;
-  const bytes = statements.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
-  if (statements.length > MAX_BATCH_STATEMENTS || bytes > MAX_SQL_BYTES) {
+/**
+ * A swap transaction as it goes (one-transaction.ts withinOneBatch: its
+ * carry-over statements packed when there are too many), refused when it
+ * is still over the Data API's limits for one BatchExecuteStatement.
+ */
+export function fitSwap(pipeline: Pipeline, statements: readonly string[]): string[] {
+  const fitted = withinOneBatch(statements);
+  if (!fitsOneBatch(fitted)) {
+    const { schema, table } = pipeline.target;
+    const bytes = fitted.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
     throw new ValidationError(
-      `the swap of ${schema}.${table} would be ${statements.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
-        `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction: too many grantees, defaults, comments or dependent views to carry over`,
+      `the swap of ${schema}.${table} would be ${fitted.length} statements and ${bytes} bytes of SQL, over the Data API's ` +
+        `${MAX_BATCH_STATEMENTS} statements / ${MAX_SQL_BYTES} bytes for one transaction: too many grantees, keys or policies to carry over`,
     );
   }
+  return fitted;
 }
 
 /**
@@ -629,8 +636,7 @@ export function swapPublish(
     // Staging, now live, was created like the live table Plan fingerprinted: its columns are the baseline's.
     ...(stagingFingerprint !== undefined && batch.live ? [recordPublishedFingerprint(pipeline, batch.live.columns, stagingFingerprint, batch.live.carryFrom)] : []),
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }
 
 /** The publish guard of a batch (manifest.ts assert_publishable), run under the swap's locks. */

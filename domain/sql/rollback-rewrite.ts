@@ -7,7 +7,7 @@
 import { sqlLiteral } from '../identifiers.ts';
 import type { RollbackTarget } from '../rollback.ts';
 import type { Pipeline } from '../spec.ts';
-import { checkSwapSize, recordPublication } from './publish.ts';
+import { fitSwap, recordPublication } from './publish.ts';
 import { replaceRows } from './publish-intervals.ts';
 import { MANIFEST as M } from './statement.ts';
 
@@ -35,6 +35,5 @@ export function rewriteRollback(pipeline: Pipeline, target: RollbackTarget, colu
     `UPDATE ${M}.publications SET restored_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.restoreSeq)}`,
     `UPDATE ${M}.publications SET rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }

@@ -3,7 +3,7 @@ import type { LiveTableFacts } from '../dependents.ts';
 import { sqlLiteral } from '../identifiers.ts';
 import type { RollbackTarget } from '../rollback.ts';
 import type { Pipeline } from '../spec.ts';
-import { checkSwapSize, recordPublication, swapLockStatements, swapRenames } from './publish.ts';
+import { fitSwap, recordPublication, swapLockStatements, swapRenames } from './publish.ts';
 import { replaceRows } from './publish-intervals.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 
@@ -64,8 +64,7 @@ export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Da
     `UPDATE ${M}.publications SET restored_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.restoreSeq)}`,
     `UPDATE ${M}.publications SET rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }
 
 /**
@@ -99,6 +98,5 @@ export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, col
     `UPDATE ${M}.publications SET restored_at = ${at}, rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
     ...(target.reinstates === undefined ? [] : [`UPDATE ${M}.publications SET rolled_back_at = NULL WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.reinstates)}`]),
   ];
-  checkSwapSize(pipeline, statements);
-  return statements;
+  return fitSwap(pipeline, statements);
 }

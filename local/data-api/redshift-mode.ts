@@ -38,6 +38,8 @@ import type { TranslatedSql } from './params.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
 import { policyStatement } from './security-policies.ts';
+import { decodeStatements, encodeStatements } from '../../domain/sql/one-transaction.ts';
+import { MANIFEST } from '../../domain/sql/statement.ts';
 
 export interface GatedSql {
   /** What runs: the text, without key constraints. */
@@ -50,6 +52,8 @@ export interface GatedSql {
   dropped?: DroppedKey[];
   /** Record `constraints` only if the statement created its table (CREATE TABLE IF NOT EXISTS). */
   ifNew?: boolean;
+  /** Key constraints of the statements a CALL of run_statements carries (their records run inside it). */
+  packedConstraints?: InformationalConstraint[];
   /** A CREATE TABLE's Redshift attributes, or the table a CREATE TABLE ... (LIKE t) copies them from. */
   tableAttributes?: { table: TableName; ifNew: boolean } & ({ attributes: TableAttributes } | { likeOf: TableName });
 }
@@ -79,6 +83,8 @@ const MAX_VERDICTS = 2000;
 const CREATE_TABLE = /^\s*create\s+((local\s+)?(temp|temporary)\s+)?table\s/i;
 
 function gateOne(original: string, inTransaction: boolean): GatedSql {
+  const packed = packedStatements(original);
+  if (packed) return packed;
   const policy = policyStatement(original);
   if (policy) return 'refusal' in policy ? { text: original, refusal: policy.refusal, constraints: [] } : { text: policy.text, constraints: [] };
   let text = withoutRoleKeyword(beforeParse(original));
@@ -99,6 +105,41 @@ function gateOne(original: string, inTransaction: boolean): GatedSql {
   if (dynamic.refusal !== undefined) return { text, refusal: dynamic.refusal, constraints: [] };
   const table = tableAttributesOf(gated.text, attributes);
   return { ...gated, text: withRedshiftSyntax(dynamic.text), ...(table ? { tableAttributes: table } : {}) };
+}
+
+const RUN_STATEMENTS = new RegExp(String.raw`^\s*CALL\s+${MANIFEST}\.run_statements\('((?:[^']|'')*)'\)\s*;?\s*$`, 'i');
+
+/**
+ * A CALL of the manifest's run_statements (domain/sql/one-transaction.ts):
+ * Redshift runs each statement it carries as one of its own, so each is
+ * gated and rewritten as a statement is, the first refusal is the CALL's,
+ * and PostgreSQL's run_statements EXECUTEs the rewritten texts, each
+ * followed by its key records (their values inlined: EXECUTE binds none).
+ */
+function packedStatements(text: string): GatedSql | undefined {
+  const match = RUN_STATEMENTS.exec(text);
+  if (!match) return undefined;
+  let inner: string[];
+  try {
+    inner = decodeStatements(match[1]!.replaceAll("''", "'"));
+  } catch {
+    return undefined;
+  }
+  const gated = gate(inner, true);
+  const refused = gated.find((g) => g.refusal !== undefined);
+  if (refused) return { text, refusal: refused.refusal, constraints: [] };
+  const texts = gated.flatMap((g) => [g.text, ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? recordKeyStatements(g).map(inlined) : [])]);
+  const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
+  return { text: `CALL ${MANIFEST}.run_statements(${literal(encodeStatements(texts))})`, constraints: [], packedConstraints: gated.flatMap((g) => g.constraints) };
+}
+
+/** A `$n` text with its values as literals (PostgreSQL's standard strings: a backslash is itself). */
+function inlined(sql: TranslatedSql): string {
+  const values = sql.values as (string | null)[];
+  return sql.text.replace(/\$(\d+)/g, (_, n: string) => {
+    const value = values[Number(n) - 1];
+    return value === null || value === undefined ? 'NULL' : `'${value.replaceAll("'", "''")}'`;
+  });
 }
 
 const CALL = /^\s*call\s/i;

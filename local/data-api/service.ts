@@ -275,7 +275,7 @@ export class RedshiftDataService {
     const atomic = statement.isBatch && statement.executionMode === 'TRANSACTION';
     if (atomic && statement.status !== 'FINISHED') return;
     statement.parts.forEach((part, i) => {
-      if (part.status === 'FINISHED') this.options.constraints?.record(statement.target.database, gated[i]!.constraints);
+      if (part.status === 'FINISHED') this.options.constraints?.record(statement.target.database, [...gated[i]!.constraints, ...(gated[i]!.packedConstraints ?? [])]);
     });
   }
 }

@@ -5,6 +5,7 @@ import { ValidationError } from '../../../domain/errors.ts';
 import { previousVersionTableFor, stagingTableFor } from '../../../domain/plan.ts';
 import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../domain/sql/publish-group.ts';
 import { dependentsFacts } from '../../../domain/sql/publish.ts';
+import { decodeStatements } from '../../../domain/sql/one-transaction.ts';
 import { MAX_BATCH_STATEMENTS } from '../../../domain/sql/statement.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { NOW } from './support.ts';
@@ -114,10 +115,30 @@ describe('groupSwapPublish', () => {
     expect(kinds(statements).filter((k) => k.startsWith('lock view'))).toEqual(['lock view a_view', 'lock view b_view']);
   });
 
-  it('refuses a group swap over the Data API limit of 40 statements, naming what each member needs', () => {
+  it('packs the carry-over of a group swap over 40 statements into run_statements, in order, within one batch', () => {
     // Declared keys are one statement each (the grants of a privilege are one, whatever the grantees).
     const keys = Array.from({ length: 12 }, (_, i) => row('key', `k${String(i).padStart(2, '0')}`, 'UNIQUE (order_id)', 'u'));
     const members = [member('orders', 'orders', keys), member('customers', 'customers', keys)];
+    const unpacked = GROUP_SWAP_SHARED_STATEMENTS + 2 * (MEMBER_SWAP_MIN_STATEMENTS + 12);
+    expect(unpacked).toBeGreaterThan(MAX_BATCH_STATEMENTS);
+
+    const statements = groupSwapPublish('sales', members, NOW, 5_000);
+
+    expect(statements.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
+    const calls = statements.filter((s) => s.includes('.run_statements('));
+    expect(calls).toHaveLength(1);
+    const packed = decodeStatements(calls[0]!.split("run_statements('")[1]!.slice(0, -2).replaceAll("''", "'"));
+    expect(packed).toEqual(['customers', 'orders'].flatMap((t) => keys.map((k) => `ALTER TABLE "analytics"."${t}" ADD CONSTRAINT "${k.name}" UNIQUE (order_id)`)));
+    // After every rename, before the records.
+    expect(statements.indexOf(calls[0]!)).toBeGreaterThan(statements.findLastIndex((s) => s.includes(' RENAME TO ')));
+    expect(statements.indexOf(calls[0]!)).toBeLessThan(statements.findIndex((s) => s.includes('INSERT INTO "atomic_publish".publications')));
+  });
+
+  it('refuses a group swap still over the Data API limit of 40 statements, naming what each member needs', () => {
+    // Each table whose key references a member is locked, one statement each: no procedure takes those.
+    const referencing = (of: string) =>
+      Array.from({ length: 12 }, (_, i) => row('referencing_key', `analytics.${of}_ref${String(i).padStart(2, '0')}`, `fk${i}`, `FOREIGN KEY (order_id) REFERENCES analytics.${of}(order_id)`));
+    const members = [member('orders', 'orders', referencing('orders')), member('customers', 'customers', referencing('customers'))];
     let error: unknown;
     try {
       groupSwapPublish('sales', members, NOW, 5_000);
@@ -125,10 +146,7 @@ describe('groupSwapPublish', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(ValidationError);
-    expect((error as Error).message).toContain(
-      `the swap of publish group sales would be ${GROUP_SWAP_SHARED_STATEMENTS + 2 * (MEMBER_SWAP_MIN_STATEMENTS + 12)} statements`,
-    );
     expect((error as Error).message).toContain(`over the Data API's ${MAX_BATCH_STATEMENTS} statements`);
-    expect((error as Error).message).toContain('statements per member: customers 22, orders 22; 3 shared). Nothing was published. Split the group');
+    expect((error as Error).message).toContain('statements per member: customers 46, orders 46; 3 shared). Nothing was published. Split the group');
   });
 });
