@@ -76,7 +76,7 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const batchId = batchIdFor(pipeline, interval);
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
     if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
-    const columns = await checkWarehouseSide(warehouse, pipeline, interval, name);
+    const { columns, generated } = await checkWarehouseSide(warehouse, pipeline, interval, name);
     const batch: BatchRef = {
       pipeline: pipeline.name,
       batchId,
@@ -86,6 +86,7 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
       to: interval.to.toISOString(),
       stagingTable: stagingTableFor(pipeline, batchId),
       columns,
+      ...(generated.length === 0 ? {} : { generated }),
       basePublication: 0,
     };
     planned.push({ pipeline, interval, chunks, batch, existing: undefined, name });
