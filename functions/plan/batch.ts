@@ -3,7 +3,7 @@
 // and the start or resumption of a batch. index.ts dispatches to the
 // kinds; they import this module, never index.ts.
 import type { BatchInterval, LiveColumn, Chunk } from '../../domain/plan.ts';
-import { checkSourceColumns, checkSourceTypes, generatedColumns, identityOf, liveTableColumns, loadedColumns, planningTime, stagingTableFor } from '../../domain/plan.ts';
+import { checkSourceColumns, checkSourceTypes, generatedColumns, identityOf, identityText, liveTableColumns, loadedColumns, planningTime, stagingTableFor } from '../../domain/plan.ts';
 import { BatchPurpose, BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
@@ -174,6 +174,8 @@ export async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to:
 export interface LoadedColumns {
   readonly columns: string[];
   readonly generated: string[];
+  /** Every identity column of the live table, as its DDL writes it (`row_id IDENTITY(1, 1)`). */
+  readonly identities: string[];
 }
 
 /**
@@ -197,7 +199,8 @@ export async function checkWarehouseSide(
   checkSourceColumns(pipeline, columns, sourceColumns.map((c) => c.name));
   checkSourceTypes(pipeline, live, sourceColumns);
   await checkSourceNullTimes(warehouse, pipeline, name);
-  return { columns, generated: generatedColumns(live, columns) };
+  const identities = live.flatMap((c) => (c.identity === undefined ? [] : [`${c.name} ${identityText(c.identity)}`]));
+  return { columns, generated: generatedColumns(live, columns), identities };
 }
 
 /** How Plan starts a batch whose checks passed: its id, statement names, the columns it loads, and what staging is created from. */
