@@ -17,7 +17,14 @@ export interface BatchRef {
   readonly from: string;
   readonly to: string;
   readonly stagingTable: string;
+  /** The live columns the loads insert and the publish writes into the live table. */
   readonly columns: readonly string[];
+  /**
+   * The live table's identity columns left out of `columns`, which Redshift
+   * numbers as rows are written (domain/plan.ts loadedColumns). A copy of
+   * live rows into a retained old version keeps them. @default none
+   */
+  readonly generated?: readonly string[];
   readonly basePublication: number;
   /**
    * The live table's columns and fingerprint as this execution's Plan saw

@@ -9,10 +9,13 @@ import type { ChunkWindow } from '../windows.ts';
 import { CHUNKS_LOCK, LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from './statement.ts';
 
-/** Columns of a table, in order; empty when the table does not exist. */
+/**
+ * Columns of a table, in order, with their types and defaults (an identity
+ * is one: domain/plan.ts identityOf); empty when the table does not exist.
+ */
 export function tableColumns(schema: string, table: string): Statement {
   return {
-    sql: `SELECT column_name, data_type FROM information_schema.columns
+    sql: `SELECT column_name, data_type, column_default FROM information_schema.columns
            WHERE table_schema = :schema AND table_name = :table
            ORDER BY ordinal_position`,
     parameters: { schema, table },

@@ -43,6 +43,7 @@ export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs
       incoming: batch.stagingTable,
       retainedAs,
       columns: batch.columns,
+      ...(batch.generated === undefined ? {} : { generated: batch.generated }),
       from: batch.from,
       to: batch.to,
       guard: publishGuard(pipeline, batch),
@@ -60,7 +61,15 @@ export interface RowsReplace {
   readonly incoming: string;
   /** Where the live rows of the interval are kept, in the target schema. */
   readonly retainedAs: string;
+  /** The columns `incoming`'s rows are written into the live table with. */
   readonly columns: readonly string[];
+  /**
+   * The live table's identity columns left out of `columns`: Redshift
+   * numbers the rows written into live; the copy of live rows into
+   * `retainedAs` keeps their numbers (docs/decisions/identity-columns.md).
+   * @default none
+   */
+  readonly generated?: readonly string[];
   readonly from: string;
   readonly to: string;
   /** The guard procedure's CALL, run under the locks. */
@@ -81,6 +90,7 @@ export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] 
   const live = qualifiedName(schema, table);
   const retained = qualifiedName(schema, replace.retainedAs);
   const columns = replace.columns.map(quoteIdent).join(', ');
+  const kept = retainedColumns(replace.columns, replace.generated).map(quoteIdent).join(', ');
   const rows = replace.wholeTable === true ? 'TRUE' : inIntervals(pipeline, replace.from, replace.to);
   return [
     boundLockWaits(replace.lockWaitMs),
@@ -90,10 +100,20 @@ export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] 
     // Held: the work runs to completion (publish.ts LOCKS_HELD).
     LOCKS_HELD,
     `CREATE TABLE ${retained} (LIKE ${live})`,
-    `INSERT INTO ${retained} (${columns}) SELECT ${columns} FROM ${live} WHERE ${rows}`,
+    `INSERT INTO ${retained} (${kept}) SELECT ${kept} FROM ${live} WHERE ${rows}`,
     `DELETE FROM ${live} WHERE ${rows}`,
     `INSERT INTO ${live} (${columns}) SELECT ${columns} FROM ${qualifiedName(schema, replace.incoming)}`,
   ];
+}
+
+/**
+ * The columns a copy of live rows into a retained old version writes:
+ * those written into live and the identity columns Redshift numbers there,
+ * whose values the old version keeps (created LIKE live, without defaults,
+ * it holds them as plain NOT NULL columns).
+ */
+export function retainedColumns(columns: readonly string[], generated: readonly string[] = []): string[] {
+  return [...columns, ...generated.filter((c) => !columns.includes(c))];
 }
 
 /**

@@ -8,6 +8,7 @@ import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
 import { fitSwap, publishGuard, recordPublished } from './publish.ts';
+import { retainedColumns } from './publish-intervals.ts';
 import { MANIFEST as M } from './statement.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
@@ -53,6 +54,8 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
   const retained = qualifiedName(schema, retainedAs);
   const columns = batch.columns.map(quoteIdent);
   const list = columns.join(', ');
+  // The old version keeps the live rows' identity numbers too (retainedColumns).
+  const kept = retainedColumns(batch.columns, batch.generated).map(quoteIdent);
   const version = quoteIdent(merge.versionColumn);
   // The live table's columns as DELETE ... USING names them: by the table's name.
   const l = quoteIdent(table);
@@ -69,8 +72,8 @@ export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: s
     publishGuard(pipeline, batch),
     LOCKS_HELD,
     `CREATE TABLE ${retained} (LIKE ${live})`,
-    `INSERT INTO ${retained} (${list})
-     SELECT ${columns.map((c) => `o.${c}`).join(', ')} FROM ${live} AS o JOIN ${staging} AS s ON ${stagingWins('o')}`,
+    `INSERT INTO ${retained} (${kept.join(', ')})
+     SELECT ${kept.map((c) => `o.${c}`).join(', ')} FROM ${live} AS o JOIN ${staging} AS s ON ${stagingWins('o')}`,
     `DELETE FROM ${live} USING ${staging} AS s WHERE ${stagingWins(l)}`,
     `INSERT INTO ${live} (${list})
      SELECT ${columns.map((c) => `s.${c}`).join(', ')} FROM ${staging} AS s LEFT JOIN ${live} AS o ON ${sameKey('o')}

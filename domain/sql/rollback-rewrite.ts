@@ -14,10 +14,11 @@ import { MANIFEST as M } from './statement.ts';
 /**
  * replaceRows over every live row: the live rows kept in `retainedTable`
  * (so the rollback can itself be undone), deleted, and the restored
- * version's rows inserted, under the rollback guard; then recorded as
+ * version's rows inserted (with `columns`: an IDENTITY(seed, step) column,
+ * in `generated`, takes no value, and its rows are numbered anew), under the rollback guard; then recorded as
  * swapRollback records it (domain/sql/rollback.ts).
  */
-export function rewriteRollback(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number): string[] {
+export function rewriteRollback(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number, generated: readonly string[] = []): string[] {
   const name = sqlLiteral(pipeline.name);
   const at = sqlLiteral(now);
   const statements = [
@@ -25,6 +26,7 @@ export function rewriteRollback(pipeline: Pipeline, target: RollbackTarget, colu
       incoming: target.restoreTable,
       retainedAs: target.retainedTable,
       columns,
+      generated,
       from: '',
       to: '',
       guard: `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,

@@ -79,7 +79,7 @@ export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Da
  * restored_at; when that publication was itself such a rollback, the one
  * it undid is live again (rolled_back_at cleared).
  */
-export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number): string[] {
+export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number, generated: readonly string[] = []): string[] {
   const name = sqlLiteral(pipeline.name);
   const at = sqlLiteral(now);
   const interval = target.interval!;
@@ -89,6 +89,7 @@ export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, col
       incoming: target.restoreTable,
       retainedAs: target.retainedTable,
       columns,
+      generated,
       from: interval.from,
       to: interval.to,
       guard: `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,

@@ -3,7 +3,7 @@
 // and the start or resumption of a batch. index.ts dispatches to the
 // kinds; they import this module, never index.ts.
 import type { BatchInterval, LiveColumn, Chunk } from '../../domain/plan.ts';
-import { checkSourceColumns, checkSourceTypes, liveTableColumns, planningTime, stagingTableFor } from '../../domain/plan.ts';
+import { checkSourceColumns, checkSourceTypes, generatedColumns, identityOf, identityText, liveTableColumns, loadedColumns, planningTime, stagingTableFor } from '../../domain/plan.ts';
 import { BatchPurpose, BatchStatus, type BatchRef } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
@@ -116,12 +116,12 @@ export async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, 
   if (missing.length > 0) throw missingPrivilegeError(pipeline, facts, missing);
 }
 
-/** The live table's columns and their types, as the catalog lists them (none: it does not exist). */
+/** The live table's columns, their types and identities, as the catalog lists them (none: it does not exist). */
 export async function readLiveColumns(warehouse: Warehouse, schema: string, table: string, name: (step: string) => string): Promise<LiveColumn[]> {
-  return (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => ({
-    name: String(r.column_name),
-    dataType: String(r.data_type ?? ''),
-  }));
+  return (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => {
+    const identity = identityOf(r.column_default);
+    return { name: String(r.column_name), dataType: String(r.data_type ?? ''), ...(identity === undefined ? {} : { identity }) };
+  });
 }
 
 /**
@@ -170,26 +170,37 @@ export async function liveBaseline(warehouse: Warehouse, pipeline: Pipeline, to:
   return { columns, rows: Number(rows), checksum: checksum ?? '0', rowHash: 'fnv', ...(carryFrom === undefined ? {} : { carryFrom }) };
 }
 
+/** The live columns a batch loads, and the identity columns it leaves to Redshift to number (BatchRef.columns, BatchRef.generated). */
+export interface LoadedColumns {
+  readonly columns: string[];
+  readonly generated: string[];
+  /** Every identity column of the live table, as its DDL writes it (`row_id IDENTITY(1, 1)`). */
+  readonly identities: string[];
+}
+
 /**
  * The warehouse side of a run, before anything is written: the privileges,
- * the live table, the source query, its columns and their types. Returns
- * the live table's columns, in order.
+ * the live table, the source query, its columns and their types, and the
+ * identity columns (domain/plan.ts loadedColumns). Returns the live
+ * table's columns the loads insert, in order, and those left out.
  */
 export async function checkWarehouseSide(
   warehouse: Warehouse,
   pipeline: Pipeline,
   interval: BatchInterval,
   name: (step: string) => string,
-): Promise<string[]> {
+): Promise<LoadedColumns> {
   await checkPrivileges(warehouse, pipeline, name);
   const live = await readLiveColumns(warehouse, pipeline.target.schema, pipeline.target.table, name);
-  const liveColumns = liveTableColumns(pipeline, live);
+  liveTableColumns(pipeline, live);
   await checkDeclaredChecks(warehouse, pipeline, live, name);
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
-  checkSourceColumns(pipeline, liveColumns, sourceColumns.map((c) => c.name));
+  const columns = loadedColumns(pipeline, live, sourceColumns.map((c) => c.name));
+  checkSourceColumns(pipeline, columns, sourceColumns.map((c) => c.name));
   checkSourceTypes(pipeline, live, sourceColumns);
   await checkSourceNullTimes(warehouse, pipeline, name);
-  return liveColumns;
+  const identities = live.flatMap((c) => (c.identity === undefined ? [] : [`${c.name} ${identityText(c.identity)}`]));
+  return { columns, generated: generatedColumns(live, columns), identities };
 }
 
 /** How Plan starts a batch whose checks passed: its id, statement names, the columns it loads, and what staging is created from. */
@@ -198,6 +209,8 @@ export interface BatchStart {
   readonly name: (step: string) => string;
   /** The columns each chunk inserts into staging. */
   readonly columns: readonly string[];
+  /** See BatchRef.generated. */
+  readonly generated?: readonly string[];
   /** See BatchRecord.stagingLike. */
   readonly stagingLike?: string;
   /** See BatchRecord.stagingDdl. */
@@ -237,6 +250,7 @@ export async function startOrResume(
     to: interval.to.toISOString(),
     stagingTable,
     columns: start.columns,
+    ...(start.generated === undefined || start.generated.length === 0 ? {} : { generated: start.generated }),
     basePublication,
     ...(start.restatement === undefined ? {} : { restatement: start.restatement }),
     ...(start.check === undefined ? {} : { check: start.check }),

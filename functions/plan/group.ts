@@ -76,7 +76,15 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const batchId = batchIdFor(pipeline, interval);
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
     if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
-    const columns = await checkWarehouseSide(warehouse, pipeline, interval, name);
+    const { columns, generated, identities } = await checkWarehouseSide(warehouse, pipeline, interval, name);
+    // A group renames every member's staging into place (docs/decisions/identity-columns.md).
+    if (identities.length > 0) {
+      throw new ValidationError(
+        `publish group ${group.name}, member ${pipeline.name}: ${pipeline.target.schema}.${pipeline.target.table} has identity column(s) ${identities.join(', ')}, ` +
+          "and a group publishes its members by rename swap, whose new table's identity would count from its seed again and reuse numbers the live table already gave. " +
+          'Publish the pipeline on its own. Nothing was written',
+      );
+    }
     const batch: BatchRef = {
       pipeline: pipeline.name,
       batchId,
@@ -86,6 +94,7 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
       to: interval.to.toISOString(),
       stagingTable: stagingTableFor(pipeline, batchId),
       columns,
+      ...(generated.length === 0 ? {} : { generated }),
       basePublication: 0,
     };
     planned.push({ pipeline, interval, chunks, batch, existing: undefined, name });

@@ -54,7 +54,7 @@ export async function plan(
 
   if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, baseName);
 
-  const liveColumns = await checkWarehouseSide(warehouse, pipeline, interval, baseName);
+  const { columns: liveColumns, generated } = await checkWarehouseSide(warehouse, pipeline, interval, baseName);
 
   const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, baseName('live-view')) : undefined;
   const rerun = restate ? await nextRestatement(warehouse, pipeline, interval, baseName) : check ? await nextCheck(warehouse, pipeline, interval, baseName) : undefined;
@@ -64,6 +64,7 @@ export async function plan(
     batchId,
     name,
     columns: liveColumns,
+    generated,
     ...(stagingLike !== undefined ? { stagingLike } : {}),
     ...(rerun?.kind === 'restatement' ? { restatement: rerun.n } : {}),
     ...(rerun?.kind === 'check' ? { check: rerun.n } : {}),

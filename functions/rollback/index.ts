@@ -101,8 +101,8 @@ async function rollbackIntervals(
       async () => ({
         statements: [
           ...(target.interval === undefined
-            ? rewriteRollback(pipeline, target, batch.columns, new Date(), waits.lockWaitMs)
-            : restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs)),
+            ? rewriteRollback(pipeline, target, batch.columns, new Date(), waits.lockWaitMs, batch.generated)
+            : restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs, batch.generated)),
           ...watched,
         ],
         locks: [{ schema, table: target.restoreTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }, { schema, table }],

@@ -10,6 +10,8 @@
 //   SORTKEY, BACKUP: domain/redshift-sql/table-ddl.ts), which are recorded
 //   for the catalog views instead, as a CREATE TABLE ... (LIKE t) copies
 //   t's (Redshift's LIKE copies encodings, distribution and sort keys);
+// - run with `LIKE t INCLUDING DEFAULTS` copying t's identity columns too
+//   (likeWithIdentity), as Redshift, which keeps an identity as a default;
 // - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`, and Redshift's other
 //   uses of the ROLE keyword likewise (withoutRoleKeyword): Redshift names a
 //   role with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
@@ -28,7 +30,7 @@ import {
   refusalMessage,
 } from '../../domain/redshift-sql/check.ts';
 import { parsePositional, scanTokens, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
-import { render, type Rewrite } from '../../domain/redshift-sql/text-edits.ts';
+import { render, tokensOf, type Rewrite } from '../../domain/redshift-sql/text-edits.ts';
 import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint, type TableName } from './informational-keys.ts';
 import { kindOf } from '../../domain/redshift-sql/ast.ts';
 import { roleWithoutKeyword } from '../../domain/redshift-sql/allowed.ts';
@@ -104,8 +106,30 @@ function gateOne(original: string, inTransaction: boolean): GatedSql {
   const dynamic = withDynamicQueries(gated.text);
   if (dynamic.refusal !== undefined) return { text, refusal: dynamic.refusal, constraints: [] };
   const table = tableAttributesOf(gated.text, attributes);
-  return { ...gated, text: withRedshiftSyntax(dynamic.text), ...(table ? { tableAttributes: table } : {}) };
+  const run = withRedshiftSyntax(dynamic.text);
+  return { ...gated, text: CREATE_TABLE.test(run) ? likeWithIdentity(run) : run, ...(table ? { tableAttributes: table } : {}) };
 }
+/**
+ * A CREATE TABLE's `LIKE t INCLUDING DEFAULTS` as PostgreSQL copies what
+ * Redshift's does: Redshift keeps an identity as a default expression, so
+ * INCLUDING DEFAULTS copies it (the new table numbering from the seed),
+ * where PostgreSQL copies an identity only with INCLUDING IDENTITY. Without
+ * INCLUDING DEFAULTS both copy the column as a plain NOT NULL one.
+ */
+export function likeWithIdentity(text: string): string {
+  if (!/\bincluding\s+defaults\b/i.test(text)) return text;
+  const tokens = tokensOf(text);
+  if (!tokens) return text;
+  const rewrites: Rewrite[] = [];
+  tokens.forEach((token, i) => {
+    const next = tokens[i + 1];
+    if (token.text.toLowerCase() === 'including' && next?.text.toLowerCase() === 'defaults') {
+      rewrites.push({ start: next.end, end: next.end, build: () => ' INCLUDING IDENTITY' });
+    }
+  });
+  return rewrites.length === 0 ? text : render(Buffer.from(text), rewrites);
+}
+
 
 const RUN_STATEMENTS = new RegExp(String.raw`^\s*CALL\s+${MANIFEST}\.run_statements\('((?:[^']|'')*)'\)\s*;?\s*$`, 'i');
 
