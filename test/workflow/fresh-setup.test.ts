@@ -42,8 +42,10 @@ const VARIANTS: { name: string; args: string[] }[] = [
 
 for (const variant of VARIANTS) {
   describe(`${variant.name}, printed and run statement by statement on a fresh database`, () => {
-    // A name no earlier run has left on the shared server: roles are the server's, not a database's.
-    const user = `IAMR:atomic-publish-fresh-${randomBytes(4).toString('hex')}`;
+    // A name no earlier run has left on the shared server: roles are the server's, not a database's. On Serverless the
+    // role's identity; on a cluster a DbUser, which takes no colon (https://docs.aws.amazon.com/redshift/latest/APIReference/API_GetClusterCredentials.html).
+    const suffix = randomBytes(4).toString('hex');
+    const user = suiteTargetKind() === 'cluster' ? `atomic_publish_fresh_${suffix}` : `IAMR:atomic-publish-fresh-${suffix}`;
     let wf: Workflow;
     let admin: Endpoint;
     let statements: string[];
