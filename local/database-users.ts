@@ -16,6 +16,7 @@ import type pg from 'pg';
 import { quoteUser, sqlLiteral } from '../domain/identifiers.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { setupStatements } from '../domain/sql/setup.ts';
+import { syslogAccessStatement } from './data-api/user-options.ts';
 import { withClient } from './pg-clients.ts';
 import type { PgConnection } from './postgres.ts';
 
@@ -43,14 +44,15 @@ export async function ensureLocalUser(server: PgConnection, user: string = LOCAL
 /** Runs the pipeline's setup SQL on `db` (connected as a superuser to the pipeline's database). */
 export async function applyPipelineSetup(db: pg.ClientBase, pipeline: Pipeline, user: string = LOCAL_PIPELINE_USER): Promise<void> {
   const { rows } = await db.query<{ database: string }>('SELECT current_database() AS database');
-  for (const sql of setupStatements(pipeline, { database: rows[0]!.database, user })) await db.query(localSetupStatement(sql, user));
+  for (const sql of setupStatements(pipeline, { database: rows[0]!.database, user })) await db.query(localSetupStatement(sql));
 }
 
 /**
  * A setup statement as the local server runs it: Redshift's `ALTER USER ...
  * SYSLOG ACCESS UNRESTRICTED` is membership in pg_read_all_stats, which
- * the local system views take for it (local/data-api/system-views.ts).
+ * the local system views take for it (local/data-api/user-options.ts, as
+ * the local endpoint runs it).
  */
-export function localSetupStatement(sql: string, user: string = LOCAL_PIPELINE_USER): string {
-  return /^ALTER USER .* SYSLOG ACCESS UNRESTRICTED$/.test(sql) ? `GRANT pg_read_all_stats TO ${quoteUser(user)}` : sql;
+export function localSetupStatement(sql: string): string {
+  return syslogAccessStatement(sql) ?? sql;
 }

@@ -70,6 +70,7 @@ export function createUserLines(target: SetupTarget): string[] {
     '',
     '-- The database user, before its grants (a Data API identity may have none until it first connects).',
     '-- Run it on its own: if the user already exists, the error it raises is harmless; run the rest.',
+    "-- PASSWORD DISABLE: it logs on with IAM credentials only (a workgroup's IAM identity, a cluster's DbUser); a secret's user logs on with the secret's password instead.",
     `CREATE USER ${quoteUser(target.user)} PASSWORD DISABLE;`,
   ];
 }

@@ -14,6 +14,8 @@ export interface TranslatedSql {
   values: string[];
   /** Run in the same session right after the statement succeeds; its failure is the statement's (Redshift mode's key records). */
   after?: TranslatedSql[];
+  /** A user the statement leaves to IAM (PASSWORD DISABLE): the runner gives it the password it logs on with, in the same session and transaction. */
+  iamUser?: string;
 }
 
 const NAME = /^[0-9A-Za-z_]+$/;

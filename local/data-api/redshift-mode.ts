@@ -21,7 +21,12 @@
 //   rewritten before the parse, as the synth-time checks parse them
 //   (domain/redshift-sql/postgres-grammar.ts), the rest after the checks;
 //   a CALL's string argument that is a query (which the procedure EXECUTEs)
-//   gated and rewritten as a statement of its own.
+//   gated and rewritten as a statement of its own;
+// - run with Redshift's options of a database user as PostgreSQL's roles
+//   have them (user-options.ts): `ALTER USER u SYSLOG ACCESS UNRESTRICTED`
+//   as membership in pg_read_all_stats, and a user created or altered with
+//   PASSWORD DISABLE given the password the endpoint, the stand-in for IAM,
+//   logs on with.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 import {
   checkStatements,
@@ -40,6 +45,7 @@ import type { TranslatedSql } from './params.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
 import { policyStatement } from './security-policies.ts';
+import { passwordDisabledUser, syslogAccessStatement } from './user-options.ts';
 import { decodeStatements, encodeStatements } from '../../domain/sql/one-transaction.ts';
 import { MANIFEST } from '../../domain/sql/statement.ts';
 
@@ -58,6 +64,8 @@ export interface GatedSql {
   packedConstraints?: InformationalConstraint[];
   /** A CREATE TABLE's Redshift attributes, or the table a CREATE TABLE ... (LIKE t) copies them from. */
   tableAttributes?: { table: TableName; ifNew: boolean } & ({ attributes: TableAttributes } | { likeOf: TableName });
+  /** The user a CREATE USER or ALTER USER with PASSWORD DISABLE leaves to IAM: the runner gives it the endpoint's password for it. */
+  iamUser?: string;
 }
 
 /**
@@ -87,6 +95,8 @@ const CREATE_TABLE = /^\s*create\s+((local\s+)?(temp|temporary)\s+)?table\s/i;
 function gateOne(original: string, inTransaction: boolean): GatedSql {
   const packed = packedStatements(original);
   if (packed) return packed;
+  const syslog = syslogAccessStatement(original);
+  if (syslog !== undefined) return { text: syslog, constraints: [] };
   const policy = policyStatement(original);
   if (policy) return 'refusal' in policy ? { text: original, refusal: policy.refusal, constraints: [] } : { text: policy.text, constraints: [] };
   let text = withoutRoleKeyword(beforeParse(original));
@@ -234,6 +244,8 @@ function gateParsed(text: string, inTransaction: boolean, allowed: readonly stri
   if (unsupported) return { text, refusal: refusalMessage(unsupported), constraints: [] };
   const commits = inTransaction ? statements.map(endsTransaction).find((f) => f !== undefined) : undefined;
   if (commits) return { text, refusal: implicitCommitMessage(commits), constraints: [] };
+  const iamUser = passwordDisabledUser(statements);
+  if (iamUser !== undefined) return { text, constraints: [], iamUser };
   const keys = statements.length === 1 ? withoutKeyConstraints(text, statements[0]!.node) : undefined;
   return keys
     ? { text: keys.text, constraints: keys.constraints, ...(keys.dropped ? { dropped: keys.dropped } : {}), ...(keys.ifNew ? { ifNew: true } : {}) }

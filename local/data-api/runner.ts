@@ -5,7 +5,9 @@
 // API connects through GetClusterCredentials; for a SecretArn or a
 // WorkgroupName (the secret's user, the caller's IAM identity) it is the
 // endpoint's default user. A local role logs in with the password
-// localUserPassword gives it.
+// localUserPassword gives it; a user created or altered with PASSWORD
+// DISABLE (logs on with IAM credentials only) is given that password by
+// the statement's session, as the endpoint is the local stand-in for IAM.
 //
 // Like the real API without a session, every statement (or batch) gets a
 // connection of its own for its duration and leaves nothing behind: an open
@@ -298,7 +300,7 @@ export class StatementRunner {
       part.fail(injected);
       return false;
     }
-    const wrap = !inTransaction && part.sql.after !== undefined;
+    const wrap = !inTransaction && (part.sql.after !== undefined || part.sql.iamUser !== undefined);
     try {
       // The extended protocol runs exactly one statement, and rejects several
       // with "cannot insert multiple commands into a prepared statement", as
@@ -311,6 +313,7 @@ export class StatementRunner {
         queryMode: 'extended',
       } as pg.QueryArrayConfig);
       for (const after of part.sql.after ?? []) await client.query(after.text, after.values);
+      if (part.sql.iamUser !== undefined) await client.query(this.iamLogin(part.sql.iamUser));
       if (wrap) await client.query('COMMIT');
       if (result.fields.length === 0) {
         part.finish(result.rowCount, undefined, 0);
@@ -341,6 +344,16 @@ export class StatementRunner {
       if (endsSession(pgError)) this.lost.set(client, pgError);
       return false;
     }
+  }
+
+  /**
+   * The statement that lets the endpoint log on as a user whose password is
+   * disabled: Redshift's IAM credentials (GetClusterCredentials, a
+   * workgroup's IAM identity) are, locally, the password localUserPassword
+   * derives, which no client outside the endpoint is told.
+   */
+  private iamLogin(user: string): string {
+    return `ALTER ROLE "${user.replaceAll('"', '""')}" PASSWORD '${localUserPassword(this.connection, user).replaceAll("'", "''")}'`;
   }
 
   /** The database user a request runs as. */

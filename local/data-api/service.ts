@@ -215,7 +215,12 @@ export class RedshiftDataService {
       : translated.map((t) => ({ text: t.text, constraints: [] }));
     return gated.map((g, i) => ({
       ...g,
-      sql: { text: g.text, values: translated[i]!.values, ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? { after: recordKeyStatements(g) } : {}) },
+      sql: {
+        text: g.text,
+        values: translated[i]!.values,
+        ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? { after: recordKeyStatements(g) } : {}),
+        ...(g.iamUser !== undefined ? { iamUser: g.iamUser } : {}),
+      },
     }));
   }
 

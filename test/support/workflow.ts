@@ -123,8 +123,11 @@ export interface Workflow {
   readonly calls: readonly TaskCall[];
   /** Runs `fn` on a direct connection to this workflow's database, closed afterwards. */
   withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T>;
-  /** Creates the sample source and live table (replacing any earlier ones), then applies the pipeline's setup SQL for the handlers' role. */
-  sample(options: SampleOptions): Promise<void>;
+  /**
+   * Creates the sample source and live table (replacing any earlier ones), then applies the pipeline's setup SQL for the handlers' role
+   * (LOCAL_PIPELINE_USER), unless `setup` is false: the test then runs a setup of its own.
+   */
+  sample(options: SampleOptions, arrange?: { setup?: boolean }): Promise<void>;
   run(input: unknown, name?: string): Promise<ExecutionResult>;
   /** Starts an execution without waiting: abort it, or await its result. */
   start(input: unknown, name?: string): Promise<RunningExecution>;
@@ -170,6 +173,11 @@ export interface UseWorkflowOptions {
   copyOf?: string;
   /** Every event of every execution, children included (LocalRunnerOptions.onEvent). */
   onEvent?: (event: ExecutionEvent, executionId: string) => void;
+  /**
+   * The database user the handlers' requests run as (the endpoint's default user: a workgroup's IAM identity, a cluster's secret).
+   * Not created here: a test of the setup SQL has it create the user. @default LOCAL_PIPELINE_USER
+   */
+  handlersUser?: string;
 }
 
 export async function useWorkflow(prefix: string, options: UseWorkflowOptions = {}): Promise<Workflow> {
@@ -179,7 +187,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     ...(options.postgres ? { postgres: options.postgres } : {}),
     ...(options.statementError ? { statementError: options.statementError } : {}),
     ...(options.copyOf ? { copyOf: options.copyOf } : {}),
-    defaultUser: LOCAL_PIPELINE_USER,
+    defaultUser: options.handlersUser ?? LOCAL_PIPELINE_USER,
   });
   await ensureLocalUser(wh.pg);
   const dir = mkdtempSync(join(tmpdir(), `${prefix}-`));
@@ -230,10 +238,10 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     loads,
     calls,
     outboxFile,
-    async sample(sampleOptions) {
+    async sample(sampleOptions, { setup = true } = {}) {
       await withClient(wh.pg, async (client) => {
         await createSampleWarehouse(client, sampleOptions);
-        for (const pipeline of [PIPELINE, dailySalesPipeline()]) await applyPipelineSetup(client, pipeline);
+        if (setup) for (const pipeline of [PIPELINE, dailySalesPipeline()]) await applyPipelineSetup(client, pipeline);
       });
     },
     withClient: (fn) => withClient(wh.pg, fn),
