@@ -25,6 +25,7 @@ import {
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
+import { rewritesInPlace, rewrittenRows } from './publish-rewrite.ts';
 
 /**
  * Statements a group swap has once whatever its members: the bounded lock
@@ -37,7 +38,9 @@ export const GROUP_SWAP_SHARED_STATEMENTS = 3;
 /**
  * Statements each member adds at least: LOCK of its staging and of its live
  * table, its guard (assert_publishable), its catalog check, its out-of-band
- * check, two renames, and its publication, attempt and batch recorded.
+ * check, two renames, and its publication, attempt and batch recorded. A
+ * member rewritten in place has as many: no live table lock and no catalog
+ * check, four statements of rows for the two renames.
  */
 export const MEMBER_SWAP_MIN_STATEMENTS = 10;
 
@@ -46,25 +49,65 @@ export interface MemberSwap {
   readonly pipeline: Pipeline;
   readonly batch: BatchRef;
   readonly previousVersionTable: string;
-  readonly facts: LiveTableFacts;
-  readonly factsQuery: Statement;
+  /**
+   * The live table's dependents, read for the renames; undefined for a
+   * member whose rows are rewritten in place (rewritesInPlace): its table is
+   * never renamed, so its grants, policies, comments and views stay on it.
+   */
+  readonly dependents?: { readonly facts: LiveTableFacts; readonly factsQuery: Statement };
 }
 
 const liveName = (member: MemberSwap) => qualifiedName(member.pipeline.target.schema, member.pipeline.target.table);
+
+/** A member's statements, by the stretch of the group swap they go in. */
+interface MemberParts {
+  readonly dependentLocks: readonly string[];
+  /** LOCK of the live table: a member rewritten in place takes none (its readers read on; its DELETE takes the write lock). */
+  readonly liveLock: readonly string[];
+  readonly guard: string;
+  readonly catalogCheck: readonly string[];
+  readonly liveChecks: readonly string[];
+  readonly capture: readonly string[];
+  /** The renames, or the rows rewritten in place. */
+  readonly change: readonly string[];
+  readonly comments: readonly string[];
+  readonly reapply: readonly string[];
+}
+
+function partsOf(m: MemberSwap): MemberParts {
+  const { pipeline, batch } = m;
+  const common = { guard: publishGuard(pipeline, batch), liveChecks: liveCheckStatements(pipeline, batch) };
+  if (m.dependents === undefined) {
+    if (!rewritesInPlace(pipeline)) throw new Error(`publish group member ${pipeline.name}: a renamed member needs its live table's dependents`);
+    return { ...common, dependentLocks: [], liveLock: [], catalogCheck: [], capture: [], change: rewrittenRows(pipeline, batch, m.previousVersionTable), comments: [], reapply: [] };
+  }
+  const { facts, factsQuery } = m.dependents;
+  return {
+    ...common,
+    dependentLocks: dependentLockStatements(facts),
+    liveLock: [`LOCK ${liveName(m)}`],
+    catalogCheck: [catalogCheck(pipeline, facts, factsQuery)],
+    capture: captureViews(pipeline, facts),
+    change: renameStatements(pipeline, batch.stagingTable, m.previousVersionTable),
+    comments: facts.commented ? [copyComments(pipeline.target.schema, m.previousVersionTable, pipeline.target.table)] : [],
+    reapply: reapplyStatements(pipeline, facts),
+  };
+}
 
 /**
  * The group swap, as ONE transaction:
  * 1. the bounded lock wait, then the locks in one global order whatever
  *    the group: every member's staging (no late writer), every member's
  *    bound views, then referencing tables, each sorted by name (before the
- *    live tables, as their readers lock them), the live tables sorted by name, then
- *    the publications once. Two transactions taking these locks in this
- *    order cannot wait for each other in a cycle;
+ *    live tables, as their readers lock them), the live tables of renamed
+ *    members sorted by name, then the publications once. Two transactions
+ *    taking these locks in this order cannot wait for each other in a cycle;
  * 2. every member's guard and catalog check, before anything changes (a
  *    view reading two members would show a renamed member's old version
  *    name to a later member's check);
- * 3. every member's bound views captured, every member's renames, the
- *    views re-created (a view reading two members once, when both new
+ * 3. every member's bound views captured, every member's renames (or, for
+ *    a member rewritten in place, its rows: docs/decisions/publish-groups.md),
+ *    the views re-created (a view reading two members once, when both new
  *    tables are live), then every member's comments, grants, keys and
  *    policies re-applied;
  * 4. every member's publication, attempt and batch recorded, with one
@@ -73,23 +116,27 @@ const liveName = (member: MemberSwap) => qualifiedName(member.pipeline.target.sc
  */
 export function groupSwapPublish(group: string, members: readonly MemberSwap[], now: Date, lockWaitMs: number): string[] {
   const ordered = [...members].sort((a, b) => compare(a.pipeline.name, b.pipeline.name));
+  const parts = ordered.map(partsOf);
   const unique = (statements: string[]) => [...new Set(statements)];
   const statements = [
     boundLockWaits(lockWaitMs),
     ...ordered.map((m) => `LOCK ${qualifiedName(m.pipeline.target.schema, m.batch.stagingTable)}`),
-    ...byLockedName(unique(ordered.flatMap((m) => dependentLockStatements(m.facts)))),
-    ...[...ordered].sort((a, b) => compare(liveName(a), liveName(b))).map((m) => `LOCK ${liveName(m)}`),
+    ...byLockedName(unique(parts.flatMap((p) => p.dependentLocks))),
+    ...ordered
+      .map((m, i) => ({ name: liveName(m), lock: parts[i]!.liveLock }))
+      .sort((a, b) => compare(a.name, b.name))
+      .flatMap((l) => l.lock),
     `LOCK ${M}.publications`,
     LOCKS_HELD,
-    ...ordered.map((m) => publishGuard(m.pipeline, m.batch)),
-    ...ordered.map((m) => catalogCheck(m.pipeline, m.facts, m.factsQuery)),
+    ...parts.map((p) => p.guard),
+    ...parts.flatMap((p) => p.catalogCheck),
     // Every member's out-of-band check (and expected writers' carry-over).
-    ...ordered.flatMap((m) => liveCheckStatements(m.pipeline, m.batch)),
-    ...ordered.flatMap((m) => captureViews(m.pipeline, m.facts)),
-    ...ordered.flatMap((m) => renameStatements(m.pipeline, m.batch.stagingTable, m.previousVersionTable)),
-    ...recreateViews(ordered.map((m) => m.facts)),
-    ...ordered.flatMap((m) => (m.facts.commented ? [copyComments(m.pipeline.target.schema, m.previousVersionTable, m.pipeline.target.table)] : [])),
-    ...ordered.flatMap((m) => reapplyStatements(m.pipeline, m.facts)),
+    ...parts.flatMap((p) => p.liveChecks),
+    ...parts.flatMap((p) => p.capture),
+    ...parts.flatMap((p) => p.change),
+    ...recreateViews(ordered.flatMap((m) => (m.dependents === undefined ? [] : [m.dependents.facts]))),
+    ...parts.flatMap((p) => p.comments),
+    ...parts.flatMap((p) => p.reapply),
     ...ordered.flatMap((m) => recordPublished(m.pipeline, m.batch.batchId, m.previousVersionTable, now, m.batch.live?.carryFrom !== undefined)),
   ];
   return fitGroupSwap(group, ordered, statements);
@@ -121,8 +168,10 @@ export function fitGroupSwap(group: string, members: readonly MemberSwap[], stat
   const bytes = fitted.reduce((sum, sql) => sum + Buffer.byteLength(sql, 'utf8'), 0);
   const needs = members
     .map((m) => {
-      const own = MEMBER_SWAP_MIN_STATEMENTS - 1 + liveCheckStatements(m.pipeline, m.batch).length + captureViews(m.pipeline, m.facts).length + (m.facts.commented ? 1 : 0);
-      return `${m.pipeline.name} ${own + dependentLockStatements(m.facts).length + reapplyStatements(m.pipeline, m.facts).length}`;
+      const p = partsOf(m);
+      const own = [p.dependentLocks, p.liveLock, p.catalogCheck, p.liveChecks, p.capture, p.change, p.comments, p.reapply].reduce((sum, list) => sum + list.length, 0);
+      // Its staging's lock, its guard and its three records.
+      return `${m.pipeline.name} ${own + 5}`;
     })
     .join(', ');
   throw new ValidationError(

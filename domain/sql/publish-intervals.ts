@@ -39,20 +39,23 @@ function inIntervals(pipeline: Pipeline, from: string, to: string): string {
  */
 export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number, wholeTable = false): string[] {
   const statements = [
-    ...replaceRows(pipeline, {
-      incoming: batch.stagingTable,
-      retainedAs,
-      columns: batch.columns,
-      ...(batch.generated === undefined ? {} : { generated: batch.generated }),
-      from: batch.from,
-      to: batch.to,
-      guard: publishGuard(pipeline, batch),
-      lockWaitMs,
-      wholeTable,
-    }),
+    ...replaceRows(pipeline, { ...batchRows(batch, retainedAs, wholeTable), guard: publishGuard(pipeline, batch), lockWaitMs }),
     ...recordPublished(pipeline, batch.batchId, retainedAs, now),
   ];
   return fitSwap(pipeline, statements);
+}
+
+/** A batch's replace: its staging's rows for the live rows of its intervals (or, `wholeTable`, every live row). */
+export function batchRows(batch: BatchRef, retainedAs: string, wholeTable: boolean): Omit<RowsReplace, 'guard' | 'lockWaitMs'> {
+  return {
+    incoming: batch.stagingTable,
+    retainedAs,
+    columns: batch.columns,
+    ...(batch.generated === undefined ? {} : { generated: batch.generated }),
+    from: batch.from,
+    to: batch.to,
+    wholeTable,
+  };
 }
 
 /** One replace of the live rows of `[from, to)` by the rows of `incoming`, as replaceIntervals describes it. */
@@ -82,10 +85,26 @@ export interface RowsReplace {
 /**
  * The statements of a replace up to its records: the bounded lock wait,
  * LOCK `incoming` and the publications, the guard, then without a time
- * limit the live rows of the interval copied to `retainedAs` (created LIKE
- * live), deleted, and `incoming`'s rows inserted.
+ * limit the rows replaced (rowsReplaced).
  */
 export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] {
+  return [
+    boundLockWaits(replace.lockWaitMs),
+    `LOCK ${qualifiedName(pipeline.target.schema, replace.incoming)}`,
+    `LOCK ${M}.publications`,
+    replace.guard,
+    // Held: the work runs to completion (publish.ts LOCKS_HELD).
+    LOCKS_HELD,
+    ...rowsReplaced(pipeline, replace),
+  ];
+}
+
+/**
+ * The rows of a replace, run under its locks: the live rows of the
+ * interval copied to `retainedAs` (created LIKE live), deleted, and
+ * `incoming`'s rows inserted. The live table is written, never renamed.
+ */
+export function rowsReplaced(pipeline: Pipeline, replace: Omit<RowsReplace, 'guard' | 'lockWaitMs'>): string[] {
   const { schema, table } = pipeline.target;
   const live = qualifiedName(schema, table);
   const retained = qualifiedName(schema, replace.retainedAs);
@@ -93,12 +112,6 @@ export function replaceRows(pipeline: Pipeline, replace: RowsReplace): string[] 
   const kept = retainedColumns(replace.columns, replace.generated).map(quoteIdent).join(', ');
   const rows = replace.wholeTable === true ? 'TRUE' : inIntervals(pipeline, replace.from, replace.to);
   return [
-    boundLockWaits(replace.lockWaitMs),
-    `LOCK ${qualifiedName(schema, replace.incoming)}`,
-    `LOCK ${M}.publications`,
-    replace.guard,
-    // Held: the work runs to completion (publish.ts LOCKS_HELD).
-    LOCKS_HELD,
     `CREATE TABLE ${retained} (LIKE ${live})`,
     `INSERT INTO ${retained} (${kept}) SELECT ${kept} FROM ${live} WHERE ${rows}`,
     `DELETE FROM ${live} WHERE ${rows}`,

@@ -7,7 +7,17 @@
  */
 import type { BatchRef } from '../batch.ts';
 import type { Pipeline } from '../spec.ts';
-import { replaceIntervals } from './publish-intervals.ts';
+import { batchRows, replaceIntervals, rowsReplaced } from './publish-intervals.ts';
+
+/**
+ * Whether a swap pipeline's publish rewrites the live table's rows rather
+ * than renaming staging into place: `snapshotReaders: 'in-place'`, unless
+ * a migration changes the table's columns (rows cannot be rewritten into
+ * it, so it renames).
+ */
+export function rewritesInPlace(pipeline: Pipeline): boolean {
+  return pipeline.publishMode === 'swap' && pipeline.snapshotReaders === 'in-place' && pipeline.migrating === undefined;
+}
 
 /**
  * replaceIntervals (domain/sql/publish-intervals.ts) over every live row: the
@@ -18,4 +28,9 @@ import { replaceIntervals } from './publish-intervals.ts';
  */
 export function rewriteLive(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number): string[] {
   return replaceIntervals(pipeline, batch, retainedAs, now, lockWaitMs, true);
+}
+
+/** rewriteLive's rows alone, for a transaction that takes the locks and runs the guard itself (a publish group's). */
+export function rewrittenRows(pipeline: Pipeline, batch: BatchRef, retainedAs: string): string[] {
+  return rowsReplaced(pipeline, batchRows(batch, retainedAs, true));
 }

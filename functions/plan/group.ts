@@ -21,6 +21,7 @@ import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from
 import { type PipelineBusy, takeLease } from './lease.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { refuseUnmigrated } from './migration.ts';
+import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -77,12 +78,12 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
     if (pipeline.migration) await refuseUnmigrated(warehouse, pipeline, name);
     const { columns, generated, identities } = await checkWarehouseSide(warehouse, pipeline, interval, name);
-    // A group renames every member's staging into place (docs/decisions/identity-columns.md).
-    if (identities.length > 0) {
+    // A member renamed into place would number from its seed again (docs/decisions/identity-columns.md).
+    if (identities.length > 0 && !rewritesInPlace(pipeline)) {
       throw new ValidationError(
         `publish group ${group.name}, member ${pipeline.name}: ${pipeline.target.schema}.${pipeline.target.table} has identity column(s) ${identities.join(', ')}, ` +
-          "and a group publishes its members by rename swap, whose new table's identity would count from its seed again and reuse numbers the live table already gave. " +
-          'Publish the pipeline on its own. Nothing was written',
+          "and the group publishes this member by rename swap (its migration changes the table's columns), whose new table's identity would count from its seed again " +
+          'and reuse numbers the live table already gave. Publish the migration on its own. Nothing was written',
       );
     }
     const batch: BatchRef = {

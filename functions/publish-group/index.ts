@@ -8,13 +8,14 @@
  */
 import type { Context } from 'aws-lambda';
 import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
-import { dependentViewProblems } from '../../domain/dependents.ts';
+import { dependentViewProblems, type LiveTableFacts } from '../../domain/dependents.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { groupSwapPublish, type MemberSwap } from '../../domain/sql/publish-group.ts';
+import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { carryOverLateChanges, readLiveTableFacts, retryPublishTransaction, type Swap, swapLocks, waitForSnapshotsOlderThanSwap } from '../commons/swap.ts';
@@ -127,16 +128,20 @@ export async function publishGroup(
     logger.info('group already published; nothing to do', { group });
     return { group, alreadyPublished: true, members: published(members, before, true) };
   }
-  await waitForSnapshotsOlderThanSwap(warehouse, {
-    step: 'PublishGroup',
-    name,
-    waits,
-    tables: members.flatMap((m) => swapLocks(m.swap)),
-    what: `publish group ${group} (${liveTables})`,
-    untouched: "Nothing was published; every member's live table keeps its rows.",
-  });
+  // A member rewritten in place is read as old or new by any snapshot: only renamed members' readers are waited for.
+  const renamed = members.filter((m) => !rewritesInPlace(m.pipeline));
+  if (renamed.length > 0) {
+    await waitForSnapshotsOlderThanSwap(warehouse, {
+      step: 'PublishGroup',
+      name,
+      waits,
+      tables: renamed.flatMap((m) => swapLocks(m.swap)),
+      what: `publish group ${group} (${liveTables})`,
+      untouched: "Nothing was published; every member's live table keeps its rows.",
+    });
+  }
 
-  let committed: { facts: MemberSwap['facts'] }[];
+  let committed: { facts: LiveTableFacts | undefined }[];
   try {
     committed = await retryPublishTransaction(
       warehouse,
@@ -144,15 +149,21 @@ export async function publishGroup(
       async () => {
         const swaps: MemberSwap[] = [];
         for (const m of members) {
+          const swap = { pipeline: m.pipeline, batch: m.batch, previousVersionTable: m.previous };
+          // Rewritten in place: nothing is renamed, its dependents stay on it.
+          if (rewritesInPlace(m.pipeline)) {
+            swaps.push(swap);
+            continue;
+          }
           const { facts, factsQuery } = await readLiveTableFacts(warehouse, { ...m.pipeline.target, incoming: m.batch.stagingTable }, name);
           const refusal = dependentViewProblems(liveOf(m.pipeline), facts);
           if (refusal !== undefined) throw new DependentViewError(`publish group ${group}: ${refusal}`);
-          swaps.push({ pipeline: m.pipeline, batch: m.batch, previousVersionTable: m.previous, facts, factsQuery });
+          swaps.push({ ...swap, dependents: { facts, factsQuery } });
         }
         return {
           statements: groupSwapPublish(group, swaps, new Date(), waits.lockWaitMs),
-          locks: swaps.flatMap((s, i) => [...swapLocks(members[i]!.swap), ...s.facts.views.map((v) => ({ schema: v.schema, table: v.view }))]),
-          carried: swaps.map((s) => ({ facts: s.facts })),
+          locks: swaps.flatMap((s, i) => [...swapLocks(members[i]!.swap), ...(s.dependents?.facts.views ?? []).map((v) => ({ schema: v.schema, table: v.view }))]),
+          carried: swaps.map((s) => ({ facts: s.dependents?.facts })),
         };
       },
       (holders) =>
@@ -165,7 +176,10 @@ export async function publishGroup(
     // Only an earlier attempt's commit comes back: every member published.
     return { group, alreadyPublished: true, members: await afterFailedGroupPublish(error, group, members, name, warehouse) };
   }
-  for (const [i, m] of members.entries()) await carryOverLateChanges(warehouse, m.swap, committed[i]!.facts);
+  for (const [i, m] of members.entries()) {
+    const facts = committed[i]!.facts;
+    if (facts !== undefined) await carryOverLateChanges(warehouse, m.swap, facts);
+  }
   const after = await memberStates(warehouse, members, name);
   const result = { group, alreadyPublished: false, members: published(members, after, false) };
   logger.info('group published', { group, members: result.members.map((m) => ({ pipeline: m.batch.pipeline, ...m.publish })) });

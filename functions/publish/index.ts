@@ -26,6 +26,7 @@ import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnaps
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { publishIntervals } from './intervals.ts';
 import { publishRewrite } from './in-place-swap.ts';
+import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 import { publishMerge } from './merge.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -208,7 +209,7 @@ export async function publish(
   if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
   // A migration changes the table's columns: rows cannot be rewritten into it, so it renames (docs/decisions/snapshot-readers-without-locks.md).
-  if (pipeline.snapshotReaders === 'in-place' && pipeline.migrating === undefined) {
+  if (rewritesInPlace(pipeline)) {
     return publishChangingRows(event, warehouse, waits, liveTable, name, publishRewrite, 'published: live rows replaced in place', recheck);
   }
   if (pipeline.snapshotReaders === 'in-place') {

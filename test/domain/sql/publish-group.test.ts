@@ -14,9 +14,9 @@ function row(kind: string, name: string, detail = '', extra = ''): FactRow {
   return { kind, name, detail, extra, fact: [kind, name, detail, extra].join('|') };
 }
 
-/** A member named `name` publishing `analytics.<table>`, its live table's facts as given. */
-function member(name: string, table: string, rows: FactRow[] = []): MemberSwap {
-  const pipeline = pipelineWith({ name, target: { schema: 'analytics', table } });
+/** A member named `name` publishing `analytics.<table>`, its live table's facts as given (none read for a member rewritten in place). */
+function member(name: string, table: string, rows: FactRow[] = [], snapshotReaders: 'wait' | 'in-place' = 'wait'): MemberSwap {
+  const pipeline = pipelineWith({ name, target: { schema: 'analytics', table }, snapshotReaders });
   const batchId = `b_${name}`;
   const batch: BatchRef = {
     pipeline: name,
@@ -31,12 +31,13 @@ function member(name: string, table: string, rows: FactRow[] = []): MemberSwap {
     // What Plan saw of the live table: the swap checks it (one statement per member).
     live: { columns: ['order_id bigint'], rows: 0, checksum: '0' },
   };
+  const previousVersionTable = previousVersionTableFor(pipeline, batchId);
+  if (snapshotReaders === 'in-place') return { pipeline, batch, previousVersionTable };
   return {
     pipeline,
     batch,
-    previousVersionTable: previousVersionTableFor(pipeline, batchId),
-    facts: liveTableFacts([row('user', 'IAMR:steps'), ...rows]),
-    factsQuery: dependentsFacts('analytics', table, batch.stagingTable),
+    previousVersionTable,
+    dependents: { facts: liveTableFacts([row('user', 'IAMR:steps'), ...rows]), factsQuery: dependentsFacts('analytics', table, batch.stagingTable) },
   };
 }
 
@@ -54,6 +55,10 @@ const kinds = (statements: readonly string[]) =>
     if (sql.includes('recreate_views')) return 'views';
     if (sql.startsWith('GRANT')) return `grant ${sql.split('.')[1]!.split('"')[1]}`;
     if (sql.includes('INSERT INTO "atomic_publish".publications')) return `publication ${sql.split("'")[1]}`;
+    if (sql.startsWith('CREATE TABLE')) return `keep ${sql.split('(LIKE "analytics".')[1]!.replace(/"|\)/g, '')}`;
+    if (sql.startsWith('INSERT INTO "analytics"') && sql.includes('__stg_')) return `insert ${sql.split('.')[1]!.split('"')[1]}`;
+    if (sql.startsWith('INSERT INTO "analytics"')) return `copy ${sql.split(' FROM "analytics".')[1]!.split('"')[1]}`;
+    if (sql.startsWith('DELETE FROM')) return `delete ${sql.split('.')[1]!.split('"')[1]}`;
     if (sql.includes('batch_attempts')) return 'attempt';
     return 'batch';
   });
@@ -148,5 +153,38 @@ describe('groupSwapPublish', () => {
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as Error).message).toContain(`over the Data API's ${MAX_BATCH_STATEMENTS} statements`);
     expect((error as Error).message).toContain('statements per member: customers 46, orders 46; 3 shared). Nothing was published. Split the group');
+  });
+
+  it('rewrites the rows of a member with snapshotReaders in-place under the group locks: its live table neither locked, checked nor renamed', () => {
+    const statements = groupSwapPublish('sales', [member('orders', 'a_orders', [], 'in-place'), member('customers', 'z_customers')], NOW, 5_000);
+
+    expect(kinds(statements)).toEqual([
+      'timeout',
+      'lock z_customers__stg_b_customers',
+      'lock a_orders__stg_b_orders',
+      'lock z_customers',
+      'lock publications',
+      'timeout',
+      'guard customers',
+      'guard orders',
+      'catalog z_customers',
+      'out-of-band z_customers',
+      'out-of-band a_orders',
+      'rename z_customers',
+      'rename z_customers__stg_b_customers',
+      'keep a_orders',
+      'copy a_orders',
+      'delete a_orders',
+      'insert a_orders',
+      'publication customers',
+      'attempt',
+      'batch',
+      'publication orders',
+      'attempt',
+      'batch',
+    ]);
+    expect(statements).toHaveLength(GROUP_SWAP_SHARED_STATEMENTS + 2 * MEMBER_SWAP_MIN_STATEMENTS);
+    // Every live row replaced, the old ones kept whole for a rollback.
+    expect(statements.find((sql) => sql.startsWith('DELETE FROM'))).toBe('DELETE FROM "analytics"."a_orders" WHERE TRUE');
   });
 });
