@@ -150,3 +150,6 @@ export class SourceChangedError extends AtomicPublishError {
 export class CircuitOpenError extends AtomicPublishError {
   override name = 'CircuitOpenError';
 }
+
+/** Redshift's and PostgreSQL's words for a statement the user may not run. */
+export const PERMISSION_DENIED = /permission denied|must be superuser|sys:secadmin|not authorized/i;

@@ -305,6 +305,25 @@ export function databasePrivileges(): Statement {
   };
 }
 
+/**
+ * The live table, when its row-level security is on: SVV_RLS_RELATION is
+ * visible to all users, its owner seeing its own tables
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_RELATION.html).
+ */
+export function rowLevelSecurityOn(schema: string, table: string): Statement {
+  return { sql: 'SELECT relname FROM svv_rls_relation WHERE relschema = :schema AND relname = :table AND is_rls_on', parameters: { schema, table } };
+}
+
+/**
+ * A read only superusers and sys:secadmin may make (SVV_RLS_ATTACHED_POLICY,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html):
+ * refused, the user holds neither, so lacks the IGNORE RLS they carry
+ * (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_ownership.html).
+ */
+export function attachedPoliciesProbe(schema: string, table: string): Statement {
+  return { sql: 'SELECT count(*) AS n FROM svv_rls_attached_policy WHERE relschema = :schema AND relname = :table', parameters: { schema, table } };
+}
+
 /** USAGE and CREATE of the current user on each schema that exists. */
 export function schemaPrivileges(schemas: readonly string[]): Statement {
   const names = schemas.map((_, i) => `:schema_${i}`);

@@ -6,7 +6,7 @@
  * while the swap waited.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DependentViewError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
+import { DependentViewError, PERMISSION_DENIED, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
 import type { Relation } from '../../domain/identifiers.ts';
 import { type PublishWaits, PublishWaitEnv } from '../../domain/publish-waits.ts';
@@ -153,7 +153,6 @@ export async function retryPublishTransaction<T>(
 }
 
 /** A refusal to read a catalog view the user may not see (Redshift's and PostgreSQL's words). */
-const PERMISSION_DENIED = /permission denied|must be superuser|sys:secadmin|not authorized/i;
 
 /**
  * The live table's dependents (dependentsFacts) and, when the user may

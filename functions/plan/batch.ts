@@ -14,7 +14,9 @@ import {
   latestPublication,
   loadedChunkCount,
   previousLoad,
+  attachedPoliciesProbe,
   relationPrivileges,
+  rowLevelSecurityOn,
   schemaPrivileges,
   sourceShape,
   startBatch,
@@ -37,6 +39,7 @@ import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
+import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { checkDeclaredChecks } from './declared-checks.ts';
 import { checkSourceNullTimes } from './null-times.ts';
@@ -116,6 +119,31 @@ export async function checkPrivileges(warehouse: Warehouse, pipeline: Pipeline, 
   if (missing.length > 0) throw missingPrivilegeError(pipeline, facts, missing);
 }
 
+/**
+ * Refuses a live table whose row-level security is on when the user is
+ * subject to it: on Redshift RLS applies to the table's owner too (deny-all
+ * without an attached policy), to SELECT and DELETE, so every read and
+ * replace of live rows would see part of them or none, and a swap could not
+ * read the policies it must carry over. Superusers and sys:secadmin ignore
+ * RLS (docs/decisions/security-policies-through-a-swap.md).
+ */
+export async function checkRowLevelSecurity(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<void> {
+  const { schema, table } = pipeline.target;
+  if ((await warehouse.query(rowLevelSecurityOn(schema, table), name('rls-on'))).length === 0) return;
+  const [database] = await warehouse.query(databasePrivileges(), name('privileges'));
+  if (isGranted(database?.is_superuser)) return;
+  try {
+    await warehouse.query(attachedPoliciesProbe(schema, table), name('rls-ignored'));
+  } catch (error) {
+    if (!(error instanceof WarehouseError) || !PERMISSION_DENIED.test(error.message)) throw error;
+    throw new ValidationError(
+      `pipeline ${pipeline.name}: ${schema}.${table} has ROW LEVEL SECURITY ON, and its database user ${String(database?.db_user ?? '')} is neither a superuser nor holds the role sys:secadmin: ` +
+        "Redshift applies the table's RLS policies to it too (none attached: no rows), so it would read, replace and delete only the rows they let it see, " +
+        'and could not carry the policies through a swap. Grant the role (setup-sql --security-policies prints the statement). Nothing was written',
+    );
+  }
+}
+
 /** The live table's columns, their types and identities, as the catalog lists them (none: it does not exist). */
 export async function readLiveColumns(warehouse: Warehouse, schema: string, table: string, name: (step: string) => string): Promise<LiveColumn[]> {
   return (await warehouse.query(tableColumns(schema, table), name('live-columns'))).map((r) => {
@@ -191,6 +219,7 @@ export async function checkWarehouseSide(
   name: (step: string) => string,
 ): Promise<LoadedColumns> {
   await checkPrivileges(warehouse, pipeline, name);
+  await checkRowLevelSecurity(warehouse, pipeline, name);
   const live = await readLiveColumns(warehouse, pipeline.target.schema, pipeline.target.table, name);
   liveTableColumns(pipeline, live);
   await checkDeclaredChecks(warehouse, pipeline, live, name);

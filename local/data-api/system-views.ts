@@ -37,7 +37,7 @@ const STAND_INS = STAND_IN_SCHEMAS.map((s) => `'${s}'`).join(', ');
 export type TargetKind = 'cluster' | 'workgroup';
 
 /** Bumped whenever a view changes, so that databases holding an older version get the new ones. */
-const VERSION = 'atomic-publish local Redshift system views, version 14';
+const VERSION = 'atomic-publish local Redshift system views, version 15';
 
 const SEES_ALL = `pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')`;
 
@@ -506,9 +506,10 @@ const KEY_CATALOG: string[] = [
  * (refuse_referenced_drop). Only superusers and holders of sys:secadmin may
  * create, attach, detach or drop a policy
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).
- * A table's owner is not subject to its policies (PostgreSQL without
- * FORCE); sys:secadmin sees every row through a policy of its own
- * (IGNORE RLS, https://docs.aws.amazon.com/redshift/latest/dg/t_rls_usage.html).
+ * A table's owner is subject to its policies (FORCE), as on Redshift;
+ * sys:secadmin sees every row through a policy of its own (IGNORE RLS,
+ * https://docs.aws.amazon.com/redshift/latest/dg/t_rls_ownership.html),
+ * and INSERT is open to all (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_usage.html).
  */
 const SECADMIN = 'sys:secadmin';
 const SECURITY_POLICIES: string[] = [
@@ -651,9 +652,13 @@ const SECURITY_POLICIES: string[] = [
        IF p_datashares THEN
          INSERT INTO ${SYSTEM_VIEWS_SCHEMA}.rls_datashares VALUES (p_table, p_on) ON CONFLICT (relid) DO UPDATE SET is_on = p_on;
        ELSE
+         -- FORCE: the owner is subject too, as on Redshift; INSERT is not (t_rls_usage).
          EXECUTE format('ALTER TABLE %s %s ROW LEVEL SECURITY', p_table::regclass, CASE WHEN p_on THEN 'ENABLE' ELSE 'DISABLE' END);
+         EXECUTE format('ALTER TABLE %s %s ROW LEVEL SECURITY', p_table::regclass, CASE WHEN p_on THEN 'FORCE' ELSE 'NO FORCE' END);
          EXECUTE format('DROP POLICY IF EXISTS local_redshift_ignore_rls ON %s', p_table::regclass);
          EXECUTE format('CREATE POLICY local_redshift_ignore_rls ON %s AS PERMISSIVE FOR ALL TO "${SECADMIN}" USING (true)', p_table::regclass);
+         EXECUTE format('DROP POLICY IF EXISTS local_redshift_rls_insert ON %s', p_table::regclass);
+         EXECUTE format('CREATE POLICY local_redshift_rls_insert ON %s AS PERMISSIVE FOR INSERT TO PUBLIC WITH CHECK (true)', p_table::regclass);
        END IF;
      END
      $$`,
