@@ -11,9 +11,9 @@ import { applyPipelineSetup } from '../../local/database-users.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 
-export const IDENTITY_COLUMN = 'row_id';
-export const SEED = 1000;
-export const STEP = 7;
+import { addIdentityColumn, IDENTITY_COLUMN } from './identity-column.ts';
+
+export { IDENTITY_COLUMN, SEED, STEP } from './identity-column.ts';
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 pipelines[index] = definePipeline({ ...salesOrderLines, snapshotReaders: 'in-place' });
@@ -37,8 +37,6 @@ pipelines.push(NUMBERING, RENAMING);
  * pipelines' setup SQL applied.
  */
 export async function addIdentity(db: pg.ClientBase): Promise<void> {
-  await db.query(
-    `ALTER TABLE analytics.sales_order_lines ADD COLUMN ${IDENTITY_COLUMN} bigint GENERATED ALWAYS AS IDENTITY (START WITH ${SEED} INCREMENT BY ${STEP} MINVALUE ${SEED})`,
-  );
+  await db.query(addIdentityColumn('analytics.sales_order_lines'));
   for (const pipeline of [NUMBERING, RENAMING]) await applyPipelineSetup(db, pipeline);
 }

@@ -8,12 +8,15 @@
 // to a role and two users with their priorities, two bound views and another
 // table's foreign key: more carry-over than 40 statements hold, so every
 // swap goes through run_statements (docs/decisions/one-transaction-however-large.md).
+// With `identity`, also an IDENTITY column the source does not produce,
+// for the paths that publish in place (docs/decisions/identity-columns.md).
 // https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html
 import { expect } from 'vitest';
 import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { withClient } from '../../local/pg-clients.ts';
+import { addIdentityColumn, IDENTITY_COLUMN, SEED, STEP } from './identity-column.ts';
 import { EXTRA_COLUMNS } from './wide-pipeline.ts';
 import { LIVE, type Workflow } from './workflow.ts';
 
@@ -61,12 +64,17 @@ export async function catalogOf(wf: Workflow): Promise<Record<string, unknown>> 
   };
 }
 
-/** The sample (already arranged, with the wide source) given the wide live table and the whole catalog; what the catalog then is. */
-export async function arrangeCatalog(wf: Workflow): Promise<Record<string, unknown>> {
+/**
+ * The sample (already arranged, with the wide source) given the wide live
+ * table and the whole catalog, and with `identity` an IDENTITY(1000, 7)
+ * column; what the catalog then is.
+ */
+export async function arrangeCatalog(wf: Workflow, options: { readonly identity?: boolean } = {}): Promise<Record<string, unknown>> {
   for (const user of [RESTRICTED, COLUMN_READER]) await ensureLocalUser(wf.wh.pg, user);
   await wf.query(`DO $$ BEGIN CREATE ROLE "${IDC}"; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`);
   for (const role of [GROUP, ROLE]) await wf.query(`DO $$ BEGIN CREATE ROLE ${role}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`);
   for (const column of EXTRA_COLUMNS) await wf.query(`ALTER TABLE ${LIVE} ADD COLUMN ${column} integer`);
+  if (options.identity === true) await wf.query(addIdentityColumn(LIVE));
   // PostgreSQL's own words for what Redshift has no statement for on an existing column.
   await wf.query(`ALTER TABLE ${LIVE} ALTER COLUMN quantity SET DEFAULT 1`);
   // Written as PostgreSQL reads a literal (a backslash is itself; Redshift's literals escape with it: docs/redshift.md).
@@ -107,6 +115,7 @@ export async function arrangeCatalog(wf: Workflow): Promise<Record<string, unkno
   const su = superuserOf(wf);
   for (const sql of setup) await su.execute({ sql }, 'setup');
   const before = await catalogOf(wf);
+  if (options.identity === true) expect(before.defaults).toContainEqual({ column_name: IDENTITY_COLUMN, column_default: expect.stringMatching(`'${SEED},${STEP}'::text`) });
   expect((before.comments as unknown[]).length).toBe(31);
   expect(before.comments).toContainEqual({ col: '', description: TABLE_COMMENT });
   expect((before.rls as unknown[]).length).toBe(1);

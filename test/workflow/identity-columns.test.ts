@@ -10,6 +10,7 @@
 // written. The sample is arranged once; each test acts on a copy of its
 // own (test/support/fork-per-test.ts).
 import { IDENTITY_COLUMN, NUMBERING, RENAMING, SEED, STEP, addIdentity } from '../support/identity-pipeline.ts';
+import { identityNumbers } from '../support/identity-column.ts';
 import { describe, expect, it } from 'vitest';
 import { sampleDay } from '../../local/sample-data.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
@@ -21,8 +22,7 @@ const fixture = useWorkflowFixture('wf_identity_columns', async (wf) => {
 });
 
 /** The identity column's values in the live table, ascending. */
-const numbers = async (wf: Workflow) =>
-  (await wf.query<{ n: string }>(`SELECT ${IDENTITY_COLUMN}::text AS n FROM ${LIVE} ORDER BY ${IDENTITY_COLUMN}`)).map((r) => BigInt(r.n));
+const numbers = (wf: Workflow) => identityNumbers(wf, LIVE);
 
 /** The identity column's default as the catalog reads it through the Data API (Redshift's form). */
 const catalogDefault = async (wf: Workflow) =>
