@@ -16,7 +16,7 @@ const WORKFLOW = 'test/workflow/**/*.test.ts';
 const OVERLAPPING = [
   'concurrency', 'dependents', 'fault-matrix', 'lease', 'merge', 'migration', 'out-of-band',
   'postgres-faults', 'publish-groups', 'publish-success', 'publish-via-view', 'readers', 'reattach',
-  'real-catalog', 'real-catalog-group', 'real-catalog-in-place', 'real-catalog-intervals', 'rename-conflict', 'replace-intervals', 'rollback', 'snapshot-readers', 'waits',
+  'real-catalog', 'real-catalog-group', 'real-catalog-group-in-place', 'real-catalog-in-place', 'real-catalog-intervals', 'rename-conflict', 'replace-intervals', 'rollback', 'snapshot-readers', 'waits',
 ].map((name) => `test/workflow/${name}.test.ts`);
 for (const file of OVERLAPPING) {
   if (!existsSync(new URL(file, import.meta.url))) throw new Error(`vitest.config.ts: ${file} is named but does not exist`);

@@ -6,24 +6,34 @@
 // other files keep the deployment's one pipeline and no group.
 import type pg from 'pg';
 import { defineGroups } from '../../domain/groups.ts';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
 import { applyPipelineSetup } from '../../local/database-users.ts';
 import { LIVE_TABLE_COLUMNS } from '../../local/sample-data.ts';
 import { groups, pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 
-export const MIRROR = definePipeline({
+/** The mirror's spec (in-place-group-pipelines.ts varies it). */
+export const MIRROR_SPEC: PipelineSpec = {
   ...salesOrderLines,
   name: 'order_lines_mirror',
   description: 'The sample order lines from a second source table: the other member of the sample group',
   target: { schema: 'analytics', table: 'order_lines_mirror' },
   sourceSql: salesOrderLines.sourceSql.replace('source.sales_order_lines', 'source.order_lines_mirror'),
-});
+};
+export const MIRROR = definePipeline(MIRROR_SPEC);
 export const MIRROR_LIVE = 'analytics.order_lines_mirror';
 export const GROUP = 'sales';
 
+/** The group `sales` of the sample pipeline and the mirror, as `pipelines` now defines them. */
+export function defineSalesGroup(): void {
+  const [group] = defineGroups([{ name: GROUP, members: [salesOrderLines.name, MIRROR.name] }], pipelines);
+  const index = groups.findIndex((g) => g.name === GROUP);
+  if (index < 0) groups.push(group!);
+  else groups[index] = group!;
+}
+
 pipelines.push(MIRROR);
-groups.push(...defineGroups([{ name: GROUP, members: [salesOrderLines.name, MIRROR.name] }], pipelines));
+defineSalesGroup();
 
 /** After the sample warehouse is created: the mirror's source and live table, copies of the sample's, and its setup SQL applied. */
 export async function createMirror(db: pg.ClientBase): Promise<void> {

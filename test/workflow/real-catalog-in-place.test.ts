@@ -4,14 +4,12 @@
 // property stays as it was (the identity's seed and step among its
 // defaults), its numbers count on from the live table's, the restricted
 // reader sees only its rows, every run SUCCEEDS and the live table is the
-// same table throughout. Without sys:secadmin, the pipeline's user is
-// subject to the table's RLS (no rows): Plan refuses, nothing written.
+// same table throughout.
 import '../support/wide-in-place-pipeline.ts';
 import { describe, expect, it } from 'vitest';
 import { expectNumberedOn, identityNumbers } from '../support/identity-column.ts';
 import { arrangeCatalog, expectCatalogKept } from '../support/real-catalog.ts';
-import { LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited } from '../support/workflow.ts';
+import { caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture } from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_catalog_in_place', async (wf) => {
   await wf.sample({ rowsPerDay: 10, sourceDays: 16, liveDays: 4 });
@@ -40,26 +38,5 @@ describe('a live table with everything a production one carries and an IDENTITY 
       numbers = after;
       expect(await oid()).toBe(table);
     }
-  });
-});
-
-describe('a live table with row-level security on, its pipeline user without sys:secadmin', () => {
-  const wf = useFork(fixture);
-
-  it('is refused at Plan, naming the table, the user and the role to grant, with nothing written', async () => {
-    await wf.query(`REVOKE "sys:secadmin" FROM "${LOCAL_PIPELINE_USER}"`);
-    const live = await wf.fingerprint(LIVE);
-    const result = await wf.run(inputFor(5), 'rls-without-secadmin');
-    expect(result.status).toBe('FAILED');
-    expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
-    expect(caughtError(result)?.Error).toBe('ValidationError');
-    expect(caughtMessage(result)).toBe(
-      `pipeline ${PIPELINE.name}: ${LIVE} has ROW LEVEL SECURITY ON, and its database user ${LOCAL_PIPELINE_USER} is neither a superuser nor holds the role sys:secadmin: ` +
-        "Redshift applies the table's RLS policies to it too (none attached: no rows), so it would read, replace and delete only the rows they let it see, " +
-        'and could not carry the policies through a swap. Grant the role (setup-sql --security-policies prints the statement). Nothing was written',
-    );
-    expect(await wf.schemaExists('atomic_publish'), 'manifest schema atomic_publish').toBe(false);
-    expect(await wf.derivedTables(), 'staging or old version tables').toEqual([]);
-    expect(await wf.fingerprint(LIVE)).toEqual(live);
   });
 });
