@@ -28,7 +28,7 @@
  *                   own: history events, payloads, each chunk loaded once, live
  *                   equal to the source, the too-long batch refused (bench/long-batch.ts)
  *   data API,       the local Data API's own costs (bench/data-api.ts) and
- *   publishVia      rename vs view (bench/publish-via.ts): markdown only
+ *   publishVia      rename vs view vs in-place (bench/publish-via.ts): markdown only
  *
  * Options: --rows N (default 600000), --repeat N (default 3), --json (one
  * JSON object on stdout, progress on stderr; the data API and publishVia
