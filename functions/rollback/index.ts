@@ -7,6 +7,7 @@ import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { restoreIntervals, rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
 import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
@@ -48,8 +49,11 @@ export async function rollback(
     return toResult(before, liveTable, true);
   }
   if (target.interval !== undefined) return rollbackIntervals(event, warehouse, waits, name, recorded);
-  // In place, as it publishes (docs/decisions/snapshot-readers-without-locks.md).
-  if (pipeline.snapshotReaders === 'in-place') return rollbackIntervals(event, warehouse, waits, name, recorded);
+  // In place, as it publishes (docs/decisions/snapshot-readers-without-locks.md), unless a migration changed the columns since.
+  if (pipeline.snapshotReaders === 'in-place') {
+    if (await sameColumns(warehouse, pipeline.target.schema, pipeline.target.table, target.restoreTable, name)) return rollbackIntervals(event, warehouse, waits, name, recorded);
+    logger.warn('the restored version has other columns than the live table (a migration since): rolled back by the rename swap, which waits only for transactions holding a lock', { ...target });
+  }
   // The restored version becomes live: the watch's record is taken of it, with its columns.
   const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, name, target.restoreTable) : [];
   const swap: Swap = {
@@ -74,6 +78,12 @@ export async function rollback(
   const result = toResult((await recorded())!, liveTable, false);
   logger.info('rolled back', { ...target, ...result });
   return result;
+}
+
+/** Whether two tables of a schema have the same columns, of the same types, in the same order. */
+async function sameColumns(warehouse: Warehouse, schema: string, a: string, b: string, name: (step: string) => string): Promise<boolean> {
+  const columns = async (table: string) => (await warehouse.query(liveColumnsQuery(schema, table), name('rollback-columns'))).map((r) => String(r.col)).join(';');
+  return (await columns(a)) === (await columns(b));
 }
 
 /**

@@ -43,7 +43,11 @@ export const renamingSpec: PipelineSpec = {
   migration: { ddl: MIGRATION_DDL.replace('unit_price numeric', 'price_per_unit numeric'), renames: { price_per_unit: 'unit_price' } },
 };
 
-/** Deploys a spec of the sample pipeline in this file's module graph: as it was before the migration, with it, or with the renaming one. */
-export function deployMigration(spec: 'before' | 'migration' | 'renaming'): void {
-  pipelines[index] = definePipeline(spec === 'before' ? salesOrderLines : spec === 'migration' ? migratingSpec : renamingSpec);
+/**
+ * Deploys a spec of the sample pipeline in this file's module graph: as it
+ * was before the migration, with it, or with the renaming one; `extra`
+ * changed on it.
+ */
+export function deployMigration(spec: 'before' | 'migration' | 'renaming', extra: Partial<PipelineSpec> = {}): void {
+  pipelines[index] = definePipeline({ ...(spec === 'before' ? salesOrderLines : spec === 'migration' ? migratingSpec : renamingSpec), ...extra });
 }

@@ -479,6 +479,22 @@ describe('a migration with a writer appending throughout, killed once and resume
       const normal = await wf.run(inputFor(TO_DAY + 1), 'normal-after-rollback');
       expect(caughtMessage(normal)).toContain('run the migration first');
     });
+
+    it("with snapshotReaders 'in-place', a rollback to before the migration renames the old table back: its columns differ from live's", async () => {
+      const [first] = await wf.publications();
+      const held = await wf.fingerprint(PREVIOUS);
+      deployMigration('migration', { snapshotReaders: 'in-place' });
+      try {
+        const result = await wf.run({ pipeline: PIPELINE.name, rollback: { to: first!.batch_id } }, 'rollback-migration-in-place');
+        expect(result.status, `${result.error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
+      } finally {
+        deployMigration('migration');
+      }
+      expect(await columns(wf, LIVE)).toEqual(before.columns);
+      expect(await wf.fingerprint(LIVE)).toEqual(held);
+      // Renamed back, not rewritten: the old version is the live table again.
+      expect(await wf.tableExists(PREVIOUS)).toBe(false);
+    });
   });
 });
 
