@@ -261,6 +261,22 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a fractional retention.keepVersions', { retention: { keepVersions: 1.5 } }, /^pipeline orders: retention\.keepVersions/],
     ['a non-boolean outOfBand.expectedWriters', { outOfBand: { expectedWriters: 'yes' as unknown as boolean } }, /^pipeline orders: outOfBand\.expectedWriters must be true or false$/],
     ['a non-boolean outOfBand.watch', { outOfBand: { watch: 1 as unknown as boolean } }, /^pipeline orders: outOfBand\.watch must be true or false$/],
+    ['an unknown snapshotReaders', { snapshotReaders: 'never' as unknown as 'wait' }, /^pipeline orders: snapshotReaders/],
+    [
+      "snapshotReaders 'in-place' with replace-intervals",
+      { snapshotReaders: 'in-place', publishMode: 'replace-intervals' },
+      /^pipeline orders: snapshotReaders "in-place" applies to publishMode swap only: publishMode replace-intervals already changes rows of the live table in place/,
+    ],
+    [
+      "snapshotReaders 'in-place' with publishVia 'view'",
+      { snapshotReaders: 'in-place', publishVia: 'view' },
+      /^pipeline orders: snapshotReaders "in-place" applies to publishVia "rename" only/,
+    ],
+    [
+      "snapshotReaders 'in-place' with outOfBand.expectedWriters",
+      { snapshotReaders: 'in-place', outOfBand: { expectedWriters: true } },
+      /^pipeline orders: snapshotReaders "in-place" cannot be used with outOfBand\.expectedWriters: it deletes every live row in its transaction/,
+    ],
   ];
 
   it.each(cases)('rejects %s', (_what, overrides, message) => {
