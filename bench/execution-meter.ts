@@ -18,7 +18,7 @@
  *   steps         how long each top-level state took (entered to exited)
  */
 import type { ExecutionEvent } from '../local/runner.ts';
-import type { Architecture } from './prices.ts';
+import type { Architecture } from '../cli/prices.ts';
 
 type AslStates = Record<string, Record<string, unknown>>;
 

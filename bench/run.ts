@@ -15,7 +15,7 @@
  *                   (the local endpoint's request log)
  *   transitions     Step Functions state transitions per chunk, whole run
  *                   and load phase, and the cost per 1,000 chunks at list
- *                   price (bench/execution-meter.ts, bench/prices.ts)
+ *                   price (bench/execution-meter.ts, cli/prices.ts)
  *   reader wait     for dashboard reads overlapping the Publish state: their
  *                   latency minus the median latency of reads before it
  *   plan at scale   plan() of 87,600 hourly chunks, and the largest state
@@ -54,7 +54,7 @@ import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
 import { ExecutionMeter, type ExecutionFigures, loadPhaseStates } from './execution-meter.ts';
 import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
-import { costPer1000Chunks, lambdaFunctions } from './prices.ts';
+import { costPer1000Chunks, lambdaFunctions } from '../cli/prices.ts';
 import { benchPublishVia } from './publish-via.ts';
 import { benchReconcile } from './reconcile.ts';
 import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';

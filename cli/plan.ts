@@ -1,5 +1,5 @@
 /** `plan`: a dry run. The chunks, the load's and the gate's SQL, what is published already, an estimate; reads the catalog and the manifest only. */
-import { costPer1000Chunks, MEASURED_PER_CHUNK } from '../bench/prices.ts';
+import { costPer1000Chunks, MEASURED_PER_CHUNK } from './prices.ts';
 import { batchIdFor, liveTableColumns, planChunks, stagingTableFor } from '../domain/plan.ts';
 import { batchProgress, publishedIntervals } from '../domain/sql/cli.ts';
 import { insertIntervalSql } from '../domain/sql/load-chunk.ts';

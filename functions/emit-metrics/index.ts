@@ -9,7 +9,7 @@ import { logger, metrics } from '../commons/powertools.ts';
 import { breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
-import type { PublishResult } from '../publish/index.ts';
+import type { PublishResult } from '../publish/result.ts';
 import { announcePublication, redeliverUnsent } from '../commons/event-delivery.ts';
 import { publicationEventSender, type SendPublicationEvent } from '../commons/publication-event-sender.ts';
 

@@ -23,7 +23,7 @@ import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
-import { type PublishResult, toResult } from '../publish/index.ts';
+import { type PublishResult, toResult } from '../publish/result.ts';
 
 export interface PublishGroupEvent {
   readonly group: string;

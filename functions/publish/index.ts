@@ -32,51 +32,12 @@ import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { stagingFingerprint } from './live-watch.ts';
+import { type PublishResult, toResult } from './result.ts';
 
 export interface PublishEvent {
   readonly batch: BatchRef;
   /** `$$.Execution.Id`: a superseded batch ends the execution, so Publish then releases its pipeline lease. */
   readonly executionId?: string;
-}
-
-export interface PublishResult {
-  readonly publication: number;
-  readonly publishedAt: string;
-  readonly liveTable: string;
-  readonly oldVersionTable: string;
-  readonly rowsPublished: number;
-  /** True when an earlier attempt had already published (a retry after a lost response). */
-  readonly alreadyPublished: boolean;
-  /**
-   * The pipeline already publishes newer data than this batch holds: nothing
-   * was published, the batch is SUPERSEDED, and the execution ends there
-   * (state Superseded) without a page. `reason` is the guard's refusal.
-   */
-  readonly superseded: boolean;
-  readonly reason?: string;
-  /**
-   * A restatement whose staging equals the live rows it would replace:
-   * nothing was published; the batch ends SUPERSEDED (the live rows already
-   * hold its data) and `superseded` is true too, so the execution ends in
-   * state Superseded, without a page.
-   */
-  readonly unchanged?: boolean;
-  /** A rollback's answer: the publication it undid (the event says `Publication Rolled Back`). */
-  readonly rollbackOf?: number;
-}
-
-/** A publications row (joined to its batch, or a rollback's own) as the step's answer. */
-export function toResult(row: Row, liveTable: string, alreadyPublished: boolean): PublishResult {
-  return {
-    publication: Number(row.seq),
-    publishedAt: String(row.published_at),
-    liveTable,
-    oldVersionTable: String(row.old_version_table),
-    rowsPublished: Number(row.rows_published ?? 0),
-    alreadyPublished,
-    superseded: false,
-    ...(row.rollback_of === null || row.rollback_of === undefined ? {} : { rollbackOf: Number(row.rollback_of) }),
-  };
 }
 
 /**

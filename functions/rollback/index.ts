@@ -13,7 +13,7 @@ import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { retryPublishTransaction, swapAndCarryOver, type Swap } from '../commons/swap.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
-import { type PublishResult, toResult } from '../publish/index.ts';
+import { type PublishResult, toResult } from '../publish/result.ts';
 import { liveWatchStatements } from '../publish/live-watch.ts';
 
 export interface RollbackEvent {

@@ -1,14 +1,17 @@
-// No runtime import cycles among the project's modules: a module that
+// The import graph's rules (docs/decisions/code-layout-and-contracts.md):
+// no runtime import cycles among the project's modules (a module that
 // imports, at run time, one that imports it back sees it half-initialised
-// when either is loaded first. Type-only imports are erased and do not
-// count; nor do dynamic imports, which run after both have loaded.
+// when either is loaded first; type-only imports are erased and do not
+// count, nor do dynamic imports, which run after both have loaded); every
+// import, type-only too, points down the layers; and no module of
+// functions/ imports a step's handler file.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const FOLDERS = ['bench', 'bin', 'domain', 'functions', 'lib', 'local', 'pipelines', 'scripts', 'test'];
+const FOLDERS = ['bench', 'bin', 'cli', 'domain', 'functions', 'lib', 'local', 'pipelines', 'scripts', 'test'];
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
@@ -18,8 +21,8 @@ function sourceFiles(folder: string): string[] {
   });
 }
 
-/** The project modules `file` imports at run time (static imports and re-exports that are not type-only). */
-export function runtimeImports(file: string, text: string): string[] {
+/** The project modules `file` imports at run time (static imports and re-exports that are not type-only); with `types`, type-only ones too. */
+export function runtimeImports(file: string, text: string, types = false): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, false);
   const found: string[] = [];
   for (const statement of source.statements) {
@@ -34,11 +37,11 @@ export function runtimeImports(file: string, text: string): string[] {
             ts.isNamedImports(clause.namedBindings) &&
             clause.namedBindings.elements.length > 0 &&
             clause.namedBindings.elements.every((e) => e.isTypeOnly)));
-      if (!typeOnly) specifier = statement.moduleSpecifier;
+      if (!typeOnly || types) specifier = statement.moduleSpecifier;
     } else if (ts.isExportDeclaration(statement) && !statement.isTypeOnly) {
       const named = statement.exportClause;
       const typeOnly = named !== undefined && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
-      if (!typeOnly) specifier = statement.moduleSpecifier;
+      if (!typeOnly || types) specifier = statement.moduleSpecifier;
     }
     if (specifier && ts.isStringLiteral(specifier) && specifier.text.startsWith('.')) found.push(resolve(dirname(file), specifier.text));
   }
@@ -97,5 +100,60 @@ describe('the import graph', () => {
 
     expect(files.length).toBeGreaterThan(300);
     expect(cycles(graph).map((cycle) => cycle.map((file) => relative(ROOT, file)))).toEqual([]);
+  });
+});
+
+/**
+ * The folders each layer may import from besides its own (and packages):
+ * the domain nothing, the handlers the domain and the declared pipelines,
+ * the CDK app those and the handlers it bundles; the local stand-ins,
+ * tools and tests sit above them all. Nothing but the tests and the bench
+ * (its lock gates) imports test/.
+ */
+const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
+  domain: [],
+  pipelines: ['domain'],
+  functions: ['domain', 'pipelines'],
+  lib: ['domain', 'pipelines', 'functions'],
+  local: ['domain', 'pipelines', 'functions', 'lib'],
+  cli: ['domain', 'pipelines', 'functions', 'lib', 'local'],
+  bin: ['domain', 'pipelines', 'functions', 'lib', 'local', 'cli'],
+  scripts: ['domain', 'pipelines', 'functions', 'lib', 'local'],
+  bench: ['domain', 'pipelines', 'functions', 'lib', 'local', 'cli', 'test'],
+};
+
+/** Each import of `files` that breaks MAY_IMPORT, or reaches a step's handler file (functions/<step>/index.ts) from functions/, as `from -> to`. */
+export function layerViolations(files: readonly string[], read: (file: string) => string): string[] {
+  const layer = (file: string) => relative(ROOT, file).split('/')[0]!;
+  const handler = /^functions\/[^/]+\/index\.ts$/;
+  return files.flatMap((file) => {
+    const from = layer(file);
+    const allowed = MAY_IMPORT[from];
+    if (allowed === undefined) return [];
+    return runtimeImports(file, read(file), true)
+      .filter((target) => {
+        const to = layer(target);
+        if (to !== from && !allowed.includes(to)) return true;
+        return from === 'functions' && target !== file && handler.test(relative(ROOT, target));
+      })
+      .map((target) => `${relative(ROOT, file)} -> ${relative(ROOT, target)}`);
+  });
+}
+
+describe('the layers', () => {
+  it('finds an upward import, type-only too, and a handler file imported by another module of functions/', () => {
+    const texts = new Map([
+      [join(ROOT, 'domain/a.ts'), "import type { Stack } from '../lib/stack.ts';\nimport { b } from './b.ts';"],
+      [join(ROOT, 'functions/x/other.ts'), "import { run } from '../y/index.ts';\nimport { plan } from '../../domain/plan.ts';"],
+      [join(ROOT, 'lib/c.ts'), "import { handler } from '../functions/x/index.ts';"],
+    ]);
+
+    expect(layerViolations([...texts.keys()], (file) => texts.get(file)!)).toEqual(['domain/a.ts -> lib/stack.ts', 'functions/x/other.ts -> functions/y/index.ts']);
+  });
+
+  it('of the project point down, and no handler file is imported within functions/', () => {
+    const files = FOLDERS.filter((folder) => folder !== 'test').flatMap((folder) => sourceFiles(join(ROOT, folder)));
+
+    expect(layerViolations(files, (file) => readFileSync(file, 'utf8'))).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * List prices (US East, N. Virginia; no free tier, no Savings Plans) the
- * bench turns its counts into dollars with:
+ * bench and `atomic-publish plan` turn counts into dollars with:
  *
  *   Step Functions Standard: $0.025 per 1,000 state transitions, retries
  *     counted as transitions (https://aws.amazon.com/step-functions/pricing/)
