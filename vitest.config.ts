@@ -14,9 +14,29 @@ import { SAFETY_NET_MS } from './test/support/safety-net.ts';
 // docs/decisions/isolation-levels-in-tests.md).
 const WORKFLOW = 'test/workflow/**/*.test.ts';
 const OVERLAPPING = [
-  'concurrency', 'dependents', 'fault-matrix', 'lease', 'merge', 'migration', 'out-of-band',
-  'postgres-faults', 'publish-groups', 'publish-success', 'publish-via-view', 'readers', 'reattach',
-  'real-catalog', 'real-catalog-group', 'real-catalog-group-in-place', 'real-catalog-in-place', 'real-catalog-intervals', 'rename-conflict', 'replace-intervals', 'rollback', 'snapshot-readers', 'waits',
+  'concurrency',
+  'dependents',
+  'fault-matrix',
+  'lease',
+  'merge',
+  'migration',
+  'out-of-band',
+  'postgres-faults',
+  'publish-groups',
+  'publish-success',
+  'publish-via-view',
+  'readers',
+  'reattach',
+  'real-catalog',
+  'real-catalog-group',
+  'real-catalog-group-in-place',
+  'real-catalog-in-place',
+  'real-catalog-intervals',
+  'rename-conflict',
+  'replace-intervals',
+  'rollback',
+  'snapshot-readers',
+  'waits',
 ].map((name) => `test/workflow/${name}.test.ts`);
 for (const file of OVERLAPPING) {
   if (!existsSync(new URL(file, import.meta.url))) throw new Error(`vitest.config.ts: ${file} is named but does not exist`);
@@ -41,7 +61,10 @@ export default defineConfig({
     maxWorkers: 3,
     projects: [
       { extends: true, test: { name: 'unit and local', include: ['test/**/*.test.ts'], exclude: [WORKFLOW] } },
-      { extends: true, test: { name: 'workflow workgroup', include: [WORKFLOW], env: { ATOMIC_PUBLISH_ISOLATION: 'snapshot', ATOMIC_PUBLISH_TARGET: 'workgroup' } } },
+      {
+        extends: true,
+        test: { name: 'workflow workgroup', include: [WORKFLOW], env: { ATOMIC_PUBLISH_ISOLATION: 'snapshot', ATOMIC_PUBLISH_TARGET: 'workgroup' } },
+      },
       { extends: true, test: { name: 'workflow cluster serializable', include: OVERLAPPING, env: cluster('serializable') } },
       { extends: true, test: { name: 'workflow cluster', include: [WORKFLOW], exclude: OVERLAPPING, env: cluster('snapshot') } },
     ],

@@ -17,11 +17,11 @@
 import { CancelStatementCommand, DescribeStatementCommand, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';
 import { localRedshiftDataClient } from '../local/aws-clients.ts';
-import { median, quantile } from './stats.ts';
 import { withClient } from '../local/pg-clients.ts';
 import type { PgConnection } from '../local/postgres.ts';
 import { renderTable } from '../local/table.ts';
 import { holdGate } from '../test/support/lock-gate.ts';
+import { median, quantile } from './stats.ts';
 
 export interface DataApiBenchOptions {
   postgres: PgConnection;

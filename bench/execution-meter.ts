@@ -17,8 +17,9 @@
  *   Publish       when the Publish state was entered and left
  *   steps         how long each top-level state took (entered to exited)
  */
-import type { ExecutionEvent } from '../local/runner.ts';
+
 import type { Architecture } from '../cli/prices.ts';
+import type { ExecutionEvent } from '../local/runner.ts';
 
 type AslStates = Record<string, Record<string, unknown>>;
 

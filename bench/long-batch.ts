@@ -93,7 +93,14 @@ export async function liveDifferences(query: Query, from: Date, to: Date): Promi
 }
 
 /** What a long batch's run left, from its result, the payloads seen and the manifest. */
-export async function measureLongBatch(opts: { result: ExecutionResult; payloads: PayloadMeter; query: Query; batchId: string; from: Date; to: Date }): Promise<LongBatchFigures> {
+export async function measureLongBatch(opts: {
+  result: ExecutionResult;
+  payloads: PayloadMeter;
+  query: Query;
+  batchId: string;
+  from: Date;
+  to: Date;
+}): Promise<LongBatchFigures> {
   const { result, query, batchId } = opts;
   const planned = result.events.find((e) => e.type === 'StateExited' && e.state?.name === 'Plan')?.state?.output as
     | { plan: { windows?: unknown[]; chunks: unknown[]; chunkCount: number } }
@@ -194,7 +201,12 @@ export async function benchLongBatch(opts: { hours: number; pgDir: string; datab
     );
     const { error, caughtIn } = caught(refused);
     const tooLongRefused =
-      refused.status === 'FAILED' && error === 'ValidationError' && caughtIn === 'Plan' && written!.batches === 0 && written!.leases === 0 && (await liveDifferences(query, from, to)) === 0;
+      refused.status === 'FAILED' &&
+      error === 'ValidationError' &&
+      caughtIn === 'Plan' &&
+      written!.batches === 0 &&
+      written!.leases === 0 &&
+      (await liveDifferences(query, from, to)) === 0;
     return { hours: opts.hours, runMs, ...figures, tooLongRefused };
   } finally {
     runner.close();
@@ -207,14 +219,22 @@ export async function benchLongBatch(opts: { hours: number; pgDir: string; datab
 /** The table of the figures a long batch must meet, as `npx tsx bench/long-batch.ts` prints it. */
 function table(f: LongBatchBench): string {
   const rows = [
-    ['history events, largest execution', (Math.max(f.parentHistoryEvents, f.maxWindowHistoryEvents)).toLocaleString('en-US'), `< ${MAX_HISTORY_EVENTS.toLocaleString('en-US')}`],
+    [
+      'history events, largest execution',
+      Math.max(f.parentHistoryEvents, f.maxWindowHistoryEvents).toLocaleString('en-US'),
+      `< ${MAX_HISTORY_EVENTS.toLocaleString('en-US')}`,
+    ],
     ['largest state payload', `${(f.largestPayloadBytes / 1024).toFixed(1)} KB`, '< 256 KB'],
     ['windows (child executions succeeded)', `${f.windows} (${f.childrenSucceeded})`, ''],
     ['chunks not loaded exactly once', f.chunksNotLoadedOnce.toLocaleString('en-US'), '0'],
     ['rows of live and source that differ', f.liveDifferences.toLocaleString('en-US'), '0'],
     ['a batch that would outlast the execution', f.tooLongRefused ? 'refused by Plan' : 'NOT refused', 'refused'],
   ];
-  return renderTable([`${f.hours.toLocaleString('en-US')} hourly chunks in one run (${(f.runMs / 1000).toFixed(0)} s)`, 'value', 'target'], rows, ['l', 'r', 'l']);
+  return renderTable([`${f.hours.toLocaleString('en-US')} hourly chunks in one run (${(f.runMs / 1000).toFixed(0)} s)`, 'value', 'target'], rows, [
+    'l',
+    'r',
+    'l',
+  ]);
 }
 
 async function main(): Promise<void> {

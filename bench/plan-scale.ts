@@ -9,9 +9,9 @@
  */
 import type pg from 'pg';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { plan } from '../functions/plan/index.ts';
 import { planWindow } from '../functions/plan/window.ts';
-import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { median } from './stats.ts';
 
 export const PLAN_HOURS = 87_600;
@@ -92,7 +92,8 @@ export async function benchPlanScale(opts: { db: pg.ClientBase; warehouse: Wareh
       chunks = result.chunkCount;
       windows = result.windows?.length ?? 0;
       const first = result.windows?.[0];
-      if (first !== undefined) windowOutputBytes = Buffer.byteLength(JSON.stringify(await planWindow({ batch: result.batch, window: first }, opts.warehouse, [pipeline])));
+      if (first !== undefined)
+        windowOutputBytes = Buffer.byteLength(JSON.stringify(await planWindow({ batch: result.batch, window: first }, opts.warehouse, [pipeline])));
     }
   } finally {
     await dropPlanned(opts.db);

@@ -22,8 +22,8 @@ import { localHandlerEnvironment, silenceSdkNodeNotice } from '../local/aws-clie
 import { startLocalDataApi } from '../local/data-api/server.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../local/database-users.ts';
 import { newClient } from '../local/pg-clients.ts';
-import { recreateDatabase, startLocalPostgres, type PgConnection } from '../local/postgres.ts';
-import { LocalRunner, type ExecutionEvent } from '../local/runner.ts';
+import { type PgConnection, recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { type ExecutionEvent, LocalRunner } from '../local/runner.ts';
 import { createSampleWarehouse, sampleDay, samplePipeline } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
 import { pipelines } from '../pipelines/index.ts';
@@ -93,7 +93,11 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
           const columns = await owner.query<{ c: string }>(
             `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines' ORDER BY ordinal_position`,
           );
-          for (const sql of migrationSql(view, columns.rows.map((r) => r.c))) await owner.query(sql);
+          for (const sql of migrationSql(
+            view,
+            columns.rows.map((r) => r.c),
+          ))
+            await owner.query(sql);
         } finally {
           await owner.end();
         }
@@ -136,7 +140,9 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
         if (result.status !== 'SUCCEEDED') {
           const db = await connect(conn, way.database);
           const failed = await db.query(`SELECT error FROM atomic_publish.batches WHERE status = 'FAILED'`).finally(() => db.end());
-          const caught = result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')?.state?.input as { error?: { Cause?: string } } | undefined;
+          const caught = result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')?.state?.input as
+            | { error?: { Cause?: string } }
+            | undefined;
           throw new Error(`${way.label} run failed: ${result.error}: ${caught?.error?.Cause ?? failed.rows.map((r) => String(r.error)).join('; ')}`);
         }
         const window = way.publishWindow as { start: number; end: number } | undefined;
@@ -158,7 +164,14 @@ export async function benchPublishVia(opts: PublishViaBenchOptions): Promise<str
     return [measure, `${a.toFixed(0)} ms`, `${b.toFixed(0)} ms`, `${c.toFixed(0)} ms`, `${(b / a).toFixed(2)}x`, `${(c / a).toFixed(2)}x`];
   };
   return `${renderTable(
-    ['publish, reader transaction open ' + holdMs + ' ms into it (median of ' + repeat + ')', 'rename', 'view', 'in-place', 'view / rename', 'in-place / rename'],
+    [
+      'publish, reader transaction open ' + holdMs + ' ms into it (median of ' + repeat + ')',
+      'rename',
+      'view',
+      'in-place',
+      'view / rename',
+      'in-place / rename',
+    ],
     [row('publish step', (w) => w.publishMs), row('longest read during the publish', (w) => w.longestReadMs)],
     ['l', 'r', 'r', 'r', 'r', 'r'],
   )}\n`;

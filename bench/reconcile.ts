@@ -38,15 +38,15 @@ import type { BatchRef } from '../domain/batch.ts';
 import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import { planChunks, stagingTableFor } from '../domain/plan.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
-import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
-import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import { liveDriftCounts, nullCountAggregates } from '../domain/sql/drift.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { grainKey, startBatch } from '../domain/sql/plan.ts';
+import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
-import { ensureManifest } from '../functions/plan/batch.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
+import { ensureManifest } from '../functions/plan/batch.ts';
 import { renderTable } from '../local/table.ts';
+import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 import { median } from './stats.ts';
 
 export interface ReconcileBenchOptions {
@@ -114,7 +114,10 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     });
   const counts = () =>
     timed(async () => {
-      await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM (${pipeline.sourceSql}\n) AS s WHERE s.${t} >= :start AND s.${t} < :end`, parameters: range }, 'bench:reconcile:count-source');
+      await warehouse.query(
+        { sql: `SELECT COUNT(*) AS n FROM (${pipeline.sourceSql}\n) AS s WHERE s.${t} >= :start AND s.${t} < :end`, parameters: range },
+        'bench:reconcile:count-source',
+      );
       await warehouse.query({ sql: `SELECT COUNT(*) AS n FROM ${staging}` }, 'bench:reconcile:count-staging');
     });
   // What Reconcile reads (functions/reconcile/index.ts): staging's columns, then the one statement.
@@ -124,10 +127,14 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
     return warehouse.query(chunkCounts(p, batch, gateAggregates(p, columns)), statement);
   };
   const gate = () => timed(gateOf(gated, 'bench:reconcile:gate'));
-  const names = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, stagingTable), 'bench:reconcile:names')).map((r) => String(r.col).split(' ')[0]!);
+  const names = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, stagingTable), 'bench:reconcile:names')).map(
+    (r) => String(r.col).split(' ')[0]!,
+  );
   const nullsGate = () =>
     timed(async () => {
-      const columns = (await warehouse.query(liveColumnsQuery(gated.target.schema, stagingTable), 'bench:reconcile:gate-nulls-columns')).map((r) => String(r.col));
+      const columns = (await warehouse.query(liveColumnsQuery(gated.target.schema, stagingTable), 'bench:reconcile:gate-nulls-columns')).map((r) =>
+        String(r.col),
+      );
       return warehouse.query(chunkCounts(gated, batch, [...gateAggregates(gated, columns), ...nullCountAggregates(names)]), 'bench:reconcile:gate-nulls');
     });
   // Every column read, nothing hashed: what a content check must read at the least.
@@ -146,7 +153,9 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
   const keyPass = () =>
     timed(() =>
       warehouse.query(
-        { sql: `SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM ${staging} GROUP BY ${pipeline.businessKey.map(quoteIdent).join(', ')} HAVING COUNT(*) > 1) AS d` },
+        {
+          sql: `SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM ${staging} GROUP BY ${pipeline.businessKey.map(quoteIdent).join(', ')} HAVING COUNT(*) > 1) AS d`,
+        },
         'bench:reconcile:key-pass',
       ),
     );
@@ -199,9 +208,21 @@ export async function benchReconcile(opts: ReconcileBenchOptions): Promise<Recon
       ['gate, business key holding the time: key checked per chunk in the same pass', ms(kt), `${(kt / b).toFixed(2)}x`],
       ['for scale: the business-key uniqueness pass over staging alone', ms(k), `${(k / b).toFixed(2)}x`],
       ['for scale: COUNT(*) of the source + COUNT(*) of staging', ms(cs), `${(cs / b).toFixed(2)}x`],
-      [`for scale: per-day COUNT(*) and MAX of each of the ${names.length} columns, each side (every column read, nothing hashed)`, ms(median(everyMs)), `${(median(everyMs) / b).toFixed(2)}x`],
-      [`gate with the NULL counts of all ${names.length} columns (checks.drift.nullRate): same passes`, ms(median(nullsMs)), `${(median(nullsMs) / b).toFixed(2)}x`],
-      [`live side of checks.drift: rows and NULL counts of ${names.length} columns per chunk, one pass over live`, ms(median(liveMs)), `${(median(liveMs) / b).toFixed(2)}x`],
+      [
+        `for scale: per-day COUNT(*) and MAX of each of the ${names.length} columns, each side (every column read, nothing hashed)`,
+        ms(median(everyMs)),
+        `${(median(everyMs) / b).toFixed(2)}x`,
+      ],
+      [
+        `gate with the NULL counts of all ${names.length} columns (checks.drift.nullRate): same passes`,
+        ms(median(nullsMs)),
+        `${(median(nullsMs) / b).toFixed(2)}x`,
+      ],
+      [
+        `live side of checks.drift: rows and NULL counts of ${names.length} columns per chunk, one pass over live`,
+        ms(median(liveMs)),
+        `${(median(liveMs) / b).toFixed(2)}x`,
+      ],
     ],
     ['l', 'r', 'r'],
   );

@@ -39,29 +39,29 @@
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { startLocalDataApi } from '../local/data-api/server.ts';
-import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { costPer1000Chunks, lambdaFunctions } from '../cli/prices.ts';
+import { DEFAULT_POLL } from '../functions/commons/warehouse.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from '../local/aws-clients.ts';
-import { newClient } from '../local/pg-clients.ts';
-import { LocalRunner } from '../local/runner.ts';
-import { DEFAULT_POLL } from '../functions/commons/warehouse.ts';
-import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
+import { startLocalDataApi } from '../local/data-api/server.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../local/database-users.ts';
+import { MAX_HISTORY_EVENTS } from '../local/history.ts';
+import { newClient } from '../local/pg-clients.ts';
+import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { LocalRunner } from '../local/runner.ts';
+import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
-import { median, quantile } from './stats.ts';
+import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
-import { ExecutionMeter, type ExecutionFigures, loadPhaseStates } from './execution-meter.ts';
-import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
-import { costPer1000Chunks, lambdaFunctions } from '../cli/prices.ts';
-import { benchPublishVia } from './publish-via.ts';
-import { benchReconcile } from './reconcile.ts';
-import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
-import { pollReads } from './reads.ts';
+import { type ExecutionFigures, ExecutionMeter, loadPhaseStates } from './execution-meter.ts';
 import { LONG_BATCH_HOURS, type LongBatchBench, MAX_PAYLOAD_BYTES } from './long-batch.ts';
-import { MAX_HISTORY_EVENTS } from '../local/history.ts';
 import { textOption } from './options.ts';
+import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
+import { benchPublishVia } from './publish-via.ts';
+import { pollReads } from './reads.ts';
+import { benchReconcile } from './reconcile.ts';
+import { median, quantile } from './stats.ts';
 
 const DAYS = 60;
 const KB = 1024;
@@ -323,7 +323,12 @@ async function main(): Promise<void> {
     const met = meets(figures[field], TARGETS[field]);
     return met === null ? 'n/a' : met ? 'met' : 'missed';
   };
-  const row = (measure: string, value: string, field?: TargetField) => [measure, value, field ? describeTarget(TARGETS[field]) : '', field ? verdict(field) : ''];
+  const row = (measure: string, value: string, field?: TargetField) => [
+    measure,
+    value,
+    field ? describeTarget(TARGETS[field]) : '',
+    field ? verdict(field) : '',
+  ];
   const n = figures.rows.toLocaleString('en-US');
   const usd = (v: number) => `$${v.toFixed(4)}`;
   process.stdout.write(
@@ -365,8 +370,16 @@ async function main(): Promise<void> {
         row("  that plan's output (its windows)", kb(figures.planOutputBytes)),
         row("  a window's PlanWindow output (its 1,000 chunks)", kb(figures.planWindowOutputBytes)),
         row('Reconcile / (per-day count and sums of source + of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
-        row(`backfill of ${BACKFILL_DAYS} of ${DAYS} days (replace-intervals) / full run`, `${figures.backfillShare.toFixed(2)} (${s(figures.backfillRunMs)})`, 'backfillShare'),
-        row(`${longBatch.hours.toLocaleString('en-US')} hourly chunks in one run (${longBatch.windows} windows, ${s(longBatch.runMs)}): history events, largest execution`, figures.longBatchMaxHistoryEvents.toLocaleString('en-US'), 'longBatchMaxHistoryEvents'),
+        row(
+          `backfill of ${BACKFILL_DAYS} of ${DAYS} days (replace-intervals) / full run`,
+          `${figures.backfillShare.toFixed(2)} (${s(figures.backfillRunMs)})`,
+          'backfillShare',
+        ),
+        row(
+          `${longBatch.hours.toLocaleString('en-US')} hourly chunks in one run (${longBatch.windows} windows, ${s(longBatch.runMs)}): history events, largest execution`,
+          figures.longBatchMaxHistoryEvents.toLocaleString('en-US'),
+          'longBatchMaxHistoryEvents',
+        ),
         row('  of the parent execution', figures.longBatchParentHistoryEvents.toLocaleString('en-US')),
         row('  largest state payload of any execution', kb(figures.longBatchLargestPayloadBytes), 'longBatchLargestPayloadBytes'),
         row('  chunks not loaded exactly once', String(figures.longBatchChunksNotLoadedOnce), 'longBatchChunksNotLoadedOnce'),

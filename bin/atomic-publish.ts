@@ -1,9 +1,10 @@
 // The command line (cli/main.ts). From a clone: `npm run cli -- <command>`;
 // installed (npm link): `atomic-publish <command>` (bin/atomic-publish.js).
-import { silenceSdkNodeNotice } from '../local/aws-clients.ts';
+
 import { ExitCode } from '../cli/errors.ts';
 import { RESTORE_TERMINAL } from '../cli/interrupt.ts';
 import { main } from '../cli/main.ts';
+import { silenceSdkNodeNotice } from '../local/aws-clients.ts';
 
 silenceSdkNodeNotice();
 const stop = new AbortController();

@@ -35,11 +35,17 @@ export function checkOrder(lines: readonly CheckLine[]): CheckLine[] {
 
 export async function check(ctx: Context, io: CliIo, name: string, opts: { from?: string; to?: string } & FollowOptions): Promise<number> {
   const pipeline = pipelineNamed(name);
-  if (opts.from === undefined || opts.to === undefined) throw new CliError('check needs --from and --to (on the pipeline\'s grain)');
+  if (opts.from === undefined || opts.to === undefined) throw new CliError("check needs --from and --to (on the pipeline's grain)");
   const interval = intervalOf(pipeline, opts.from, opts.to);
   // The check Plan will run: the first of the interval not ended (Plan chooses it the same way).
   const n = (await manifestPresent(ctx))
-    ? (await nextRerun('check', CHECK_ENDED, async (k) => (await query(ctx, findBatch(batchIdFor(pipeline, interval, { kind: 'check', n: k })), 'check:find'))[0]?.status)).n
+    ? (
+        await nextRerun(
+          'check',
+          CHECK_ENDED,
+          async (k) => (await query(ctx, findBatch(batchIdFor(pipeline, interval, { kind: 'check', n: k })), 'check:find'))[0]?.status,
+        )
+      ).n
     : 1;
   const batchId = batchIdFor(pipeline, interval, { kind: 'check', n });
   const input = { pipeline: pipeline.name, from: interval.from.toISOString(), to: interval.to.toISOString(), check: true };
@@ -53,7 +59,13 @@ export async function check(ctx: Context, io: CliIo, name: string, opts: { from?
     const lines = checkOrder(
       rows
         .filter((r) => r.check_name !== null && r.check_name !== undefined)
-        .map((r) => ({ check: text(r.check_name), passed: r.passed === true || r.passed === 'true', observed: text(r.observed), expected: text(r.expected), details: text(r.details) })),
+        .map((r) => ({
+          check: text(r.check_name),
+          passed: r.passed === true || r.passed === 'true',
+          observed: text(r.observed),
+          expected: text(r.expected),
+          details: text(r.details),
+        })),
     );
     const verdict = (output.reconcile as { passed?: unknown } | undefined)?.passed;
     const passed = typeof verdict === 'boolean' ? verdict : text(rows[0]?.status) === BatchStatus.CHECK_PASSED;

@@ -63,7 +63,11 @@ export function contextFrom(options: GlobalOptions, env: NodeJS.ProcessEnv): Con
     commandFor: (input) => commandFor(input, stateMachine),
     stateMachineArn: () => {
       const arn = configuredArn;
-      if (!arn) throw new CliError(`no state machine: pass --state-machine-arn or set ${CliEnv.STATE_MACHINE_ARN} (the stack's StateMachineArn output; \`local up\` prints the local one)`, ExitCode.USAGE);
+      if (!arn)
+        throw new CliError(
+          `no state machine: pass --state-machine-arn or set ${CliEnv.STATE_MACHINE_ARN} (the stack's StateMachineArn output; \`local up\` prints the local one)`,
+          ExitCode.USAGE,
+        );
       return arn;
     },
     sfn: () => (sfn ??= new SFNClient({ ...common, ...(sfnEndpoint ? { endpoint: sfnEndpoint } : {}) })),
@@ -77,7 +81,11 @@ export function contextFrom(options: GlobalOptions, env: NodeJS.ProcessEnv): Con
         }
         const settings = dataApiSettingsFromEnv(env);
         const client = new RedshiftDataClient({ ...common, ...(dataApiEndpoint ? { endpoint: dataApiEndpoint } : {}) });
-        warehouse = new Warehouse(client, target, { ...DEFAULT_POLL, ...(settings.pollMaxDelayMs ? { maxDelayMs: settings.pollMaxDelayMs } : {}), timeoutMs: 60_000 });
+        warehouse = new Warehouse(client, target, {
+          ...DEFAULT_POLL,
+          ...(settings.pollMaxDelayMs ? { maxDelayMs: settings.pollMaxDelayMs } : {}),
+          timeoutMs: 60_000,
+        });
       }
       return warehouse;
     },

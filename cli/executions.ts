@@ -39,16 +39,21 @@ export async function describe(ctx: Context, executionArn: string): Promise<Desc
  * busy: another execution held the pipeline's lease and this one wrote
  * nothing (PipelineBusy; the run has not happened).
  */
-export type Outcome = { readonly kind: 'published' | 'rolled-back' | 'nothing-to-publish' | 'superseded' } | { readonly kind: 'busy'; readonly message: string };
+export type Outcome =
+  | { readonly kind: 'published' | 'rolled-back' | 'nothing-to-publish' | 'superseded' }
+  | { readonly kind: 'busy'; readonly message: string };
 
 export function outcomeOf(output: string | undefined): Outcome {
-  let parsed: { plan?: { busy?: unknown; alreadyPublished?: unknown; rollback?: unknown; skipped?: { message?: unknown } }; publish?: { superseded?: unknown } } = {};
+  let parsed: {
+    plan?: { busy?: unknown; alreadyPublished?: unknown; rollback?: unknown; skipped?: { message?: unknown } };
+    publish?: { superseded?: unknown };
+  } = {};
   try {
     parsed = output ? JSON.parse(output) : {};
   } catch {
     parsed = {};
   }
-  if (parsed.plan?.busy === true) return { kind: 'busy', message: String(parsed.plan.skipped?.message ?? 'another execution holds the pipeline\'s lease') };
+  if (parsed.plan?.busy === true) return { kind: 'busy', message: String(parsed.plan.skipped?.message ?? "another execution holds the pipeline's lease") };
   if (parsed.plan?.alreadyPublished === true) return { kind: 'nothing-to-publish' };
   if (parsed.publish?.superseded === true) return { kind: 'superseded' };
   if (parsed.plan?.rollback !== undefined) return { kind: 'rolled-back' };
@@ -77,7 +82,10 @@ export async function startOrFollow(ctx: Context, nameOf: (attempt: number) => s
     const out = await ctx.sfn().send(new StartExecutionCommand({ stateMachineArn, name, input: JSON.stringify(input) }));
     return { kind: found ? 'following' : 'started', executionArn: out.executionArn!, name };
   }
-  throw new CliError(`${MAX_ATTEMPTS} attempts of this run ended without succeeding; look at the latest (${nameOf(MAX_ATTEMPTS)}) before starting another`, ExitCode.USAGE);
+  throw new CliError(
+    `${MAX_ATTEMPTS} attempts of this run ended without succeeding; look at the latest (${nameOf(MAX_ATTEMPTS)}) before starting another`,
+    ExitCode.USAGE,
+  );
 }
 
 /** Polls the execution until it ends, calling `tick` between polls; undefined once `interrupted` resolves (Ctrl-C). */

@@ -18,11 +18,19 @@ import { startLocalDataApi } from '../local/data-api/server.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../local/database-users.ts';
 import { withClient } from '../local/pg-clients.ts';
 import { ensureDatabase, startLocalPostgres } from '../local/postgres.ts';
+import {
+  createRecentSample,
+  describeSample,
+  existingSample,
+  MIN_SAMPLE_DAYS,
+  recentSample,
+  sampleEnvironment,
+  useSampleStart,
+} from '../local/recent-sample.ts';
 import { LocalRunner } from '../local/runner.ts';
-import { createRecentSample, describeSample, existingSample, MIN_SAMPLE_DAYS, recentSample, sampleEnvironment, useSampleStart } from '../local/recent-sample.ts';
-import { pipelines } from '../pipelines/index.ts';
 import { startLocalStepFunctionsApi } from '../local/step-functions-api.ts';
 import { synthesizeTemplate } from '../local/template.ts';
+import { pipelines } from '../pipelines/index.ts';
 import { CliEnv } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import type { CliIo } from './shared.ts';
@@ -48,7 +56,9 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
       const existing = await existingSample(db);
       if (existing) return existing;
       if (options.sampleDays < MIN_SAMPLE_DAYS) {
-        throw new CliError(`--sample-days must be at least ${MIN_SAMPLE_DAYS} (corrected days, published days and the days a run publishes), got ${options.sampleDays}`);
+        throw new CliError(
+          `--sample-days must be at least ${MIN_SAMPLE_DAYS} (corrected days, published days and the days a run publishes), got ${options.sampleDays}`,
+        );
       }
       const created = recentSample(new Date(), options.sampleDays);
       log(`Creating the sample source in ${options.database}: ${options.rowsPerDay} order lines a day over ${options.sampleDays} days...`);
@@ -83,8 +93,7 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
     closers.unshift(() => sfn.close());
     // The freshness monitor on its schedule, as EventBridge Scheduler invokes it: the freshness
     // metrics the alarms read (without them a freshness alarm has no data).
-    const measureFreshness = () =>
-      runner.fireFreshnessMonitor(cloudWatch.endpoint).catch((error: Error) => log(`local freshness monitor: ${error.message}`));
+    const measureFreshness = () => runner.fireFreshnessMonitor(cloudWatch.endpoint).catch((error: Error) => log(`local freshness monitor: ${error.message}`));
     const measuring = setInterval(measureFreshness, runner.freshnessMonitorPeriodMs());
     closers.unshift(() => clearInterval(measuring));
     await measureFreshness();
@@ -114,18 +123,18 @@ export async function localUp(io: CliIo, options: LocalUpOptions): Promise<numbe
     };
     io.stdout(
       [
-            '# atomic-publish local engine: up (Ctrl-C to stop)',
-            `# PostgreSQL      ${endpoints.postgres}`,
-            `# Data API        ${endpoints.dataApi}`,
-            `# Step Functions  ${endpoints.stepFunctions}`,
-            `# CloudWatch      ${endpoints.cloudWatch}`,
-            `# EventBridge     ${endpoints.eventBridge} (the publication events)`,
-            `# State machine   ${endpoints.stateMachineArn}`,
-            ...describeSample(sample, options.database),
-            '# In another shell, paste these lines, then run the commands of the README\'s "Try it locally",',
-            '# or e.g. `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
-            ...Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
-            '# ready',
+        '# atomic-publish local engine: up (Ctrl-C to stop)',
+        `# PostgreSQL      ${endpoints.postgres}`,
+        `# Data API        ${endpoints.dataApi}`,
+        `# Step Functions  ${endpoints.stepFunctions}`,
+        `# CloudWatch      ${endpoints.cloudWatch}`,
+        `# EventBridge     ${endpoints.eventBridge} (the publication events)`,
+        `# State machine   ${endpoints.stateMachineArn}`,
+        ...describeSample(sample, options.database),
+        '# In another shell, paste these lines, then run the commands of the README\'s "Try it locally",',
+        '# or e.g. `aws stepfunctions list-executions --state-machine-arn $ATOMIC_PUBLISH_STATE_MACHINE_ARN`:',
+        ...Object.entries(env).map(([k, v]) => `export ${k}=${shellQuote(v)}`),
+        '# ready',
       ].join('\n'),
     );
     await new Promise<void>((resolve) => {

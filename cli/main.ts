@@ -9,10 +9,10 @@
 import { Command, CommanderError, Option } from 'commander';
 import { AtomicPublishError, ValidationError } from '../domain/errors.ts';
 import { CODE_VERSION } from '../lib/project.ts';
+import { check } from './check.ts';
 import { contextFrom, type GlobalOptions, isUnreachable } from './context.ts';
 import { CliError, type ErrorKind, ExitCode } from './errors.ts';
 import { Interrupt } from './interrupt.ts';
-import { check } from './check.ts';
 import { plan } from './plan.ts';
 import { rollback, run } from './run.ts';
 import { type CliIo, prose } from './shared.ts';
@@ -55,11 +55,13 @@ export function program(io: CliIo, exit: { code: number }, json = false): Comman
     .action((name: string, o: { from?: string; to?: string }) => done(() => plan(ctx(), io, name, o))());
   root
     .command('run')
-    .description('start the pipeline\'s run up to --to (default: now, on the grain) and follow it')
+    .description("start the pipeline's run up to --to (default: now, on the grain) and follow it")
     .argument('<pipeline>')
     .option('--to <time>', 'interval end (ISO, on the grain)')
     .addOption(pollOption())
-    .action((name: string, o: { to?: string; pollMs: string }) => done(() => run(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }, false))());
+    .action((name: string, o: { to?: string; pollMs: string }) =>
+      done(() => run(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }, false))(),
+    );
   root
     .command('backfill')
     .description('start a backfill of [--from, --to) and follow it; repeating the command resumes it')
@@ -67,7 +69,9 @@ export function program(io: CliIo, exit: { code: number }, json = false): Comman
     .option('--from <time>', 'interval start (ISO, on the grain)')
     .option('--to <time>', 'interval end (ISO, on the grain)')
     .addOption(pollOption())
-    .action((name: string, o: { from?: string; to?: string; pollMs: string }) => done(() => run(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }, true))());
+    .action((name: string, o: { from?: string; to?: string; pollMs: string }) =>
+      done(() => run(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }, true))(),
+    );
   root
     .command('status')
     .description('live version, last batch, freshness against the SLA, running executions')
@@ -86,14 +90,18 @@ export function program(io: CliIo, exit: { code: number }, json = false): Comman
     .option('--from <time>', 'interval start (ISO, on the grain)')
     .option('--to <time>', 'interval end (ISO, on the grain)')
     .addOption(pollOption())
-    .action((name: string, o: { from?: string; to?: string; pollMs: string }) => done(() => check(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }))());
+    .action((name: string, o: { from?: string; to?: string; pollMs: string }) =>
+      done(() => check(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }))(),
+    );
   root
     .command('rollback')
     .description('put back the version live before the latest publication, or the retained version of --to BATCH')
     .argument('<pipeline>')
     .option('--to <batch>', 'the batch whose rows to put back (atomic_publish.publications batch_id)')
     .addOption(pollOption())
-    .action((name: string, o: { to?: string; pollMs: string }) => done(() => rollback(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }))());
+    .action((name: string, o: { to?: string; pollMs: string }) =>
+      done(() => rollback(ctx(), io, name, { ...o, pollMs: parsePositive(o.pollMs, '--poll-ms') }))(),
+    );
   const local = root.command('local').description('the local engine');
   local
     .command('up')
@@ -104,7 +112,11 @@ export function program(io: CliIo, exit: { code: number }, json = false): Comman
     .action((o: { database: string; sampleDays: string; rowsPerDay: string }) =>
       done(async () => {
         const { localUp } = await import('./local-up.ts');
-        const options = { database: o.database, sampleDays: parsePositive(o.sampleDays, '--sample-days'), rowsPerDay: parsePositive(o.rowsPerDay, '--rows-per-day') };
+        const options = {
+          database: o.database,
+          sampleDays: parsePositive(o.sampleDays, '--sample-days'),
+          rowsPerDay: parsePositive(o.rowsPerDay, '--rows-per-day'),
+        };
         // Ctrl-C stops the engine, which closes what it started: the command ends when it has.
         return io.interrupt ? io.interrupt.owning(() => localUp(io, options)) : localUp(io, options);
       })(),
@@ -132,7 +144,11 @@ function failureOf(error: unknown, terms: (message: string) => string): Failure 
       exitCode: ExitCode.USAGE,
     };
   }
-  return { kind: 'error', message: `${e instanceof AtomicPublishError ? '' : `${e?.name ?? 'Error'}: `}${e?.message ?? String(error)}`, exitCode: ExitCode.USAGE };
+  return {
+    kind: 'error',
+    message: `${e instanceof AtomicPublishError ? '' : `${e?.name ?? 'Error'}: `}${e?.message ?? String(error)}`,
+    exitCode: ExitCode.USAGE,
+  };
 }
 
 /**

@@ -1,5 +1,5 @@
 /** `plan`: a dry run. The chunks, the load's and the gate's SQL, what is published already, an estimate; reads the catalog and the manifest only. */
-import { costPer1000Chunks, MEASURED_PER_CHUNK } from './prices.ts';
+
 import { batchIdFor, liveTableColumns, planChunks, stagingTableFor } from '../domain/plan.ts';
 import { batchProgress, publishedIntervals } from '../domain/sql/cli.ts';
 import { insertIntervalSql } from '../domain/sql/load-chunk.ts';
@@ -9,6 +9,7 @@ import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';
 import { shortTime } from './layout.ts';
+import { costPer1000Chunks, MEASURED_PER_CHUNK } from './prices.ts';
 import { type CliIo, intervalOf, manifestPresent, num, pipelineNamed, prose, query, table, text } from './shared.ts';
 
 export async function plan(ctx: Context, io: CliIo, name: string, opts: { from?: string; to?: string }): Promise<number> {
@@ -38,7 +39,9 @@ export async function plan(ctx: Context, io: CliIo, name: string, opts: { from?:
   const published = manifest ? await query(ctx, publishedIntervals(pipeline.name, interval), 'plan:published') : [];
   const existing = manifest ? (await query(ctx, findBatch(batchId), 'plan:batch'))[0] : undefined;
   const progress = existing ? (await query(ctx, batchProgress(batchId), 'plan:progress'))[0] : undefined;
-  const loaded = new Set(existing ? (await query(ctx, doneChunks(batchId), 'plan:chunks')).filter((r) => r.status === 'DONE').map((r) => num(r.chunk_index)) : []);
+  const loaded = new Set(
+    existing ? (await query(ctx, doneChunks(batchId), 'plan:chunks')).filter((r) => r.status === 'DONE').map((r) => num(r.chunk_index)) : [],
+  );
   const toLoad = chunks.length - num(progress?.done);
   const cost = costPer1000Chunks(MEASURED_PER_CHUNK);
   const estimate = {
@@ -79,10 +82,24 @@ export async function plan(ctx: Context, io: CliIo, name: string, opts: { from?:
   const say = (line: string) => prose(io, line);
   const out: string[] = [];
   out.push(say(`Plan (dry run, nothing started): ${pipeline.name}, ${pipeline.publishMode}, ${batch.from} .. ${batch.to}`));
-  out.push(say(`Batch ${batchId}${existing ? ` (already in the manifest: ${text(existing.status)}, ${num(progress?.done)} of ${chunks.length} chunk(s) loaded)` : ' (new)'}`));
-  out.push(say(`${chunks.length} chunk(s) of one ${pipeline.chunk.grain} in ${pipeline.chunk.timezone}${pipeline.chunk.targetRows ? ' (Plan merges adjacent ones up to chunk.targetRows)' : ''}:`));
+  out.push(
+    say(
+      `Batch ${batchId}${existing ? ` (already in the manifest: ${text(existing.status)}, ${num(progress?.done)} of ${chunks.length} chunk(s) loaded)` : ' (new)'}`,
+    ),
+  );
+  out.push(
+    say(
+      `${chunks.length} chunk(s) of one ${pipeline.chunk.grain} in ${pipeline.chunk.timezone}${pipeline.chunk.targetRows ? ' (Plan merges adjacent ones up to chunk.targetRows)' : ''}:`,
+    ),
+  );
   const shown = chunks.length > 12 ? [...chunks.slice(0, 6), undefined, ...chunks.slice(-5)] : chunks;
-  out.push(table(io, ['#', 'start', 'end', 'loaded'], shown.map((c) => (c ? [c.index, c.start, c.end, loaded.has(c.index) ? 'yes' : ''] : ['...', `${chunks.length - 11} more`, '', '']))));
+  out.push(
+    table(
+      io,
+      ['#', 'start', 'end', 'loaded'],
+      shown.map((c) => (c ? [c.index, c.start, c.end, loaded.has(c.index) ? 'yes' : ''] : ['...', `${chunks.length - 11} more`, '', ''])),
+    ),
+  );
   out.push('', say(`The load of a chunk (LoadChunk; :start and :end, the first chunk's: ${chunks[0]!.start}, ${chunks[0]!.end}):`), result.sql.load.sql);
   out.push('', say(`The gate's statement (Reconcile; :start ${batch.from}, :end ${batch.to}):`), gate.sql);
   out.push('', published.length === 0 ? 'Published already: nothing of this interval.' : 'Published already (publications that wrote some of this interval):');

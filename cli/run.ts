@@ -128,7 +128,10 @@ async function followExecution(ctx: Context, io: CliIo, f: Follow, interrupt: In
   io.stderr(`${started.kind === 'started' ? 'Started' : 'Following the running'} execution ${started.name}`);
   const bar =
     !ctx.json && io.tty
-      ? new cliProgress.SingleBar({ format: ' {bar} {value}/{total} chunks loaded | {rows} rows', hideCursor: true, stream: process.stderr }, cliProgress.Presets.shades_classic)
+      ? new cliProgress.SingleBar(
+          { format: ' {bar} {value}/{total} chunks loaded | {rows} rows', hideCursor: true, stream: process.stderr },
+          cliProgress.Presets.shades_classic,
+        )
       : undefined;
   let progress = { chunks: 0, done: 0, rows: 0 };
   const readProgress = async () => {
@@ -178,7 +181,12 @@ async function followExecution(ctx: Context, io: CliIo, f: Follow, interrupt: In
     const outcome = outcomeOf(ended.output);
     const output = ended.output ? (JSON.parse(ended.output) as Record<string, unknown>) : {};
     if (outcome.kind === 'busy') {
-      const result = runResult(pipeline, 'busy', { ...so, output, reason: outcome.message, next: `run \`${again}\` again once that execution has ended: the next attempt runs.` });
+      const result = runResult(pipeline, 'busy', {
+        ...so,
+        output,
+        reason: outcome.message,
+        next: `run \`${again}\` again once that execution has ended: the next attempt runs.`,
+      });
       if (ctx.json) print(result);
       else io.stderr(prose(io, `Execution ${started.name} ran nothing: ${outcome.message}\nNext step: ${result.next}`));
       return ExitCode.RUN_FAILED;
@@ -227,10 +235,16 @@ async function followExecution(ctx: Context, io: CliIo, f: Follow, interrupt: In
 
 export async function run(ctx: Context, io: CliIo, name: string, opts: { from?: string; to?: string } & FollowOptions, backfill: boolean): Promise<number> {
   const pipeline = pipelineNamed(name);
-  if (backfill && (opts.from === undefined || opts.to === undefined)) throw new CliError('backfill needs --from and --to (on the pipeline\'s grain)');
+  if (backfill && (opts.from === undefined || opts.to === undefined)) throw new CliError("backfill needs --from and --to (on the pipeline's grain)");
   const interval = intervalOf(pipeline, opts.from, opts.to);
   const input = { pipeline: pipeline.name, ...(backfill ? { from: interval.from.toISOString() } : {}), to: interval.to.toISOString() };
-  return startAndFollow(ctx, io, { pipeline, nameOf: (attempt) => manualRunName(pipeline.name, interval, attempt), input, batchId: batchIdFor(pipeline, interval), opts });
+  return startAndFollow(ctx, io, {
+    pipeline,
+    nameOf: (attempt) => manualRunName(pipeline.name, interval, attempt),
+    input,
+    batchId: batchIdFor(pipeline, interval),
+    opts,
+  });
 }
 
 export async function rollback(ctx: Context, io: CliIo, name: string, opts: { to?: string } & FollowOptions): Promise<number> {

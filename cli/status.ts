@@ -4,10 +4,10 @@ import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
 import { isIntervalRollback } from '../domain/rollback.ts';
+import type { Pipeline } from '../domain/spec.ts';
 import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { latestEventTime } from '../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
-import type { Pipeline } from '../domain/spec.ts';
 import { parseWarehouseTime } from '../domain/time.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';
@@ -59,7 +59,8 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
   const chosen = name === undefined ? [...pipelines] : [pipelineNamed(name)];
   const manifest = await manifestPresent(ctx);
   const purpose = manifest && (await hasPurpose(ctx));
-  const running = (await ctx.sfn().send(new ListExecutionsCommand({ stateMachineArn: ctx.stateMachineArn(), statusFilter: 'RUNNING', maxResults: 1000 }))).executions ?? [];
+  const running =
+    (await ctx.sfn().send(new ListExecutionsCommand({ stateMachineArn: ctx.stateMachineArn(), statusFilter: 'RUNNING', maxResults: 1000 }))).executions ?? [];
   const alarms = await metricAlarms(ctx, io);
   const now = Date.now();
   const rows = [];
@@ -77,15 +78,34 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
     rows.push({
       pipeline: pipeline.name,
       // The publication whose batch readers see newest (none when every one was rolled back), and the latest in the manifest.
-      live: live ? { seq: num(live.seq), batchId: text(live.batch_id), publishedAt: text(live.published_at), rows: num(live.rows_published), rollbackOf: live.rollback_of ?? null } : null,
-      latestPublication: latest ? { seq: num(latest.seq), batchId: text(latest.batch_id), publishedAt: text(latest.published_at), rollbackOf: latest.rollback_of ?? null } : null,
+      live: live
+        ? {
+            seq: num(live.seq),
+            batchId: text(live.batch_id),
+            publishedAt: text(live.published_at),
+            rows: num(live.rows_published),
+            rollbackOf: live.rollback_of ?? null,
+          }
+        : null,
+      latestPublication: latest
+        ? { seq: num(latest.seq), batchId: text(latest.batch_id), publishedAt: text(latest.published_at), rollbackOf: latest.rollback_of ?? null }
+        : null,
       lastBatch: batch
-        ? { batchId: text(batch.batch_id), status: text(batch.status), from: text(batch.interval_start), to: text(batch.interval_end), finishedAt: text(batch.finished_at) || null, error: text(batch.error) || null }
+        ? {
+            batchId: text(batch.batch_id),
+            status: text(batch.status),
+            from: text(batch.interval_start),
+            to: text(batch.interval_end),
+            finishedAt: text(batch.finished_at) || null,
+            error: text(batch.error) || null,
+          }
         : null,
       freshness: { ageMinutes: ageMinutes ?? null, slaMinutes: sla, withinSla: ageMinutes !== undefined && ageMinutes <= sla },
       // The data's own age, beside the publication's: runs that publish old data show here, not in the publication's age.
       dataLag: await dataLag(ctx, pipeline, now),
-      running: running.filter((e) => e.name?.startsWith(`${pipeline.name}-`)).map((e) => ({ name: e.name!, executionArn: e.executionArn!, startDate: e.startDate?.toISOString() ?? null })),
+      running: running
+        .filter((e) => e.name?.startsWith(`${pipeline.name}-`))
+        .map((e) => ({ name: e.name!, executionArn: e.executionArn!, startDate: e.startDate?.toISOString() ?? null })),
       // The pipeline's own alarms (a Pipeline dimension of its name); null when CloudWatch was not read.
       alarms:
         alarms
@@ -100,19 +120,26 @@ export async function status(ctx: Context, io: CliIo, name: string | undefined):
   }
   // A table of its own for each pipeline: its alarms' names alone are some 60 columns wide.
   const cards = rows.map((r) =>
-    table(io, ['pipeline', r.pipeline], [
-      ['live', liveCell(r.live, r.latestPublication)],
-      ['last batch', r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status}, ${shortTime(r.lastBatch.from)} .. ${shortTime(r.lastBatch.to)} (UTC)` : '-'],
+    table(
+      io,
+      ['pipeline', r.pipeline],
       [
-        'freshness',
-        (r.freshness.ageMinutes === null
-          ? `no publication (SLA ${r.freshness.slaMinutes} min)`
-          : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`) +
-          (r.dataLag === null ? '' : `\nnewest event ${r.dataLag.newestEvent} (${r.dataLag.lagMinutes} min ago)`),
+        ['live', liveCell(r.live, r.latestPublication)],
+        [
+          'last batch',
+          r.lastBatch ? `${r.lastBatch.batchId} ${r.lastBatch.status}, ${shortTime(r.lastBatch.from)} .. ${shortTime(r.lastBatch.to)} (UTC)` : '-',
+        ],
+        [
+          'freshness',
+          (r.freshness.ageMinutes === null
+            ? `no publication (SLA ${r.freshness.slaMinutes} min)`
+            : `${r.freshness.ageMinutes} min old, SLA ${r.freshness.slaMinutes} min: ${r.freshness.withinSla ? 'within' : 'BREACHED'}`) +
+            (r.dataLag === null ? '' : `\nnewest event ${r.dataLag.newestEvent} (${r.dataLag.lagMinutes} min ago)`),
+        ],
+        ['alarms', r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-'],
+        ['running', r.running.map((e) => e.name).join('\n') || '-'],
       ],
-      ['alarms', r.alarms === null ? 'not read' : r.alarms.map((a) => `${a.name}: ${a.state}`).join('\n') || '-'],
-      ['running', r.running.map((e) => e.name).join('\n') || '-'],
-    ]),
+    ),
   );
   io.stdout(cards.join('\n\n'));
   return ExitCode.OK;
@@ -148,10 +175,16 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
       rows: b.rows_written === null ? null : num(b.rows_written),
       startedAt: text(b.started_at),
       // From the batch's first start to its end (a resumed batch counts its earlier attempts too); null while it runs.
-      tookSeconds: b.finished_at === null || b.finished_at === undefined ? null : Math.round((parseWarehouseTime(text(b.finished_at)).getTime() - parseWarehouseTime(text(b.started_at)).getTime()) / 1000),
+      tookSeconds:
+        b.finished_at === null || b.finished_at === undefined
+          ? null
+          : Math.round((parseWarehouseTime(text(b.finished_at)).getTime() - parseWarehouseTime(text(b.started_at)).getTime()) / 1000),
       // The events of its publications: null when it has none, else 'sent' or 'unsent' (the freshness monitor sends those).
       event: num(b.publications) === 0 ? null : num(b.events_sent) === num(b.publications) ? 'sent' : 'unsent',
-      checks: { passed: own.filter((c) => c.passed === true || c.passed === 'true').length, failed: own.filter((c) => !(c.passed === true || c.passed === 'true')).map((c) => text(c.check_name)) },
+      checks: {
+        passed: own.filter((c) => c.passed === true || c.passed === 'true').length,
+        failed: own.filter((c) => !(c.passed === true || c.passed === 'true')).map((c) => text(c.check_name)),
+      },
     };
   });
   if (ctx.json) {
@@ -172,7 +205,11 @@ export async function history(ctx: Context, io: CliIo, name: string, opts: { lim
         `${shortTime(r.from)} .. ${shortTime(r.to)}`,
         [r.status, ...(r.attempt > 1 ? [`attempt ${r.attempt}`] : []), ...(r.event === null ? [] : [`event ${r.event}`])].join('\n'),
         `${r.chunks} chunk(s)${r.rows === null ? '' : `\n${r.rows} rows`}`,
-        r.checks.passed + r.checks.failed.length === 0 ? 'not run' : r.checks.failed.length === 0 ? `${r.checks.passed} passed` : ['FAILED:', ...r.checks.failed].join('\n'),
+        r.checks.passed + r.checks.failed.length === 0
+          ? 'not run'
+          : r.checks.failed.length === 0
+            ? `${r.checks.passed} passed`
+            : ['FAILED:', ...r.checks.failed].join('\n'),
         `${shortTime(r.startedAt)}\n${r.tookSeconds === null ? 'running' : `took ${duration(r.tookSeconds)}`}`,
       ]),
     ),

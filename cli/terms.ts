@@ -43,7 +43,9 @@ function objectEnd(text: string, start: number): number {
 function executionInput(json: string): Record<string, unknown> | undefined {
   try {
     const value: unknown = JSON.parse(json);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) && ('pipeline' in value || 'group' in value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value) && ('pipeline' in value || 'group' in value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }

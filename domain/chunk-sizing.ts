@@ -6,10 +6,10 @@
  * computes them; chunks stay half-open, gapless and in order.
  */
 import { ValidationError } from './errors.ts';
-import type { BatchInterval, Chunk } from './plan.ts';
 import { extractColumn } from './extract-column.ts';
-import type { Pipeline } from './spec.ts';
+import type { BatchInterval, Chunk } from './plan.ts';
 import type { SourceTable } from './redshift-sql/source-sql.ts';
+import type { Pipeline } from './spec.ts';
 import { floorToGrain, nextBoundary, parseWarehouseTime } from './time.ts';
 
 /** One grain unit `[start, end)` of an interval. */
@@ -90,7 +90,10 @@ export function sortKeyWarning(pipeline: Pipeline, facts: readonly SortKeyFact[]
   const t = extractColumn(pipeline);
   if (facts.some((f) => f.firstSortColumn === t)) return undefined;
   const listed = facts
-    .map((f) => `${f.table.schema === undefined ? '' : `${f.table.schema}.`}${f.table.table} (${f.firstSortColumn === undefined ? 'no sort key' : `sorted first on ${f.firstSortColumn}`})`)
+    .map(
+      (f) =>
+        `${f.table.schema === undefined ? '' : `${f.table.schema}.`}${f.table.table} (${f.firstSortColumn === undefined ? 'no sort key' : `sorted first on ${f.firstSortColumn}`})`,
+    )
     .join(', ');
   return (
     `pipeline ${pipeline.name}: no table the source reads is sorted first on the ${t === pipeline.timeColumn ? 'time column' : 'modification time column'} ${t}: ${listed}. ` +

@@ -29,17 +29,28 @@ function atomicPublishCommand(input: Input): string | undefined {
     [CLI_NAME, name, shellWord(pipeline), ...flags.filter(([, v]) => v !== undefined).map(([f, v]) => `--${f} ${shellWord(String(v))}`)].join(' ');
   const flagValues = [from, to].every((v) => v === undefined || isText(v));
   if (rollback !== undefined) {
-    if (!onlyKeys(input, ['pipeline', 'rollback']) || !isObject(rollback) || !onlyKeys(rollback, ['to']) || !(rollback.to === undefined || isText(rollback.to))) return undefined;
+    if (!onlyKeys(input, ['pipeline', 'rollback']) || !isObject(rollback) || !onlyKeys(rollback, ['to']) || !(rollback.to === undefined || isText(rollback.to)))
+      return undefined;
     return command('rollback', [['to', rollback.to]]);
   }
   if (!flagValues) return undefined;
   if (check !== undefined) {
-    return check === true && onlyKeys(input, ['pipeline', 'from', 'to', 'check']) && from !== undefined && to !== undefined ? command('check', [['from', from], ['to', to]]) : undefined;
+    return check === true && onlyKeys(input, ['pipeline', 'from', 'to', 'check']) && from !== undefined && to !== undefined
+      ? command('check', [
+          ['from', from],
+          ['to', to],
+        ])
+      : undefined;
   }
   if (!onlyKeys(input, ['pipeline', 'from', 'to'])) return undefined;
   // `run` takes no --from: an input with one is a backfill's, which needs both.
   if (from === undefined) return command('run', [['to', to]]);
-  return to === undefined ? undefined : command('backfill', [['from', from], ['to', to]]);
+  return to === undefined
+    ? undefined
+    : command('backfill', [
+        ['from', from],
+        ['to', to],
+      ]);
 }
 
 /**

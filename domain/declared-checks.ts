@@ -131,12 +131,16 @@ export function checkDeclaredColumns(pipeline: Pipeline, columns: readonly LiveC
     const numeric = NUMERIC.test(type);
     const wrong = c.values.filter((v) => (numeric ? typeof v !== 'number' : typeof v !== 'string'));
     if (wrong.length > 0 && (numeric || CHARACTER.test(type))) {
-      throw refuse(acceptedValuesName(c), `lists ${wrong.map((v) => JSON.stringify(v)).join(', ')} for ${c.column} of ${live}, which is ${type}: list ${numeric ? 'numbers' : 'strings'}`);
+      throw refuse(
+        acceptedValuesName(c),
+        `lists ${wrong.map((v) => JSON.stringify(v)).join(', ')} for ${c.column} of ${live}, which is ${type}: list ${numeric ? 'numbers' : 'strings'}`,
+      );
     }
   }
   for (const c of pipeline.checks.pattern) {
     const type = typeOf(patternName(c), c.column);
-    if (!CHARACTER.test(type)) throw refuse(patternName(c), `matches ${c.column} of ${live}, which is ${type}: a pattern reads a text column (character varying, character)`);
+    if (!CHARACTER.test(type))
+      throw refuse(patternName(c), `matches ${c.column} of ${live}, which is ${type}: a pattern reads a text column (character varying, character)`);
   }
   for (const c of pipeline.checks.references) {
     const name = referencesName(c);

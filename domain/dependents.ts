@@ -118,7 +118,10 @@ export interface FactRow {
 /** md5 chained over the facts, as the guard procedure computes it: `fp := md5(fp || fact)` from ''. */
 export function factsFingerprint(facts: readonly string[]): string {
   let fp = '';
-  for (const fact of facts) fp = createHash('md5').update(fp + fact, 'utf8').digest('hex');
+  for (const fact of facts)
+    fp = createHash('md5')
+      .update(fp + fact, 'utf8')
+      .digest('hex');
   return fp;
 }
 
@@ -144,7 +147,11 @@ function columnList(text: string | undefined): string[] {
     const parsed: unknown = JSON.parse(trimmed);
     if (Array.isArray(parsed)) return parsed.map(String);
   }
-  return trimmed.replace(/^\(|\)$/g, '').split(',').map((c) => c.trim().replace(/^"|"$/g, '')).filter((c) => c !== '');
+  return trimmed
+    .replace(/^\(|\)$/g, '')
+    .split(',')
+    .map((c) => c.trim().replace(/^"|"$/g, ''))
+    .filter((c) => c !== '');
 }
 
 /**

@@ -9,9 +9,9 @@
  * (liveDriftCounts); this module judges them.
  */
 import type { CheckResult } from './batch.ts';
+import type { Severity } from './declared-checks.ts';
 import { ValidationError } from './errors.ts';
 import type { LiveColumn } from './plan.ts';
-import type { Severity } from './declared-checks.ts';
 import type { Pipeline } from './spec.ts';
 import { renderTable } from './text-table.ts';
 
@@ -124,8 +124,14 @@ export function rowCountDrift(rule: RowCountDrift, chunks: readonly ChunkRows[])
   const small = chunks.length - noLive - compared.length;
   const failing = compared
     .map((c) => ({ ...c, changePct: percentOf(c.stagingRows - c.liveRows, c.liveRows) }))
-    .filter((c) => (rule.maxDecreasePct !== undefined && -c.changePct > rule.maxDecreasePct) || (rule.maxIncreasePct !== undefined && c.changePct > rule.maxIncreasePct));
-  const skipped = [noLive > 0 ? `${noLive} with no live rows to compare` : '', small > 0 ? `${small} with fewer than ${rule.minRows} live rows, not compared` : ''].filter(Boolean);
+    .filter(
+      (c) =>
+        (rule.maxDecreasePct !== undefined && -c.changePct > rule.maxDecreasePct) || (rule.maxIncreasePct !== undefined && c.changePct > rule.maxIncreasePct),
+    );
+  const skipped = [
+    noLive > 0 ? `${noLive} with no live rows to compare` : '',
+    small > 0 ? `${small} with fewer than ${rule.minRows} live rows, not compared` : '',
+  ].filter(Boolean);
   return {
     check: {
       check: ROW_COUNT_DRIFT,
@@ -150,7 +156,10 @@ export function nullRateDrift(rule: NullRateDrift, columns: readonly ColumnNulls
   const shares = compared.map((c) => ({ ...c, stagingPct: percentOf(c.stagingNulls, c.stagingRows), livePct: percentOf(c.liveNulls, c.liveRows) }));
   const failing = shares.filter((c) => c.stagingPct - c.livePct > rule.maxIncreasePoints);
   const rows = columns[0];
-  const skipped = compared.length < columns.length && rows !== undefined ? `; not compared: live ${rows.liveRows}, staging ${rows.stagingRows} rows over the interval, fewer than ${rule.minRows}` : '';
+  const skipped =
+    compared.length < columns.length && rows !== undefined
+      ? `; not compared: live ${rows.liveRows}, staging ${rows.stagingRows} rows over the interval, fewer than ${rule.minRows}`
+      : '';
   return {
     check: {
       check: NULL_RATE_DRIFT,
@@ -158,7 +167,10 @@ export function nullRateDrift(rule: NullRateDrift, columns: readonly ColumnNulls
       severity: rule.severity,
       observed: `${failing.length} of ${compared.length} column(s) compared whose NULL share rose by more than ${rule.maxIncreasePoints} points${skipped}`,
       expected: `each column's NULL share in staging at most ${rule.maxIncreasePoints} percentage points (tolerance) above live's over the batch interval; severity ${rule.severity}`,
-      details: listed(failing, (c) => `${c.column}: live ${c.livePct.toFixed(1)}% NULL, staging ${c.stagingPct.toFixed(1)}% NULL (${signed(c.stagingPct - c.livePct, ' points')})`),
+      details: listed(
+        failing,
+        (c) => `${c.column}: live ${c.livePct.toFixed(1)}% NULL, staging ${c.stagingPct.toFixed(1)}% NULL (${signed(c.stagingPct - c.livePct, ' points')})`,
+      ),
     },
     failing,
   };
@@ -225,7 +237,9 @@ export function driftFailureText(drift: DriftOutcome): string[] {
     lines.push(
       renderTable(
         ['column', 'live NULL', 'staging NULL', 'change'],
-        drift.columns.slice(0, MAX_LISTED).map((c) => [c.column, `${c.livePct.toFixed(1)}%`, `${c.stagingPct.toFixed(1)}%`, signed(c.stagingPct - c.livePct, ' points')]),
+        drift.columns
+          .slice(0, MAX_LISTED)
+          .map((c) => [c.column, `${c.livePct.toFixed(1)}%`, `${c.stagingPct.toFixed(1)}%`, signed(c.stagingPct - c.livePct, ' points')]),
         ['l', 'r', 'r', 'r'],
       ),
     );

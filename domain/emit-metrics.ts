@@ -10,7 +10,6 @@ export interface EmittedMetrics {
   readonly [MetricName.DataLagSeconds]: number;
 }
 
-
 export interface PublishFacts {
   readonly rowsPublished: number;
   /** When the swap committed, as the manifest recorded it. */

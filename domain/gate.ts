@@ -25,7 +25,9 @@ export interface MeasureTolerance {
 
 /** `absolute 0.01, relative 1e-9`: a tolerance as the check's text names it. */
 export function toleranceText(tolerance: MeasureTolerance): string {
-  return [tolerance.absolute === undefined ? '' : `absolute ${tolerance.absolute}`, tolerance.relative === undefined ? '' : `relative ${tolerance.relative}`].filter(Boolean).join(', ');
+  return [tolerance.absolute === undefined ? '' : `absolute ${tolerance.absolute}`, tolerance.relative === undefined ? '' : `relative ${tolerance.relative}`]
+    .filter(Boolean)
+    .join(', ');
 }
 
 /**
@@ -53,7 +55,9 @@ export function checkMeasureColumns(pipeline: Pipeline, columns: readonly LiveCo
   for (const column of pipeline.checks.measures) {
     const type = columns.find((c) => c.name === column)?.dataType;
     if (type === undefined) {
-      throw new ValidationError(`pipeline ${pipeline.name}: checks.measures names ${column}, which is not a column of ${live}: name a numeric column of the live table or remove it`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: checks.measures names ${column}, which is not a column of ${live}: name a numeric column of the live table or remove it`,
+      );
     }
     if (FLOATING.includes(type)) {
       if (pipeline.checks.measureTolerances?.[column] !== undefined) continue;
@@ -62,7 +66,9 @@ export function checkMeasureColumns(pipeline: Pipeline, columns: readonly LiveCo
       );
     }
     if (!(MEASURE_TYPES as readonly string[]).includes(type)) {
-      throw new ValidationError(`pipeline ${pipeline.name}: checks.measures names ${column} of ${live}, which is ${type}; a measure must be a number (${MEASURE_TYPES.join(', ')}; ${FLOATING.join(' or ')} with a tolerance): name another column or remove it`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: checks.measures names ${column} of ${live}, which is ${type}; a measure must be a number (${MEASURE_TYPES.join(', ')}; ${FLOATING.join(' or ')} with a tolerance): name another column or remove it`,
+      );
     }
   }
 }

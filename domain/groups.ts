@@ -112,7 +112,9 @@ export function defineGroups(specs: readonly GroupSpec[], pipelines: readonly Pi
     for (const member of group.members) {
       const other = memberOf.get(member.name);
       if (other) {
-        throw new ValidationError(`publish group ${group.name}: pipeline ${member.name} is already a member of group ${other}; a pipeline belongs to at most one group`);
+        throw new ValidationError(
+          `publish group ${group.name}: pipeline ${member.name} is already a member of group ${other}; a pipeline belongs to at most one group`,
+        );
       }
       memberOf.set(member.name, group.name);
     }
@@ -151,7 +153,9 @@ export function resolveGroup(input: unknown, groups: readonly PublishGroup[]): {
   if (typeof name !== 'string' || name === '') throw new ValidationError(`input.group must be a group's name, got ${echo(name)}`);
   const group = groups.find((g) => g.name === name);
   if (!group) {
-    throw new ValidationError(`unknown publish group ${echo(name)}; known groups: ${groups.map((g) => g.name).join(', ') || '(none)'}. Groups are declared in pipelines/index.ts`);
+    throw new ValidationError(
+      `unknown publish group ${echo(name)}; known groups: ${groups.map((g) => g.name).join(', ') || '(none)'}. Groups are declared in pipelines/index.ts`,
+    );
   }
   return { group, interval: { ...(fields.from !== undefined ? { from: fields.from } : {}), ...(fields.to !== undefined ? { to: fields.to } : {}) } };
 }

@@ -52,7 +52,6 @@ export function quoteCatalogName(name: string): string {
 export function catalogNameProblem(name: unknown): string | undefined {
   if (typeof name !== 'string' || name.length === 0) return 'must be a non-empty string';
   if (Buffer.byteLength(name, 'utf8') > MAX_USER_NAME_LENGTH) return `${echo(name)} is longer than ${MAX_USER_NAME_LENGTH} bytes`;
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) return `${echo(name)} holds a control character, which Redshift's names cannot`;
   return undefined;
 }
@@ -93,7 +92,6 @@ export function sqlLiteral(value: LiteralValue): string {
     if (Number.isNaN(value.getTime())) throw new ValidationError('cannot render an invalid date as a SQL literal');
     return `CAST('${formatTimestamp(value)}' AS timestamp)`;
   }
-  // eslint-disable-next-line no-control-regex
   if (/[\\\u0000-\u001f]/.test(value)) {
     throw new ValidationError(`refusing to render a string with a backslash or control character as a SQL literal`);
   }

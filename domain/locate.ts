@@ -11,8 +11,8 @@ import { ValidationError } from './errors.ts';
 import type { LiveColumn } from './plan.ts';
 import type { ChunkCount } from './reconcile.ts';
 import type { Pipeline } from './spec.ts';
-import { renderTable } from './text-table.ts';
 import { clip } from './text.ts';
+import { renderTable } from './text-table.ts';
 
 /** Chunks examined at most: each costs a read of its rows on both sides, twice. */
 export const MAX_LOCATED_CHUNKS = 5;
@@ -31,7 +31,9 @@ export function checkDimensionColumns(pipeline: Pipeline, columns: readonly Live
   for (const column of pipeline.checks.dimensions ?? []) {
     const type = columns.find((c) => c.name === column)?.dataType;
     if (type === undefined) {
-      throw new ValidationError(`pipeline ${pipeline.name}: checks.dimensions names ${column}, which is not a column of ${schema}.${table}: name a column of the live table or remove it`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: checks.dimensions names ${column}, which is not a column of ${schema}.${table}: name a column of the live table or remove it`,
+      );
     }
     if (FLOATING.includes(type)) {
       throw new ValidationError(
@@ -177,7 +179,9 @@ export function notLocated(error: Error): { checks: CheckResult[]; text: string 
 /** The location for the alert: a table of the segments that differ, then the keys that differ in each direction. */
 export function locationText(location: Location): string {
   const { unit } = location;
-  const lines = [`Where the content differs (${location.segments.length} of ${location.segmentCount} segment(s) by ${[unit, ...location.dimensions].join(', ')}; ${examined(location)}):`];
+  const lines = [
+    `Where the content differs (${location.segments.length} of ${location.segmentCount} segment(s) by ${[unit, ...location.dimensions].join(', ')}; ${examined(location)}):`,
+  ];
   if (location.segments.length > 0) {
     const measureHeads = location.measures.flatMap((m) => [`${m} source`, `${m} staging`, `${m} source - staging`]);
     const hasChecksum = location.segments.some((s) => s.checksum !== undefined);

@@ -7,7 +7,17 @@ import type { LiveColumn } from './plan.ts';
 import type { Pipeline } from './spec.ts';
 
 /** Types a version column may have: ordered by `>` the way versions grow (information_schema.columns.data_type). */
-const VERSION_TYPES = ['smallint', 'integer', 'bigint', 'numeric', 'real', 'double precision', 'date', 'timestamp without time zone', 'timestamp with time zone'];
+const VERSION_TYPES = [
+  'smallint',
+  'integer',
+  'bigint',
+  'numeric',
+  'real',
+  'double precision',
+  'date',
+  'timestamp without time zone',
+  'timestamp with time zone',
+];
 
 /**
  * The live table holds `modifiedColumn` as a `timestamp without time zone`
@@ -23,17 +33,32 @@ export function checkMergeColumns(pipeline: Pipeline, columns: readonly LiveColu
   const requireColumn = (field: string, column: string, accepted: readonly string[], wanted: string) => {
     const type = typeOf(column);
     if (type === undefined) {
-      throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} is not a column of ${live}: add it to the live table (and the source query) or name another column`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: ${field} ${column} is not a column of ${live}: add it to the live table (and the source query) or name another column`,
+      );
     }
     if (!accepted.includes(type)) {
-      throw new ValidationError(`pipeline ${pipeline.name}: ${field} ${column} of ${live} is ${type}; it must be ${wanted}: name another column or change its type`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: ${field} ${column} of ${live} is ${type}; it must be ${wanted}: name another column or change its type`,
+      );
     }
   };
   if (pipeline.modifiedColumn !== undefined) {
-    requireColumn('modifiedColumn', pipeline.modifiedColumn, ['timestamp without time zone'], 'a timestamp without time zone holding UTC (the source modification time chunks are placed by)');
+    requireColumn(
+      'modifiedColumn',
+      pipeline.modifiedColumn,
+      ['timestamp without time zone'],
+      'a timestamp without time zone holding UTC (the source modification time chunks are placed by)',
+    );
   }
   if (pipeline.merge !== undefined) {
-    requireColumn('merge.versionColumn', pipeline.merge.versionColumn, VERSION_TYPES, 'a number, date or timestamp whose value grows with each new version of a row');
-    if (pipeline.merge.softDeleteColumn !== undefined) requireColumn('merge.softDeleteColumn', pipeline.merge.softDeleteColumn, ['boolean'], 'a boolean (true: the row is deleted)');
+    requireColumn(
+      'merge.versionColumn',
+      pipeline.merge.versionColumn,
+      VERSION_TYPES,
+      'a number, date or timestamp whose value grows with each new version of a row',
+    );
+    if (pipeline.merge.softDeleteColumn !== undefined)
+      requireColumn('merge.softDeleteColumn', pipeline.merge.softDeleteColumn, ['boolean'], 'a boolean (true: the row is deleted)');
   }
 }

@@ -36,11 +36,15 @@ export function isMigrationInput(input: unknown): boolean {
 export function migrationInterval(input: Record<string, unknown>, pipeline: Pipeline, now: Date): BatchInterval {
   const extra = Object.keys(input).filter((key) => !['pipeline', 'migrate', 'to'].includes(key));
   if (extra.length > 0) {
-    throw new ValidationError(`a migration input has unknown field(s): ${extra.join(', ')} (allowed: pipeline, migrate, to; a migration copies all history from historyStart)`);
+    throw new ValidationError(
+      `a migration input has unknown field(s): ${extra.join(', ')} (allowed: pipeline, migrate, to; a migration copies all history from historyStart)`,
+    );
   }
   if (input.migrate !== true) throw new ValidationError(`input.migrate must be true, got ${echo(input.migrate)}`);
   if (!pipeline.migration) {
-    throw new ValidationError(`pipeline ${pipeline.name} declares no migration: add migration.ddl (the new CREATE TABLE body) to its spec, deploy, and run this again`);
+    throw new ValidationError(
+      `pipeline ${pipeline.name} declares no migration: add migration.ddl (the new CREATE TABLE body) to its spec, deploy, and run this again`,
+    );
   }
   return resolveInterval({ pipeline: pipeline.name, ...(input.to === undefined ? {} : { to: input.to as string }) }, pipeline, now);
 }

@@ -8,8 +8,8 @@
  * breaker by default (DEFAULT_BREAKER).
  */
 import { TRANSIENT_ERROR_NAMES, ValidationError } from './errors.ts';
-import { parseWarehouseTime } from './time.ts';
 import { echo } from './text.ts';
+import { parseWarehouseTime } from './time.ts';
 
 export interface PauseProbeSettings {
   /** LoadChunk pauses while the warehouse's queues hold at least this many queries. */
@@ -152,7 +152,8 @@ export function breakerDecision(row: BreakerRow | undefined, executionId: string
 /** The page of an execution the open breaker ended in Plan: what the breaker says and when the next probe may run. */
 export function breakerOpenMessage(row: BreakerRow, nextProbeAt: Date, settings: BreakerSettings): string {
   const iso = (d: Date | undefined) => (d ? d.toISOString() : 'unknown');
-  const probing = row.state === BreakerState.HALF_OPEN ? ` Execution ${row.probeExecution ?? '?'} is running as the half-open probe since ${iso(row.probeStartedAt)}.` : '';
+  const probing =
+    row.state === BreakerState.HALF_OPEN ? ` Execution ${row.probeExecution ?? '?'} is running as the half-open probe since ${iso(row.probeStartedAt)}.` : '';
   return (
     `circuit breaker open: the warehouse failed ${row.consecutiveFailures} consecutive run(s) with transient errors ` +
     `(opens at ${settings.failures}); open since ${iso(row.openedAt)}; last error: ${(row.lastError ?? 'unknown').slice(0, 1024)}.${probing} ` +

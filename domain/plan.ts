@@ -1,5 +1,5 @@
-import { ValidationError } from './errors.ts';
 import { checkDriftColumns } from './drift.ts';
+import { ValidationError } from './errors.ts';
 import { checkMeasureColumns } from './gate.ts';
 import { checkDimensionColumns } from './locate.ts';
 import { checkMergeColumns } from './merge.ts';
@@ -187,11 +187,16 @@ export function loadedColumns(pipeline: Pipeline, live: readonly LiveColumn[], s
         'which the gate matches source and staging rows by: key the pipeline on columns the source query produces. Nothing was written',
     );
   }
-  const byNewTable = pipeline.publishVia === 'view' ? "publishVia 'view' publishes each version as a new table" : pipeline.publishMode === 'swap' && pipeline.snapshotReaders !== 'in-place' ? 'the rename swap publishes staging as the new live table' : undefined;
+  const byNewTable =
+    pipeline.publishVia === 'view'
+      ? "publishVia 'view' publishes each version as a new table"
+      : pipeline.publishMode === 'swap' && pipeline.snapshotReaders !== 'in-place'
+        ? 'the rename swap publishes staging as the new live table'
+        : undefined;
   if (byNewTable !== undefined) {
     throw new ValidationError(
       `pipeline ${pipeline.name}: ${schema}.${table} has identity column(s) ${identities.map((c) => `${c.name} ${identityText(c.identity!)}`).join(', ')}, and ${byNewTable}, ` +
-        'whose identity would count from its seed again (Redshift has no ALTER of an identity\'s next value) and reuse numbers the live table already gave. ' +
+        "whose identity would count from its seed again (Redshift has no ALTER of an identity's next value) and reuse numbers the live table already gave. " +
         (pipeline.publishVia === 'view'
           ? "Publish it without publishVia 'view'"
           : "Set snapshotReaders: 'in-place': the live table's rows are then replaced in place and its own identity keeps counting") +
@@ -226,9 +231,7 @@ export function resolvePipeline(input: unknown, pipelines: readonly Pipeline[]):
   if (typeof name !== 'string' || name === '') throw new ValidationError('input.pipeline is required');
   const pipeline = pipelines.find((p) => p.name === name);
   if (!pipeline) {
-    throw new ValidationError(
-      `unknown pipeline ${echo(name)}; known pipelines: ${pipelines.map((p) => p.name).join(', ') || '(none)'}`,
-    );
+    throw new ValidationError(`unknown pipeline ${echo(name)}; known pipelines: ${pipelines.map((p) => p.name).join(', ') || '(none)'}`);
   }
   return pipeline;
 }
@@ -248,7 +251,9 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
   const extra = Object.keys(input).filter((key) => !known.has(key));
   if (extra.length > 0) throw new ValidationError(`input has unknown field(s): ${clip(extra.join(', '))} (allowed: pipeline, from, to, restate, check)`);
   if (isRestatement(input) && isCheck(input)) {
-    throw new ValidationError('input.check and input.restate exclude each other: a check publishes nothing, a restatement publishes a correction. Give one of them');
+    throw new ValidationError(
+      'input.check and input.restate exclude each other: a check publishes nothing, a restatement publishes a correction. Give one of them',
+    );
   }
 
   const { grain, timezone } = pipeline.chunk;
@@ -260,7 +265,10 @@ export function resolveInterval(input: ExecutionInput, pipeline: Pipeline, now: 
   if (from.getTime() >= to.getTime()) {
     throw new ValidationError(`interval is empty or reversed: from ${from.toISOString()} is not before to ${to.toISOString()}`);
   }
-  for (const [field, instant] of [['from', from], ['to', to]] as const) {
+  for (const [field, instant] of [
+    ['from', from],
+    ['to', to],
+  ] as const) {
     if (!isOnGrain(instant, grain, timezone)) {
       throw new ValidationError(
         `input.${field} ${instant.toISOString()} is not on a ${grain} boundary in ${timezone} (nearest earlier boundary: ${floorToGrain(instant, grain, timezone).toISOString()})`,
@@ -351,11 +359,7 @@ export function batchIdFor(pipeline: Pipeline, interval: BatchInterval, rerun: n
  * when not recorded): one that failed is resumed; once all have ended, a
  * new one is started.
  */
-export async function nextRerun(
-  kind: Rerun['kind'],
-  ended: readonly string[],
-  statusOf: (n: number) => Promise<unknown>,
-): Promise<Rerun> {
+export async function nextRerun(kind: Rerun['kind'], ended: readonly string[], statusOf: (n: number) => Promise<unknown>): Promise<Rerun> {
   for (let n = 1; ; n += 1) {
     const status = await statusOf(n);
     if (status === undefined || !ended.includes(String(status))) return { kind, n };
@@ -410,18 +414,43 @@ export function checkNullTimes(pipeline: Pipeline, nullable: readonly { table: s
  * aliases: "Data types", https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html.
  */
 const TYPE_FAMILIES: Record<string, string> = {
-  smallint: 'integer', integer: 'integer', bigint: 'integer', int: 'integer', int2: 'integer', int4: 'integer', int8: 'integer',
-  numeric: 'exact numeric', decimal: 'exact numeric',
-  real: 'float', 'double precision': 'float', float: 'float', float4: 'float', float8: 'float',
-  'character varying': 'string', character: 'string', varchar: 'string', char: 'string', bpchar: 'string', text: 'string',
-  nvarchar: 'string', nchar: 'string', name: 'string',
-  boolean: 'boolean', bool: 'boolean',
+  smallint: 'integer',
+  integer: 'integer',
+  bigint: 'integer',
+  int: 'integer',
+  int2: 'integer',
+  int4: 'integer',
+  int8: 'integer',
+  numeric: 'exact numeric',
+  decimal: 'exact numeric',
+  real: 'float',
+  'double precision': 'float',
+  float: 'float',
+  float4: 'float',
+  float8: 'float',
+  'character varying': 'string',
+  character: 'string',
+  varchar: 'string',
+  char: 'string',
+  bpchar: 'string',
+  text: 'string',
+  nvarchar: 'string',
+  nchar: 'string',
+  name: 'string',
+  boolean: 'boolean',
+  bool: 'boolean',
   date: 'date',
-  'timestamp without time zone': 'timestamp', timestamp: 'timestamp',
-  'timestamp with time zone': 'timestamp with time zone', timestamptz: 'timestamp with time zone',
-  'time without time zone': 'time', time: 'time',
-  'time with time zone': 'time with time zone', timetz: 'time with time zone',
-  varbyte: 'binary', 'binary varying': 'binary', bytea: 'binary',
+  'timestamp without time zone': 'timestamp',
+  timestamp: 'timestamp',
+  'timestamp with time zone': 'timestamp with time zone',
+  timestamptz: 'timestamp with time zone',
+  'time without time zone': 'time',
+  time: 'time',
+  'time with time zone': 'time with time zone',
+  timetz: 'time with time zone',
+  varbyte: 'binary',
+  'binary varying': 'binary',
+  bytea: 'binary',
 };
 
 /** Families a value may come from and still fit the family it goes into: an integer fits exact numerics and floats. */
@@ -440,11 +469,7 @@ export function typeFamily(typeName: string): string {
  * integer column, a timestamp for a date, or a float for a numeric would be
  * converted (or refused) row by row in the middle of the load instead.
  */
-export function checkSourceTypes(
-  pipeline: Pipeline,
-  liveColumns: readonly LiveColumn[],
-  sourceColumns: readonly { name: string; typeName: string }[],
-): void {
+export function checkSourceTypes(pipeline: Pipeline, liveColumns: readonly LiveColumn[], sourceColumns: readonly { name: string; typeName: string }[]): void {
   const { schema, table } = pipeline.target;
   const wrong: string[] = [];
   for (const live of liveColumns) {

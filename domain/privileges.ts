@@ -10,9 +10,10 @@
  * CREATE does not include; renaming or dropping a table needs its owner;
  * reading a table needs SELECT on it.
  */
+
+import { STAGING_PLACEHOLDER } from './declared-checks.ts';
 import { MissingPrivilegeError, ValidationError } from './errors.ts';
 import { qualifiedName, type Relation } from './identifiers.ts';
-import { STAGING_PLACEHOLDER } from './declared-checks.ts';
 import { sourceTables } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
@@ -54,7 +55,9 @@ export function checkRelations(pipeline: Pipeline): Relation[] {
   for (const check of pipeline.checks.sql) {
     for (const read of sourceTables(check.sql.replaceAll(STAGING_PLACEHOLDER, qualifiedName(schema, table)))) {
       if (read.schema === undefined) {
-        throw new ValidationError(`pipeline ${pipeline.name}: check sql:${check.name} reads ${read.table} without a schema; qualify it (schema.${read.table}), or name staging as ${STAGING_PLACEHOLDER}`);
+        throw new ValidationError(
+          `pipeline ${pipeline.name}: check sql:${check.name} reads ${read.table} without a schema; qualify it (schema.${read.table}), or name staging as ${STAGING_PLACEHOLDER}`,
+        );
       }
       if (read.schema !== schema || read.table !== table) found.push({ schema: read.schema, table: read.table });
     }
@@ -103,7 +106,13 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
     { kind: 'schema', privilege: 'USAGE', schema, reason: 'to reach the live table' },
     { kind: 'table', privilege: 'SELECT', schema, table, reason: 'to read its newest event time (the data lag)' },
     { kind: 'schema', privilege: 'USAGE', schema: MANIFEST_SCHEMA, reason: 'to reach the manifest (it exists after the first run)' },
-    { kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'publications', reason: 'to read when the live data was published (the publish age)' },
+    {
+      kind: 'table',
+      privilege: 'SELECT',
+      schema: MANIFEST_SCHEMA,
+      table: 'publications',
+      reason: 'to read when the live data was published (the publish age)',
+    },
     // Column-level: the monitor can mark an event sent and change nothing else
     // (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html, column-level privileges).
     {
@@ -116,7 +125,15 @@ export function monitorPrivileges(pipeline: Pipeline): Requirement[] {
     },
     // The live watch (outOfBand.watch) fingerprints the live table with the SELECT above.
     ...(pipeline.outOfBand.watch
-      ? [{ kind: 'table', privilege: 'SELECT', schema: MANIFEST_SCHEMA, table: 'pipeline_leases', reason: 'to leave the live table alone while a run holds the lease (the live watch)' } as const]
+      ? [
+          {
+            kind: 'table',
+            privilege: 'SELECT',
+            schema: MANIFEST_SCHEMA,
+            table: 'pipeline_leases',
+            reason: 'to leave the live table alone while a run holds the lease (the live watch)',
+          } as const,
+        ]
       : []),
   ];
 }

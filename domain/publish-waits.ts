@@ -45,6 +45,8 @@ export function publishWaitsFromEnv(env: NodeJS.ProcessEnv = process.env): Publi
 export function publishWaitsEnvironment(waits: Partial<PublishWaits> = {}): Record<string, string> {
   return {
     ...(waits.lockWaitMs !== undefined ? { [PublishWaitEnv.LOCK_WAIT_MS]: String(checked(PublishWaitEnv.LOCK_WAIT_MS, waits.lockWaitMs)) } : {}),
-    ...(waits.snapshotWaitMs !== undefined ? { [PublishWaitEnv.SNAPSHOT_WAIT_MS]: String(checked(PublishWaitEnv.SNAPSHOT_WAIT_MS, waits.snapshotWaitMs)) } : {}),
+    ...(waits.snapshotWaitMs !== undefined
+      ? { [PublishWaitEnv.SNAPSHOT_WAIT_MS]: String(checked(PublishWaitEnv.SNAPSHOT_WAIT_MS, waits.snapshotWaitMs)) }
+      : {}),
   };
 }

@@ -65,7 +65,9 @@ export function quarantines(pipeline: Pipeline): boolean {
 export function rowRules(pipeline: Pipeline): RowRule[] {
   return [
     ...pipeline.checks.notNull.filter((c) => c.action === 'quarantine').map((c) => ({ reason: notNullName(c), column: c.column })),
-    ...pipeline.checks.acceptedValues.filter((c) => c.action === 'quarantine').map((c) => ({ reason: acceptedValuesName(c), column: c.column, values: c.values })),
+    ...pipeline.checks.acceptedValues
+      .filter((c) => c.action === 'quarantine')
+      .map((c) => ({ reason: acceptedValuesName(c), column: c.column, values: c.values })),
     ...pipeline.checks.pattern.flatMap((c, i) =>
       c.action === 'quarantine' ? [{ reason: patternName(c), column: c.column, pattern: { regex: c.regex, parameter: patternParameter(i) } }] : [],
     ),

@@ -1,11 +1,11 @@
 import { type CheckResult, ChunkStatus } from './batch.ts';
-import type { NullTimes } from './spec.ts';
-import { renderTable } from './text-table.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
-import { QUARANTINE_CHECK } from './quarantine.ts';
 import { type DriftOutcome, driftFailureText, isDriftCheck, NO_DRIFT } from './drift.ts';
 import { type MeasureTolerance, toleranceText, withinTolerance } from './gate.ts';
+import { QUARANTINE_CHECK } from './quarantine.ts';
+import type { NullTimes } from './spec.ts';
+import { renderTable } from './text-table.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -55,9 +55,9 @@ export interface Reconciliation {
 const MAX_LISTED = 20;
 
 function listChunks(chunks: readonly ChunkCount[]): string {
-  const shown = chunks.slice(0, MAX_LISTED).map(
-    (c) => `#${c.index} ${c.start}: source ${c.sourceRows}, staging ${c.stagingRows}, recorded ${c.recordedRows ?? '-'}`,
-  );
+  const shown = chunks
+    .slice(0, MAX_LISTED)
+    .map((c) => `#${c.index} ${c.start}: source ${c.sourceRows}, staging ${c.stagingRows}, recorded ${c.recordedRows ?? '-'}`);
   if (chunks.length > MAX_LISTED) shown.push(`... and ${chunks.length - MAX_LISTED} more`);
   return shown.join('; ');
 }
@@ -138,7 +138,9 @@ export function reconcile(
       passed: notDone.length === 0 && unrecorded === 0,
       observed: `${counts.length - notDone.length} of ${planned} chunks done`,
       expected: `${planned} of ${planned} chunks done`,
-      details: [listChunks(notDone), unrecorded > 0 ? `${unrecorded} planned chunk(s) never recorded (a window of chunks that did not run)` : ''].filter(Boolean).join('; '),
+      details: [listChunks(notDone), unrecorded > 0 ? `${unrecorded} planned chunk(s) never recorded (a window of chunks that did not run)` : '']
+        .filter(Boolean)
+        .join('; '),
     },
     {
       check: 'staging_rows_match_source',

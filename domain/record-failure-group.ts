@@ -43,7 +43,9 @@ export function failedGroup(event: RecordFailureEvent): { name: string; members:
 }
 
 function liveLine(member: MemberFailureFacts): string {
-  const live = member.live ? `publication ${member.live.seq} (batch ${member.live.batchId}, published at ${member.live.publishedAt} UTC)` : 'the version before atomic-publish';
+  const live = member.live
+    ? `publication ${member.live.seq} (batch ${member.live.batchId}, published at ${member.live.publishedAt} UTC)`
+    : 'the version before atomic-publish';
   return `  ${member.batch.liveTable}: ${live}; batch ${member.batch.batchId} is ${member.status ?? 'unknown (manifest not read)'}`;
 }
 
@@ -60,9 +62,14 @@ export function groupFailureReport(event: RecordFailureEvent, group: { name: str
   if (group.members.length === 0) {
     lines.push("Live tables: untouched; the run stopped in Plan, before loading anything: no member's live table was written.");
     if (facts.planBatches?.length) {
-      lines.push(`Batches:    created by this execution in Plan, no chunk loaded: ${facts.planBatches.map((b) => `${b.batchId} (${b.pipeline}) now ${b.status}`).join(', ')}`);
+      lines.push(
+        `Batches:    created by this execution in Plan, no chunk loaded: ${facts.planBatches.map((b) => `${b.batchId} (${b.pipeline}) now ${b.status}`).join(', ')}`,
+      );
     }
-    next = name === 'ValidationError' ? 'correct the execution input (the error says what is wrong) and start a new execution; nothing was written.' : `fix the cause the error names, then start an execution with input ${clip(JSON.stringify(event.input))}.`;
+    next =
+      name === 'ValidationError'
+        ? 'correct the execution input (the error says what is wrong) and start a new execution; nothing was written.'
+        : `fix the cause the error names, then start an execution with input ${clip(JSON.stringify(event.input))}.`;
   } else {
     lines.push(`Group:      ${group.name}: ${group.members.map((m) => m.pipeline).join(', ')}; interval to ${first!.to}`);
     const published = facts.members.filter((m) => m.status === BatchStatus.PUBLISHED);
@@ -84,7 +91,9 @@ export function groupFailureReport(event: RecordFailureEvent, group: { name: str
     }
     for (const member of facts.members) lines.push(liveLine(member));
     const cancelled = facts.members.reduce((sum, m) => sum + m.cancelled, 0);
-    lines.push(`Statements: ${cancelled > 0 ? `cancelled ${cancelled} still-running statement(s) of the members' batches` : 'no statement of the members was left running'}.`);
+    lines.push(
+      `Statements: ${cancelled > 0 ? `cancelled ${cancelled} still-running statement(s) of the members' batches` : 'no statement of the members was left running'}.`,
+    );
   }
   lines.push(
     `Manifest:   ${facts.recordError ? `not updated (${clipUtf8(facts.recordError, 4096)})` : `member batches not published are marked FAILED in ${MANIFEST_SCHEMA}.batches`}`,

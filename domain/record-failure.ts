@@ -211,7 +211,9 @@ function statementsLine(facts: FailureFacts): string {
   if (cancelled.length === 0 && stillRunning.length === 0) return 'no statement of this batch was left running.';
   const parts: string[] = [];
   if (cancelled.length > 0) {
-    parts.push(`cancelled ${cancelled.length} still-running statement(s) of this batch (the INSERTs of chunk(s) ${chunkList(cancelled)}; a re-run reloads them)`);
+    parts.push(
+      `cancelled ${cancelled.length} still-running statement(s) of this batch (the INSERTs of chunk(s) ${chunkList(cancelled)}; a re-run reloads them)`,
+    );
   }
   if (stillRunning.length > 0) {
     parts.push(`${stillRunning.length} could not be cancelled and may still run (chunk(s) ${chunkList(stillRunning)}; a re-run waits for them)`);
@@ -245,7 +247,9 @@ function describeFailedRollback(
     return `if the rollback is still wanted, start an execution with input ${JSON.stringify({ pipeline: batch.pipeline, rollback: { to: rollback.batchId } })}: Plan resolves it against what is live now.`;
   }
   if (isObject(state.publish) || (latest !== undefined && latest > rollback.rolledBackSeq)) {
-    lines.push(`Live table: ${batch.liveTable} shows publication ${latest ?? '?'}; see atomic_publish.publications (rollback_of) for whether it is this rollback; a step after the swap failed.`);
+    lines.push(
+      `Live table: ${batch.liveTable} shows publication ${latest ?? '?'}; see atomic_publish.publications (rollback_of) for whether it is this rollback; a step after the swap failed.`,
+    );
     return undefined;
   }
   lines.push(
@@ -258,7 +262,8 @@ function describeFailedRollback(
 function breakerLine(breaker: NonNullable<FailureFacts['breaker']>): string {
   if (breaker.error) return `could not count this failure (${clipUtf8(breaker.error, MAX_RECORD_ERROR_BYTES)})`;
   const since = breaker.openedAt ? ` since ${breaker.openedAt}` : '';
-  if (breaker.state === 'open') return `OPEN${since} after ${breaker.failures ?? '?'} consecutive transient failure(s): new runs end at once in Plan until its cool-down has passed.`;
+  if (breaker.state === 'open')
+    return `OPEN${since} after ${breaker.failures ?? '?'} consecutive transient failure(s): new runs end at once in Plan until its cool-down has passed.`;
   if (breaker.state === 'half_open') return `half-open: another execution runs as its probe.`;
   return `closed; ${breaker.failures ?? 0} consecutive transient failure(s) counted.`;
 }
@@ -279,8 +284,7 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   if (batch && rollback) {
     rerun = describeFailedRollback(lines, batch, rollback, state, facts, name);
     next =
-      rerun ??
-      'nothing to roll back again: the swap committed and a step after it failed; see atomic_publish.publications (rollback_of) for what is live.';
+      rerun ?? 'nothing to roll back again: the swap committed and a step after it failed; see atomic_publish.publications (rollback_of) for what is live.';
   } else if (!batch) {
     const latest = facts.livePublication?.seq ?? facts.latestPublication;
     const seen = latest === undefined ? '' : ` Readers see ${publicationText(latest, facts)}.`;
@@ -330,7 +334,9 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
     }
   }
   if (facts.liveTablePresent === false) {
-    lines.push(`Catalog:    the live table ${batch?.liveTable ?? ''} is NOT in the catalog: readers get "relation does not exist". Restore it from the latest ${MANIFEST_SCHEMA}.publications row's old_version_table.`);
+    lines.push(
+      `Catalog:    the live table ${batch?.liveTable ?? ''} is NOT in the catalog: readers get "relation does not exist". Restore it from the latest ${MANIFEST_SCHEMA}.publications row's old_version_table.`,
+    );
   }
   const recordError = facts.recordError ? clipUtf8(facts.recordError, MAX_RECORD_ERROR_BYTES) : undefined;
   const manifest = facts.recorded
@@ -345,7 +351,11 @@ export function failureReport(event: RecordFailureEvent, facts: FailureFacts): F
   lines.push(`Next:       ${next}`);
   if (rerun) lines.push(`Re-run:     ${rerun}`);
   return {
-    subject: subjectLine(name === 'CircuitOpenError' ? `atomic-publish: ${pipeline ?? 'run'} not run (circuit breaker open)` : `atomic-publish: ${pipeline ?? 'run'} failed (${name})`),
+    subject: subjectLine(
+      name === 'CircuitOpenError'
+        ? `atomic-publish: ${pipeline ?? 'run'} not run (circuit breaker open)`
+        : `atomic-publish: ${pipeline ?? 'run'} failed (${name})`,
+    ),
     // The parts are bounded; this bounds their sum, whatever a later line adds.
     message: clipUtf8(lines.join('\n'), MAX_ALERT_MESSAGE_BYTES),
     ...(pipeline ? { pipeline } : {}),

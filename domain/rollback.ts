@@ -32,7 +32,9 @@ const rollbackInput = z.strictObject(
       {
         to: z
           .string({ error: (issue) => `must be a batch id (16 hexadecimal digits, as atomic_publish.publications.batch_id shows), got ${echo(issue.input)}` })
-          .regex(BATCH_ID_PATTERN, { error: (issue) => `must be a batch id (16 hexadecimal digits, as atomic_publish.publications.batch_id shows), got ${echo(issue.input)}` })
+          .regex(BATCH_ID_PATTERN, {
+            error: (issue) => `must be a batch id (16 hexadecimal digits, as atomic_publish.publications.batch_id shows), got ${echo(issue.input)}`,
+          })
           .optional(),
       },
       { error: (issue) => (issue.code === 'unrecognized_keys' ? undefined : `must be an object: {} or {"to": "<batch id>"}, got ${echo(issue.input)}`) },
@@ -230,7 +232,8 @@ export function retainedVersions(history: readonly PublicationRecord[]): { batch
 
 function howToRollBack(pipeline: Pipeline, history: readonly PublicationRecord[]): string {
   const retained = retainedVersions(history);
-  if (retained.length === 0) return `no earlier version of ${pipeline.name} is retained (retention.keepVersions ${pipeline.retention.keepVersions}): nothing can be rolled back to`;
+  if (retained.length === 0)
+    return `no earlier version of ${pipeline.name} is retained (retention.keepVersions ${pipeline.retention.keepVersions}): nothing can be rolled back to`;
   const list = retained.map((v) => `${v.batchId} (replaced by publication ${v.seq} at ${v.replacedAt})`).join(', ');
   const example = JSON.stringify({ pipeline: pipeline.name, rollback: { to: retained[0]!.batchId } });
   return `the versions still retained hold batches ${list}: roll back to one with ${example}`;

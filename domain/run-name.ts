@@ -54,7 +54,9 @@ export function parseScheduledTime(value: unknown): Date {
   const match = typeof value === 'string' ? SCHEDULED_TIME.exec(value) : null;
   const instant = match ? new Date(value as string) : undefined;
   if (!instant || Number.isNaN(instant.getTime()) || instant.toISOString().slice(0, 19) !== (value as string).slice(0, 19)) {
-    throw new ValidationError(`scheduledTime must be a UTC time like 2026-04-01T06:00:00Z (the Scheduler's <aws.scheduler.scheduled-time>), got ${echo(value)}`);
+    throw new ValidationError(
+      `scheduledTime must be a UTC time like 2026-04-01T06:00:00Z (the Scheduler's <aws.scheduler.scheduled-time>), got ${echo(value)}`,
+    );
   }
   return instant;
 }
@@ -76,7 +78,10 @@ export function scheduledRunName(pipeline: string, scheduledTime: Date): string 
 
 /** `20260301T000000Z`: an instant as a run's name carries it. */
 function nameStamp(instant: Date): string {
-  return instant.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:]/g, '');
+  return instant
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:]/g, '');
 }
 
 /**

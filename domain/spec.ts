@@ -1,31 +1,31 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ValidationError } from './errors.ts';
 import type { BatchRef } from './batch.ts';
-import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
-import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import {
-  type DeclaredChecks,
-  MAX_TOLERANCE,
-  SEVERITIES,
-  type Severity,
-  STAGING_PLACEHOLDER,
   acceptedValuesName,
+  type DeclaredChecks,
   declaredCheckNames,
+  MAX_TOLERANCE,
   notNullName,
   patternName,
   referencesName,
+  SEVERITIES,
+  type Severity,
+  STAGING_PLACEHOLDER,
   sqlCheckName,
 } from './declared-checks.ts';
+import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './drift.ts';
+import { ValidationError } from './errors.ts';
+import type { MeasureTolerance } from './gate.ts';
+import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
 import { CHECK_ACTIONS, type CheckAction } from './quarantine.ts';
+import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { insertIntervalSql } from './sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
-import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './drift.ts';
-import type { MeasureTolerance } from './gate.ts';
 import { isOnGrain, parseInstant } from './time.ts';
 
 export type ChunkGrain = 'hour' | 'day' | 'month';
@@ -201,7 +201,10 @@ export interface PipelineSpec {
      * `relative` (0 to 1) times the source's sum; a floating-point column
      * (real, double precision) is accepted only with a tolerance. @default none
      */
-    readonly measures?: readonly (string | { readonly column: string; readonly tolerance?: { readonly absolute?: string | number; readonly relative?: number } })[];
+    readonly measures?: readonly (
+      | string
+      | { readonly column: string; readonly tolerance?: { readonly absolute?: string | number; readonly relative?: number } }
+    )[];
     /**
      * Reconcile compares, per chunk, an order-independent checksum over
      * every published column of each row on both sides (same pass as the
@@ -234,7 +237,10 @@ export interface PipelineSpec {
      * to the quarantine (see `quarantine`; severity and tolerance then do
      * not apply). @default none
      */
-    readonly notNull?: readonly (string | { readonly column: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction })[];
+    readonly notNull?: readonly (
+      | string
+      | { readonly column: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction }
+    )[];
     /** A column's values must be among `values` (a NULL is left to notNull); `action` as for notNull. @default none */
     readonly acceptedValues?: readonly {
       readonly column: string;
@@ -250,7 +256,13 @@ export interface PipelineSpec {
      * to notNull. Plan refuses a column that is not of a character type.
      * `action` as for notNull. @default none
      */
-    readonly pattern?: readonly { readonly column: string; readonly regex: string; readonly severity?: Severity; readonly tolerance?: number; readonly action?: CheckAction }[];
+    readonly pattern?: readonly {
+      readonly column: string;
+      readonly regex: string;
+      readonly severity?: Severity;
+      readonly tolerance?: number;
+      readonly action?: CheckAction;
+    }[];
     /**
      * Every staging row's `columns` (all not NULL) exist as `parent.columns`
      * in the parent table: detail rows are not published before their
@@ -487,10 +499,7 @@ function sourceWrappings(sourceSql: string): string[] {
     columns: ['source_time'],
     basePublication: 0,
   };
-  return [
-    sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql,
-    insertIntervalSql(probe, batch),
-  ];
+  return [sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql, insertIntervalSql(probe, batch)];
 }
 
 /** The source query without surrounding blanks and trailing semicolons: it is wrapped as `(<sourceSql>) AS src`. */
@@ -518,9 +527,7 @@ const chunkSchema = section({
   targetRows: z.preprocess((value) => value ?? undefined, positiveInteger(' (rows per chunk, about)').optional()),
 });
 
-const businessKeySchema = z
-  .array(identifier, { error: 'must list at least one column' })
-  .min(1, { error: 'must list at least one column' });
+const businessKeySchema = z.array(identifier, { error: 'must list at least one column' }).min(1, { error: 'must list at least one column' });
 
 const publishModeSchema = checked<PublishMode>((value) =>
   (SUPPORTED_PUBLISH_MODES as readonly unknown[]).includes(value)
@@ -548,7 +555,10 @@ const mergeSchema = z
  */
 function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check: z.output<z.ZodObject<Shape>>) => string, quarantinable = false) {
   return z
-    .object({ ...shape, severity: z.unknown().optional(), tolerance: z.unknown().optional(), ...(quarantinable ? { action: z.unknown().optional() } : {}) }, { error: 'must be an object' })
+    .object(
+      { ...shape, severity: z.unknown().optional(), tolerance: z.unknown().optional(), ...(quarantinable ? { action: z.unknown().optional() } : {}) },
+      { error: 'must be an object' },
+    )
     .transform((raw, ctx) => {
       const { action, ...check } = raw as unknown as z.output<z.ZodObject<Shape>> & { action?: unknown };
       const label = `of check ${name(check as z.output<z.ZodObject<Shape>>)}`;
@@ -562,10 +572,19 @@ function judged<Shape extends z.core.$ZodLooseShape>(shape: Shape, name: (check:
         ctx.addIssue({ code: 'custom', path: ['severity'], message: `${label}: ${echo(severity)} must be one of ${SEVERITIES.join(', ')}` });
       }
       if (typeof tolerance !== 'number' || !Number.isInteger(tolerance) || tolerance < 0 || tolerance > MAX_TOLERANCE) {
-        ctx.addIssue({ code: 'custom', path: ['tolerance'], message: `${label}: ${echo(tolerance)} must be an integer from 0 to ${MAX_TOLERANCE} (offending rows allowed)` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tolerance'],
+          message: `${label}: ${echo(tolerance)} must be an integer from 0 to ${MAX_TOLERANCE} (offending rows allowed)`,
+        });
       }
       // The action is kept only when it quarantines: the spec hashes of checks without it stay.
-      return { ...(check as z.output<z.ZodObject<Shape>>), severity: severity as Severity, tolerance: tolerance as number, ...(action === 'quarantine' ? { action: 'quarantine' as const } : {}) };
+      return {
+        ...(check as z.output<z.ZodObject<Shape>>),
+        severity: severity as Severity,
+        tolerance: tolerance as number,
+        ...(action === 'quarantine' ? { action: 'quarantine' as const } : {}),
+      };
     });
 }
 
@@ -601,7 +620,6 @@ const regexSchema = z
   .string({ error: 'must be a POSIX regular expression (a string)' })
   .min(1, { error: 'must be a POSIX regular expression (a string)' })
   .max(1000, { error: 'must be at most 1000 characters' })
-  // eslint-disable-next-line no-control-regex
   .refine((regex) => !/[\u0000-\u001f]/.test(regex), { error: 'must hold no control character' });
 
 /** The tolerance of quarantined rows: at least one limit; each given must hold. */
@@ -619,7 +637,9 @@ const quarantineSchema = z
     },
     {
       error: (issue) =>
-        issue.code === 'unrecognized_keys' ? `has unknown field(s) ${issue.keys.join(', ')}: give maxRows or maxPct` : 'must be an object with maxRows or maxPct',
+        issue.code === 'unrecognized_keys'
+          ? `has unknown field(s) ${issue.keys.join(', ')}: give maxRows or maxPct`
+          : 'must be an object with maxRows or maxPct',
     },
   )
   .strict()
@@ -630,7 +650,10 @@ const DECIMAL_TEXT = /^\d{1,38}(\.\d{1,38})?$/;
 
 /** A measure's tolerance: an absolute difference (a decimal) or a relative one (0 to 1), at least one. */
 const measureToleranceSchema = z
-  .strictObject({ absolute: z.unknown().optional(), relative: z.unknown().optional() }, { error: 'must be an object naming absolute and/or relative, nothing else' })
+  .strictObject(
+    { absolute: z.unknown().optional(), relative: z.unknown().optional() },
+    { error: 'must be an object naming absolute and/or relative, nothing else' },
+  )
   .transform((raw, ctx): MeasureTolerance => {
     const absolute = typeof raw.absolute === 'number' && Number.isFinite(raw.absolute) && raw.absolute >= 0 ? String(raw.absolute) : raw.absolute;
     if (absolute !== undefined && (typeof absolute !== 'string' || !DECIMAL_TEXT.test(absolute))) {
@@ -670,7 +693,12 @@ function share(min: number, max: number, what: string) {
 }
 
 const severitySchema = (check: string) =>
-  withDefault(checked<Severity>((value) => ((SEVERITIES as readonly unknown[]).includes(value) ? undefined : `of check ${check}: ${echo(value)} must be one of ${SEVERITIES.join(', ')}`)), 'block');
+  withDefault(
+    checked<Severity>((value) =>
+      (SEVERITIES as readonly unknown[]).includes(value) ? undefined : `of check ${check}: ${echo(value)} must be one of ${SEVERITIES.join(', ')}`,
+    ),
+    'block',
+  );
 const minRowsSchema = withDefault(integer(1, MAX_TOLERANCE, ' (live rows below which nothing is compared)'), DEFAULT_DRIFT_MIN_ROWS);
 
 const driftSchema = z
@@ -681,15 +709,16 @@ const driftSchema = z
         z
           .strictObject(
             {
-              maxDecreasePct: z.preprocess((v) => v ?? undefined, share(0, 100, 'percent of live\'s rows a chunk may lose').optional()),
-              maxIncreasePct: z.preprocess((v) => v ?? undefined, share(0, MAX_INCREASE_PCT, 'percent of live\'s rows a chunk may gain').optional()),
+              maxDecreasePct: z.preprocess((v) => v ?? undefined, share(0, 100, "percent of live's rows a chunk may lose").optional()),
+              maxIncreasePct: z.preprocess((v) => v ?? undefined, share(0, MAX_INCREASE_PCT, "percent of live's rows a chunk may gain").optional()),
               minRows: minRowsSchema,
               severity: severitySchema(ROW_COUNT_DRIFT),
             },
             { error: 'must be an object naming maxDecreasePct and/or maxIncreasePct, minRows, severity, nothing else' },
           )
           .superRefine((r, ctx) => {
-            if (r.maxDecreasePct === undefined && r.maxIncreasePct === undefined) ctx.addIssue({ code: 'custom', message: `of check ${ROW_COUNT_DRIFT} must declare maxDecreasePct, maxIncreasePct or both` });
+            if (r.maxDecreasePct === undefined && r.maxIncreasePct === undefined)
+              ctx.addIssue({ code: 'custom', message: `of check ${ROW_COUNT_DRIFT} must declare maxDecreasePct, maxIncreasePct or both` });
           })
           .optional(),
       ),
@@ -726,7 +755,9 @@ const driftSchema = z
     return {
       ...(d.rowCount === undefined
         ? {}
-        : { rowCount: { ...rowCount, ...(maxDecreasePct === undefined ? {} : { maxDecreasePct }), ...(maxIncreasePct === undefined ? {} : { maxIncreasePct }) } }),
+        : {
+            rowCount: { ...rowCount, ...(maxDecreasePct === undefined ? {} : { maxDecreasePct }), ...(maxIncreasePct === undefined ? {} : { maxIncreasePct }) },
+          }),
       ...(d.nullRate === undefined ? {} : { nullRate: { ...nullRate, ...(columns === undefined ? {} : { columns }) } }),
     };
   });
@@ -744,17 +775,28 @@ const checksSchema = section({
   drift: z.preprocess((v) => v ?? undefined, driftSchema.optional()),
   contentChecksum: withDefault(z.boolean({ error: 'must be true or false' }), true),
   // Optional, not defaulted: a pipeline without dimensions keeps its checks (and spec hash) as they were.
-  dimensions: z.preprocess((value) => value ?? undefined, z
-    .array(identifier, { error: 'must list columns of the live table to locate differences by' })
-    .max(MAX_DIMENSIONS, { error: `must list at most ${MAX_DIMENSIONS} columns (each multiplies the segments an alert lists)` })
-    .superRefine((columns, ctx) => {
-      const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
-      if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
-    })
-    .optional()),
-  notNull: withDefault(z.array(z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName, true)), { error: 'must list columns' }), []),
+  dimensions: z.preprocess(
+    (value) => value ?? undefined,
+    z
+      .array(identifier, { error: 'must list columns of the live table to locate differences by' })
+      .max(MAX_DIMENSIONS, { error: `must list at most ${MAX_DIMENSIONS} columns (each multiplies the segments an alert lists)` })
+      .superRefine((columns, ctx) => {
+        const repeated = columns.filter((c, i) => columns.indexOf(c) !== i);
+        if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `names ${[...new Set(repeated)].join(', ')} more than once` });
+      })
+      .optional(),
+  ),
+  notNull: withDefault(
+    z.array(
+      z.preprocess((v) => (typeof v === 'string' ? { column: v } : v), judged({ column: identifier }, notNullName, true)),
+      { error: 'must list columns' },
+    ),
+    [],
+  ),
   acceptedValues: withDefault(
-    z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName, true), { error: 'must list objects with a column and its values' }),
+    z.array(judged({ column: identifier, values: acceptedValuesSchema }, acceptedValuesName, true), {
+      error: 'must list objects with a column and its values',
+    }),
     [],
   ),
   pattern: withDefault(
@@ -767,14 +809,22 @@ const checksSchema = section({
         {
           columns: z.array(identifier, { error: 'must list the key columns of staging' }).min(1, { error: 'must list the key columns of staging' }),
           parent: z.object(
-            { schema: identifier, table: identifier, columns: z.array(identifier, { error: 'must list the key columns of the parent' }).min(1, { error: 'must list the key columns of the parent' }) },
+            {
+              schema: identifier,
+              table: identifier,
+              columns: z.array(identifier, { error: 'must list the key columns of the parent' }).min(1, { error: 'must list the key columns of the parent' }),
+            },
             { error: 'must be an object with schema, table and columns' },
           ),
         },
         referencesName,
       ).superRefine((c, ctx) => {
         if (c.columns.length !== c.parent.columns.length) {
-          ctx.addIssue({ code: 'custom', path: ['parent', 'columns'], message: `of check ${referencesName(c)} must list as many columns as columns (${c.columns.length})` });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['parent', 'columns'],
+            message: `of check ${referencesName(c)} must list as many columns as columns (${c.columns.length})`,
+          });
         }
       }),
       { error: 'must list objects with columns and a parent' },
@@ -783,7 +833,10 @@ const checksSchema = section({
   ),
   sql: withDefault(
     z.array(
-      judged({ name: identifier, sql: z.string({ error: 'must be a SELECT statement returning the offending rows' }).transform(normalizeSourceSql) }, sqlCheckName).superRefine((c, ctx) => {
+      judged(
+        { name: identifier, sql: z.string({ error: 'must be a SELECT statement returning the offending rows' }).transform(normalizeSourceSql) },
+        sqlCheckName,
+      ).superRefine((c, ctx) => {
         const problem = customSqlProblem(c.sql);
         if (problem !== undefined) ctx.addIssue({ code: 'custom', path: ['sql'], message: `of check ${sqlCheckName(c)} ${problem}` });
       }),
@@ -792,30 +845,37 @@ const checksSchema = section({
     [],
   ),
   quarantine: z.preprocess((value) => value ?? undefined, quarantineSchema.optional()),
-}).superRefine((checks, ctx) => {
-  const quarantining = [
-    ...checks.notNull.filter((c) => c.action === 'quarantine').map(notNullName),
-    ...checks.acceptedValues.filter((c) => c.action === 'quarantine').map(acceptedValuesName),
-    ...checks.pattern.filter((c) => c.action === 'quarantine').map(patternName),
-  ];
-  if (quarantining.length > 0 && checks.quarantine === undefined) {
-    ctx.addIssue({ code: 'custom', path: ['quarantine'], message: `must be declared ({ maxRows, maxPct }: how many rows may be quarantined) for check(s) ${quarantining.join(', ')} with action quarantine` });
-  }
-  const names = declaredCheckNames(checks);
-  const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
-  if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `declare check(s) ${repeated.join(', ')} more than once` });
-  // check_results.check_name is a varchar(128) (domain/sql/manifest.ts).
-  const long = names.filter((n) => n.length > MAX_CHECK_NAME_LENGTH);
-  if (long.length > 0) ctx.addIssue({ code: 'custom', message: `name check(s) longer than ${MAX_CHECK_NAME_LENGTH} characters: ${long.map((n) => clip(n, 60)).join(', ')}` });
-}).transform(({ measures, drift, ...checks }) => {
-  const tolerances = measures.filter((m) => m.tolerance !== undefined).map((m): [string, MeasureTolerance] => [m.column, m.tolerance!]);
-  return {
-    ...checks,
-    measures: measures.map((m) => m.column),
-    ...(tolerances.length === 0 ? {} : { measureTolerances: Object.fromEntries(tolerances) }),
-    ...(drift === undefined ? {} : { drift }),
-  };
-});
+})
+  .superRefine((checks, ctx) => {
+    const quarantining = [
+      ...checks.notNull.filter((c) => c.action === 'quarantine').map(notNullName),
+      ...checks.acceptedValues.filter((c) => c.action === 'quarantine').map(acceptedValuesName),
+      ...checks.pattern.filter((c) => c.action === 'quarantine').map(patternName),
+    ];
+    if (quarantining.length > 0 && checks.quarantine === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['quarantine'],
+        message: `must be declared ({ maxRows, maxPct }: how many rows may be quarantined) for check(s) ${quarantining.join(', ')} with action quarantine`,
+      });
+    }
+    const names = declaredCheckNames(checks);
+    const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
+    if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `declare check(s) ${repeated.join(', ')} more than once` });
+    // check_results.check_name is a varchar(128) (domain/sql/manifest.ts).
+    const long = names.filter((n) => n.length > MAX_CHECK_NAME_LENGTH);
+    if (long.length > 0)
+      ctx.addIssue({ code: 'custom', message: `name check(s) longer than ${MAX_CHECK_NAME_LENGTH} characters: ${long.map((n) => clip(n, 60)).join(', ')}` });
+  })
+  .transform(({ measures, drift, ...checks }) => {
+    const tolerances = measures.filter((m) => m.tolerance !== undefined).map((m): [string, MeasureTolerance] => [m.column, m.tolerance!]);
+    return {
+      ...checks,
+      measures: measures.map((m) => m.column),
+      ...(tolerances.length === 0 ? {} : { measureTolerances: Object.fromEntries(tolerances) }),
+      ...(drift === undefined ? {} : { drift }),
+    };
+  });
 
 /** The longest check name check_results holds. */
 const MAX_CHECK_NAME_LENGTH = 128;
@@ -887,11 +947,15 @@ const pipelineSchema = z
     lookback: withDefault(integer(0, MAX_LOOKBACK, ' (grain units a scheduled run re-reads: at most one window of chunks)'), 0),
     publishVia: withDefault(publishViaSchema, 'rename'),
     snapshotReaders: withDefault(
-      checked<SnapshotReaders>((value) => ((SNAPSHOT_READERS as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${SNAPSHOT_READERS.join(', ')}`)),
+      checked<SnapshotReaders>((value) =>
+        (SNAPSHOT_READERS as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${SNAPSHOT_READERS.join(', ')}`,
+      ),
       'wait',
     ),
     nullTimes: withDefault(
-      checked<NullTimes>((value) => ((NULL_TIMES as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${NULL_TIMES.join(', ')}`)),
+      checked<NullTimes>((value) =>
+        (NULL_TIMES as readonly unknown[]).includes(value) ? undefined : `${echo(value)} must be one of ${NULL_TIMES.join(', ')}`,
+      ),
       'fail',
     ),
     checks: checksSchema,
@@ -915,7 +979,8 @@ const pipelineSchema = z
         });
       }
       const missing = spec.businessKey.filter((k) => !columns.some((c) => c.name === k));
-      if (missing.length > 0) ctx.addIssue({ code: 'custom', path: ['migration', 'ddl'], message: `does not declare businessKey column(s) ${missing.join(', ')}` });
+      if (missing.length > 0)
+        ctx.addIssue({ code: 'custom', path: ['migration', 'ddl'], message: `does not declare businessKey column(s) ${missing.join(', ')}` });
       for (const [to, from] of Object.entries(spec.migration?.renames ?? {})) {
         const problem = !columns.some((c) => c.name === to)
           ? `names ${to}, which migration.ddl does not declare`
@@ -927,7 +992,11 @@ const pipelineSchema = z
         if (problem) ctx.addIssue({ code: 'custom', path: ['migration', 'renames', to], message: problem });
       }
     },
-    { when: (payload) => (payload.value as { migration?: unknown }).migration !== undefined && !payload.issues.some((issue) => ['migration', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))) },
+    {
+      when: (payload) =>
+        (payload.value as { migration?: unknown }).migration !== undefined &&
+        !payload.issues.some((issue) => ['migration', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
+    },
   )
   .superRefine(
     (spec, ctx) => {
@@ -957,7 +1026,8 @@ const pipelineSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['lookback'],
-          message: 'applies only to publish modes that load some intervals (replace-intervals, merge): a swap rebuilds all of history on every run; remove lookback or change publishMode',
+          message:
+            'applies only to publish modes that load some intervals (replace-intervals, merge): a swap rebuilds all of history on every run; remove lookback or change publishMode',
         });
       }
       if (spec.publishMode !== 'swap' && spec.publishVia === 'view') {
@@ -981,11 +1051,15 @@ const pipelineSchema = z
         ctx.addIssue({
           code: 'custom',
           path: ['snapshotReaders'],
-          message: '"in-place" cannot be used with outOfBand.expectedWriters: it deletes every live row in its transaction, the rows those writers added since Plan with them, where the rename swap carries them over; remove one of the two',
+          message:
+            '"in-place" cannot be used with outOfBand.expectedWriters: it deletes every live row in its transaction, the rows those writers added since Plan with them, where the rename swap carries them over; remove one of the two',
         });
       }
     },
-    { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia', 'snapshotReaders', 'outOfBand'].includes(String(issue.path?.[0]))) },
+    {
+      when: (payload) =>
+        !payload.issues.some((issue) => ['publishMode', 'lookback', 'publishVia', 'snapshotReaders', 'outOfBand'].includes(String(issue.path?.[0]))),
+    },
   )
   .superRefine(
     (spec, ctx) => {
@@ -1000,17 +1074,26 @@ const pipelineSchema = z
     { when: (payload) => !payload.issues.some((issue) => ['publishMode', 'modifiedColumn', 'checks'].includes(String(issue.path?.[0]))) },
   )
   .superRefine((spec, ctx) => mergeProblems(spec, ctx), {
-    when: (payload) => !payload.issues.some((issue) => ['publishMode', 'merge', 'modifiedColumn', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
+    when: (payload) =>
+      !payload.issues.some((issue) => ['publishMode', 'merge', 'modifiedColumn', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
   });
 
 /** What `merge` and `modifiedColumn` need of the rest of the spec (domain/sql/publish-merge.ts). */
 function mergeProblems(
-  spec: { publishMode: PublishMode; merge?: { versionColumn: string; softDeleteColumn?: string | undefined } | undefined; modifiedColumn?: string | undefined; businessKey: string[] },
+  spec: {
+    publishMode: PublishMode;
+    merge?: { versionColumn: string; softDeleteColumn?: string | undefined } | undefined;
+    modifiedColumn?: string | undefined;
+    businessKey: string[];
+  },
   ctx: z.RefinementCtx,
 ): void {
   const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
   if (spec.publishMode === 'merge' && spec.merge === undefined) {
-    issue(['merge'], 'is required with publishMode merge: name merge.versionColumn, the live column (a version number or modification time) that decides which of two rows of a business key is newer');
+    issue(
+      ['merge'],
+      'is required with publishMode merge: name merge.versionColumn, the live column (a version number or modification time) that decides which of two rows of a business key is newer',
+    );
   }
   if (spec.publishMode !== 'merge' && spec.merge !== undefined) {
     issue(['merge'], `applies to publishMode merge only (this pipeline publishes by ${spec.publishMode}): remove merge or set publishMode "merge"`);
@@ -1085,7 +1168,9 @@ export function definePipeline(spec: PipelineSpec): Pipeline {
 
 /** The merge section without an absent softDeleteColumn. */
 function mergeSettings(merge: { versionColumn: string; softDeleteColumn?: string | undefined }): NonNullable<Pipeline['merge']> {
-  return merge.softDeleteColumn === undefined ? { versionColumn: merge.versionColumn } : { versionColumn: merge.versionColumn, softDeleteColumn: merge.softDeleteColumn };
+  return merge.softDeleteColumn === undefined
+    ? { versionColumn: merge.versionColumn }
+    : { versionColumn: merge.versionColumn, softDeleteColumn: merge.softDeleteColumn };
 }
 
 /** The chunk section without an absent targetRows. */
@@ -1126,7 +1211,10 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
   return {
     allowEmpty: checks.allowEmpty,
     // A measure with a tolerance as { column, tolerance }; plain names as before.
-    measures: checks.measures.length > 0 ? checks.measures.map((column) => (checks.measureTolerances?.[column] === undefined ? column : { column, tolerance: checks.measureTolerances[column] })) : undefined,
+    measures:
+      checks.measures.length > 0
+        ? checks.measures.map((column) => (checks.measureTolerances?.[column] === undefined ? column : { column, tolerance: checks.measureTolerances[column] }))
+        : undefined,
     contentChecksum: checks.contentChecksum ? undefined : false,
     // dimensions: left out, since they decide no published row, only how a failed gate's difference is
     // located; declaring one to look into a failed batch resumes that batch instead of starting a new one.

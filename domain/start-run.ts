@@ -33,7 +33,8 @@ export function planScheduledStart(event: unknown, pipelines: readonly Pipeline[
     throw new ValidationError('the schedule sent no object: expected {"pipeline": ..., "scheduledTime": "<aws.scheduler.scheduled-time>"}');
   }
   const { pipeline: name, scheduledTime, ...extra } = event as Record<string, unknown>;
-  if (Object.keys(extra).length > 0) throw new ValidationError(`the schedule sent unknown field(s): ${echo(Object.keys(extra).join(', '))} (allowed: pipeline, scheduledTime)`);
+  if (Object.keys(extra).length > 0)
+    throw new ValidationError(`the schedule sent unknown field(s): ${echo(Object.keys(extra).join(', '))} (allowed: pipeline, scheduledTime)`);
   const pipeline = pipelines.find((p) => p.name === name);
   if (!pipeline) throw new ValidationError(`unknown pipeline ${echo(name)}: the schedule names no deployed pipeline`);
   const due = parseScheduledTime(scheduledTime);

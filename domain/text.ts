@@ -29,7 +29,6 @@ export function clip(text: string, maxChars = ECHO_MAX_CHARS): string {
  * identifiers.ts sqlLiteral).
  */
 export function printable(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/[\\\u0000-\u001f]/g, '?');
 }
 

@@ -28,7 +28,14 @@ function formatter(timezone: string): Intl.DateTimeFormat {
   return f;
 }
 
-interface WallClock { year: number; month: number; day: number; hour: number; minute: number; second: number }
+interface WallClock {
+  year: number;
+  month: number;
+  day: number;
+  hour: number;
+  minute: number;
+  second: number;
+}
 
 export function wallClock(instant: Date, timezone: string): WallClock {
   const parts: Record<string, number> = {};
@@ -36,8 +43,12 @@ export function wallClock(instant: Date, timezone: string): WallClock {
     if (part.type !== 'literal') parts[part.type] = Number(part.value);
   }
   return {
-    year: parts.year!, month: parts.month!, day: parts.day!,
-    hour: parts.hour!, minute: parts.minute!, second: parts.second!,
+    year: parts.year!,
+    month: parts.month!,
+    day: parts.day!,
+    hour: parts.hour!,
+    minute: parts.minute!,
+    second: parts.second!,
   };
 }
 

@@ -158,7 +158,9 @@ export function validateWarehouseTarget(target: WarehouseTargetWithSecret, where
     }
     const arn = target.workgroupArn;
     if (isSet(arn) && !options.isUnresolved?.(arn!) && !WORKGROUP_ARN.test(arn!)) {
-      throw new ValidationError(`${where}.workgroupArn must look like arn:aws:redshift-serverless:<region>:<account>:workgroup/<workgroup id>, got ${echo(arn)}`);
+      throw new ValidationError(
+        `${where}.workgroupArn must look like arn:aws:redshift-serverless:<region>:<account>:workgroup/<workgroup id>, got ${echo(arn)}`,
+      );
     }
     return;
   }
@@ -281,11 +283,7 @@ export type DatabaseUser =
  * (https://docs.aws.amazon.com/redshift/latest/mgmt/generating-iam-credentials-cli-api.html)
  * for GetClusterCredentials' database user.
  */
-export function databaseUserFor(
-  target: WarehouseTargetWithSecret,
-  handlerRoleName: string,
-  options: ValidateWarehouseTargetOptions = {},
-): DatabaseUser {
+export function databaseUserFor(target: WarehouseTargetWithSecret, handlerRoleName: string, options: ValidateWarehouseTargetOptions = {}): DatabaseUser {
   validateWarehouseTarget(target, 'warehouse', options);
   const secretArn = target.secret?.secretArn ?? target.secretArn;
   if (secretArn) return { kind: 'secret', secretArn };

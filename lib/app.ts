@@ -78,14 +78,20 @@ export function buildApp(options: BuildAppOptions = {}): { app: App; stack: Atom
 function contextList(value: unknown, key: string): string[] {
   if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.map((v) => v.trim()).filter(Boolean);
   const text = contextString(value, key);
-  return text === undefined ? [] : text.split(',').map((v) => v.trim()).filter(Boolean);
+  return text === undefined
+    ? []
+    : text
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean);
 }
 
 /** A whole number of minutes from context (`-c key=5` arrives as a string); unset when absent. */
 function contextMinutes(value: unknown, key: string): number | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   const minutes = typeof value === 'string' ? Number(value) : value;
-  if (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 1) throw new Error(`context ${key} must be a whole number of minutes, got ${JSON.stringify(value)}`);
+  if (typeof minutes !== 'number' || !Number.isInteger(minutes) || minutes < 1)
+    throw new Error(`context ${key} must be a whole number of minutes, got ${JSON.stringify(value)}`);
   return minutes;
 }
 

@@ -1,24 +1,23 @@
 import { ArnFormat, CfnOutput, Duration, Stack, type StackProps, Token } from 'aws-cdk-lib';
 import type { Alarm, Dashboard } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Rule } from 'aws-cdk-lib/aws-events';
 import { PolicyStatement, type Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { LogGroup } from 'aws-cdk-lib/aws-logs';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
-import { Topic } from 'aws-cdk-lib/aws-sns';
-import { SubscriptionProtocol } from 'aws-cdk-lib/aws-sns';
-import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
-import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { Schedule } from 'aws-cdk-lib/aws-scheduler';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { SubscriptionProtocol, Topic } from 'aws-cdk-lib/aws-sns';
+import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
 import type { PublishWaits } from '../domain/publish-waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import { PublishDashboard } from './dashboard.ts';
 import { FreshnessMonitor, freshnessMonitorRateMinutes, liveWatchRateMinutes } from './freshness-monitor.ts';
 import { PipelineSchedules } from './pipeline-schedules.ts';
 import { PublishMonitoring } from './publish-monitoring.ts';
 import { type CircuitBreakerProps, neighbourProps, type PauseProbeProps, PublishWorkflow } from './publish-workflow.ts';
 import type { StepHandler } from './step-handler.ts';
-import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import type { WarehouseTarget } from './warehouse-target.ts';
 import type { StepName } from './workflow-steps.ts';
 
@@ -122,9 +121,7 @@ export class AtomicPublishStack extends Stack {
     super(scope, id, props);
 
     const { secretArn, ...target } = props.warehouse;
-    const warehouse: WarehouseTarget = secretArn
-      ? { ...target, secret: Secret.fromSecretCompleteArn(this, 'WarehouseSecret', secretArn) }
-      : target;
+    const warehouse: WarehouseTarget = secretArn ? { ...target, secret: Secret.fromSecretCompleteArn(this, 'WarehouseSecret', secretArn) } : target;
     this.handlerRoleName = props.handlerRoleName ?? defaultHandlerRoleName(this.stackName);
     validateHandlerRoleName(this.handlerRoleName);
 
@@ -138,7 +135,9 @@ export class AtomicPublishStack extends Stack {
         resources: [this.topic.topicArn],
         conditions: {
           StringEquals: { 'aws:SourceAccount': this.account },
-          ArnLike: { 'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+          ArnLike: {
+            'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+          },
         },
       }),
     );
@@ -203,7 +202,8 @@ export class AtomicPublishStack extends Stack {
     const monitorUser = databaseUserFor(props.warehouse, monitorRoleNameFor(this.handlerRoleName), { isUnresolved: (value) => Token.isUnresolved(value) });
     new CfnOutput(this, 'MonitorDatabaseUser', {
       value: monitorUser.kind === 'secret' ? `the username in ${monitorUser.secretArn}` : monitorUser.name,
-      description: 'The database user the freshness monitor reads as: grant it SELECT on the live tables, atomic_publish.publications and atomic_publish.pipeline_leases, and UPDATE (event_sent_at) on atomic_publish.publications',
+      description:
+        'The database user the freshness monitor reads as: grant it SELECT on the live tables, atomic_publish.publications and atomic_publish.pipeline_leases, and UPDATE (event_sent_at) on atomic_publish.publications',
     });
   }
 }
@@ -247,7 +247,8 @@ function validateSubscriptions(alarmEmail: string | undefined, subscriptions: On
     } catch {
       parsed = undefined;
     }
-    if (parsed?.protocol !== 'https:') throw new Error(`subscriptions.httpsUrls: ${JSON.stringify(url.replace(/\/\/[^/]*@/, '//...@'))} is not an https:// URL`);
+    if (parsed?.protocol !== 'https:')
+      throw new Error(`subscriptions.httpsUrls: ${JSON.stringify(url.replace(/\/\/[^/]*@/, '//...@'))} is not an https:// URL`);
   }
 }
 
@@ -261,6 +262,8 @@ function validateSecretKmsKey(target: WarehouseTarget): void {
     throw new Error('warehouse.secretKmsKeyArn only applies with a secret (secretArn or warehouse.secret): without one nothing is decrypted');
   }
   if (!Token.isUnresolved(arn) && !KMS_KEY_ARN.test(arn)) {
-    throw new Error(`warehouse.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key/<key id> (a key ARN, not an alias), got ${JSON.stringify(arn)}`);
+    throw new Error(
+      `warehouse.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key/<key id> (a key ARN, not an alias), got ${JSON.stringify(arn)}`,
+    );
   }
 }

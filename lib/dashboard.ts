@@ -1,17 +1,7 @@
 import { Duration } from 'aws-cdk-lib';
-import {
-  type Alarm,
-  AlarmStatusWidget,
-  Color,
-  Dashboard,
-  GraphWidget,
-  type IWidget,
-  Metric,
-  Stats,
-  TextWidget,
-} from 'aws-cdk-lib/aws-cloudwatch';
+import { type Alarm, AlarmStatusWidget, Color, Dashboard, GraphWidget, type IWidget, Metric, Stats, TextWidget } from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
+import { DimensionName, METRICS_NAMESPACE, MetricName, SERVICE_NAME } from '../domain/names.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { expectedRunMinutes, RUNBOOK_FILE } from './publish-monitoring.ts';
 
@@ -67,7 +57,14 @@ export class PublishDashboard extends Construct {
     );
     // An AlarmStatusWidget shows at most 100 alarms.
     for (let i = 0; i < alarms.length; i += 100) {
-      this.dashboard.addWidgets(new AlarmStatusWidget({ title: 'Alarms', alarms: alarms.slice(i, i + 100), width: 24, height: Math.min(12, 2 + Math.ceil(alarms.slice(i, i + 100).length / 4)) }));
+      this.dashboard.addWidgets(
+        new AlarmStatusWidget({
+          title: 'Alarms',
+          alarms: alarms.slice(i, i + 100),
+          width: 24,
+          height: Math.min(12, 2 + Math.ceil(alarms.slice(i, i + 100).length / 4)),
+        }),
+      );
     }
     for (const pipeline of props.pipelines) this.dashboard.addWidgets(...pipelineRow(pipeline, agePeriod));
   }
@@ -75,7 +72,14 @@ export class PublishDashboard extends Construct {
 
 function pipelineRow(pipeline: Pipeline, agePeriod: Duration): IWidget[] {
   const monitor = (metricName: MetricName, label: string) =>
-    new Metric({ namespace: METRICS_NAMESPACE, metricName, dimensionsMap: { [DimensionName.Pipeline]: pipeline.name }, statistic: Stats.MAXIMUM, period: agePeriod, label });
+    new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
+      statistic: Stats.MAXIMUM,
+      period: agePeriod,
+      label,
+    });
   const handler = (metricName: MetricName, statistic: string, label: string) =>
     new Metric({
       namespace: METRICS_NAMESPACE,

@@ -141,9 +141,7 @@ export function stateMachineDefinition(template: CfnTemplate, stateMachineLogica
   collectTasks(definition, (name, state) => {
     if (state.Type !== 'Task') return;
     // payloadResponseOnly: Resource is the function; the lambda:invoke integration names it in Parameters.
-    const target = state.Resource?.endsWith(':states:::lambda:invoke')
-      ? (state.Parameters?.FunctionName as string | undefined)
-      : state.Resource;
+    const target = state.Resource?.endsWith(':states:::lambda:invoke') ? (state.Parameters?.FunctionName as string | undefined) : state.Resource;
     const functionId = target === undefined ? undefined : functionByArn.get(target);
     if (functionId === undefined) return;
     taskFunctions[name] = functionId;

@@ -1,14 +1,14 @@
 import { Duration, Validations } from 'aws-cdk-lib';
+import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { Effect, Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
-import type { IEventBus } from 'aws-cdk-lib/aws-events';
 import { LIVE_WATCH_EVENT } from '../domain/live-watch.ts';
 import { METRICS_NAMESPACE } from '../domain/names.ts';
-import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
+import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { putPublicationEvents } from './publish-workflow.ts';
 import { StepHandler } from './step-handler.ts';
 import { grantWarehouseAccess, type WarehouseTarget } from './warehouse-target.ts';
@@ -124,7 +124,7 @@ export class FreshnessMonitor extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'cloudwatch:PutMetricData has no resource type, so IAM takes only Resource "*"; the condition cloudwatch:namespace = AtomicPublish ' +
-        'limits the monitor to writing the project\'s own metrics (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).',
+        "limits the monitor to writing the project's own metrics (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/iam-cw-condition-keys-namespace.html).",
     });
 
     this.function = new StepHandler(this, 'Function', {

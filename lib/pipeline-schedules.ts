@@ -1,17 +1,17 @@
 import { Duration, TimeZone, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { runbookLine } from './publish-monitoring.ts';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import type { ITopic } from 'aws-cdk-lib/aws-sns';
-import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { ContextAttribute, Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
-import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { Pipeline } from '../domain/spec.ts';
 import { StartRunEnv } from '../functions/start-run/env.ts';
+import { runbookLine } from './publish-monitoring.ts';
 import { StepHandler } from './step-handler.ts';
 
 export interface PipelineSchedulesProps {
@@ -93,7 +93,8 @@ export class PipelineSchedules extends Construct {
     });
     Validations.of(deadLetterQueue).acknowledge({
       id: 'AwsSolutions-SQS3',
-      reason: 'This queue is itself the dead-letter queue of the pipelines\' schedules and of StartRun\'s asynchronous invocations; nothing consumes it automatically, the on-call reads it (its alarm pages).',
+      reason:
+        "This queue is itself the dead-letter queue of the pipelines' schedules and of StartRun's asynchronous invocations; nothing consumes it automatically, the on-call reads it (its alarm pages).",
     });
     this.deadLetterQueue = deadLetterQueue;
     // The Scheduler invokes it asynchronously: Lambda retries a failed start
@@ -113,7 +114,7 @@ export class PipelineSchedules extends Construct {
     const alarm = new Alarm(this, 'MissedStartsAlarm', {
       alarmDescription:
         'atomic-publish: a scheduled run was not started: EventBridge Scheduler could not invoke StartRun after its retries, or StartRun failed ' +
-        '(StartExecution refused or throttled) after Lambda\'s retries; the message in the dead-letter queue names the pipeline and the error. ' +
+        "(StartExecution refused or throttled) after Lambda's retries; the message in the dead-letter queue names the pipeline and the error. " +
         runbookLine('Missed scheduled start alarm'),
       metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: Stats.MAXIMUM }),
       threshold: 0,

@@ -8,6 +8,4 @@ export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url)).replac
 export const STATE_DIR = `${PROJECT_ROOT}/.atomic-publish`;
 
 /** package.json version: recorded as CODE_VERSION in every batch the deployed code runs. */
-export const CODE_VERSION: string = (
-  JSON.parse(readFileSync(`${PROJECT_ROOT}/package.json`, 'utf8')) as { version: string }
-).version;
+export const CODE_VERSION: string = (JSON.parse(readFileSync(`${PROJECT_ROOT}/package.json`, 'utf8')) as { version: string }).version;

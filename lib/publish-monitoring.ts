@@ -1,12 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { DimensionName, METRICS_NAMESPACE, MetricName, SERVICE_NAME } from '../domain/names.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { DimensionName, MetricName, METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 
 /** The runbook, from the repository root: each alarm's description names its section there. */
 export const RUNBOOK_FILE = 'docs/runbook.md';
@@ -30,7 +30,10 @@ export const RUNBOOK = {
 
 /** GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces as `-`. */
 export function runbookAnchor(title: string): string {
-  return title.toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+  return title
+    .toLowerCase()
+    .replace(/[^a-z0-9 _-]/g, '')
+    .replace(/ /g, '-');
 }
 
 /** The description's last sentence: where on-call reads what to do. */
@@ -231,18 +234,30 @@ export class PublishMonitoring extends Construct {
     const expected = expectedRunMinutes(pipeline);
     const said = pipeline.freshness.expectedRunMinutes === undefined ? `half its ${pipeline.freshness.slaMinutes}-minute SLA` : 'freshness.expectedRunMinutes';
     const alarms: Record<string, Alarm> = {
-      [`ReconcileFailed:${pipeline.name}`]: this.eventAlarm(`ReconcileFailed-${pipeline.name}`, count(MetricName.ReconcileFailed),
+      [`ReconcileFailed:${pipeline.name}`]: this.eventAlarm(
+        `ReconcileFailed-${pipeline.name}`,
+        count(MetricName.ReconcileFailed),
         `atomic-publish: pipeline ${pipeline.name}: reconciliation failed: the gate blocked a batch (CheckFailedError), so nothing was published and ${live} is untouched; ` +
-          `the failure alert and atomic_publish.check_results say which check and where. ${runbookLine(RUNBOOK.ReconcileFailed)}`),
-      [`PublishFailed:${pipeline.name}`]: this.eventAlarm(`PublishFailed-${pipeline.name}`, count(MetricName.PublishFailed),
+          `the failure alert and atomic_publish.check_results say which check and where. ${runbookLine(RUNBOOK.ReconcileFailed)}`,
+      ),
+      [`PublishFailed:${pipeline.name}`]: this.eventAlarm(
+        `PublishFailed-${pipeline.name}`,
+        count(MetricName.PublishFailed),
         `atomic-publish: pipeline ${pipeline.name}: publish failed: a batch passed the gate but its publish into ${live} did not commit ` +
-          `(the failure alert says why and what readers see). ${runbookLine(RUNBOOK.PublishFailed)}`),
-      [`OutOfBand:${pipeline.name}`]: this.eventAlarm(`OutOfBand-${pipeline.name}`, count(MetricName.OutOfBandChange),
+          `(the failure alert says why and what readers see). ${runbookLine(RUNBOOK.PublishFailed)}`,
+      ),
+      [`OutOfBand:${pipeline.name}`]: this.eventAlarm(
+        `OutOfBand-${pipeline.name}`,
+        count(MetricName.OutOfBandChange),
         `atomic-publish: pipeline ${pipeline.name}: out-of-band change (drift): ${live} no longer matched the fingerprint Plan took of it, ` +
-          `so someone else wrote to it; Publish refused and readers see the table with that change in it. ${runbookLine(RUNBOOK.OutOfBand)}`),
-      [`ExecutionStopped:${pipeline.name}`]: this.eventAlarm(`ExecutionStopped-${pipeline.name}`, count(MetricName.ExecutionStopped),
+          `so someone else wrote to it; Publish refused and readers see the table with that change in it. ${runbookLine(RUNBOOK.OutOfBand)}`,
+      ),
+      [`ExecutionStopped:${pipeline.name}`]: this.eventAlarm(
+        `ExecutionStopped-${pipeline.name}`,
+        count(MetricName.ExecutionStopped),
         `atomic-publish: pipeline ${pipeline.name}: an execution was aborted or timed out; no failure alert was sent. CancelOrphans cancelled its statements ` +
-          `and marked its batch FAILED; ${live} may or may not have been published. ${runbookLine(RUNBOOK.ExecutionStopped)}`),
+          `and marked its batch FAILED; ${live} may or may not have been published. ${runbookLine(RUNBOOK.ExecutionStopped)}`,
+      ),
       [`SlowRun:${pipeline.name}`]: this.eventAlarm(
         `SlowRun-${pipeline.name}`,
         new Metric({

@@ -1,4 +1,6 @@
 import { ArnFormat, CfnResource, Duration, Fn, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { EventBus, type IEventBus, Rule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Policy, PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
@@ -6,12 +8,12 @@ import {
   Choice,
   Condition,
   DefinitionBody,
+  DistributedMap,
   Fail,
   type IChainable,
   JitterType,
   JsonPath,
   LogLevel,
-  DistributedMap,
   Map as MapState,
   Pass,
   Result,
@@ -23,15 +25,13 @@ import {
   WaitTime,
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
-import { EventBus, type IEventBus, Rule } from 'aws-cdk-lib/aws-events';
-import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Construct } from 'constructs';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, LoadStillRunningError, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
-import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
 import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
-import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-event.ts';
+import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
+import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { DEFAULT_LEASE_WAIT_SECONDS, PlanEnv } from '../functions/plan/env.ts';
 import { StepHandler } from './step-handler.ts';
@@ -127,7 +127,10 @@ export function neighbourProps(pause: PauseProbeProps | undefined, breaker: Circ
   return neighbourEnvironment(
     pause === undefined
       ? undefined
-      : { whenQueued: pause.whenQueued, intervalMs: pause.interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : pause.interval.toMilliseconds({ integral: false }) },
+      : {
+          whenQueued: pause.whenQueued,
+          intervalMs: pause.interval === undefined ? DEFAULT_PAUSE_PROBE_INTERVAL_MS : pause.interval.toMilliseconds({ integral: false }),
+        },
     breaker === false
       ? undefined
       : {
@@ -393,7 +396,10 @@ export class PublishWorkflow extends Construct {
       .when(Condition.booleanEquals('$.publish.superseded', true), new Succeed(this, 'Superseded', { comment: 'the pipeline already publishes newer data' }))
       .otherwise(emitMetrics);
     const checkOnly = new Choice(this, 'CheckOnly')
-      .when(Condition.isPresent('$.plan.batch.check'), checkCleanup.next(new Succeed(this, 'Checked', { comment: 'a check: the gate ran; nothing was published' })))
+      .when(
+        Condition.isPresent('$.plan.batch.check'),
+        checkCleanup.next(new Succeed(this, 'Checked', { comment: 'a check: the gate ran; nothing was published' })),
+      )
       .otherwise(publish.next(newerDataLive));
     loadChunks.next(reconcile).next(checkOnly);
     loadWindows.next(reconcile);
@@ -406,15 +412,25 @@ export class PublishWorkflow extends Construct {
     // the wait is spent). The
     // Pass keeps only who holds the lease, so a failure after it has no
     // batch of this run to record. docs/decisions/leases-of-ended-executions.md
-    const leaseHeld = new Pass(this, 'LeaseHeld', { parameters: { 'lease.$': '$.plan.skipped' }, comment: 'another execution of another batch holds the lease' });
+    const leaseHeld = new Pass(this, 'LeaseHeld', {
+      parameters: { 'lease.$': '$.plan.skipped' },
+      comment: 'another execution of another batch holds the lease',
+    });
     leaseHeld.next(new Wait(this, 'LeaseWait', { time: WaitTime.duration(Duration.seconds(LEASE_RECHECK_SECONDS)) })).next(plan);
     const alreadyPublished = new Choice(this, 'AlreadyPublished')
       .when(Condition.booleanEquals('$.plan.alreadyPublished', true), new Succeed(this, 'NothingToPublish'))
       .when(
-        Condition.and(Condition.booleanEquals('$.plan.busy', true), Condition.isPresent('$.plan.skipped.wait'), Condition.booleanEquals('$.plan.skipped.wait', true)),
+        Condition.and(
+          Condition.booleanEquals('$.plan.busy', true),
+          Condition.isPresent('$.plan.skipped.wait'),
+          Condition.booleanEquals('$.plan.skipped.wait', true),
+        ),
         leaseHeld,
       )
-      .when(Condition.booleanEquals('$.plan.busy', true), new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this very batch, or a rollback found the pipeline busy' }))
+      .when(
+        Condition.booleanEquals('$.plan.busy', true),
+        new Succeed(this, 'PipelineBusy', { comment: 'another execution runs this very batch, or a rollback found the pipeline busy' }),
+      )
       .when(Condition.isPresent('$.plan.rollback'), rollback)
       .when(Condition.isPresent('$.plan.group'), groupMembers)
       .when(Condition.isPresent('$.plan.windows'), loadWindows)
@@ -456,7 +472,7 @@ export class PublishWorkflow extends Construct {
     Validations.of(this.stateMachine.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
-        'CDK\'s grants for X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) and for ' +
+        "CDK's grants for X-Ray tracing (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules, GetSamplingTargets) and for " +
         'execution logging (logs:CreateLogDelivery and the other log-delivery actions) name Resource "*": those actions take no ' +
         'resource-level permissions; Step Functions documents Resource "*" for them ' +
         '("Logging using CloudWatch Logs", https://docs.aws.amazon.com/step-functions/latest/dg/cw-logs.html).',
@@ -480,7 +496,7 @@ export class PublishWorkflow extends Construct {
       Validations.of(leaseHolders).acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${name}:*]`,
         reason:
-          'Plan reads the status of the execution holding a pipeline lease (DescribeExecution), whose name is the run\'s: the resource is ' +
+          "Plan reads the status of the execution holding a pipeline lease (DescribeExecution), whose name is the run's: the resource is " +
           'this state machine\'s executions, no other state machine\'s ("Actions, resources, and condition keys for AWS Step Functions", ' +
           'https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsstepfunctions.html).',
       });
@@ -497,7 +513,7 @@ export class PublishWorkflow extends Construct {
           id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${executions}]`,
           reason:
             'A Distributed Map needs states:DescribeExecution and states:StopExecution on the executions it starts, whose names Step Functions ' +
-            'chooses: the resource is this state machine\'s executions and its Map Run\'s child executions, no other state machine\'s ' +
+            "chooses: the resource is this state machine's executions and its Map Run's child executions, no other state machine's " +
             '("IAM policies for using Distributed Map states", https://docs.aws.amazon.com/step-functions/latest/dg/iam-policies-eg-dist-map.html).',
         });
       }
@@ -559,7 +575,11 @@ export class PublishWorkflow extends Construct {
     const planWindow = task(
       'PlanWindow',
       {
-        payload: TaskInput.fromObject({ batch: JsonPath.objectAt('$.batch'), window: JsonPath.objectAt('$.window'), executionId: JsonPath.stringAt('$.executionId') }),
+        payload: TaskInput.fromObject({
+          batch: JsonPath.objectAt('$.batch'),
+          window: JsonPath.objectAt('$.window'),
+          executionId: JsonPath.stringAt('$.executionId'),
+        }),
         resultPath: '$.planned',
       },
       'Plan',
@@ -594,7 +614,11 @@ export class PublishWorkflow extends Construct {
     const loadChunks = new MapState(this, 'MemberLoadChunks', {
       itemsPath: '$.plan.chunks',
       maxConcurrencyPath: '$.plan.maxConcurrency',
-      itemSelector: { batch: JsonPath.objectAt('$.plan.batch'), chunk: JsonPath.objectAt('$$.Map.Item.Value'), executionId: JsonPath.stringAt('$$.Execution.Id') },
+      itemSelector: {
+        batch: JsonPath.objectAt('$.plan.batch'),
+        chunk: JsonPath.objectAt('$$.Map.Item.Value'),
+        executionId: JsonPath.stringAt('$$.Execution.Id'),
+      },
       resultPath: JsonPath.DISCARD,
     });
     loadChunks.itemProcessor(loadChunk);

@@ -85,7 +85,7 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
     reason:
       'redshift-data:DescribeStatement, GetStatementResult, CancelStatement and ListStatements have no resource type, so IAM takes only Resource "*"; ' +
       'the condition redshift-data:statement-owner-iam-userid like "<role id>:*" limits the first three to statements this role submitted ' +
-      '(from any of its functions: the steps that cancel describe and cancel the loads of another), and ListStatements lists only the role\'s own.',
+      "(from any of its functions: the steps that cancel describe and cancel the loads of another), and ListStatements lists only the role's own.",
   });
 
   if (target.secret) {

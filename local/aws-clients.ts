@@ -3,14 +3,15 @@
  * the demo, the bench and the tests. Only the endpoint differs from AWS;
  * the loopback endpoints accept any credentials.
  */
-import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
+
 import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
-import { LOCAL_AWS_SERVICE_ACCESS_KEY_ID } from './cloudwatch-api.ts';
-import { SFNClient } from '@aws-sdk/client-sfn';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
-import { type DataApiSettings, warehouseEnvironment, type WarehouseTarget } from '../domain/warehouse-target.ts';
+import { RedshiftDataClient, type RedshiftDataClientConfig } from '@aws-sdk/client-redshift-data';
+import { SFNClient } from '@aws-sdk/client-sfn';
+import { type DataApiSettings, type WarehouseTarget, warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { DEFAULT_POLL, type PollOptions, Warehouse } from '../functions/commons/warehouse.ts';
+import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
+import { LOCAL_AWS_SERVICE_ACCESS_KEY_ID } from './cloudwatch-api.ts';
 import type { TargetKind } from './data-api/system-views.ts';
 
 /** Region and credentials the local endpoints accept (they check no signature). */

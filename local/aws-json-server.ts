@@ -116,7 +116,14 @@ export interface AwsJsonServer {
 
 export async function startAwsJsonServer(options: AwsJsonServerOptions): Promise<AwsJsonServer> {
   const serialize = options.serialize ?? ((body) => JSON.stringify(body));
-  const send = (res: http.ServerResponse, status: number, body: Record<string, unknown>, requestId: string, errorType?: string, headers?: Record<string, string>) => {
+  const send = (
+    res: http.ServerResponse,
+    status: number,
+    body: Record<string, unknown>,
+    requestId: string,
+    errorType?: string,
+    headers?: Record<string, string>,
+  ) => {
     const payload = serialize(body);
     res.writeHead(status, {
       'Content-Type': options.contentType,

@@ -28,7 +28,7 @@
 import { join } from 'node:path';
 import { STATE_DIR } from '../lib/project.ts';
 import { type AwsJsonCaller, type AwsJsonError, type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
-import { type AlarmState, evaluateAlarm, evaluationWindows, type MetricAlarm, type PeriodStats, statisticOf, type Statistic } from './cloudwatch-alarms.ts';
+import { type AlarmState, evaluateAlarm, evaluationWindows, type MetricAlarm, type PeriodStats, type Statistic, statisticOf } from './cloudwatch-alarms.ts';
 import { cloudWatchCborProtocol } from './cloudwatch-cbor.ts';
 import { CLOUDWATCH_SERVICE_TARGET, queryErrorOf } from './cloudwatch-model.ts';
 import { cloudWatchQueryProtocol } from './cloudwatch-query.ts';
@@ -88,7 +88,6 @@ export interface LocalCloudWatchOptions {
   readonly port?: number;
 }
 
-
 function metricKey(namespace: string, metricName: string, dimensions: Readonly<Record<string, string>>): string {
   return JSON.stringify([namespace, metricName, Object.entries(dimensions).sort(([a], [b]) => a.localeCompare(b))]);
 }
@@ -108,7 +107,8 @@ const asDimensionList = (dimensions: Readonly<Record<string, string>>) => Object
 
 /** A datum's values as one period's stats: Value, Values with Counts, or StatisticValues (member `n` of MetricData). */
 function statsOf(datum: Record<string, unknown>, n: number): PeriodStats {
-  if (datum.Value !== undefined && datum.StatisticValues !== undefined) throw exclusive(`MetricData.member.${n}.Value`, `MetricData.member.${n}.StatisticValues`);
+  if (datum.Value !== undefined && datum.StatisticValues !== undefined)
+    throw exclusive(`MetricData.member.${n}.Value`, `MetricData.member.${n}.StatisticValues`);
   if (typeof datum.Value === 'number') return { sampleCount: 1, sum: datum.Value, minimum: datum.Value, maximum: datum.Value };
   if (Array.isArray(datum.Values)) {
     const values = datum.Values as number[];
@@ -219,7 +219,10 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
   const alarmNamed = new Map(alarms.map((a) => [a.alarmName, a]));
   const createdAt = clock().toISOString();
   const states = new Map<string, StateRecord>(
-    alarms.map((a) => [a.alarmName, { state: 'INSUFFICIENT_DATA', reason: 'Unchecked: Initial alarm creation', updatedAt: createdAt, transitionedAt: createdAt }]),
+    alarms.map((a) => [
+      a.alarmName,
+      { state: 'INSUFFICIENT_DATA', reason: 'Unchecked: Initial alarm creation', updatedAt: createdAt, transitionedAt: createdAt },
+    ]),
   );
   const transitions: AlarmTransition[] = [];
   const epoch = (ms: number) => ms / 1000;
@@ -280,18 +283,23 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
   const operations: Record<string, AwsJsonOperation> = {
     PutMetricData: async ({ Namespace, MetricData }, caller: AwsJsonCaller) => {
       if (typeof Namespace !== 'string' || Namespace === '') throw missing('Namespace');
-      if (Namespace.startsWith('AWS/') && caller.accessKeyId !== LOCAL_AWS_SERVICE_ACCESS_KEY_ID) throw invalid('The value AWS/ for parameter Namespace is reserved');
+      if (Namespace.startsWith('AWS/') && caller.accessKeyId !== LOCAL_AWS_SERVICE_ACCESS_KEY_ID)
+        throw invalid('The value AWS/ for parameter Namespace is reserved');
       if (!Array.isArray(MetricData) || MetricData.length === 0) throw missing('MetricData');
-      if (MetricData.length > PUT_METRIC_DATA_LIMITS.metrics) throw invalid(`The collection MetricData must not have a size greater than ${PUT_METRIC_DATA_LIMITS.metrics}.`);
+      if (MetricData.length > PUT_METRIC_DATA_LIMITS.metrics)
+        throw invalid(`The collection MetricData must not have a size greater than ${PUT_METRIC_DATA_LIMITS.metrics}.`);
       const now = clock().getTime();
       const accepted: [Omit<Series, 'points' | 'receivedAt'>, Datapoint][] = [];
       for (const [i, datum] of (MetricData as Record<string, unknown>[]).entries()) {
         if (typeof datum.MetricName !== 'string' || datum.MetricName === '') throw missing(`MetricData.member.${i + 1}.MetricName`);
         const dimensions = dimensionsOf(datum.Dimensions);
-        if (Object.keys(dimensions).length > PUT_METRIC_DATA_LIMITS.dimensions) throw invalid(`At most ${PUT_METRIC_DATA_LIMITS.dimensions} dimensions a metric`);
+        if (Object.keys(dimensions).length > PUT_METRIC_DATA_LIMITS.dimensions)
+          throw invalid(`At most ${PUT_METRIC_DATA_LIMITS.dimensions} dimensions a metric`);
         const timestamp = typeof datum.Timestamp === 'number' ? datum.Timestamp * 1000 : now;
         if (timestamp < now - PUT_METRIC_DATA_LIMITS.pastMs || timestamp > now + PUT_METRIC_DATA_LIMITS.aheadMs) {
-          throw invalid(`The parameter MetricData.member.Timestamp must be within two weeks before and two hours after now, got ${new Date(timestamp).toISOString()}`);
+          throw invalid(
+            `The parameter MetricData.member.Timestamp must be within two weeks before and two hours after now, got ${new Date(timestamp).toISOString()}`,
+          );
         }
         accepted.push([
           { namespace: Namespace, metricName: datum.MetricName, dimensions },
@@ -319,17 +327,24 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
       if (statistics && percentiles) throw exclusive('Statistics', 'ExtendedStatistics');
       if (!statistics && !percentiles) throw combination('Must specify either Statistics or ExtendedStatistics.');
       statistics?.forEach((s, i) => {
-        if (!METRIC_DATA_STATS.includes(s as Statistic)) throw invalid(`The parameter Statistics.member.${i + 1} must be a value in the set [${METRIC_DATA_STATS.join(', ')}].`);
+        if (!METRIC_DATA_STATS.includes(s as Statistic))
+          throw invalid(`The parameter Statistics.member.${i + 1} must be a value in the set [${METRIC_DATA_STATS.join(', ')}].`);
       });
       percentiles?.forEach((p, i) => {
-        if (typeof p !== 'string' || !PERCENTILE.test(p)) throw invalid(`The parameter ExtendedStatistics.member.${i + 1} must be a percentile from p0.0 to p100, got ${String(p)}.`);
+        if (typeof p !== 'string' || !PERCENTILE.test(p))
+          throw invalid(`The parameter ExtendedStatistics.member.${i + 1} must be a percentile from p0.0 to p100, got ${String(p)}.`);
       });
-      if (percentiles) throw invalid(`ExtendedStatistics (${percentiles.join(', ')}) are not served locally: the endpoint keeps each period reduced to ${METRIC_DATA_STATS.join(', ')}`);
+      if (percentiles)
+        throw invalid(
+          `ExtendedStatistics (${percentiles.join(', ')}) are not served locally: the endpoint keeps each period reduced to ${METRIC_DATA_STATS.join(', ')}`,
+        );
       if (StartTime >= EndTime) throw invalid('The parameter StartTime must be less than the parameter EndTime.');
       if (!periodAllowed(Period, [1, 5, 10, 30])) throw invalid('The parameter Period must be 1, 5, 10, 30 or a multiple of 60.');
       const requested = Math.ceil((EndTime - StartTime) / Period);
       if (requested > MAX_DATAPOINTS) {
-        throw combination(`You have requested up to ${requested} datapoints, which exceeds the limit of ${MAX_DATAPOINTS}. You may reduce the datapoints requested by increasing Period, or decreasing the time range.`);
+        throw combination(
+          `You have requested up to ${requested} datapoints, which exceeds the limit of ${MAX_DATAPOINTS}. You may reduce the datapoints requested by increasing Period, or decreasing the time range.`,
+        );
       }
       const windows = periodsBetween(StartTime * 1000, EndTime * 1000, Period);
       const key = metricKey(Namespace, MetricName, dimensionsOf(Dimensions));
@@ -364,17 +379,22 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
       const results: Record<string, unknown>[] = [];
       for (const query of MetricDataQueries as Record<string, unknown>[]) {
         const id = query.Id;
-        if (typeof id !== 'string' || !/^[a-z][a-zA-Z0-9_]*$/.test(id)) throw validation(`The Id ${JSON.stringify(id)} must start with a lower-case letter and hold only letters, digits and underscores`);
+        if (typeof id !== 'string' || !/^[a-z][a-zA-Z0-9_]*$/.test(id))
+          throw validation(`The Id ${JSON.stringify(id)} must start with a lower-case letter and hold only letters, digits and underscores`);
         if (ids.has(id)) throw validation(`The Id ${id} is used by more than one query`);
         ids.add(id);
         if (query.Expression !== undefined) {
-          throw validation(`Query ${id}: Expression (metric math, Metrics Insights) is not supported locally; use MetricStat with one of ${METRIC_DATA_STATS.join(', ')}`);
+          throw validation(
+            `Query ${id}: Expression (metric math, Metrics Insights) is not supported locally; use MetricStat with one of ${METRIC_DATA_STATS.join(', ')}`,
+          );
         }
         const stat = query.MetricStat as { Metric?: Record<string, unknown>; Period?: unknown; Stat?: unknown; Unit?: unknown } | undefined;
         const metric = stat?.Metric;
-        if (!metric || typeof metric.Namespace !== 'string' || typeof metric.MetricName !== 'string') throw validation(`Query ${id}: MetricStat with a Metric (Namespace, MetricName) is required`);
+        if (!metric || typeof metric.Namespace !== 'string' || typeof metric.MetricName !== 'string')
+          throw validation(`Query ${id}: MetricStat with a Metric (Namespace, MetricName) is required`);
         if (!periodAllowed(stat.Period, [1, 5, 10, 20, 30])) throw validation(`Query ${id}: Period must be 1, 5, 10, 20, 30 or a multiple of 60 seconds`);
-        if (!METRIC_DATA_STATS.includes(stat.Stat as Statistic)) throw validation(`Query ${id}: Stat ${JSON.stringify(stat.Stat)} is not served locally (one of ${METRIC_DATA_STATS.join(', ')})`);
+        if (!METRIC_DATA_STATS.includes(stat.Stat as Statistic))
+          throw validation(`Query ${id}: Stat ${JSON.stringify(stat.Stat)} is not served locally (one of ${METRIC_DATA_STATS.join(', ')})`);
         if (query.ReturnData === false) continue;
         const windows = periodsBetween(start, end, stat.Period);
         const key = metricKey(metric.Namespace, metric.MetricName, dimensionsOf(metric.Dimensions));
@@ -406,7 +426,13 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
           filters.every((f) => Object.hasOwn(m.dimensions, f.Name as string) && (f.Value === undefined || m.dimensions[f.Name as string] === f.Value)) &&
           (recent === undefined || m.receivedAt >= recent),
       );
-      const page = pageOf(chosen, ([key]) => key, NextToken, METRICS_PAGE, () => invalid('The NextToken is not valid.'));
+      const page = pageOf(
+        chosen,
+        ([key]) => key,
+        NextToken,
+        METRICS_PAGE,
+        () => invalid('The NextToken is not valid.'),
+      );
       return {
         Metrics: page.items.map(([, m]) => ({ Namespace: m.namespace, MetricName: m.metricName, Dimensions: asDimensionList(m.dimensions) })),
         ...(page.nextToken ? { NextToken: page.nextToken } : {}),
@@ -428,7 +454,8 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
       if (family !== undefined) {
         const other = Object.keys(input).filter((k) => !['ChildrenOfAlarmName', 'ParentsOfAlarmName', 'AlarmTypes', 'MaxRecords', 'NextToken'].includes(k));
         if (ChildrenOfAlarmName !== undefined && ParentsOfAlarmName !== undefined) throw exclusive('ChildrenOfAlarmName', 'ParentsOfAlarmName');
-        if (other.length > 0) throw validation(`With ChildrenOfAlarmName or ParentsOfAlarmName, only AlarmTypes, MaxRecords and NextToken may be given, not ${other.join(', ')}`);
+        if (other.length > 0)
+          throw validation(`With ChildrenOfAlarmName or ParentsOfAlarmName, only AlarmTypes, MaxRecords and NextToken may be given, not ${other.join(', ')}`);
       }
       const actions = (a: MetricAlarm) => [...a.actions.ALARM, ...a.actions.OK, ...a.actions.INSUFFICIENT_DATA];
       const chosen = alarms.filter(
@@ -440,7 +467,13 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
           (state === undefined || states.get(a.alarmName)!.state === state) &&
           (typeof ActionPrefix !== 'string' || actions(a).some((arn) => arn.startsWith(ActionPrefix))),
       );
-      const page = pageOf(chosen, (a) => a.alarmName, NextToken, size, () => new AwsServiceError('InvalidNextToken', 'The NextToken is not valid.'));
+      const page = pageOf(
+        chosen,
+        (a) => a.alarmName,
+        NextToken,
+        size,
+        () => new AwsServiceError('InvalidNextToken', 'The NextToken is not valid.'),
+      );
       return {
         ...(types.includes('MetricAlarm') ? { MetricAlarms: page.items.map(describe) } : {}),
         ...(types.includes('CompositeAlarm') ? { CompositeAlarms: [] } : {}),
@@ -484,7 +517,12 @@ export async function startLocalCloudWatchApi(options: LocalCloudWatchOptions): 
       const at = clock().toISOString();
       const reasonData = StateReasonData === undefined ? undefined : String(StateReasonData);
       if (!transition(alarm, to, String(StateReason), at, reasonData)) {
-        states.set(alarm.alarmName, { ...states.get(alarm.alarmName)!, reason: String(StateReason), ...(reasonData === undefined ? {} : { reasonData }), updatedAt: at });
+        states.set(alarm.alarmName, {
+          ...states.get(alarm.alarmName)!,
+          reason: String(StateReason),
+          ...(reasonData === undefined ? {} : { reasonData }),
+          updatedAt: at,
+        });
       }
       return {};
     },

@@ -61,9 +61,14 @@ export const cloudWatchCborProtocol: AwsWireProtocol = {
     } catch {
       throw new AwsJsonRequestError('SerializationException', 'Request body is not valid CBOR.');
     }
-    if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new AwsJsonRequestError('SerializationException', 'Request body must be a CBOR map.');
+    if (typeof input !== 'object' || input === null || Array.isArray(input))
+      throw new AwsJsonRequestError('SerializationException', 'Request body must be a CBOR map.');
     return { operation, input: withTimestamps(inputSchema(operation), input, epochSeconds) as Record<string, unknown> };
   },
-  output: (operation, output) => cborResponse(200, withTimestamps(outputSchema(operation), output, (seconds) => tag({ tag: 1, value: seconds as number }))),
+  output: (operation, output) =>
+    cborResponse(
+      200,
+      withTimestamps(outputSchema(operation), output, (seconds) => tag({ tag: 1, value: seconds as number })),
+    ),
   error: (error: AwsJsonError) => cborResponse(error.status, { __type: `${CLOUDWATCH_NAMESPACE}#${error.shape}`, message: error.message }, error.headers),
 };

@@ -50,7 +50,8 @@ function readForm(schema: NormalizedSchema, form: ReadonlyMap<string, string>, k
   }
   if (schema.isMapSchema()) {
     const map: Record<string, unknown> = {};
-    for (let i = 1; form.has(`${key}.entry.${i}.key`); i++) map[form.get(`${key}.entry.${i}.key`)!] = readForm(schema.getValueSchema(), form, `${key}.entry.${i}.value`);
+    for (let i = 1; form.has(`${key}.entry.${i}.key`); i++)
+      map[form.get(`${key}.entry.${i}.key`)!] = readForm(schema.getValueSchema(), form, `${key}.entry.${i}.value`);
     return Object.keys(map).length > 0 ? map : undefined;
   }
   const raw = form.get(key);
@@ -95,7 +96,11 @@ function writeXml(name: string, schema: NormalizedSchema, value: unknown): strin
   return `<${name}>${inner}</${name}>`;
 }
 
-const xmlResponse = (status: number, body: string): AwsWireResponse => ({ status, contentType: 'text/xml', body: `<?xml version="1.0" encoding="UTF-8"?>\n${body}` });
+const xmlResponse = (status: number, body: string): AwsWireResponse => ({
+  status,
+  contentType: 'text/xml',
+  body: `<?xml version="1.0" encoding="UTF-8"?>\n${body}`,
+});
 
 /** The awsQuery protocol of CloudWatch, for local/aws-json-server.ts. */
 export const cloudWatchQueryProtocol: AwsWireProtocol = {
@@ -106,7 +111,10 @@ export const cloudWatchQueryProtocol: AwsWireProtocol = {
     const form = new Map(new URLSearchParams(req.method === 'GET' ? (req.url ?? '').replace(/^[^?]*\?/, '') : body.toString('utf8')));
     const action = form.get('Action') ?? '';
     if (operationSchema(action) === undefined || form.get('Version') !== CLOUDWATCH_API_VERSION) {
-      throw new AwsJsonRequestError('UnknownOperationException', `Could not find operation ${action} for version ${form.get('Version') ?? 'NO_VERSION_SPECIFIED'}`);
+      throw new AwsJsonRequestError(
+        'UnknownOperationException',
+        `Could not find operation ${action} for version ${form.get('Version') ?? 'NO_VERSION_SPECIFIED'}`,
+      );
     }
     return { operation: action, input: readForm(inputSchema(action), form, '') as Record<string, unknown> };
   },

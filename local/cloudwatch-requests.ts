@@ -70,5 +70,7 @@ export function pageOf<T>(items: readonly T[], keyOf: (item: T) => string, nextT
   const sorted = [...items].sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0));
   const rest = after === undefined ? sorted : sorted.filter((item) => keyOf(item) > after);
   const chosen = rest.slice(0, size);
-  return rest.length > size ? { items: chosen, nextToken: Buffer.from(JSON.stringify({ after: keyOf(chosen.at(-1)!) })).toString('base64url') } : { items: chosen };
+  return rest.length > size
+    ? { items: chosen, nextToken: Buffer.from(JSON.stringify({ after: keyOf(chosen.at(-1)!) })).toString('base64url') }
+    : { items: chosen };
 }

@@ -21,23 +21,24 @@
  * both live tables all the while. Exits non-zero if a reader of the atomic
  * path saw anything but the old or the new row count.
  */
+
+import type pg from 'pg';
+import { definePipeline, type PipelineSpec } from '../domain/spec.ts';
 import { clip } from '../domain/text.ts';
 import { DEFAULT_POLL, type Warehouse } from '../functions/commons/warehouse.ts';
 import { isChunkLoadState } from '../lib/workflow-steps.ts';
-import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
-import { startLocalDataApi } from './data-api/server.ts';
-import { recreateDatabase, startLocalPostgres, type PgConnection } from './postgres.ts';
-import { LocalRunner, type ExecutionEvent, type ExecutionResult } from './runner.ts';
-import { addBadSourceRow, correctAmountsInPlace, createSampleWarehouse, removeBadSourceRows, sampleDay, samplePipeline } from './sample-data.ts';
-import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from './database-users.ts';
-import { bar, renderTable, renderTimeline } from './table.ts';
-import { naiveRebuild } from './naive-rebuild.ts';
-import { newClient } from './pg-clients.ts';
-import { ReaderPool, type ReaderSample } from './readers.ts';
-import type pg from 'pg';
-import { definePipeline, type PipelineSpec } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
+import { localHandlerEnvironment, localWarehouse, silenceSdkNodeNotice } from './aws-clients.ts';
+import { startLocalDataApi } from './data-api/server.ts';
+import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from './database-users.ts';
+import { naiveRebuild } from './naive-rebuild.ts';
+import { newClient } from './pg-clients.ts';
+import { type PgConnection, recreateDatabase, startLocalPostgres } from './postgres.ts';
+import { ReaderPool, type ReaderSample } from './readers.ts';
+import { type ExecutionEvent, type ExecutionResult, LocalRunner } from './runner.ts';
+import { addBadSourceRow, correctAmountsInPlace, createSampleWarehouse, removeBadSourceRows, sampleDay, samplePipeline } from './sample-data.ts';
+import { bar, renderTable, renderTimeline } from './table.ts';
 
 const DATABASE = 'atomic_publish_demo';
 const ROWS_PER_DAY = Number(process.env.DEMO_ROWS_PER_DAY ?? 11_560);
@@ -131,7 +132,11 @@ async function runNaive(warehouse: Warehouse, readers: ReaderPool, rebuild: Rebu
   const step = progressOf(`${label}: naive in place`, readers);
   readers.watch(watched('naive', rebuild));
   const only = rebuild.firstDay !== undefined;
-  const result = await naiveRebuild(warehouse, { table: 'naive.sales_order_lines', days: rebuild.days, firstDay: sampleDay(rebuild.firstDay ?? 0), only }, step);
+  const result = await naiveRebuild(
+    warehouse,
+    { table: 'naive.sales_order_lines', days: rebuild.days, firstDay: sampleDay(rebuild.firstDay ?? 0), only },
+    step,
+  );
   if (result.failed && process.stderr.isTTY) process.stderr.write('\n');
   const samples = await readersAfter(readers);
   return { label, samples, failed: result.failed, message: result.message };
@@ -196,7 +201,12 @@ function timelineOf(execution: ExecutionResult): string {
  * with the run that failed.
  */
 function errorLine(error: unknown): string {
-  return clip(String(error).replace(/^.*? failed: /, '').split('\n')[0]!, 160);
+  return clip(
+    String(error)
+      .replace(/^.*? failed: /, '')
+      .split('\n')[0]!,
+    160,
+  );
 }
 
 async function printManifest(warehouse: Warehouse): Promise<void> {
@@ -406,7 +416,9 @@ async function main(): Promise<number> {
     const old = await count('analytics.sales_order_lines');
     const expectedNew = await count('source.sales_order_lines');
     err('');
-    err(`${day}: ${rebuild.firstDay === undefined ? `rebuilding ${rebuild.days} days` : `backfilling ${rebuild.days} days from ${first.toISOString().slice(0, 10)}`} (${story})`);
+    err(
+      `${day}: ${rebuild.firstDay === undefined ? `rebuilding ${rebuild.days} days` : `backfilling ${rebuild.days} days from ${first.toISOString().slice(0, 10)}`} (${story})`,
+    );
     const naive = await runNaive(warehouse, readers, rebuild, day);
     const { run: atomic, execution } = await runAtomic(runner, readers, rebuild, day);
     if (execution.status === 'SUCCEEDED') atomicRows += expectedNew;
@@ -414,9 +426,8 @@ async function main(): Promise<number> {
     if (day === 'Wednesday' && outsideMarch) outsideMarch.after = await fingerprintOutside(db, MARCH);
   }
   // What Thursday's gate located, as check_results records it.
-  const located = (
-    await db.query(`SELECT details FROM atomic_publish.check_results WHERE check_name = 'difference_located' ORDER BY checked_at DESC LIMIT 1`)
-  ).rows[0]?.details as string | undefined;
+  const located = (await db.query(`SELECT details FROM atomic_publish.check_results WHERE check_name = 'difference_located' ORDER BY checked_at DESC LIMIT 1`))
+    .rows[0]?.details as string | undefined;
   const loadSeconds = (Date.now() - loadStarted) / 1000;
   await db.end();
 
@@ -427,21 +438,30 @@ async function main(): Promise<number> {
   let mixed = 0;
   for (const r of results) {
     for (const run of [r.naive, r.atomic]) {
-      rows.push([r.day, run === r.naive ? 'naive in place' : 'atomic-publish', ...CHECKPOINTS.map((c) => seenAt(run, c)), run.failed ? `FAILED: ${run.message}` : 'succeeded']);
+      rows.push([
+        r.day,
+        run === r.naive ? 'naive in place' : 'atomic-publish',
+        ...CHECKPOINTS.map((c) => seenAt(run, c)),
+        run.failed ? `FAILED: ${run.message}` : 'succeeded',
+      ]);
     }
     const allowed = new Set([r.old, r.execution.status === 'SUCCEEDED' ? r.expectedNew : r.old]);
     const atomicCounts = r.atomic.samples.filter((s) => s.table === r.watched);
     const bad = atomicCounts.filter((s) => s.count === undefined || !allowed.has(s.count));
     mixed += bad.length;
     const distinct = [...new Set(atomicCounts.map((s) => s.count ?? -1))].map((n) => (n < 0 ? 'error' : fmt(n)));
-    summaries.push(`${r.day} atomic readers: ${atomicCounts.length} reads, distinct counts ${distinct.join(', ')} (old ${fmt(r.old)}, new ${fmt(r.expectedNew)})`);
+    summaries.push(
+      `${r.day} atomic readers: ${atomicCounts.length} reads, distinct counts ${distinct.join(', ')} (old ${fmt(r.old)}, new ${fmt(r.expectedNew)})`,
+    );
   }
   out(renderTable(['run', 'path', 'at 0%', 'at 30%', 'at 60%', 'at 100%', 'outcome'], rows, ['l', 'l', 'r', 'r', 'r', 'r', 'l']));
   out('');
   for (const summary of summaries) out(summary);
   if (outsideMarch) {
     const same = outsideMarch.before === outsideMarch.after;
-    out(`Wednesday: every row outside March ${same ? 'unchanged' : 'CHANGED'} by the backfill (fingerprint ${outsideMarch.before.slice(0, 12)} before, ${String(outsideMarch.after).slice(0, 12)} after)`);
+    out(
+      `Wednesday: every row outside March ${same ? 'unchanged' : 'CHANGED'} by the backfill (fingerprint ${outsideMarch.before.slice(0, 12)} before, ${String(outsideMarch.after).slice(0, 12)} after)`,
+    );
     if (!same) mixed += 1;
   }
   if (located !== undefined) out(`Thursday: the gate located the correction (check_results, difference_located): ${located}`);
@@ -450,9 +470,11 @@ async function main(): Promise<number> {
     out('');
     out(`${r.day}: atomic-publish run timeline (${r.execution.status})`);
     out(timelineOf(r.execution));
-    const plan = (r.execution.events.find((e) => e.type === 'StateExited' && e.state?.name === 'Plan')?.state?.output as
-      | { plan?: { chunkCount: number; chunks: unknown[]; batch: { batchId: string } } }
-      | undefined)?.plan;
+    const plan = (
+      r.execution.events.find((e) => e.type === 'StateExited' && e.state?.name === 'Plan')?.state?.output as
+        | { plan?: { chunkCount: number; chunks: unknown[]; batch: { batchId: string } } }
+        | undefined
+    )?.plan;
     if (plan) {
       const done = plan.chunkCount - plan.chunks.length;
       const retries = r.execution.events.filter((e) => e.type === 'StateRetried').length;
@@ -468,7 +490,13 @@ async function main(): Promise<number> {
       for (const line of r.execution.alerts[0]!.message.split('\n')) out(`  ${line}`);
     }
     for (const m of r.execution.metrics) {
-      out(`Metrics (${m.namespace}, ${Object.entries(m.dimensions).map(([k, v]) => `${k}=${v}`).join(', ')}): ${Object.entries(m.values).map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`).join(', ')}`);
+      out(
+        `Metrics (${m.namespace}, ${Object.entries(m.dimensions)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')}): ${Object.entries(m.values)
+          .map(([k, v]) => `${k}=${Math.round(v * 100) / 100}`)
+          .join(', ')}`,
+      );
     }
   }
   if (runner.events.length > 0) {

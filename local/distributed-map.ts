@@ -90,7 +90,11 @@ export interface DistributedMapRun {
   /** The parent execution's ARN and name (child names derive from them). */
   readonly parent: { readonly id: string; readonly name: string };
   /** Runs one child execution of the ItemProcessor with `input`; resolves with its output, rejects with its error. */
-  readonly runChild: (processor: StateMachineDefinition, input: unknown, context: { id: string; name: string }) => { result: Promise<unknown>; abort: () => void; events: () => number; historyEvents: () => number };
+  readonly runChild: (
+    processor: StateMachineDefinition,
+    input: unknown,
+    context: { id: string; name: string },
+  ) => { result: Promise<unknown>; abort: () => void; events: () => number; historyEvents: () => number };
   /** Called once the Map Run has selected its items, before its first child starts (the parent's history records it). */
   readonly onMapRun?: (run: MapRunInfo) => void;
   /** Called as each child ends. */
@@ -129,30 +133,39 @@ export async function runDistributedMap(run: DistributedMapRun): Promise<unknown
         const childName = `${label}:${index}`;
         const child = run.runChild(childDefinition, batches[index], { id: `${run.parent.id}/${name}:${index}`, name: childName });
         running.set(index, child);
-        child.result.then(
-          (output) => {
-            results[index] = output;
-            run.onChild?.({ name: childName, mapState: name, status: 'SUCCEEDED', events: child.events(), historyEvents: child.historyEvents() });
-          },
-          (error: Error) => {
-            // Stopped: by this Map Run after another child failed, or with the parent execution.
-            if (error?.name === 'ExecutionAbortedError') stopped ??= error;
-            const aborted = failed !== undefined || stopped !== undefined;
-            run.onChild?.({ name: childName, mapState: name, status: aborted ? 'ABORTED' : 'FAILED', events: child.events(), historyEvents: child.historyEvents(), error: error?.name });
-            if (aborted) return;
-            failures += 1;
-            if (failures > tolerated) {
-              failed = new ExceedToleratedFailureThresholdError(
-                `The specified tolerated failure threshold was exceeded: ${failures} of ${batches.length} child executions failed (the last: ${error?.name}: ${String(error?.message).slice(0, 500)})`,
-              );
-              for (const [other, execution] of running) if (other !== index) execution.abort();
-            }
-          },
-        ).finally(() => {
-          running.delete(index);
-          if (running.size === 0 && (failed || stopped || next >= batches.length)) resolve();
-          else launch();
-        });
+        child.result
+          .then(
+            (output) => {
+              results[index] = output;
+              run.onChild?.({ name: childName, mapState: name, status: 'SUCCEEDED', events: child.events(), historyEvents: child.historyEvents() });
+            },
+            (error: Error) => {
+              // Stopped: by this Map Run after another child failed, or with the parent execution.
+              if (error?.name === 'ExecutionAbortedError') stopped ??= error;
+              const aborted = failed !== undefined || stopped !== undefined;
+              run.onChild?.({
+                name: childName,
+                mapState: name,
+                status: aborted ? 'ABORTED' : 'FAILED',
+                events: child.events(),
+                historyEvents: child.historyEvents(),
+                error: error?.name,
+              });
+              if (aborted) return;
+              failures += 1;
+              if (failures > tolerated) {
+                failed = new ExceedToleratedFailureThresholdError(
+                  `The specified tolerated failure threshold was exceeded: ${failures} of ${batches.length} child executions failed (the last: ${error?.name}: ${String(error?.message).slice(0, 500)})`,
+                );
+                for (const [other, execution] of running) if (other !== index) execution.abort();
+              }
+            },
+          )
+          .finally(() => {
+            running.delete(index);
+            if (running.size === 0 && (failed || stopped || next >= batches.length)) resolve();
+            else launch();
+          });
       }
       if (running.size === 0 && (failed || stopped || next >= batches.length)) resolve();
     };
@@ -188,7 +201,9 @@ async function selectItems(state: AslState, input: unknown, parent: { readonly i
   };
   if (state.ItemsPath !== undefined) select.ItemsPath = state.ItemsPath;
   if (state.ItemSelector !== undefined) select.ItemSelector = state.ItemSelector;
-  const machine = new StateMachine({ StartAt: 'Select', States: { Select: select } } as unknown as StateMachineDefinition, { validationOptions: { noValidate: true } });
+  const machine = new StateMachine({ StartAt: 'Select', States: { Select: select } } as unknown as StateMachineDefinition, {
+    validationOptions: { noValidate: true },
+  });
   return (await machine.run(input as never, { context: { Execution: { Id: parent.id, Name: parent.name } } as never }).result) as unknown[];
 }
 
@@ -197,9 +212,12 @@ async function batchInput(state: AslState, input: unknown): Promise<Record<strin
   const template = (state.ItemBatcher as { BatchInput?: Record<string, unknown> } | undefined)?.BatchInput;
   if (template === undefined) return {};
   const { StateMachine } = await import('aws-local-stepfunctions');
-  const machine = new StateMachine({ StartAt: 'BatchInput', States: { BatchInput: { Type: 'Pass', Parameters: template, End: true } } } as unknown as StateMachineDefinition, {
-    validationOptions: { noValidate: true },
-  });
+  const machine = new StateMachine(
+    { StartAt: 'BatchInput', States: { BatchInput: { Type: 'Pass', Parameters: template, End: true } } } as unknown as StateMachineDefinition,
+    {
+      validationOptions: { noValidate: true },
+    },
+  );
   return (await machine.run(input as never).result) as Record<string, unknown>;
 }
 
@@ -228,5 +246,9 @@ function toleratedFailures(state: AslState, children: number): number {
   const percentage = state.ToleratedFailurePercentage === undefined ? undefined : Number(state.ToleratedFailurePercentage);
   const byPercentage = percentage === undefined ? undefined : Math.floor((percentage / 100) * children);
   // With both, the Map Run fails as soon as either is exceeded.
-  return Math.min(count ?? Number.POSITIVE_INFINITY, byPercentage ?? Number.POSITIVE_INFINITY, count === undefined && byPercentage === undefined ? 0 : Number.POSITIVE_INFINITY);
+  return Math.min(
+    count ?? Number.POSITIVE_INFINITY,
+    byPercentage ?? Number.POSITIVE_INFINITY,
+    count === undefined && byPercentage === undefined ? 0 : Number.POSITIVE_INFINITY,
+  );
 }

@@ -59,7 +59,6 @@ export interface LocalEventBridgeOptions {
   readonly port?: number;
 }
 
-
 /** A bus name, or the name at the end of an event bus ARN. */
 function busName(value: unknown): string {
   if (value === undefined || value === '') return 'default';
@@ -70,7 +69,8 @@ function busName(value: unknown): string {
 /** The bytes EventBridge counts for an entry (its "Calculating PutEvents event entry size"). */
 function entrySize(entry: Record<string, unknown>): number {
   let size = entry.Time === undefined ? 0 : 14;
-  for (const field of ['Source', 'DetailType', 'Detail'] as const) if (typeof entry[field] === 'string') size += Buffer.byteLength(entry[field] as string, 'utf8');
+  for (const field of ['Source', 'DetailType', 'Detail'] as const)
+    if (typeof entry[field] === 'string') size += Buffer.byteLength(entry[field] as string, 'utf8');
   for (const resource of Array.isArray(entry.Resources) ? entry.Resources : []) size += Buffer.byteLength(String(resource), 'utf8');
   return size;
 }
@@ -82,7 +82,8 @@ export async function startLocalEventBridgeApi(options: LocalEventBridgeOptions 
   const accept = (entry: Record<string, unknown>): { EventId: string } | { ErrorCode: string; ErrorMessage: string } => {
     const failed = (ErrorCode: string, ErrorMessage: string) => ({ ErrorCode, ErrorMessage });
     for (const field of ['Source', 'DetailType', 'Detail'] as const) {
-      if (typeof entry[field] !== 'string' || entry[field] === '') return failed('InvalidArgument', `Parameter ${field} is not valid. Reason: ${field} is a required argument.`);
+      if (typeof entry[field] !== 'string' || entry[field] === '')
+        return failed('InvalidArgument', `Parameter ${field} is not valid. Reason: ${field} is a required argument.`);
     }
     let detail: unknown;
     try {
@@ -111,11 +112,17 @@ export async function startLocalEventBridgeApi(options: LocalEventBridgeOptions 
   const operations: Record<string, AwsJsonOperation> = {
     PutEvents: async ({ Entries }) => {
       if (!Array.isArray(Entries) || Entries.length < 1 || Entries.length > PUT_EVENTS_LIMITS.entries) {
-        throw new AwsServiceError('ValidationException', `1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length between 1 and ${PUT_EVENTS_LIMITS.entries}`);
+        throw new AwsServiceError(
+          'ValidationException',
+          `1 validation error detected: Value at 'entries' failed to satisfy constraint: Member must have length between 1 and ${PUT_EVENTS_LIMITS.entries}`,
+        );
       }
       const bytes = (Entries as Record<string, unknown>[]).reduce((sum, entry) => sum + entrySize(entry), 0);
       if (bytes > PUT_EVENTS_LIMITS.requestBytes) {
-        throw new AwsServiceError('ValidationException', `Total size of the entries in the request is over the limit (${bytes} bytes, at most ${PUT_EVENTS_LIMITS.requestBytes}).`);
+        throw new AwsServiceError(
+          'ValidationException',
+          `Total size of the entries in the request is over the limit (${bytes} bytes, at most ${PUT_EVENTS_LIMITS.requestBytes}).`,
+        );
       }
       const results = (Entries as Record<string, unknown>[]).map((entry) => accept(entry));
       return { FailedEntryCount: results.filter((r) => 'ErrorCode' in r).length, Entries: results };

@@ -74,7 +74,9 @@ export type TaskHandlers = Record<string, (input: unknown) => Promise<unknown>>;
 const EXECUTION_DATA: ReadonlySet<string> = new Set(['input', 'output', 'parameters']);
 const NOT_TRUNCATED = { truncated: false } as const;
 
-type TaskResource = { readonly kind: 'lambda'; readonly functionArn: string } | { readonly kind: 'service'; readonly resourceType: string; readonly resource: string };
+type TaskResource =
+  | { readonly kind: 'lambda'; readonly functionArn: string }
+  | { readonly kind: 'service'; readonly resourceType: string; readonly resource: string };
 
 interface StateInfo {
   readonly type: string;
@@ -341,9 +343,16 @@ export class ExecutionHistory {
       if (!visit.failed && invocation && !invocation.refused) {
         const ended = invocation.endedAt ?? at;
         if (info.task?.kind === 'service') {
-          this.chain(line, 'TaskSucceeded', ended, 'taskSucceededEventDetails', { ...serviceOf(info), output: invocation.output, outputDetails: NOT_TRUNCATED });
+          this.chain(line, 'TaskSucceeded', ended, 'taskSucceededEventDetails', {
+            ...serviceOf(info),
+            output: invocation.output,
+            outputDetails: NOT_TRUNCATED,
+          });
         } else {
-          this.chain(line, 'LambdaFunctionSucceeded', ended, 'lambdaFunctionSucceededEventDetails', { output: invocation.output, outputDetails: NOT_TRUNCATED });
+          this.chain(line, 'LambdaFunctionSucceeded', ended, 'lambdaFunctionSucceededEventDetails', {
+            output: invocation.output,
+            outputDetails: NOT_TRUNCATED,
+          });
         }
       }
       this.chain(line, 'TaskStateExited', at, 'stateExitedEventDetails', exited);
@@ -382,9 +391,18 @@ export class ExecutionHistory {
       }
       const timedOut = event.Error === 'States.Timeout';
       if (info.task?.kind === 'service') {
-        this.chain(line, timedOut ? 'TaskTimedOut' : 'TaskFailed', at, timedOut ? 'taskTimedOutEventDetails' : 'taskFailedEventDetails', { ...serviceOf(info), ...failure });
+        this.chain(line, timedOut ? 'TaskTimedOut' : 'TaskFailed', at, timedOut ? 'taskTimedOutEventDetails' : 'taskFailedEventDetails', {
+          ...serviceOf(info),
+          ...failure,
+        });
       } else {
-        this.chain(line, timedOut ? 'LambdaFunctionTimedOut' : 'LambdaFunctionFailed', at, timedOut ? 'lambdaFunctionTimedOutEventDetails' : 'lambdaFunctionFailedEventDetails', failure);
+        this.chain(
+          line,
+          timedOut ? 'LambdaFunctionTimedOut' : 'LambdaFunctionFailed',
+          at,
+          timedOut ? 'lambdaFunctionTimedOutEventDetails' : 'lambdaFunctionFailedEventDetails',
+          failure,
+        );
       }
     } else if ((info.type === 'Map' || info.type === 'Parallel') && visit.scope) {
       const scope = visit.scope;
@@ -491,7 +509,12 @@ export class ExecutionHistory {
     };
     const started = Math.max(at, invocation.startedAt);
     if (info.task?.kind === 'service') {
-      this.chain(line, 'TaskScheduled', started, 'taskScheduledEventDetails', { ...serviceOf(info), region: LOCAL_REGION, parameters: invocation.parameters, ...timeouts });
+      this.chain(line, 'TaskScheduled', started, 'taskScheduledEventDetails', {
+        ...serviceOf(info),
+        region: LOCAL_REGION,
+        parameters: invocation.parameters,
+        ...timeouts,
+      });
       this.chain(line, 'TaskStarted', started, 'taskStartedEventDetails', serviceOf(info));
     } else {
       const functionArn = info.task?.kind === 'lambda' ? info.task.functionArn : '';
@@ -586,7 +609,9 @@ export class ExecutionHistory {
     const { name, input, type } = event.state!;
     const info = this.info(name, type);
     const found =
-      input !== null && typeof input === 'object' ? this.#visitsByInput.get(input)?.get(name) : this.#visitsByLine.get(`${this.lineOf(info, event.index).id}|${name}`);
+      input !== null && typeof input === 'object'
+        ? this.#visitsByInput.get(input)?.get(name)
+        : this.#visitsByLine.get(`${this.lineOf(info, event.index).id}|${name}`);
     if (found) return found;
     const visit: Visit = { name, info, line: this.lineOf(info, event.index), failed: false };
     this.remember(visit, input);
@@ -653,7 +678,9 @@ export function historyLimitCause(count: number): string {
 }
 
 function serviceOf(info: StateInfo): { resourceType: string; resource: string } {
-  return info.task?.kind === 'service' ? { resourceType: info.task.resourceType, resource: info.task.resource } : { resourceType: 'lambda', resource: 'invoke' };
+  return info.task?.kind === 'service'
+    ? { resourceType: info.task.resourceType, resource: info.task.resource }
+    : { resourceType: 'lambda', resource: 'invoke' };
 }
 
 /** How many items a Map iterates: its ItemsPath (after InputPath) of its input; 0 when the path finds no array. */

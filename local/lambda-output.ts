@@ -18,9 +18,7 @@ export interface LambdaOutputSink {
 }
 
 function toMetricRecords(line: Record<string, unknown>): MetricRecord[] {
-  const aws = line._aws as
-    | { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] }
-    | undefined;
+  const aws = line._aws as { Timestamp: number; CloudWatchMetrics: { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] } | undefined;
   if (!aws?.CloudWatchMetrics) return [];
   return aws.CloudWatchMetrics.map((directive) => {
     const dimensions: Record<string, string> = {};

@@ -7,14 +7,13 @@
  * checked here too (the runner applies it to every task).
  */
 import { randomUUID } from 'node:crypto';
-import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
 import { STATE_PAYLOAD_MAX_BYTES } from '../domain/aws-limits.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';
 
 export type Handler = (event: unknown, context: unknown) => Promise<unknown>;
-
 
 /**
  * `States.DataLimitExceeded`: terminal, as on AWS: no Retry and no Catch

@@ -6,8 +6,8 @@
  */
 import { qualifiedName } from '../domain/identifiers.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
-import { samplePipeline } from './sample-data.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
+import { samplePipeline } from './sample-data.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -25,7 +25,10 @@ export async function naiveRebuild(
     const lastDay = new Date(target.firstDay.getTime() + target.days * DAY_MS);
     await warehouse.execute(
       target.only
-        ? { sql: `DELETE FROM ${live} WHERE ordered_at >= :start AND ordered_at < :end`, parameters: { start: timestampParam(target.firstDay), end: timestampParam(lastDay) } }
+        ? {
+            sql: `DELETE FROM ${live} WHERE ordered_at >= :start AND ordered_at < :end`,
+            parameters: { start: timestampParam(target.firstDay), end: timestampParam(lastDay) },
+          }
         : { sql: `DELETE FROM ${live}` },
       'naive:delete',
     );

@@ -64,4 +64,3 @@ export async function endPool(pool: pg.Pool): Promise<void> {
   await pool.end();
   await Promise.all(closed);
 }
-

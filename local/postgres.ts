@@ -13,9 +13,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { quoteIdent } from '../domain/identifiers.ts';
-import { withClient } from './pg-clients.ts';
 import { STATE_DIR } from '../lib/project.ts';
-import { mkdirReachable, resolvePostgresHost, type PostgresHost } from './postgres-host.ts';
+import { withClient } from './pg-clients.ts';
+import { mkdirReachable, type PostgresHost, resolvePostgresHost } from './postgres-host.ts';
 import { isAlive, withLock } from './process-lock.ts';
 
 export interface PgConnection {
@@ -242,7 +242,10 @@ async function initCluster(host: PostgresHost, stateFile: string, log: (line: st
 
 async function startServer(host: PostgresHost, port: number): Promise<void> {
   const logFile = path.join(host.dataDir, 'server.log');
-  const size = await fs.stat(logFile).then((s) => s.size, () => 0);
+  const size = await fs.stat(logFile).then(
+    (s) => s.size,
+    () => 0,
+  );
   if (size > 10 * 1024 * 1024) await fs.rename(logFile, `${logFile}.old`);
   await fs.writeFile(path.join(host.dataDir, SETTINGS_FILE), SERVER_SETTINGS, { mode: 0o644 });
   const deadline = Date.now() + READY_TIMEOUT_MS;
@@ -305,12 +308,13 @@ async function runningServerPort(dataDir: string, state: State): Promise<number 
       }
     }
     if (Date.now() > deadline) {
-      throw new Error(`atomic-publish: PostgreSQL (pid ${pid}) runs on ${dataDir} but does not accept connections.\n--- server.log (tail) ---\n${tail(path.join(dataDir, 'server.log'))}`);
+      throw new Error(
+        `atomic-publish: PostgreSQL (pid ${pid}) runs on ${dataDir} but does not accept connections.\n--- server.log (tail) ---\n${tail(path.join(dataDir, 'server.log'))}`,
+      );
     }
     await sleep(200);
   }
 }
-
 
 function isPostgresProcess(pid: number): boolean {
   if (!pid || !isAlive(pid)) return false;
@@ -373,7 +377,6 @@ function portIsFree(port: number): Promise<boolean> {
     server.listen(port, HOST, () => server.close(() => resolve(true)));
   });
 }
-
 
 function tail(file: string, lines = 30): string {
   try {

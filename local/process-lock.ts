@@ -28,7 +28,10 @@ export async function withLock<T>(lockFile: string, timeoutMs: number, fn: () =>
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const owner = Number(await fs.readFile(lockFile, 'utf8').catch(() => ''));
-      const age = await fs.stat(lockFile).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await fs.stat(lockFile).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       if ((owner && !isAlive(owner)) || (!owner && age > 5_000)) {
         await fs.rm(lockFile, { force: true });
         continue;
@@ -43,4 +46,3 @@ export async function withLock<T>(lockFile: string, timeoutMs: number, fn: () =>
     await fs.rm(lockFile, { force: true });
   }
 }
-

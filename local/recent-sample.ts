@@ -10,8 +10,8 @@ import type pg from 'pg';
 import { definePipeline } from '../domain/spec.ts';
 import { dailySales } from '../pipelines/daily-sales.ts';
 import { pipelines } from '../pipelines/index.ts';
-import { SAMPLE_START_ENV, sampleHistoryStart } from '../pipelines/sample-start.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
+import { SAMPLE_START_ENV, sampleHistoryStart } from '../pipelines/sample-start.ts';
 import { correctAmountsInPlace, createDailySales, createSampleWarehouse } from './sample-data.ts';
 
 const DAY_MS = 86_400_000;

@@ -9,32 +9,32 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { ExecutionHistory, HISTORY_LIMIT_ERROR, historyLimitCause } from './history.ts';
-import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { join } from 'node:path';
+import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
 import { isLiveWatchEvent } from '../domain/live-watch.ts';
-import { WarehouseEnv } from '../domain/warehouse-target.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
-import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
-import { type ChildExecution, type DistributedMapState, runDistributedMap, withDistributedMapsAsTasks } from './distributed-map.ts';
-import { StartRunEnv } from '../functions/start-run/env.ts';
+import { WarehouseEnv } from '../domain/warehouse-target.ts';
 import { StepFunctionsEnv } from '../functions/commons/step-functions.ts';
-import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
-import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from './step-functions-api.ts';
 import { FreshnessMonitorEnv } from '../functions/freshness-monitor/env.ts';
+import { StartRunEnv } from '../functions/start-run/env.ts';
+import { LOCAL_ACCOUNT, LOCAL_REGION } from '../lib/definition.ts';
+import { STATE_DIR } from '../lib/project.ts';
 import { stepEntry } from '../lib/workflow-steps.ts';
-import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { LOCAL_AWS_ENV, localCloudWatchClient, localEventsEnvironment, silenceSdkNodeNotice } from './aws-clients.ts';
+import { type ChildExecution, type DistributedMapState, runDistributedMap, withDistributedMapsAsTasks } from './distributed-map.ts';
 import { putEmfRecords } from './emf-metrics.ts';
-import { type InvocationRecord, outcomeOfError, putLambdaMetrics, THROTTLED_ERROR_NAME } from './lambda-metrics.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from './eventbridge-api.ts';
+import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
+import { ExecutionHistory, HISTORY_LIMIT_ERROR, historyLimitCause } from './history.ts';
+import { type InvocationRecord, outcomeOfError, putLambdaMetrics, THROTTLED_ERROR_NAME } from './lambda-metrics.ts';
 import { captureLambdaOutput, type MetricRecord } from './lambda-output.ts';
 import { checkPayload, type Handler, INVOCATION_SCOPE_ENV, invoke, invokeStore, isStatesError, LambdaFunctionError, loadHandlers } from './lambda-sandbox.ts';
 import { type Alert, SnsOutbox } from './sns-outbox.ts';
-import { STATE_DIR } from '../lib/project.ts';
 import { stateMachineRoleArn } from './state-machine.ts';
+import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from './step-functions-api.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow, type Template } from './template.ts';
 
 // aws-local-stepfunctions calls Promise.withResolvers, which Node 20 lacks.
@@ -278,9 +278,7 @@ export class LocalRunner {
     const { StateMachine } = await import('aws-local-stepfunctions');
     validateOnce(workflow.definition, (definition) => new StateMachine(definition, { validationOptions: { checkArn: false } }));
     const { definition, maps } = withDistributedMapsAsTasks(localDefinition(workflow, options.timeScale ?? DEFAULT_TIME_SCALE));
-    const eventEntries = Object.fromEntries(
-      [...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]),
-    );
+    const eventEntries = Object.fromEntries([...workflow.statusChangeTargets, ...workflow.scheduleTargets].map((t) => [t.functionLogicalId, t.entry]));
     return new LocalRunner(workflow, definition, maps, await loadHandlers(workflow.entries), await loadHandlers(eventEntries), options, eventBridge);
   }
 
@@ -320,7 +318,12 @@ export class LocalRunner {
    * Lambda ends it there), and passes its result or error on.
    * https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
    */
-  private async invokeFunction(functionName: string, timeoutSeconds: number, call: () => Promise<unknown>, type: InvocationType = 'RequestResponse'): Promise<unknown> {
+  private async invokeFunction(
+    functionName: string,
+    timeoutSeconds: number,
+    call: () => Promise<unknown>,
+    type: InvocationType = 'RequestResponse',
+  ): Promise<unknown> {
     const limit = this.options.concurrencyLimit ?? ACCOUNT_CONCURRENCY_LIMIT;
     if (this.concurrency.running >= limit) {
       this.invocationRecords.push({ functionName, at: (this.options.clock?.() ?? new Date()).getTime(), outcome: 'throttled' });
@@ -580,9 +583,20 @@ export class LocalRunner {
       await collecting;
       if (stop) {
         // The engine may have ended the execution its own way after the stop: the stop decides.
-        result = { executionId, status: 'ABORTED', ...(stop.error === undefined ? {} : { error: stop.error }), ...(stop.cause === undefined ? {} : { cause: stop.cause }), startedAt };
+        result = {
+          executionId,
+          status: 'ABORTED',
+          ...(stop.error === undefined ? {} : { error: stop.error }),
+          ...(stop.cause === undefined ? {} : { cause: stop.cause }),
+          startedAt,
+        };
         events.splice(stop.events);
-        const aborted: ExecutionEvent = { type: 'ExecutionAborted', timestamp: stop.timestamp, ...(stop.error === undefined ? {} : { Error: stop.error }), ...(stop.cause === undefined ? {} : { Cause: stop.cause }) };
+        const aborted: ExecutionEvent = {
+          type: 'ExecutionAborted',
+          timestamp: stop.timestamp,
+          ...(stop.error === undefined ? {} : { Error: stop.error }),
+          ...(stop.cause === undefined ? {} : { Cause: stop.cause }),
+        };
         events.push(aborted);
         history.add(aborted);
         this.options.onEvent?.(aborted, executionId);
@@ -669,7 +683,12 @@ export class LocalRunner {
       if (!matches) continue;
       const handler = this.eventHandlers.get(target.functionLogicalId)!;
       try {
-        const output = await this.invokeFunction(target.functionLogicalId, target.timeoutSeconds, () => invoke(handler, target.functionLogicalId, event, target.timeoutSeconds), 'Event');
+        const output = await this.invokeFunction(
+          target.functionLogicalId,
+          target.timeoutSeconds,
+          () => invoke(handler, target.functionLogicalId, event, target.timeoutSeconds),
+          'Event',
+        );
         deliveries.push({ functionLogicalId: target.functionLogicalId, output });
       } catch (error) {
         deliveries.push({ functionLogicalId: target.functionLogicalId, error: `${(error as Error).name}: ${(error as Error).message}` });
@@ -703,7 +722,9 @@ export class LocalRunner {
       [StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT]: stepFunctionsEndpoint,
     });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
-    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds));
+    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () =>
+      invoke(handler, schedule.functionLogicalId, JSON.parse(input), schedule.timeoutSeconds),
+    );
   }
 
   /**
@@ -717,7 +738,9 @@ export class LocalRunner {
     const schedule = this.freshnessMonitorSchedule(options);
     Object.assign(process.env, variablesLacking(schedule.environment), { [FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT]: cloudWatchEndpoint });
     const handler = this.eventHandlers.get(schedule.functionLogicalId)!;
-    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () => invoke(handler, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds));
+    return this.invokeOutside(schedule.functionLogicalId, schedule.timeoutSeconds, () =>
+      invoke(handler, schedule.functionLogicalId, JSON.parse(schedule.input), schedule.timeoutSeconds),
+    );
   }
 
   /** How often the freshness monitor's schedule (`liveWatch`: the live watch's) fires: its `rate(...)` expression, in ms. */
@@ -730,7 +753,9 @@ export class LocalRunner {
 
   private freshnessMonitorSchedule(options: { readonly liveWatch?: boolean }) {
     // Two schedules invoke the monitor: the freshness one, and the live watch's with its own input.
-    const schedule = this.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor') && isLiveWatchEvent(JSON.parse(t.input)) === (options.liveWatch ?? false));
+    const schedule = this.workflow.scheduleTargets.find(
+      (t) => t.entry === stepEntry('FreshnessMonitor') && isLiveWatchEvent(JSON.parse(t.input)) === (options.liveWatch ?? false),
+    );
     if (!schedule) throw new Error(`the synthesized template has no ${options.liveWatch ? 'live watch' : 'freshness monitor'} schedule`);
     return schedule;
   }
@@ -752,9 +777,7 @@ const TARGET_VARIABLES: readonly string[] = [WarehouseEnv.WORKGROUP, WarehouseEn
  */
 function variablesLacking(environment: Record<string, string>): Record<string, string> {
   const targetNamed = TARGET_VARIABLES.some((key) => process.env[key] !== undefined);
-  return Object.fromEntries(
-    Object.entries(environment).filter(([key]) => process.env[key] === undefined && !(targetNamed && TARGET_VARIABLES.includes(key))),
-  );
+  return Object.fromEntries(Object.entries(environment).filter(([key]) => process.env[key] === undefined && !(targetNamed && TARGET_VARIABLES.includes(key))));
 }
 
 /** The definitions already validated in this process, by their hash: a definition valid once stays valid. */

@@ -10,8 +10,8 @@ import type pg from 'pg';
 import { quoteIdent } from '../domain/identifiers.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
-import { DEFAULT_SAMPLE_START } from '../pipelines/sample-start.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
+import { DEFAULT_SAMPLE_START } from '../pipelines/sample-start.ts';
 
 /** The tests' and the demo's sample start: the sample pipelines' fixed history start. */
 export const SAMPLE_HISTORY_START = new Date(`${DEFAULT_SAMPLE_START}T00:00:00Z`);
@@ -160,10 +160,9 @@ export async function createDailySales(db: pg.ClientBase, liveEnd: Date): Promis
 
 /** An upstream mistake: an order line with quantity 0, which makes the unit price a division by zero. */
 export async function addBadSourceRow(db: pg.ClientBase, day: Date): Promise<void> {
-  await db.query(
-    `INSERT INTO source.sales_order_lines VALUES (999999999, 1, $1::timestamp + interval '12 hours', 1, 1, 0, 10.00)`,
-    [day.toISOString().slice(0, 19)],
-  );
+  await db.query(`INSERT INTO source.sales_order_lines VALUES (999999999, 1, $1::timestamp + interval '12 hours', 1, 1, 0, 10.00)`, [
+    day.toISOString().slice(0, 19),
+  ]);
 }
 
 /** The upstream fix: the bad order lines are gone. */

@@ -24,8 +24,8 @@
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeStateMachine.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListStateMachines.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
-import { servedEvent } from './history.ts';
 import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
+import { servedEvent } from './history.ts';
 import type { LocalRunner } from './runner.ts';
 import { describeStateMachine } from './state-machine.ts';
 
@@ -40,7 +40,6 @@ export interface LocalStepFunctionsApi {
 const CONTENT_TYPE = 'application/x-amz-json-1.0';
 const TARGET_PREFIX = 'AWSStepFunctions.';
 
-
 const EXECUTION_STATUSES = new Set(['RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'ABORTED', 'PENDING_REDRIVE']);
 
 /** The API model's PageSize: 0 to 1,000; 0 or none is a page of 100. */
@@ -49,7 +48,11 @@ const DEFAULT_PAGE = 100;
 
 /** One page of `items`: `maxResults` of them, from the offset `nextToken` carries. */
 function page(key: string, items: readonly Record<string, unknown>[], maxResults: unknown, nextToken: unknown): Record<string, unknown> {
-  if (maxResults !== undefined && maxResults !== null && (typeof maxResults !== 'number' || !Number.isInteger(maxResults) || maxResults < 0 || maxResults > MAX_PAGE)) {
+  if (
+    maxResults !== undefined &&
+    maxResults !== null &&
+    (typeof maxResults !== 'number' || !Number.isInteger(maxResults) || maxResults < 0 || maxResults > MAX_PAGE)
+  ) {
     throw new AwsServiceError(
       'ValidationException',
       `1 validation error detected: Value '${String(maxResults)}' at 'maxResults' failed to satisfy constraint: Member must have value ${Number(maxResults) < 0 ? 'greater than or equal to 0' : `less than or equal to ${MAX_PAGE}`}`,
@@ -74,11 +77,17 @@ function page(key: string, items: readonly Record<string, unknown>[], maxResults
  */
 function checkArn(arn: unknown, member: string, type: 'stateMachine' | 'execution'): string {
   if (arn === undefined || arn === null || arn === '') {
-    throw new AwsServiceError('ValidationException', `1 validation error detected: Value null at '${member}' failed to satisfy constraint: Member must not be null`);
+    throw new AwsServiceError(
+      'ValidationException',
+      `1 validation error detected: Value null at '${member}' failed to satisfy constraint: Member must not be null`,
+    );
   }
   if (typeof arn !== 'string') throw new AwsServiceError('SerializationException', `${member} must be a string`);
   if (arn.length > 256) {
-    throw new AwsServiceError('ValidationException', `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to 256`);
+    throw new AwsServiceError(
+      'ValidationException',
+      `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must have length less than or equal to 256`,
+    );
   }
   if (!arn.startsWith('arn:')) throw new AwsServiceError('InvalidArn', `Invalid Arn: 'Invalid ARN prefix: ${arn}'`);
   const [, partition, service, region, account, resourceType, ...names] = arn.split(':');
@@ -99,7 +108,8 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
   const creationDate = Date.now() / 1000;
   const epochSeconds = (iso: string) => Date.parse(iso) / 1000;
   const knownMachine = (arn: unknown) => {
-    if (checkArn(arn, 'stateMachineArn', 'stateMachine') !== stateMachineArn) throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(arn)}'`);
+    if (checkArn(arn, 'stateMachineArn', 'stateMachine') !== stateMachineArn)
+      throw new AwsServiceError('StateMachineDoesNotExist', `State Machine Does Not Exist: '${String(arn)}'`);
   };
   const execution = (arn: unknown) => {
     const found = runner.describe(checkArn(arn, 'executionArn', 'execution'));
@@ -109,7 +119,10 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
   const operations: Record<string, AwsJsonOperation> = {
     DescribeStateMachine: async ({ stateMachineArn: arn, includedData }) => {
       if (includedData !== undefined && includedData !== 'ALL_DATA' && includedData !== 'METADATA_ONLY') {
-        throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(includedData)}' at 'includedData' failed to satisfy constraint: Member must satisfy enum value set: [ALL_DATA, METADATA_ONLY]`);
+        throw new AwsServiceError(
+          'ValidationException',
+          `1 validation error detected: Value '${String(includedData)}' at 'includedData' failed to satisfy constraint: Member must satisfy enum value set: [ALL_DATA, METADATA_ONLY]`,
+        );
       }
       knownMachine(arn);
       return describeStateMachine(runner.workflow, creationDate);
@@ -161,7 +174,10 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     ListExecutions: async ({ stateMachineArn: arn, statusFilter, maxResults, nextToken }) => {
       knownMachine(arn);
       if (statusFilter !== undefined && !EXECUTION_STATUSES.has(String(statusFilter))) {
-        throw new AwsServiceError('ValidationException', `1 validation error detected: Value '${String(statusFilter)}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [${[...EXECUTION_STATUSES].join(', ')}]`);
+        throw new AwsServiceError(
+          'ValidationException',
+          `1 validation error detected: Value '${String(statusFilter)}' at 'statusFilter' failed to satisfy constraint: Member must satisfy enum value set: [${[...EXECUTION_STATUSES].join(', ')}]`,
+        );
       }
       // Newest first, as Step Functions sorts them.
       const listed = runner
@@ -186,8 +202,10 @@ export async function startLocalStepFunctionsApi(runner: LocalRunner, options: {
     },
     StopExecution: async ({ executionArn, error, cause }) => {
       const found = execution(executionArn);
-      if (typeof error === 'string' && error.length > 256) throw new AwsServiceError('ValidationException', 'error: Member must have length less than or equal to 256');
-      if (typeof cause === 'string' && cause.length > 32768) throw new AwsServiceError('ValidationException', 'cause: Member must have length less than or equal to 32768');
+      if (typeof error === 'string' && error.length > 256)
+        throw new AwsServiceError('ValidationException', 'error: Member must have length less than or equal to 256');
+      if (typeof cause === 'string' && cause.length > 32768)
+        throw new AwsServiceError('ValidationException', 'cause: Member must have length less than or equal to 32768');
       if (found.status === 'RUNNING') {
         found.running.abort({ ...(typeof error === 'string' ? { error } : {}), ...(typeof cause === 'string' ? { cause } : {}) });
         await found.running.result.catch(() => undefined);

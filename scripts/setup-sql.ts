@@ -43,7 +43,11 @@ export function contextDefaults(cdkJson = join(PROJECT_ROOT, 'cdk.json')): Setup
     const roleName = typeof context.handlerRoleName === 'string' ? context.handlerRoleName : defaultHandlerRoleName(STACK_NAME);
     const user = databaseUserFor(target, roleName);
     const monitorUser = databaseUserFor(target, monitorRoleNameFor(roleName));
-    return { database: target.database, ...(user.kind === 'secret' ? {} : { user: user.name }), ...(monitorUser.kind === 'secret' ? {} : { monitorUser: monitorUser.name }) };
+    return {
+      database: target.database,
+      ...(user.kind === 'secret' ? {} : { user: user.name }),
+      ...(monitorUser.kind === 'secret' ? {} : { monitorUser: monitorUser.name }),
+    };
   } catch {
     return {};
   }
@@ -57,7 +61,11 @@ export function setupSqlFor(args: readonly string[], registry: readonly Pipeline
     .option('--user <user>', "the step functions' database user, e.g. IAMR:<role name> (default: the deployment's, from cdk.json)")
     .option('--database <name>', 'the database of the target and source schemas', defaults.database)
     .option('--security-policies', 'also GRANT ROLE sys:secadmin, so publishing can attach RLS and masking policies', false)
-    .option('--monitor', "the freshness monitor's grants instead (reads, and UPDATE of publications.event_sent_at; its user by default the deployment's, from cdk.json)", false)
+    .option(
+      '--monitor',
+      "the freshness monitor's grants instead (reads, and UPDATE of publications.event_sent_at; its user by default the deployment's, from cdk.json)",
+      false,
+    )
     .exitOverride()
     .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
   command.parse(args, { from: 'user' });

@@ -11,7 +11,12 @@ describe('npm start (the demo)', () => {
   it('shows naive readers a half-built table and atomic readers only the old or the new one, resumes the failed batch after the fix, then prints the manifest', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', join(PROJECT_ROOT, 'local', 'demo.ts')], {
       cwd: PROJECT_ROOT,
-      env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', DEMO_ROWS_PER_DAY: '200', ATOMIC_PUBLISH_PG_DIR: join(STATE_DIR, 'demo-test-pg') },
+      env: {
+        ...process.env,
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        DEMO_ROWS_PER_DAY: '200',
+        ATOMIC_PUBLISH_PG_DIR: join(STATE_DIR, 'demo-test-pg'),
+      },
       encoding: 'utf8',
       timeout: SAFETY_NET_MS,
     });
@@ -21,7 +26,10 @@ describe('npm start (the demo)', () => {
     const row = (day: string, path: string) => {
       const line = out.split('\n').find((l) => l.startsWith(`│ ${day} `) && l.includes(path));
       expect(line, `${day} ${path} row`).toBeDefined();
-      return line!.split('│').map((cell) => cell.trim()).filter(Boolean);
+      return line!
+        .split('│')
+        .map((cell) => cell.trim())
+        .filter(Boolean);
     };
     // Monday: old 86 days, new 90 days of 200 rows. Naive readers saw an empty-then-growing table.
     const mondayNaive = row('Monday', 'naive in place');
@@ -49,7 +57,9 @@ describe('npm start (the demo)', () => {
     expect(row('Thursday re-run', 'atomic-publish')[6]).toBe('succeeded');
     expect(out).toMatch(/│ +\d+ │ 2026-03-31 │ +(\d+) │ +\1 │ +[\d.]+ │ +[\d.]+ │ +100000\.00 │ differs +│/);
     expect(out).toContain('on both sides, rows differ: 100 (first keys: (order_id, line_no) = (');
-    expect(out).toMatch(/^Thursday: the gate located the correction \(check_results, difference_located\): #\d+ 2026-03-31: .*source - staging 100000\.00; checksum differs$/m);
+    expect(out).toMatch(
+      /^Thursday: the gate located the correction \(check_results, difference_located\): #\d+ 2026-03-31: .*source - staging 100000\.00; checksum differs$/m,
+    );
     // Each publication's event for downstream jobs, under its own id.
     expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:1","pipeline":"sales_order_lines",/m);
     expect(out).toMatch(/^  Publication Published: \{"eventId":"sales_order_lines:2",/m);

@@ -4,8 +4,8 @@
 // test/support/warehouse.ts builds a database and Data API endpoint on it.
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { startLocalPostgres, type PgConnection } from '../local/postgres.ts';
 import { STATE_DIR } from '../lib/project.ts';
+import { type PgConnection, startLocalPostgres } from '../local/postgres.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

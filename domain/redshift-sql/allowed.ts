@@ -8,9 +8,9 @@
 // constructs of unsupported.ts, whose messages stay as they are
 // (docs/decisions/redshift-mode-of-the-local-engine.md).
 import { kindOf, names, relationKind, relations, walk } from './ast.ts';
-import { REDSHIFT_FUNCTIONS } from './functions.ts';
-import { scanTokens, type AstNode } from './parser.ts';
 import type { Finding } from './check.ts';
+import { REDSHIFT_FUNCTIONS } from './functions.ts';
+import { type AstNode, scanTokens } from './parser.ts';
 import type { Citation } from './unsupported.ts';
 
 const DOCS = 'https://docs.aws.amazon.com/redshift/latest/dg';
@@ -162,16 +162,38 @@ const VARCHAR_TYPES = new Set(['varchar', 'character varying', 'nvarchar', 'text
  * pages (cm_chap_ConfigurationRef and one page per parameter).
  */
 const PARAMETERS = new Set([
-  'analyze_threshold_percent', 'cast_super_null_on_error', 'datashare_break_glass_session_var', 'datestyle',
-  'default_geometry_encoding', 'describe_field_name_in_uppercase', 'downcase_delimited_identifier',
-  'enable_case_sensitive_identifier', 'enable_case_sensitive_super_attribute', 'enable_result_cache_for_session',
-  'enable_vacuum_boost', 'error_on_nondeterministic_update', 'extra_float_digits', 'json_serialization_enable',
-  'json_serialization_parse_nested_strings', 'max_concurrency_scaling_clusters', 'mv_enable_aqmv_for_session',
-  'navigate_super_null_on_error', 'parse_super_null_on_error', 'pg_federation_repeatable_read', 'query_group',
-  'search_path', 'spectrum_enable_pseudo_columns', 'spectrum_enable_spectrum_oid', 'spectrum_query_maxerror',
-  'statement_timeout', 'stored_proc_log_min_messages', 'timezone', 'wlm_query_slot_count',
+  'analyze_threshold_percent',
+  'cast_super_null_on_error',
+  'datashare_break_glass_session_var',
+  'datestyle',
+  'default_geometry_encoding',
+  'describe_field_name_in_uppercase',
+  'downcase_delimited_identifier',
+  'enable_case_sensitive_identifier',
+  'enable_case_sensitive_super_attribute',
+  'enable_result_cache_for_session',
+  'enable_vacuum_boost',
+  'error_on_nondeterministic_update',
+  'extra_float_digits',
+  'json_serialization_enable',
+  'json_serialization_parse_nested_strings',
+  'max_concurrency_scaling_clusters',
+  'mv_enable_aqmv_for_session',
+  'navigate_super_null_on_error',
+  'parse_super_null_on_error',
+  'pg_federation_repeatable_read',
+  'query_group',
+  'search_path',
+  'spectrum_enable_pseudo_columns',
+  'spectrum_enable_spectrum_oid',
+  'spectrum_query_maxerror',
+  'statement_timeout',
+  'stored_proc_log_min_messages',
+  'timezone',
+  'wlm_query_slot_count',
   // SET SESSION AUTHORIZATION and SET SESSION CHARACTERISTICS have pages of their own.
-  'session_authorization', 'session characteristics',
+  'session_authorization',
+  'session characteristics',
 ]);
 
 /** Transaction control Redshift has: BEGIN / START TRANSACTION, COMMIT / END, ROLLBACK / ABORT. */
@@ -186,10 +208,46 @@ const DROPPABLE = new Set(['OBJECT_TABLE', 'OBJECT_VIEW', 'OBJECT_MATVIEW', 'OBJ
  * `name`) are there for the catalog queries the leader node runs.
  */
 const TYPES = new Set([
-  'int2', 'smallint', 'int4', 'int', 'integer', 'int8', 'bigint', 'numeric', 'decimal', 'float4', 'real', 'float8', 'float',
-  'double precision', 'bool', 'boolean', 'bpchar', 'char', 'character', 'nchar', 'varchar', 'character varying', 'nvarchar',
-  'text', 'date', 'time', 'timetz', 'timestamp', 'timestamptz', 'interval', 'super', 'varbyte', 'varbinary', 'binary varying',
-  'geometry', 'geography', 'hllsketch', 'regclass', 'oid', 'name',
+  'int2',
+  'smallint',
+  'int4',
+  'int',
+  'integer',
+  'int8',
+  'bigint',
+  'numeric',
+  'decimal',
+  'float4',
+  'real',
+  'float8',
+  'float',
+  'double precision',
+  'bool',
+  'boolean',
+  'bpchar',
+  'char',
+  'character',
+  'nchar',
+  'varchar',
+  'character varying',
+  'nvarchar',
+  'text',
+  'date',
+  'time',
+  'timetz',
+  'timestamp',
+  'timestamptz',
+  'interval',
+  'super',
+  'varbyte',
+  'varbinary',
+  'binary varying',
+  'geometry',
+  'geography',
+  'hllsketch',
+  'regclass',
+  'oid',
+  'name',
 ]);
 
 /** The finding of PostgreSQL's `GRANT r TO u` / `REVOKE r FROM u`, which Redshift writes `GRANT ROLE r ...`. */
@@ -216,14 +274,22 @@ export function disallowed(statement: AstNode, text?: string): Finding[] {
   if (kind === 'AlterTableStmt') add(alterTable(fields));
   if (kind === 'VariableSetStmt') add(setParameter(fields));
   if (kind === 'TransactionStmt' && !TRANSACTION_KINDS.has(String(fields.kind))) {
-    add({ construct: String(fields.kind).replace('TRANS_STMT_', '').replace(/_/g, ' '), citation: P.begin, hint: 'Redshift has BEGIN, COMMIT, END, ROLLBACK and ABORT, no savepoints nor prepared transactions' });
+    add({
+      construct: String(fields.kind).replace('TRANS_STMT_', '').replace(/_/g, ' '),
+      citation: P.begin,
+      hint: 'Redshift has BEGIN, COMMIT, END, ROLLBACK and ABORT, no savepoints nor prepared transactions',
+    });
   }
   if (kind === 'CreateFunctionStmt') add(routineLanguage(fields));
   const words = () => (text === undefined ? [] : scanTokens(text).map((t) => t.text.toLowerCase()));
   const clauses = COMMAND_CLAUSES[kind];
   if (clauses) for (const d of clauses(fields, words)) add(d);
   if (kind === 'DropStmt' && !DROPPABLE.has(String(fields.removeType))) {
-    add({ construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`, citation: P.commands, hint: 'it is not a Redshift SQL command' });
+    add({
+      construct: `DROP ${String(fields.removeType).replace('OBJECT_', '').replace(/_/g, ' ')}`,
+      citation: P.commands,
+      hint: 'it is not a Redshift SQL command',
+    });
   }
   // An INSERT's own VALUES list is its rows; any other VALUES list is a constant table.
   const insertRows = kind === 'InsertStmt' ? (fields.selectStmt as { SelectStmt?: unknown } | undefined)?.SelectStmt : undefined;
@@ -231,7 +297,11 @@ export function disallowed(statement: AstNode, text?: string): Finding[] {
   for (const element of tableConstraints) {
     const contype = (element as { Constraint?: { contype?: unknown } }).Constraint?.contype;
     if (contype !== undefined && !TABLE_CONSTRAINTS.has(String(contype))) {
-      add({ construct: `${String(contype).replace('CONSTR_', '')} table constraint`, citation: P.createTable, hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY' });
+      add({
+        construct: `${String(contype).replace('CONSTR_', '')} table constraint`,
+        citation: P.createTable,
+        hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY',
+      });
     }
   }
   // On the compute nodes (a statement reading a user table) only Redshift's functions run; a statement
@@ -244,7 +314,8 @@ export function disallowed(statement: AstNode, text?: string): Finding[] {
     if (node === 'SelectStmt' && Array.isArray(f.valuesLists) && f !== insertRows) {
       add({ construct: 'VALUES list used as a constant table', citation: P.features, hint: 'SELECT the values, joined with UNION ALL' });
     }
-    if (node === 'FuncCall' && f.agg_filter !== undefined) add({ construct: 'aggregate FILTER clause', citation: P.select, hint: 'use CASE inside the aggregate' });
+    if (node === 'FuncCall' && f.agg_filter !== undefined)
+      add({ construct: 'aggregate FILTER clause', citation: P.select, hint: 'use CASE inside the aggregate' });
     if (node === 'RangeTableSample') add({ construct: 'TABLESAMPLE', citation: P.select });
     // GENERATE_SERIES in FROM runs on the leader node (unsupported.ts refuses it over table data).
     if (node === 'RangeFunction' && !rangeFunctions(f).every((name) => name === 'generate_series')) {
@@ -261,22 +332,39 @@ export function disallowed(statement: AstNode, text?: string): Finding[] {
 function alterTable(fields: Record<string, unknown>): Finding | undefined {
   const cmds = (Array.isArray(fields.cmds) ? fields.cmds : []).map((c) => (c as { AlterTableCmd?: Record<string, unknown> }).AlterTableCmd ?? {});
   if (cmds.length > 1) {
-    return { construct: 'ALTER TABLE with more than one subcommand', citation: P.alterTable, hint: 'run one ALTER TABLE per change (Redshift combines only ALTER SORTKEY, ALTER DISTKEY/DISTSTYLE and ALTER COLUMN ... ENCODE)' };
+    return {
+      construct: 'ALTER TABLE with more than one subcommand',
+      citation: P.alterTable,
+      hint: 'run one ALTER TABLE per change (Redshift combines only ALTER SORTKEY, ALTER DISTKEY/DISTSTYLE and ALTER COLUMN ... ENCODE)',
+    };
   }
   const [cmd] = cmds;
   if (!cmd) return undefined;
   const subtype = String(cmd.subtype);
   if (!(subtype in ALTER_TABLE_SUBCOMMANDS)) {
-    const hint = subtype === 'AT_ColumnDefault' ? 'a default is declared with its column (CREATE TABLE, ADD COLUMN, or CREATE TABLE ... (LIKE t INCLUDING DEFAULTS))' : undefined;
+    const hint =
+      subtype === 'AT_ColumnDefault'
+        ? 'a default is declared with its column (CREATE TABLE, ADD COLUMN, or CREATE TABLE ... (LIKE t INCLUDING DEFAULTS))'
+        : undefined;
     return { construct: `ALTER TABLE ${POSTGRES_SUBCOMMANDS[subtype] ?? subtype.replace(/^AT_/, '')}`, citation: P.alterTable, ...(hint ? { hint } : {}) };
   }
   if (subtype === 'AT_AlterColumnType') {
     const type = typeNameOf((cmd.def as { ColumnDef?: { typeName?: unknown } })?.ColumnDef?.typeName);
-    if (!VARCHAR_TYPES.has(type)) return { construct: `ALTER COLUMN ... TYPE ${type}`, citation: P.alterTable, hint: 'ALTER COLUMN ... TYPE changes the size of a VARCHAR column only; create a new table and copy the rows' };
+    if (!VARCHAR_TYPES.has(type))
+      return {
+        construct: `ALTER COLUMN ... TYPE ${type}`,
+        citation: P.alterTable,
+        hint: 'ALTER COLUMN ... TYPE changes the size of a VARCHAR column only; create a new table and copy the rows',
+      };
   }
   if (subtype === 'AT_AddConstraint') {
     const contype = String((cmd.def as { Constraint?: { contype?: unknown } })?.Constraint?.contype);
-    if (!TABLE_CONSTRAINTS.has(contype)) return { construct: `ADD ${contype.replace('CONSTR_', '')} constraint`, citation: P.createTable, hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY' };
+    if (!TABLE_CONSTRAINTS.has(contype))
+      return {
+        construct: `ADD ${contype.replace('CONSTR_', '')} constraint`,
+        citation: P.createTable,
+        hint: 'Redshift table constraints are UNIQUE, PRIMARY KEY and FOREIGN KEY',
+      };
   }
   return undefined;
 }
@@ -287,12 +375,15 @@ const LANGUAGES = new Set(['sql', 'plpythonu', 'plpgsql']);
 function routineLanguage(fields: Record<string, unknown>): Finding | undefined {
   let language = 'sql';
   walk(fields.options, ({ kind, fields: f }) => {
-    if (kind === 'DefElem' && f.defname === 'language') language = String((f.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
+    if (kind === 'DefElem' && f.defname === 'language')
+      language = String((f.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
   });
   if (fields.returnType !== undefined && (fields.returnType as { setof?: boolean }).setof === true) {
     return { construct: 'functions returning SETOF or TABLE', citation: P.createFunction, hint: 'a Redshift function returns one value' };
   }
-  return LANGUAGES.has(language) ? undefined : { construct: `LANGUAGE ${language}`, citation: P.createFunction, hint: 'Redshift functions are SQL or Python (plpythonu), stored procedures PL/pgSQL' };
+  return LANGUAGES.has(language)
+    ? undefined
+    : { construct: `LANGUAGE ${language}`, citation: P.createFunction, hint: 'Redshift functions are SQL or Python (plpythonu), stored procedures PL/pgSQL' };
 }
 
 function setParameter(fields: Record<string, unknown>): Finding | undefined {
@@ -302,7 +393,11 @@ function setParameter(fields: Record<string, unknown>): Finding | undefined {
   if (name === 'transaction' || name === 'transaction_isolation') {
     return { construct: 'SET TRANSACTION', citation: P.begin, hint: 'give the isolation level to BEGIN' };
   }
-  return { construct: `the configuration parameter ${name}`, citation: P.configuration, hint: 'SET and RESET take the parameters of the configuration reference only' };
+  return {
+    construct: `the configuration parameter ${name}`,
+    citation: P.configuration,
+    hint: 'SET and RESET take the parameters of the configuration reference only',
+  };
 }
 
 function selectClauses(fields: Record<string, unknown>): Finding[] {
@@ -328,7 +423,11 @@ function undocumentedFunction(fields: Record<string, unknown>): Finding | undefi
   const name = parts.at(-1) ?? '';
   const schema = parts.length > 1 ? parts[0] : undefined;
   if (REDSHIFT_FUNCTIONS.has(name) || name.startsWith('f_') || (schema !== undefined && schema !== 'pg_catalog')) return undefined;
-  return { construct: `the function ${name.toUpperCase()}`, citation: P.functions, hint: "it is not among Redshift's SQL functions (a user-defined function is named f_... or by its schema)" };
+  return {
+    construct: `the function ${name.toUpperCase()}`,
+    citation: P.functions,
+    hint: "it is not among Redshift's SQL functions (a user-defined function is named f_... or by its schema)",
+  };
 }
 
 /** The names of the functions a FROM item calls. */
@@ -356,7 +455,12 @@ function columnConstraints(fields: Record<string, unknown>): Finding[] {
     .map((c) => String((c as { Constraint?: { contype?: unknown } }).Constraint?.contype))
     .filter((contype) => !COLUMN_CONSTRAINTS.has(contype))
     .map((contype) => ({
-      construct: contype === 'CONSTR_IDENTITY' ? IDENTITY_COLUMN : contype === 'CONSTR_GENERATED' ? 'generated columns' : `column ${contype.replace('CONSTR_', '')} constraint`,
+      construct:
+        contype === 'CONSTR_IDENTITY'
+          ? IDENTITY_COLUMN
+          : contype === 'CONSTR_GENERATED'
+            ? 'generated columns'
+            : `column ${contype.replace('CONSTR_', '')} constraint`,
       citation: P.createTable,
       ...(contype === 'CONSTR_IDENTITY' ? { hint: 'use IDENTITY(seed, step)' } : {}),
     }));
@@ -376,7 +480,11 @@ const OBJECT_WORDS: Record<string, string> = {
   OBJECT_TABCONSTRAINT: 'CONSTRAINT',
 };
 /** An object kind as PostgreSQL's keywords: `OBJECT_FOREIGN_SERVER` is `FOREIGN SERVER`. */
-const objectWords = (objtype: unknown) => OBJECT_WORDS[String(objtype)] ?? String(objtype).replace(/^OBJECT_/, '').replace(/_/g, ' ');
+const objectWords = (objtype: unknown) =>
+  OBJECT_WORDS[String(objtype)] ??
+  String(objtype)
+    .replace(/^OBJECT_/, '')
+    .replace(/_/g, ' ');
 
 /** Each statement kind's clauses checked against its command's page. */
 const COMMAND_CLAUSES: Record<string, Clauses> = {
@@ -392,7 +500,13 @@ const COMMAND_CLAUSES: Record<string, Clauses> = {
   CommentStmt: (f) =>
     COMMENTABLE.has(String(f.objtype))
       ? []
-      : [{ construct: `COMMENT ON ${objectWords(f.objtype)}`, citation: P.comment, hint: 'Redshift comments on tables, columns, constraints, databases and views' }],
+      : [
+          {
+            construct: `COMMENT ON ${objectWords(f.objtype)}`,
+            citation: P.comment,
+            hint: 'Redshift comments on tables, columns, constraints, databases and views',
+          },
+        ],
   LockStmt: lockClauses,
   CreateTableAsStmt: createTableAsClauses,
   ViewStmt: viewClauses,
@@ -401,7 +515,13 @@ const COMMAND_CLAUSES: Record<string, Clauses> = {
     const owner = (f.authrole ?? {}) as Fields;
     return owner.roletype === undefined || owner.roletype === 'ROLESPEC_CSTRING'
       ? []
-      : [{ construct: `AUTHORIZATION ${String(owner.roletype).replace('ROLESPEC_', '')}`, citation: P.createSchema, hint: 'name the owner: AUTHORIZATION username' }];
+      : [
+          {
+            construct: `AUTHORIZATION ${String(owner.roletype).replace('ROLESPEC_', '')}`,
+            citation: P.createSchema,
+            hint: 'name the owner: AUTHORIZATION username',
+          },
+        ];
   },
   CallStmt: (f) =>
     list((f.funccall as Fields | undefined)?.args).some((a) => 'NamedArgExpr' in a)
@@ -445,21 +565,34 @@ function grantClauses(f: Fields, words: () => string[]): Finding[] {
   const found: Finding[] = [];
   const allowed = PRIVILEGES[objtype];
   if (!allowed) {
-    found.push({ construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)}`, citation, hint: 'Redshift grants on tables and views, databases, schemas, functions, procedures and languages' });
+    found.push({
+      construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)}`,
+      citation,
+      hint: 'Redshift grants on tables and views, databases, schemas, functions, procedures and languages',
+    });
     return found;
   }
   const privileges = list(f.privileges).map((p) => (p.AccessPriv ?? {}) as Fields);
   for (const priv of privileges) {
     const name = priv.priv_name === undefined ? undefined : String(priv.priv_name);
     if (name !== undefined && !allowed.has(name)) {
-      found.push({ construct: `the privilege ${name.toUpperCase()} ON ${objectWords(objtype)}`, citation, hint: `${objectWords(objtype)} takes ${[...allowed].map((p) => p.toUpperCase()).join(', ')} or ALL` });
+      found.push({
+        construct: `the privilege ${name.toUpperCase()} ON ${objectWords(objtype)}`,
+        citation,
+        hint: `${objectWords(objtype)} takes ${[...allowed].map((p) => p.toUpperCase()).join(', ')} or ALL`,
+      });
     }
     if (nonEmpty(priv.cols) && !COLUMN_PRIVILEGES.has(name)) {
       found.push({ construct: `a column list with ${(name ?? '').toUpperCase()}`, citation, hint: 'column lists go with SELECT, UPDATE and ALL' });
     }
   }
   const unspecified = list(f.objects).some((o) => (o.ObjectWithArgs as Fields | undefined)?.args_unspecified === true);
-  if (unspecified) found.push({ construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)} without its argument types`, citation, hint: 'name the argument types: ON FUNCTION f(int, varchar)' });
+  if (unspecified)
+    found.push({
+      construct: `${grant ? 'GRANT' : 'REVOKE'} ON ${objectWords(objtype)} without its argument types`,
+      citation,
+      hint: 'name the argument types: ON FUNCTION f(int, varchar)',
+    });
   const grantees = list(f.grantees).map((g) => (g.RoleSpec ?? {}) as Fields);
   for (const g of grantees.filter((r) => !GRANTEE_TYPES.has(String(r.roletype)))) {
     found.push({ construct: `${String(g.roletype).replace('ROLESPEC_', '')} as a grantee`, citation, hint: 'name the user, ROLE, GROUP or PUBLIC' });
@@ -469,14 +602,21 @@ function grantClauses(f: Fields, words: () => string[]): Finding[] {
   const toGroupOrPublic = grantees.some((g) => g.roletype === 'ROLESPEC_PUBLIC') || words().includes('group');
   // The column-level forms take no grant option (r_GRANT, r_REVOKE: "Granting column-level permissions").
   if (f.grant_option === true && privileges.some((p) => nonEmpty(p.cols))) {
-    found.push({ construct: `${grant ? 'WITH GRANT OPTION' : 'GRANT OPTION FOR'} with column privileges`, citation, hint: 'grant or revoke the grant option on the whole table' });
+    found.push({
+      construct: `${grant ? 'WITH GRANT OPTION' : 'GRANT OPTION FOR'} with column privileges`,
+      citation,
+      hint: 'grant or revoke the grant option on the whole table',
+    });
   }
   if (f.grant_option === true && toGroupOrPublic) {
-    found.push(grant
-      ? { construct: 'WITH GRANT OPTION to a group or PUBLIC', citation, hint: 'WITH GRANT OPTION can be granted to a user only' }
-      : { construct: 'GRANT OPTION FOR from a group or PUBLIC', citation, hint: 'the grant option is revoked from a user only' });
+    found.push(
+      grant
+        ? { construct: 'WITH GRANT OPTION to a group or PUBLIC', citation, hint: 'WITH GRANT OPTION can be granted to a user only' }
+        : { construct: 'GRANT OPTION FOR from a group or PUBLIC', citation, hint: 'the grant option is revoked from a user only' },
+    );
   }
-  if (!grant && f.behavior === 'DROP_CASCADE') found.push({ construct: 'REVOKE ... CASCADE', citation, hint: 'Redshift revokes with RESTRICT (the default) only' });
+  if (!grant && f.behavior === 'DROP_CASCADE')
+    found.push({ construct: 'REVOKE ... CASCADE', citation, hint: 'Redshift revokes with RESTRICT (the default) only' });
   return found;
 }
 
@@ -493,20 +633,30 @@ function mergeClauses(f: Fields): Finding[] {
   const found: Finding[] = [];
   const citation = P.merge;
   if (f.withClause !== undefined) found.push({ construct: 'WITH clause in MERGE', citation, hint: 'put the source rows in a table first' });
-  if ((f.relation as Fields | undefined)?.alias !== undefined) found.push({ construct: 'an alias of the MERGE target', citation, hint: 'name the target table by its name; the source takes an alias' });
+  if ((f.relation as Fields | undefined)?.alias !== undefined)
+    found.push({ construct: 'an alias of the MERGE target', citation, hint: 'name the target table by its name; the source takes an alias' });
   const when = list(f.mergeWhenClauses).map((c) => (c.MergeWhenClause ?? {}) as Fields);
   for (const c of when) {
-    if (c.condition !== undefined) found.push({ construct: 'WHEN ... AND condition in MERGE', citation, hint: 'put the condition in ON, or filter the source' });
-    if (c.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_SOURCE') found.push({ construct: 'WHEN NOT MATCHED BY SOURCE', citation, hint: 'delete the unmatched target rows with DELETE ... WHERE NOT EXISTS' });
+    if (c.condition !== undefined)
+      found.push({ construct: 'WHEN ... AND condition in MERGE', citation, hint: 'put the condition in ON, or filter the source' });
+    if (c.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_SOURCE')
+      found.push({ construct: 'WHEN NOT MATCHED BY SOURCE', citation, hint: 'delete the unmatched target rows with DELETE ... WHERE NOT EXISTS' });
     if (c.commandType === 'CMD_NOTHING') found.push({ construct: 'DO NOTHING in MERGE', citation });
     if (c.commandType === 'CMD_INSERT' && !nonEmpty(c.values)) found.push({ construct: 'INSERT DEFAULT VALUES in MERGE', citation, hint: 'list the VALUES' });
     if (c.override !== undefined && c.override !== 'OVERRIDING_NOT_SET') found.push({ construct: 'OVERRIDING in MERGE', citation });
   }
   const [matched, notMatched] = when;
-  const shaped = when.length === 2 && matched?.matchKind === 'MERGE_WHEN_MATCHED' && ['CMD_UPDATE', 'CMD_DELETE', 'CMD_NOTHING'].includes(String(matched.commandType))
-    && notMatched?.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_TARGET';
+  const shaped =
+    when.length === 2 &&
+    matched?.matchKind === 'MERGE_WHEN_MATCHED' &&
+    ['CMD_UPDATE', 'CMD_DELETE', 'CMD_NOTHING'].includes(String(matched.commandType)) &&
+    notMatched?.matchKind === 'MERGE_WHEN_NOT_MATCHED_BY_TARGET';
   if (!shaped) {
-    found.push({ construct: 'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause', citation, hint: 'Redshift takes WHEN MATCHED THEN UPDATE or DELETE, then WHEN NOT MATCHED THEN INSERT' });
+    found.push({
+      construct: 'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause',
+      citation,
+      hint: 'Redshift takes WHEN MATCHED THEN UPDATE or DELETE, then WHEN NOT MATCHED THEN INSERT',
+    });
   }
   return found;
 }
@@ -515,7 +665,8 @@ function mergeClauses(f: Fields): Finding[] {
 function lockClauses(f: Fields, words: () => string[]): Finding[] {
   const found: Finding[] = [];
   // IN is a reserved word: outside quotes it only ever opens IN ... MODE.
-  if (words().includes('in')) found.push({ construct: 'LOCK ... IN ... MODE', citation: P.lock, hint: 'Redshift locks in ACCESS EXCLUSIVE mode only: write LOCK table_name' });
+  if (words().includes('in'))
+    found.push({ construct: 'LOCK ... IN ... MODE', citation: P.lock, hint: 'Redshift locks in ACCESS EXCLUSIVE mode only: write LOCK table_name' });
   if (f.nowait === true) found.push({ construct: 'LOCK ... NOWAIT', citation: P.lock, hint: 'bound the wait with SET statement_timeout' });
   // The tree leaves out a false `inh`: ONLY.
   if (list(f.relations).some((r) => (r.RangeVar as Fields | undefined)?.inh !== true)) found.push({ construct: 'LOCK ONLY', citation: P.lock });
@@ -537,12 +688,18 @@ function createTableAsClauses(f: Fields): Finding[] {
   const found: Finding[] = [];
   if (f.if_not_exists === true) found.push({ construct: `${command} IF NOT EXISTS`, citation });
   if ((into.rel as Fields | undefined)?.relpersistence === 'u') found.push({ construct: `UNLOGGED ${view ? 'materialized view' : 'table'}`, citation });
-  if (into.skipData === true) found.push({ construct: `${command} ... WITH NO DATA`, citation, hint: view ? 'a materialized view is filled when it is created' : 'add WHERE false, or use CREATE TABLE ... (LIKE t)' });
+  if (into.skipData === true)
+    found.push({
+      construct: `${command} ... WITH NO DATA`,
+      citation,
+      hint: view ? 'a materialized view is filled when it is created' : 'add WHERE false, or use CREATE TABLE ... (LIKE t)',
+    });
   if (nonEmpty(into.options)) found.push({ construct: `${command} ... WITH (storage parameters)`, citation });
   if (into.onCommit !== undefined && into.onCommit !== 'ONCOMMIT_NOOP') found.push({ construct: `${command} ... ON COMMIT`, citation });
   if (into.tableSpaceName !== undefined) found.push({ construct: `${command} ... TABLESPACE`, citation });
   if (into.accessMethod !== undefined) found.push({ construct: `${command} ... USING (access method)`, citation });
-  if (view && nonEmpty(into.colNames)) found.push({ construct: 'CREATE MATERIALIZED VIEW with a column list', citation, hint: 'name the columns in the query' });
+  if (view && nonEmpty(into.colNames))
+    found.push({ construct: 'CREATE MATERIALIZED VIEW with a column list', citation, hint: 'name the columns in the query' });
   if ((f.query as Fields | undefined)?.ExecuteStmt !== undefined) found.push({ construct: `${command} EXECUTE`, citation, hint: 'write the query' });
   return found;
 }
@@ -553,7 +710,8 @@ function viewClauses(f: Fields, words: () => string[]): Finding[] {
   const citation = P.createView;
   if ((f.view as Fields | undefined)?.relpersistence === 't') found.push({ construct: 'temporary views', citation });
   const head = words();
-  if (head.slice(0, head.indexOf('view')).includes('recursive')) found.push({ construct: 'CREATE RECURSIVE VIEW', citation, hint: 'use WITH RECURSIVE in the query' });
+  if (head.slice(0, head.indexOf('view')).includes('recursive'))
+    found.push({ construct: 'CREATE RECURSIVE VIEW', citation, hint: 'use WITH RECURSIVE in the query' });
   if (f.withCheckOption !== undefined && f.withCheckOption !== 'NO_CHECK_OPTION') found.push({ construct: 'CREATE VIEW ... WITH CHECK OPTION', citation });
   if (nonEmpty(f.options)) found.push({ construct: 'CREATE VIEW ... WITH (view options)', citation });
   return found;
@@ -568,7 +726,8 @@ function procedureClauses(f: Fields): Finding[] {
   const found: Finding[] = [];
   const citation = P.createProcedure;
   for (const p of list(f.parameters).map((x) => (x.FunctionParameter ?? {}) as Fields)) {
-    if (!PROCEDURE_MODES.has(String(p.mode))) found.push({ construct: `${String(p.mode).replace('FUNC_PARAM_', '')} arguments`, citation, hint: 'argument modes are IN, OUT and INOUT' });
+    if (!PROCEDURE_MODES.has(String(p.mode)))
+      found.push({ construct: `${String(p.mode).replace('FUNC_PARAM_', '')} arguments`, citation, hint: 'argument modes are IN, OUT and INOUT' });
     if (p.defexpr !== undefined) found.push({ construct: 'argument defaults', citation, hint: 'CALL passes every input argument' });
   }
   if (f.sql_body !== undefined) found.push({ construct: 'BEGIN ATOMIC bodies', citation, hint: 'write the body as AS $$ ... $$ LANGUAGE plpgsql' });
@@ -578,7 +737,8 @@ function procedureClauses(f: Fields): Finding[] {
     if (name === 'language') {
       const language = String((option.arg as { String?: { sval?: string } } | undefined)?.String?.sval ?? '').toLowerCase();
       // Languages no routine has are refused as such (routineLanguage).
-      if (language !== 'plpgsql' && LANGUAGES.has(language)) found.push({ construct: `procedures in LANGUAGE ${language}`, citation, hint: 'a stored procedure is PL/pgSQL' });
+      if (language !== 'plpgsql' && LANGUAGES.has(language))
+        found.push({ construct: `procedures in LANGUAGE ${language}`, citation, hint: 'a stored procedure is PL/pgSQL' });
     }
     if (name === 'set') {
       const set = ((option.arg as { VariableSetStmt?: Fields } | undefined)?.VariableSetStmt ?? {}) as Fields;
@@ -592,6 +752,6 @@ function procedureClauses(f: Fields): Finding[] {
 /** WHERE CURRENT OF, which UPDATE's and DELETE's pages do not list. */
 function currentOf(f: Fields, citation: Citation): Finding[] {
   return (f.whereClause as Fields | undefined)?.CurrentOfExpr !== undefined
-    ? [{ construct: `${citation.title} ... WHERE CURRENT OF`, citation, hint: "name the rows by their key in WHERE" }]
+    ? [{ construct: `${citation.title} ... WHERE CURRENT OF`, citation, hint: 'name the rows by their key in WHERE' }]
     : [];
 }

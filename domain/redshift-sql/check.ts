@@ -1,9 +1,9 @@
 // Applies the list in unsupported.ts to parsed SQL.
 import { disallowed } from './allowed.ts';
-import { kindOf, names, relationKind, relations, walk, type Visited } from './ast.ts';
-import { parsePlPgSql, parsePositional, type AstNode, type ParsedStatement } from './parser.ts';
+import { kindOf, names, relationKind, relations, type Visited, walk } from './ast.ts';
+import { type AstNode, type ParsedStatement, parsePlPgSql, parsePositional } from './parser.ts';
 import { parseSql, redshiftSyntaxConstructs } from './postgres-grammar.ts';
-import { ENDS_TRANSACTION, UNSUPPORTED, type Citation, type Detection, type UnsupportedConstruct } from './unsupported.ts';
+import { type Citation, type Detection, ENDS_TRANSACTION, UNSUPPORTED, type UnsupportedConstruct } from './unsupported.ts';
 
 export interface Finding {
   readonly construct: string;

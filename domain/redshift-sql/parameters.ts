@@ -78,7 +78,6 @@ export function inlineParameters(sql: string, values: Readonly<Record<string, st
   let position = 0;
   const gap = (part: string): boolean => {
     if (part.startsWith('--')) text += ' ';
-    // eslint-disable-next-line no-control-regex
     else if (/[\\\u0000-\u001f]/.test(part)) return false;
     else text += part;
     return true;

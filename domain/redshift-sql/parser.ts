@@ -37,7 +37,10 @@ export function parsePositional(text: string): ParsedStatement[] {
   const bytes = Buffer.from(text);
   return (tree.stmts ?? []).map(({ stmt, stmt_location: start = 0, stmt_len: length = 0 }) => ({
     node: stmt ?? {},
-    text: bytes.subarray(start, length === 0 ? undefined : start + length).toString().trim(),
+    text: bytes
+      .subarray(start, length === 0 ? undefined : start + length)
+      .toString()
+      .trim(),
   }));
 }
 

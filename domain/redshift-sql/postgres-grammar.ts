@@ -19,8 +19,8 @@
 // give Redshift's results is its own (local/data-api/redshift-functions/).
 import { IDENTITY_COLUMN } from './allowed.ts';
 import { toPositional } from './parameters.ts';
-import { parsePositional, type ParsedStatement } from './parser.ts';
-import { matching, render, tokensOf, type Rewrite } from './text-edits.ts';
+import { type ParsedStatement, parsePositional } from './parser.ts';
+import { matching, type Rewrite, render, tokensOf } from './text-edits.ts';
 
 const REDSHIFT_WORDS = /approximate|within\s+group|identity|schema\s+binding|password\s+disable/i;
 const DEFINES_USER = /^\s*(create|alter)\s+user\s/i;
@@ -45,7 +45,14 @@ export function inPostgresGrammar(text: string): string {
     // LISTAGG(...) WITHIN GROUP (ORDER BY list) as an ordered aggregate, LISTAGG(... ORDER BY list): PostgreSQL allows no DISTINCT with WITHIN GROUP.
     if (name === 'listagg' && word(i + 1) === '(') {
       const close = matching(tokens, i + 1);
-      if (close !== undefined && word(close + 1) === 'within' && word(close + 2) === 'group' && word(close + 3) === '(' && word(close + 4) === 'order' && word(close + 5) === 'by') {
+      if (
+        close !== undefined &&
+        word(close + 1) === 'within' &&
+        word(close + 2) === 'group' &&
+        word(close + 3) === '(' &&
+        word(close + 4) === 'order' &&
+        word(close + 5) === 'by'
+      ) {
         replace(tokens[close]!.start, tokens[close + 5]!.end, ' ORDER BY');
       }
     }

@@ -4,8 +4,8 @@
 // included (postgres-grammar.ts).
 import { kindOf, nodesOf, relations } from './ast.ts';
 import { checkStatements } from './check.ts';
-import { SqlSyntaxError, type ParsedStatement } from './parser.ts';
-import { parseSql, redshiftSyntaxConstructs, type ParsedSql } from './postgres-grammar.ts';
+import { type ParsedStatement, SqlSyntaxError } from './parser.ts';
+import { type ParsedSql, parseSql, redshiftSyntaxConstructs } from './postgres-grammar.ts';
 
 export interface SourceTable {
   schema?: string;
@@ -45,7 +45,10 @@ const isParameter = (node: unknown) => node !== null && typeof node === 'object'
  */
 export function intervalFilterColumns(sourceSql: string): string[] {
   const found = new Set<string>();
-  for (const expr of nodesOf(parseSql(sourceSql).statements.map((s) => s.node), 'A_Expr')) {
+  for (const expr of nodesOf(
+    parseSql(sourceSql).statements.map((s) => s.node),
+    'A_Expr',
+  )) {
     const right = expr.rexpr as { List?: { items?: unknown[] } } | undefined;
     const parameterOnRight = isParameter(right) || (right?.List?.items ?? []).some(isParameter);
     const column = parameterOnRight ? columnName(expr.lexpr) : isParameter(expr.lexpr) ? columnName(expr.rexpr) : undefined;
@@ -57,7 +60,10 @@ export function intervalFilterColumns(sourceSql: string): string[] {
 /** Whether the query tests one of `columns` for NULL anywhere (`IS NULL`, `IS NOT NULL`), qualified or not. */
 export function testsForNull(sourceSql: string, columns: readonly string[]): boolean {
   const names = new Set(columns.map((c) => c.toLowerCase()));
-  return nodesOf(parseSql(sourceSql).statements.map((s) => s.node), 'NullTest').some((test) => {
+  return nodesOf(
+    parseSql(sourceSql).statements.map((s) => s.node),
+    'NullTest',
+  ).some((test) => {
     const name = columnName(test.arg);
     return name !== undefined && names.has(name);
   });
@@ -136,9 +142,7 @@ function wrapsExactly(text: string, source: string): boolean {
     throw error;
   }
   if (statements.length !== 1) return false;
-  const subqueries = nodesOf(statements, 'RangeSubselect').filter(
-    (range) => (range.alias as { aliasname?: string } | undefined)?.aliasname === SOURCE_ALIAS,
-  );
+  const subqueries = nodesOf(statements, 'RangeSubselect').filter((range) => (range.alias as { aliasname?: string } | undefined)?.aliasname === SOURCE_ALIAS);
   return subqueries.length === 1 && withoutLocations(subqueries[0]!.subquery) === source;
 }
 

@@ -12,12 +12,26 @@
 // them for its catalog views.
 import { kindOf, names } from './ast.ts';
 import { checkStatements } from './check.ts';
-import { parsePositional, scanTokens, SqlSyntaxError, type Token } from './parser.ts';
 import { toPositional } from './parameters.ts';
+import { parsePositional, SqlSyntaxError, scanTokens, type Token } from './parser.ts';
 import { inPostgresGrammar, redshiftSyntaxConstructs } from './postgres-grammar.ts';
 
 /** Column compression encodings ("Compression encodings", https://docs.aws.amazon.com/redshift/latest/dg/c_Compression_encodings.html). */
-export const ENCODINGS = ['raw', 'az64', 'bytedict', 'delta', 'delta32k', 'lzo', 'mostly8', 'mostly16', 'mostly32', 'runlength', 'text255', 'text32k', 'zstd'] as const;
+export const ENCODINGS = [
+  'raw',
+  'az64',
+  'bytedict',
+  'delta',
+  'delta32k',
+  'lzo',
+  'mostly8',
+  'mostly16',
+  'mostly32',
+  'runlength',
+  'text255',
+  'text32k',
+  'zstd',
+] as const;
 const DIST_STYLES = ['auto', 'even', 'key', 'all'];
 
 export interface TableAttributes {
@@ -67,7 +81,8 @@ export function stripTableAttributes(text: string): StrippedCreateTable | undefi
   let depth = 0;
   let element: Token[] = [];
   let close = -1;
-  const columnOf = () => (element.length > 0 && !['constraint', 'primary', 'unique', 'foreign', 'check', 'like'].includes(lower(element[0])) ? identifierOf(element[0]) : undefined);
+  const columnOf = () =>
+    element.length > 0 && !['constraint', 'primary', 'unique', 'foreign', 'check', 'like'].includes(lower(element[0])) ? identifierOf(element[0]) : undefined;
   for (let i = open; i < tokens.length; i++) {
     const token = tokens[i]!;
     if (token.text === '(') {
@@ -134,7 +149,8 @@ export function stripTableAttributes(text: string): StrippedCreateTable | undefi
     i++;
     if (word === 'diststyle') {
       distStyle = lower(tokens[i]);
-      if (!DIST_STYLES.includes(distStyle)) throw new TableDdlError(`DISTSTYLE ${tokens[i]?.text ?? '(nothing)'} is not one of ${DIST_STYLES.join(', ').toUpperCase()}`);
+      if (!DIST_STYLES.includes(distStyle))
+        throw new TableDdlError(`DISTSTYLE ${tokens[i]?.text ?? '(nothing)'} is not one of ${DIST_STYLES.join(', ').toUpperCase()}`);
       i++;
     } else if (word === 'distkey') {
       const columns = columnList();
@@ -142,7 +158,8 @@ export function stripTableAttributes(text: string): StrippedCreateTable | undefi
       if (distKey !== undefined) throw new TableDdlError(`DISTKEY is declared twice (${distKey}, ${columns[0]}): a table has one distribution key`);
       distKey = columns[0];
     } else if (word === 'compound' || word === 'interleaved' || word === 'sortkey') {
-      if (sortKey.length > 0 || sortStyle !== undefined) throw new TableDdlError('SORTKEY is declared twice (on a column and after the column list, or twice after it)');
+      if (sortKey.length > 0 || sortStyle !== undefined)
+        throw new TableDdlError('SORTKEY is declared twice (on a column and after the column list, or twice after it)');
       if (word !== 'sortkey') {
         if (lower(tokens[i]) !== 'sortkey') throw new TableDdlError(`expected SORTKEY after ${word.toUpperCase()}`);
         i++;
@@ -223,7 +240,9 @@ function typeText(typeName: Record<string, unknown>): string {
   const all = names(typeName.names);
   const base = all[all.length - 1] ?? '';
   const name = CATALOG_TYPE_NAMES[base] ?? base;
-  const mods = (Array.isArray(typeName.typmods) ? typeName.typmods : []).map((m) => String((m as { A_Const?: { ival?: { ival?: number } } }).A_Const?.ival?.ival ?? 0));
+  const mods = (Array.isArray(typeName.typmods) ? typeName.typmods : []).map((m) =>
+    String((m as { A_Const?: { ival?: { ival?: number } } }).A_Const?.ival?.ival ?? 0),
+  );
   if (name === 'numeric') return `numeric(${mods[0] ?? 18},${mods[1] ?? 0})`;
   if (name === 'character varying' || name === 'character') return `${name}(${mods[0] ?? (name === 'character' ? 1 : 256)})`;
   return name;
@@ -243,7 +262,8 @@ export function parseTableDdl(body: string): TableDdl {
   const stripped = stripTableAttributes(text);
   const plain = stripped?.text ?? text;
   const statements = parsePositional(toPositional(plain).text);
-  if (statements.length !== 1 || kindOf(statements[0]!.node) !== 'CreateStmt') throw new TableDdlError('must be one column list in parentheses, with table attributes after it');
+  if (statements.length !== 1 || kindOf(statements[0]!.node) !== 'CreateStmt')
+    throw new TableDdlError('must be one column list in parentheses, with table attributes after it');
   const create = statements[0]!.node.CreateStmt as Record<string, unknown>;
   const relation = create.relation as { relname?: string; schemaname?: string };
   if (relation.relname !== 'ddl_probe' || relation.schemaname !== undefined) throw new TableDdlError('must begin with the column list in parentheses');
@@ -254,7 +274,10 @@ export function parseTableDdl(body: string): TableDdl {
   }
   if (create.oncommit !== undefined && create.oncommit !== 'ONCOMMIT_NOOP') throw new TableDdlError('must not use ON COMMIT');
   const unsupported = checkStatements(statements, redshiftSyntaxConstructs(written))[0];
-  if (unsupported) throw new TableDdlError(`uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`);
+  if (unsupported)
+    throw new TableDdlError(
+      `uses ${unsupported.construct}, which Amazon Redshift does not support (${unsupported.citation.title}: ${unsupported.citation.url})`,
+    );
   const columns: DdlColumn[] = [];
   const primaryKey = new Set<string>();
   for (const element of (create.tableElts ?? []) as Record<string, unknown>[]) {

@@ -84,10 +84,27 @@ const P = REDSHIFT_PAGES;
 
 /** PostgreSQL's JSON functions; Redshift has its own (JSON_EXTRACT_PATH_TEXT, JSON_PARSE, ...), which are not listed. */
 const POSTGRES_JSON_FUNCTIONS = [
-  'to_json', 'to_jsonb', 'row_to_json', 'array_to_json', 'json_agg', 'json_object_agg', 'json_build_object',
-  'json_build_array', 'json_object', 'json_array_elements', 'json_array_elements_text', 'json_each', 'json_each_text',
-  'json_extract_path', 'json_object_keys', 'json_populate_record', 'json_populate_recordset', 'json_to_record',
-  'json_to_recordset', 'json_typeof', 'json_strip_nulls',
+  'to_json',
+  'to_jsonb',
+  'row_to_json',
+  'array_to_json',
+  'json_agg',
+  'json_object_agg',
+  'json_build_object',
+  'json_build_array',
+  'json_object',
+  'json_array_elements',
+  'json_array_elements_text',
+  'json_each',
+  'json_each_text',
+  'json_extract_path',
+  'json_object_keys',
+  'json_populate_record',
+  'json_populate_recordset',
+  'json_to_record',
+  'json_to_recordset',
+  'json_typeof',
+  'json_strip_nulls',
 ];
 
 /** What Redshift reports for a leader-node function in a query the compute nodes run. */
@@ -112,9 +129,21 @@ const LEADER_NODE_ONLY: readonly { name: string; functions: readonly string[]; c
   { name: 'FACTORIAL', functions: ['factorial'], citation: P.leaderNodeOnly },
   { name: 'AGE', functions: ['age'], citation: P.dateFunctions, hint: 'use DATEDIFF' },
   { name: 'CURRENT_TIME', functions: [], current: ['SVFOP_CURRENT_TIME', 'SVFOP_CURRENT_TIME_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
-  { name: 'CURRENT_TIMESTAMP', functions: [], current: ['SVFOP_CURRENT_TIMESTAMP', 'SVFOP_CURRENT_TIMESTAMP_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  {
+    name: 'CURRENT_TIMESTAMP',
+    functions: [],
+    current: ['SVFOP_CURRENT_TIMESTAMP', 'SVFOP_CURRENT_TIMESTAMP_N'],
+    citation: P.dateFunctions,
+    hint: 'use GETDATE or SYSDATE',
+  },
   { name: 'LOCALTIME', functions: [], current: ['SVFOP_LOCALTIME', 'SVFOP_LOCALTIME_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
-  { name: 'LOCALTIMESTAMP', functions: [], current: ['SVFOP_LOCALTIMESTAMP', 'SVFOP_LOCALTIMESTAMP_N'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
+  {
+    name: 'LOCALTIMESTAMP',
+    functions: [],
+    current: ['SVFOP_LOCALTIMESTAMP', 'SVFOP_LOCALTIMESTAMP_N'],
+    citation: P.dateFunctions,
+    hint: 'use GETDATE or SYSDATE',
+  },
   { name: 'ISFINITE', functions: ['isfinite'], citation: P.dateFunctions },
   { name: 'NOW', functions: ['now'], citation: P.dateFunctions, hint: 'use GETDATE or SYSDATE' },
   { name: 'GET_BIT', functions: ['get_bit', 'getbit'], citation: P.leaderNodeOnly },
@@ -131,9 +160,26 @@ const LEADER_NODE_ONLY: readonly { name: string; functions: readonly string[]; c
  * is its example), though any can be queried without such a join.
  */
 const CATALOG_JOINABLE = [
-  'pg_attribute', 'pg_cast', 'pg_depend', 'pg_description', 'pg_locks', 'pg_opclass',
-  'pg_class', 'pg_constraint', 'pg_database', 'pg_group', 'pg_language', 'pg_namespace', 'pg_operator', 'pg_proc',
-  'pg_settings', 'pg_statistic', 'pg_tables', 'pg_type', 'pg_user', 'pg_views',
+  'pg_attribute',
+  'pg_cast',
+  'pg_depend',
+  'pg_description',
+  'pg_locks',
+  'pg_opclass',
+  'pg_class',
+  'pg_constraint',
+  'pg_database',
+  'pg_group',
+  'pg_language',
+  'pg_namespace',
+  'pg_operator',
+  'pg_proc',
+  'pg_settings',
+  'pg_statistic',
+  'pg_tables',
+  'pg_type',
+  'pg_user',
+  'pg_views',
 ];
 
 /**
@@ -154,30 +200,68 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
   { construct: 'ON CONFLICT', detect: { node: 'OnConflictClause' }, citation: P.insert, hint: 'Redshift has MERGE, or DELETE then INSERT in one transaction' },
   { construct: 'RETURNING', detect: { node: 'ReturningClause' }, citation: P.insert, hint: 'read the rows back with a SELECT' },
   { construct: 'CREATE SEQUENCE', detect: { node: 'CreateSeqStmt' }, citation: P.features, hint: 'use an IDENTITY column' },
-  { construct: 'sequence functions (NEXTVAL, CURRVAL, SETVAL, LASTVAL)', detect: { functions: ['nextval', 'currval', 'setval', 'lastval'] }, citation: P.functions },
-  { construct: 'SERIAL types', detect: { types: ['serial', 'serial2', 'serial4', 'serial8', 'smallserial', 'bigserial'] }, citation: P.dataTypes, hint: 'use an IDENTITY column' },
+  {
+    construct: 'sequence functions (NEXTVAL, CURRVAL, SETVAL, LASTVAL)',
+    detect: { functions: ['nextval', 'currval', 'setval', 'lastval'] },
+    citation: P.functions,
+  },
+  {
+    construct: 'SERIAL types',
+    detect: { types: ['serial', 'serial2', 'serial4', 'serial8', 'smallserial', 'bigserial'] },
+    citation: P.dataTypes,
+    hint: 'use an IDENTITY column',
+  },
   { construct: 'ARRAY constructors', detect: { node: 'A_ArrayExpr' }, citation: P.features },
   { construct: 'ARRAY subqueries', detect: { node: 'SubLink', field: 'subLinkType', values: ['ARRAY_SUBLINK'] }, citation: P.features },
   { construct: 'array types', detect: { arrayTypes: true }, citation: P.dataTypes },
   { construct: 'ARRAY_AGG', detect: { functions: ['array_agg'] }, citation: P.functions, hint: 'use LISTAGG' },
-  { construct: 'array functions', detect: { functions: ['unnest', 'array_length', 'array_append', 'array_cat', 'string_to_array', 'array_to_string', 'cardinality'] }, citation: P.functions },
+  {
+    construct: 'array functions',
+    detect: { functions: ['unnest', 'array_length', 'array_append', 'array_cat', 'string_to_array', 'array_to_string', 'cardinality'] },
+    citation: P.functions,
+  },
   { construct: 'JSON types', detect: { types: ['json', 'jsonb'] }, citation: P.dataTypes, hint: 'use SUPER' },
-  { construct: 'JSON functions', detect: { functions: POSTGRES_JSON_FUNCTIONS, prefixes: ['jsonb_'] }, citation: P.dataTypes, hint: 'use SUPER and Redshift JSON functions such as JSON_EXTRACT_PATH_TEXT' },
+  {
+    construct: 'JSON functions',
+    detect: { functions: POSTGRES_JSON_FUNCTIONS, prefixes: ['jsonb_'] },
+    citation: P.dataTypes,
+    hint: 'use SUPER and Redshift JSON functions such as JSON_EXTRACT_PATH_TEXT',
+  },
   { construct: 'JSON operators', detect: { operators: ['->', '->>', '#>', '#>>'] }, citation: P.dataTypes },
   { construct: 'SQL/JSON constructors', detect: { nodePrefix: 'Json' }, citation: P.dataTypes },
   { construct: 'CREATE INDEX', detect: { node: 'IndexStmt' }, citation: P.features, hint: 'Redshift has sort keys and distribution keys instead' },
-  { construct: 'GENERATE_SERIES over table data', detect: { functions: ['generate_series'], onlyWithoutTables: true }, citation: P.functions, hint: 'it runs only on the leader node, in statements that read no table (see "SQL functions supported on the leader node")' },
+  {
+    construct: 'GENERATE_SERIES over table data',
+    detect: { functions: ['generate_series'], onlyWithoutTables: true },
+    citation: P.functions,
+    hint: 'it runs only on the leader node, in statements that read no table (see "SQL functions supported on the leader node")',
+  },
   ...LEADER_NODE_ONLY.map(({ name, functions, current, citation, hint }) => ({
     construct: `${name} with a table`,
     detect: { functions, ...(current ? { valueFunctions: current } : {}), onlyWithoutTables: true },
     citation,
     hint: `${hint ? `${hint}; ` : ''}${LEADER_NODE_HINT}`,
   })),
-  { construct: 'catalog tables Redshift does not join with user tables', detect: { catalogJoinableOnly: CATALOG_JOINABLE }, citation: P.catalogJoins, hint: 'read it in a statement that reads no user table' },
+  {
+    construct: 'catalog tables Redshift does not join with user tables',
+    detect: { catalogJoinableOnly: CATALOG_JOINABLE },
+    citation: P.catalogJoins,
+    hint: 'read it in a statement that reads no user table',
+  },
   { construct: 'STRING_AGG', detect: { functions: ['string_agg'] }, citation: P.functions, hint: 'use LISTAGG' },
   { construct: 'PG_SLEEP', detect: { functions: ['pg_sleep', 'pg_sleep_for', 'pg_sleep_until'] }, citation: P.functions },
-  { construct: 'advisory locks', detect: { functions: [], prefixes: ['pg_advisory_', 'pg_try_advisory_'] }, citation: P.functions, hint: 'use LOCK on a table' },
-  { construct: 'IS DISTINCT FROM', detect: { node: 'A_Expr', field: 'kind', values: ['AEXPR_DISTINCT', 'AEXPR_NOT_DISTINCT'] }, citation: P.functions, hint: 'compare with = and IS NULL' },
+  {
+    construct: 'advisory locks',
+    detect: { functions: [], prefixes: ['pg_advisory_', 'pg_try_advisory_'] },
+    citation: P.functions,
+    hint: 'use LOCK on a table',
+  },
+  {
+    construct: 'IS DISTINCT FROM',
+    detect: { node: 'A_Expr', field: 'kind', values: ['AEXPR_DISTINCT', 'AEXPR_NOT_DISTINCT'] },
+    citation: P.functions,
+    hint: 'compare with = and IS NULL',
+  },
   { construct: 'CLOCK_TIMESTAMP', detect: { functions: ['clock_timestamp'] }, citation: P.functions, hint: 'use GETDATE or SYSDATE' },
   { construct: 'CREATE TRIGGER', detect: { node: 'CreateTrigStmt' }, citation: P.features },
   { construct: 'table inheritance', detect: { node: 'CreateStmt', field: 'inhRelations' }, citation: P.features },
@@ -197,7 +281,12 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
     detect: { plpgsql: [kind] },
     citation: P.plpgsql,
   })),
-  { construct: 'PL/pgSQL RAISE with expressions', detect: { plpgsqlRaise: 'variables-only' }, citation: P.plpgsql, hint: 'RAISE takes a level, a format and plain variables: assign an expression to a variable first' },
+  {
+    construct: 'PL/pgSQL RAISE with expressions',
+    detect: { plpgsqlRaise: 'variables-only' },
+    citation: P.plpgsql,
+    hint: 'RAISE takes a level, a format and plain variables: assign an expression to a variable first',
+  },
 ];
 
 /**
@@ -206,6 +295,16 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
  * single statements and AUTO_COMMIT batches run them.
  */
 export const ENDS_TRANSACTION: readonly UnsupportedConstruct[] = [
-  { construct: 'TRUNCATE', detect: { node: 'TruncateStmt' }, citation: P.truncate, hint: 'it commits the transaction it runs in, so the batch would no longer be atomic; use DELETE inside a transaction' },
-  { construct: 'VACUUM', detect: { node: 'VacuumStmt', field: 'is_vacuumcmd' }, citation: P.vacuum, hint: 'it cannot run inside a transaction block; run it as a statement of its own' },
+  {
+    construct: 'TRUNCATE',
+    detect: { node: 'TruncateStmt' },
+    citation: P.truncate,
+    hint: 'it commits the transaction it runs in, so the batch would no longer be atomic; use DELETE inside a transaction',
+  },
+  {
+    construct: 'VACUUM',
+    detect: { node: 'VacuumStmt', field: 'is_vacuumcmd' },
+    citation: P.vacuum,
+    hint: 'it cannot run inside a transaction block; run it as a statement of its own',
+  },
 ];

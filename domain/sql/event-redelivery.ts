@@ -23,7 +23,10 @@ export function publicationForEvent(pipeline: string, seq: number): Statement {
  * before `publishedBefore` and (when given) before publication `belowSeq`,
  * oldest first, at most `limit`.
  */
-export function unsentPublications(pipeline: string, options: { readonly publishedBefore: Date; readonly limit: number; readonly belowSeq?: number }): Statement {
+export function unsentPublications(
+  pipeline: string,
+  options: { readonly publishedBefore: Date; readonly limit: number; readonly belowSeq?: number },
+): Statement {
   const below = options.belowSeq === undefined ? '' : ' AND seq < CAST(:below_seq AS int)';
   return {
     sql: `SELECT ${PUBLICATION_FACTS} FROM ${M}.publications

@@ -3,9 +3,9 @@
  * hold rows of an earlier load; insert; record), and the name it runs under.
  */
 import { type BatchRef, ChunkStatus } from '../batch.ts';
+import { extractColumn } from '../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
-import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 

@@ -1,7 +1,7 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
 import { BatchStatus, ChunkStatus } from '../batch.ts';
-import { OUT_OF_BAND } from '../out-of-band.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
+import { OUT_OF_BAND } from '../out-of-band.ts';
 import { breakerDdl } from './neighbour.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
@@ -22,10 +22,7 @@ export function manifestTablePresent(table: string): Statement {
 
 /** The installed manifest version: 0 when the manifest does not exist yet. */
 export function installedManifestVersion(): Statement[] {
-  return [
-    manifestTablePresent('manifest_version'),
-    { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` },
-  ];
+  return [manifestTablePresent('manifest_version'), { sql: `SELECT COALESCE(MAX(version), 0) AS version FROM ${M}.manifest_version` }];
 }
 
 /**

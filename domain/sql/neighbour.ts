@@ -1,6 +1,7 @@
 /** The pause probe's look at the warehouse's queues and the circuit breaker's reads and writes (manifest version 7). */
-import { BreakerState } from '../neighbour.ts';
+
 import { sqlLiteral } from '../identifiers.ts';
+import { BreakerState } from '../neighbour.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**

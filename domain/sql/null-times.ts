@@ -5,9 +5,9 @@
  * batch's interval and, with `nullTimes: 'quarantine'`, copied aside.
  */
 import type { BatchRef } from '../batch.ts';
+import { extractColumn } from '../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { REASON } from '../quarantine.ts';
-import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { type Statement, timestampParam } from './statement.ts';
 

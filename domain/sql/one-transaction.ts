@@ -17,7 +17,6 @@ import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from './statement.
  * control character: sqlLiteral).
  */
 const CARRY_OVER = /^(GRANT|REVOKE|ATTACH|DETACH) |^ALTER TABLE \S+ (ADD CONSTRAINT|DROP CONSTRAINT|ROW LEVEL SECURITY) /;
-// eslint-disable-next-line no-control-regex
 const NOT_LITERAL = /[\\\u0000-\u001f]/;
 
 /** The most bytes of statements one CALL carries: the procedure's argument is a VARCHAR(65535). */

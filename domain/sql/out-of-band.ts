@@ -5,12 +5,13 @@
  * over). The same query texts run in both places, so the two sides
  * compute the same text from the same table.
  */
-import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
-import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
+
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
 import type { Pipeline } from '../spec.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
+import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
+import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
  * One row per column of the table, in order: `col`, its `name type` text
@@ -115,7 +116,13 @@ export function assertLiveUnchanged(pipeline: Pipeline, baseline: LiveBaseline):
  * does not hold (Reconcile found no staging row outside its interval).
  * Inside the swap transaction, so it happens once or not at all.
  */
-export function carryOverRows(pipeline: Pipeline, stagingTable: string, columns: readonly string[], carryFrom: string, sources: readonly string[] = columns): string {
+export function carryOverRows(
+  pipeline: Pipeline,
+  stagingTable: string,
+  columns: readonly string[],
+  carryFrom: string,
+  sources: readonly string[] = columns,
+): string {
   const { schema, table } = pipeline.target;
   return `INSERT INTO ${qualifiedName(schema, stagingTable)} (${columnList(columns)}) SELECT ${columnList(sources)} FROM ${qualifiedName(schema, table)} WHERE ${quoteIdent(
     pipeline.timeColumn,

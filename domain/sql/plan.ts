@@ -1,9 +1,9 @@
 /** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
 import { AttemptStatus, BatchPurpose, BatchStatus, ChunkStatus } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
+import { extractColumn } from '../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Chunk } from '../plan.ts';
-import { extractColumn } from '../extract-column.ts';
 import type { Pipeline } from '../spec.ts';
 import type { ChunkWindow } from '../windows.ts';
 import { CHUNKS_LOCK, LOCK_MANIFEST } from './manifest.ts';
@@ -35,7 +35,10 @@ export function nullableSourceColumns(tables: readonly { schema: string; table: 
            WHERE (${match.join(' OR ')}) AND column_name IN (${names.join(', ')}) AND is_nullable = 'YES'
            ORDER BY table_schema, table_name, column_name`,
     parameters: Object.fromEntries([
-      ...tables.flatMap((t, i) => [[`schema_${i}`, t.schema], [`table_${i}`, t.table]]),
+      ...tables.flatMap((t, i) => [
+        [`schema_${i}`, t.schema],
+        [`table_${i}`, t.table],
+      ]),
       ...columns.map((c, i) => [`column_${i}`, c]),
     ]),
   };
@@ -74,7 +77,10 @@ export function doneChunks(batchId: string, window?: { firstChunk: number; chunk
   return {
     sql: `SELECT chunk_index, status, generation FROM ${M}.chunk_state
            WHERE batch_id = :batch_id${range} AND (status <> ${sqlLiteral(ChunkStatus.PENDING)} OR generation <> 0) ORDER BY chunk_index`,
-    parameters: { batch_id: batchId, ...(window === undefined ? {} : { first: String(window.firstChunk), end: String(window.firstChunk + window.chunkCount) }) },
+    parameters: {
+      batch_id: batchId,
+      ...(window === undefined ? {} : { first: String(window.firstChunk), end: String(window.firstChunk + window.chunkCount) }),
+    },
   };
 }
 
@@ -232,7 +238,9 @@ export function startBatch(record: BatchRecord): string[] {
     : '';
   const statements = [
     LOCK_MANIFEST,
-    record.stagingDdl === undefined ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live} INCLUDING DEFAULTS)` : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
+    record.stagingDdl === undefined
+      ? `CREATE TABLE IF NOT EXISTS ${staging} (LIKE ${live} INCLUDING DEFAULTS)`
+      : `CREATE TABLE IF NOT EXISTS ${staging} ${record.stagingDdl}`,
     `INSERT INTO ${M}.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version,
         execution_id, status, attempt, base_publication, staging_table, chunk_count, started_at, restatement, purpose)
      SELECT ${[
@@ -350,7 +358,12 @@ export function relationPrivileges(relations: readonly { schema: string; table: 
             JOIN pg_namespace n ON n.oid = c.relnamespace
             JOIN pg_user u ON u.usesysid = c.relowner
            WHERE c.relkind IN ('r', 'v', 'm', 'p') AND (${match.join(' OR ')})`,
-    parameters: Object.fromEntries(relations.flatMap((r, i) => [[`schema_${i}`, r.schema], [`table_${i}`, r.table]])),
+    parameters: Object.fromEntries(
+      relations.flatMap((r, i) => [
+        [`schema_${i}`, r.schema],
+        [`table_${i}`, r.table],
+      ]),
+    ),
   };
 }
 
@@ -412,7 +425,10 @@ export function sourceSortKeys(tables: readonly { schema?: string; table: string
            WHERE database_name = current_database() AND sortkey <> 0 AND (${match.join(' OR ')})
            ORDER BY schema_name, table_name, ABS(sortkey)`,
     parameters: Object.fromEntries(
-      tables.flatMap((t, i) => [[`table_${i}`, t.table] as [string, string], ...(t.schema === undefined ? [] : [[`schema_${i}`, t.schema] as [string, string]])]),
+      tables.flatMap((t, i) => [
+        [`table_${i}`, t.table] as [string, string],
+        ...(t.schema === undefined ? [] : [[`schema_${i}`, t.schema] as [string, string]]),
+      ]),
     ),
   };
 }

@@ -10,6 +10,8 @@ import type { LiveTableFacts } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
+import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
 import {
   captureViews,
   catalogCheck,
@@ -22,10 +24,8 @@ import {
   recreateViews,
   renameStatements,
 } from './publish.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
-import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { rewritesInPlace, rewrittenRows } from './publish-rewrite.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 /**
  * Statements a group swap has once whatever its members: the bounded lock
@@ -79,7 +79,16 @@ function partsOf(m: MemberSwap): MemberParts {
   const common = { guard: publishGuard(pipeline, batch), liveChecks: liveCheckStatements(pipeline, batch) };
   if (m.dependents === undefined) {
     if (!rewritesInPlace(pipeline)) throw new Error(`publish group member ${pipeline.name}: a renamed member needs its live table's dependents`);
-    return { ...common, dependentLocks: [], liveLock: [], catalogCheck: [], capture: [], change: rewrittenRows(pipeline, batch, m.previousVersionTable), comments: [], reapply: [] };
+    return {
+      ...common,
+      dependentLocks: [],
+      liveLock: [],
+      catalogCheck: [],
+      capture: [],
+      change: rewrittenRows(pipeline, batch, m.previousVersionTable),
+      comments: [],
+      reapply: [],
+    };
   }
   const { facts, factsQuery } = m.dependents;
   return {
@@ -169,7 +178,10 @@ export function fitGroupSwap(group: string, members: readonly MemberSwap[], stat
   const needs = members
     .map((m) => {
       const p = partsOf(m);
-      const own = [p.dependentLocks, p.liveLock, p.catalogCheck, p.liveChecks, p.capture, p.change, p.comments, p.reapply].reduce((sum, list) => sum + list.length, 0);
+      const own = [p.dependentLocks, p.liveLock, p.catalogCheck, p.liveChecks, p.capture, p.change, p.comments, p.reapply].reduce(
+        (sum, list) => sum + list.length,
+        0,
+      );
       // Its staging's lock, its guard and its three records.
       return `${m.pipeline.name} ${own + 5}`;
     })

@@ -6,9 +6,9 @@
 import type { BatchRef } from '../batch.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { fitSwap, publishGuard, recordPublished } from './publish.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /** `timeColumn` in `[from, to)`: the rows of a batch's intervals. */
 function inIntervals(pipeline: Pipeline, from: string, to: string): string {

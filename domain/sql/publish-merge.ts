@@ -7,10 +7,10 @@ import type { BatchRef } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { fitSwap, publishGuard, recordPublished } from './publish.ts';
 import { retainedColumns } from './publish-intervals.ts';
 import { MANIFEST as M } from './statement.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /**
  * The merge, as ONE transaction, in the lock order of the replace

@@ -8,9 +8,9 @@ import type { BatchRef } from '../batch.ts';
 import { factsFingerprint } from '../dependents.ts';
 import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
 import type { Pipeline } from '../spec.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { recordPublished } from './publish.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 
 /** The name of the version table a fresh view starts from (migrationSql). */
 export const INITIAL_VERSION_SUFFIX = '__v_initial';

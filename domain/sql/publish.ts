@@ -1,21 +1,21 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
-import { AttemptStatus, BatchStatus, type BatchRef, ChunkStatus } from '../batch.ts';
+import { AttemptStatus, type BatchRef, BatchStatus, ChunkStatus } from '../batch.ts';
 import type { CarryOverCorrections, Grant, LiveTableFacts, MaskingAttachment, RlsAttachment } from '../dependents.ts';
-import { migrationFacts } from '../migration.ts';
 import { ValidationError } from '../errors.ts';
-import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
-import { quarantines } from '../quarantine.ts';
-import { stagingWithQuarantinedLiteral } from './quarantine.ts';
-import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
-import { recordPublishedFingerprint } from './live-watch.ts';
-import { hashedColumns, rowHashValue } from './row-hash.ts';
 import { extractColumn } from '../extract-column.ts';
+import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
+import { migrationFacts } from '../migration.ts';
+import { quarantines } from '../quarantine.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+import type { Pipeline } from '../spec.ts';
+import { recordPublishedFingerprint } from './live-watch.ts';
+import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
 import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
+import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
+import { stagingWithQuarantinedLiteral } from './quarantine.ts';
+import { hashedColumns, rowHashValue } from './row-hash.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 /**
  * The batch (every column: with manifest version 11, `purpose`; a batch
@@ -341,7 +341,9 @@ export function policyStatements(live: string, facts: LiveTableFacts): string[] 
   const columns = (names: readonly string[]) => names.map(quoteCatalogName).join(', ');
   // What the incoming table has of its own and the live table has not, detached first.
   const statements = [
-    ...facts.incoming.rlsPolicies.filter((p) => !wanted.has(key(p))).map((p) => `DETACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} FROM ${grantee(p)}`),
+    ...facts.incoming.rlsPolicies
+      .filter((p) => !wanted.has(key(p)))
+      .map((p) => `DETACH RLS POLICY ${quoteCatalogName(p.policy)} ON TABLE ${live} FROM ${grantee(p)}`),
     ...facts.incoming.maskingPolicies
       .filter((m) => !wanted.has(key(m)))
       .map((m) => `DETACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)}) FROM ${grantee(m)}`),
@@ -359,7 +361,9 @@ export function policyStatements(live: string, facts: LiveTableFacts): string[] 
   for (const m of facts.maskingPolicies) {
     if (incoming.has(key(m)) || ![...m.outputColumns, ...m.inputColumns].every(has)) continue;
     const using = m.inputColumns.length > 0 ? ` USING (${columns(m.inputColumns)})` : '';
-    statements.push(`ATTACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)})${using} TO ${grantee(m)} PRIORITY ${m.priority}`);
+    statements.push(
+      `ATTACH MASKING POLICY ${quoteCatalogName(m.policy)} ON ${live} (${columns(m.outputColumns)})${using} TO ${grantee(m)} PRIORITY ${m.priority}`,
+    );
   }
   return statements;
 }
@@ -540,7 +544,10 @@ export function catalogCheck(pipeline: Pipeline, facts: LiveTableFacts, factsQue
 /** The two renames: live to `retainedAs`, `incoming` to live. */
 export function renameStatements(pipeline: Pipeline, incoming: string, retainedAs: string): string[] {
   const { schema, table } = pipeline.target;
-  return [`ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`, `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`];
+  return [
+    `ALTER TABLE ${qualifiedName(schema, table)} RENAME TO ${quoteIdent(retainedAs)}`,
+    `ALTER TABLE ${qualifiedName(schema, incoming)} RENAME TO ${quoteIdent(table)}`,
+  ];
 }
 
 /**
@@ -631,10 +638,19 @@ export function swapPublish(
   const statements = [
     ...swapLockStatements(pipeline, batch.stagingTable, facts, lockWaitMs),
     publishGuard(pipeline, batch),
-    ...swapRenames(pipeline, batch.stagingTable, previousVersionTable, pipeline.migrating ? migrationFacts(facts) : facts, factsQuery, liveCheckStatements(pipeline, batch)),
+    ...swapRenames(
+      pipeline,
+      batch.stagingTable,
+      previousVersionTable,
+      pipeline.migrating ? migrationFacts(facts) : facts,
+      factsQuery,
+      liveCheckStatements(pipeline, batch),
+    ),
     ...recordPublished(pipeline, batch.batchId, previousVersionTable, now, batch.live?.carryFrom !== undefined),
     // Staging, now live, was created like the live table Plan fingerprinted: its columns are the baseline's.
-    ...(stagingFingerprint !== undefined && batch.live ? [recordPublishedFingerprint(pipeline, batch.live.columns, stagingFingerprint, batch.live.carryFrom)] : []),
+    ...(stagingFingerprint !== undefined && batch.live
+      ? [recordPublishedFingerprint(pipeline, batch.live.columns, stagingFingerprint, batch.live.carryFrom)]
+      : []),
   ];
   return fitSwap(pipeline, statements);
 }
@@ -740,7 +756,11 @@ function chunkFingerprintSql(pipeline: Pipeline, rows: string, columns: readonly
  */
 export function stagingChunkFingerprint(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds): Statement {
   const rows = quarantines(pipeline)
-    ? stagingWithQuarantinedLiteral(pipeline, batch, columns.map((c) => c.split(' ')[0]!))
+    ? stagingWithQuarantinedLiteral(
+        pipeline,
+        batch,
+        columns.map((c) => c.split(' ')[0]!),
+      )
     : qualifiedName(pipeline.target.schema, batch.stagingTable);
   return { sql: chunkFingerprintSql(pipeline, rows, columns, chunk) };
 }

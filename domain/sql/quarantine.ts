@@ -6,8 +6,8 @@
  * their summary for the tolerance check.
  */
 import type { BatchRef } from '../batch.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { extractColumn } from '../extract-column.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { QUARANTINE_SAMPLES, quarantines, REASON, type RowRule, rowRules } from '../quarantine.ts';
 import type { Pipeline } from '../spec.ts';
 import { quarantineTableFor } from './null-times.ts';
@@ -44,7 +44,12 @@ function quarantineTable(pipeline: Pipeline): string {
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html).
  * `stagingColumns` are staging's `name type` texts (liveColumnsQuery).
  */
-export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingColumns: readonly string[], now: Date): { sqls: string[]; parameters: Record<string, string> } {
+export function moveToQuarantine(
+  pipeline: Pipeline,
+  batch: BatchRef,
+  stagingColumns: readonly string[],
+  now: Date,
+): { sqls: string[]; parameters: Record<string, string> } {
   const staging = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const stagingName = quoteIdent(batch.stagingTable);
   const quarantine = quarantineTable(pipeline);
@@ -57,7 +62,8 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
   const sameKey = (a: string, b: string) => keys.map((k) => `${a}.${k} = ${b}.${k}`).join(' AND ');
   const into = `INSERT INTO ${quarantine} (batch_id, quarantined_at, reason, chunk_index, generation, ${columns.join(', ')})`;
   const stamp = (reason: string) => `CAST(:batch_id AS varchar(32)), CAST(:now AS timestamp), CAST(${reason} AS varchar(256)), c.chunk_index, c.generation`;
-  const chunkOf = (alias: string) => `JOIN ${M}.chunk_state AS c ON c.batch_id = :batch_id AND ${alias}.${t} >= c.interval_start AND ${alias}.${t} < c.interval_end`;
+  const chunkOf = (alias: string) =>
+    `JOIN ${M}.chunk_state AS c ON c.batch_id = :batch_id AND ${alias}.${t} >= c.interval_start AND ${alias}.${t} < c.interval_end`;
 
   const rules: { reason: string; condition: (alias: string) => string }[] = [
     ...(quarantines(pipeline) ? [{ reason: REASON.nullKey, condition: (a: string) => keys.map((k) => `${a}.${k} IS NULL`).join(' OR ') }] : []),
@@ -114,7 +120,10 @@ export function moveToQuarantine(pipeline: Pipeline, batch: BatchRef, stagingCol
           AND NOT EXISTS (SELECT 1 FROM ${staging} AS s WHERE ${sameKey('s', 'q')})`,
     );
   }
-  return { sqls, parameters: { batch_id: batch.batchId, now: timestampParam(now), start: timestampParam(batch.from), end: timestampParam(batch.to), ...patterns } };
+  return {
+    sqls,
+    parameters: { batch_id: batch.batchId, now: timestampParam(now), start: timestampParam(batch.from), end: timestampParam(batch.to), ...patterns },
+  };
 }
 
 /** The condition a row breaks a rule by, over its column's value: NULL matches no NOT IN and no pattern (notNull's to catch). */

@@ -1,14 +1,14 @@
 /** The SQL of Reconcile: per-chunk figures and whole-table checks from one pass over each side, and the recorded results. */
-import { BatchStatus, type BatchRef, type CheckResult, ChunkStatus } from '../batch.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import { type BatchRef, BatchStatus, type CheckResult, ChunkStatus } from '../batch.ts';
+import { DECLARED_SAMPLES, isBlocking, patternParameter, type ReferencesCheck, type SqlCheck, STAGING_PLACEHOLDER } from '../declared-checks.ts';
 import { extractColumn } from '../extract-column.ts';
-import type { Pipeline } from '../spec.ts';
-import { type ReferencesCheck, type SqlCheck, DECLARED_SAMPLES, isBlocking, patternParameter, STAGING_PLACEHOLDER } from '../declared-checks.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { quarantines } from '../quarantine.ts';
+import type { Pipeline } from '../spec.ts';
+import { LOCK_MANIFEST } from './manifest.ts';
+import { grainKey } from './plan.ts';
 import { stagingWithQuarantined } from './quarantine.ts';
 import { CATALOG_TYPE, hashedColumns, rowHashValue } from './row-hash.ts';
-import { grainKey } from './plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
@@ -253,9 +253,10 @@ export function declaredRowSamples(pipeline: Pipeline, batch: BatchRef, failing:
   const table = qualifiedName(pipeline.target.schema, batch.stagingTable);
   const key = pipeline.businessKey.map(quoteIdent);
   const sampled = rowCheckConditions(pipeline).filter((c) => failing.includes(c.column));
-  const branches = sampled
-    .map((c) => `SELECT ${sqlLiteral(c.column)} AS ap_check, ${key.map((k) => `s.${k}`).join(', ')}, CAST(${c.value} AS varchar(256)) AS ap_value
-                 FROM ${table} AS s WHERE ${c.condition}`);
+  const branches = sampled.map(
+    (c) => `SELECT ${sqlLiteral(c.column)} AS ap_check, ${key.map((k) => `s.${k}`).join(', ')}, CAST(${c.value} AS varchar(256)) AS ap_value
+                 FROM ${table} AS s WHERE ${c.condition}`,
+  );
   return {
     sql: `SELECT ap_check, ${key.join(', ')}, ap_value
             FROM (SELECT u.*, ROW_NUMBER() OVER (PARTITION BY u.ap_check ORDER BY ${key.map((k) => `u.${k}`).join(', ')}) AS ap_n
@@ -314,11 +315,13 @@ export function recordChecks(
   // Replaces this attempt's results, so a retried Reconcile records them
   // once, also when an earlier invocation's transaction is still running.
   const statements = [LOCK_MANIFEST, `DELETE FROM ${M}.check_results WHERE batch_id = ${id} AND attempt = ${attempt}`];
-  statements.push(...results.map(
-    (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at, severity)
+  statements.push(
+    ...results.map(
+      (r) => `INSERT INTO ${M}.check_results (batch_id, attempt, check_name, passed, observed, expected, details, checked_at, severity)
             SELECT ${id}, ${attempt}, ${sqlLiteral(r.check)}, ${sqlLiteral(r.passed)}, ${sqlLiteral(r.observed)},
                    ${sqlLiteral(r.expected)}, ${sqlLiteral(r.details)}, ${sqlLiteral(now)}, ${sqlLiteral(r.severity ?? 'block')}`,
-  ));
+    ),
+  );
   // A failed warning is recorded; only blocking failures keep the batch from CHECKED.
   const allPassed = !results.some(isBlocking);
   if (staleChunks.length > 0) {

@@ -18,7 +18,14 @@ import { MANIFEST as M } from './statement.ts';
  * in `generated`, takes no value, and its rows are numbered anew), under the rollback guard; then recorded as
  * swapRollback records it (domain/sql/rollback.ts).
  */
-export function rewriteRollback(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number, generated: readonly string[] = []): string[] {
+export function rewriteRollback(
+  pipeline: Pipeline,
+  target: RollbackTarget,
+  columns: readonly string[],
+  now: Date,
+  lockWaitMs: number,
+  generated: readonly string[] = [],
+): string[] {
   const name = sqlLiteral(pipeline.name);
   const at = sqlLiteral(now);
   const statements = [

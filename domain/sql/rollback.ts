@@ -52,7 +52,13 @@ export function rollbackState(pipeline: string, rolledBackSeq: number): Statemen
  * (marked rolled_back_at), and the restored one marked restored_at. Its
  * rows are those Reconcile checked when the batch was published.
  */
-export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Date, catalog: { facts: LiveTableFacts; factsQuery: Statement }, lockWaitMs: number): string[] {
+export function swapRollback(
+  pipeline: Pipeline,
+  target: RollbackTarget,
+  now: Date,
+  catalog: { facts: LiveTableFacts; factsQuery: Statement },
+  lockWaitMs: number,
+): string[] {
   const { facts, factsQuery } = catalog;
   const name = sqlLiteral(pipeline.name);
   const at = sqlLiteral(now);
@@ -79,7 +85,14 @@ export function swapRollback(pipeline: Pipeline, target: RollbackTarget, now: Da
  * restored_at; when that publication was itself such a rollback, the one
  * it undid is live again (rolled_back_at cleared).
  */
-export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, columns: readonly string[], now: Date, lockWaitMs: number, generated: readonly string[] = []): string[] {
+export function restoreIntervals(
+  pipeline: Pipeline,
+  target: RollbackTarget,
+  columns: readonly string[],
+  now: Date,
+  lockWaitMs: number,
+  generated: readonly string[] = [],
+): string[] {
   const name = sqlLiteral(pipeline.name);
   const at = sqlLiteral(now);
   const interval = target.interval!;
@@ -95,9 +108,14 @@ export function restoreIntervals(pipeline: Pipeline, target: RollbackTarget, col
       guard: `CALL ${M}.assert_rollback(${name}, ${sqlLiteral(target.rolledBackSeq)}, ${sqlLiteral(target.restoreSeq)})`,
       lockWaitMs,
     }),
-    recordPublication(pipeline, target.batchId, target.retainedTable, now, { rollbackOf: target.rolledBackSeq, rowsOf: { schema, table: target.restoreTable } }),
+    recordPublication(pipeline, target.batchId, target.retainedTable, now, {
+      rollbackOf: target.rolledBackSeq,
+      rowsOf: { schema, table: target.restoreTable },
+    }),
     `UPDATE ${M}.publications SET restored_at = ${at}, rolled_back_at = ${at} WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.rolledBackSeq)}`,
-    ...(target.reinstates === undefined ? [] : [`UPDATE ${M}.publications SET rolled_back_at = NULL WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.reinstates)}`]),
+    ...(target.reinstates === undefined
+      ? []
+      : [`UPDATE ${M}.publications SET rolled_back_at = NULL WHERE pipeline = ${name} AND seq = ${sqlLiteral(target.reinstates)}`]),
   ];
   return fitSwap(pipeline, statements);
 }

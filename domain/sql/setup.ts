@@ -84,7 +84,7 @@ export function createUserLines(target: SetupTarget): string[] {
 export function securityPolicyLines(target: SetupTarget): string[] {
   return [
     '',
-    '-- sys:secadmin: publishing attaches the live table\'s row-level security and masking policies to each new version,',
+    "-- sys:secadmin: publishing attaches the live table's row-level security and masking policies to each new version,",
     '-- which takes a superuser or sys:secadmin (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).',
     `GRANT ROLE "sys:secadmin" TO ${quoteUser(target.user)};`,
   ];

@@ -1,11 +1,11 @@
-import type { Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import type { OrphanedStatements } from '../../domain/record-failure.ts';
-import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
-import { clearEndedExecution, type StoppedBatch as ClearedBatch } from '../commons/ended-execution.ts';
-import { logger, metrics } from '../commons/powertools.ts';
+import { type StoppedBatch as ClearedBatch, clearEndedExecution } from '../commons/ended-execution.ts';
 import { stepHandler } from '../commons/handler.ts';
+import { logger, metrics } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 /** What became of one batch of a stopped execution. */

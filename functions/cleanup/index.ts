@@ -1,15 +1,15 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
+import { stagingTableFor } from '../../domain/plan.ts';
 import { cleanupCandidates, dropRetired, endCheck } from '../../domain/sql/cleanup.ts';
 import { quarantineTableFor } from '../../domain/sql/null-times.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
-import { stagingTableFor } from '../../domain/plan.ts';
 import { dependentViews, referencingTables } from '../../domain/sql/publish.ts';
-import { frozenPipeline } from '../commons/pipeline.ts';
-import { releaseExecutionLease } from '../commons/lease.ts';
-import { logger } from '../commons/powertools.ts';
 import { stepHandler } from '../commons/handler.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface CleanupEvent {

@@ -33,7 +33,11 @@ async function readRow(warehouse: Warehouse, step: string) {
  * CircuitOpenError, whose message is the page. A warehouse that does not
  * answer fails this read like any other statement (retried as transient).
  */
-export async function breakerGuard(warehouse: Warehouse, executionId: string | undefined, settings: BreakerSettings | undefined = breakerFromEnv()): Promise<void> {
+export async function breakerGuard(
+  warehouse: Warehouse,
+  executionId: string | undefined,
+  settings: BreakerSettings | undefined = breakerFromEnv(),
+): Promise<void> {
   if (!settings) return;
   const now = new Date();
   const { row } = await breakerRow(warehouse, 'plan');
@@ -44,7 +48,11 @@ export async function breakerGuard(warehouse: Warehouse, executionId: string | u
     await warehouse.batch(takeProbe(executionId, now, due), `${NAME}:plan:probe`);
     const after = await readRow(warehouse, 'plan');
     if (after?.probeExecution === executionId) {
-      logger.warn('circuit breaker half-open: this execution runs as its probe', { executionId, failures: after.consecutiveFailures, lastError: after.lastError });
+      logger.warn('circuit breaker half-open: this execution runs as its probe', {
+        executionId,
+        failures: after.consecutiveFailures,
+        lastError: after.lastError,
+      });
       return;
     }
     const again = breakerDecision(after, executionId, now, settings);

@@ -12,8 +12,8 @@ import { AtomicPublishError } from '../../domain/errors.ts';
 import { type PublicationEvent, publicationEvent, publicationFacts } from '../../domain/publication-event.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { markEventSent, publicationForEvent, unsentPublications } from '../../domain/sql/event-redelivery.ts';
-import type { SendPublicationEvent } from './publication-event-sender.ts';
 import { logger } from './powertools.ts';
+import type { SendPublicationEvent } from './publication-event-sender.ts';
 import type { Warehouse } from './warehouse.ts';
 
 /**

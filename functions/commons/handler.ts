@@ -1,8 +1,8 @@
-import type { Context } from 'aws-lambda';
-import middy from '@middy/core';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
+import middy from '@middy/core';
+import type { Context } from 'aws-lambda';
 import { boundedErrorMessage } from '../../domain/errors.ts';
 import { clip } from '../../domain/text.ts';
 import { logger, metrics, tracer } from './powertools.ts';

@@ -1,6 +1,6 @@
+import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { markChunkCancelled, submittedStatements } from '../../domain/sql/cancel-orphans.ts';
 import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
-import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { logger } from './powertools.ts';
 import { retryTransient, type Warehouse } from './warehouse.ts';
 
@@ -53,7 +53,9 @@ export async function cancelOrphans(
   outcomes.sort((a, b) => a.chunk - b.chunk);
   const report: OrphanedStatements = {
     cancelled: outcomes.filter((o) => o.status === 'ABORTED').map((o) => o.chunk),
-    stillRunning: outcomes.filter((o) => o.error !== undefined || (o.status !== undefined && !['ABORTED', 'FINISHED', 'FAILED'].includes(o.status))).map((o) => o.chunk),
+    stillRunning: outcomes
+      .filter((o) => o.error !== undefined || (o.status !== undefined && !['ABORTED', 'FINISHED', 'FAILED'].includes(o.status)))
+      .map((o) => o.chunk),
   };
   if (rows.length > 0) logger.info('cancelled the statements the batch left running', { batchId, ...report });
   return report;

@@ -1,8 +1,8 @@
-import { SpecChangedError, ValidationError } from '../../domain/errors.ts';
 import type { BatchRef } from '../../domain/batch.ts';
+import { SpecChangedError, ValidationError } from '../../domain/errors.ts';
+import { migrationPipeline, migrationSpecHash } from '../../domain/migration.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { echo } from '../../domain/text.ts';
-import { migrationPipeline, migrationSpecHash } from '../../domain/migration.ts';
 import { pipelines } from '../../pipelines/index.ts';
 
 /**
@@ -18,7 +18,10 @@ export function frozenPipeline(batch: BatchRef, registry: readonly Pipeline[] = 
   if (!pipeline) throw new ValidationError(`unknown pipeline ${echo(batch.pipeline)}`);
   // A migration batch: the pipeline as its Plan ran it, with the live columns it read (BatchRef.live).
   if (pipeline.migration && batch.specHash === migrationSpecHash(pipeline)) {
-    return migrationPipeline(pipeline, (batch.live?.columns ?? []).map((c) => c.split(' ')[0]!));
+    return migrationPipeline(
+      pipeline,
+      (batch.live?.columns ?? []).map((c) => c.split(' ')[0]!),
+    );
   }
   if (pipeline.specHash !== batch.specHash) {
     throw new SpecChangedError(

@@ -1,7 +1,7 @@
+import { InvokeStore } from '@aws/lambda-invoke-store';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { Tracer } from '@aws-lambda-powertools/tracer';
-import { InvokeStore } from '@aws/lambda-invoke-store';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../domain/names.ts';
 
 // With AWS_LAMBDA_MAX_CONCURRENCY set (invocations running at once in one

@@ -9,7 +9,8 @@ export type SendPublicationEvent = (event: PublicationEvent) => Promise<void>;
 let cached: { endpoint: string | undefined; client: EventBridgeClient } | undefined;
 
 function eventBridge(endpoint: string | undefined): EventBridgeClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new EventBridgeClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
+  if (cached === undefined || cached.endpoint !== endpoint)
+    cached = { endpoint, client: tracer.captureAWSv3Client(new EventBridgeClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }
 

@@ -17,6 +17,7 @@ let cached: { endpoint: string | undefined; client: SFNClient } | undefined;
 
 export function stepFunctions(env: NodeJS.ProcessEnv = process.env): SFNClient {
   const endpoint = optionalEnv(StepFunctionsEnv.STEP_FUNCTIONS_ENDPOINT, env);
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new SFNClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
+  if (cached === undefined || cached.endpoint !== endpoint)
+    cached = { endpoint, client: tracer.captureAWSv3Client(new SFNClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }

@@ -6,14 +6,14 @@
  * while the swap waited.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DependentViewError, PERMISSION_DENIED, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/dependents.ts';
+import { DependentViewError, PERMISSION_DENIED, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import type { Relation } from '../../domain/identifiers.ts';
-import { type PublishWaits, PublishWaitEnv } from '../../domain/publish-waits.ts';
+import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { CATALOG_CHANGED } from '../../domain/sql/manifest.ts';
 import { carryOverStatements, dependentsFacts, openTransactions, policyFacts } from '../../domain/sql/publish.ts';
 import { MANIFEST_SCHEMA, type Statement } from '../../domain/sql/statement.ts';
-import type { Pipeline } from '../../domain/spec.ts';
 import { logger } from './powertools.ts';
 import type { Row, Warehouse } from './warehouse.ts';
 
@@ -39,7 +39,8 @@ export function describeTransactions(rows: readonly Row[]): string {
   return rows
     .map((r) => {
       const text = r.query === null || r.query === undefined || String(r.query).trim() === '' ? undefined : String(r.query).trim().replace(/\s+/g, ' ');
-      const running = text === undefined ? 'no statement running (idle in its transaction)' : `running "${text.length > 120 ? `${text.slice(0, 120)}...` : text}"`;
+      const running =
+        text === undefined ? 'no statement running (idle in its transaction)' : `running "${text.length > 120 ? `${text.slice(0, 120)}...` : text}"`;
       return `user ${String(r.txn_owner)} (session ${String(r.pid)}, transaction started ${String(r.txn_start)} UTC, ${running})`;
     })
     .join('; ');

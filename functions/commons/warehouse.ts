@@ -2,19 +2,19 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchExecuteStatementCommand,
   CancelStatementCommand,
+  type ColumnMetadata,
   DescribeStatementCommand,
+  type DescribeStatementCommandOutput,
   ExecuteStatementCommand,
+  type Field,
   GetStatementResultCommand,
   ListStatementsCommand,
   RedshiftDataClient,
-  type ColumnMetadata,
-  type DescribeStatementCommandOutput,
-  type Field,
 } from '@aws-sdk/client-redshift-data';
 import { StatementStillRunningError, TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { redactRowValues } from '../../domain/redact.ts';
 import type { Statement } from '../../domain/sql/statement.ts';
 import { dataApiSettingsFromEnv, type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
-import { redactRowValues } from '../../domain/redact.ts';
 import { tracer } from './powertools.ts';
 
 /** The target as the Data API's request fields. */
@@ -139,7 +139,9 @@ export function classifyApiError(error: unknown, what: string): Error {
     return new TransientWarehouseError(`warehouse unreachable while trying to ${what} (${code}): ${redactRowValues(e.message ?? '')}`.trim(), { cause: error });
   }
   if (e.name && TRANSIENT_API_ERRORS.has(e.name)) {
-    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${redactRowValues(e.message ?? '')}`, { cause: error });
+    return new TransientWarehouseError(`Data API is busy or unavailable while trying to ${what}: ${e.name}: ${redactRowValues(e.message ?? '')}`, {
+      cause: error,
+    });
   }
   return new WarehouseError(`Data API refused to ${what}: ${e.name ?? 'Error'}: ${redactRowValues(e.message ?? String(error))}`, { cause: error });
 }
@@ -412,7 +414,8 @@ export class Warehouse {
       const waitSeconds = Math.max(0, Math.min(this.poll.longPollSeconds ?? 0, 30, Math.floor((until - now()) / 1000)));
       const asked = now();
       const described = await this.status(id, name, waitSeconds).catch((error: unknown) => {
-        if ((error as Error).cause && ((error as Error).cause as { name?: string }).name === 'ActiveWaitingRequestsExceededException') return { status: 'STARTED', resultRows: -1 };
+        if ((error as Error).cause && ((error as Error).cause as { name?: string }).name === 'ActiveWaitingRequestsExceededException')
+          return { status: 'STARTED', resultRows: -1 };
         throw error;
       });
       const pause = waitSeconds > 0 && now() - asked >= (waitSeconds * 1000) / 2 ? 0 : Math.min(delay, pollDelayCap(now() - started));

@@ -1,17 +1,17 @@
-import type { Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
+import { breakerSuccess } from '../commons/breaker.ts';
+import { announcePublication, redeliverUnsent } from '../commons/event-delivery.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger, metrics } from '../commons/powertools.ts';
-import { breakerSuccess } from '../commons/breaker.ts';
-import { stepHandler } from '../commons/handler.ts';
+import { publicationEventSender, type SendPublicationEvent } from '../commons/publication-event-sender.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import type { PublishResult } from '../publish/result.ts';
-import { announcePublication, redeliverUnsent } from '../commons/event-delivery.ts';
-import { publicationEventSender, type SendPublicationEvent } from '../commons/publication-event-sender.ts';
 
 export interface EmitMetricsEvent {
   readonly batch: BatchRef;

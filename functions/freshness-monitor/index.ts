@@ -1,19 +1,19 @@
-import { CloudWatchClient, PutMetricDataCommand, type MetricDatum } from '@aws-sdk/client-cloudwatch';
+import { CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import type { Context } from 'aws-lambda';
 import { optionalEnv } from '../../domain/env.ts';
-import { FreshnessMonitorError, freshnessValues, inRequests, type FreshnessValue } from '../../domain/freshness.ts';
+import { FreshnessMonitorError, type FreshnessValue, freshnessValues, inRequests } from '../../domain/freshness.ts';
+import { isLiveWatchEvent } from '../../domain/live-watch.ts';
 import { DimensionName, METRICS_NAMESPACE } from '../../domain/names.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { livePublishedAt } from '../../domain/sql/freshness-monitor.ts';
 import { pipelines as registry } from '../../pipelines/index.ts';
+import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from '../commons/event-delivery.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { logger, tracer } from '../commons/powertools.ts';
+import { publicationEventSender } from '../commons/publication-event-sender.ts';
 import { type Warehouse, warehouseFor } from '../commons/warehouse.ts';
 import { FreshnessMonitorEnv } from './env.ts';
-import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from '../commons/event-delivery.ts';
-import { publicationEventSender } from '../commons/publication-event-sender.ts';
-import { isLiveWatchEvent } from '../../domain/live-watch.ts';
 import { type LiveWatchReport, watchLive } from './live-watch.ts';
 
 export interface FreshnessMonitorOptions {
@@ -94,12 +94,17 @@ export async function monitorFreshness(options: FreshnessMonitorOptions): Promis
 let cached: { endpoint: string | undefined; client: CloudWatchClient } | undefined;
 
 function cloudWatch(endpoint: string | undefined): CloudWatchClient {
-  if (cached === undefined || cached.endpoint !== endpoint) cached = { endpoint, client: tracer.captureAWSv3Client(new CloudWatchClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
+  if (cached === undefined || cached.endpoint !== endpoint)
+    cached = { endpoint, client: tracer.captureAWSv3Client(new CloudWatchClient({ ...(endpoint ? { endpoint } : {}), maxAttempts: 5 })) };
   return cached.client;
 }
 
 export const handler = stepHandler((event: unknown, context: Context): Promise<FreshnessReport | LiveWatchReport> => {
-  const options = { warehouse: warehouseFor(context), cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)), now: new Date() };
+  const options = {
+    warehouse: warehouseFor(context),
+    cloudWatch: cloudWatch(optionalEnv(FreshnessMonitorEnv.CLOUDWATCH_ENDPOINT, process.env)),
+    now: new Date(),
+  };
   // The live watch's schedule (its own, slower rate) passes LIVE_WATCH_EVENT.
   return isLiveWatchEvent(event) ? watchLive(options) : monitorFreshness({ ...options, events: { send: publicationEventSender() } });
 });

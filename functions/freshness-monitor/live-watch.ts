@@ -1,7 +1,7 @@
 import { type CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { inRequests } from '../../domain/freshness.ts';
-import { liveDifferences, type LiveWatchResult, LiveWatchError, type RecordedLive } from '../../domain/live-watch.ts';
-import { DimensionName, MetricName, METRICS_NAMESPACE } from '../../domain/names.ts';
+import { LiveWatchError, type LiveWatchResult, liveDifferences, type RecordedLive } from '../../domain/live-watch.ts';
+import { DimensionName, METRICS_NAMESPACE, MetricName } from '../../domain/names.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { publicationAndLease, recordedLive } from '../../domain/sql/live-watch.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
@@ -34,7 +34,11 @@ async function watchOne(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pr
   if (before.leased) return { outcome: 'skipped', reason: 'a run holds its lease: it is about to change the live table' };
   if (before.seq === 0) return { outcome: 'skipped', reason: 'never published' };
   const [row] = await warehouse.query(recordedLive(pipeline.name), name('recorded'));
-  if (row?.live_columns == null) return { outcome: 'skipped', reason: `publication ${row?.seq ?? before.seq} recorded nothing of the live table (a group, view or migration publish, the watch off then, or before manifest version 11)` };
+  if (row?.live_columns == null)
+    return {
+      outcome: 'skipped',
+      reason: `publication ${row?.seq ?? before.seq} recorded nothing of the live table (a group, view or migration publish, the watch off then, or before manifest version 11)`,
+    };
   const recorded: RecordedLive = {
     seq: Number(row.seq),
     columns: String(row.live_columns) === '' ? [] : String(row.live_columns).split(';'),

@@ -1,12 +1,12 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { LoadStillRunningError, StatementStillRunningError } from '../../domain/errors.ts';
-import { chunkLoaded, type ChunkToLoad, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
+import { type ChunkToLoad, chunkLoaded, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { stepHandler } from '../commons/handler.ts';
-import { pauseWhileBusy } from './pause-probe.ts';
 import { STILL_RUNNING, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { pauseWhileBusy } from './pause-probe.ts';
 
 export interface LoadChunkEvent {
   readonly batch: BatchRef;
@@ -42,7 +42,11 @@ export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt
  * one load of a chunk is submitted at a time, and a load that may still
  * commit is never cleared or loaded beside.
  */
-export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = warehouseFromEnv(), remainingMs: () => number = () => 60_000): Promise<LoadChunkResult> {
+export async function loadChunk(
+  event: LoadChunkEvent,
+  warehouse: Warehouse = warehouseFromEnv(),
+  remainingMs: () => number = () => 60_000,
+): Promise<LoadChunkResult> {
   const started = Date.now();
   try {
     return await loadOnce(event, warehouse, started, remainingMs);
@@ -53,7 +57,9 @@ export async function loadChunk(event: LoadChunkEvent, warehouse: Warehouse = wa
     if (!(error instanceof StatementStillRunningError)) throw error;
     // The workflow catches this, waits (WaitForLoad) and comes back: this step re-attaches to the load, for as long as it runs.
     logger.info(STILL_RUNNING_MESSAGE, { batchId: event.batch.batchId, chunk: event.chunk.index, statementId: error.statementId });
-    throw new LoadStillRunningError(`chunk ${event.chunk.index}'s load ${error.statementId} still runs after ${Math.round((Date.now() - started) / 1000)} s; the workflow waits for it`);
+    throw new LoadStillRunningError(
+      `chunk ${event.chunk.index}'s load ${error.statementId} still runs after ${Math.round((Date.now() - started) / 1000)} s; the workflow waits for it`,
+    );
   }
 }
 
@@ -83,7 +89,14 @@ async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: nu
     const [state] = await warehouse.query(chunkLoaded(batch.batchId, chunk), `${name}:state`);
     if (Number(state?.loaded) > 0) {
       logger.info('chunk already loaded; skipped', { ...log, statementId: (running ?? earlier[0])!.id });
-      return { index: chunk.index, skipped: true, rowsCleared: 0, statementId: (running ?? earlier[0])!.id, reattached: running !== undefined, durationMs: Date.now() - started };
+      return {
+        index: chunk.index,
+        skipped: true,
+        rowsCleared: 0,
+        statementId: (running ?? earlier[0])!.id,
+        reattached: running !== undefined,
+        durationMs: Date.now() - started,
+      };
     }
   }
 

@@ -2,19 +2,37 @@
 // rollback): the checks of the warehouse side before anything is written,
 // and the start or resumption of a batch. index.ts dispatches to the
 // kinds; they import this module, never index.ts.
-import type { BatchInterval, LiveColumn, Chunk } from '../../domain/plan.ts';
-import { checkSourceColumns, checkSourceTypes, generatedColumns, identityOf, identityText, liveTableColumns, loadedColumns, planningTime, stagingTableFor } from '../../domain/plan.ts';
-import { BatchPurpose, BatchStatus, type BatchRef } from '../../domain/batch.ts';
+
+import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
-import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
+import type { LiveBaseline } from '../../domain/out-of-band.ts';
+import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan.ts';
 import {
+  checkSourceColumns,
+  checkSourceTypes,
+  generatedColumns,
+  identityOf,
+  identityText,
+  liveTableColumns,
+  loadedColumns,
+  planningTime,
+  stagingTableFor,
+} from '../../domain/plan.ts';
+import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
+import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
+import type { RollbackTarget } from '../../domain/rollback.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
+import {
+  attachedPoliciesProbe,
   databasePrivileges,
   doneChunks,
   findBatch,
   latestPublication,
   loadedChunkCount,
   previousLoad,
-  attachedPoliciesProbe,
   relationPrivileges,
   rowLevelSecurityOn,
   schemaPrivileges,
@@ -22,28 +40,14 @@ import {
   startBatch,
   tableColumns,
 } from '../../domain/sql/plan.ts';
-import {
-  isGranted,
-  missingPrivilegeError,
-  missingPrivileges,
-  type PrivilegeFacts,
-  relationKey,
-  requiredPrivileges,
-} from '../../domain/privileges.ts';
-import type { RollbackTarget } from '../../domain/rollback.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import type { LiveBaseline } from '../../domain/out-of-band.ts';
-import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
-import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/windows.ts';
-import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
+import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/windows.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
 import { checkDeclaredChecks } from './declared-checks.ts';
-import { checkSourceNullTimes } from './null-times.ts';
 import { type PipelineBusy, takeLease, timeoutSecondsOf } from './lease.ts';
+import { checkSourceNullTimes } from './null-times.ts';
 
 export interface PlanEvent {
   readonly input: unknown;
@@ -180,7 +184,12 @@ export async function checkDuration(
         };
   const left = Math.max(0, chunks - loaded);
   const estimate = estimateLoad(left, pipeline, previous);
-  logger.info('load duration estimated', { pipeline: pipeline.name, chunks: left, estimatedSeconds: Math.round(estimate.seconds), secondsLeft: Math.round(secondsLeft) });
+  logger.info('load duration estimated', {
+    pipeline: pipeline.name,
+    chunks: left,
+    estimatedSeconds: Math.round(estimate.seconds),
+    secondsLeft: Math.round(secondsLeft),
+  });
   checkLoadFits(pipeline, left, estimate, secondsLeft, timeout);
 }
 
@@ -224,8 +233,16 @@ export async function checkWarehouseSide(
   liveTableColumns(pipeline, live);
   await checkDeclaredChecks(warehouse, pipeline, live, name);
   const sourceColumns = await warehouse.columns(sourceShape(pipeline, interval), name('source-shape'));
-  const columns = loadedColumns(pipeline, live, sourceColumns.map((c) => c.name));
-  checkSourceColumns(pipeline, columns, sourceColumns.map((c) => c.name));
+  const columns = loadedColumns(
+    pipeline,
+    live,
+    sourceColumns.map((c) => c.name),
+  );
+  checkSourceColumns(
+    pipeline,
+    columns,
+    sourceColumns.map((c) => c.name),
+  );
   checkSourceTypes(pipeline, live, sourceColumns);
   await checkSourceNullTimes(warehouse, pipeline, name);
   const identities = live.flatMap((c) => (c.identity === undefined ? [] : [`${c.name} ${identityText(c.identity)}`]));
@@ -330,10 +347,26 @@ export async function startOrResume(
   };
   if (windows.length > 0) {
     // Each window's first step (PlanWindow) records its chunks and finds those already done.
-    logger.info('batch planned in windows', { batchId, pipeline: pipeline.name, from: batch.from, to: batch.to, chunks: chunks.length, windows: windows.length, attempt });
+    logger.info('batch planned in windows', {
+      batchId,
+      pipeline: pipeline.name,
+      from: batch.from,
+      to: batch.to,
+      chunks: chunks.length,
+      windows: windows.length,
+      attempt,
+    });
     return { ...planned, chunks: [], windows: windows.map(windowItem) };
   }
   const { done, remaining } = chunksToLoad(chunks, (await warehouse.query(doneChunks(batchId), name('done-chunks'))) as unknown as ChunkStateRow[]);
-  logger.info('batch planned', { batchId, pipeline: pipeline.name, from: batch.from, to: batch.to, chunks: chunks.length, resumedChunksDone: done.size, attempt });
+  logger.info('batch planned', {
+    batchId,
+    pipeline: pipeline.name,
+    from: batch.from,
+    to: batch.to,
+    chunks: chunks.length,
+    resumedChunksDone: done.size,
+    attempt,
+  });
   return { ...planned, chunks: remaining };
 }

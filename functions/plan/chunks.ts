@@ -6,13 +6,14 @@
  * merged up to the target by the source's volume (domain/chunk-sizing.ts).
  * And Plan's warning when the source is not sorted on the time column.
  */
-import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan.ts';
-import { grainUnits, sizeChunks, type SortKeyFact, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
+
+import { grainUnits, type SortKeyFact, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan.ts';
 import { sourceTables } from '../../domain/redshift-sql/source-sql.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { recordedChunks, recordedWindows, sourceSortKeys, sourceVolume } from '../../domain/sql/plan.ts';
-import { checkWindowsCover, type ChunkWindow, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/windows.ts';
+import { type ChunkWindow, checkWindowsCover, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/windows.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
@@ -93,7 +94,8 @@ export async function sortKeyCheck(warehouse: Warehouse, pipeline: Pipeline, nam
     const rows = await warehouse.query(sourceSortKeys(tables), name('source-sort-keys'));
     const facts: SortKeyFact[] = tables.map((table) => {
       const first = rows.find(
-        (r) => String(r.table_name) === table.table && (table.schema === undefined || String(r.schema_name) === table.schema) && Math.abs(Number(r.sortkey)) === 1,
+        (r) =>
+          String(r.table_name) === table.table && (table.schema === undefined || String(r.schema_name) === table.schema) && Math.abs(Number(r.sortkey)) === 1,
       );
       return { table, firstSortColumn: first === undefined ? undefined : String(first.column_name) };
     });

@@ -3,8 +3,8 @@ import { ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { LiveColumn } from '../../domain/plan.ts';
 import { checkQuarantineColumns } from '../../domain/quarantine.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { customCheckSql } from '../../domain/sql/reconcile.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
+import { customCheckSql } from '../../domain/sql/reconcile.ts';
 import { clip } from '../../domain/text.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
@@ -14,13 +14,21 @@ import type { Warehouse } from '../commons/warehouse.ts';
  * columns, and each custom check's SQL compiles (`LIMIT 0`, reading no
  * rows) with the live table in place of staging, which has its columns.
  */
-export async function checkDeclaredChecks(warehouse: Warehouse, pipeline: Pipeline, live: readonly LiveColumn[], name: (step: string) => string): Promise<void> {
+export async function checkDeclaredChecks(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  live: readonly LiveColumn[],
+  name: (step: string) => string,
+): Promise<void> {
   const parents = new Map<string, LiveColumn[]>();
   for (const { parent } of pipeline.checks.references) {
     const key = `${parent.schema}.${parent.table}`;
     if (parents.has(key)) continue;
     const rows = await warehouse.query(tableColumns(parent.schema, parent.table), name('parent-columns'));
-    parents.set(key, rows.map((r) => ({ name: String(r.column_name), dataType: String(r.data_type) })));
+    parents.set(
+      key,
+      rows.map((r) => ({ name: String(r.column_name), dataType: String(r.data_type) })),
+    );
   }
   checkDeclaredColumns(pipeline, live, parents);
   checkQuarantineColumns(pipeline, live);
@@ -29,7 +37,9 @@ export async function checkDeclaredChecks(warehouse: Warehouse, pipeline: Pipeli
       await warehouse.columns({ sql: `SELECT * FROM (${customCheckSql(pipeline, pipeline.target.table, check)}\n) AS src LIMIT 0` }, name('check-sql'));
     } catch (error) {
       if (!(error instanceof WarehouseError)) throw error;
-      throw new ValidationError(`pipeline ${pipeline.name}: check ${sqlCheckName(check)} does not run on the live table in place of staging: ${clip(error.message, 500)}`);
+      throw new ValidationError(
+        `pipeline ${pipeline.name}: check ${sqlCheckName(check)} does not run on the live table in place of staging: ${clip(error.message, 500)}`,
+      );
     }
   }
 }

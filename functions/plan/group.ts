@@ -5,23 +5,23 @@
  * reconciles each member (GroupMembers) and publishes them together
  * (PublishGroup).
  */
-import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { type PublishGroup, resolveGroup } from '../../domain/groups.ts';
-import { chunksPerWindow } from '../../domain/windows.ts';
-import { batchIdFor, type BatchInterval, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
-import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
-import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
+import { type BatchInterval, batchIdFor, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
+import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
+import { chunksPerWindow } from '../../domain/windows.ts';
 import { groups } from '../../pipelines/index.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from './batch.ts';
-import { type PipelineBusy, takeLease } from './lease.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
+import { type PipelineBusy, takeLease } from './lease.ts';
 import { refuseUnmigrated } from './migration.ts';
-import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 
 /** One member's plan: what the member's iteration of GroupMembers loads and reconciles. */
 export interface MemberPlan {
@@ -63,7 +63,12 @@ function memberInterval(group: PublishGroup, pipeline: Pipeline, fields: { from?
   }
 }
 
-export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry: readonly Pipeline[], declared: readonly PublishGroup[] = groups): Promise<GroupPlanResult> {
+export async function planGroup(
+  event: PlanEvent,
+  warehouse: Warehouse,
+  registry: readonly Pipeline[],
+  declared: readonly PublishGroup[] = groups,
+): Promise<GroupPlanResult> {
   const { group, interval: fields } = resolveGroup(event.input, declared);
   const now = planningTime(event.startedAt, new Date());
   const groupName = (step: string) => `atomic-publish:${group.name}:plan-group:${step}`;
@@ -123,7 +128,13 @@ export async function planGroup(event: PlanEvent, warehouse: Warehouse, registry
     group: { name: group.name, members: planned.map((p) => p.pipeline.name) },
     members: planned.map((p) => {
       const warning = warnings.get(p.pipeline.name);
-      return { maxConcurrency: p.pipeline.chunk.maxConcurrency, chunks: chunksOf(p), chunkCount: p.chunks.length, batch: p.batch, ...(warning === undefined ? {} : { warnings: [warning] }) };
+      return {
+        maxConcurrency: p.pipeline.chunk.maxConcurrency,
+        chunks: chunksOf(p),
+        chunkCount: p.chunks.length,
+        batch: p.batch,
+        ...(warning === undefined ? {} : { warnings: [warning] }),
+      };
     }),
   });
   const publishedAlready = planned.filter((p) => p.existing?.status === BatchStatus.PUBLISHED);

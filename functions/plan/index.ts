@@ -1,23 +1,23 @@
 import type { Context } from 'aws-lambda';
-import type { BatchInterval, ExecutionInput } from '../../domain/plan.ts';
-import { batchIdFor, isCheck, isRestatement, nextRerun, planningTime, type Rerun, resolveInterval, resolvePipeline } from '../../domain/plan.ts';
 import { BatchStatus, CHECK_ENDED } from '../../domain/batch.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { isGroupInput } from '../../domain/groups.ts';
-import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/sql/publish-view.ts';
-import { findBatch } from '../../domain/sql/plan.ts';
+import { isMigrationInput } from '../../domain/migration.ts';
+import type { BatchInterval, ExecutionInput } from '../../domain/plan.ts';
+import { batchIdFor, isCheck, isRestatement, nextRerun, planningTime, type Rerun, resolveInterval, resolvePipeline } from '../../domain/plan.ts';
 import { isRollbackInput } from '../../domain/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { isMigrationInput } from '../../domain/migration.ts';
+import { installedManifestVersion } from '../../domain/sql/manifest.ts';
+import { findBatch } from '../../domain/sql/plan.ts';
+import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { breakerGuard, breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { checkWarehouseSide, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';
 import { type GroupPlanResult, planGroup } from './group.ts';
-import { planRollback } from './rollback.ts';
 import { planMigration, refuseUnmigrated } from './migration.ts';
+import { planRollback } from './rollback.ts';
 import { isWindowEvent, planWindow, type WindowEvent, type WindowPlan } from './window.ts';
 
 /**
@@ -27,7 +27,10 @@ import { isWindowEvent, planWindow, type WindowEvent, type WindowPlan } from './
  * or a view over anything else, is refused before anything is written.
  */
 async function liveViewVersion(warehouse: Warehouse, pipeline: Pipeline, statementName: string): Promise<string> {
-  const found = viewVersionProblem(pipeline, readLiveRelation(await warehouse.query(liveRelation(pipeline.target.schema, pipeline.target.table), statementName)));
+  const found = viewVersionProblem(
+    pipeline,
+    readLiveRelation(await warehouse.query(liveRelation(pipeline.target.schema, pipeline.target.table), statementName)),
+  );
   if ('problem' in found) throw new ValidationError(found.problem);
   return found.version;
 }
@@ -36,11 +39,7 @@ async function liveViewVersion(warehouse: Warehouse, pipeline: Pipeline, stateme
  * Validates the input and the warehouse side (privileges, live table,
  * source query, columns and their types) before writing anything; then creates or resumes the batch.
  */
-export async function plan(
-  event: PlanEvent,
-  warehouse: Warehouse = warehouseFromEnv(),
-  registry: readonly Pipeline[] = pipelines,
-): Promise<PlanResult> {
+export async function plan(event: PlanEvent, warehouse: Warehouse = warehouseFromEnv(), registry: readonly Pipeline[] = pipelines): Promise<PlanResult> {
   refuseCheckOfOtherInputs(event?.input);
   if (isRollbackInput(event?.input)) return planRollback(event, warehouse, registry);
   if (isMigrationInput(event?.input)) return planMigration(event, warehouse, registry);
@@ -57,7 +56,11 @@ export async function plan(
   const { columns: liveColumns, generated } = await checkWarehouseSide(warehouse, pipeline, interval, baseName);
 
   const stagingLike = pipeline.publishVia === 'view' ? await liveViewVersion(warehouse, pipeline, baseName('live-view')) : undefined;
-  const rerun = restate ? await nextRestatement(warehouse, pipeline, interval, baseName) : check ? await nextCheck(warehouse, pipeline, interval, baseName) : undefined;
+  const rerun = restate
+    ? await nextRestatement(warehouse, pipeline, interval, baseName)
+    : check
+      ? await nextCheck(warehouse, pipeline, interval, baseName)
+      : undefined;
   const batchId = rerun === undefined ? baseId : batchIdFor(pipeline, interval, rerun);
   const name = (step: string) => `atomic-publish:${pipeline.name}:plan:${step}:${batchId}`;
   return startOrResume(event, warehouse, pipeline, interval, {
@@ -101,7 +104,11 @@ async function manifestExists(warehouse: Warehouse, name: (step: string) => stri
  */
 async function nextCheck(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<Rerun> {
   if (!(await manifestExists(warehouse, name))) return { kind: 'check', n: 1 };
-  return nextRerun('check', CHECK_ENDED, async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, { kind: 'check', n })), name(`find-check-${n}`)))[0]?.status);
+  return nextRerun(
+    'check',
+    CHECK_ENDED,
+    async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, { kind: 'check', n })), name(`find-check-${n}`)))[0]?.status,
+  );
 }
 
 /**
@@ -122,7 +129,11 @@ async function nextRestatement(warehouse: Warehouse, pipeline: Pipeline, interva
         `with this spec is ${base === undefined ? 'not recorded' : String(base.status)}. Nothing was written. Run it without restate to publish it`,
     );
   }
-  return nextRerun('restatement', ENDED, async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, n)), name(`find-restatement-${n}`)))[0]?.status);
+  return nextRerun(
+    'restatement',
+    ENDED,
+    async (n) => (await warehouse.query(findBatch(batchIdFor(pipeline, interval, n)), name(`find-restatement-${n}`)))[0]?.status,
+  );
 }
 
 /** A group input (`{"group": ...}`) is planned as a group (functions/plan/group.ts), any other as a pipeline run. */

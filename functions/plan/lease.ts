@@ -95,7 +95,10 @@ export async function takeLease(
     // A holder that releases the lease between the take and the read leaves no row: the lease is free, take it again.
     for (let attempt = 1; ; attempt++) {
       const now = new Date();
-      await warehouse.batch(acquireLease({ pipeline, executionId, now, expiresAt: new Date(started.getTime() + timeoutSecondsOf(event) * 1000) }), name('lease'));
+      await warehouse.batch(
+        acquireLease({ pipeline, executionId, now, expiresAt: new Date(started.getTime() + timeoutSecondsOf(event) * 1000) }),
+        name('lease'),
+      );
       const [holder] = await warehouse.query(leaseHolder(pipeline), name('lease-holder'));
       if (holder !== undefined || attempt >= MAX_TAKES) return holder;
     }
@@ -115,7 +118,16 @@ export async function takeLease(
   const heldBy = String(holder?.execution_id ?? '');
   if (heldBy === '') {
     // Released again and again between take and read: taken by others in turn; wait, as for a holder.
-    return { pipeline, heldBy: '(none)', holderStatus: 'UNKNOWN', since: '', expiresAt: '', sameBatch: false, wait: options.wait !== false, message: `the lease of pipeline ${pipeline} changed hands while this run took it; this run wrote nothing${options.wait === false ? ' and ends here' : ' and tries again'}.` };
+    return {
+      pipeline,
+      heldBy: '(none)',
+      holderStatus: 'UNKNOWN',
+      since: '',
+      expiresAt: '',
+      sameBatch: false,
+      wait: options.wait !== false,
+      message: `the lease of pipeline ${pipeline} changed hands while this run took it; this run wrote nothing${options.wait === false ? ' and ends here' : ' and tries again'}.`,
+    };
   }
   const since = utc(holder?.acquired_at);
   const expiresAt = utc(holder?.expires_at);
@@ -126,9 +138,27 @@ export async function takeLease(
     `which holds its lease since ${since} UTC (until ${expiresAt} UTC)${holderBatches.length > 0 ? `, running batch ${holderBatches.join(', ')}` : ''}`;
   const waited = (Date.now() - started.getTime()) / 1000;
   if (sameBatch) {
-    return { pipeline, heldBy, holderStatus: holderStatus.status, since, expiresAt, holderBatch: batchId, sameBatch, wait: false, message: `${who}: the same batch as this run, which ends here having written nothing; that execution publishes it.` };
+    return {
+      pipeline,
+      heldBy,
+      holderStatus: holderStatus.status,
+      since,
+      expiresAt,
+      holderBatch: batchId,
+      sameBatch,
+      wait: false,
+      message: `${who}: the same batch as this run, which ends here having written nothing; that execution publishes it.`,
+    };
   }
-  const holding = { pipeline, heldBy, holderStatus: holderStatus.status, since, expiresAt, ...(holderBatches[0] === undefined ? {} : { holderBatch: holderBatches[0] }), sameBatch };
+  const holding = {
+    pipeline,
+    heldBy,
+    holderStatus: holderStatus.status,
+    since,
+    expiresAt,
+    ...(holderBatches[0] === undefined ? {} : { holderBatch: holderBatches[0] }),
+    sameBatch,
+  };
   if (options.wait === false) {
     return { ...holding, wait: false, message: `${who}; this run wrote nothing and ends here. Start it again once that execution has ended.` };
   }
@@ -149,7 +179,12 @@ export async function takeLease(
 function utc(value: unknown): string {
   if (value === undefined || value === null) return '';
   const parsed = value instanceof Date ? value : parseWarehouseTime(String(value));
-  return Number.isNaN(parsed.getTime()) ? String(value) : parsed.toISOString().replace('T', ' ').replace(/\.\d+Z$/, '');
+  return Number.isNaN(parsed.getTime())
+    ? String(value)
+    : parsed
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, '');
 }
 
 /**

@@ -6,6 +6,8 @@
  * (startOrResume): staging created from migration.ddl, chunks copying the
  * live table, the watermark the batch end (domain/migration.ts).
  */
+
+import { BatchStatus } from '../../domain/batch.ts';
 import { type FactRow, liveTableFacts } from '../../domain/dependents.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import {
@@ -17,16 +19,15 @@ import {
   migrationSpecHash,
   unmigratedRefusal,
 } from '../../domain/migration.ts';
-import { checkSourceNullTimes } from './null-times.ts';
 import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { rowsOutsideHistory } from '../../domain/sql/migration.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { findBatch, sourceShape } from '../../domain/sql/plan.ts';
 import { dependentsFacts } from '../../domain/sql/publish.ts';
-import { BatchStatus } from '../../domain/batch.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';
+import { checkSourceNullTimes } from './null-times.ts';
 
 /** The live table's columns as `name type` (empty: it does not exist). */
 async function liveColumnTypes(warehouse: Warehouse, pipeline: Pipeline, name: (step: string) => string): Promise<string[]> {
@@ -47,13 +48,19 @@ export async function planMigration(event: PlanEvent, warehouse: Warehouse, regi
   const name = (step: string) => `atomic-publish:${base.name}:plan:migrate-${step}:${batchId}`;
   const { schema, table } = base.target;
   if (base.publishVia === 'view') {
-    throw new ValidationError(`pipeline ${base.name} publishes through a view; a migration swaps tables: re-create the version table the view reads by hand. Nothing was written`);
+    throw new ValidationError(
+      `pipeline ${base.name} publishes through a view; a migration swaps tables: re-create the version table the view reads by hand. Nothing was written`,
+    );
   }
 
   await checkPrivileges(warehouse, base, name);
   const live = await liveColumnTypes(warehouse, base, name);
-  if (live.length === 0) throw new ValidationError(`live table ${schema}.${table} does not exist: there is nothing to migrate; create it with migration.ddl instead`);
-  const pipeline = migrationPipeline(base, live.map((c) => c.split(' ')[0]!));
+  if (live.length === 0)
+    throw new ValidationError(`live table ${schema}.${table} does not exist: there is nothing to migrate; create it with migration.ddl instead`);
+  const pipeline = migrationPipeline(
+    base,
+    live.map((c) => c.split(' ')[0]!),
+  );
   const start = { batchId, name, columns: pipeline.migrating!.columns, stagingDdl: base.migration!.ddl };
 
   if (isMigrated(base, live)) {
@@ -64,7 +71,9 @@ export async function planMigration(event: PlanEvent, warehouse: Warehouse, regi
     throw new ValidationError(`pipeline ${base.name}: ${schema}.${table} already has the columns of migration.ddl: nothing to migrate. Nothing was written`);
   }
 
-  const facts = liveTableFacts((await warehouse.query(dependentsFacts(schema, table, stagingTableFor(pipeline, batchId)), name('dependents'))) as unknown as FactRow[]);
+  const facts = liveTableFacts(
+    (await warehouse.query(dependentsFacts(schema, table, stagingTableFor(pipeline, batchId)), name('dependents'))) as unknown as FactRow[],
+  );
   const problems = migrationProblems(base, live, facts.views);
   const outside = Number((await warehouse.query(rowsOutsideHistory(base), name('outside-history')))[0]?.n ?? 0);
   if (outside > 0) {
@@ -79,12 +88,22 @@ export async function planMigration(event: PlanEvent, warehouse: Warehouse, regi
   const ddl = base.migration!.table.columns;
   const sourceColumns = await warehouse.columns(sourceShape(base, interval), name('source-shape'));
   try {
-    checkSourceColumns(base, ddl.map((c) => c.name), sourceColumns.map((c) => c.name));
-    checkSourceTypes(base, ddl.map((c) => ({ name: c.name, dataType: c.type.replace(/\(.*$/, '') })), sourceColumns);
+    checkSourceColumns(
+      base,
+      ddl.map((c) => c.name),
+      sourceColumns.map((c) => c.name),
+    );
+    checkSourceTypes(
+      base,
+      ddl.map((c) => ({ name: c.name, dataType: c.type.replace(/\(.*$/, '') })),
+      sourceColumns,
+    );
     await checkSourceNullTimes(warehouse, base, name);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    throw migrationRefusal(base, [`after the migration, normal runs load the source query into the new table: ${error.message} (the columns of migration.ddl)`]);
+    throw migrationRefusal(base, [
+      `after the migration, normal runs load the source query into the new table: ${error.message} (the columns of migration.ddl)`,
+    ]);
   }
   return startOrResume(event, warehouse, pipeline, interval, start);
 }

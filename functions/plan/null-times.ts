@@ -13,5 +13,8 @@ export async function checkSourceNullTimes(warehouse: Warehouse, pipeline: Pipel
   const tables = sourceTables(pipeline.sourceSql).filter((t): t is { schema: string; table: string } => t.schema !== undefined);
   if (columns.length === 0 || tables.length === 0) return;
   const rows = await warehouse.query(nullableSourceColumns(tables, columns), name('source-nullable'));
-  checkNullTimes(pipeline, rows.map((r) => ({ table: `${String(r.table_schema)}.${String(r.table_name)}`, column: String(r.column_name) })));
+  checkNullTimes(
+    pipeline,
+    rows.map((r) => ({ table: `${String(r.table_schema)}.${String(r.table_name)}`, column: String(r.column_name) })),
+  );
 }

@@ -11,8 +11,8 @@ import { ValidationError } from '../../domain/errors.ts';
 import type { Chunk } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { doneChunks, recordedWindow, windowChunkRows } from '../../domain/sql/plan.ts';
-import { type WindowItem, windowChunks } from '../../domain/windows.ts';
 import { echo } from '../../domain/text.ts';
+import { type WindowItem, windowChunks } from '../../domain/windows.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
@@ -47,6 +47,12 @@ export async function planWindow(event: WindowEvent, warehouse: Warehouse, regis
   await warehouse.batch(windowChunkRows(batch.batchId, chunks), name('chunks'));
   const rows = (await warehouse.query(doneChunks(batch.batchId, window), name('done-chunks'))) as unknown as ChunkStateRow[];
   const { done, remaining } = chunksToLoad(chunks, rows);
-  logger.info('window planned', { batchId: batch.batchId, window: window.index, firstChunk: window.firstChunk, chunks: chunks.length, resumedChunksDone: done.size });
+  logger.info('window planned', {
+    batchId: batch.batchId,
+    window: window.index,
+    firstChunk: window.firstChunk,
+    chunks: chunks.length,
+    resumedChunksDone: done.size,
+  });
   return { chunks: remaining, chunkCount: chunks.length };
 }

@@ -7,21 +7,21 @@
  * dependents changed, the carry-over of late changes once committed.
  */
 import type { Context } from 'aws-lambda';
-import { BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { dependentViewProblems, type LiveTableFacts } from '../../domain/dependents.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
-import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
+import { batchState } from '../../domain/sql/publish.ts';
 import { groupSwapPublish, type MemberSwap } from '../../domain/sql/publish-group.ts';
 import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
-import { batchState } from '../../domain/sql/publish.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import { carryOverLateChanges, readLiveTableFacts, retryPublishTransaction, type Swap, swapLocks, waitForSnapshotsOlderThanSwap } from '../commons/swap.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { stepHandler } from '../commons/handler.ts';
+import { carryOverLateChanges, readLiveTableFacts, retryPublishTransaction, type Swap, swapLocks, waitForSnapshotsOlderThanSwap } from '../commons/swap.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { type PublishResult, toResult } from '../publish/result.ts';
 
@@ -77,13 +77,13 @@ async function afterFailedGroupPublish(error: WarehouseError, group: string, mem
   if (states.every((s) => s?.status === BatchStatus.PUBLISHED)) return published(members, states, true);
   const refusal = publishGuardRefusal(error.message);
   if (refusal !== undefined) {
-    throw new PublishConflictError(
-      `publish group ${group}: ${refusal}. Nothing of the group was published: every member's live table is untouched`,
-      { cause: error },
-    );
+    throw new PublishConflictError(`publish group ${group}: ${refusal}. Nothing of the group was published: every member's live table is untouched`, {
+      cause: error,
+    });
   }
   const outOfBand = outOfBandRefusal(error.message);
-  const changed = outOfBand === undefined ? undefined : members.find((m) => m.batch.live !== undefined && error.message.includes(`${OUT_OF_BAND}: ${m.batch.liveTable}: `));
+  const changed =
+    outOfBand === undefined ? undefined : members.find((m) => m.batch.live !== undefined && error.message.includes(`${OUT_OF_BAND}: ${m.batch.liveTable}: `));
   if (outOfBand !== undefined && changed !== undefined) {
     throw new OutOfBandChangeError(
       `publish group ${group}: ${describeOutOfBandChange(changed.batch, changed.batch.live!, outOfBand)} Nothing of the group was published: every member's live table is untouched`,
@@ -162,7 +162,10 @@ export async function publishGroup(
         }
         return {
           statements: groupSwapPublish(group, swaps, new Date(), waits.lockWaitMs),
-          locks: swaps.flatMap((s, i) => [...swapLocks(members[i]!.swap), ...(s.dependents?.facts.views ?? []).map((v) => ({ schema: v.schema, table: v.view }))]),
+          locks: swaps.flatMap((s, i) => [
+            ...swapLocks(members[i]!.swap),
+            ...(s.dependents?.facts.views ?? []).map((v) => ({ schema: v.schema, table: v.view })),
+          ]),
           carried: swaps.map((s) => ({ facts: s.dependents?.facts })),
         };
       },

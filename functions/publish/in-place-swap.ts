@@ -10,7 +10,13 @@ import { publishInPlace } from './in-place.ts';
  * no rename, so every snapshot reads the old rows or the new and none is
  * waited for (docs/decisions/snapshot-readers-without-locks.md).
  */
-export function publishRewrite(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string, recheck: readonly string[] = []): Promise<void> {
+export function publishRewrite(
+  event: { readonly batch: BatchRef },
+  warehouse: Warehouse,
+  waits: PublishWaits,
+  name: (step: string) => string,
+  recheck: readonly string[] = [],
+): Promise<void> {
   return publishInPlace(event, warehouse, waits, name, {
     recheck,
     statements: rewriteLive,

@@ -1,6 +1,6 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
+import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { withSourceRecheck } from '../../domain/sql/publish.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
@@ -43,7 +43,10 @@ export async function publishInPlace(
     warehouse,
     name,
     async () => ({
-      statements: [...withSourceRecheck(how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs), pipeline, batch, how.recheck ?? []), ...watched],
+      statements: [
+        ...withSourceRecheck(how.statements(pipeline, batch, retainedAs, new Date(), waits.lockWaitMs), pipeline, batch, how.recheck ?? []),
+        ...watched,
+      ],
       locks: [
         { schema, table: batch.stagingTable },
         { schema: MANIFEST_SCHEMA, table: 'publications' },

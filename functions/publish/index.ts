@@ -1,10 +1,21 @@
 import type { Context } from 'aws-lambda';
-import { OutOfBandChangeError, PublishConflictError, ValidationError, SourceChangedError, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
-import { type PublishWaits, PublishWaitEnv, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
+import { warehouseInstant } from '../../domain/chunk-sizing.ts';
+import {
+  OutOfBandChangeError,
+  PublishConflictError,
+  SourceChangedError,
+  TransientWarehouseError,
+  ValidationError,
+  WarehouseError,
+} from '../../domain/errors.ts';
+import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
-import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
-import { BatchPurpose, BatchStatus, type BatchRef } from '../../domain/batch.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
+import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import { tableColumns } from '../../domain/sql/plan.ts';
 import {
   batchState,
   markNewestChunkStale,
@@ -16,22 +27,18 @@ import {
   swapPublish,
   withSourceRecheck,
 } from '../../domain/sql/publish.ts';
-import { warehouseInstant } from '../../domain/chunk-sizing.ts';
-import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
-import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import { releaseExecutionLease } from '../commons/lease.ts';
-import { retryPublishTransaction, swapAndCarryOver, swapLocks, waitForOlderSnapshots, type Swap } from '../commons/swap.ts';
-import { frozenPipeline } from '../commons/pipeline.ts';
-import { publishIntervals } from './intervals.ts';
-import { publishRewrite } from './in-place-swap.ts';
 import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
-import { publishMerge } from './merge.ts';
-import { logger } from '../commons/powertools.ts';
+import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
 import { stepHandler } from '../commons/handler.ts';
-import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
+import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { retryPublishTransaction, type Swap, swapAndCarryOver, swapLocks, waitForOlderSnapshots } from '../commons/swap.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { publishRewrite } from './in-place-swap.ts';
+import { publishIntervals } from './intervals.ts';
 import { stagingFingerprint } from './live-watch.ts';
+import { publishMerge } from './merge.ts';
 import { type PublishResult, toResult } from './result.ts';
 
 export interface PublishEvent {
@@ -60,11 +67,26 @@ async function superseded(
   await releaseExecutionLease(warehouse, event.executionId ?? '', name('superseded'));
   if (unchanged) logger.info('restatement equals the live rows; nothing published', { batchId: batch.batchId, reason });
   else logger.warn('batch superseded: the pipeline already publishes newer data; nothing published', { batchId: batch.batchId, reason });
-  return { publication: 0, publishedAt: '', liveTable, oldVersionTable: '', rowsPublished: 0, alreadyPublished: false, superseded: true, reason, ...(unchanged ? { unchanged } : {}) };
+  return {
+    publication: 0,
+    publishedAt: '',
+    liveTable,
+    oldVersionTable: '',
+    rowsPublished: 0,
+    alreadyPublished: false,
+    superseded: true,
+    reason,
+    ...(unchanged ? { unchanged } : {}),
+  };
 }
 
 /** The batch's publication, when another attempt of this Publish has made it since this one read the batch. */
-async function publishedMeanwhile(warehouse: Warehouse, batch: BatchRef, liveTable: string, name: (step: string) => string): Promise<PublishResult | undefined> {
+async function publishedMeanwhile(
+  warehouse: Warehouse,
+  batch: BatchRef,
+  liveTable: string,
+  name: (step: string) => string,
+): Promise<PublishResult | undefined> {
   const [now] = await warehouse.query(batchState(batch.batchId), name('state'));
   return now?.status === BatchStatus.PUBLISHED ? toResult(now, liveTable, true) : undefined;
 }
@@ -74,7 +96,13 @@ async function publishedMeanwhile(warehouse: Warehouse, batch: BatchRef, liveTab
  * running at the same time may rename into live meanwhile: then that
  * attempt's publish is this one's, as after a failed swap.
  */
-async function beforeTheSwap<T>(read: () => Promise<T>, warehouse: Warehouse, batch: BatchRef, liveTable: string, name: (step: string) => string): Promise<T | PublishResult> {
+async function beforeTheSwap<T>(
+  read: () => Promise<T>,
+  warehouse: Warehouse,
+  batch: BatchRef,
+  liveTable: string,
+  name: (step: string) => string,
+): Promise<T | PublishResult> {
   try {
     return await read();
   } catch (error) {
@@ -163,18 +191,23 @@ export async function publish(
   }
 
   const recheck =
-    pipeline.publishVia === 'view' || pipeline.migrating ? [] : await beforeTheSwap(() => sourceRecheckOf(warehouse, pipeline, batch, waits, name), warehouse, batch, liveTable, name);
+    pipeline.publishVia === 'view' || pipeline.migrating
+      ? []
+      : await beforeTheSwap(() => sourceRecheckOf(warehouse, pipeline, batch, waits, name), warehouse, batch, liveTable, name);
   if (isResult(recheck)) return recheck;
 
   if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
-  if (pipeline.publishMode === 'replace-intervals') return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
+  if (pipeline.publishMode === 'replace-intervals')
+    return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
   if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
   // A migration changes the table's columns: rows cannot be rewritten into it, so it renames (docs/decisions/snapshot-readers-without-locks.md).
   if (rewritesInPlace(pipeline)) {
     return publishChangingRows(event, warehouse, waits, liveTable, name, publishRewrite, 'published: live rows replaced in place', recheck);
   }
   if (pipeline.snapshotReaders === 'in-place') {
-    logger.warn('a migration changes the columns of the live table: published by the rename swap, which waits only for transactions holding a lock', { batchId: batch.batchId });
+    logger.warn('a migration changes the columns of the live table: published by the rename swap, which waits only for transactions holding a lock', {
+      batchId: batch.batchId,
+    });
   }
 
   const previous = previousVersionTableFor(pipeline, batch.batchId);
@@ -206,7 +239,9 @@ export async function publish(
  * it ends without publishing, or undefined when they differ.
  */
 async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
-  const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, pipeline.target.table), name('restatement-columns'))).map((r) => String(r.col));
+  const listed = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, pipeline.target.table), name('restatement-columns'))).map((r) =>
+    String(r.col),
+  );
   // The columns the loads wrote: an identity column Redshift numbers differs between staging and live by nature (docs/decisions/identity-columns.md).
   const columns = batch.columns.length === 0 ? listed : listed.filter((c) => batch.columns.includes(c.split(' ')[0]!));
   const [row] = await warehouse.query(restatementFingerprints(pipeline, batch, columns), name('restatement-compare'));
@@ -224,7 +259,13 @@ async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, ba
  * cannot be re-run inside the transaction: then logged, as the source may
  * move between Reconcile and the publish unseen.
  */
-async function sourceRecheckOf(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, waits: PublishWaits, name: (step: string) => string): Promise<string[]> {
+async function sourceRecheckOf(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  waits: PublishWaits,
+  name: (step: string) => string,
+): Promise<string[]> {
   const [row] = await warehouse.query(newestChunk(batch.batchId), name('newest-chunk'));
   if (row === undefined) return [];
   const chunk = { index: Number(row.chunk_index), start: warehouseInstant(String(row.interval_start)), end: warehouseInstant(String(row.interval_end)) };

@@ -33,8 +33,16 @@ export async function liveWatchStatements(
  * swap records it on its publication. Undefined when nothing is recorded:
  * the pipeline is not watched, Plan took no baseline, or it migrates.
  */
-export async function stagingFingerprint(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
+export async function stagingFingerprint(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  name: (step: string) => string,
+): Promise<string | undefined> {
   if (!pipeline.outOfBand.watch || batch.live === undefined || pipeline.migrating) return undefined;
-  const [row] = await warehouse.query(stagingFingerprintQuery(pipeline, batch.stagingTable, batch.live.columns, batch.live.carryFrom), name('live-watch-staging'));
+  const [row] = await warehouse.query(
+    stagingFingerprintQuery(pipeline, batch.stagingTable, batch.live.columns, batch.live.carryFrom),
+    name('live-watch-staging'),
+  );
   return String(row?.fingerprint ?? '0:0');
 }

@@ -10,7 +10,13 @@ import { publishInPlace } from './in-place.ts';
  * replaced live rows kept as the publication's old version for rollback
  * (functions/publish/in-place.ts).
  */
-export function publishMerge(event: { readonly batch: BatchRef }, warehouse: Warehouse, waits: PublishWaits, name: (step: string) => string, recheck: readonly string[] = []): Promise<void> {
+export function publishMerge(
+  event: { readonly batch: BatchRef },
+  warehouse: Warehouse,
+  waits: PublishWaits,
+  name: (step: string) => string,
+  recheck: readonly string[] = [],
+): Promise<void> {
   return publishInPlace(event, warehouse, waits, name, {
     recheck,
     statements: mergeIntoLive,

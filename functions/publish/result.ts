@@ -43,4 +43,3 @@ export function toResult(row: Row, liveTable: string, alreadyPublished: boolean)
     ...(row.rollback_of === null || row.rollback_of === undefined ? {} : { rollbackOf: Number(row.rollback_of) }),
   };
 }
-

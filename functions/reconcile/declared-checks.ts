@@ -67,7 +67,14 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
         what: r.what,
         samples: samples
           .filter((s) => s.ap_check === r.column)
-          .map((s) => printable(`${keyText(key, key.map((k) => s[k]))}${r.value === undefined ? '' : `: ${r.value} ${s.ap_value === null ? 'NULL' : clip(String(s.ap_value), 60)}`}`)),
+          .map((s) =>
+            printable(
+              `${keyText(
+                key,
+                key.map((k) => s[k]),
+              )}${r.value === undefined ? '' : `: ${r.value} ${s.ap_value === null ? 'NULL' : clip(String(s.ap_value), 60)}`}`,
+            ),
+          ),
       });
     }
   }
@@ -75,7 +82,8 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
   for (const c of references) {
     const [counted] = await warehouse.query(missingReferences(pipeline, batch, c), name('declared-references'));
     const offending = Number(counted?.ap_rows ?? 0);
-    const samples = offending > c.tolerance ? await warehouse.query(missingReferences(pipeline, batch, c, DECLARED_SAMPLES), name('declared-references-sample')) : [];
+    const samples =
+      offending > c.tolerance ? await warehouse.query(missingReferences(pipeline, batch, c, DECLARED_SAMPLES), name('declared-references-sample')) : [];
     const parent = `${c.parent.schema}.${c.parent.table}`;
     observations.push({
       check: referencesName(c),
@@ -83,7 +91,13 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
       tolerance: c.tolerance,
       offending,
       what: `row(s) whose (${c.columns.join(', ')}) is not in ${parent} (${c.parent.columns.join(', ')})`,
-      samples: samples.map((s) => `${keyText(c.columns, c.columns.map((k) => s[k]))} on ${Number(s.ap_rows)} row(s)`),
+      samples: samples.map(
+        (s) =>
+          `${keyText(
+            c.columns,
+            c.columns.map((k) => s[k]),
+          )} on ${Number(s.ap_rows)} row(s)`,
+      ),
     });
   }
 
@@ -97,7 +111,14 @@ export async function declaredCheckResults(warehouse: Warehouse, pipeline: Pipel
       tolerance: c.tolerance,
       offending,
       what: 'row(s) returned',
-      samples: samples.map((s) => clip(Object.entries(s).map(([k, v]) => `${k} = ${v === null ? 'NULL' : String(v)}`).join(', '), 200)),
+      samples: samples.map((s) =>
+        clip(
+          Object.entries(s)
+            .map(([k, v]) => `${k} = ${v === null ? 'NULL' : String(v)}`)
+            .join(', '),
+          200,
+        ),
+      ),
     });
   }
   return observations.map(declaredResult);

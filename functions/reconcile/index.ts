@@ -1,23 +1,31 @@
 import type { Context } from 'aws-lambda';
-import { CheckFailedError } from '../../domain/errors.ts';
-import { type ChunkCount, describeFailure, duplicateKeyText, keyText, type NullTimeRows, reconcile as evaluate } from '../../domain/reconcile.ts';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { CHECKSUM_AGGREGATE, type ChunkAggregate, chunkCounts, duplicateKeySamples, gateAggregates, measureAggregate, recordChecks } from '../../domain/sql/reconcile.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
-import { quarantines } from '../../domain/quarantine.ts';
-import type { Pipeline } from '../../domain/spec.ts';
+import { nullRateColumns } from '../../domain/drift.ts';
+import { CheckFailedError } from '../../domain/errors.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
+import { quarantines } from '../../domain/quarantine.ts';
+import { type ChunkCount, describeFailure, duplicateKeyText, reconcile as evaluate, keyText, type NullTimeRows } from '../../domain/reconcile.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { nullCountAggregates } from '../../domain/sql/drift.ts';
+import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import {
+  CHECKSUM_AGGREGATE,
+  type ChunkAggregate,
+  chunkCounts,
+  duplicateKeySamples,
+  gateAggregates,
+  measureAggregate,
+  recordChecks,
+} from '../../domain/sql/reconcile.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
+import { logger } from '../commons/powertools.ts';
+import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 import { declaredCheckResults } from './declared-checks.ts';
+import { driftResults } from './drift.ts';
 import { located } from './locate.ts';
 import { ensureQuarantine, judgeQuarantine, quarantineRows } from './quarantine.ts';
-import { driftResults } from './drift.ts';
-import { nullRateColumns } from '../../domain/drift.ts';
-import { nullCountAggregates } from '../../domain/sql/drift.ts';
-import { logger } from '../commons/powertools.ts';
-import { stepHandler } from '../commons/handler.ts';
-import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
 
 export interface ReconcileEvent {
   readonly batch: BatchRef;
@@ -64,7 +72,13 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
   };
   // Only when there are some: a few of them for the alert.
   const duplicates = problems.duplicateKeys > 0 ? await warehouse.query(duplicateKeySamples(pipeline, batch), name('duplicate-keys')) : [];
-  const duplicateKeySampleTexts = duplicates.map((r) => duplicateKeyText(pipeline.businessKey, pipeline.businessKey.map((c) => r[c]), Number(r.ap_rows)));
+  const duplicateKeySampleTexts = duplicates.map((r) =>
+    duplicateKeyText(
+      pipeline.businessKey,
+      pipeline.businessKey.map((c) => r[c]),
+      Number(r.ap_rows),
+    ),
+  );
   const counts: ChunkCount[] = rows.map((r) => ({
     index: Number(r.chunk_index),
     start: String(r.interval_start),
@@ -72,7 +86,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
     recordedRows: r.rows_written === null ? null : Number(r.rows_written),
     sourceRows: Number(r.source_rows),
     stagingRows: Number(r.staging_rows),
-    ...(computed.has(CHECKSUM_AGGREGATE) ? { sourceChecksum: String(r[`source_${CHECKSUM_AGGREGATE}`]), stagingChecksum: String(r[`staging_${CHECKSUM_AGGREGATE}`]) } : {}),
+    ...(computed.has(CHECKSUM_AGGREGATE)
+      ? { sourceChecksum: String(r[`source_${CHECKSUM_AGGREGATE}`]), stagingChecksum: String(r[`staging_${CHECKSUM_AGGREGATE}`]) }
+      : {}),
     ...(pipeline.checks.measures.length > 0
       ? {
           sums: pipeline.checks.measures.map((column, i) => ({
@@ -112,7 +128,9 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
       { rowsRead: result.rowsRead, rowsWritten, rowsRejected },
       new Date(),
       // Chunks whose staging rows no longer match (counts or content): the re-run reloads them.
-      [...new Set([...result.mismatches, ...(result.contentMismatches ?? [])].filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index))].sort((a, b) => a - b),
+      [...new Set([...result.mismatches, ...(result.contentMismatches ?? [])].filter((c) => c.status === ChunkStatus.DONE).map((c) => c.index))].sort(
+        (a, b) => a - b,
+      ),
     ),
     name('record'),
   );
@@ -163,7 +181,12 @@ async function contentAggregates(warehouse: Warehouse, pipeline: Pipeline, batch
 async function nullTimeRows(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<NullTimeRows> {
   const rows = await warehouse.query(nullTimeCount(pipeline, batch), name('null-times'));
   const count = Number(rows[0]?.null_rows ?? 0);
-  const sampleKeys = rows.map((r) => keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k])));
+  const sampleKeys = rows.map((r) =>
+    keyText(
+      pipeline.businessKey,
+      pipeline.businessKey.map((k) => r[k]),
+    ),
+  );
   const found = { timeColumn: extractColumn(pipeline), rows: count, sampleKeys, policy: pipeline.nullTimes };
   if (pipeline.nullTimes !== 'quarantine' || count === 0) return found;
   const table = await ensureQuarantine(warehouse, pipeline, batch, name);

@@ -2,22 +2,22 @@ import type { BatchRef, CheckResult } from '../../domain/batch.ts';
 import { WarehouseError } from '../../domain/errors.ts';
 import {
   chunksToLocate,
-  locationChecks,
-  locationText,
-  notLocated,
   keySample,
   LOCATED_KEY_SAMPLES,
   type LocatedKeys,
   type LocatedSegment,
   type Location,
+  locationChecks,
+  locationText,
   MAX_LOCATED_SEGMENTS,
+  notLocated,
+  type SideFigure,
   segmentText,
   shownValue,
-  type SideFigure,
 } from '../../domain/locate.ts';
 import type { Reconciliation } from '../../domain/reconcile.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { dimensionColumn, differingKeys, differingSegments, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/sql/locate.ts';
+import { differingKeys, differingSegments, dimensionColumn, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/sql/locate.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { CHECKSUM_AGGREGATE, type ChunkAggregate, measureAggregate } from '../../domain/sql/reconcile.ts';
 import { logger } from '../commons/powertools.ts';
@@ -79,7 +79,10 @@ async function locateDifference({ warehouse, pipeline, batch, name, result, aggr
         }),
   );
 
-  const segmentRows = await warehouse.query(differingSegments(pipeline, batch, chunks, aggregates, stagingTypes, MAX_LOCATED_SEGMENTS), name('locate-segments'));
+  const segmentRows = await warehouse.query(
+    differingSegments(pipeline, batch, chunks, aggregates, stagingTypes, MAX_LOCATED_SEGMENTS),
+    name('locate-segments'),
+  );
   const segments: LocatedSegment[] = segmentRows.map((r) => ({
     chunk: Number(r.chunk_index),
     segment: segmentText(r[SEGMENT_COLUMN], unit),

@@ -1,5 +1,5 @@
 import type { BatchRef, CheckResult } from '../../domain/batch.ts';
-import { quarantineCheck, type Quarantined, quarantinedRows, REASON } from '../../domain/quarantine.ts';
+import { type Quarantined, quarantineCheck, quarantinedRows, REASON } from '../../domain/quarantine.ts';
 import { keyText } from '../../domain/reconcile.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { addQuarantineColumns, createQuarantine, quarantineTableFor } from '../../domain/sql/null-times.ts';
@@ -36,7 +36,9 @@ export async function ensureQuarantine(warehouse: Warehouse, pipeline: Pipeline,
  */
 export async function quarantineRows(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<void> {
   await ensureQuarantine(warehouse, pipeline, batch, name);
-  const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('quarantine-staging-columns'))).map((r) => String(r.col));
+  const columns = (await warehouse.query(liveColumnsQuery(pipeline.target.schema, batch.stagingTable), name('quarantine-staging-columns'))).map((r) =>
+    String(r.col),
+  );
   const { sqls, parameters } = moveToQuarantine(pipeline, batch, columns, new Date());
   await warehouse.batch(sqls, name('quarantine-move'), parameters);
 }
@@ -55,13 +57,26 @@ export interface QuarantineJudgement {
  * each, NULL-time rows included) and judges it against the tolerance; the
  * log names where the rows are.
  */
-export async function judgeQuarantine(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, sourceRows: number, name: (step: string) => string): Promise<QuarantineJudgement> {
+export async function judgeQuarantine(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  sourceRows: number,
+  name: (step: string) => string,
+): Promise<QuarantineJudgement> {
   const rows = await warehouse.query(quarantineSummary(pipeline, batch), name('quarantine-summary'));
   const reasons = new Map<string, { reason: string; rows: number; chunked: number; sampleKeys: string[] }>();
   for (const r of rows) {
     const reason = String(r.ap_reason);
     const entry = reasons.get(reason) ?? { reason, rows: Number(r.ap_rows), chunked: Number(r.ap_chunked), sampleKeys: [] };
-    entry.sampleKeys.push(printable(keyText(pipeline.businessKey, pipeline.businessKey.map((k) => r[k]))));
+    entry.sampleKeys.push(
+      printable(
+        keyText(
+          pipeline.businessKey,
+          pipeline.businessKey.map((k) => r[k]),
+        ),
+      ),
+    );
     reasons.set(reason, entry);
   }
   const byReason = [...reasons.values()];
@@ -71,7 +86,13 @@ export async function judgeQuarantine(warehouse: Warehouse, pipeline: Pipeline, 
   const check = quarantineCheck(found, pipeline.checks.quarantine ?? {});
   const total = quarantinedRows(found);
   if (total > 0) {
-    logger.warn('rows quarantined', { batchId: batch.batchId, table, rows: total, reasons: Object.fromEntries(byReason.map((r) => [r.reason, r.rows])), withinTolerance: check.passed });
+    logger.warn('rows quarantined', {
+      batchId: batch.batchId,
+      table,
+      rows: total,
+      reasons: Object.fromEntries(byReason.map((r) => [r.reason, r.rows])),
+      withinTolerance: check.passed,
+    });
   }
   return { check, rows: total, fromStaging: byReason.reduce((sum, r) => sum + r.chunked, 0) };
 }

@@ -1,29 +1,29 @@
-import type { Context } from 'aws-lambda';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { boundedErrorMessage } from '../../domain/errors.ts';
+import { failureClass } from '../../domain/failure-class.ts';
+import { DimensionName, MetricName } from '../../domain/names.ts';
 import {
   describeError,
-  failedBatch,
   type FailureFacts,
-  failureFacts,
   type FailureReport,
+  failedBatch,
+  failureFacts,
   failureReport,
   type RecordFailureEvent,
 } from '../../domain/record-failure.ts';
-import { boundedErrorMessage } from '../../domain/errors.ts';
 import { failedGroup } from '../../domain/record-failure-group.ts';
-import { failureClass } from '../../domain/failure-class.ts';
-import { DimensionName, MetricName } from '../../domain/names.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
-import { releaseExecutionLease } from '../commons/lease.ts';
-import { recordGroupFailure } from './group.ts';
 import { breakerFailure } from '../commons/breaker.ts';
+import { stepHandler } from '../commons/handler.ts';
+import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger, metrics } from '../commons/powertools.ts';
-import { stepHandler } from '../commons/handler.ts';
 import { type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
+import { recordGroupFailure } from './group.ts';
 
 /**
  * Cancels the statements the batch still runs (chunk INSERTs of other

@@ -4,17 +4,17 @@ import { PublishConflictError } from '../../domain/errors.ts';
 import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
 import type { RollbackTarget } from '../../domain/rollback.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { restoreIntervals, rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
 import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
-import { stepHandler } from '../commons/handler.ts';
-import { retryPublishTransaction, swapAndCarryOver, type Swap } from '../commons/swap.ts';
+import { retryPublishTransaction, type Swap, swapAndCarryOver } from '../commons/swap.ts';
 import { type Row, type Warehouse, warehouseFor, warehouseFromEnv } from '../commons/warehouse.ts';
-import { type PublishResult, toResult } from '../publish/result.ts';
 import { liveWatchStatements } from '../publish/live-watch.ts';
+import { type PublishResult, toResult } from '../publish/result.ts';
 
 export interface RollbackEvent {
   /** The batch going live again, as Plan describes it (the spec is today's). */
@@ -51,8 +51,12 @@ export async function rollback(
   if (target.interval !== undefined) return rollbackIntervals(event, warehouse, waits, name, recorded);
   // In place, as it publishes (docs/decisions/snapshot-readers-without-locks.md), unless a migration changed the columns since.
   if (pipeline.snapshotReaders === 'in-place') {
-    if (await sameColumns(warehouse, pipeline.target.schema, pipeline.target.table, target.restoreTable, name)) return rollbackIntervals(event, warehouse, waits, name, recorded);
-    logger.warn('the restored version has other columns than the live table (a migration since): rolled back by the rename swap, which waits only for transactions holding a lock', { ...target });
+    if (await sameColumns(warehouse, pipeline.target.schema, pipeline.target.table, target.restoreTable, name))
+      return rollbackIntervals(event, warehouse, waits, name, recorded);
+    logger.warn(
+      'the restored version has other columns than the live table (a migration since): rolled back by the rename swap, which waits only for transactions holding a lock',
+      { ...target },
+    );
   }
   // The restored version becomes live: the watch's record is taken of it, with its columns.
   const watched = pipeline.outOfBand.watch ? await liveWatchStatements(warehouse, pipeline, batch, name, target.restoreTable) : [];
@@ -71,7 +75,8 @@ export async function rollback(
     const done = await recorded();
     if (done) return toResult(done, liveTable, true);
     const refusal = publishGuardRefusal(error.message);
-    if (refusal !== undefined) throw new PublishConflictError(`rollback refused: ${refusal}; nothing was changed. Start the rollback again: Plan resolves it anew`, { cause: error });
+    if (refusal !== undefined)
+      throw new PublishConflictError(`rollback refused: ${refusal}; nothing was changed. Start the rollback again: Plan resolves it anew`, { cause: error });
     throw error;
   });
   if (recovered) return recovered;
@@ -82,7 +87,8 @@ export async function rollback(
 
 /** Whether two tables of a schema have the same columns, of the same types, in the same order. */
 async function sameColumns(warehouse: Warehouse, schema: string, a: string, b: string, name: (step: string) => string): Promise<boolean> {
-  const columns = async (table: string) => (await warehouse.query(liveColumnsQuery(schema, table), name('rollback-columns'))).map((r) => String(r.col)).join(';');
+  const columns = async (table: string) =>
+    (await warehouse.query(liveColumnsQuery(schema, table), name('rollback-columns'))).map((r) => String(r.col)).join(';');
   return (await columns(a)) === (await columns(b));
 }
 
@@ -115,7 +121,11 @@ async function rollbackIntervals(
             : restoreIntervals(pipeline, target, batch.columns, new Date(), waits.lockWaitMs, batch.generated)),
           ...watched,
         ],
-        locks: [{ schema, table: target.restoreTable }, { schema: MANIFEST_SCHEMA, table: 'publications' }, { schema, table }],
+        locks: [
+          { schema, table: target.restoreTable },
+          { schema: MANIFEST_SCHEMA, table: 'publications' },
+          { schema, table },
+        ],
         carried: undefined,
       }),
       (holders) =>
@@ -127,11 +137,17 @@ async function rollbackIntervals(
     const done = await recorded();
     if (done) return toResult(done, liveTable, true);
     const refusal = error instanceof Error ? publishGuardRefusal(error.message) : undefined;
-    if (refusal !== undefined) throw new PublishConflictError(`rollback refused: ${refusal}; nothing was changed. Start the rollback again: Plan resolves it anew`, { cause: error });
+    if (refusal !== undefined)
+      throw new PublishConflictError(`rollback refused: ${refusal}; nothing was changed. Start the rollback again: Plan resolves it anew`, { cause: error });
     throw error;
   }
   const result = toResult((await recorded())!, liveTable, false);
-  logger.info(target.interval === undefined ? 'rolled back in place: the restored version\'s rows are live again' : 'rolled back: the replaced rows of the interval are live again', { ...target, ...result });
+  logger.info(
+    target.interval === undefined
+      ? "rolled back in place: the restored version's rows are live again"
+      : 'rolled back: the replaced rows of the interval are live again',
+    { ...target, ...result },
+  );
   return result;
 }
 

@@ -95,11 +95,19 @@ SELECT a.attname AS name, a.atttypid::int8 AS type_oid, a.atttypmod AS type_modi
  ORDER BY n.nspname, c.relname, a.attnum LIMIT $3 OFFSET $4`;
 
 export async function listDatabases(db: pg.ClientBase, page: PageRequest): Promise<Page<string>> {
-  return paged(page, (limit) => db.query<{ name: string }>(DATABASES_SQL, [limit, page.offset]), (r) => r.name);
+  return paged(
+    page,
+    (limit) => db.query<{ name: string }>(DATABASES_SQL, [limit, page.offset]),
+    (r) => r.name,
+  );
 }
 
 export async function listSchemas(db: pg.ClientBase, schemaPattern: string | undefined, page: PageRequest): Promise<Page<string>> {
-  return paged(page, (limit) => db.query<{ name: string }>(SCHEMAS_SQL, [schemaPattern ?? '%', limit, page.offset]), (r) => r.name);
+  return paged(
+    page,
+    (limit) => db.query<{ name: string }>(SCHEMAS_SQL, [schemaPattern ?? '%', limit, page.offset]),
+    (r) => r.name,
+  );
 }
 
 export async function listTables(db: pg.ClientBase, patterns: { schema?: string; table?: string }, page: PageRequest): Promise<Page<TableMember>> {
@@ -133,7 +141,11 @@ export async function describeColumns(db: pg.ClientBase, names: { schema?: strin
 }
 
 /** Runs `query` for one row more than the page holds, to tell whether another page follows. */
-async function paged<R extends pg.QueryResultRow, T>(page: PageRequest, query: (limit: number) => Promise<pg.QueryResult<R>>, map: (row: R) => T): Promise<Page<T>> {
+async function paged<R extends pg.QueryResultRow, T>(
+  page: PageRequest,
+  query: (limit: number) => Promise<pg.QueryResult<R>>,
+  map: (row: R) => T,
+): Promise<Page<T>> {
   const { rows } = await query(page.limit + 1);
   return { items: rows.slice(0, page.limit).map(map), more: rows.length > page.limit };
 }

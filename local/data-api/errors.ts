@@ -13,7 +13,12 @@ export type ErrorShape =
   | 'SerializationException';
 
 /** The shapes the Data API answers with HTTP 500 (the SDK's standard retry retries them). */
-const SERVER_ERRORS: ReadonlySet<ErrorShape> = new Set(['InternalServerException', 'ExecuteStatementException', 'BatchExecuteStatementException', 'DatabaseConnectionException']);
+const SERVER_ERRORS: ReadonlySet<ErrorShape> = new Set([
+  'InternalServerException',
+  'ExecuteStatementException',
+  'BatchExecuteStatementException',
+  'DatabaseConnectionException',
+]);
 
 export class DataApiError extends Error {
   readonly shape: ErrorShape;

@@ -14,7 +14,7 @@
 // `CHECK (true) NOT VALID`, which reads no rows), so that no list of table
 // elements or ALTER TABLE actions changes shape.
 import { kindOf, names } from '../../domain/redshift-sql/ast.ts';
-import { scanTokens, type AstNode, type Token } from '../../domain/redshift-sql/parser.ts';
+import { type AstNode, scanTokens, type Token } from '../../domain/redshift-sql/parser.ts';
 
 export type KeyKind = 'PRIMARY KEY' | 'UNIQUE' | 'FOREIGN KEY';
 

@@ -29,10 +29,14 @@ export function validateParameters(parameters: unknown): SqlParameter[] {
   const seen = new Set<string>();
   return parameters.map((p: { name?: unknown; value?: unknown }) => {
     if (typeof p?.name !== 'string' || !NAME.test(p.name)) {
-      throw validation(`1 validation error detected: Value '${String(p?.name)}' at 'parameters.member.name' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z_]+$`);
+      throw validation(
+        `1 validation error detected: Value '${String(p?.name)}' at 'parameters.member.name' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[0-9a-zA-Z_]+$`,
+      );
     }
     if (typeof p.value !== 'string' || p.value.length === 0) {
-      throw validation(`1 validation error detected: Value at 'parameters.member.value' of parameter '${p.name}' failed to satisfy constraint: Member must have length greater than or equal to 1`);
+      throw validation(
+        `1 validation error detected: Value at 'parameters.member.value' of parameter '${p.name}' failed to satisfy constraint: Member must have length greater than or equal to 1`,
+      );
     }
     if (seen.has(p.name)) throw validation(`Parameter '${p.name}' is supplied more than once.`);
     seen.add(p.name);

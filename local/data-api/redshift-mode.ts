@@ -28,26 +28,22 @@
 //   PASSWORD DISABLE given the password the endpoint, the stand-in for IAM,
 //   logs on with.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
-import {
-  checkStatements,
-  endsTransaction,
-  implicitCommitMessage,
-  refusalMessage,
-} from '../../domain/redshift-sql/check.ts';
-import { parsePositional, scanTokens, SqlSyntaxError, type ParsedStatement } from '../../domain/redshift-sql/parser.ts';
-import { render, tokensOf, type Rewrite } from '../../domain/redshift-sql/text-edits.ts';
-import { type DroppedKey, regclassName, withoutKeyConstraints, type InformationalConstraint, type TableName } from './informational-keys.ts';
-import { kindOf } from '../../domain/redshift-sql/ast.ts';
+
 import { roleWithoutKeyword } from '../../domain/redshift-sql/allowed.ts';
+import { kindOf } from '../../domain/redshift-sql/ast.ts';
+import { checkStatements, endsTransaction, implicitCommitMessage, refusalMessage } from '../../domain/redshift-sql/check.ts';
+import { type ParsedStatement, parsePositional, SqlSyntaxError, scanTokens } from '../../domain/redshift-sql/parser.ts';
 import { redshiftSyntaxConstructs } from '../../domain/redshift-sql/postgres-grammar.ts';
 import { stripTableAttributes, type TableAttributes, TableDdlError } from '../../domain/redshift-sql/table-ddl.ts';
-import type { TranslatedSql } from './params.ts';
-import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
-import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
-import { policyStatement } from './security-policies.ts';
-import { passwordDisabledUser, syslogAccessStatement } from './user-options.ts';
+import { type Rewrite, render, tokensOf } from '../../domain/redshift-sql/text-edits.ts';
 import { decodeStatements, encodeStatements } from '../../domain/sql/one-transaction.ts';
 import { MANIFEST } from '../../domain/sql/statement.ts';
+import { type DroppedKey, type InformationalConstraint, regclassName, type TableName, withoutKeyConstraints } from './informational-keys.ts';
+import type { TranslatedSql } from './params.ts';
+import { beforeParse, withRedshiftSyntax } from './redshift-functions/syntax.ts';
+import { policyStatement } from './security-policies.ts';
+import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
+import { passwordDisabledUser, syslogAccessStatement } from './user-options.ts';
 
 export interface GatedSql {
   /** What runs: the text, without key constraints. */
@@ -140,7 +136,6 @@ export function likeWithIdentity(text: string): string {
   return rewrites.length === 0 ? text : render(Buffer.from(text), rewrites);
 }
 
-
 const RUN_STATEMENTS = new RegExp(String.raw`^\s*CALL\s+${MANIFEST}\.run_statements\('((?:[^']|'')*)'\)\s*;?\s*$`, 'i');
 
 /**
@@ -164,7 +159,11 @@ function packedStatements(text: string): GatedSql | undefined {
   if (refused) return { text, refusal: refused.refusal, constraints: [] };
   const texts = gated.flatMap((g) => [g.text, ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? recordKeyStatements(g).map(inlined) : [])]);
   const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
-  return { text: `CALL ${MANIFEST}.run_statements(${literal(encodeStatements(texts))})`, constraints: [], packedConstraints: gated.flatMap((g) => g.constraints) };
+  return {
+    text: `CALL ${MANIFEST}.run_statements(${literal(encodeStatements(texts))})`,
+    constraints: [],
+    packedConstraints: gated.flatMap((g) => g.constraints),
+  };
 }
 
 /** A `$n` text with its values as literals (PostgreSQL's standard strings: a backslash is itself). */
@@ -224,7 +223,8 @@ function tableAttributesOf(text: string, attributes: TableAttributes | undefined
   }
   if (!node || kindOf(node) !== 'CreateStmt') return undefined;
   const create = node.CreateStmt as { relation: { schemaname?: string; relname: string }; if_not_exists?: boolean; tableElts?: Record<string, unknown>[] };
-  const name = (r: { schemaname?: string; relname: string }): TableName => (r.schemaname === undefined ? { table: r.relname } : { schema: r.schemaname, table: r.relname });
+  const name = (r: { schemaname?: string; relname: string }): TableName =>
+    r.schemaname === undefined ? { table: r.relname } : { schema: r.schemaname, table: r.relname };
   const table = name(create.relation);
   const ifNew = create.if_not_exists === true;
   if (attributes) return { table, ifNew, attributes };
@@ -307,17 +307,20 @@ export function recordKeyStatements(gated: Pick<GatedSql, 'constraints' | 'dropp
     values: [regclassName(d.table), d.name, String(d.missingOk), regclassName(d.table)],
   }));
   const attributes = gated.tableAttributes;
-  const table = attributes === undefined ? [] : [
-    'attributes' in attributes
-      ? {
-          text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_table_attributes(to_regclass($1)::oid, $2::json, $3)`,
-          values: [regclassName(attributes.table), JSON.stringify(attributes.attributes), String(attributes.ifNew)],
-        }
-      : {
-          text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.copy_table_attributes(to_regclass($1)::oid, to_regclass($2)::oid, $3)`,
-          values: [regclassName(attributes.table), regclassName(attributes.likeOf), String(attributes.ifNew)],
-        },
-  ];
+  const table =
+    attributes === undefined
+      ? []
+      : [
+          'attributes' in attributes
+            ? {
+                text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.record_table_attributes(to_regclass($1)::oid, $2::json, $3)`,
+                values: [regclassName(attributes.table), JSON.stringify(attributes.attributes), String(attributes.ifNew)],
+              }
+            : {
+                text: `SELECT ${SYSTEM_VIEWS_SCHEMA}.copy_table_attributes(to_regclass($1)::oid, to_regclass($2)::oid, $3)`,
+                values: [regclassName(attributes.table), regclassName(attributes.likeOf), String(attributes.ifNew)],
+              },
+        ];
   return [...recorded, ...dropped, ...table];
 }
 

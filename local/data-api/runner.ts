@@ -26,15 +26,15 @@
 // cluster that cannot be reached.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
+import { DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';
+import { localUserPassword } from '../database-users.ts';
 import { endPool, newClient, newPool, withClient } from '../pg-clients.ts';
 import type { PgConnection } from '../postgres.ts';
-import { localUserPassword } from '../database-users.ts';
-import { DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';
 import { DataApiError } from './errors.ts';
-import { isKnownType, type ColumnSource } from './fields.ts';
+import { type ColumnSource, isKnownType } from './fields.ts';
+import { installRedshiftFunctions } from './redshift-functions/functions.ts';
 import type { Statement, StatementPart, StatementTarget, StoredResult } from './statement.ts';
 import { installSystemViews, sessionSearchPath, type TargetKind } from './system-views.ts';
-import { installRedshiftFunctions } from './redshift-functions/functions.ts';
 
 /**
  * Redshift's two isolation levels, both snapshot-based: a transaction's

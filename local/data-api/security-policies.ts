@@ -53,10 +53,7 @@ type Translate = (text: string) => PolicyStatement | undefined;
 
 const rls: Record<string, Translate> = {
   CREATE: (text) => {
-    const m = new RegExp(
-      String.raw`^CREATE\s+RLS\s+POLICY\s+(${IDENT})(?:\s+WITH\s*${LIST}(?:\s+AS\s+(${IDENT}))?)?\s+USING\s*\(([\s\S]*)\)$`,
-      'i',
-    ).exec(text);
+    const m = new RegExp(String.raw`^CREATE\s+RLS\s+POLICY\s+(${IDENT})(?:\s+WITH\s*${LIST}(?:\s+AS\s+(${IDENT}))?)?\s+USING\s*\(([\s\S]*)\)$`, 'i').exec(text);
     if (!m) return undefined;
     const columns = m[2] === undefined ? [] : withColumns(m[2]);
     if (columns === undefined) return undefined;
@@ -87,9 +84,7 @@ function attachment(text: string, verb: 'ATTACH' | 'DETACH'): PolicyStatement | 
   ).exec(text);
   if (!m) return undefined;
   const fn = verb === 'ATTACH' ? 'attach_rls_policy' : 'detach_rls_policy';
-  const calls = split(m[2]!).flatMap((t) =>
-    grantees(m[3]!).map((g) => `${S}.${fn}(${lit(name(m[1]!))}, ${table(t)}, ${lit(g.name)}, ${lit(g.kind)})`),
-  );
+  const calls = split(m[2]!).flatMap((t) => grantees(m[3]!).map((g) => `${S}.${fn}(${lit(name(m[1]!))}, ${table(t)}, ${lit(g.name)}, ${lit(g.kind)})`));
   return { text: `SELECT ${calls.join(', ')}` };
 }
 
@@ -128,7 +123,9 @@ const masking: Record<string, Translate> = {
     const m = new RegExp(String.raw`^DETACH\s+MASKING\s+POLICY\s+(${IDENT})\s+ON\s+(${QUALIFIED})\s*\(([^)]*)\)\s+FROM\s+(${GRANTEE})$`, 'i').exec(text);
     if (!m) return undefined;
     const [g] = grantees(m[4]!);
-    return { text: `SELECT ${S}.detach_masking_policy(${lit(name(m[1]!))}, ${table(m[2]!)}, ${lit(JSON.stringify(columnNames(m[3]!)))}, ${lit(g!.name)}, ${lit(g!.kind)})` };
+    return {
+      text: `SELECT ${S}.detach_masking_policy(${lit(name(m[1]!))}, ${table(m[2]!)}, ${lit(JSON.stringify(columnNames(m[3]!)))}, ${lit(g!.name)}, ${lit(g!.kind)})`,
+    };
   },
 };
 
@@ -188,7 +185,13 @@ function lookupTables(predicate: string): string[] {
     if (Array.isArray(value)) return value.forEach(walk);
     if (value === null || typeof value !== 'object') return;
     const range = (value as { RangeVar?: { schemaname?: string; relname: string } }).RangeVar;
-    if (range) found.add([range.schemaname, range.relname].filter((n) => n !== undefined).map((n) => `"${n!.replace(/"/g, '""')}"`).join('.'));
+    if (range)
+      found.add(
+        [range.schemaname, range.relname]
+          .filter((n) => n !== undefined)
+          .map((n) => `"${n!.replace(/"/g, '""')}"`)
+          .join('.'),
+      );
     Object.values(value).forEach(walk);
   };
   walk(nodes);

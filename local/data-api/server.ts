@@ -13,7 +13,7 @@ import type { PgConnection } from '../postgres.ts';
 import { DataApiError } from './errors.ts';
 import type { InformationalConstraint } from './informational-keys.ts';
 import { InformationalConstraints } from './redshift-mode.ts';
-import { StatementRunner, type Isolation, type StatementFault } from './runner.ts';
+import { type Isolation, type StatementFault, StatementRunner } from './runner.ts';
 import { type EnvironmentalFault, RedshiftDataService } from './service.ts';
 import { StatementStore } from './statement-store.ts';
 

@@ -6,10 +6,10 @@ import type { AwsJsonCaller } from '../aws-json-server.ts';
 import { describeColumns, listDatabases, listSchemas, listTables, type PageRequest } from './catalog.ts';
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
-import { checkAllReferenced, translate, validateParameters, type SqlParameter, type TranslatedSql } from './params.ts';
-import { gate, type GatedSql, type InformationalConstraints, recordKeyStatements } from './redshift-mode.ts';
+import { checkAllReferenced, type SqlParameter, type TranslatedSql, translate, validateParameters } from './params.ts';
+import { type GatedSql, gate, type InformationalConstraints, recordKeyStatements } from './redshift-mode.ts';
 import type { StatementRunner } from './runner.ts';
-import { Statement, StatementPart, type ExecutionMode, type StatementStatus, type StatementTarget } from './statement.ts';
+import { type ExecutionMode, Statement, StatementPart, type StatementStatus, type StatementTarget } from './statement.ts';
 import type { StatementStore } from './statement-store.ts';
 
 export interface RedshiftDataServiceOptions {
@@ -80,7 +80,9 @@ export class RedshiftDataService {
     checkAllReferenced(sqls as string[], parameters);
     const mode = input.ExecutionMode ?? 'TRANSACTION';
     if (mode !== 'TRANSACTION' && mode !== 'AUTO_COMMIT') {
-      throw validation(`1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`);
+      throw validation(
+        `1 validation error detected: Value '${String(mode)}' at 'executionMode' failed to satisfy constraint: Member must satisfy enum value set: [TRANSACTION, AUTO_COMMIT]`,
+      );
     }
     const id = randomUUID();
     const gated = this.prepare(sqls as string[], parameters, mode === 'TRANSACTION' && sqls.length > 1);
@@ -143,7 +145,9 @@ export class RedshiftDataService {
     }
     const status = input.Status as string | undefined;
     if (status !== undefined && status !== 'ALL' && !STATUSES.includes(status)) {
-      throw validation(`1 validation error detected: Value '${status}' at 'status' failed to satisfy constraint: Member must satisfy enum value set: [${[...STATUSES, 'ALL'].join(', ')}]`);
+      throw validation(
+        `1 validation error detected: Value '${status}' at 'status' failed to satisfy constraint: Member must satisfy enum value set: [${[...STATUSES, 'ALL'].join(', ')}]`,
+      );
     }
     const max = input.MaxResults === undefined || input.MaxResults === 0 ? 100 : Number(input.MaxResults);
     if (!Number.isInteger(max) || max < 0 || max > 100) throw validation('MaxResults must be between 0 and 100.');
@@ -211,7 +215,10 @@ export class RedshiftDataService {
   private prepare(sqls: string[], parameters: SqlParameter[], inTransaction: boolean): (GatedSql & { sql: TranslatedSql })[] {
     const translated = sqls.map((sql) => translate(sql, parameters));
     const gated: GatedSql[] = this.options.constraints
-      ? gate(translated.map((t) => t.text), inTransaction)
+      ? gate(
+          translated.map((t) => t.text),
+          inTransaction,
+        )
       : translated.map((t) => ({ text: t.text, constraints: [] }));
     return gated.map((g, i) => ({
       ...g,
@@ -267,9 +274,13 @@ export class RedshiftDataService {
       void statement.ended.then(() => this.recordConstraints(statement, gated));
     }
     if (fault) {
-      throw new DataApiError(spec.isBatch ? 'BatchExecuteStatementException' : 'ExecuteStatementException', 'The SQL statement encountered an environmental error while running.', {
-        StatementId: statement.id,
-      });
+      throw new DataApiError(
+        spec.isBatch ? 'BatchExecuteStatementException' : 'ExecuteStatementException',
+        'The SQL statement encountered an environmental error while running.',
+        {
+          StatementId: statement.id,
+        },
+      );
     }
     await waitFor(statement, input.WaitTimeSeconds);
     return executeOutput(statement);
@@ -280,14 +291,17 @@ export class RedshiftDataService {
     const atomic = statement.isBatch && statement.executionMode === 'TRANSACTION';
     if (atomic && statement.status !== 'FINISHED') return;
     statement.parts.forEach((part, i) => {
-      if (part.status === 'FINISHED') this.options.constraints?.record(statement.target.database, [...gated[i]!.constraints, ...(gated[i]!.packedConstraints ?? [])]);
+      if (part.status === 'FINISHED')
+        this.options.constraints?.record(statement.target.database, [...gated[i]!.constraints, ...(gated[i]!.packedConstraints ?? [])]);
     });
   }
 }
 
 function requireSql(sql: unknown, member: string): string {
   if (typeof sql !== 'string' || sql.length === 0) {
-    throw validation(`1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must not be null and must have length greater than or equal to 1`);
+    throw validation(
+      `1 validation error detected: Value at '${member}' failed to satisfy constraint: Member must not be null and must have length greater than or equal to 1`,
+    );
   }
   if (Buffer.byteLength(sql) > MAX_SQL_BYTES) {
     throw validation(`The SQL statement is ${Buffer.byteLength(sql)} bytes; the maximum is ${MAX_SQL_BYTES} bytes (100 KB).`);

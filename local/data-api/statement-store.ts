@@ -95,7 +95,9 @@ export class StatementStore {
   get(id: unknown): { statement: Statement; part?: StatementPart } {
     const match = typeof id === 'string' ? ID.exec(id) : null;
     if (!match) {
-      throw validation(`1 validation error detected: Value '${String(id)}' at 'id' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-z0-9]{8}(-[a-z0-9]{4}){3}-[a-z0-9]{12}(:\\d+)?$`);
+      throw validation(
+        `1 validation error detected: Value '${String(id)}' at 'id' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-z0-9]{8}(-[a-z0-9]{4}){3}-[a-z0-9]{12}(:\\d+)?$`,
+      );
     }
     const statement = this.statements.get(match[1]!);
     if (!statement) throw notFound(id as string);

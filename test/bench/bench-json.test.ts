@@ -74,7 +74,23 @@ describe('npm run bench -- --json', () => {
   it('prints one JSON object with every figure, finite, and ratios that are the quotients of their medians', async () => {
     const { stdout } = await run(
       'npm',
-      ['run', '-s', 'bench', '--', '--rows', '2000', '--repeat', '1', '--long-batch-hours', String(LONG_BATCH_HOURS), '--json', '--pg-dir', path.join(STATE_DIR, 'test-pg'), '--database', DATABASE],
+      [
+        'run',
+        '-s',
+        'bench',
+        '--',
+        '--rows',
+        '2000',
+        '--repeat',
+        '1',
+        '--long-batch-hours',
+        String(LONG_BATCH_HOURS),
+        '--json',
+        '--pg-dir',
+        path.join(STATE_DIR, 'test-pg'),
+        '--database',
+        DATABASE,
+      ],
       { maxBuffer: 16 * 1024 * 1024, timeout: SAFETY_NET_MS },
     );
     const lines = stdout.trim().split('\n');
@@ -93,7 +109,13 @@ describe('npm run bench -- --json', () => {
     expect(figures.planWindowOutputBytes as number).toBeGreaterThan(figures.planOutputBytes as number);
     expect(figures).toMatchObject({ rows: 1980, chunks: 60, repeat: 1 });
     // The long batch published every hour once, and the next batch was refused as too long.
-    expect(figures).toMatchObject({ longBatchHours: LONG_BATCH_HOURS, longBatchChunkLoads: LONG_BATCH_HOURS, longBatchChunksNotLoadedOnce: 0, longBatchLiveDifferences: 0, longBatchTooLongRefused: true });
+    expect(figures).toMatchObject({
+      longBatchHours: LONG_BATCH_HOURS,
+      longBatchChunkLoads: LONG_BATCH_HOURS,
+      longBatchChunksNotLoadedOnce: 0,
+      longBatchLiveDifferences: 0,
+      longBatchTooLongRefused: true,
+    });
     expect(figures.overheadRatio).toBe((figures.fullRunMs as number) / (figures.insertRenameMs as number));
     expect(figures.ctasRatio).toBe((figures.fullRunMs as number) / (figures.ctasRenameMs as number));
     expect(figures.reconcileRatio).toBe((figures.reconcileGateMs as number) / (figures.reconcileBaselineMs as number));

@@ -19,9 +19,9 @@ import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';
-import { pipelines } from '../../pipelines/index.ts';
-import { MIN_SAMPLE_DAYS } from '../../local/recent-sample.ts';
 import { dropDatabase } from '../../local/postgres.ts';
+import { MIN_SAMPLE_DAYS } from '../../local/recent-sample.ts';
+import { pipelines } from '../../pipelines/index.ts';
 import { day, fail, flat, runCli, spawnCli, spawnInTerminal, startCli, useCli } from '../support/cli.ts';
 import { atomicPublish } from '../support/local-up-process.ts';
 import { closedPort } from '../support/unreachable.ts';
@@ -73,10 +73,25 @@ describe('before any publication', () => {
     const cases: [string, string[], RegExp, 'usage' | 'refused'][] = [
       ['an unknown pipeline', ['run', 'nope'], /unknown pipeline "nope"; known pipelines: sales_order_lines/, 'refused'],
       ['a reversed interval', ['backfill', 'sales_order_lines', '--from', day(5), '--to', day(3)], /interval is empty or reversed/, 'refused'],
-      ['an interval off the grain, naming the flag typed', ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'], /^--to 2026-01-05T03:00:00.000Z is not on a day boundary/m, 'refused'],
+      [
+        'an interval off the grain, naming the flag typed',
+        ['plan', 'sales_order_lines', '--to', '2026-01-05T03:00:00Z'],
+        /^--to 2026-01-05T03:00:00.000Z is not on a day boundary/m,
+        'refused',
+      ],
       ['a backfill without --from', ['backfill', 'sales_order_lines', '--to', day(5)], /backfill needs --from and --to/, 'usage'],
-      ['a swap backfill not from historyStart', ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)], /publishes by swap, which rebuilds the whole table: --from must be omitted or equal historyStart/, 'refused'],
-      ['a rollback before any publication', ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'], /has never published: there is nothing to roll back/, 'refused'],
+      [
+        'a swap backfill not from historyStart',
+        ['backfill', 'sales_order_lines', '--from', day(2), '--to', day(5)],
+        /publishes by swap, which rebuilds the whole table: --from must be omitted or equal historyStart/,
+        'refused',
+      ],
+      [
+        'a rollback before any publication',
+        ['rollback', 'sales_order_lines', '--to', '0123456789abcdef'],
+        /has never published: there is nothing to roll back/,
+        'refused',
+      ],
       ['an unknown command', ['publish-everything'], /unknown command/, 'usage'],
       ['a check without --from', ['check', 'sales_order_lines', '--to', day(5)], /check needs --from and --to/, 'usage'],
       ['a check of an unknown pipeline', ['check', 'nope', '--from', day(0), '--to', day(5)], /unknown pipeline "nope"/, 'refused'],
@@ -102,7 +117,7 @@ describe('before any publication', () => {
       expect(api.started()).toEqual([]);
     });
 
-    it('--version prints package.json\'s version and exits 0', async () => {
+    it("--version prints package.json's version and exits 0", async () => {
       const { version } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string };
       for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, out: version, err: '' });
     });
@@ -116,11 +131,15 @@ describe('before any publication', () => {
     });
 
     it('an unreachable Data API endpoint: refused before Step Functions is asked', async () => {
-      const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+      const ran = await cli(['run', 'sales_order_lines', '--to', day(5)], {
+        env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` },
+      });
       expect(ran.code).toBe(2);
       expect(flat(ran.err)).toMatch(/cannot reach an endpoint.*nothing was started/);
       expect((await sfn.send(new ListExecutionsCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn }))).executions).toEqual([]);
-      const json = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)], { env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` } });
+      const json = await cli(['--json', 'run', 'sales_order_lines', '--to', day(5)], {
+        env: { ...c.env, REDSHIFT_DATA_ENDPOINT: `http://127.0.0.1:${await closedPort()}` },
+      });
       expect(json.code).toBe(2);
       expect(JSON.parse(json.out)).toEqual({ error: { kind: 'unreachable', message: expect.stringMatching(/^cannot reach an endpoint/), exitCode: 2 } });
     });
@@ -157,11 +176,25 @@ describe('plan, run, status, history', () => {
       const { ran, again, started, live, expected, publications } = published.arranged;
       expect(ran.code).toBe(0);
       const result = JSON.parse(ran.out);
-      expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'published', started: true, execution: nameOf(day(0), day(5)), batchId: batchOf(day(0), day(5)), chunks: 5, chunksLoaded: 5, rows: 100 });
+      expect(result).toMatchObject({
+        status: 'SUCCEEDED',
+        outcome: 'published',
+        started: true,
+        execution: nameOf(day(0), day(5)),
+        batchId: batchOf(day(0), day(5)),
+        chunks: 5,
+        chunksLoaded: 5,
+        rows: 100,
+      });
       expect(live).toEqual(expected);
 
       expect(again.code).toBe(0);
-      expect(JSON.parse(again.out)).toMatchObject({ status: 'SUCCEEDED', started: false, outcome: 'published', reason: `execution ${nameOf(day(0), day(5))} of this command already succeeded` });
+      expect(JSON.parse(again.out)).toMatchObject({
+        status: 'SUCCEEDED',
+        started: false,
+        outcome: 'published',
+        reason: `execution ${nameOf(day(0), day(5))} of this command already succeeded`,
+      });
       // One shape: the run that published and the one that found it done.
       expect(fields(ran.out)).toEqual(RESULT_FIELDS);
       expect(fields(again.out)).toEqual(RESULT_FIELDS);
@@ -195,7 +228,12 @@ describe('plan, run, status, history', () => {
       const status = named.pipelines[0];
       expect(all.pipelines[0]).toMatchObject({ live: status.live, lastBatch: status.lastBatch });
       expect(status.alarms).toBeNull();
-      expect(status).toMatchObject({ live: { seq: 1, batchId: batchOf(day(0), day(5)) }, lastBatch: { status: 'PUBLISHED' }, freshness: { slaMinutes: PIPELINE.freshness.slaMinutes }, running: [] });
+      expect(status).toMatchObject({
+        live: { seq: 1, batchId: batchOf(day(0), day(5)) },
+        lastBatch: { status: 'PUBLISHED' },
+        freshness: { slaMinutes: PIPELINE.freshness.slaMinutes },
+        running: [],
+      });
       // The data's own age: the newest event time in the live table, as the monitor reads it.
       const [newest] = await wf.query<{ newest: string }>(`SELECT to_char(MAX(${PIPELINE.timeColumn}), 'YYYY-MM-DD HH24:MI:SS') AS newest FROM ${LIVE}`);
       expect(status.dataLag.newestEvent).toContain(newest!.newest);
@@ -232,7 +270,8 @@ describe('plan, run, status, history', () => {
 
 describe('check: the gate without publishing', () => {
   const interval = { from: new Date(day(0)), to: new Date(day(5)) };
-  const checkOf = (n: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(0), to: day(5) }, PIPELINE, new Date()), { kind: 'check', n });
+  const checkOf = (n: number) =>
+    batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(0), to: day(5) }, PIPELINE, new Date()), { kind: 'check', n });
 
   describe('a first check, after a publication', () => {
     const { wf, api, cli } = useCli(published);
@@ -246,14 +285,23 @@ describe('check: the gate without publishing', () => {
 
       expect(ran.code, ran.err).toBe(0);
       expect(ran.out).toMatch(/staging_rows_match_source\s+│ passed/);
-      expect(flat(ran.out)).toContain(`Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`);
+      expect(flat(ran.out)).toContain(
+        `Check 1 of sales_order_lines ${day(0)} .. ${day(5)} PASSED (execution ${checkRunName(PIPELINE.name, interval, 1, 1)}, batch ${checkOf(1)}); nothing was published.`,
+      );
       expect(api.started()).toContain(checkRunName(PIPELINE.name, interval, 1, 1));
       expect(checkRunName(PIPELINE.name, interval, 1, 1)).not.toBe(nameOf(day(0), day(5)));
       expect(await wf.fingerprint('analytics.sales_order_lines')).toEqual(live);
       expect(await publications()).toBe(before);
-      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).pipelines[0].lastBatch).toMatchObject({ batchId: batchOf(day(0), day(5)), status: 'PUBLISHED' });
+      expect(JSON.parse((await cli(['--json', 'status', 'sales_order_lines'])).out).pipelines[0].lastBatch).toMatchObject({
+        batchId: batchOf(day(0), day(5)),
+        status: 'PUBLISHED',
+      });
       expect((await cli(['history', 'sales_order_lines'])).out).toMatch(new RegExp(`│ ${checkOf(1)} +│.*\n│ swap \\(check\\) +│`));
-      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0]).toMatchObject({ batchId: checkOf(1), purpose: 'check', status: 'CHECK_PASSED' });
+      expect(JSON.parse((await cli(['--json', 'history', 'sales_order_lines'])).out).batches[0]).toMatchObject({
+        batchId: checkOf(1),
+        purpose: 'check',
+        status: 'CHECK_PASSED',
+      });
 
       // --json reports the gate's verdict, not how the execution ended.
       const json = await cli(['--json', 'check', 'sales_order_lines', '--from', day(0), '--to', day(5), '--poll-ms', '50']);
@@ -282,8 +330,21 @@ describe('check: the gate without publishing', () => {
       expect(ran.code).toBe(1);
       const result = JSON.parse(ran.out);
       expect(fields(ran.out)).toEqual([...RESULT_FIELDS, 'check', 'checks', 'failed', 'passed'].sort());
-      expect(result).toMatchObject({ status: 'SUCCEEDED', outcome: 'failed', check: 2, batchId: checkOf(2), passed: false, failed: ['business_key_unique'], execution: checkRunName(PIPELINE.name, interval, 2, 1) });
-      expect(result.checks[0]).toMatchObject({ check: 'business_key_unique', passed: false, observed: '1 key value(s) on more than one row', expected: 'each (order_id, line_no) on one row' });
+      expect(result).toMatchObject({
+        status: 'SUCCEEDED',
+        outcome: 'failed',
+        check: 2,
+        batchId: checkOf(2),
+        passed: false,
+        failed: ['business_key_unique'],
+        execution: checkRunName(PIPELINE.name, interval, 2, 1),
+      });
+      expect(result.checks[0]).toMatchObject({
+        check: 'business_key_unique',
+        passed: false,
+        observed: '1 key value(s) on more than one row',
+        expected: 'each (order_id, line_no) on one row',
+      });
       expect(result.checks.at(-1).passed).toBe(true);
       expect(result.next).toMatch(/^nothing was published\. The failing checks above say what differs/);
 
@@ -392,7 +453,10 @@ describe('Ctrl-C while following, in a terminal (a real process)', () => {
     );
     child.stderr!.resume();
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    await Promise.race([Promise.all([hold.entered, drawn]), exited.then((code) => fail(`the command exited ${code} before its bar was drawn over a held load: ${out}`))]);
+    await Promise.race([
+      Promise.all([hold.entered, drawn]),
+      exited.then((code) => fail(`the command exited ${code} before its bar was drawn over a held load: ${out}`)),
+    ]);
 
     child.stdin!.write('\x03');
 
@@ -445,9 +509,14 @@ describe('rollback', () => {
       expect(ran.err).toMatch(/Nothing was started\.$/);
     };
 
-    it('refuses each with exit 2 and Plan\'s reason, before starting an execution or paging anyone', async () => {
+    it("refuses each with exit 2 and Plan's reason, before starting an execution or paging anyone", async () => {
       // What to do instead: the command, with a batch that is retained.
-      await refused(['--to', '0123456789abcdef'], new RegExp(`0123456789abcdef is not a batch of pipeline sales_order_lines .*roll back to one with \`atomic-publish rollback sales_order_lines --to ${first}\``));
+      await refused(
+        ['--to', '0123456789abcdef'],
+        new RegExp(
+          `0123456789abcdef is not a batch of pipeline sales_order_lines .*roll back to one with \`atomic-publish rollback sales_order_lines --to ${first}\``,
+        ),
+      );
       await refused(['--to', 'yesterday'], /: --to must be a batch id \(16 hexadecimal digits/);
       // The old version of publication 2 (batch `first`) dropped outside atomic-publish, then marked dropped as Cleanup does.
       const [held] = await wf.query<{ old_version_table: string }>('SELECT old_version_table FROM atomic_publish.publications WHERE seq = 2');
@@ -494,14 +563,20 @@ describe('a run while another execution holds the lease', () => {
   it('ends busy with exit 1, having run nothing; the command again after the holder ended runs its next attempt', async () => {
     const hold = holdLoadsFrom(0);
     const holder = await sfn.send(
-      new StartExecutionCommand({ stateMachineArn: wf.runner.workflow.stateMachineArn, name: 'lease-holder', input: JSON.stringify({ pipeline: PIPELINE.name, to: day(9) }) }),
+      new StartExecutionCommand({
+        stateMachineArn: wf.runner.workflow.stateMachineArn,
+        name: 'lease-holder',
+        input: JSON.stringify({ pipeline: PIPELINE.name, to: day(9) }),
+      }),
     );
     await hold.entered;
     const busy = await cli(['--json', 'run', 'sales_order_lines', '--to', day(9), '--poll-ms', '50']);
     expect(busy.code).toBe(1);
     expect(JSON.parse(busy.out)).toMatchObject({ status: 'SUCCEEDED', outcome: 'busy', execution: nameOf(day(0), day(9)) });
     expect(fields(busy.out)).toEqual(RESULT_FIELDS);
-    expect(JSON.parse(busy.out).next).toBe(`run \`atomic-publish run sales_order_lines --to ${day(9)}\` again once that execution has ended: the next attempt runs.`);
+    expect(JSON.parse(busy.out).next).toBe(
+      `run \`atomic-publish run sales_order_lines --to ${day(9)}\` again once that execution has ended: the next attempt runs.`,
+    );
 
     hold.release();
     await wf.runner.describe(holder.executionArn!)!.running.result;
@@ -517,7 +592,7 @@ describe('a run while another execution holds the lease', () => {
 describe('a failed run', () => {
   const { wf, cli } = useCli(sampled);
 
-  it('exits 1 with the alert\'s reason and its next step', async () => {
+  it("exits 1 with the alert's reason and its next step", async () => {
     wf.faults.Reconcile = async () => {
       throw Object.assign(new Error('1 check(s) failed for the batch: staging_rows_match_source'), { name: 'CheckFailedError' });
     };
@@ -585,7 +660,10 @@ describe('local up (a real process)', () => {
       expect(JSON.parse(plan.out).chunks).toHaveLength(UP_SAMPLE_DAYS);
       const morning = await atomicPublish(['--json', 'plan', 'daily_sales'], printed);
       expect(JSON.parse(morning.out).chunks).toHaveLength(2);
-      const backfill = await atomicPublish(['--json', 'plan', 'daily_sales', '--from', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_FROM!, '--to', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_TO!], printed);
+      const backfill = await atomicPublish(
+        ['--json', 'plan', 'daily_sales', '--from', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_FROM!, '--to', printed.ATOMIC_PUBLISH_SAMPLE_CORRECTED_TO!],
+        printed,
+      );
       expect(JSON.parse(backfill.out).chunks).toHaveLength(2);
     } finally {
       child.kill('SIGINT');

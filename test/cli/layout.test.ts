@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { fitColumns, MAX_WIDTH, outputWidth, shortTime, wrap } from '../../cli/layout.ts';
 
 describe('outputWidth', () => {
-  it('is 120, or a narrower terminal\'s width', () => {
+  it("is 120, or a narrower terminal's width", () => {
     expect(outputWidth(undefined)).toBe(MAX_WIDTH);
     expect(outputWidth(200)).toBe(MAX_WIDTH);
     expect(outputWidth(80)).toBe(80);
@@ -28,7 +28,7 @@ describe('wrap', () => {
     expect(wrap('ab 0123456789abcdef', 6, { breakWords: true })).toBe('ab\n012345\n6789ab\ncdef');
   });
 
-  it('repeats a line\'s indentation on the lines it continues on', () => {
+  it("repeats a line's indentation on the lines it continues on", () => {
     expect(wrap('  one two three', 9)).toBe('  one two\n  three');
   });
 });
@@ -37,16 +37,33 @@ describe('fitColumns', () => {
   const borders = (n: number) => 3 * n + 1;
 
   it('keeps a table that fits as it is', () => {
-    expect(fitColumns([['a', 'bb'], ['ccc', 'd']], 40)).toEqual([3, 2]);
+    expect(
+      fitColumns(
+        [
+          ['a', 'bb'],
+          ['ccc', 'd'],
+        ],
+        40,
+      ),
+    ).toEqual([3, 2]);
   });
 
   it('narrows the widest column first, to the width its wrapped cells take, down to its longest word', () => {
-    const cells = [['batch', 'observed'], ['0123456789abcdef', 'one two three four five six seven']];
+    const cells = [
+      ['batch', 'observed'],
+      ['0123456789abcdef', 'one two three four five six seven'],
+    ];
     const widths = fitColumns(cells, 16 + 14 + borders(2));
     expect(widths[0]).toBe(16);
     expect(widths[1]).toBeLessThanOrEqual(14);
     // No room left unused: the widest wrapped line of the column is its width.
-    expect(Math.max(...wrap(cells[1]![1]!, widths[1]!).split('\n').map((l) => l.length))).toBe(widths[1]);
+    expect(
+      Math.max(
+        ...wrap(cells[1]![1]!, widths[1]!)
+          .split('\n')
+          .map((l) => l.length),
+      ),
+    ).toBe(widths[1]);
   });
 
   it('cuts words only when every column is down to its longest word', () => {

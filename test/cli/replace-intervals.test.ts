@@ -11,7 +11,8 @@ import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { day, flat, startCli, useCli } from '../support/cli.ts';
 import { PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 
-const batchOf = (from: number, to: number) => batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(from), to: day(to) }, PIPELINE, new Date()));
+const batchOf = (from: number, to: number) =>
+  batchIdFor(PIPELINE, resolveInterval({ pipeline: PIPELINE.name, from: day(from), to: day(to) }, PIPELINE, new Date()));
 const [EARLIER, LATER] = [batchOf(2, 4), batchOf(4, 6)];
 
 /** Publication 1 replaced days 2..4 (batch EARLIER), publication 2 days 4..6 (batch LATER). */
@@ -19,7 +20,10 @@ const twice = useWorkflowFixture('cli_intervals', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });
   const { cli, close } = await startCli(wf);
   try {
-    for (const [from, to] of [[2, 4], [4, 6]] as const) {
+    for (const [from, to] of [
+      [2, 4],
+      [4, 6],
+    ] as const) {
       const ran = await cli(['backfill', PIPELINE.name, '--from', day(from), '--to', day(to), '--poll-ms', '50']);
       if (ran.code !== 0) throw new Error(`the arranged backfill of days ${from}..${to} failed: ${ran.out} ${ran.err}`);
     }
@@ -56,7 +60,10 @@ describe('a rollback of the latest publication, and of that rollback', () => {
     const rolledBack = await cli(['--json', 'rollback', PIPELINE.name, '--poll-ms', '50']);
     expect(rolledBack.code, rolledBack.err).toBe(0);
     // The manifest records the rollback (publication 3) under the batch it took away.
-    expect(await status()).toMatchObject({ live: { seq: 1, batchId: EARLIER, rollbackOf: null }, latestPublication: { seq: 3, batchId: LATER, rollbackOf: 2 } });
+    expect(await status()).toMatchObject({
+      live: { seq: 1, batchId: EARLIER, rollbackOf: null },
+      latestPublication: { seq: 3, batchId: LATER, rollbackOf: 2 },
+    });
     expect((await cli(['status', PIPELINE.name])).out).toMatch(new RegExp(`#1 ${EARLIER} .*\\n.*since #3 \\(rollback of #2\\)`));
 
     const undone = await cli(['--json', 'rollback', PIPELINE.name, '--poll-ms', '50']);

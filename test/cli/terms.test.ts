@@ -7,7 +7,9 @@ const ARN = 'arn:aws:states:eu-west-1:123456789012:stateMachine:atomic-publish';
 
 describe('inCliTerms', () => {
   it('names the flags for the input fields a refusal names', () => {
-    expect(inCliTerms('input.to 2026-01-05T03:00:00.000Z is not on a day boundary in UTC', ARN)).toBe('--to 2026-01-05T03:00:00.000Z is not on a day boundary in UTC');
+    expect(inCliTerms('input.to 2026-01-05T03:00:00.000Z is not on a day boundary in UTC', ARN)).toBe(
+      '--to 2026-01-05T03:00:00.000Z is not on a day boundary in UTC',
+    );
     expect(inCliTerms('input.from must be omitted or equal historyStart', ARN)).toBe('--from must be omitted or equal historyStart');
     expect(inCliTerms('input.rollback.to must be a batch id', ARN)).toBe('--to must be a batch id');
   });
@@ -20,7 +22,9 @@ describe('inCliTerms', () => {
     expect(inCliTerms('roll back to one with {"pipeline":"orders","rollback":{"to":"0123456789abcdef"}}', ARN)).toBe(
       'roll back to one with `atomic-publish rollback orders --to 0123456789abcdef`',
     );
-    expect(inCliTerms('newest first, with {"pipeline": "orders", "rollback": {}}; input.rollback.to, a batch', ARN)).toBe('newest first, with `atomic-publish rollback orders`; --to, a batch');
+    expect(inCliTerms('newest first, with {"pipeline": "orders", "rollback": {}}; input.rollback.to, a batch', ARN)).toBe(
+      'newest first, with `atomic-publish rollback orders`; --to, a batch',
+    );
   });
 
   it('leaves JSON that is no execution input, and text with braces, as it is', () => {

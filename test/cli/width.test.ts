@@ -19,17 +19,20 @@ const arranged = useWorkflowFixture('cli_width', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });
   const { cli, close } = await startCli(wf);
   try {
-    for (const [from, to] of [[2, 4], [4, 6]] as const) {
+    for (const [from, to] of [
+      [2, 4],
+      [4, 6],
+    ] as const) {
       const ran = await cli(['backfill', P, '--from', day(from), '--to', day(to), '--poll-ms', '50']);
       if (ran.code !== 0) throw new Error(`the arranged backfill of days ${from}..${to} failed: ${ran.out} ${ran.err}`);
     }
   } finally {
     await close();
   }
-  await wf.query(`INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 1`, [
-    day(6).slice(0, 19),
-    day(7).slice(0, 19),
-  ]);
+  await wf.query(
+    `INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2 ORDER BY order_id, line_no LIMIT 1`,
+    [day(6).slice(0, 19), day(7).slice(0, 19)],
+  );
 });
 
 /** The lines of what a command printed, stdout and stderr. */
@@ -73,7 +76,10 @@ describe('human output within the width', () => {
     // Without the fitting, these tables are wider than 120.
     expect(Math.max(...linesOf(ran.history).map((l) => l.length))).toBeGreaterThan(100);
 
-    for (const argv of [['status', P], ['history', P]]) {
+    for (const argv of [
+      ['status', P],
+      ['history', P],
+    ]) {
       const narrow = await cli(argv, 100);
       expect(narrow.code).toBe(0);
       expect(tooWide(narrow.out.split('\n'), 100)).toEqual([]);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { grainUnits, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { planChunks } from '../../domain/plan.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+import { pipelineWith } from './fixtures.ts';
 
 const at = (iso: string) => new Date(iso);
 const daily = pipelineWith({ chunk: { grain: 'day', targetRows: 100 } });
@@ -93,7 +93,12 @@ describe('sortKeyWarning', () => {
   const customers = { schema: 'raw', table: 'customers' };
 
   it('is silent when a table the source reads is sorted first on the time column', () => {
-    expect(sortKeyWarning(daily, [{ table: orders, firstSortColumn: 'ordered_at' }, { table: customers, firstSortColumn: undefined }])).toBeUndefined();
+    expect(
+      sortKeyWarning(daily, [
+        { table: orders, firstSortColumn: 'ordered_at' },
+        { table: customers, firstSortColumn: undefined },
+      ]),
+    ).toBeUndefined();
   });
 
   it('names each table and how it is sorted otherwise, and what to do', () => {

@@ -17,14 +17,25 @@ const LIVE: LiveColumn[] = [
   { name: 'status', dataType: 'character varying' },
   { name: 'customer_id', dataType: 'integer' },
 ];
-const CUSTOMERS = new Map([['crm.customers', [{ name: 'id', dataType: 'bigint' }, { name: 'code', dataType: 'character varying' }]]]);
+const CUSTOMERS = new Map([
+  [
+    'crm.customers',
+    [
+      { name: 'id', dataType: 'bigint' },
+      { name: 'code', dataType: 'character varying' },
+    ],
+  ],
+]);
 const withChecks = (checks: PipelineSpec['checks']) => pipelineWith({ checks });
 
 describe('checkDeclaredColumns (Plan, before any load)', () => {
   it('accepts checks on columns of the live table, values of the column type and a parent with columns of the same kind', () => {
     const pipeline = withChecks({
       notNull: ['amount'],
-      acceptedValues: [{ column: 'status', values: ['open', 'paid'] }, { column: 'customer_id', values: [1, 2] }],
+      acceptedValues: [
+        { column: 'status', values: ['open', 'paid'] },
+        { column: 'customer_id', values: [1, 2] },
+      ],
       references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }],
     });
     expect(() => checkDeclaredColumns(pipeline, LIVE, CUSTOMERS)).not.toThrow();
@@ -33,12 +44,36 @@ describe('checkDeclaredColumns (Plan, before any load)', () => {
   it.each<[string, PipelineSpec['checks'], string]>([
     ['a notNull column the live table lacks', { notNull: ['discount'] }, 'check not_null:discount names discount, which is not a column of analytics.orders'],
     ['an acceptedValues column the live table lacks', { acceptedValues: [{ column: 'state', values: ['a'] }] }, 'check accepted_values:state names state'],
-    ['numbers for a text column', { acceptedValues: [{ column: 'status', values: [1] }] }, 'check accepted_values:status lists 1 for status of analytics.orders, which is character varying: list strings'],
-    ['strings for a number column', { acceptedValues: [{ column: 'amount', values: ['1'] }] }, 'check accepted_values:amount lists "1" for amount of analytics.orders, which is numeric: list numbers'],
-    ['a parent that does not exist', { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'clients', columns: ['id'] } }] }, 'check references:customer_id references crm.clients, which does not exist'],
-    ['a parent column that does not exist', { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['cid'] } }] }, 'references cid, which is not a column of crm.customers'],
-    ['a child column the live table lacks', { references: [{ columns: ['client_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }] }, 'check references:client_id names client_id'],
-    ['key columns of different kinds', { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['code'] } }] }, 'compares customer_id (integer) with crm.customers.code (character varying)'],
+    [
+      'numbers for a text column',
+      { acceptedValues: [{ column: 'status', values: [1] }] },
+      'check accepted_values:status lists 1 for status of analytics.orders, which is character varying: list strings',
+    ],
+    [
+      'strings for a number column',
+      { acceptedValues: [{ column: 'amount', values: ['1'] }] },
+      'check accepted_values:amount lists "1" for amount of analytics.orders, which is numeric: list numbers',
+    ],
+    [
+      'a parent that does not exist',
+      { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'clients', columns: ['id'] } }] },
+      'check references:customer_id references crm.clients, which does not exist',
+    ],
+    [
+      'a parent column that does not exist',
+      { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['cid'] } }] },
+      'references cid, which is not a column of crm.customers',
+    ],
+    [
+      'a child column the live table lacks',
+      { references: [{ columns: ['client_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }] },
+      'check references:client_id names client_id',
+    ],
+    [
+      'key columns of different kinds',
+      { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['code'] } }] },
+      'compares customer_id (integer) with crm.customers.code (character varying)',
+    ],
   ])('refuses %s, naming the pipeline and the check', (_what, checks, message) => {
     const error = errorOf(() => checkDeclaredColumns(withChecks(checks), LIVE, CUSTOMERS));
     expect(error).toBeInstanceOf(ValidationError);
@@ -58,7 +93,11 @@ describe('declaredResult: tolerance and severity', () => {
 
   it('fails beyond it with the sample and how many more; warn does not block', () => {
     const blocking = declaredResult({ ...observation, severity: 'block', tolerance: 0, offending: 7 });
-    expect(blocking).toMatchObject({ passed: false, details: 'sample: (order_id) = (1); (order_id) = (2); and 5 more', expected: 'at most 0 (tolerance), severity block' });
+    expect(blocking).toMatchObject({
+      passed: false,
+      details: 'sample: (order_id) = (1); (order_id) = (2); and 5 more',
+      expected: 'at most 0 (tolerance), severity block',
+    });
     expect(isBlocking(blocking)).toBe(true);
     const warning = declaredResult({ ...observation, severity: 'warn', tolerance: 0, offending: 7 });
     expect(isBlocking(warning)).toBe(false);
@@ -69,8 +108,22 @@ describe('declaredResult: tolerance and severity', () => {
 describe('reconcile with declared checks', () => {
   const counts = [{ index: 0, start: '2026-01-01 00:00:00', status: ChunkStatus.DONE, recordedRows: 3, sourceRows: 3, stagingRows: 3 }];
   const staging = { outsideInterval: 0, duplicateKeys: 0 };
-  const warn = declaredResult({ check: 'not_null:amount', severity: 'warn', tolerance: 0, offending: 1, what: 'row(s) with NULL amount', samples: ['(order_id) = (1)'] });
-  const block = declaredResult({ check: 'sql:negative', severity: 'block', tolerance: 0, offending: 2, what: 'row(s) returned', samples: ['order_id = 4', 'order_id = 5'] });
+  const warn = declaredResult({
+    check: 'not_null:amount',
+    severity: 'warn',
+    tolerance: 0,
+    offending: 1,
+    what: 'row(s) with NULL amount',
+    samples: ['(order_id) = (1)'],
+  });
+  const block = declaredResult({
+    check: 'sql:negative',
+    severity: 'block',
+    tolerance: 0,
+    offending: 2,
+    what: 'row(s) returned',
+    samples: ['order_id = 4', 'order_id = 5'],
+  });
 
   it('passes with a failed warning, and lists it as a warning', () => {
     const result = reconcile(counts, staging, false, ['order_id'], undefined, undefined, [warn]);
@@ -137,7 +190,9 @@ describe('the SQL of the declared checks', () => {
   });
 
   it('runs custom SQL with staging in place of its placeholder', () => {
-    expect(customCheckRows(pipeline, batch, pipeline.checks.sql[0]!).sql).toBe(`SELECT COUNT(*) AS ap_rows FROM (SELECT order_id FROM ${staging} WHERE amount < 0\n) AS src`);
+    expect(customCheckRows(pipeline, batch, pipeline.checks.sql[0]!).sql).toBe(
+      `SELECT COUNT(*) AS ap_rows FROM (SELECT order_id FROM ${staging} WHERE amount < 0\n) AS src`,
+    );
     expect(customCheckRows(pipeline, batch, pipeline.checks.sql[0]!, 5).sql).toMatch(/\) AS src LIMIT 5$/);
   });
 });
@@ -148,14 +203,21 @@ describe('privileges of the declared checks', () => {
       references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }],
       sql: [{ name: 'unknown_product', sql: 'SELECT s.order_id FROM {staging} AS s LEFT JOIN catalog.products AS p ON p.id = s.order_id WHERE p.id IS NULL' }],
     });
-    expect(checkRelations(pipeline)).toEqual([{ schema: 'crm', table: 'customers' }, { schema: 'catalog', table: 'products' }]);
+    expect(checkRelations(pipeline)).toEqual([
+      { schema: 'crm', table: 'customers' },
+      { schema: 'catalog', table: 'products' },
+    ]);
     const selects = requiredPrivileges(pipeline).filter((r) => r.kind === 'table');
     expect(selects.map((r) => `${r.kind === 'table' ? `${r.schema}.${r.table}: ${r.reason}` : ''}`)).toEqual([
       'raw.order_events: to read the source',
       'crm.customers: to run the declared checks',
       'catalog.products: to run the declared checks',
     ]);
-    expect(requiredPrivileges(pipeline).filter((r) => r.kind === 'schema' && r.privilege === 'USAGE').map((r) => (r.kind === 'schema' ? r.schema : ''))).toEqual(['analytics', 'raw', 'crm', 'catalog']);
+    expect(
+      requiredPrivileges(pipeline)
+        .filter((r) => r.kind === 'schema' && r.privilege === 'USAGE')
+        .map((r) => (r.kind === 'schema' ? r.schema : '')),
+    ).toEqual(['analytics', 'raw', 'crm', 'catalog']);
   });
 
   it('refuses custom SQL reading a table without its schema', () => {

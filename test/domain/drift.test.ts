@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import {
+  checkDriftColumns,
+  driftChecks,
+  driftFailureText,
+  driftOf,
+  isDriftCheck,
+  nullRateColumns,
+  nullRateDrift,
+  type RowCountDrift,
+  rowCountDrift,
+} from '../../domain/drift.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { checkDriftColumns, driftChecks, driftOf, driftFailureText, isDriftCheck, nullRateDrift, nullRateColumns, rowCountDrift, type RowCountDrift } from '../../domain/drift.ts';
 import { describeFailure, reconcile } from '../../domain/reconcile.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 
@@ -16,7 +26,8 @@ describe('rowCountDrift', () => {
       passed: false,
       severity: 'block',
       observed: '1 of 3 chunk(s) compared outside the bounds',
-      expected: "staging rows per chunk within -50% / +100% of live's rows of the same interval (tolerance), chunks with at least 100 live rows; severity block",
+      expected:
+        "staging rows per chunk within -50% / +100% of live's rows of the same interval (tolerance), chunks with at least 100 live rows; severity block",
       details: '#1 2026-01-02 00:00:00: live 200, staging 60, -70.0%',
     });
     expect(failing.map((c) => c.index)).toEqual([1]);
@@ -35,12 +46,22 @@ describe('rowCountDrift', () => {
 
   it('passes the first publication and chunks below minRows, saying so', () => {
     const { check } = rowCountDrift(rule, [chunk(0, 0, 120), chunk(1, 0, 120), chunk(2, 99, 1)]);
-    expect(check).toMatchObject({ passed: true, observed: '0 of 0 chunk(s) compared outside the bounds; 2 with no live rows to compare; 1 with fewer than 100 live rows, not compared', details: '' });
+    expect(check).toMatchObject({
+      passed: true,
+      observed: '0 of 0 chunk(s) compared outside the bounds; 2 with no live rows to compare; 1 with fewer than 100 live rows, not compared',
+      details: '',
+    });
   });
 });
 
 describe('nullRateDrift', () => {
-  const nulls = (column: string, stagingNulls: number, liveNulls: number, rows = 1000) => ({ column, stagingNulls, stagingRows: rows, liveNulls, liveRows: rows });
+  const nulls = (column: string, stagingNulls: number, liveNulls: number, rows = 1000) => ({
+    column,
+    stagingNulls,
+    stagingRows: rows,
+    liveNulls,
+    liveRows: rows,
+  });
   const points = { maxIncreasePoints: 5, minRows: 100, severity: 'block' as const };
 
   it('fails a column whose NULL share rose by more than the points allowed, with both shares', () => {
@@ -57,7 +78,11 @@ describe('nullRateDrift', () => {
 
   it('compares nothing while live or staging holds fewer than minRows rows', () => {
     const { check } = nullRateDrift(points, [{ column: 'amount', stagingNulls: 50, stagingRows: 50, liveNulls: 0, liveRows: 0 }]);
-    expect(check).toMatchObject({ passed: true, observed: '0 of 0 column(s) compared whose NULL share rose by more than 5 points; not compared: live 0, staging 50 rows over the interval, fewer than 100' });
+    expect(check).toMatchObject({
+      passed: true,
+      observed:
+        '0 of 0 column(s) compared whose NULL share rose by more than 5 points; not compared: live 0, staging 50 rows over the interval, fewer than 100',
+    });
   });
 });
 
@@ -72,7 +97,14 @@ describe('driftChecks in the gate', () => {
       [chunk(0, 200, 200), chunk(1, 200, 60)],
       [{ column: 'amount', stagingNulls: 200, stagingRows: 260, liveNulls: 0, liveRows: 400 }],
     );
-    const counts = [0, 1].map((index) => ({ index, start: `2026-01-0${index + 1} 00:00:00`, status: 'DONE', recordedRows: 10, sourceRows: 10, stagingRows: 10 }));
+    const counts = [0, 1].map((index) => ({
+      index,
+      start: `2026-01-0${index + 1} 00:00:00`,
+      status: 'DONE',
+      recordedRows: 10,
+      sourceRows: 10,
+      stagingRows: 10,
+    }));
     const result = reconcile(counts, { outsideInterval: 0, duplicateKeys: 0 }, false, ['order_id'], undefined, undefined, [], drift);
 
     expect(result.passed).toBe(false);
@@ -97,8 +129,13 @@ describe('drift columns', () => {
   ];
 
   it('compares the declared columns, else every loaded column; none without nullRate', () => {
-    expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { columns: ['amount'], maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual(['amount']);
-    expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual(['order_id', 'amount']);
+    expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { columns: ['amount'], maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual([
+      'amount',
+    ]);
+    expect(nullRateColumns(pipelineWith({ checks: { drift: { nullRate: { maxIncreasePoints: 5 } } } }), ['order_id', 'amount'])).toEqual([
+      'order_id',
+      'amount',
+    ]);
     expect(nullRateColumns(pipelineWith({ checks: { drift: { rowCount: { maxDecreasePct: 5 } } } }), ['order_id'])).toEqual([]);
   });
 

@@ -14,15 +14,17 @@ describe('freshnessValues', () => {
 
   it('leaves out what cannot be measured (never published, an empty table), so that the alarm sees missing data', () => {
     expect(freshnessValues({ publishedAt: undefined, latestEventTime: undefined, now: NOW })).toEqual([]);
-    expect(freshnessValues({ publishedAt: undefined, latestEventTime: '2026-12-01 07:59:00', now: NOW })).toEqual([{ name: 'LiveDataLagSeconds', seconds: 60 }]);
+    expect(freshnessValues({ publishedAt: undefined, latestEventTime: '2026-12-01 07:59:00', now: NOW })).toEqual([
+      { name: 'LiveDataLagSeconds', seconds: 60 },
+    ]);
   });
 
-  it('never reports a negative age (a clock behind the warehouse\'s)', () => {
+  it("never reports a negative age (a clock behind the warehouse's)", () => {
     expect(freshnessValues({ publishedAt: '2026-12-01 08:00:02', latestEventTime: undefined, now: NOW })).toEqual([{ name: 'PublishAgeSeconds', seconds: 0 }]);
   });
 });
 
-describe('the monitor\'s contract pieces', () => {
+describe("the monitor's contract pieces", () => {
   it('splits metrics into PutMetricData requests of at most 1,000', () => {
     expect(inRequests(Array.from({ length: 2001 }, (_, i) => i)).map((r) => r.length)).toEqual([1000, 1000, 1]);
     expect(inRequests([])).toEqual([]);
@@ -34,10 +36,12 @@ describe('the monitor\'s contract pieces', () => {
       { pipeline: 'b', error: 'TransientWarehouseError: unreachable' },
     ]);
     expect(error.name).toBe('FreshnessMonitorError');
-    expect(error.message).toBe('freshness not measured for 2 pipeline(s): a (WarehouseError: relation "x" does not exist); b (TransientWarehouseError: unreachable)');
+    expect(error.message).toBe(
+      'freshness not measured for 2 pipeline(s): a (WarehouseError: relation "x" does not exist); b (TransientWarehouseError: unreachable)',
+    );
   });
 
-  it('reads the live data\'s publication: neither a rollback nor rolled back, the pipeline a parameter', () => {
+  it("reads the live data's publication: neither a rollback nor rolled back, the pipeline a parameter", () => {
     const statement = livePublishedAt('sales_order_lines');
     expect(statement.sql).toMatch(/rollback_of IS NULL AND rolled_back_at IS NULL/);
     expect(statement.sql).not.toContain('sales_order_lines');

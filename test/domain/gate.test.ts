@@ -20,8 +20,14 @@ describe('checkMeasureColumns', () => {
 
   it.each([
     [['amount', 'discount'], /^pipeline orders: checks\.measures names discount, which is not a column of analytics\.orders: /],
-    [['weight'], /^pipeline orders: checks\.measures names weight of analytics\.orders, which is double precision: sums of floating-point values depend on the order rows are added in/],
-    [['note'], /^pipeline orders: checks\.measures names note of analytics\.orders, which is character varying; a measure must be a number \(smallint, integer, bigint, numeric; real or double precision with a tolerance\)/],
+    [
+      ['weight'],
+      /^pipeline orders: checks\.measures names weight of analytics\.orders, which is double precision: sums of floating-point values depend on the order rows are added in/,
+    ],
+    [
+      ['note'],
+      /^pipeline orders: checks\.measures names note of analytics\.orders, which is character varying; a measure must be a number \(smallint, integer, bigint, numeric; real or double precision with a tolerance\)/,
+    ],
   ])('refuses %j, naming the pipeline, the column and what to change', (measures, message) => {
     expect(() => checkMeasureColumns(withMeasures(measures), columns)).toThrow(ValidationError);
     expect(() => checkMeasureColumns(withMeasures(measures), columns)).toThrow(message);
@@ -32,7 +38,9 @@ describe('floating-point measures and tolerances', () => {
   it('accepts a floating-point measure with a tolerance, and still refuses one without', () => {
     const tolerant = definePipeline(specWith({ checks: { measures: ['amount', { column: 'weight', tolerance: { relative: 1e-9 } }] } }));
     expect(() => checkMeasureColumns(tolerant, columns)).not.toThrow();
-    expect(() => checkMeasureColumns(withMeasures(['weight']), columns)).toThrow(/declare it with a tolerance \(\{ column: 'weight', tolerance: \{ relative: 1e-9 \} \}\)/);
+    expect(() => checkMeasureColumns(withMeasures(['weight']), columns)).toThrow(
+      /declare it with a tolerance \(\{ column: 'weight', tolerance: \{ relative: 1e-9 \} \}\)/,
+    );
   });
 
   it.each([

@@ -114,7 +114,9 @@ describe('resolveGroup (execution input)', () => {
   });
 
   it('refuses an unknown group, naming the known ones', () => {
-    expect(() => resolveGroup({ group: 'finance' }, declared)).toThrow('unknown publish group "finance"; known groups: sales. Groups are declared in pipelines/index.ts');
+    expect(() => resolveGroup({ group: 'finance' }, declared)).toThrow(
+      'unknown publish group "finance"; known groups: sales. Groups are declared in pipelines/index.ts',
+    );
   });
 
   it('refuses a malformed group input', () => {

@@ -2,23 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   databaseUserProblem,
-  quoteUser,
   formatTimestamp,
   MAX_IDENTIFIER_LENGTH,
   qualifiedName,
   quoteIdent,
+  quoteUser,
   sqlLiteral,
   validateIdentifier,
 } from '../../domain/identifiers.ts';
 import { errorOf } from './fixtures.ts';
 
 describe('quoteIdent', () => {
-  it.each(['sales_2026', '_private', 'a', 'order', 'x'.repeat(MAX_IDENTIFIER_LENGTH)])(
-    'double-quotes the valid lower-case name %s',
-    (name) => {
-      expect(quoteIdent(name)).toBe(`"${name}"`);
-    },
-  );
+  it.each(['sales_2026', '_private', 'a', 'order', 'x'.repeat(MAX_IDENTIFIER_LENGTH)])('double-quotes the valid lower-case name %s', (name) => {
+    expect(quoteIdent(name)).toBe(`"${name}"`);
+  });
 
   it.each([
     ['a"b', /not allowed/],

@@ -11,8 +11,8 @@ import { tableColumns } from '../../domain/sql/plan.ts';
 import { replaceIntervals } from '../../domain/sql/publish-intervals.ts';
 import { mergeIntoLive } from '../../domain/sql/publish-merge.ts';
 import { rewriteLive } from '../../domain/sql/publish-rewrite.ts';
-import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { restoreIntervals } from '../../domain/sql/rollback.ts';
+import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 import { batch, NOW, previous } from './sql/support.ts';
 
@@ -39,7 +39,8 @@ describe('identityOf', () => {
   });
 
   it('takes no other default, and no default, for one', () => {
-    for (const other of ['0', "'identity'::character varying", 'getdate()', "nextval('s'::regclass)", '', null, undefined]) expect(identityOf(other)).toBeUndefined();
+    for (const other of ['0', "'identity'::character varying", 'getdate()', "nextval('s'::regclass)", '', null, undefined])
+      expect(identityOf(other)).toBeUndefined();
   });
 
   it('is read with the live columns, from column_default (Redshift has no is_identity)', () => {
@@ -87,7 +88,9 @@ describe('loadedColumns', () => {
   });
 
   it("refuses publishVia 'view' with an identity column: each version is a new table", () => {
-    expect(errorOf(() => loadedColumns(pipelineWith({ publishVia: 'view' }), live, SOURCE)).message).toMatch(/publishVia 'view' publishes each version as a new table, .* Publish it without publishVia 'view'\. Nothing was written$/);
+    expect(errorOf(() => loadedColumns(pipelineWith({ publishVia: 'view' }), live, SOURCE)).message).toMatch(
+      /publishVia 'view' publishes each version as a new table, .* Publish it without publishVia 'view'\. Nothing was written$/,
+    );
   });
 
   it('refuses an identity column left out that is the time column or a business key', () => {
@@ -112,25 +115,48 @@ describe('the column lists with an identity column', () => {
   it("the in-place publish keeps live rows' numbers in the old version and lets live number staging's rows", () => {
     for (const statements of [rewriteLive(inPlace, identityBatch, previous, NOW, 5000), replaceIntervals(intervals, identityBatch, previous, NOW, 5000)]) {
       expect(statements).toContain(`CREATE TABLE "analytics"."${previous}" (LIKE "analytics"."orders")`);
-      expect(statements.find((s) => s.startsWith(`INSERT INTO "analytics"."${previous}"`))).toMatch(new RegExp(`^INSERT INTO "analytics"\\."${previous}" \\(${kept}\\) SELECT ${kept} FROM "analytics"\\."orders"`));
-      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders"'))).toBe(`INSERT INTO "analytics"."orders" (${cols}) SELECT ${cols} FROM "analytics"."${batch.stagingTable}"`);
+      expect(statements.find((s) => s.startsWith(`INSERT INTO "analytics"."${previous}"`))).toMatch(
+        new RegExp(`^INSERT INTO "analytics"\\."${previous}" \\(${kept}\\) SELECT ${kept} FROM "analytics"\\."orders"`),
+      );
+      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders"'))).toBe(
+        `INSERT INTO "analytics"."orders" (${cols}) SELECT ${cols} FROM "analytics"."${batch.stagingTable}"`,
+      );
     }
   });
 
   it('a merge keeps the replaced rows with their numbers and inserts without the identity', () => {
     const merging = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at' }, modifiedColumn: 'updated_at' });
     const statements = mergeIntoLive(merging, { ...identityBatch, columns: [...SOURCE, 'updated_at'] }, previous, NOW, 5000);
-    expect(statements[6]).toMatch(new RegExp(`^INSERT INTO "analytics"\\."${previous}" \\(${cols}, "updated_at", "row_id"\\)\\s+SELECT o\\."order_id", o\\."ordered_at", o\\."amount", o\\."updated_at", o\\."row_id" FROM`));
-    expect(statements[8]).toMatch(new RegExp(`^INSERT INTO "analytics"\\."orders" \\(${cols}, "updated_at"\\)\\s+SELECT s\\."order_id", s\\."ordered_at", s\\."amount", s\\."updated_at" FROM`));
+    expect(statements[6]).toMatch(
+      new RegExp(
+        `^INSERT INTO "analytics"\\."${previous}" \\(${cols}, "updated_at", "row_id"\\)\\s+SELECT o\\."order_id", o\\."ordered_at", o\\."amount", o\\."updated_at", o\\."row_id" FROM`,
+      ),
+    );
+    expect(statements[8]).toMatch(
+      new RegExp(
+        `^INSERT INTO "analytics"\\."orders" \\(${cols}, "updated_at"\\)\\s+SELECT s\\."order_id", s\\."ordered_at", s\\."amount", s\\."updated_at" FROM`,
+      ),
+    );
   });
 
   it('a rollback in place renumbers the rows it puts back into an IDENTITY column and keeps the live rows it replaces whole', () => {
-    const target: RollbackTarget = { batchId: 'b1', restoreSeq: 1, restoreTable: 'orders__prev_b2', rolledBackSeq: 2, fromBatchId: 'b2', retainedTable: 'orders__prev_rb' };
+    const target: RollbackTarget = {
+      batchId: 'b1',
+      restoreSeq: 1,
+      restoreTable: 'orders__prev_b2',
+      rolledBackSeq: 2,
+      fromBatchId: 'b2',
+      retainedTable: 'orders__prev_rb',
+    };
     const whole = rewriteRollback(inPlace, target, SOURCE, NOW, 5000, ['row_id']);
     const part = restoreIntervals(intervals, { ...target, interval: { from: batch.from, to: batch.to } }, SOURCE, NOW, 5000, ['row_id']);
     for (const statements of [whole, part]) {
-      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders__prev_rb"'))).toMatch(new RegExp(`^INSERT INTO "analytics"\\."orders__prev_rb" \\(${kept}\\)`));
-      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders"'))).toBe(`INSERT INTO "analytics"."orders" (${cols}) SELECT ${cols} FROM "analytics"."orders__prev_b2"`);
+      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders__prev_rb"'))).toMatch(
+        new RegExp(`^INSERT INTO "analytics"\\."orders__prev_rb" \\(${kept}\\)`),
+      );
+      expect(statements.find((s) => s.startsWith('INSERT INTO "analytics"."orders"'))).toBe(
+        `INSERT INTO "analytics"."orders" (${cols}) SELECT ${cols} FROM "analytics"."orders__prev_b2"`,
+      );
     }
   });
 });

@@ -10,7 +10,9 @@ describe('liveDifferences', () => {
   });
 
   it('says rows then and now with both checksums, and nothing of the rows themselves', () => {
-    expect(liveDifferences(recorded, { columns: COLUMNS, fingerprint: '101:-99' })).toEqual(['rows: 100 at publication 4, 101 now; checksum 12345 then, -99 now']);
+    expect(liveDifferences(recorded, { columns: COLUMNS, fingerprint: '101:-99' })).toEqual([
+      'rows: 100 at publication 4, 101 now; checksum 12345 then, -99 now',
+    ]);
     expect(liveDifferences({ ...recorded, rowsBefore: '2026-03-01T00:00:00.000Z' }, { columns: COLUMNS, fingerprint: '100:7' })).toEqual([
       "rows: 100 at publication 4, 100 now; checksum 12345 then, 7 now (rows before 2026-03-01T00:00:00.000Z; later rows are expected writers')",
     ]);
@@ -30,7 +32,7 @@ describe('liveDifferences', () => {
 });
 
 describe('the live watch input', () => {
-  it('is recognised by its schedule\'s input only', () => {
+  it("is recognised by its schedule's input only", () => {
     expect(isLiveWatchEvent(JSON.parse(JSON.stringify(LIVE_WATCH_EVENT)))).toBe(true);
     expect(isLiveWatchEvent({})).toBe(false);
     expect(isLiveWatchEvent(undefined)).toBe(false);

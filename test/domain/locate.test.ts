@@ -29,7 +29,10 @@ describe('checks.dimensions', () => {
 
   it.each([
     [['region', 'channel'], /^pipeline orders: checks\.dimensions names channel, which is not a column of analytics\.orders: /],
-    [['weight'], /^pipeline orders: checks\.dimensions names weight of analytics\.orders, which is double precision: a floating-point value is no business dimension/],
+    [
+      ['weight'],
+      /^pipeline orders: checks\.dimensions names weight of analytics\.orders, which is double precision: a floating-point value is no business dimension/,
+    ],
   ])('refuses %j in Plan, naming the pipeline, the check and the column', (dimensions, message) => {
     expect(() => checkDimensionColumns(withDimensions(dimensions), columns)).toThrow(ValidationError);
     expect(() => checkDimensionColumns(withDimensions(dimensions), columns)).toThrow(message);
@@ -58,7 +61,14 @@ describe('checks.dimensions', () => {
   });
 });
 
-const chunk = (index: number, status = 'DONE'): ChunkCount => ({ index, start: `2026-01-0${index + 1} 00:00:00`, status, recordedRows: 10, sourceRows: 10, stagingRows: 10 });
+const chunk = (index: number, status = 'DONE'): ChunkCount => ({
+  index,
+  start: `2026-01-0${index + 1} 00:00:00`,
+  status,
+  recordedRows: 10,
+  sourceRows: 10,
+  stagingRows: 10,
+});
 
 describe('chunksToLocate', () => {
   it('examines the first few loaded chunks that differ, once each, and counts them all', () => {
@@ -106,16 +116,26 @@ describe('a located difference', () => {
     ]);
     expect(checks[0]).toMatchObject({
       observed: '4 segment(s) by day, region differ; chunk(s) #1, #2, #3, #4, #5 examined: the first 5 of 8 that differ',
-      details: '#3 2026-01-04 region=EU: rows source 120, staging 120; amount source 160503.80, staging 60503.80, source - staging 100000.00; checksum differs; ... and 3 more',
+      details:
+        '#3 2026-01-04 region=EU: rows source 120, staging 120; amount source 160503.80, staging 60503.80, source - staging 100000.00; checksum differs; ... and 3 more',
     });
-    expect(checks[2]).toMatchObject({ observed: '7 key(s) (order_id) in staging missing from the source', details: 'first keys: (order_id) = (5); (order_id) = (6); and 5 more' });
+    expect(checks[2]).toMatchObject({
+      observed: '7 key(s) (order_id) in staging missing from the source',
+      details: 'first keys: (order_id) = (5); (order_id) = (6); and 5 more',
+    });
   });
 
   it('is shown as a table of segments and the keys in each direction', () => {
     const text = locationText(location);
-    expect(text.split('\n')[0]).toBe('Where the content differs (1 of 4 segment(s) by day, region; chunk(s) #1, #2, #3, #4, #5 examined: the first 5 of 8 that differ):');
-    expect(text).toContain('│ chunk │ day        │ region │ rows source │ rows staging │ amount source │ amount staging │ amount source - staging │ checksum │');
-    expect(text).toContain('│     3 │ 2026-01-04 │ EU     │         120 │          120 │     160503.80 │       60503.80 │               100000.00 │ differs  │');
+    expect(text.split('\n')[0]).toBe(
+      'Where the content differs (1 of 4 segment(s) by day, region; chunk(s) #1, #2, #3, #4, #5 examined: the first 5 of 8 that differ):',
+    );
+    expect(text).toContain(
+      '│ chunk │ day        │ region │ rows source │ rows staging │ amount source │ amount staging │ amount source - staging │ checksum │',
+    );
+    expect(text).toContain(
+      '│     3 │ 2026-01-04 │ EU     │         120 │          120 │     160503.80 │       60503.80 │               100000.00 │ differs  │',
+    );
     expect(text).toContain('  in the source, missing from staging: 0\n');
     expect(text).toContain('  in staging, missing from the source: 7 (first keys: (order_id) = (5); (order_id) = (6); and 5 more)');
   });
@@ -123,7 +143,10 @@ describe('a located difference', () => {
 
 describe('keySample', () => {
   const key = ['order_id', 'line_no'];
-  const figures = (rows: [string, string], amount: [string, string]) => ({ rows: { source: rows[0], staging: rows[1] }, measures: [{ source: amount[0], staging: amount[1] }] });
+  const figures = (rows: [string, string], amount: [string, string]) => ({
+    rows: { source: rows[0], staging: rows[1] },
+    measures: [{ source: amount[0], staging: amount[1] }],
+  });
   it.each([
     [figures(['1', '0'], ['5.00', '0']), '(order_id, line_no) = (17, NULL)'],
     [figures(['1', '2'], ['5.00', '10.00']), '(order_id, line_no) = (17, NULL): rows source 1, staging 2'],

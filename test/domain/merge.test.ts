@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { liveTableColumns, type LiveColumn } from '../../domain/plan.ts';
+import { type LiveColumn, liveTableColumns } from '../../domain/plan.ts';
 import { pipelineWith } from './fixtures.ts';
 
 // Plan checks the live table through liveTableColumns before anything is
@@ -21,10 +21,13 @@ describe('the live columns a merge and a modification time need', () => {
     expect(liveTableColumns(merge, live)).toEqual(live.map((c) => c.name));
   });
 
-  it.each(['smallint', 'integer', 'bigint', 'numeric', 'double precision', 'date', 'timestamp with time zone'])('accepts a version column of type %s', (dataType) => {
-    const versioned = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'version' } });
-    expect(() => liveTableColumns(versioned, [...live, column('version', dataType)])).not.toThrow();
-  });
+  it.each(['smallint', 'integer', 'bigint', 'numeric', 'double precision', 'date', 'timestamp with time zone'])(
+    'accepts a version column of type %s',
+    (dataType) => {
+      const versioned = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'version' } });
+      expect(() => liveTableColumns(versioned, [...live, column('version', dataType)])).not.toThrow();
+    },
+  );
 
   it.each([
     ['order_id', 'integer'],
@@ -41,15 +44,21 @@ describe('the live columns a merge and a modification time need', () => {
   it('rejects a modifiedColumn the live table does not have, saying to add it', () => {
     const pipeline = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at' }, modifiedColumn: 'changed_at' });
     expect(() => liveTableColumns(pipeline, live)).toThrow(
-      new ValidationError('pipeline orders: modifiedColumn changed_at is not a column of analytics.orders: add it to the live table (and the source query) or name another column'),
+      new ValidationError(
+        'pipeline orders: modifiedColumn changed_at is not a column of analytics.orders: add it to the live table (and the source query) or name another column',
+      ),
     );
   });
 
   it('rejects a version column that does not order versions, and a soft-delete column that is not a boolean', () => {
     const text = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'note' } });
-    expect(() => liveTableColumns(text, live)).toThrow(/^pipeline orders: merge\.versionColumn note of analytics\.orders is character varying; it must be a number, date or timestamp/);
+    expect(() => liveTableColumns(text, live)).toThrow(
+      /^pipeline orders: merge\.versionColumn note of analytics\.orders is character varying; it must be a number, date or timestamp/,
+    );
     const flag = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'note' } });
-    expect(() => liveTableColumns(flag, live)).toThrow(/^pipeline orders: merge\.softDeleteColumn note of analytics\.orders is character varying; it must be a boolean/);
+    expect(() => liveTableColumns(flag, live)).toThrow(
+      /^pipeline orders: merge\.softDeleteColumn note of analytics\.orders is character varying; it must be a boolean/,
+    );
     const missing = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'version' } });
     expect(() => liveTableColumns(missing, live)).toThrow(/^pipeline orders: merge\.versionColumn version is not a column of analytics\.orders/);
   });

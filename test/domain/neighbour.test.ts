@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { breakerDecision, breakerOpenMessage, type BreakerRow, manifestTime, readBreakerRow } from '../../domain/neighbour.ts';
+import { type BreakerRow, breakerDecision, breakerOpenMessage, manifestTime, readBreakerRow } from '../../domain/neighbour.ts';
 
 const SETTINGS = { failures: 3, coolDownSeconds: 600 };
 const OPENED = new Date('2026-03-15T10:00:00Z');

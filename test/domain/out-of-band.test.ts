@@ -24,10 +24,9 @@ describe('outOfBandRefusal', () => {
 
 describe('columnChanges', () => {
   it('names added, dropped and retyped columns', () => {
-    expect(columnChanges(COLUMNS, ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(14,2)', 'note character varying(20)'])).toEqual([
-      'column(s) added: note character varying(20)',
-      'column(s) retyped: amount numeric(12,2) -> amount numeric(14,2)',
-    ]);
+    expect(columnChanges(COLUMNS, ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(14,2)', 'note character varying(20)'])).toEqual(
+      ['column(s) added: note character varying(20)', 'column(s) retyped: amount numeric(12,2) -> amount numeric(14,2)'],
+    );
     expect(columnChanges(COLUMNS, ['order_id bigint', 'amount numeric(12,2)'])).toEqual(['column(s) dropped: ordered_at timestamp without time zone']);
   });
 

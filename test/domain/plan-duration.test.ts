@@ -35,6 +35,8 @@ describe('checkLoadFits', () => {
     );
     // A mode that loads an interval of its own (replace-intervals) may also load a shorter one first.
     const merge = { ...hourly, publishMode: 'replace-intervals' as const };
-    expect(errorOf(() => checkLoadFits(merge, 87_600, estimateLoad(87_600, merge, undefined), HOUR, 12 * HOUR)).message).toContain('load a shorter interval (input from/to) first');
+    expect(errorOf(() => checkLoadFits(merge, 87_600, estimateLoad(87_600, merge, undefined), HOUR, 12 * HOUR)).message).toContain(
+      'load a shorter interval (input from/to) first',
+    );
   });
 });

@@ -7,9 +7,9 @@ import {
   checkSourceColumns,
   isCheck,
   isRestatement,
-  nextRerun,
   type LiveColumn,
   liveTableColumns,
+  nextRerun,
   planChunks,
   planningTime,
   previousVersionTableFor,
@@ -163,9 +163,7 @@ describe('resolveInterval', () => {
   it('rejects a to off the day grain and names the nearest earlier boundary', () => {
     const error = rejectionOf({ pipeline: 'orders', to: '2026-02-01T06:00:00Z' });
 
-    expect(error.message).toBe(
-      'input.to 2026-02-01T06:00:00.000Z is not on a day boundary in UTC (nearest earlier boundary: 2026-02-01T00:00:00.000Z)',
-    );
+    expect(error.message).toBe('input.to 2026-02-01T06:00:00.000Z is not on a day boundary in UTC (nearest earlier boundary: 2026-02-01T00:00:00.000Z)');
   });
 
   it('rejects a UTC midnight to for a Berlin pipeline and names the Berlin boundary', () => {
@@ -346,7 +344,7 @@ describe('planChunks', () => {
         if (grain === 'day' && (b.year !== dayAfter.getUTCFullYear() || b.month !== dayAfter.getUTCMonth() + 1 || b.day !== dayAfter.getUTCDate())) {
           return `day chunk ${i} ends on ${b.year}-${b.month}-${b.day}, not the day after ${a.year}-${a.month}-${a.day}`;
         }
-        if (grain === 'month' && (a.day !== 1 || b.day !== 1 || (b.year * 12 + b.month) - (a.year * 12 + a.month) !== 1)) {
+        if (grain === 'month' && (a.day !== 1 || b.day !== 1 || b.year * 12 + b.month - (a.year * 12 + a.month) !== 1)) {
           return `month chunk ${i} ${chunk.start}..${chunk.end} is not one calendar month`;
         }
       }
@@ -357,7 +355,10 @@ describe('planChunks', () => {
       for (const grain of grains) {
         it(`covers [from, to) exactly with contiguous ${grain} chunks in ${zone}`, () => {
           const random = seededRandom(zone.length * 1000 + grain.length);
-          const pipeline = pipelineWith({ chunk: { grain, timezone: zone }, historyStart: floorToGrain(at('2020-01-01T12:00:00Z'), grain, zone).toISOString() });
+          const pipeline = pipelineWith({
+            chunk: { grain, timezone: zone },
+            historyStart: floorToGrain(at('2020-01-01T12:00:00Z'), grain, zone).toISOString(),
+          });
           const problems: string[] = [];
 
           const intervals: [number, number][] = anchors[grain].map(([a, b]) => [Date.parse(a), Date.parse(b)]);
@@ -469,7 +470,7 @@ describe('isCheck', () => {
 describe('check batch ids', () => {
   const january = interval('2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z');
 
-  it('gives check n an id of its own: not the interval\'s batch, not restatement n, not check m', () => {
+  it("gives check n an id of its own: not the interval's batch, not restatement n, not check m", () => {
     const ids = [
       batchIdFor(pipelineWith(), january),
       batchIdFor(pipelineWith(), january, 1),
@@ -523,7 +524,10 @@ describe('planningTime', () => {
     expect(planningTime(startedAt, clock)).toBe(clock);
   });
 
-  it.each([['a word', 'soon'], ['a number', 42]])('rejects %s as a start time, naming the field', (_what, startedAt) => {
+  it.each([
+    ['a word', 'soon'],
+    ['a number', 42],
+  ])('rejects %s as a start time, naming the field', (_what, startedAt) => {
     expect(() => planningTime(startedAt, clock)).toThrow(new ValidationError(`startedAt is not a time: ${String(startedAt)}`));
   });
 
@@ -569,9 +573,7 @@ describe('liveTableColumns', () => {
     const zoned = live.map((c) => (c.name === 'ordered_at' ? column('ordered_at', dataType) : c));
 
     expect(() => liveTableColumns(orders, zoned)).toThrow(
-      new ValidationError(
-        `pipeline orders: timeColumn ordered_at of analytics.orders is ${dataType}; it must be a timestamp without time zone holding UTC`,
-      ),
+      new ValidationError(`pipeline orders: timeColumn ordered_at of analytics.orders is ${dataType}; it must be a timestamp without time zone holding UTC`),
     );
   });
 });

@@ -34,7 +34,9 @@ describe('requiredPrivileges', () => {
   });
 
   it('asks USAGE on the target schema once when a source lives there too', () => {
-    const local = pipelineWith({ sourceSql: 'SELECT order_id, ordered_at, amount FROM analytics.order_events WHERE ordered_at >= :start AND ordered_at < :end' });
+    const local = pipelineWith({
+      sourceSql: 'SELECT order_id, ordered_at, amount FROM analytics.order_events WHERE ordered_at >= :start AND ordered_at < :end',
+    });
     expect(requiredPrivileges(local).filter((r) => r.kind === 'schema' && r.privilege === 'USAGE')).toHaveLength(1);
   });
 
@@ -42,7 +44,9 @@ describe('requiredPrivileges', () => {
     const unqualified = pipelineWith({ sourceSql: 'SELECT order_id, ordered_at, amount FROM order_events WHERE ordered_at >= :start AND ordered_at < :end' });
     const error = errorOf(() => sourceRelations(unqualified));
     expect(error).toBeInstanceOf(ValidationError);
-    expect(error.message).toBe('pipeline orders: sourceSql reads order_events without a schema; qualify it (schema.order_events) so that the grants name the table the query reads');
+    expect(error.message).toBe(
+      'pipeline orders: sourceSql reads order_events without a schema; qualify it (schema.order_events) so that the grants name the table the query reads',
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { checkQuarantineColumns, QUARANTINE_CHECK, quarantineCheck, type Quarantined, quarantines, rowRules } from '../../domain/quarantine.ts';
+import { checkQuarantineColumns, QUARANTINE_CHECK, type Quarantined, quarantineCheck, quarantines, rowRules } from '../../domain/quarantine.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { moveToQuarantine } from '../../domain/sql/quarantine.ts';
@@ -18,7 +18,9 @@ describe('quarantineCheck', () => {
     const check = quarantineCheck(found({ 'business key NULL': 2, 'duplicate (identical)': 1 }), { maxRows: 3 });
 
     expect(check).toMatchObject({ check: QUARANTINE_CHECK, passed: true, expected: 'at most 3 row(s) quarantined (checks.quarantine)' });
-    expect(check.observed).toBe("3 row(s) quarantined (0.3% of 1000) in analytics.orders__quarantine (batch_id = 'b1'): business key NULL: 2, duplicate (identical): 1");
+    expect(check.observed).toBe(
+      "3 row(s) quarantined (0.3% of 1000) in analytics.orders__quarantine (batch_id = 'b1'): business key NULL: 2, duplicate (identical): 1",
+    );
     expect(check.details).toBe('business key NULL: (order_id) = (7); and 1 more | duplicate (identical): (order_id) = (7)');
   });
 
@@ -44,16 +46,22 @@ describe('checks.quarantine in the spec', () => {
     expect(pipeline.checks.notNull).toEqual([{ column: 'amount', severity: 'block', tolerance: 0, action: 'quarantine' }]);
     expect(pipeline.checks.quarantine).toEqual({ maxRows: 5 });
     expect(rowRules(pipeline)).toEqual([{ reason: 'not_null:amount', column: 'amount' }]);
-    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', action: 'check' }] } })).checks.notNull).toEqual([{ column: 'amount', severity: 'block', tolerance: 0 }]);
+    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', action: 'check' }] } })).checks.notNull).toEqual([
+      { column: 'amount', severity: 'block', tolerance: 0 },
+    ]);
   });
 
   it('leaves the spec hash as it was without it, and changes it with it', () => {
     const hash = definePipeline(ordersSpec).specHash;
 
     expect(definePipeline(specWith({ checks: { quarantine: undefined } })).specHash).toBe(hash);
-    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', action: 'check' }] } })).specHash).toBe(definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash);
+    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', action: 'check' }] } })).specHash).toBe(
+      definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash,
+    );
     expect(definePipeline(specWith({ checks: { quarantine: { maxRows: 5 } } })).specHash).not.toBe(hash);
-    expect(definePipeline(specWith({ checks: { quarantine: { maxRows: 5 } } })).specHash).not.toBe(definePipeline(specWith({ checks: { quarantine: { maxRows: 6 } } })).specHash);
+    expect(definePipeline(specWith({ checks: { quarantine: { maxRows: 5 } } })).specHash).not.toBe(
+      definePipeline(specWith({ checks: { quarantine: { maxRows: 6 } } })).specHash,
+    );
   });
 
   it.each<[string, PipelineSpec['checks'], RegExp]>([
@@ -62,10 +70,18 @@ describe('checks.quarantine in the spec', () => {
     ['a negative row count', { quarantine: { maxRows: -1 } }, /checks\.quarantine\.maxRows must be an integer from 0 to 1000000000/],
     ['a fractional row count', { quarantine: { maxRows: 1.5 } }, /checks\.quarantine\.maxRows must be an integer/],
     ['an unknown field', { quarantine: { maxRows: 1, maxrows: 2 } as never }, /checks\.quarantine has unknown field\(s\) maxrows/],
-    ['a quarantining check without a tolerance', { notNull: [{ column: 'amount', action: 'quarantine' }] }, /checks\.quarantine must be declared .* for check\(s\) not_null:amount with action quarantine/],
+    [
+      'a quarantining check without a tolerance',
+      { notNull: [{ column: 'amount', action: 'quarantine' }] },
+      /checks\.quarantine must be declared .* for check\(s\) not_null:amount with action quarantine/,
+    ],
     ['an empty pattern', { pattern: [{ column: 'code', regex: '' }] }, /checks\.pattern\[0\]\.regex must be a POSIX regular expression/],
     ['a pattern with a control character', { pattern: [{ column: 'code', regex: '^a\tb$' }] }, /checks\.pattern\[0\]\.regex must hold no control character/],
-    ['an unknown action', { acceptedValues: [{ column: 'amount', values: [1], action: 'drop' as never }] }, /checks\.acceptedValues\[0\]\.action of check accepted_values:amount: "drop" must be one of check, quarantine/],
+    [
+      'an unknown action',
+      { acceptedValues: [{ column: 'amount', values: [1], action: 'drop' as never }] },
+      /checks\.acceptedValues\[0\]\.action of check accepted_values:amount: "drop" must be one of check, quarantine/,
+    ],
   ])('refuses %s at synth, naming the pipeline and the field', (_what, checks, message) => {
     const error = errorOf(() => definePipeline(specWith({ checks })));
     expect(error).toBeInstanceOf(ValidationError);
@@ -83,32 +99,59 @@ describe('checks.quarantine in the spec', () => {
 
   it('is refused in Plan when the live table has a column the quarantine table adds', () => {
     const pipeline = pipelineWith({ checks: quarantining });
-    const live = [{ name: 'order_id', dataType: 'bigint' }, { name: 'reason', dataType: 'character varying' }];
+    const live = [
+      { name: 'order_id', dataType: 'bigint' },
+      { name: 'reason', dataType: 'character varying' },
+    ];
 
-    expect(() => checkQuarantineColumns(pipeline, live)).toThrow(/pipeline orders: checks\.quarantine keeps rows in analytics\.orders__quarantine .* has column\(s\) reason/);
+    expect(() => checkQuarantineColumns(pipeline, live)).toThrow(
+      /pipeline orders: checks\.quarantine keeps rows in analytics\.orders__quarantine .* has column\(s\) reason/,
+    );
     expect(() => checkQuarantineColumns(pipelineWith(), live)).not.toThrow();
   });
 });
 
 describe('moveToQuarantine', () => {
-  const batch = { pipeline: 'orders', batchId: 'b1', specHash: '', liveTable: 'analytics.orders', from: '2026-01-01T00:00:00.000Z', to: '2026-01-03T00:00:00.000Z', stagingTable: 'orders__stg_b1', columns: ['order_id', 'ordered_at', 'amount'], basePublication: 0 };
+  const batch = {
+    pipeline: 'orders',
+    batchId: 'b1',
+    specHash: '',
+    liveTable: 'analytics.orders',
+    from: '2026-01-01T00:00:00.000Z',
+    to: '2026-01-03T00:00:00.000Z',
+    stagingTable: 'orders__stg_b1',
+    columns: ['order_id', 'ordered_at', 'amount'],
+    basePublication: 0,
+  };
   const columns = ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)'];
 
   it('sends a pattern as a parameter, so that its backslashes reach the warehouse as written', () => {
     const pipeline = pipelineWith({ checks: { pattern: [{ column: 'code', regex: '^A\\d+$', action: 'quarantine' }], quarantine: { maxPct: 1 } } });
-    const { sqls, parameters } = moveToQuarantine(pipeline, { ...batch, columns: ['order_id', 'ordered_at', 'code'] }, columns, new Date('2026-01-05T00:00:00Z'));
+    const { sqls, parameters } = moveToQuarantine(
+      pipeline,
+      { ...batch, columns: ['order_id', 'ordered_at', 'code'] },
+      columns,
+      new Date('2026-01-05T00:00:00Z'),
+    );
 
     expect(sqls[2]).toContain(`WHEN NOT (s."code" ~ :ap_pattern_0) THEN 'pattern:code'`);
     expect(parameters.ap_pattern_0).toBe('^A\\d+$');
   });
 
   it('locks staging, drops the quarantined rows of superseded chunk generations, then moves rule breakers and duplicates in one transaction', () => {
-    const { sqls, parameters } = moveToQuarantine(pipelineWith({ checks: { notNull: [{ column: 'amount', action: 'quarantine' }], quarantine: { maxRows: 1 } } }), batch, columns, new Date('2026-01-05T00:00:00Z'));
+    const { sqls, parameters } = moveToQuarantine(
+      pipelineWith({ checks: { notNull: [{ column: 'amount', action: 'quarantine' }], quarantine: { maxRows: 1 } } }),
+      batch,
+      columns,
+      new Date('2026-01-05T00:00:00Z'),
+    );
 
     expect(sqls[0]).toBe('LOCK "analytics"."orders__stg_b1"');
     expect(sqls[1]).toMatch(/^DELETE FROM "analytics"\."orders__quarantine"\s+WHERE batch_id = :batch_id AND chunk_index IS NOT NULL\s+AND NOT EXISTS/);
     expect(sqls[2]).toContain(`CASE WHEN s."order_id" IS NULL THEN 'business key NULL' WHEN s."amount" IS NULL THEN 'not_null:amount' END AS ap_reason`);
-    expect(sqls[3]).toMatch(/^DELETE FROM "analytics"\."orders__stg_b1"\s+WHERE "orders__stg_b1"\."ordered_at" >= :start .* AND EXISTS \(SELECT 1 FROM \S*chunk_state AS c/s);
+    expect(sqls[3]).toMatch(
+      /^DELETE FROM "analytics"\."orders__stg_b1"\s+WHERE "orders__stg_b1"\."ordered_at" >= :start .* AND EXISTS \(SELECT 1 FROM \S*chunk_state AS c/s,
+    );
     expect(sqls.join('\n')).not.toContain('USING');
     expect(sqls.slice(4).map((s) => s.trim().split(/\s+/).slice(0, 3).join(' '))).toEqual([
       'INSERT INTO "analytics"."orders__quarantine"',

@@ -168,14 +168,20 @@ describe('business key', () => {
       'sample keys: (order_id, line_no) = (5, 1) on 2 rows; (order_id, line_no) = (NULL, 2) on 3 rows; and 5 more',
     );
     const text = describeFailure('abc', result);
-    expect(text).toContain('business_key_unique: observed 7 key value(s) on more than one row; expected each (order_id, line_no) on one row\n    sample keys: (order_id, line_no) = (5, 1) on 2 rows;');
+    expect(text).toContain(
+      'business_key_unique: observed 7 key value(s) on more than one row; expected each (order_id, line_no) on one row\n    sample keys: (order_id, line_no) = (5, 1) on 2 rows;',
+    );
   });
 });
 
 describe('reconcile: content checksum and measure sums', () => {
   const gate = { contentChecksum: true, measures: ['amount'] };
   const same = (index: number, rows: number, amount: string) =>
-    chunk(index, rows, { sourceChecksum: '123456789012345678901', stagingChecksum: '123456789012345678901', sums: [{ column: 'amount', source: amount, staging: amount }] });
+    chunk(index, rows, {
+      sourceChecksum: '123456789012345678901',
+      stagingChecksum: '123456789012345678901',
+      sums: [{ column: 'amount', source: amount, staging: amount }],
+    });
 
   it('passes both checks when every chunk has the same checksum and sums on both sides', () => {
     const result = reconcile([same(0, 10, '100.00'), same(1, 20, '200.50')], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, gate);
@@ -213,23 +219,38 @@ describe('reconcile: content checksum and measure sums', () => {
     expect(result.contentMismatches!.map((c) => c.index)).toEqual([1]);
     const message = describeFailure('b1', result);
     expect(message).toContain('Chunks whose content differs from the source (1 of 1):');
-    expect(message).toContain('│ chunk │ starts              │ source rows │ staging rows │ checksum │ amount source │ amount staging │ amount source - staging │');
-    expect(message).toContain('│     1 │ 2026-01-02 00:00:00 │          20 │           20 │ differs  │   45176850.00 │    45076850.00 │               100000.00 │');
+    expect(message).toContain(
+      '│ chunk │ starts              │ source rows │ staging rows │ checksum │ amount source │ amount staging │ amount source - staging │',
+    );
+    expect(message).toContain(
+      '│     1 │ 2026-01-02 00:00:00 │          20 │           20 │ differs  │   45176850.00 │    45076850.00 │               100000.00 │',
+    );
     expect(message).not.toContain('Chunks that differ (');
   });
 
   it('fails only the checksum for a swapped key whose sums agree', () => {
-    const swapped = chunk(0, 10, { sourceChecksum: '1152921504606846975', stagingChecksum: '1152921504606846974', sums: [{ column: 'amount', source: '10.00', staging: '10.00' }] });
+    const swapped = chunk(0, 10, {
+      sourceChecksum: '1152921504606846975',
+      stagingChecksum: '1152921504606846974',
+      sums: [{ column: 'amount', source: '10.00', staging: '10.00' }],
+    });
     const result = reconcile([swapped], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, gate);
 
     expect(result.checks.filter((c) => !c.passed).map((c) => c.check)).toEqual(['staging_content_matches_source']);
   });
 
   it('compares decimal texts as numbers: 10.5 and 10.50 are the same sum', () => {
-    const result = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.5', staging: '10.50' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, {
-      contentChecksum: false,
-      measures: ['amount'],
-    });
+    const result = reconcile(
+      [chunk(0, 1, { sums: [{ column: 'amount', source: '10.5', staging: '10.50' }] })],
+      { outsideInterval: 0, duplicateKeys: 0 },
+      false,
+      [],
+      undefined,
+      {
+        contentChecksum: false,
+        measures: ['amount'],
+      },
+    );
 
     expect(check(result, 'staging_sums_match_source').passed).toBe(true);
     expect(result.checks.map((c) => c.check)).not.toContain('staging_content_matches_source');
@@ -237,12 +258,32 @@ describe('reconcile: content checksum and measure sums', () => {
 
   it("passes sums that differ within the measure's tolerance, names it, and fails them beyond it", () => {
     const tolerant = { contentChecksum: false, measures: ['amount'], tolerances: { amount: { absolute: '0.50' } } };
-    const within = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '10.40' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, tolerant);
-    const beyond = reconcile([chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '11.00' }] })], { outsideInterval: 0, duplicateKeys: 0 }, false, [], undefined, tolerant);
+    const within = reconcile(
+      [chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '10.40' }] })],
+      { outsideInterval: 0, duplicateKeys: 0 },
+      false,
+      [],
+      undefined,
+      tolerant,
+    );
+    const beyond = reconcile(
+      [chunk(0, 1, { sums: [{ column: 'amount', source: '10.00', staging: '11.00' }] })],
+      { outsideInterval: 0, duplicateKeys: 0 },
+      false,
+      [],
+      undefined,
+      tolerant,
+    );
 
-    expect(check(within, 'staging_sums_match_source')).toMatchObject({ passed: true, expected: 'sums of amount (tolerance absolute 0.50) equal in every chunk' });
+    expect(check(within, 'staging_sums_match_source')).toMatchObject({
+      passed: true,
+      expected: 'sums of amount (tolerance absolute 0.50) equal in every chunk',
+    });
     expect(within.contentMismatches).toEqual([]);
-    expect(check(beyond, 'staging_sums_match_source')).toMatchObject({ passed: false, details: '#0 2026-01-01 00:00:00: amount: source 10.00, staging 11.00, source - staging -1.00' });
+    expect(check(beyond, 'staging_sums_match_source')).toMatchObject({
+      passed: false,
+      details: '#0 2026-01-01 00:00:00: amount: source 10.00, staging 11.00, source - staging -1.00',
+    });
     expect(beyond.contentMismatches!.map((c) => c.index)).toEqual([0]);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../domain/batch.ts';
-import { failedGroup, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure-group.ts';
 import type { RecordFailureEvent } from '../../domain/record-failure.ts';
+import { failedGroup, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure-group.ts';
 
 const member = (pipeline: string): BatchRef => ({
   pipeline,
@@ -40,8 +40,12 @@ describe('groupFailureReport', () => {
 
     expect(report.subject).toBe('atomic-publish: group sales failed (CheckFailedError)');
     expect(report.message).toContain('Error:      CheckFailedError: business_key_unique failed');
-    expect(report.message).toContain("Live tables: untouched: nothing of the group was published; every member's live table shows what it showed before this run:");
-    expect(report.message).toContain('  analytics.customers: publication 1 (batch old_customers, published at 2026-01-08 06:00:00 UTC); batch b_customers is FAILED');
+    expect(report.message).toContain(
+      "Live tables: untouched: nothing of the group was published; every member's live table shows what it showed before this run:",
+    );
+    expect(report.message).toContain(
+      '  analytics.customers: publication 1 (batch old_customers, published at 2026-01-08 06:00:00 UTC); batch b_customers is FAILED',
+    );
     expect(report.message).toContain('  analytics.orders: publication 1 (batch old_orders, published at 2026-01-08 06:00:00 UTC); batch b_orders is FAILED');
     expect(report.message).toContain("Statements: cancelled 2 still-running statement(s) of the members' batches.");
     expect(report.message).toContain('Re-run:     start an execution with input {"group":"sales","to":"2026-01-09T00:00:00.000Z"}');
@@ -61,7 +65,9 @@ describe('groupFailureReport', () => {
     const report = groupFailureReport(event({ plan: plan as never, error: conflict }), { name: 'sales', members }, { members: facts('FAILED') });
 
     expect(report.message).toContain('Live tables: untouched: nothing of the group was published');
-    expect(report.message).toContain('Next:       no re-run of this interval: a member was published since Plan, or holds newer data (the error names it). For the newest data start an execution with input {"group":"sales"}.');
+    expect(report.message).toContain(
+      'Next:       no re-run of this interval: a member was published since Plan, or holds newer data (the error names it). For the newest data start an execution with input {"group":"sales"}.',
+    );
     expect(report.message).not.toContain('Re-run:');
   });
 

@@ -3,14 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { SNS_SUBJECT_MAX_CHARACTERS } from '../../domain/aws-limits.ts';
 import type { BatchRef } from '../../domain/batch.ts';
-import {
-  describeError,
-  type FailedState,
-  failureFacts,
-  failureReport,
-  MAX_ALERT_MESSAGE_BYTES,
-  type RecordFailureEvent,
-} from '../../domain/record-failure.ts';
+import { describeError, type FailedState, failureFacts, failureReport, MAX_ALERT_MESSAGE_BYTES, type RecordFailureEvent } from '../../domain/record-failure.ts';
 
 const batch: BatchRef = {
   pipeline: 'orders',
@@ -84,7 +77,9 @@ describe('describeError', () => {
 
 describe('failureReport', () => {
   it('subject is printable ASCII of less than 100 characters naming the pipeline and the error', () => {
-    const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), { recorded: true });
+    const report = failureReport(eventWith({ plan, error: { Error: 'CheckFailedError', Cause: lambdaCause('CheckFailedError', 'counts differ') } }), {
+      recorded: true,
+    });
 
     expect(report.subject).toBe('atomic-publish: orders failed (CheckFailedError)');
     expect(report.subject).toMatch(/^[\x20-\x7e]{1,99}$/);
@@ -92,7 +87,9 @@ describe('failureReport', () => {
   });
 
   it('subject stays ASCII and under 100 characters for a long, non-ASCII pipeline and error name', () => {
-    const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), { recorded: false });
+    const report = failureReport(eventWith({ input: { pipeline: `bestellungen_${'ä'.repeat(60)}` }, error: { Error: `Fehler→${'x'.repeat(80)}` } }), {
+      recorded: false,
+    });
 
     expect(report.subject).toMatch(/^[\x20-\x7e]+$/);
     expect(report.subject.length).toBeLessThan(100);
@@ -101,7 +98,10 @@ describe('failureReport', () => {
   });
 
   it('a failure in Plan says nothing was loaded and offers no re-run', () => {
-    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }), { recorded: false });
+    const report = failureReport(
+      eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'to must be after from') } }),
+      { recorded: false },
+    );
 
     expect(report.subject).toBe('atomic-publish: orders failed (ValidationError)');
     expect(report.message).toContain('atomic-publish: pipeline orders failed');
@@ -123,7 +123,11 @@ describe('failureReport', () => {
 
   it('a load failure names the live table as untouched, keeps the staging table and gives a re-run input', () => {
     const report = failureReport(
-      eventWith({ input: { pipeline: 'orders' }, plan, error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') } }),
+      eventWith({
+        input: { pipeline: 'orders' },
+        plan,
+        error: { Error: 'WarehouseError', Cause: lambdaCause('WarehouseError', 'load chunk 0 failed: ERROR: division by zero') },
+      }),
       { recorded: true, batchStatus: 'FAILED', latestPublication: 4 },
     );
 
@@ -148,12 +152,15 @@ describe('failureReport', () => {
   });
 
   it('a failure after publishing says the live table was published and offers no re-run', () => {
-    const report = failureReport(eventWith({ input: { pipeline: 'orders' }, plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }), {
-      recorded: false,
-      batchStatus: 'PUBLISHED',
-      ownPublication: 5,
-      latestPublication: 5,
-    });
+    const report = failureReport(
+      eventWith({ input: { pipeline: 'orders' }, plan, publish, error: { Error: 'Lambda.Unknown', Cause: 'metrics step crashed' } }),
+      {
+        recorded: false,
+        batchStatus: 'PUBLISHED',
+        ownPublication: 5,
+        latestPublication: 5,
+      },
+    );
 
     expect(report.message).toContain('Live table: analytics.orders was published by this batch (publication 5); a step after publishing failed.');
     expect(report.message).toContain('Manifest:   the batch is PUBLISHED and was left as it is');
@@ -178,11 +185,16 @@ describe('failureReport', () => {
 
   it('a batch another batch overtook is reported as superseded, with the live publication and no re-run', () => {
     const report = failureReport(
-      eventWith({ plan, error: { Error: 'PublishConflictError', Cause: lambdaCause('PublishConflictError', 'publish guard: pipeline orders is at publication 6') } }),
+      eventWith({
+        plan,
+        error: { Error: 'PublishConflictError', Cause: lambdaCause('PublishConflictError', 'publish guard: pipeline orders is at publication 6') },
+      }),
       { recorded: true, batchStatus: 'FAILED', latestPublication: 6 },
     );
 
-    expect(report.message).toContain('Live table: analytics.orders shows publication 6, published by another batch; this batch was not published and is superseded');
+    expect(report.message).toContain(
+      'Live table: analytics.orders shows publication 6, published by another batch; this batch was not published and is superseded',
+    );
     expect(report.message).not.toContain('untouched');
     expect(report.message).not.toContain('Re-run:');
   });
@@ -200,7 +212,10 @@ describe('failureReport', () => {
 
   it('an out-of-band change says readers see the live table with the change in it, and to re-run once someone has decided', () => {
     const report = failureReport(
-      eventWith({ plan, error: { Error: 'OutOfBandChangeError', Cause: lambdaCause('OutOfBandChangeError', 'out-of-band change: analytics.orders was changed') } }),
+      eventWith({
+        plan,
+        error: { Error: 'OutOfBandChangeError', Cause: lambdaCause('OutOfBandChangeError', 'out-of-band change: analytics.orders was changed') },
+      }),
       { recorded: true, batchStatus: 'FAILED', latestPublication: 4 },
     );
 
@@ -217,10 +232,13 @@ describe('failureReport on the statements the batch left running', () => {
   const loadFailure = eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'chunk 0 failed' } });
 
   it('says how many were cancelled, of which chunks, and that a re-run reloads them', () => {
-    const report = failureReport(loadFailure, { recorded: true, batchStatus: 'FAILED', latestPublication: 4, orphans: { cancelled: [1, 2], stillRunning: [] } });
-    expect(report.message).toContain(
-      'Statements: cancelled 2 still-running statement(s) of this batch (the INSERTs of chunk(s) 1, 2; a re-run reloads them).',
-    );
+    const report = failureReport(loadFailure, {
+      recorded: true,
+      batchStatus: 'FAILED',
+      latestPublication: 4,
+      orphans: { cancelled: [1, 2], stillRunning: [] },
+    });
+    expect(report.message).toContain('Statements: cancelled 2 still-running statement(s) of this batch (the INSERTs of chunk(s) 1, 2; a re-run reloads them).');
     expect(report.cancelledStatements).toBe(2);
   });
 
@@ -235,9 +253,13 @@ describe('failureReport on the statements the batch left running', () => {
       'Statements: no statement of this batch was left running.',
     );
     const many = failureReport(loadFailure, { recorded: true, orphans: { cancelled: Array.from({ length: 1000 }, (_, i) => i), stillRunning: [] } });
-    expect(many.message).toContain('cancelled 1000 still-running statement(s) of this batch (the INSERTs of chunk(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 980 more;');
+    expect(many.message).toContain(
+      'cancelled 1000 still-running statement(s) of this batch (the INSERTs of chunk(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 and 980 more;',
+    );
     const unreachable = failureReport(loadFailure, { recorded: false, recordError: 'ECONNREFUSED', orphanError: 'warehouse unreachable (ECONNREFUSED)' });
-    expect(unreachable.message).toContain('Statements: could not look for statements left running (warehouse unreachable (ECONNREFUSED)); see the Data API\'s ListStatements.');
+    expect(unreachable.message).toContain(
+      "Statements: could not look for statements left running (warehouse unreachable (ECONNREFUSED)); see the Data API's ListStatements.",
+    );
     expect(unreachable.cancelledStatements).toBe(0);
   });
 
@@ -264,7 +286,10 @@ describe('failureReport bounds', () => {
   });
 
   it('keeps the message under 64 KB for a Lambda-style Cause whose errorMessage is megabytes long', () => {
-    const event = eventWith({ input: { pipeline: 'orders' }, error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'v'.repeat(MEGABYTES)) } });
+    const event = eventWith({
+      input: { pipeline: 'orders' },
+      error: { Error: 'ValidationError', Cause: lambdaCause('ValidationError', 'v'.repeat(MEGABYTES)) },
+    });
 
     const report = failureReport(event, { recorded: false });
 
@@ -285,7 +310,9 @@ describe('failureReport bounds', () => {
   });
 
   it.each([null, 0, '', 'orders', [1, 2]])('reads sensibly when the execution input was %j', (input) => {
-    const report = failureReport(eventWith({ input, error: { Error: 'ValidationError', Cause: 'execution input must be a JSON object' } }), { recorded: false });
+    const report = failureReport(eventWith({ input, error: { Error: 'ValidationError', Cause: 'execution input must be a JSON object' } }), {
+      recorded: false,
+    });
 
     expect(report.subject).toBe('atomic-publish: run failed (ValidationError)');
     expect(report.message).toContain('Error:      ValidationError: execution input must be a JSON object');
@@ -339,7 +366,9 @@ describe('what readers see now and what to do next', () => {
       liveTablePresent: true,
     });
 
-    expect(report.message).toContain('Live table: analytics.orders untouched; readers still see publication 4 (batch b-0000, published at 2026-01-01 06:00:00 UTC).');
+    expect(report.message).toContain(
+      'Live table: analytics.orders untouched; readers still see publication 4 (batch b-0000, published at 2026-01-01 06:00:00 UTC).',
+    );
     expect(report.message).toContain(`Next:       fix the cause the error names, then start an execution with input {"pipeline":"orders","to":"${batch.to}"}.`);
     expect(report.message).not.toContain('Catalog:');
   });
@@ -353,14 +382,22 @@ describe('what readers see now and what to do next', () => {
       livePublication: { seq: 5, batchId: batch.batchId, publishedAt: '2026-01-02 00:10:00' },
     });
 
-    expect(report.message).toContain(`Live table: analytics.orders was published by this batch (publication 5, published at 2026-01-02 00:10:00 UTC); a step after publishing failed.`);
+    expect(report.message).toContain(
+      `Live table: analytics.orders was published by this batch (publication 5, published at 2026-01-02 00:10:00 UTC); a step after publishing failed.`,
+    );
     expect(report.message).toMatch(/^Next: {7}nothing to publish again: readers see this batch\./m);
   });
 
   it.each([
     ['ValidationError', /^Next: {7}correct the execution input/m],
-    ['MissingPrivilegeError', /^Next: {7}have a superuser run the setup SQL the error names \(npm run setup-sql -- --pipeline orders\), then start an execution with input \{"pipeline":"orders"\}\.$/m],
-    ['TransientWarehouseError', /^Next: {7}the warehouse kept failing after every retry .*once that has ended, start an execution with input \{"pipeline":"orders"\}\.$/m],
+    [
+      'MissingPrivilegeError',
+      /^Next: {7}have a superuser run the setup SQL the error names \(npm run setup-sql -- --pipeline orders\), then start an execution with input \{"pipeline":"orders"\}\.$/m,
+    ],
+    [
+      'TransientWarehouseError',
+      /^Next: {7}the warehouse kept failing after every retry .*once that has ended, start an execution with input \{"pipeline":"orders"\}\.$/m,
+    ],
   ])('a failure in Plan (%s) says what to do next, with the execution input where a re-run can help', (name, next) => {
     const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: name, Cause: 'x' } }), { recorded: false, latestPublication: 0 });
 
@@ -368,7 +405,7 @@ describe('what readers see now and what to do next', () => {
     expect(report.message).toMatch(next);
   });
 
-  it('reports the batch the execution created when the state lost Plan\'s result', () => {
+  it("reports the batch the execution created when the state lost Plan's result", () => {
     const report = failureReport(eventWith({ input: { pipeline: 'orders' }, error: { Error: 'Sandbox.Timedout', Cause: 'Task timed out' } }), {
       recorded: true,
       latestPublication: 4,
@@ -378,11 +415,17 @@ describe('what readers see now and what to do next', () => {
 
     expect(report.message).toContain('Batch:      b-0001, created by this execution in Plan (its result was lost); now FAILED');
     expect(report.message).toContain('Readers see publication 4 (batch b-0000, published at 2026-01-01 06:00:00 UTC).');
-    expect(report.message).toMatch(/^Next: {7}a step outran its time limit; .*start an execution with input \{"pipeline":"orders"\}: a statement it left running is waited for, not run again\.$/m);
+    expect(report.message).toMatch(
+      /^Next: {7}a step outran its time limit; .*start an execution with input \{"pipeline":"orders"\}: a statement it left running is waited for, not run again\.$/m,
+    );
   });
 
   it('warns when the catalog has no live table at all', () => {
-    const report = failureReport(eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'x' } }), { recorded: true, latestPublication: 4, liveTablePresent: false });
+    const report = failureReport(eventWith({ plan, error: { Error: 'WarehouseError', Cause: 'x' } }), {
+      recorded: true,
+      latestPublication: 4,
+      liveTablePresent: false,
+    });
 
     expect(report.message).toMatch(/^Catalog: {4}the live table analytics\.orders is NOT in the catalog: readers get "relation does not exist"\./m);
   });

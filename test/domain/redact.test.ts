@@ -23,7 +23,7 @@ describe('redactRowValues', () => {
     ['a cast', 'ERROR: invalid input syntax for type integer: "77123.45"', `ERROR: invalid input syntax for type integer: "${REDACTED}"`],
     ['an enum', 'ERROR: invalid input value for enum mood: "gloomy"', `ERROR: invalid input value for enum mood: "${REDACTED}"`],
     ['a range', 'ERROR: value "99999999999" is out of range for type integer', `ERROR: value "${REDACTED}" is out of range for type integer`],
-    ["Redshift's load error", 'ERROR: Invalid digit, Value \'x7\', Pos 0, Type: Integer', `ERROR: Invalid digit, Value '${REDACTED}', Pos 0, Type: Integer`],
+    ["Redshift's load error", "ERROR: Invalid digit, Value 'x7', Pos 0, Type: Integer", `ERROR: Invalid digit, Value '${REDACTED}', Pos 0, Type: Integer`],
     [
       'an API validation error quoting a parameter value',
       "1 validation error detected: Value 'hunter2' at 'parameters.1.member.value' failed to satisfy constraint",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { parseRollbackInput, type PublicationRecord, resolveRollback, retainedVersions, rolledBackVersionTableFor } from '../../domain/rollback.ts';
+import { type PublicationRecord, parseRollbackInput, resolveRollback, retainedVersions, rolledBackVersionTableFor } from '../../domain/rollback.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 
 const pipeline = pipelineWith();
@@ -53,7 +53,12 @@ describe('resolveRollback', () => {
   it('follows a version a rollback moved: restored versions are not where their publication put them', () => {
     // Rolled back to B (publication 4): C went to orders__rb_C, B's old place is empty.
     const after = [...history.slice(0, 2), { ...history[2]!, restored: true }, publication(4, B, `orders__rb_${C}`, { rollbackOf: 3 })];
-    expect(resolveRollback(pipeline, C, after, 'PUBLISHED')).toMatchObject({ batchId: C, restoreSeq: 4, restoreTable: `orders__rb_${C}`, retainedTable: `orders__rb_${B}` });
+    expect(resolveRollback(pipeline, C, after, 'PUBLISHED')).toMatchObject({
+      batchId: C,
+      restoreSeq: 4,
+      restoreTable: `orders__rb_${C}`,
+      retainedTable: `orders__rb_${B}`,
+    });
     expect(resolveRollback(pipeline, undefined, after, undefined)).toMatchObject({ batchId: C, restoreSeq: 4 });
     expect(retainedVersions(after).map((v) => v.batchId)).toEqual([C, A]);
   });
@@ -67,8 +72,12 @@ describe('resolveRollback', () => {
   });
 
   it('refuses a pipeline that never published, an unknown batch, a batch never published, and the table before the first publication', () => {
-    expect(errorOf(() => resolveRollback(pipeline, undefined, [], undefined)).message).toBe('pipeline orders has never published: there is nothing to roll back');
-    expect(errorOf(() => resolveRollback(pipeline, 'dddddddddddddddd', history, undefined)).message).toMatch(/^batch dddddddddddddddd is not a batch of pipeline orders/);
+    expect(errorOf(() => resolveRollback(pipeline, undefined, [], undefined)).message).toBe(
+      'pipeline orders has never published: there is nothing to roll back',
+    );
+    expect(errorOf(() => resolveRollback(pipeline, 'dddddddddddddddd', history, undefined)).message).toMatch(
+      /^batch dddddddddddddddd is not a batch of pipeline orders/,
+    );
     expect(errorOf(() => resolveRollback(pipeline, 'dddddddddddddddd', history, 'FAILED')).message).toMatch(/was never published \(it is FAILED\)/);
     expect(errorOf(() => resolveRollback(pipeline, undefined, history.slice(0, 1), undefined)).message).toMatch(
       /is the table live before atomic-publish first published it, which no batch made/,

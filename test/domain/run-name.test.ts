@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
-  executionNameProblem,
   checkRunName,
-  manualRunName,
+  executionNameProblem,
   MAX_EXECUTION_NAME_LENGTH,
   MAX_SCHEDULED_PIPELINE_NAME_LENGTH,
+  manualRunName,
   parseScheduledTime,
   scheduledRunName,
 } from '../../domain/run-name.ts';
@@ -19,7 +19,37 @@ describe('execution names', () => {
     expect(executionNameProblem('x'.repeat(MAX_EXECUTION_NAME_LENGTH))).toBeUndefined();
     expect(executionNameProblem('')).toMatch(/non-empty/);
     expect(executionNameProblem('x'.repeat(MAX_EXECUTION_NAME_LENGTH + 1))).toMatch(/at most 80 characters, got 81/);
-    for (const bad of [' ', '\t', '<', '>', '{', '}', '[', ']', '?', '*', '"', '#', '%', '\\', '^', '|', '~', '`', '$', '&', ',', ';', ':', '/', '\u0000', '\u001f', '\u007f', '\u009f', '\ud800']) {
+    for (const bad of [
+      ' ',
+      '\t',
+      '<',
+      '>',
+      '{',
+      '}',
+      '[',
+      ']',
+      '?',
+      '*',
+      '"',
+      '#',
+      '%',
+      '\\',
+      '^',
+      '|',
+      '~',
+      '`',
+      '$',
+      '&',
+      ',',
+      ';',
+      ':',
+      '/',
+      '\u0000',
+      '\u001f',
+      '\u007f',
+      '\u009f',
+      '\ud800',
+    ]) {
       expect(executionNameProblem(`run${bad}1`), JSON.stringify(bad)).toMatch(/must not contain/);
     }
     // A surrogate pair (a character outside the BMP) is a character, not a lone surrogate.
@@ -33,19 +63,27 @@ describe('execution names', () => {
     expect(() => scheduledRunName('a'.repeat(MAX_SCHEDULED_PIPELINE_NAME_LENGTH + 1), new Date())).toThrow(/at most 80 characters/);
   });
 
-  it('reads the Scheduler\'s scheduled time and refuses anything else', () => {
+  it("reads the Scheduler's scheduled time and refuses anything else", () => {
     expect(parseScheduledTime('2022-03-22T18:59:43Z').toISOString()).toBe('2022-03-22T18:59:43.000Z');
     for (const bad of ['2022-03-22T18:59:43+01:00', '2022-03-22 18:59:43Z', '2022-02-30T00:00:00Z', '<aws.scheduler.scheduled-time>', '', 42, undefined]) {
-      expect(errorOf(() => parseScheduledTime(bad)), String(bad)).toBeInstanceOf(ValidationError);
+      expect(
+        errorOf(() => parseScheduledTime(bad)),
+        String(bad),
+      ).toBeInstanceOf(ValidationError);
     }
   });
 });
 
 describe('a scheduled start', () => {
-  const daily = pipelineWith({ name: 'orders', chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2026-01-01T00:00:00+01:00', schedule: { expression: 'cron(0 6 * * ? *)' } });
+  const daily = pipelineWith({
+    name: 'orders',
+    chunk: { grain: 'day', timezone: 'Europe/Berlin' },
+    historyStart: '2026-01-01T00:00:00+01:00',
+    schedule: { expression: 'cron(0 6 * * ? *)' },
+  });
   const hourly = pipelineWith({ name: 'clicks', chunk: { grain: 'hour', timezone: 'UTC' }, schedule: { expression: 'rate(1 hour)' } });
 
-  it('plans up to the last chunk boundary at or before the scheduled time, in the pipeline\'s zone', () => {
+  it("plans up to the last chunk boundary at or before the scheduled time, in the pipeline's zone", () => {
     // 06:00 in Berlin on 1 April (summer time) is 04:00 UTC; the day began at 22:00 UTC the day before.
     expect(planScheduledStart({ pipeline: 'orders', scheduledTime: '2026-04-01T04:00:00Z' }, [daily, hourly])).toEqual({
       name: 'orders-scheduled-20260401T040000Z',
@@ -57,7 +95,7 @@ describe('a scheduled start', () => {
     });
   });
 
-  it('refuses an unknown pipeline, an unknown field and a time that is not the Scheduler\'s', () => {
+  it("refuses an unknown pipeline, an unknown field and a time that is not the Scheduler's", () => {
     expect(errorOf(() => planScheduledStart({ pipeline: 'nope', scheduledTime: '2026-04-01T04:00:00Z' }, [daily])).message).toMatch(/unknown pipeline "nope"/);
     expect(errorOf(() => planScheduledStart({ pipeline: 'orders', scheduledTime: '2026-04-01T04:00:00Z', to: 'x' }, [daily])).message).toMatch(
       /unknown field\(s\): "?to/,
@@ -68,13 +106,15 @@ describe('a scheduled start', () => {
 });
 
 describe('a pipeline with a schedule', () => {
-  it('must have a name its runs\' names fit in, and one without a schedule need not', () => {
+  it("must have a name its runs' names fit in, and one without a schedule need not", () => {
     const long = 'p'.repeat(MAX_SCHEDULED_PIPELINE_NAME_LENGTH + 1);
     const refused = errorOf(() => definePipeline(specWith({ name: long, schedule: { expression: 'cron(0 6 * * ? *)' } })));
     expect(refused).toBeInstanceOf(ValidationError);
     expect(refused.message).toContain(`name must be at most ${MAX_SCHEDULED_PIPELINE_NAME_LENGTH} characters for a pipeline with a schedule`);
     expect(definePipeline(specWith({ name: long })).name).toBe(long);
-    expect(definePipeline(specWith({ name: 'p'.repeat(MAX_SCHEDULED_PIPELINE_NAME_LENGTH), schedule: { expression: 'cron(0 6 * * ? *)' } })).schedule).toBeDefined();
+    expect(
+      definePipeline(specWith({ name: 'p'.repeat(MAX_SCHEDULED_PIPELINE_NAME_LENGTH), schedule: { expression: 'cron(0 6 * * ? *)' } })).schedule,
+    ).toBeDefined();
   });
 });
 

@@ -1,16 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { NO_DECLARED_CHECKS } from '../../domain/declared-checks.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
-import {
-  canonicalJson,
-  definePipeline,
-  definePipelines,
-  isValidTimeZone,
-  MAX_MAP_CONCURRENCY,
-  MAX_TABLE_NAME_LENGTH,
-} from '../../domain/spec.ts';
+import { canonicalJson, definePipeline, definePipelines, isValidTimeZone, MAX_MAP_CONCURRENCY, MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
-import { NO_DECLARED_CHECKS } from '../../domain/declared-checks.ts';
 import { ordersSpec, specWith } from './fixtures.ts';
 
 function rejection(spec: PipelineSpec): Error {
@@ -26,7 +19,11 @@ function rejection(spec: PipelineSpec): Error {
 function reverseKeys<T>(value: T): T {
   if (Array.isArray(value)) return value.map(reverseKeys) as T;
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reverseKeys(v)])) as T;
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reverseKeys(v)]),
+    ) as T;
   }
   return value;
 }
@@ -136,15 +133,27 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
       { target: undefined as unknown as PipelineSpec['target'] },
       /^pipeline orders: 2 problems: target\.schema must be a non-empty string; target\.table must be a non-empty string$/,
     ],
-    ['the manifest schema as target.schema', { target: { schema: 'atomic_publish', table: 'orders' } }, /^pipeline orders: target\.schema must not be the manifest schema/],
+    [
+      'the manifest schema as target.schema',
+      { target: { schema: 'atomic_publish', table: 'orders' } },
+      /^pipeline orders: target\.schema must not be the manifest schema/,
+    ],
     [
       'a target.table longer than 40 characters',
       { target: { schema: 'analytics', table: 't'.repeat(MAX_TABLE_NAME_LENGTH + 1) } },
       /^pipeline orders: target\.table must be at most 40 characters/,
     ],
     ['an empty sourceSql', { sourceSql: '   ' }, /^pipeline orders: sourceSql must be a SELECT statement/],
-    ['a sourceSql without :start', { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at < :end' }, /^pipeline orders: sourceSql must use the :start placeholder/],
-    ['a sourceSql without :end', { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start' }, /^pipeline orders: sourceSql must use the :end placeholder/],
+    [
+      'a sourceSql without :start',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at < :end' },
+      /^pipeline orders: sourceSql must use the :start placeholder/,
+    ],
+    [
+      'a sourceSql without :end',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start' },
+      /^pipeline orders: sourceSql must use the :end placeholder/,
+    ],
     [
       'a sourceSql whose placeholders are only prefixes of other names',
       { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start_at AND ordered_at < :end_at' },
@@ -180,9 +189,21 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
       { sourceSql: "SELECT *, ':end' AS note FROM raw.order_events WHERE ordered_at >= :start" },
       /^pipeline orders: sourceSql must use the :end placeholder/,
     ],
-    ['a sourceSql that is not a SELECT', { sourceSql: 'DELETE FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' }, /^pipeline orders: sourceSql must be a SELECT statement/],
-    ['a sourceSql with SELECT INTO', { sourceSql: 'SELECT * INTO copy FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' }, /^pipeline orders: sourceSql must not use SELECT INTO/],
-    ['a sourceSql with FOR UPDATE', { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end FOR UPDATE' }, /^pipeline orders: sourceSql must not lock rows/],
+    [
+      'a sourceSql that is not a SELECT',
+      { sourceSql: 'DELETE FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' },
+      /^pipeline orders: sourceSql must be a SELECT statement/,
+    ],
+    [
+      'a sourceSql with SELECT INTO',
+      { sourceSql: 'SELECT * INTO copy FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' },
+      /^pipeline orders: sourceSql must not use SELECT INTO/,
+    ],
+    [
+      'a sourceSql with FOR UPDATE',
+      { sourceSql: 'SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end FOR UPDATE' },
+      /^pipeline orders: sourceSql must not lock rows/,
+    ],
     [
       'a sourceSql that writes through a common table expression',
       { sourceSql: 'WITH gone AS (DELETE FROM raw.order_events) SELECT * FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end' },
@@ -190,29 +211,52 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ],
     [
       'a sourceSql with STRING_AGG',
-      { sourceSql: "SELECT order_id, ordered_at, string_agg(sku, ',') AS skus FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end GROUP BY 1, 2" },
+      {
+        sourceSql:
+          "SELECT order_id, ordered_at, string_agg(sku, ',') AS skus FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end GROUP BY 1, 2",
+      },
       /^pipeline orders: sourceSql uses STRING_AGG, which Amazon Redshift does not support/,
     ],
     ['a hostile timeColumn', { timeColumn: 'ordered_at; --' }, /^pipeline orders: timeColumn "ordered_at; --" is not allowed/],
     ['an unknown chunk.grain', { chunk: { grain: 'week' as 'day' } }, /^pipeline orders: chunk\.grain must be one of hour, day, month/],
     ['a missing chunk', { chunk: undefined as unknown as PipelineSpec['chunk'] }, /^pipeline orders: chunk\.grain/],
-    ['an invalid chunk.timezone', { chunk: { grain: 'day', timezone: 'Mars/Olympus_Mons' } }, /^pipeline orders: chunk\.timezone "Mars\/Olympus_Mons" is not an IANA time zone/],
+    [
+      'an invalid chunk.timezone',
+      { chunk: { grain: 'day', timezone: 'Mars/Olympus_Mons' } },
+      /^pipeline orders: chunk\.timezone "Mars\/Olympus_Mons" is not an IANA time zone/,
+    ],
     ['a chunk.maxConcurrency of 0', { chunk: { grain: 'day', maxConcurrency: 0 } }, /^pipeline orders: chunk\.maxConcurrency must be an integer from 1 to 40/],
     ['a chunk.maxConcurrency above 40', { chunk: { grain: 'day', maxConcurrency: MAX_MAP_CONCURRENCY + 1 } }, /^pipeline orders: chunk\.maxConcurrency/],
     ['a fractional chunk.maxConcurrency', { chunk: { grain: 'day', maxConcurrency: 2.5 } }, /^pipeline orders: chunk\.maxConcurrency/],
-    ['a chunk.targetRows of 0', { chunk: { grain: 'day', targetRows: 0 } }, /^pipeline orders: chunk\.targetRows must be a positive integer \(rows per chunk, about\)$/],
+    [
+      'a chunk.targetRows of 0',
+      { chunk: { grain: 'day', targetRows: 0 } },
+      /^pipeline orders: chunk\.targetRows must be a positive integer \(rows per chunk, about\)$/,
+    ],
     ['a negative chunk.targetRows', { chunk: { grain: 'day', targetRows: -5000 } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
     ['a fractional chunk.targetRows', { chunk: { grain: 'day', targetRows: 2.5 } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
-    ['a chunk.targetRows as text', { chunk: { grain: 'day', targetRows: '50000' as unknown as number } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
+    [
+      'a chunk.targetRows as text',
+      { chunk: { grain: 'day', targetRows: '50000' as unknown as number } },
+      /^pipeline orders: chunk\.targetRows must be a positive integer/,
+    ],
     ['an infinite chunk.targetRows', { chunk: { grain: 'day', targetRows: Infinity } }, /^pipeline orders: chunk\.targetRows must be a positive integer/],
     ['an unparseable historyStart', { historyStart: 'the beginning' }, /^pipeline orders: historyStart must be an ISO 8601 date or time/],
-    ['a historyStart off the day grain', { historyStart: '2026-01-01T06:00:00Z' }, /^pipeline orders: historyStart 2026-01-01T06:00:00Z is not on a day boundary in UTC/],
+    [
+      'a historyStart off the day grain',
+      { historyStart: '2026-01-01T06:00:00Z' },
+      /^pipeline orders: historyStart 2026-01-01T06:00:00Z is not on a day boundary in UTC/,
+    ],
     [
       'a historyStart at UTC midnight for a Berlin day grain',
       { chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2026-01-01T00:00:00Z' },
       /^pipeline orders: historyStart .* is not on a day boundary in Europe\/Berlin/,
     ],
-    ['a historyStart mid-month for a month grain', { chunk: { grain: 'month' }, historyStart: '2026-01-15T00:00:00Z' }, /^pipeline orders: historyStart .* not on a month boundary/],
+    [
+      'a historyStart mid-month for a month grain',
+      { chunk: { grain: 'month' }, historyStart: '2026-01-15T00:00:00Z' },
+      /^pipeline orders: historyStart .* not on a month boundary/,
+    ],
     ['an empty businessKey', { businessKey: [] }, /^pipeline orders: businessKey must list at least one column/],
     ['a hostile businessKey column', { businessKey: ['order_id', 'Line No'] }, /^pipeline orders: businessKey\[1\] "Line No" is not allowed/],
     ['an unknown nullTimes', { nullTimes: 'drop' as PipelineSpec['nullTimes'] }, /^pipeline orders: nullTimes "drop" must be one of fail, quarantine$/],
@@ -221,10 +265,26 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
       { publishMode: 'merge' },
       /^pipeline orders: merge is required with publishMode merge: name merge\.versionColumn, the live column \(a version number or modification time\) that decides/,
     ],
-    ['merge with an empty versionColumn', { publishMode: 'merge', merge: { versionColumn: '' } }, /^pipeline orders: merge\.versionColumn must be a non-empty string/],
-    ['a merge section that is not an object', { publishMode: 'merge', merge: 'updated_at' as unknown as PipelineSpec['merge'] }, /^pipeline orders: merge must be an object with a versionColumn/],
-    ['a merge section on a swap pipeline', { merge: { versionColumn: 'updated_at' } }, /^pipeline orders: merge applies to publishMode merge only \(this pipeline publishes by swap\): remove merge or set publishMode "merge"/],
-    ['a business-key column as the version column', { publishMode: 'merge', merge: { versionColumn: 'order_id' } }, /^pipeline orders: merge\.versionColumn order_id is a businessKey column/],
+    [
+      'merge with an empty versionColumn',
+      { publishMode: 'merge', merge: { versionColumn: '' } },
+      /^pipeline orders: merge\.versionColumn must be a non-empty string/,
+    ],
+    [
+      'a merge section that is not an object',
+      { publishMode: 'merge', merge: 'updated_at' as unknown as PipelineSpec['merge'] },
+      /^pipeline orders: merge must be an object with a versionColumn/,
+    ],
+    [
+      'a merge section on a swap pipeline',
+      { merge: { versionColumn: 'updated_at' } },
+      /^pipeline orders: merge applies to publishMode merge only \(this pipeline publishes by swap\): remove merge or set publishMode "merge"/,
+    ],
+    [
+      'a business-key column as the version column',
+      { publishMode: 'merge', merge: { versionColumn: 'order_id' } },
+      /^pipeline orders: merge\.versionColumn order_id is a businessKey column/,
+    ],
     [
       'the version column as the soft-delete column',
       { publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'updated_at' } },
@@ -236,10 +296,26 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
       /^pipeline orders: modifiedColumn cannot be used with publishMode replace-intervals: staging would hold only the rows modified in the batch interval, and replacing their event-time intervals with them would delete the rest/,
     ],
     ['a modifiedColumn with swap', { modifiedColumn: 'updated_at' }, /^pipeline orders: modifiedColumn cannot be used with publishMode swap/],
-    ['a hostile modifiedColumn', { publishMode: 'merge', merge: { versionColumn: 'v' }, modifiedColumn: 'a b' }, /^pipeline orders: modifiedColumn "a b" is not allowed/],
-    ['an unknown publishMode', { publishMode: 'upsert' as PipelineSpec['publishMode'] }, /^pipeline orders: publishMode "upsert" is not supported by this version \(supported: swap, replace-intervals, merge\)/],
-    ['a lookback on a swap pipeline', { lookback: 2 }, /^pipeline orders: lookback applies only to publish modes that load some intervals \(replace-intervals, merge\)/],
-    ['a lookback of more than one window', { publishMode: 'replace-intervals', lookback: 1000 }, /^pipeline orders: lookback must be an integer from 0 to 999 \(grain units a scheduled run re-reads/],
+    [
+      'a hostile modifiedColumn',
+      { publishMode: 'merge', merge: { versionColumn: 'v' }, modifiedColumn: 'a b' },
+      /^pipeline orders: modifiedColumn "a b" is not allowed/,
+    ],
+    [
+      'an unknown publishMode',
+      { publishMode: 'upsert' as PipelineSpec['publishMode'] },
+      /^pipeline orders: publishMode "upsert" is not supported by this version \(supported: swap, replace-intervals, merge\)/,
+    ],
+    [
+      'a lookback on a swap pipeline',
+      { lookback: 2 },
+      /^pipeline orders: lookback applies only to publish modes that load some intervals \(replace-intervals, merge\)/,
+    ],
+    [
+      'a lookback of more than one window',
+      { publishMode: 'replace-intervals', lookback: 1000 },
+      /^pipeline orders: lookback must be an integer from 0 to 999 \(grain units a scheduled run re-reads/,
+    ],
     ['a negative lookback', { publishMode: 'replace-intervals', lookback: -1 }, /^pipeline orders: lookback must be an integer from 0 to 999/],
     [
       'publishVia view with replace-intervals',
@@ -249,17 +325,41 @@ describe('definePipeline rejects an invalid field, naming the pipeline and the f
     ['a freshness.slaMinutes of 0', { freshness: { slaMinutes: 0 } }, /^pipeline orders: freshness\.slaMinutes must be an integer from 1 to 1440/],
     ['a freshness.slaMinutes above a day', { freshness: { slaMinutes: 1441 } }, /^pipeline orders: freshness\.slaMinutes/],
     ['a missing freshness', { freshness: undefined as unknown as PipelineSpec['freshness'] }, /^pipeline orders: freshness\.slaMinutes/],
-    ['a freshness.maxDataLagMinutes of 0', { freshness: { slaMinutes: 60, maxDataLagMinutes: 0 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer from 1 to 527040 \(at most a year\)/],
-    ['a fractional freshness.maxDataLagMinutes', { freshness: { slaMinutes: 60, maxDataLagMinutes: 1.5 } }, /^pipeline orders: freshness\.maxDataLagMinutes must be an integer/],
-    ['a freshness.expectedRunMinutes of 0', { freshness: { slaMinutes: 60, expectedRunMinutes: 0 } }, /^pipeline orders: freshness\.expectedRunMinutes must be an integer from 1 to 527040/],
-    ['a schedule.expression that is not cron/rate/at', { schedule: { expression: '0 6 * * *' } }, /^pipeline orders: schedule\.expression must be an EventBridge Scheduler expression/],
+    [
+      'a freshness.maxDataLagMinutes of 0',
+      { freshness: { slaMinutes: 60, maxDataLagMinutes: 0 } },
+      /^pipeline orders: freshness\.maxDataLagMinutes must be an integer from 1 to 527040 \(at most a year\)/,
+    ],
+    [
+      'a fractional freshness.maxDataLagMinutes',
+      { freshness: { slaMinutes: 60, maxDataLagMinutes: 1.5 } },
+      /^pipeline orders: freshness\.maxDataLagMinutes must be an integer/,
+    ],
+    [
+      'a freshness.expectedRunMinutes of 0',
+      { freshness: { slaMinutes: 60, expectedRunMinutes: 0 } },
+      /^pipeline orders: freshness\.expectedRunMinutes must be an integer from 1 to 527040/,
+    ],
+    [
+      'a schedule.expression that is not cron/rate/at',
+      { schedule: { expression: '0 6 * * *' } },
+      /^pipeline orders: schedule\.expression must be an EventBridge Scheduler expression/,
+    ],
     ['an unclosed schedule.expression', { schedule: { expression: 'rate(1 day' } }, /^pipeline orders: schedule\.expression/],
     ['an empty cron()', { schedule: { expression: 'cron()' } }, /^pipeline orders: schedule\.expression/],
-    ['an invalid schedule.timezone', { schedule: { expression: 'rate(1 day)', timezone: 'Berlin' } }, /^pipeline orders: schedule\.timezone "Berlin" is not an IANA time zone/],
+    [
+      'an invalid schedule.timezone',
+      { schedule: { expression: 'rate(1 day)', timezone: 'Berlin' } },
+      /^pipeline orders: schedule\.timezone "Berlin" is not an IANA time zone/,
+    ],
     ['a negative retention.keepVersions', { retention: { keepVersions: -1 } }, /^pipeline orders: retention\.keepVersions must be an integer from 0 to 100/],
     ['a retention.keepVersions above 100', { retention: { keepVersions: 101 } }, /^pipeline orders: retention\.keepVersions/],
     ['a fractional retention.keepVersions', { retention: { keepVersions: 1.5 } }, /^pipeline orders: retention\.keepVersions/],
-    ['a non-boolean outOfBand.expectedWriters', { outOfBand: { expectedWriters: 'yes' as unknown as boolean } }, /^pipeline orders: outOfBand\.expectedWriters must be true or false$/],
+    [
+      'a non-boolean outOfBand.expectedWriters',
+      { outOfBand: { expectedWriters: 'yes' as unknown as boolean } },
+      /^pipeline orders: outOfBand\.expectedWriters must be true or false$/,
+    ],
     ['a non-boolean outOfBand.watch', { outOfBand: { watch: 1 as unknown as boolean } }, /^pipeline orders: outOfBand\.watch must be true or false$/],
     ['an unknown snapshotReaders', { snapshotReaders: 'never' as unknown as 'wait' }, /^pipeline orders: snapshotReaders/],
     [
@@ -369,7 +469,9 @@ describe('definePipeline reports every wrong field at once', () => {
     const error = rejection(specWith({ name: huge, chunk: { grain: 'day', timezone: huge }, publishMode: huge as 'swap', historyStart: huge }));
 
     expect(error.message.length).toBeLessThan(2_000);
-    expect(error.message).toMatch(/^pipeline x+\.\.\. \(1048576 characters\): 4 problems: name "x+\.\.\. \(1048578 characters\) is longer than 63 characters; /);
+    expect(error.message).toMatch(
+      /^pipeline x+\.\.\. \(1048576 characters\): 4 problems: name "x+\.\.\. \(1048578 characters\) is longer than 63 characters; /,
+    );
   });
 });
 
@@ -448,7 +550,10 @@ describe('specHash', () => {
   });
 
   it('keeps freshness.maxDataLagMinutes when given, and has none when left out', () => {
-    expect(definePipeline(specWith({ freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } })).freshness).toEqual({ slaMinutes: 1440, maxDataLagMinutes: 2880 });
+    expect(definePipeline(specWith({ freshness: { slaMinutes: 1440, maxDataLagMinutes: 2880 } })).freshness).toEqual({
+      slaMinutes: 1440,
+      maxDataLagMinutes: 2880,
+    });
     expect(definePipeline(ordersSpec).freshness).toEqual({ slaMinutes: 1440 });
   });
 
@@ -515,7 +620,10 @@ describe('checks: measure tolerances and drift against live', () => {
   it('applies the drift defaults (minRows 100, severity block), leaves the hash alone without drift and changes it with', () => {
     const pipeline = definePipeline(specWith({ checks: { drift: { rowCount: { maxDecreasePct: 50 }, nullRate: { maxIncreasePoints: 5 } } } }));
 
-    expect(pipeline.checks.drift).toEqual({ rowCount: { maxDecreasePct: 50, minRows: 100, severity: 'block' }, nullRate: { maxIncreasePoints: 5, minRows: 100, severity: 'block' } });
+    expect(pipeline.checks.drift).toEqual({
+      rowCount: { maxDecreasePct: 50, minRows: 100, severity: 'block' },
+      nullRate: { maxIncreasePoints: 5, minRows: 100, severity: 'block' },
+    });
     expect(definePipeline(specWith({ checks: { drift: null } as unknown as PipelineSpec['checks'] })).specHash).toBe(definePipeline(ordersSpec).specHash);
     expect(definePipeline(ordersSpec).checks).not.toHaveProperty('drift');
     expect(pipeline.specHash).not.toBe(definePipeline(ordersSpec).specHash);
@@ -524,17 +632,37 @@ describe('checks: measure tolerances and drift against live', () => {
   });
 
   it.each([
-    ['a negative absolute tolerance', { measures: [{ column: 'amount', tolerance: { absolute: '-1' } }] }, /checks\.measures\[0\]\.tolerance\.absolute "-1" must be a difference of at least 0/],
-    ['a relative tolerance above 1', { measures: [{ column: 'amount', tolerance: { relative: 2 } }] }, /checks\.measures\[0\]\.tolerance\.relative 2 must be a number from 0 to 1/],
+    [
+      'a negative absolute tolerance',
+      { measures: [{ column: 'amount', tolerance: { absolute: '-1' } }] },
+      /checks\.measures\[0\]\.tolerance\.absolute "-1" must be a difference of at least 0/,
+    ],
+    [
+      'a relative tolerance above 1',
+      { measures: [{ column: 'amount', tolerance: { relative: 2 } }] },
+      /checks\.measures\[0\]\.tolerance\.relative 2 must be a number from 0 to 1/,
+    ],
     ['an empty tolerance', { measures: [{ column: 'amount', tolerance: {} }] }, /checks\.measures\[0\]\.tolerance must declare absolute, relative or both$/],
     ['a measure object naming no column', { measures: [{ tolerance: { relative: 0.1 } }] }, /checks\.measures\[0\]\.column /],
     ['a decrease above 100%', { drift: { rowCount: { maxDecreasePct: 150 } } }, /checks\.drift\.rowCount\.maxDecreasePct must be a number from 0 to 100/],
     ['a negative increase', { drift: { rowCount: { maxIncreasePct: -1 } } }, /checks\.drift\.rowCount\.maxIncreasePct must be a number from 0 to 1000000/],
-    ['a row-count check with no bound', { drift: { rowCount: { minRows: 10 } } }, /checks\.drift\.rowCount of check live_row_count_drift must declare maxDecreasePct, maxIncreasePct or both$/],
+    [
+      'a row-count check with no bound',
+      { drift: { rowCount: { minRows: 10 } } },
+      /checks\.drift\.rowCount of check live_row_count_drift must declare maxDecreasePct, maxIncreasePct or both$/,
+    ],
     ['a minRows of 0', { drift: { rowCount: { maxDecreasePct: 10, minRows: 0 } } }, /checks\.drift\.rowCount\.minRows must be an integer from 1 to/],
-    ['an unknown severity', { drift: { nullRate: { maxIncreasePoints: 5, severity: 'page' } } }, /checks\.drift\.nullRate\.severity of check live_null_rate_drift: "page" must be one of block, warn$/],
+    [
+      'an unknown severity',
+      { drift: { nullRate: { maxIncreasePoints: 5, severity: 'page' } } },
+      /checks\.drift\.nullRate\.severity of check live_null_rate_drift: "page" must be one of block, warn$/,
+    ],
     ['points above 100', { drift: { nullRate: { maxIncreasePoints: 101 } } }, /checks\.drift\.nullRate\.maxIncreasePoints must be a number from 0 to 100/],
-    ['a column named twice', { drift: { nullRate: { maxIncreasePoints: 5, columns: ['amount', 'amount'] } } }, /checks\.drift\.nullRate\.columns names amount more than once$/],
+    [
+      'a column named twice',
+      { drift: { nullRate: { maxIncreasePoints: 5, columns: ['amount', 'amount'] } } },
+      /checks\.drift\.nullRate\.columns names amount more than once$/,
+    ],
     ['a misspelt field', { drift: { rowCount: { maxDecreasePercent: 10 } } }, /checks\.drift\.rowCount must be an object naming maxDecreasePct/],
   ])('rejects %s at synth time, naming the pipeline and the field', (_what, checks, message) => {
     const error = rejection(specWith({ checks: checks as unknown as PipelineSpec['checks'] }));
@@ -572,7 +700,9 @@ describe('checks: declared checks with severity and tolerance', () => {
       { column: 'customer_id', severity: 'warn', tolerance: 2 },
     ]);
     expect(checks.acceptedValues).toEqual([{ column: 'status', values: ['open', 'paid'], severity: 'block', tolerance: 0 }]);
-    expect(checks.references).toEqual([{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] }, severity: 'block', tolerance: 0 }]);
+    expect(checks.references).toEqual([
+      { columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] }, severity: 'block', tolerance: 0 },
+    ]);
     expect(checks.sql).toEqual([{ name: 'negative_amounts', sql: 'SELECT order_id FROM {staging} WHERE amount < 0', severity: 'warn', tolerance: 0 }]);
   });
 
@@ -580,23 +710,65 @@ describe('checks: declared checks with severity and tolerance', () => {
     const hash = definePipeline(ordersSpec).specHash;
     expect(definePipeline(specWith({ checks: { notNull: [], acceptedValues: [], references: [], sql: [] } })).specHash).toBe(hash);
     expect(definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash).not.toBe(hash);
-    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', severity: 'warn' }] } })).specHash).not.toBe(definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash);
+    expect(definePipeline(specWith({ checks: { notNull: [{ column: 'amount', severity: 'warn' }] } })).specHash).not.toBe(
+      definePipeline(specWith({ checks: { notNull: ['amount'] } })).specHash,
+    );
   });
 
   it.each([
-    ['a tolerance below 0', { notNull: [{ column: 'amount', tolerance: -1 }] }, /checks\.notNull\[0\]\.tolerance of check not_null:amount: -1 must be an integer from 0 to 1000000000/],
-    ['a tolerance above the maximum', { acceptedValues: [{ column: 'status', values: ['a'], tolerance: 1e10 }] }, /checks\.acceptedValues\[0\]\.tolerance of check accepted_values:status: 10000000000 must be an integer/],
-    ['a tolerance that is not whole', { sql: [{ name: 'x', sql: 'SELECT 1 FROM {staging}', tolerance: 0.5 }] }, /tolerance of check sql:x: 0\.5 must be an integer/],
-    ['an unknown severity', { notNull: [{ column: 'amount', severity: 'fatal' }] }, /checks\.notNull\[0\]\.severity of check not_null:amount: "fatal" must be one of block, warn/],
+    [
+      'a tolerance below 0',
+      { notNull: [{ column: 'amount', tolerance: -1 }] },
+      /checks\.notNull\[0\]\.tolerance of check not_null:amount: -1 must be an integer from 0 to 1000000000/,
+    ],
+    [
+      'a tolerance above the maximum',
+      { acceptedValues: [{ column: 'status', values: ['a'], tolerance: 1e10 }] },
+      /checks\.acceptedValues\[0\]\.tolerance of check accepted_values:status: 10000000000 must be an integer/,
+    ],
+    [
+      'a tolerance that is not whole',
+      { sql: [{ name: 'x', sql: 'SELECT 1 FROM {staging}', tolerance: 0.5 }] },
+      /tolerance of check sql:x: 0\.5 must be an integer/,
+    ],
+    [
+      'an unknown severity',
+      { notNull: [{ column: 'amount', severity: 'fatal' }] },
+      /checks\.notNull\[0\]\.severity of check not_null:amount: "fatal" must be one of block, warn/,
+    ],
     ['no accepted values', { acceptedValues: [{ column: 'status', values: [] }] }, /checks\.acceptedValues\[0\]\.values must list at least one value/],
-    ['a references whose column counts differ', { references: [{ columns: ['a', 'b'], parent: { schema: 'crm', table: 'c', columns: ['id'] } }] }, /checks\.references\[0\]\.parent\.columns of check references:a,b must list as many columns as columns \(2\)/],
-    ['custom SQL of two statements', { sql: [{ name: 'two', sql: 'SELECT 1 FROM {staging}; SELECT 2' }] }, /checks\.sql\[0\]\.sql of check sql:two must be one statement/],
-    ['custom SQL that writes', { sql: [{ name: 'wipe', sql: 'DELETE FROM {staging}' }] }, /checks\.sql\[0\]\.sql of check sql:wipe must be a SELECT statement returning the offending rows/],
+    [
+      'a references whose column counts differ',
+      { references: [{ columns: ['a', 'b'], parent: { schema: 'crm', table: 'c', columns: ['id'] } }] },
+      /checks\.references\[0\]\.parent\.columns of check references:a,b must list as many columns as columns \(2\)/,
+    ],
+    [
+      'custom SQL of two statements',
+      { sql: [{ name: 'two', sql: 'SELECT 1 FROM {staging}; SELECT 2' }] },
+      /checks\.sql\[0\]\.sql of check sql:two must be one statement/,
+    ],
+    [
+      'custom SQL that writes',
+      { sql: [{ name: 'wipe', sql: 'DELETE FROM {staging}' }] },
+      /checks\.sql\[0\]\.sql of check sql:wipe must be a SELECT statement returning the offending rows/,
+    ],
     ['custom SQL that does not parse', { sql: [{ name: 'broken', sql: 'SELECT FROM WHERE' }] }, /of check sql:broken does not parse/],
-    ['custom SQL that leaves its parentheses', { sql: [{ name: 'escape', sql: 'SELECT 1 FROM {staging}) AS src, (SELECT 1' }] }, /of check sql:escape (must stay inside|does not parse)/],
-    ['custom SQL with a parameter', { sql: [{ name: 'p', sql: 'SELECT 1 FROM {staging} WHERE x > :start' }] }, /of check sql:p uses :start, but no parameters are bound/],
+    [
+      'custom SQL that leaves its parentheses',
+      { sql: [{ name: 'escape', sql: 'SELECT 1 FROM {staging}) AS src, (SELECT 1' }] },
+      /of check sql:escape (must stay inside|does not parse)/,
+    ],
+    [
+      'custom SQL with a parameter',
+      { sql: [{ name: 'p', sql: 'SELECT 1 FROM {staging} WHERE x > :start' }] },
+      /of check sql:p uses :start, but no parameters are bound/,
+    ],
     ['a check declared twice', { notNull: ['amount', 'amount'] }, /declare check\(s\) not_null:amount more than once/],
-    ['a references check whose name check_results cannot hold', { references: [{ columns: ['a'.repeat(60), 'b'.repeat(60), 'c'.repeat(60)], parent: { schema: 'crm', table: 'x', columns: ['a', 'b', 'c'] } }] }, /checks name check\(s\) longer than 128 characters: references:a{49}/],
+    [
+      'a references check whose name check_results cannot hold',
+      { references: [{ columns: ['a'.repeat(60), 'b'.repeat(60), 'c'.repeat(60)], parent: { schema: 'crm', table: 'x', columns: ['a', 'b', 'c'] } }] },
+      /checks name check\(s\) longer than 128 characters: references:a{49}/,
+    ],
   ])('rejects %s at synth time, naming the pipeline and the check', (_what, checks, message) => {
     const error = rejection(specWith({ checks: checks as PipelineSpec['checks'] }));
     expect(error).toBeInstanceOf(ValidationError);
@@ -606,7 +778,12 @@ describe('checks: declared checks with severity and tolerance', () => {
 });
 
 describe('merge and modifiedColumn', () => {
-  const merge = specWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'deleted' }, modifiedColumn: 'updated_at', lookback: 2 });
+  const merge = specWith({
+    publishMode: 'merge',
+    merge: { versionColumn: 'updated_at', softDeleteColumn: 'deleted' },
+    modifiedColumn: 'updated_at',
+    lookback: 2,
+  });
 
   it('keeps the merge section and the modification time column, with a lookback', () => {
     const pipeline = definePipeline(merge);

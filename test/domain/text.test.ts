@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clip, clipJsonUtf8, clipUtf8, echo, ECHO_MAX_CHARS, printable, truncateUtf8 } from '../../domain/text.ts';
+import { clip, clipJsonUtf8, clipUtf8, ECHO_MAX_CHARS, echo, printable, truncateUtf8 } from '../../domain/text.ts';
 
 const MEGABYTE = 1024 * 1024;
 

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import {
-  databaseUserFor,
   dataApiSettingsFromEnv,
+  databaseUserFor,
   defaultHandlerRoleName,
   validateHandlerRoleName,
   validateWarehouseTarget,
+  WarehouseEnv,
   type WarehouseTarget,
   warehouseEnvironment,
-  WarehouseEnv,
   warehouseTargetFromContext,
   warehouseTargetFromEnv,
 } from '../../domain/warehouse-target.ts';
@@ -66,7 +66,11 @@ describe('warehouseTargetFromContext', () => {
       database: 'dev',
       secretArn: SECRET_ARN,
     });
-    expect(warehouseTargetFromContext({ workgroupName: 'wg', database: 'dev' }, SECRET_ARN)).toEqual({ workgroupName: 'wg', database: 'dev', secretArn: SECRET_ARN });
+    expect(warehouseTargetFromContext({ workgroupName: 'wg', database: 'dev' }, SECRET_ARN)).toEqual({
+      workgroupName: 'wg',
+      database: 'dev',
+      secretArn: SECRET_ARN,
+    });
     expect(() => warehouseTargetFromContext({ workgroup: 'wg', database: 'dev' })).toThrow(/unknown keys workgroup/);
   });
 
@@ -148,7 +152,10 @@ describe('databaseUserFor: the database user the step handlers act as', () => {
       kind: 'iam-role',
       name: 'IAMR:atomicpublish-handlers',
     });
-    expect(databaseUserFor({ database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN }, 'publisher')).toEqual({ kind: 'iam-role', name: 'IAMR:publisher' });
+    expect(databaseUserFor({ database: 'dev', workgroupName: 'analytics', workgroupArn: WORKGROUP_ARN }, 'publisher')).toEqual({
+      kind: 'iam-role',
+      name: 'IAMR:publisher',
+    });
   });
 
   it('is the dbUser itself on a cluster with a database user (IAM: is only the prefix of its login name)', () => {
@@ -173,7 +180,7 @@ describe('databaseUserFor: the database user the step handlers act as', () => {
 });
 
 describe('the handler role name', () => {
-  it('defaults to the stack name in lower case with -handlers, cut to IAM\'s 64 characters', () => {
+  it("defaults to the stack name in lower case with -handlers, cut to IAM's 64 characters", () => {
     expect(defaultHandlerRoleName('AtomicPublish')).toBe('atomicpublish-handlers');
     const long = defaultHandlerRoleName(`Stack${'x'.repeat(120)}`);
     expect(long).toHaveLength(64);

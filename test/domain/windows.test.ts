@@ -18,7 +18,12 @@ describe('chunkWindows', () => {
     const chunks = planChunks(year, berlin);
     const windows = chunkWindows(chunks, berlin, 100);
 
-    expect(windows.map((w) => [w.firstChunk, w.chunkCount])).toEqual([[0, 100], [100, 100], [200, 100], [300, 65]]);
+    expect(windows.map((w) => [w.firstChunk, w.chunkCount])).toEqual([
+      [0, 100],
+      [100, 100],
+      [200, 100],
+      [300, 65],
+    ]);
     // One unit per chunk: nothing more to record.
     expect(windows.every((w) => w.unitCounts === undefined)).toBe(true);
     expect(() => checkWindowsCover(windows, year, chunks.length)).not.toThrow();

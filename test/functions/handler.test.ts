@@ -4,9 +4,10 @@
 // wired. The Tracer has no local X-Ray daemon: it is off here (no
 // AWS_EXECUTION_ENV), and its annotations are observed through a spy, the
 // only mock in this file.
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+
 import { Tracer } from '@aws-lambda-powertools/tracer';
+import { RedshiftDataClient } from '@aws-sdk/client-redshift-data';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { stepHandler, TRACE_ANNOTATIONS } from '../../functions/commons/handler.ts';
 import { logger, tracer } from '../../functions/commons/powertools.ts';
 import { executionNameOf, runKeysOf } from '../../functions/commons/run-keys.ts';
@@ -71,8 +72,15 @@ describe('runKeysOf: the keys a step input gives', () => {
   });
 
   it('reads Plan input (the execution input), RecordFailure (the batch in the caught state), a group, a window and a status change', () => {
-    expect(runKeysOf({ input: { pipeline: 'p', to: '2026-12-01' }, executionId: EXECUTION })).toEqual({ pipeline: 'p', executionId: EXECUTION, executionName: 'nightly-2026-12-01' });
-    expect(runKeysOf({ state: { plan: { batch: BATCH } }, input: { pipeline: 'sales_order_lines' } })).toMatchObject({ pipeline: 'sales_order_lines', batchId: 'b-0123abcd' });
+    expect(runKeysOf({ input: { pipeline: 'p', to: '2026-12-01' }, executionId: EXECUTION })).toEqual({
+      pipeline: 'p',
+      executionId: EXECUTION,
+      executionName: 'nightly-2026-12-01',
+    });
+    expect(runKeysOf({ state: { plan: { batch: BATCH } }, input: { pipeline: 'sales_order_lines' } })).toMatchObject({
+      pipeline: 'sales_order_lines',
+      batchId: 'b-0123abcd',
+    });
     expect(runKeysOf({ input: { group: 'finance' } })).toEqual({ group: 'finance' });
     expect(runKeysOf({ group: 'finance', members: [] })).toEqual({ group: 'finance' });
     expect(runKeysOf({ batch: BATCH, window: { index: 2 } })).toMatchObject({ window: 2, batchId: 'b-0123abcd' });
@@ -161,10 +169,16 @@ describe('stepHandler', () => {
     }
   });
 
-  it("hands the Data API client to the Tracer (captureAWSv3Client), so on AWS each call is a subsegment", () => {
+  it('hands the Data API client to the Tracer (captureAWSv3Client), so on AWS each call is a subsegment', () => {
     const capture = vi.spyOn(tracer, 'captureAWSv3Client');
 
-    warehouseFromEnv({ ...process.env, WAREHOUSE_WORKGROUP: 'traced', WAREHOUSE_DATABASE: 'dev', AWS_REGION: 'eu-west-1', REDSHIFT_DATA_ENDPOINT: 'http://127.0.0.1:1' });
+    warehouseFromEnv({
+      ...process.env,
+      WAREHOUSE_WORKGROUP: 'traced',
+      WAREHOUSE_DATABASE: 'dev',
+      AWS_REGION: 'eu-west-1',
+      REDSHIFT_DATA_ENDPOINT: 'http://127.0.0.1:1',
+    });
 
     expect(capture).toHaveBeenCalledTimes(1);
     expect(capture.mock.calls[0]![0]).toBeInstanceOf(RedshiftDataClient);

@@ -7,11 +7,11 @@
 // and batches get purpose, which what reads it reads before and after.
 // Each test builds the version it upgrades from on a database of its own.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { batchPurposePresent, recentBatches } from '../../domain/sql/cli.ts';
+import { MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { batchState } from '../../domain/sql/publish.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
+import { type Warehouse as TestWarehouse, useWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
 beforeEach(async () => {
@@ -47,7 +47,9 @@ describe('manifest version 5', () => {
     expect(await wh.query(`SELECT seq, batch_id, rollback_of, restored_at FROM atomic_publish.publications`)).toEqual([
       { seq: 1, batch_id: 'aaaaaaaaaaaaaaaa', rollback_of: null, restored_at: null },
     ]);
-    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([
+      { version: MANIFEST_VERSION },
+    ]);
   });
 });
 
@@ -72,7 +74,9 @@ describe('manifest version 6', () => {
     );
 
     expect(
-      await wh.query(`SELECT chunk_index, status, generation, rows_written::int AS rows, loads::int AS loads FROM atomic_publish.chunk_state WHERE batch_id = 'b' ORDER BY chunk_index`),
+      await wh.query(
+        `SELECT chunk_index, status, generation, rows_written::int AS rows, loads::int AS loads FROM atomic_publish.chunk_state WHERE batch_id = 'b' ORDER BY chunk_index`,
+      ),
     ).toEqual([
       { chunk_index: 0, status: 'DONE', generation: 1, rows: 7, loads: 0 },
       // A load of an older generation does not count.
@@ -108,7 +112,9 @@ describe('manifest version 11', () => {
       { seq: 2, sent: '2026-02-01' },
       { seq: 3, sent: null },
     ]);
-    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([
+      { version: MANIFEST_VERSION },
+    ]);
   });
 
   it('adds batches.purpose to a version 10 batches table, its rows NULL (publishing); the command line and Publish read both versions', async () => {
@@ -116,7 +122,9 @@ describe('manifest version 11', () => {
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
     // What version 10 left: batches without purpose, and one batch.
     await wh.query('ALTER TABLE atomic_publish.batches DROP COLUMN purpose, DROP COLUMN restatement');
-    await wh.query('ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement, DROP COLUMN live_columns, DROP COLUMN live_fingerprint, DROP COLUMN live_rows_before');
+    await wh.query(
+      'ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement, DROP COLUMN live_columns, DROP COLUMN live_fingerprint, DROP COLUMN live_rows_before',
+    );
     await wh.query('DELETE FROM atomic_publish.manifest_version WHERE version = 11');
     await wh.query(
       `INSERT INTO atomic_publish.batches (batch_id, pipeline, mode, interval_start, interval_end, spec_hash, code_version, execution_id, status, attempt,
@@ -137,6 +145,8 @@ describe('manifest version 11', () => {
     await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:again');
 
     expect(await read()).toEqual({ present: true, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', null]] });
-    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([{ version: MANIFEST_VERSION }]);
+    expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([
+      { version: MANIFEST_VERSION },
+    ]);
   });
 });

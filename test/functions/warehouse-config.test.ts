@@ -3,8 +3,8 @@
 import { ActiveStatementsExceededException, ValidationException } from '@aws-sdk/client-redshift-data';
 import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import { classifyApiError, classifySqlError, warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { redactRowValues } from '../../domain/redact.ts';
+import { classifyApiError, classifySqlError, warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 
 describe('classifySqlError', () => {
   it.each([
@@ -55,7 +55,10 @@ describe('classifySqlError', () => {
   });
 
   it('redacts the row values a message quotes, keeping its wording', () => {
-    const error = classifySqlError('ERROR: new row for relation "t" violates check constraint "c" DETAIL: Failing row contains (42, secret-value).', 'load chunk 3');
+    const error = classifySqlError(
+      'ERROR: new row for relation "t" violates check constraint "c" DETAIL: Failing row contains (42, secret-value).',
+      'load chunk 3',
+    );
 
     expect(error.message).toBe('load chunk 3 failed: ERROR: new row for relation "t" violates check constraint "c" DETAIL: Failing row contains (<redacted>)');
   });
@@ -86,7 +89,7 @@ describe('classifyApiError', () => {
     expect(error.cause).toBe(cause);
   });
 
-  it('classifies the SDK\'s own ActiveStatementsExceededException as transient', () => {
+  it("classifies the SDK's own ActiveStatementsExceededException as transient", () => {
     const sdkError = new ActiveStatementsExceededException({ message: 'limit', $metadata: {} });
 
     expect(classifyApiError(sdkError, 'submit x')).toBeInstanceOf(TransientWarehouseError);

@@ -12,10 +12,10 @@ import {
 } from '@aws-sdk/client-redshift-data';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
-import { DEFAULT_POLL, Warehouse, warehouseFromEnv, type PollOptions } from '../../functions/commons/warehouse.ts';
+import { DEFAULT_POLL, type PollOptions, Warehouse, warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
 import { until } from '../support/until.ts';
-import { untilEnded, useWarehouse, type Warehouse as TestWarehouse } from '../support/warehouse.ts';
+import { type Warehouse as TestWarehouse, untilEnded, useWarehouse } from '../support/warehouse.ts';
 
 let wh: TestWarehouse;
 const clients: RedshiftDataClient[] = [];
@@ -200,7 +200,7 @@ describe('errors', () => {
     expect(error.message).toContain(`${name} failed`);
   });
 
-  it('under SERIALIZABLE, write skew between two concurrent batches fails one of them with Redshift\'s error 1023, a TransientWarehouseError', async () => {
+  it("under SERIALIZABLE, write skew between two concurrent batches fails one of them with Redshift's error 1023, a TransientWarehouseError", async () => {
     const { warehouse } = warehouseAt((await wh.otherEndpoint({ isolation: 'serializable' })).api.endpoint, fastPoll);
     await wh.query('CREATE TABLE skew (id int PRIMARY KEY, v int NOT NULL)');
     await wh.query('INSERT INTO skew VALUES (1, 0), (2, 0)');
@@ -403,7 +403,9 @@ describe('cancel', () => {
     await gate.waiting();
     // A Data API whose cancel is accepted but never takes: the statement stays running.
     const ignoring = new Warehouse(
-      { send: (command: unknown) => (command instanceof CancelStatementCommand ? Promise.resolve({ Status: true }) : main.client.send(command as never)) } as never,
+      {
+        send: (command: unknown) => (command instanceof CancelStatementCommand ? Promise.resolve({ Status: true }) : main.client.send(command as never)),
+      } as never,
       localTarget(wh.pg.database),
       fastPoll,
     );
@@ -424,7 +426,12 @@ describe('cancel', () => {
 
     expect(await warehouse.cancel(id, name, 30_000)).toBe('ABORTED');
 
-    expect(wh.api.requests().slice(before).filter((r) => r.statementName === name)).toEqual([
+    expect(
+      wh.api
+        .requests()
+        .slice(before)
+        .filter((r) => r.statementName === name),
+    ).toEqual([
       { operation: 'CancelStatement', statementName: name },
       { operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 },
     ]);
@@ -498,13 +505,23 @@ describe('long polling', () => {
 
     const waiting = warehouse.wait(id, name);
     // The DescribeStatement is at the endpoint, waiting: only then may the statement end.
-    await until(() => wh.api.requests().slice(before).some((r) => r.operation === 'DescribeStatement' && r.statementName === name));
+    await until(() =>
+      wh.api
+        .requests()
+        .slice(before)
+        .some((r) => r.operation === 'DescribeStatement' && r.statementName === name),
+    );
     await gate.release();
     const outcome = await waiting;
 
     expect(outcome.polls).toBe(1);
     expect(clock.delays).toEqual([]);
-    expect(wh.api.requests().slice(before).filter((r) => r.statementName === name)).toEqual([{ operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 }]);
+    expect(
+      wh.api
+        .requests()
+        .slice(before)
+        .filter((r) => r.statementName === name),
+    ).toEqual([{ operation: 'DescribeStatement', statementName: name, waitTimeSeconds: 20 }]);
   });
 
   it('asks no longer than the wait may last, and polls again at once after a long poll that ran its time', async () => {
@@ -520,7 +537,11 @@ describe('long polling', () => {
     expect(error).toBeInstanceOf(TransientWarehouseError);
     expect(error.message).toMatch(/still STARTED/);
     // Long polls of a second each, back to back, until less than a second is left; then plain polls.
-    const waits = wh.api.requests().slice(before).filter((r) => r.statementName === name).map((r) => r.waitTimeSeconds);
+    const waits = wh.api
+      .requests()
+      .slice(before)
+      .filter((r) => r.statementName === name)
+      .map((r) => r.waitTimeSeconds);
     expect(waits.slice(0, 2)).toEqual([1, 1]);
     expect(waits.slice(2).every((w) => w === undefined)).toBe(true);
     await gate.release();

@@ -148,7 +148,10 @@ describe('the layers', () => {
       [join(ROOT, 'lib/c.ts'), "import { handler } from '../functions/x/index.ts';"],
     ]);
 
-    expect(layerViolations([...texts.keys()], (file) => texts.get(file)!)).toEqual(['domain/a.ts -> lib/stack.ts', 'functions/x/other.ts -> functions/y/index.ts']);
+    expect(layerViolations([...texts.keys()], (file) => texts.get(file)!)).toEqual([
+      'domain/a.ts -> lib/stack.ts',
+      'functions/x/other.ts -> functions/y/index.ts',
+    ]);
   });
 
   it('of the project point down, and no handler file is imported within functions/', () => {

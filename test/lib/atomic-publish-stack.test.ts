@@ -1,18 +1,18 @@
 import type { CfnElement } from 'aws-cdk-lib';
+import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { pipelines } from '../../pipelines/index.ts';
+import { LIVE_WATCH_EVENT } from '../../domain/live-watch.ts';
+import { definePipeline } from '../../domain/spec.ts';
 import { buildApp } from '../../lib/app.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
-import { App } from 'aws-cdk-lib';
-import { definePipeline } from '../../domain/spec.ts';
-import { LIVE_WATCH_EVENT } from '../../domain/live-watch.ts';
-import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { type AslDefinition, type AslState, localFunctionArn, stateMachineDefinition } from '../../lib/definition.ts';
 import { CODE_VERSION } from '../../lib/project.ts';
-import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
-import { useCdkOutdir } from './cdk-outdir.ts';
 import { LEASE_RECHECK_SECONDS } from '../../lib/publish-workflow.ts';
+import { LAMBDA_STATE_NAMES, STEP_NAMES, type StepName, stepEntry } from '../../lib/workflow-steps.ts';
+import { pipelines } from '../../pipelines/index.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import { useCdkOutdir } from './cdk-outdir.ts';
 
 const outdir = useCdkOutdir();
 let stack: AtomicPublishStack;
@@ -55,7 +55,19 @@ describe('state machine', () => {
       const current: AslState = asl.States[name]!;
       name = current.Type === 'Choice' ? (current.Default as string) : current.Next;
     }
-    expect(path).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(path).toEqual([
+      'Input',
+      'Plan',
+      'AlreadyPublished',
+      'LoadChunks',
+      'Reconcile',
+      'CheckOnly',
+      'Publish',
+      'NewerDataLive',
+      'EmitMetrics',
+      'Cleanup',
+      'Published',
+    ]);
     expect(asl.States.Published).toEqual({ Type: 'Succeed' });
   });
 
@@ -81,9 +93,34 @@ describe('state machine', () => {
   it('has exactly the contract states, with LoadChunk inside the Map', () => {
     expect(Object.keys(asl.States).sort()).toEqual(
       [
-        'AlreadyPublished', 'Cleanup', 'DescribeFailure', 'EmitMetrics', 'Failed', 'Input', 'LoadChunks', 'NewerDataLive', 'Notify', 'NothingToPublish',
-        'PipelineBusy', 'LeaseHeld', 'LeaseWait', 'Plan', 'Publish', 'Published', 'Reconcile', 'RecordFailure', 'Rollback', 'Superseded',
-        'GroupMembers', 'PublishGroup', 'GroupCleanup', 'GroupPublished', 'LoadWindows', 'CheckOnly', 'CheckCleanup', 'Checked',
+        'AlreadyPublished',
+        'Cleanup',
+        'DescribeFailure',
+        'EmitMetrics',
+        'Failed',
+        'Input',
+        'LoadChunks',
+        'NewerDataLive',
+        'Notify',
+        'NothingToPublish',
+        'PipelineBusy',
+        'LeaseHeld',
+        'LeaseWait',
+        'Plan',
+        'Publish',
+        'Published',
+        'Reconcile',
+        'RecordFailure',
+        'Rollback',
+        'Superseded',
+        'GroupMembers',
+        'PublishGroup',
+        'GroupCleanup',
+        'GroupPublished',
+        'LoadWindows',
+        'CheckOnly',
+        'CheckCleanup',
+        'Checked',
       ].sort(),
     );
     expect(Object.keys(state('LoadWindows').ItemProcessor!.States).sort()).toEqual(['PlanWindow', 'WindowLoadChunks', 'WindowLoaded']);
@@ -94,7 +131,7 @@ describe('state machine', () => {
     expect(Object.keys(state('GroupCleanup').ItemProcessor!.States).sort()).toEqual(['MemberCleanup', 'MemberEmitMetrics']);
   });
 
-  it('runs a group plan member by member (load, reconcile), then ONE PublishGroup, then each member\'s metrics and cleanup', () => {
+  it("runs a group plan member by member (load, reconcile), then ONE PublishGroup, then each member's metrics and cleanup", () => {
     expect(state('GroupMembers')).toMatchObject({
       Type: 'Map',
       ItemsPath: '$.plan.members',
@@ -131,7 +168,12 @@ describe('state machine', () => {
     });
     expect(state('MemberEmitMetrics')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'publish.$': '$.publish' }, Next: 'MemberCleanup' });
     expect(state('MemberCleanup')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'executionId.$': '$.executionId' }, End: true });
-    for (const [name, step] of [['MemberLoadChunk', 'LoadChunk'], ['MemberReconcile', 'Reconcile'], ['MemberEmitMetrics', 'EmitMetrics'], ['MemberCleanup', 'Cleanup']] as const) {
+    for (const [name, step] of [
+      ['MemberLoadChunk', 'LoadChunk'],
+      ['MemberReconcile', 'Reconcile'],
+      ['MemberEmitMetrics', 'EmitMetrics'],
+      ['MemberCleanup', 'Cleanup'],
+    ] as const) {
       expect(taskFunctions[name], name).toBe(functionId(step));
     }
     expect(asl.States.GroupPublished).toEqual({ Type: 'Succeed' });
@@ -162,7 +204,9 @@ describe('state machine', () => {
     // Only who holds the lease rides on: a failure after the wait has no batch of this run's to record.
     expect(state('LeaseHeld')).toMatchObject({ Type: 'Pass', Parameters: { 'lease.$': '$.plan.skipped' }, Next: 'LeaseWait' });
     expect(state('LeaseWait')).toEqual({ Type: 'Wait', Seconds: LEASE_RECHECK_SECONDS, Next: 'Plan' });
-    const plan = Object.values(template.findResources('AWS::Lambda::Function')).find((f) => f.Properties.Environment?.Variables?.LEASE_WAIT_SECONDS !== undefined);
+    const plan = Object.values(template.findResources('AWS::Lambda::Function')).find(
+      (f) => f.Properties.Environment?.Variables?.LEASE_WAIT_SECONDS !== undefined,
+    );
     expect(plan?.Properties.Environment.Variables.LEASE_WAIT_SECONDS).toBe('1800');
   });
 
@@ -193,7 +237,11 @@ describe('state machine', () => {
       ResultPath: '$.plan',
     });
     for (const name of ['Publish', 'Cleanup']) expect(state(name)).toMatchObject({ Parameters: { 'executionId.$': '$$.Execution.Id' } });
-    for (const [name, resultPath] of [['Reconcile', '$.reconcile'], ['Publish', '$.publish'], ['Cleanup', '$.cleanup']] as const) {
+    for (const [name, resultPath] of [
+      ['Reconcile', '$.reconcile'],
+      ['Publish', '$.publish'],
+      ['Cleanup', '$.cleanup'],
+    ] as const) {
       expect(state(name)).toMatchObject({ Parameters: { 'batch.$': '$.plan.batch' }, ResultPath: resultPath });
     }
     expect(state('EmitMetrics')).toMatchObject({
@@ -232,7 +280,16 @@ describe('state machine', () => {
       expect(taskFunctions[name]).toBe(functionId(name));
     }
     expect(Object.keys(taskFunctions).sort()).toEqual(
-      [...LAMBDA_STATE_NAMES, 'MemberLoadChunk', 'MemberReconcile', 'MemberEmitMetrics', 'MemberCleanup', 'PlanWindow', 'WindowLoadChunk', 'CheckCleanup'].sort(),
+      [
+        ...LAMBDA_STATE_NAMES,
+        'MemberLoadChunk',
+        'MemberReconcile',
+        'MemberEmitMetrics',
+        'MemberCleanup',
+        'PlanWindow',
+        'WindowLoadChunk',
+        'CheckCleanup',
+      ].sort(),
     );
     // A window's steps invoke Plan's and LoadChunk's functions.
     expect(taskFunctions.PlanWindow).toBe(functionId('Plan'));
@@ -253,7 +310,11 @@ describe('state machine', () => {
     // No failure tolerated: the first failed window fails the Map.
     expect(state('LoadWindows').ToleratedFailurePercentage ?? 0).toBe(0);
     expect(state('LoadWindows').ToleratedFailureCount ?? 0).toBe(0);
-    expect(state('PlanWindow')).toMatchObject({ Parameters: { 'batch.$': '$.batch', 'window.$': '$.window' }, ResultPath: '$.planned', Next: 'WindowLoadChunks' });
+    expect(state('PlanWindow')).toMatchObject({
+      Parameters: { 'batch.$': '$.batch', 'window.$': '$.window' },
+      ResultPath: '$.planned',
+      Next: 'WindowLoadChunks',
+    });
     expect(state('WindowLoadChunks')).toMatchObject({
       ItemsPath: '$.planned.chunks',
       MaxConcurrencyPath: '$.maxConcurrency',
@@ -318,7 +379,9 @@ describe('state machine', () => {
       Type: 'Pass',
       Parameters: {
         subject: 'atomic-publish: a run failed (details unavailable)',
-        'message.$': expect.stringMatching(/^States\.Format\('atomic-publish: a run failed, [^']*', \$\.recordFailureError\.Error, States\.JsonToString\(\$\.error\), \$\$\.Execution\.Id\)$/),
+        'message.$': expect.stringMatching(
+          /^States\.Format\('atomic-publish: a run failed, [^']*', \$\.recordFailureError\.Error, States\.JsonToString\(\$\.error\), \$\$\.Execution\.Id\)$/,
+        ),
       },
       ResultPath: '$.failure',
       Next: 'Notify',
@@ -366,7 +429,7 @@ describe('state machine', () => {
 });
 
 describe('step handlers', () => {
-  it('records each function\'s handler module in the atomic-publish:entry metadata', () => {
+  it("records each function's handler module in the atomic-publish:entry metadata", () => {
     for (const name of LAMBDA_STATE_NAMES) {
       const resource = template.toJSON().Resources[functionId(name)];
       expect(resource.Metadata['atomic-publish:entry'], name).toBe(stepEntry(name));
@@ -419,7 +482,18 @@ describe('step handlers', () => {
 describe('execution ids for the logs', () => {
   it("hands every step the execution's id: in its payload, or in the item a chunk load gets from its Map (a window's, the parent's)", () => {
     const payloads: Record<string, string | undefined> = {};
-    for (const name of ['Plan', 'Reconcile', 'CheckCleanup', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'PublishGroup', 'MemberReconcile']) {
+    for (const name of [
+      'Plan',
+      'Reconcile',
+      'CheckCleanup',
+      'Publish',
+      'Rollback',
+      'EmitMetrics',
+      'Cleanup',
+      'RecordFailure',
+      'PublishGroup',
+      'MemberReconcile',
+    ]) {
       payloads[name] = state(name).Parameters?.['executionId.$'] as string | undefined;
     }
     expect(payloads).toEqual(Object.fromEntries(Object.keys(payloads).map((name) => [name, '$$.Execution.Id'])));
@@ -491,7 +565,11 @@ describe('permissions', () => {
     );
     expect(statements).toEqual([
       { Effect: 'Allow', Action: ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'], Resource: '*' },
-      { Effect: 'Allow', Action: ['logs:CreateLogStream', 'logs:PutLogEvents'], Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesStartRunFunctionLogs/), 'Arn'] } },
+      {
+        Effect: 'Allow',
+        Action: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        Resource: { 'Fn::GetAtt': [expect.stringMatching(/^SchedulesStartRunFunctionLogs/), 'Arn'] },
+      },
       { Effect: 'Allow', Action: 'states:StartExecution', Resource: { Ref: logicalId(stack.stateMachine.node.defaultChild) } },
       // Its failed asynchronous invocations go to the missed-starts queue (the on-failure destination).
       {
@@ -503,18 +581,21 @@ describe('permissions', () => {
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
   });
 
-  it('attaches the Data API permissions once to the handler role, and once to the freshness monitor\'s', () => {
+  it("attaches the Data API permissions once to the handler role, and once to the freshness monitor's", () => {
     const statements = Object.values(template.findResources('AWS::IAM::Policy')).flatMap((p) =>
       (p.Properties.PolicyDocument.Statement as { Action: unknown }[]).map((statement) => ({ statement, roles: p.Properties.Roles })),
     );
     const withAction = (action: string) => statements.filter(({ statement }) => JSON.stringify(statement.Action).includes(`"${action}"`));
     const roleRefs = [stack.handlerRole, stack.freshnessMonitor.role].map((role) => [{ Ref: logicalId(role.node.defaultChild) }]);
     for (const action of ['redshift-data:ExecuteStatement', 'redshift-data:DescribeStatement', 'redshift-serverless:GetCredentials']) {
-      expect(withAction(action).map((s) => s.roles), action).toEqual(roleRefs);
+      expect(
+        withAction(action).map((s) => s.roles),
+        action,
+      ).toEqual(roleRefs);
     }
   });
 
-  it('lets the role write only to the step handlers\' own log groups (seven steps and CancelOrphans), without a managed policy', () => {
+  it("lets the role write only to the step handlers' own log groups (seven steps and CancelOrphans), without a managed policy", () => {
     const roleId = logicalId(stack.handlerRole.node.defaultChild);
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
     const logStatements = policyOf('Plan').filter((s) => JSON.stringify(s.Action).includes('logs:'));
@@ -542,7 +623,9 @@ describe('permissions', () => {
         // Every session of the role (`<role id>:<function>`): RecordFailure cancels what LoadChunk submitted.
         Condition: {
           StringLike: {
-            'redshift-data:statement-owner-iam-userid': { 'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.handlerRole.node.defaultChild), 'RoleId'] }, ':*']] },
+            'redshift-data:statement-owner-iam-userid': {
+              'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack.handlerRole.node.defaultChild), 'RoleId'] }, ':*']],
+            },
           },
         },
       });
@@ -550,16 +633,22 @@ describe('permissions', () => {
     }
   });
 
-  it('without a workgroup ARN, scopes ExecuteStatement and GetCredentials to the account\'s workgroups, never to *', () => {
+  it("without a workgroup ARN, scopes ExecuteStatement and GetCredentials to the account's workgroups, never to *", () => {
     const workgroups = {
       'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':redshift-serverless:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':workgroup/*']],
     };
     const statements = policyOf('Publish');
-    expect(statements).toContainEqual({ Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: workgroups });
+    expect(statements).toContainEqual({
+      Effect: 'Allow',
+      Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'],
+      Resource: workgroups,
+    });
     expect(statements).toContainEqual({ Effect: 'Allow', Action: 'redshift-serverless:GetCredentials', Resource: workgroups });
     // On "*", only statements of this role: by the owner condition, or ListStatements, which lists only the caller's own;
     // besides them, the X-Ray writes of active tracing (no resource type).
-    const onAll = statements.filter((s) => s.Resource === '*' && JSON.stringify(s.Action) !== JSON.stringify(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']));
+    const onAll = statements.filter(
+      (s) => s.Resource === '*' && JSON.stringify(s.Action) !== JSON.stringify(['xray:PutTraceSegments', 'xray:PutTelemetryRecords']),
+    );
     expect(onAll.length).toBeGreaterThan(0);
     expect(onAll.every((s) => s.Condition !== undefined || s.Action === 'redshift-data:ListStatements')).toBe(true);
   });
@@ -578,7 +667,7 @@ describe('permissions', () => {
 });
 
 describe('an aborted or timed-out execution', () => {
-  it('has an EventBridge rule send this state machine\'s ABORTED and TIMED_OUT status changes to CancelOrphans, retried', () => {
+  it("has an EventBridge rule send this state machine's ABORTED and TIMED_OUT status changes to CancelOrphans, retried", () => {
     const rules = template.findResources('AWS::Events::Rule');
     expect(Object.keys(rules)).toEqual([logicalId(stack.stoppedExecutionRule.node.defaultChild)]);
     const [rule] = Object.values(rules);
@@ -618,7 +707,7 @@ describe('deploying again', () => {
     template.hasOutput('DatabaseUser', { Value: 'IAMR:atomicpublish-handlers' });
   });
 
-  it('ends the retained execution log group\'s name with the stack\'s own id, so a deploy after cdk destroy does not collide with it', () => {
+  it("ends the retained execution log group's name with the stack's own id, so a deploy after cdk destroy does not collide with it", () => {
     const group = template.toJSON().Resources[logicalId(stack.logGroup.node.defaultChild)];
     expect(group.DeletionPolicy).toBe('Retain');
     expect(group.Properties.LogGroupName).toEqual({
@@ -633,7 +722,7 @@ describe('deploying again', () => {
 });
 
 describe('on-call topic and alarms', () => {
-  it('denies publishing to the topic without TLS and allows this account\'s CloudWatch alarms', () => {
+  it("denies publishing to the topic without TLS and allows this account's CloudWatch alarms", () => {
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       Topics: [{ Ref: topicId() }],
       PolicyDocument: {
@@ -708,7 +797,9 @@ describe('on-call topic and alarms', () => {
         AlarmActions: [{ Ref: topicId() }],
         OKActions: [{ Ref: topicId() }],
       });
-      const [alarm] = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { Dimensions: [{ Name: 'Pipeline', Value: pipeline.name }] } }));
+      const [alarm] = Object.values(
+        template.findResources('AWS::CloudWatch::Alarm', { Properties: { Dimensions: [{ Name: 'Pipeline', Value: pipeline.name }] } }),
+      );
       const description = alarm!.Properties.AlarmDescription as string;
       expect(description).toContain(`pipeline ${pipeline.name}`);
       expect(description).toContain(`${pipeline.freshness.slaMinutes} minutes`);
@@ -741,7 +832,9 @@ describe('on-call topic and alarms', () => {
       TreatMissingData: 'missing',
       AlarmActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
       OKActions: [{ Ref: other.getLogicalId(other.topic.node.defaultChild as CfnElement) }],
-      AlarmDescription: Match.stringLikeRegexp('pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: docs/runbook.md, "Data lag alarm"'),
+      AlarmDescription: Match.stringLikeRegexp(
+        'pipeline sales_order_lines publishes old data: the newest ordered_at in analytics.sales_order_lines is more than 2880 minutes old.*Runbook: docs/runbook.md, "Data lag alarm"',
+      ),
     });
   });
 
@@ -765,8 +858,12 @@ describe('on-call topic and alarms', () => {
     const t = Template.fromStack(other);
     t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(2 minutes)' });
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'PublishAgeSeconds', Period: 120 });
-    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '1.5' } })).toThrow(/freshnessMonitorRateMinutes must be a whole number of minutes/);
-    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '90' } })).toThrow(/freshnessMonitorRate must be a whole number of minutes from 1 to 60/);
+    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '1.5' } })).toThrow(
+      /freshnessMonitorRateMinutes must be a whole number of minutes/,
+    );
+    expect(() => buildApp({ bundling: false, outdir, context: { freshnessMonitorRateMinutes: '90' } })).toThrow(
+      /freshnessMonitorRate must be a whole number of minutes from 1 to 60/,
+    );
   });
 });
 
@@ -776,7 +873,11 @@ describe('the live watch', () => {
     template.hasResourceProperties('AWS::Scheduler::Schedule', {
       ScheduleExpression: 'rate(1 hour)',
       FlexibleTimeWindow: { Mode: 'OFF' },
-      Target: Match.objectLike({ Arn: { 'Fn::GetAtt': [monitorFn, 'Arn'] }, Input: JSON.stringify(LIVE_WATCH_EVENT), RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 3600 } }),
+      Target: Match.objectLike({
+        Arn: { 'Fn::GetAtt': [monitorFn, 'Arn'] },
+        Input: JSON.stringify(LIVE_WATCH_EVENT),
+        RetryPolicy: { MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 3600 },
+      }),
     });
     expect(template.toJSON().Resources[monitorFn].Properties.Timeout).toBe(900);
   });
@@ -784,10 +885,15 @@ describe('the live watch', () => {
   it('takes its rate from context, and the drift alarms follow it; refuses a rate over a day', () => {
     const { stack: other } = buildApp({ bundling: false, outdir, context: { liveWatchRateMinutes: '30' } });
     const t = Template.fromStack(other);
-    t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(30 minutes)', Target: Match.objectLike({ Input: JSON.stringify(LIVE_WATCH_EVENT) }) });
+    t.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(30 minutes)',
+      Target: Match.objectLike({ Input: JSON.stringify(LIVE_WATCH_EVENT) }),
+    });
     t.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'LiveDrift', Period: 1800 });
     t.hasResourceProperties('AWS::Scheduler::Schedule', { ScheduleExpression: 'rate(5 minutes)' });
-    expect(() => buildApp({ bundling: false, outdir, context: { liveWatchRateMinutes: '1441' } })).toThrow(/liveWatchRate must be a whole number of minutes from 1 to 1440/);
+    expect(() => buildApp({ bundling: false, outdir, context: { liveWatchRateMinutes: '1441' } })).toThrow(
+      /liveWatchRate must be a whole number of minutes from 1 to 1440/,
+    );
   });
 });
 
@@ -823,7 +929,7 @@ describe('schedules', () => {
     expect(pipelines.find((p) => p.name === 'sales_order_lines')?.schedule?.timezone).toBe('Europe/Berlin');
   });
 
-  it('sends the starts that did not happen to one encrypted, TLS-only queue: the schedules\' dead letters and StartRun\'s failed invocations', () => {
+  it("sends the starts that did not happen to one encrypted, TLS-only queue: the schedules' dead letters and StartRun's failed invocations", () => {
     const queue = stack.node.findChild('Schedules').node.findChild('MissedStarts').node.defaultChild;
     const queueArn = { 'Fn::GetAtt': [logicalId(queue), 'Arn'] };
     template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
@@ -884,7 +990,9 @@ describe('publication events', () => {
       Sid: 'PutPublicationEvents',
       Effect: 'Allow',
       Action: 'events:PutEvents',
-      Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/default']] },
+      Resource: {
+        'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/default']],
+      },
       Condition: { StringEquals: { 'events:source': 'atomic-publish' } },
     };
     expect(puts).toEqual([

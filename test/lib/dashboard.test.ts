@@ -14,7 +14,14 @@ const outdir = useCdkOutdir();
 let stack: AtomicPublishStack;
 interface Widget {
   readonly type: string;
-  readonly properties: { title?: string; alarms?: string[]; metrics?: unknown[][]; annotations?: { horizontal?: { value: number; label: string }[] }; period?: number; stat?: string };
+  readonly properties: {
+    title?: string;
+    alarms?: string[];
+    metrics?: unknown[][];
+    annotations?: { horizontal?: { value: number; label: string }[] };
+    period?: number;
+    stat?: string;
+  };
 }
 let widgets: Widget[];
 
@@ -51,7 +58,7 @@ describe('the dashboard', () => {
     expect(shown.sort()).toEqual(expected.sort());
   });
 
-  it('draws each pipeline\'s publish age and data lag against its SLA, a horizontal line, by the monitor\'s dimension and period', () => {
+  it("draws each pipeline's publish age and data lag against its SLA, a horizontal line, by the monitor's dimension and period", () => {
     for (const pipeline of pipelines) {
       const age = graph(`${pipeline.name}: publish age vs SLA (seconds)`);
       expect(age.metrics).toEqual([
@@ -60,14 +67,18 @@ describe('the dashboard', () => {
       ]);
       // The monitor's rate, 5 minutes: CDK leaves the graph's period out when it is CloudWatch's default, 300 s.
       expect(age.period).toBeUndefined();
-      expect(age.annotations?.horizontal).toEqual([expect.objectContaining({ value: pipeline.freshness.slaMinutes * 60, label: `SLA ${pipeline.freshness.slaMinutes} min` })]);
+      expect(age.annotations?.horizontal).toEqual([
+        expect.objectContaining({ value: pipeline.freshness.slaMinutes * 60, label: `SLA ${pipeline.freshness.slaMinutes} min` }),
+      ]);
     }
   });
 
-  it('draws rows published, the longest run against the expected run, and failures by class, by the handlers\' dimensions', () => {
+  it("draws rows published, the longest run against the expected run, and failures by class, by the handlers' dimensions", () => {
     for (const pipeline of pipelines) {
       const dims = ['Pipeline', pipeline.name, 'service', 'atomic-publish'];
-      expect(graph(`${pipeline.name}: rows published`).metrics).toEqual([['AtomicPublish', 'RowsPublished', ...dims, { label: 'rows published', stat: 'Sum', period: 3600 }]]);
+      expect(graph(`${pipeline.name}: rows published`).metrics).toEqual([
+        ['AtomicPublish', 'RowsPublished', ...dims, { label: 'rows published', stat: 'Sum', period: 3600 }],
+      ]);
       const runs = graph(`${pipeline.name}: run duration (seconds)`);
       expect(runs.metrics).toEqual([['AtomicPublish', 'RunDurationSeconds', ...dims, { label: 'longest run', stat: 'Maximum', period: 3600 }]]);
       expect(runs.annotations?.horizontal).toEqual([expect.objectContaining({ value: (pipeline.freshness.slaMinutes / 2) * 60 })]);

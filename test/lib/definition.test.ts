@@ -83,7 +83,11 @@ describe('statusChangeTargets', () => {
   const rule = (detailType: string, target: unknown) => ({
     Type: 'AWS::Events::Rule',
     Properties: {
-      EventPattern: { source: ['aws.states'], 'detail-type': [detailType], detail: { status: ['ABORTED', 'TIMED_OUT'], stateMachineArn: [{ Ref: 'Machine' }] } },
+      EventPattern: {
+        source: ['aws.states'],
+        'detail-type': [detailType],
+        detail: { status: ['ABORTED', 'TIMED_OUT'], stateMachineArn: [{ Ref: 'Machine' }] },
+      },
       Targets: [{ Arn: target, Id: 'Target0' }],
     },
   });
@@ -110,6 +114,8 @@ describe('statusChangeTargets', () => {
 
   it('refuses a target function without its entry metadata', () => {
     const bare: CfnTemplate = { Resources: { ...template.Resources, Cancel: { Type: 'AWS::Lambda::Function' } } };
-    expect(() => statusChangeTargets(bare, 'Step Functions Execution Status Change')).toThrow(/function Cancel of rule Stopped has no atomic-publish:entry metadata/);
+    expect(() => statusChangeTargets(bare, 'Step Functions Execution Status Change')).toThrow(
+      /function Cancel of rule Stopped has no atomic-publish:entry metadata/,
+    );
   });
 });

@@ -43,7 +43,6 @@ describe('RecordFailure failing', () => {
     expect(alert.message).toContain('TransientWarehouseError');
     expect(alert.message).toContain(`Execution: ${result.executionId}. See`);
     expect(alert.message).toContain('atomic_publish.batch_attempts');
-    // eslint-disable-next-line no-control-regex
     expect(alert.message).toMatch(/^[\x20-\x7e]*$/);
   });
 });

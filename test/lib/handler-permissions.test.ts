@@ -11,7 +11,15 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { type WarehouseTarget, warehouseTargetFromEnv } from '../../domain/warehouse-target.ts';
 import { buildApp } from '../../lib/app.ts';
-import { ENTRY_METADATA_KEY, MONITOR_STEPS, type MonitorStepName, STARTER_STEPS, STEP_NAMES, type StarterStepName, stepEntry } from '../../lib/workflow-steps.ts';
+import {
+  ENTRY_METADATA_KEY,
+  MONITOR_STEPS,
+  type MonitorStepName,
+  STARTER_STEPS,
+  STEP_NAMES,
+  type StarterStepName,
+  stepEntry,
+} from '../../lib/workflow-steps.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 import { isAllowed, PSEUDO, type Request, resolveValue, roleStatements, type Statement, stateMachineRefs } from './iam-policy.ts';
 import { scanSdkCalls } from './sdk-calls.ts';
@@ -33,7 +41,10 @@ interface AuthPath {
 
 const AUTH_PATHS: Record<string, AuthPath> = {
   'workgroup, IAM credentials, ARN unknown (cdk.json default)': { context: {}, workgroupArn: SOME_WORKGROUP_ARN },
-  'workgroup, IAM credentials, ARN given': { context: { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN } }, workgroupArn: WORKGROUP_ARN },
+  'workgroup, IAM credentials, ARN given': {
+    context: { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN } },
+    workgroupArn: WORKGROUP_ARN,
+  },
   'workgroup with a secret under a customer-managed key': {
     context: { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN }, secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN },
     workgroupArn: WORKGROUP_ARN,
@@ -59,7 +70,11 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
   switch (action) {
     case 'redshift-data:ExecuteStatement':
     case 'redshift-data:BatchExecuteStatement':
-      return { action, resource: target.workgroupName ? path.workgroupArn! : `arn:aws:redshift:${REGION}:${ACCOUNT}:cluster:${target.clusterIdentifier}`, context: own };
+      return {
+        action,
+        resource: target.workgroupName ? path.workgroupArn! : `arn:aws:redshift:${REGION}:${ACCOUNT}:cluster:${target.clusterIdentifier}`,
+        context: own,
+      };
     // No resource type: authorized on "*", for statements the role submitted.
     case 'redshift-data:DescribeStatement':
     case 'redshift-data:GetStatementResult':
@@ -71,10 +86,18 @@ function explicitRequest(action: string, target: WarehouseTarget, path: AuthPath
       return { action, resource: '*', context: { 'aws:userid': userId(caller), 'cloudwatch:namespace': 'AtomicPublish' } };
     // EmitMetrics' publication event: on the default bus, as source atomic-publish.
     case 'events:PutEvents':
-      return { action, resource: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/default`, context: { 'aws:userid': userId(caller), 'events:source': 'atomic-publish' } };
+      return {
+        action,
+        resource: `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/default`,
+        context: { 'aws:userid': userId(caller), 'events:source': 'atomic-publish' },
+      };
     // Plan asks of the execution holding a lease: one of this state machine's.
     case 'states:DescribeExecution':
-      return { action, resource: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:a-run-holding-the-lease`, context: { 'aws:userid': userId(caller) } };
+      return {
+        action,
+        resource: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:a-run-holding-the-lease`,
+        context: { 'aws:userid': userId(caller) },
+      };
     default:
       throw new Error(`no resource known for ${action}: add it to explicitRequest, and grant it`);
   }
@@ -98,7 +121,9 @@ function implicitRequests(target: WarehouseTarget, path: AuthPath, caller: Calle
   if (target.secretArn) {
     return [
       { action: 'secretsmanager:GetSecretValue', resource: target.secretArn, context },
-      ...(path.kmsKeyArn ? [{ action: 'kms:Decrypt', resource: path.kmsKeyArn, context: { ...context, 'kms:ViaService': `secretsmanager.${REGION}.amazonaws.com` } }] : []),
+      ...(path.kmsKeyArn
+        ? [{ action: 'kms:Decrypt', resource: path.kmsKeyArn, context: { ...context, 'kms:ViaService': `secretsmanager.${REGION}.amazonaws.com` } }]
+        : []),
     ];
   }
   if (target.dbUser) {
@@ -159,14 +184,17 @@ beforeAll(() => {
           functionName,
           caller,
           roleId: roleId!,
-          requests: [...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller, stateMachineArn)), ...implicitRequests(target, path, caller)],
+          requests: [
+            ...scans[entry]!.calls.map((c) => explicitRequest(c.action, target, path, caller, stateMachineArn)),
+            ...implicitRequests(target, path, caller),
+          ],
           statements: roleStatements(template, roleId),
         };
       });
   }
 });
 
-describe('the SDK calls in the handlers\' code', () => {
+describe("the SDK calls in the handlers' code", () => {
   it('are all commands of SDK clients the scan can map to IAM actions, in every handler', () => {
     for (const [entry, scan] of Object.entries(scans)) {
       expect(scan.unmapped, entry).toEqual([]);
@@ -195,7 +223,10 @@ describe('the SDK calls in the handlers\' code', () => {
   it('finds a command a module adds, and flags what it cannot map', () => {
     const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-scan-'));
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(join(dir, 'cancel.ts'), "import { CancelStatementCommand, type ColumnMetadata } from '@aws-sdk/client-redshift-data';\nexport const cancel = (id: string) => new CancelStatementCommand({ Id: id });\n");
+    writeFileSync(
+      join(dir, 'cancel.ts'),
+      "import { CancelStatementCommand, type ColumnMetadata } from '@aws-sdk/client-redshift-data';\nexport const cancel = (id: string) => new CancelStatementCommand({ Id: id });\n",
+    );
     writeFileSync(
       join(dir, 'entry.ts'),
       [
@@ -222,7 +253,7 @@ describe('the SDK calls in the handlers\' code', () => {
 const XRAY_WRITE = ['xray:PutTraceSegments', 'xray:PutTelemetryRecords'];
 
 describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
-  it('allows every call of every handler: its SDK commands and the Data API\'s sign-in', () => {
+  it("allows every call of every handler: its SDK commands and the Data API's sign-in", () => {
     const functions = synthesized[name]!;
     expect(functions.map((f) => f.entry).sort()).toEqual([...STEP_NAMES.map(stepEntry), ...STARTER_ENTRIES, ...MONITOR_ENTRIES].sort());
     for (const fn of functions) {
@@ -259,7 +290,11 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
   it('lets the handlers and the monitor (redelivering) put events on the default bus as source atomic-publish only, and StartRun put none', () => {
     const bus = (busName: string) => `arn:aws:events:${REGION}:${ACCOUNT}:event-bus/${busName}`;
     for (const sender of synthesized[name]!.filter((f) => f.entry === stepEntry('EmitMetrics') || MONITOR_ENTRIES.has(f.entry))) {
-      const put = (resource: string, source: string) => ({ action: 'events:PutEvents', resource, context: { 'aws:userid': userId(sender.caller), 'events:source': source } });
+      const put = (resource: string, source: string) => ({
+        action: 'events:PutEvents',
+        resource,
+        context: { 'aws:userid': userId(sender.caller), 'events:source': source },
+      });
       expect(isAllowed(sender.statements, put(bus('default'), 'atomic-publish')), sender.entry).toBe(true);
       expect(isAllowed(sender.statements, put(bus('default'), 'aws.states')), sender.entry).toBe(false);
       expect(isAllowed(sender.statements, put(bus('someone-elses'), 'atomic-publish')), sender.entry).toBe(false);
@@ -274,11 +309,14 @@ describe.each(Object.keys(AUTH_PATHS))('the handler role, %s', (name) => {
     const monitor = synthesized[name]!.find((f) => MONITOR_ENTRIES.has(f.entry))!;
     const handler = synthesized[name]!.find((f) => !MONITOR_ENTRIES.has(f.entry) && !STARTER_ENTRIES.has(f.entry))!;
     expect(monitor.roleId).not.toBe(handler.roleId);
-    const put = (namespace: string) => ({ action: 'cloudwatch:PutMetricData', resource: '*', context: { 'aws:userid': userId(monitor.caller), 'cloudwatch:namespace': namespace } });
+    const put = (namespace: string) => ({
+      action: 'cloudwatch:PutMetricData',
+      resource: '*',
+      context: { 'aws:userid': userId(monitor.caller), 'cloudwatch:namespace': namespace },
+    });
     expect(isAllowed(monitor.statements, put('AtomicPublish'))).toBe(true);
     expect(isAllowed(monitor.statements, put('SomeoneElses'))).toBe(false);
     expect(isAllowed(handler.statements, put('AtomicPublish'))).toBe(false);
     expect(isAllowed(monitor.statements, { action: 'states:StartExecution', resource: '*' })).toBe(false);
   });
 });
-

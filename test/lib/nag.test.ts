@@ -49,8 +49,14 @@ function acknowledgements(root: IConstruct): Record<string, Record<string, strin
 describe('cdk-nag AWS Solutions checks', () => {
   it.each<[string, Record<string, unknown>]>([
     ['the cdk.json default: a workgroup by name, IAM credentials', {}],
-    ['a workgroup by ARN, with a secret under a customer-managed key', { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN }, secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN }],
-    ['a cluster with a database user, and a handler role name of its own', { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev', dbUser: 'publisher' }, handlerRoleName: 'analytics-publisher' }],
+    [
+      'a workgroup by ARN, with a secret under a customer-managed key',
+      { warehouse: { workgroupName: 'analytics', database: 'dev', workgroupArn: WORKGROUP_ARN }, secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN },
+    ],
+    [
+      'a cluster with a database user, and a handler role name of its own',
+      { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev', dbUser: 'publisher' }, handlerRoleName: 'analytics-publisher' },
+    ],
     ['a cluster with a secret', { warehouse: { clusterIdentifier: 'analytics-cluster', database: 'dev' }, secretArn: SECRET_ARN }],
   ])('leave no unacknowledged finding for %s', (_, context) => {
     const { app, dir } = appWith(context);
@@ -75,7 +81,10 @@ describe('cdk-nag AWS Solutions checks', () => {
     const STATE_MACHINE_NAME = JSON.stringify({ 'Fn::Select': [6, { 'Fn::Split': [':', { Ref: stack.resolve(stack.getLogicalId(machine)) }] }] });
     const found = acknowledgements(stack);
     const l1 = Object.fromEntries(
-      ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'PublishGroup', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CancelOrphans'].map((state) => [`Workflow/${state}Function`, ['AwsSolutions-L1']]),
+      ['Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'PublishGroup', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CancelOrphans'].map((state) => [
+        `Workflow/${state}Function`,
+        ['AwsSolutions-L1'],
+      ]),
     );
     expect(Object.fromEntries(Object.entries(found).map(([path, rules]) => [path, Object.keys(rules).sort()]))).toEqual({
       ...l1,
@@ -97,7 +106,9 @@ describe('cdk-nag AWS Solutions checks', () => {
       ],
       'Workflow/StateMachine/Role': ['AwsSolutions-IAM5[Resource::*]'],
       // Plan asks whether a lease's holder still runs: this state machine's executions only.
-      'Workflow/LeaseHolderLookup': [`AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${STATE_MACHINE_NAME}:*]`],
+      'Workflow/LeaseHolderLookup': [
+        `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${STATE_MACHINE_NAME}:*]`,
+      ],
       // LoadWindows (a Distributed Map): its own executions and its Map Run's children.
       'Workflow/StateMachine/DistributedMapPolicy': [
         `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:${STATE_MACHINE_NAME}/LoadWindows:*]`,

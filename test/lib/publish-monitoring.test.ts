@@ -39,32 +39,41 @@ beforeAll(() => {
 describe('per pipeline, alarms on its runs', () => {
   const RUN_ALARMS = [
     ['ReconcileFailed', 'ReconcileFailed', 'Sum', RUNBOOK.ReconcileFailed, /reconciliation failed: the gate blocked a batch \(CheckFailedError\)/],
-    ['PublishFailed', 'PublishFailed', 'Sum', RUNBOOK.PublishFailed, /publish failed: a batch passed the gate but its publish into analytics\.\w+ did not commit/],
+    [
+      'PublishFailed',
+      'PublishFailed',
+      'Sum',
+      RUNBOOK.PublishFailed,
+      /publish failed: a batch passed the gate but its publish into analytics\.\w+ did not commit/,
+    ],
     ['OutOfBand', 'OutOfBandChange', 'Sum', RUNBOOK.OutOfBand, /out-of-band change \(drift\): analytics\.\w+ no longer matched the fingerprint/],
     ['ExecutionStopped', 'ExecutionStopped', 'Sum', RUNBOOK.ExecutionStopped, /an execution was aborted or timed out; no failure alert was sent/],
   ] as const;
 
-  it.each(RUN_ALARMS)('%s: one %s in 5 minutes pages, with the service and Pipeline dimensions the handler writes', (label, metric, statistic, section, meaning) => {
-    for (const pipeline of pipelines) {
-      const props = alarmProps(stack, `${label}:${pipeline.name}`);
-      expect(props).toMatchObject({
-        Namespace: 'AtomicPublish',
-        MetricName: metric,
-        Statistic: statistic,
-        Period: 300,
-        Threshold: 1,
-        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-        EvaluationPeriods: 1,
-        TreatMissingData: 'notBreaching',
-        AlarmActions: [topicRef(stack)],
-        OKActions: [topicRef(stack)],
-      });
-      expect(dimensionsOf(props)).toEqual({ service: 'atomic-publish', Pipeline: pipeline.name });
-      expect(props.AlarmDescription).toMatch(new RegExp(`^atomic-publish: pipeline ${pipeline.name}: `));
-      expect(props.AlarmDescription).toMatch(meaning);
-      expect(props.AlarmDescription).toContain(runbookLine(section));
-    }
-  });
+  it.each(RUN_ALARMS)(
+    '%s: one %s in 5 minutes pages, with the service and Pipeline dimensions the handler writes',
+    (label, metric, statistic, section, meaning) => {
+      for (const pipeline of pipelines) {
+        const props = alarmProps(stack, `${label}:${pipeline.name}`);
+        expect(props).toMatchObject({
+          Namespace: 'AtomicPublish',
+          MetricName: metric,
+          Statistic: statistic,
+          Period: 300,
+          Threshold: 1,
+          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+          EvaluationPeriods: 1,
+          TreatMissingData: 'notBreaching',
+          AlarmActions: [topicRef(stack)],
+          OKActions: [topicRef(stack)],
+        });
+        expect(dimensionsOf(props)).toEqual({ service: 'atomic-publish', Pipeline: pipeline.name });
+        expect(props.AlarmDescription).toMatch(new RegExp(`^atomic-publish: pipeline ${pipeline.name}: `));
+        expect(props.AlarmDescription).toMatch(meaning);
+        expect(props.AlarmDescription).toContain(runbookLine(section));
+      }
+    },
+  );
 
   it('pages on a run slower than half the SLA by default, or than freshness.expectedRunMinutes when the spec says', () => {
     const props = alarmProps(stack, 'SlowRun:sales_order_lines');
@@ -107,13 +116,18 @@ describe('per watched pipeline, the live drift alarm', () => {
       OKActions: [topicRef(stack)],
     });
     expect(dimensionsOf(props)).toEqual({ Pipeline: 'sales_order_lines' });
-    expect(props.AlarmDescription).toMatch(/^atomic-publish: pipeline sales_order_lines: out-of-band change \(drift\) between runs: analytics\.sales_order_lines no longer matches/);
+    expect(props.AlarmDescription).toMatch(
+      /^atomic-publish: pipeline sales_order_lines: out-of-band change \(drift\) between runs: analytics\.sales_order_lines no longer matches/,
+    );
     expect(props.AlarmDescription).toContain(runbookLine(RUNBOOK.OutOfBand));
   });
 
   it('exists for a swap by default and for an in-place mode only when outOfBand.watch asks', () => {
     const stackOf = (id: string, spec: Parameters<typeof definePipeline>[0]) =>
-      new AtomicPublishStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), id, { warehouse: { database: 'dev', workgroupName: 'wg' }, pipelines: [definePipeline(spec)] });
+      new AtomicPublishStack(new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } }), id, {
+        warehouse: { database: 'dev', workgroupName: 'wg' },
+        pipelines: [definePipeline(spec)],
+      });
     const inPlace = { ...salesOrderLines, publishMode: 'replace-intervals' as const };
     expect(stackOf('InPlace', inPlace).alarms['LiveDrift:sales_order_lines']).toBeUndefined();
     expect(stackOf('InPlaceWatched', { ...inPlace, outOfBand: { watch: true } }).alarms['LiveDrift:sales_order_lines']).toBeDefined();
@@ -174,13 +188,17 @@ describe('metric writes', () => {
   it('are granted only into the AtomicPublish namespace, and only to the freshness monitor (the handlers write EMF to their logs)', () => {
     const granted: { policy: string; condition: unknown }[] = [];
     for (const [id, policy] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
-      const statements = (policy.Properties as { PolicyDocument: { Statement: { Action: string | string[]; Condition?: unknown }[] } }).PolicyDocument.Statement;
+      const statements = (policy.Properties as { PolicyDocument: { Statement: { Action: string | string[]; Condition?: unknown }[] } }).PolicyDocument
+        .Statement;
       for (const statement of statements) {
         const actions = ([] as string[]).concat(statement.Action);
-        if (actions.some((a) => a === 'cloudwatch:PutMetricData' || a === 'cloudwatch:*' || a === '*')) granted.push({ policy: id, condition: statement.Condition });
+        if (actions.some((a) => a === 'cloudwatch:PutMetricData' || a === 'cloudwatch:*' || a === '*'))
+          granted.push({ policy: id, condition: statement.Condition });
       }
     }
-    expect(granted).toEqual([{ policy: expect.stringMatching(/^FreshnessMonitorPutMetricDataPolicy/), condition: { StringEquals: { 'cloudwatch:namespace': 'AtomicPublish' } } }]);
+    expect(granted).toEqual([
+      { policy: expect.stringMatching(/^FreshnessMonitorPutMetricDataPolicy/), condition: { StringEquals: { 'cloudwatch:namespace': 'AtomicPublish' } } },
+    ]);
   });
 });
 
@@ -195,13 +213,19 @@ describe('subscriptions of the on-call topic', () => {
     for (const address of ['oncall@example.com', 'data-team@example.com']) {
       t.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: address, TopicArn: topicRef(other) });
     }
-    t.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'https', Endpoint: 'https://events.example.com/integration/abc/enqueue', TopicArn: topicRef(other) });
+    t.hasResourceProperties('AWS::SNS::Subscription', {
+      Protocol: 'https',
+      Endpoint: 'https://events.example.com/integration/abc/enqueue',
+      TopicArn: topicRef(other),
+    });
     expect(Object.keys(t.findResources('AWS::SNS::Subscription'))).toHaveLength(3);
     expect(Object.keys(template.findResources('AWS::SNS::Subscription', { Properties: { Protocol: Match.anyValue() } }))).toHaveLength(0);
   });
 
   it('refuses an endpoint that is not https:// and an address that is not one, at synth', () => {
-    expect(() => buildApp({ bundling: false, outdir, context: { alarmHttpsUrls: 'http://events.example.com/x' } })).toThrow(/subscriptions\.httpsUrls: "http:\/\/events\.example\.com\/x" is not an https:\/\/ URL/);
+    expect(() => buildApp({ bundling: false, outdir, context: { alarmHttpsUrls: 'http://events.example.com/x' } })).toThrow(
+      /subscriptions\.httpsUrls: "http:\/\/events\.example\.com\/x" is not an https:\/\/ URL/,
+    );
     expect(() => buildApp({ bundling: false, outdir, context: { alarmEmail: 'oncall' } })).toThrow(/alarm email "oncall" is not an email address/);
   });
 });

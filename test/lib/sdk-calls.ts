@@ -84,7 +84,7 @@ export function scanSdkCalls(entry: string): SdkScan {
           return;
         }
         const bindings = clause && ts.isImportClause(clause) ? clause.namedBindings : clause;
-        if (!bindings || !ts.isNamedImports(bindings) && !ts.isNamedExports(bindings) || (clause && ts.isImportClause(clause) && clause.name)) {
+        if (!bindings || (!ts.isNamedImports(bindings) && !ts.isNamedExports(bindings)) || (clause && ts.isImportClause(clause) && clause.name)) {
           unmapped.push(`${at}: import commands from ${specifier} by name, so the permission test can see them`);
           return;
         }
@@ -102,11 +102,19 @@ export function scanSdkCalls(entry: string): SdkScan {
     const visit = (node: ts.Node): void => {
       if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
         const clause = node.importClause;
-        const typeOnly = clause?.isTypeOnly === true || (clause?.namedBindings !== undefined && ts.isNamedImports(clause.namedBindings) && !clause.name && clause.namedBindings.elements.every((e) => e.isTypeOnly));
+        const typeOnly =
+          clause?.isTypeOnly === true ||
+          (clause?.namedBindings !== undefined &&
+            ts.isNamedImports(clause.namedBindings) &&
+            !clause.name &&
+            clause.namedBindings.elements.every((e) => e.isTypeOnly));
         onModule(node.moduleSpecifier.text, clause, typeOnly, node);
       } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
         onModule(node.moduleSpecifier.text, node.exportClause, node.isTypeOnly, node);
-      } else if (ts.isCallExpression(node) && (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))) {
+      } else if (
+        ts.isCallExpression(node) &&
+        (node.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(node.expression) && node.expression.text === 'require'))
+      ) {
         unmapped.push(`${file}:${source.getLineAndCharacterOfPosition(node.getStart()).line + 1}: a dynamic import the scan cannot follow`);
       }
       ts.forEachChild(node, visit);

@@ -1,7 +1,7 @@
 // `npx cdk synth` as a user runs it: offline, no credentials, every handler
 // bundled by the local esbuild into a deployable asset.
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -26,12 +26,20 @@ describe('cdk synth', () => {
   // One synth for the describe (it takes minutes); its tests only read what it wrote.
   let synthesized: Synthesized;
   beforeAll(() => {
-    const env = { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '', AWS_PROFILE: '', CDK_DISABLE_VERSION_CHECK: 'true' };
+    const env = {
+      ...process.env,
+      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      AWS_ACCESS_KEY_ID: '',
+      AWS_SECRET_ACCESS_KEY: '',
+      AWS_PROFILE: '',
+      CDK_DISABLE_VERSION_CHECK: 'true',
+    };
     const run = spawnSync('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, env, encoding: 'utf8', timeout: 170_000 });
     const templateFile = join(out, 'AtomicPublish.template.json');
-    const template = run.status === 0 && existsSync(templateFile)
-      ? (JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string; Metadata?: Record<string, string> }> })
-      : { Resources: {} };
+    const template =
+      run.status === 0 && existsSync(templateFile)
+        ? (JSON.parse(readFileSync(templateFile, 'utf8')) as { Resources: Record<string, { Type: string; Metadata?: Record<string, string> }> })
+        : { Resources: {} };
     const functions = Object.values(template.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Metadata?.['atomic-publish:entry']);
     synthesized = { run, functions };
   });

@@ -2,9 +2,9 @@ import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { pipelines } from '../../pipelines/index.ts';
 import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
 import type { WarehouseTarget } from '../../lib/warehouse-target.ts';
+import { pipelines } from '../../pipelines/index.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 
 const SECRET_ARN = 'arn:aws:secretsmanager:eu-central-1:111122223333:secret:warehouse-AbCdEf';
@@ -18,17 +18,35 @@ const stackWith = (warehouse: WarehouseTarget, extra: Partial<AtomicPublishStack
 
 describe('AtomicPublishStack props', () => {
   it.each([
-    [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupName: 'wg' }, /warehouse\.clusterIdentifier and warehouse\.workgroupName are mutually exclusive/],
+    [
+      { database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupName: 'wg' },
+      /warehouse\.clusterIdentifier and warehouse\.workgroupName are mutually exclusive/,
+    ],
     [{ database: 'dev' }, /exactly one of warehouse\.clusterIdentifier and warehouse\.workgroupName/],
     [{ clusterIdentifier: 'c1', dbUser: 'u' }, /warehouse\.database is required/],
-    [{ database: 'dev', workgroupName: 'wg', dbUser: 'u' }, /warehouse\.dbUser only applies to a cluster \(warehouse\.clusterIdentifier\), not to warehouse\.workgroupName/],
+    [
+      { database: 'dev', workgroupName: 'wg', dbUser: 'u' },
+      /warehouse\.dbUser only applies to a cluster \(warehouse\.clusterIdentifier\), not to warehouse\.workgroupName/,
+    ],
     [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, dbUser: 'u' }, /warehouse\.dbUser only applies to a cluster/],
-    [{ database: 'dev', clusterIdentifier: 'c1' }, /warehouse\.clusterIdentifier needs exactly one of warehouse\.secret, warehouse\.secretArn and warehouse\.dbUser/],
+    [
+      { database: 'dev', clusterIdentifier: 'c1' },
+      /warehouse\.clusterIdentifier needs exactly one of warehouse\.secret, warehouse\.secretArn and warehouse\.dbUser/,
+    ],
     [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', secretArn: SECRET_ARN }, /got warehouse\.secretArn and warehouse\.dbUser/],
-    [{ database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupArn: WORKGROUP_ARN }, /warehouse\.workgroupArn only applies to warehouse\.workgroupName/],
-    [{ database: 'dev', workgroupName: 'wg', workgroupArn: 'arn:aws:redshift-serverless:eu-central-1:111122223333:namespace/x' }, /warehouse\.workgroupArn must look like/],
+    [
+      { database: 'dev', clusterIdentifier: 'c1', dbUser: 'u', workgroupArn: WORKGROUP_ARN },
+      /warehouse\.workgroupArn only applies to warehouse\.workgroupName/,
+    ],
+    [
+      { database: 'dev', workgroupName: 'wg', workgroupArn: 'arn:aws:redshift-serverless:eu-central-1:111122223333:namespace/x' },
+      /warehouse\.workgroupArn must look like/,
+    ],
     [{ database: 'dev', workgroupName: 'wg', secretKmsKeyArn: KEY_ARN }, /warehouse\.secretKmsKeyArn only applies with a secret/],
-    [{ database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secretKmsKeyArn: 'arn:aws:kms:eu-central-1:111122223333:alias/warehouse' }, /warehouse\.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key\/<key id> \(a key ARN, not an alias\)/],
+    [
+      { database: 'dev', workgroupName: 'wg', secretArn: SECRET_ARN, secretKmsKeyArn: 'arn:aws:kms:eu-central-1:111122223333:alias/warehouse' },
+      /warehouse\.secretKmsKeyArn must look like arn:aws:kms:<region>:<account>:key\/<key id> \(a key ARN, not an alias\)/,
+    ],
   ] as [WarehouseTarget, RegExp][])('rejects the conflicting or missing warehouse props %j with a message naming them', (warehouse, message) => {
     expect(() => stackWith(warehouse)).toThrow(message);
     expect(() => stackWith(warehouse)).toThrow(/^AtomicPublishStack: /);
@@ -48,7 +66,9 @@ describe('AtomicPublishStack props', () => {
   });
 
   it('rejects a handler role name that is not an IAM role name in lower case', () => {
-    expect(() => stackWith({ database: 'dev', workgroupName: 'wg' }, { handlerRoleName: 'Publisher' })).toThrow(/^AtomicPublishStack: handlerRoleName must be 1 to 64 of/);
+    expect(() => stackWith({ database: 'dev', workgroupName: 'wg' }, { handlerRoleName: 'Publisher' })).toThrow(
+      /^AtomicPublishStack: handlerRoleName must be 1 to 64 of/,
+    );
   });
 
   it('accepts a secret with a serverless workgroup (the Data API takes SecretArn with WorkgroupName)', () => {
@@ -75,7 +95,11 @@ describe('warehouse permissions and environment', () => {
       SecretKms: { database: 'dev', workgroupName: 'analytics', secretArn: SECRET_ARN, secretKmsKeyArn: KEY_ARN },
     };
     for (const [name, warehouse] of Object.entries(targets)) {
-      stacks[name] = new AtomicPublishStack(app, name, { warehouse, pipelines: [], ...(name === 'ClusterUser' ? { handlerRoleName: 'analytics-publisher' } : {}) });
+      stacks[name] = new AtomicPublishStack(app, name, {
+        warehouse,
+        pipelines: [],
+        ...(name === 'ClusterUser' ? { handlerRoleName: 'analytics-publisher' } : {}),
+      });
     }
     const assembly = app.synth();
     for (const name of Object.keys(targets)) templates[name] = Template.fromJSON(assembly.getStackByName(name).template);
@@ -101,7 +125,11 @@ describe('warehouse permissions and environment', () => {
   it('scopes ExecuteStatement to the cluster ARN and lets the functions read only the warehouse secret', () => {
     const statements = statementsOf('ClusterSecret');
     expect(executeStatement(statements)).toEqual([
-      { Effect: 'Allow', Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'], Resource: redshiftArn('cluster:analytics-cluster') },
+      {
+        Effect: 'Allow',
+        Action: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'],
+        Resource: redshiftArn('cluster:analytics-cluster'),
+      },
     ]);
     expect(statements).toContainEqual({
       Effect: 'Allow',
@@ -109,7 +137,11 @@ describe('warehouse permissions and environment', () => {
       Resource: SECRET_ARN,
     });
     expect(JSON.stringify(statements)).not.toContain('GetClusterCredentials');
-    expect(variablesOf('ClusterSecret')).toMatchObject({ WAREHOUSE_CLUSTER_ID: 'analytics-cluster', WAREHOUSE_SECRET_ARN: SECRET_ARN, WAREHOUSE_DATABASE: 'dev' });
+    expect(variablesOf('ClusterSecret')).toMatchObject({
+      WAREHOUSE_CLUSTER_ID: 'analytics-cluster',
+      WAREHOUSE_SECRET_ARN: SECRET_ARN,
+      WAREHOUSE_DATABASE: 'dev',
+    });
     expect(variablesOf('ClusterSecret')).not.toHaveProperty('WAREHOUSE_WORKGROUP');
   });
 

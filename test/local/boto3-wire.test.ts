@@ -18,7 +18,11 @@ import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
 /** A Lambda Task, then a Map of another over the input's items. */
 function template(): CfnTemplate {
   const stack = new Stack(new App(), 'Boto3Wire');
-  const work = new LambdaFunction(stack, 'Work', { runtime: Runtime.NODEJS_22_X, handler: 'index.handler', code: Code.fromInline('exports.handler = async () => ({})') });
+  const work = new LambdaFunction(stack, 'Work', {
+    runtime: Runtime.NODEJS_22_X,
+    handler: 'index.handler',
+    code: Code.fromInline('exports.handler = async () => ({})'),
+  });
   (work.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, 'test/support/history-work.ts');
   const map = new MapState(stack, 'Items', { itemsPath: '$.items', resultPath: JsonPath.DISCARD });
   map.itemProcessor(new LambdaInvoke(stack, 'Item', { lambdaFunction: work, payloadResponseOnly: true }));
@@ -89,7 +93,11 @@ describe.skipIf(!hasBoto3())('boto3 against the local endpoints', () => {
   });
 
   it('answers a request the connection cannot use with a ValidationException botocore raises as a ClientError', async () => {
-    const [refused] = await call({ service: 'redshift-data', operation: 'list_schemas', params: { Database: wh.target.Database, WorkgroupName: 'local', DbUser: 'someone' } });
+    const [refused] = await call({
+      service: 'redshift-data',
+      operation: 'list_schemas',
+      params: { Database: wh.target.Database, WorkgroupName: 'local', DbUser: 'someone' },
+    });
     expect(refused).toEqual({ error: { code: 'ValidationException', message: expect.stringMatching(/DbUser is not supported for a serverless workgroup/) } });
   });
 
@@ -115,8 +123,20 @@ describe.skipIf(!hasBoto3())('boto3 against the local endpoints', () => {
     const events = history.pages.flatMap((page) => page.events as { id: number; previousEventId: number; type: string; timestamp: string }[]);
     expect(history.pages.length).toBeGreaterThan(1);
     expect(events.map((e) => e.id)).toEqual(events.map((_, i) => i + 1));
-    expect(events.slice(0, 6).map((e) => e.type)).toEqual(['ExecutionStarted', 'TaskStateEntered', 'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionSucceeded', 'TaskStateExited']);
-    expect(events.filter((e) => e.type.startsWith('MapState')).map((e) => e.type)).toEqual(['MapStateEntered', 'MapStateStarted', 'MapStateSucceeded', 'MapStateExited']);
+    expect(events.slice(0, 6).map((e) => e.type)).toEqual([
+      'ExecutionStarted',
+      'TaskStateEntered',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionSucceeded',
+      'TaskStateExited',
+    ]);
+    expect(events.filter((e) => e.type.startsWith('MapState')).map((e) => e.type)).toEqual([
+      'MapStateEntered',
+      'MapStateStarted',
+      'MapStateSucceeded',
+      'MapStateExited',
+    ]);
     expect(events.at(-1)?.type).toBe('ExecutionSucceeded');
     expect(events[0]!.timestamp).toMatch(/^\d{4}-\d{2}-\d{2}T/);
   });

@@ -7,22 +7,33 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DescribeAlarmsCommand, GetMetricDataCommand, GetMetricStatisticsCommand, PutMetricDataCommand, SetAlarmStateCommand } from '@aws-sdk/client-cloudwatch';
+import {
+  DescribeAlarmsCommand,
+  GetMetricDataCommand,
+  GetMetricStatisticsCommand,
+  PutMetricDataCommand,
+  SetAlarmStateCommand,
+} from '@aws-sdk/client-cloudwatch';
+import { App } from 'aws-cdk-lib';
+import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/spec.ts';
+import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';
 import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { SnsOutbox } from '../../local/sns-outbox.ts';
-import { App } from 'aws-cdk-lib';
-import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
-import { definePipeline } from '../../domain/spec.ts';
-import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
-import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { synthesizeTemplate, type Template } from '../../local/template.ts';
+import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { alarmOn, type LocalCloudWatch, MINUTE, T0, TOPIC, useLocalCloudWatch } from '../support/local-cloudwatch.ts';
 
 const put = ({ client }: LocalCloudWatch, value: number, at: number, extra: Record<string, unknown> = {}) =>
-  client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }] }));
+  client.send(
+    new PutMetricDataCommand({
+      Namespace: 'Test',
+      MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(at), Value: value, Unit: 'Seconds', ...extra }],
+    }),
+  );
 const stats = ({ client }: LocalCloudWatch, start: number, end: number, period = 60) =>
   client.send(
     new GetMetricStatisticsCommand({
@@ -54,7 +65,9 @@ describe('PutMetricData', () => {
       }),
     );
     await expect(tooOld).rejects.toThrow(/two weeks before and two hours after now/);
-    const tooMany = client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: Array.from({ length: 1001 }, () => ({ MetricName: 'Other', Value: 1 })) }));
+    const tooMany = client.send(
+      new PutMetricDataCommand({ Namespace: 'Test', MetricData: Array.from({ length: 1001 }, () => ({ MetricName: 'Other', Value: 1 })) }),
+    );
     await expect(tooMany).rejects.toThrow(/greater than 1000/);
 
     expect((await stats(local, T0 - 60 * MINUTE, T0)).Datapoints).toEqual([]);
@@ -62,10 +75,23 @@ describe('PutMetricData', () => {
 
   it('takes a request of 1,000 metrics, which the SDK sends gzipped', async () => {
     const { client } = local;
-    const metrics = Array.from({ length: 1000 }, (_, i) => ({ MetricName: 'Many', Dimensions: [{ Name: 'Pipeline', Value: `p${i}` }], Timestamp: new Date(T0 - 5 * MINUTE), Value: i }));
+    const metrics = Array.from({ length: 1000 }, (_, i) => ({
+      MetricName: 'Many',
+      Dimensions: [{ Name: 'Pipeline', Value: `p${i}` }],
+      Timestamp: new Date(T0 - 5 * MINUTE),
+      Value: i,
+    }));
     await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: metrics }));
     const last = await client.send(
-      new GetMetricStatisticsCommand({ Namespace: 'Test', MetricName: 'Many', Dimensions: [{ Name: 'Pipeline', Value: 'p999' }], StartTime: new Date(T0 - 6 * MINUTE), EndTime: new Date(T0), Period: 60, Statistics: ['Maximum'] }),
+      new GetMetricStatisticsCommand({
+        Namespace: 'Test',
+        MetricName: 'Many',
+        Dimensions: [{ Name: 'Pipeline', Value: 'p999' }],
+        StartTime: new Date(T0 - 6 * MINUTE),
+        EndTime: new Date(T0),
+        Period: 60,
+        Statistics: ['Maximum'],
+      }),
     );
     expect(last.Datapoints!.map((d) => d.Maximum)).toEqual([999]);
   });
@@ -120,14 +146,44 @@ describe('GetMetricStatistics', () => {
   });
 
   it.each<[string, Record<string, unknown>, string, RegExp]>([
-    ['a start after the end', { StartTime: new Date(T0), EndTime: new Date(T0 - MINUTE) }, 'InvalidParameterValue', /^The parameter StartTime must be less than the parameter EndTime\.$/],
-    ['a statistic not in the set', { Statistics: ['Sum', 'Median'] }, 'InvalidParameterValue', /^The parameter Statistics\.member\.2 must be a value in the set \[SampleCount, Average, Sum, Minimum, Maximum\]\.$/],
-    ['a percentile out of range', { Statistics: undefined, ExtendedStatistics: ['p101'] }, 'InvalidParameterValue', /ExtendedStatistics\.member\.1 must be a percentile from p0\.0 to p100/],
-    ['a percentile, which it does not keep', { Statistics: undefined, ExtendedStatistics: ['p99.9'] }, 'InvalidParameterValue', /ExtendedStatistics \(p99\.9\) are not served locally/],
-    ['both statistics and percentiles', { ExtendedStatistics: ['p99'] }, 'InvalidParameterCombination', /Statistics and ExtendedStatistics are mutually exclusive/],
+    [
+      'a start after the end',
+      { StartTime: new Date(T0), EndTime: new Date(T0 - MINUTE) },
+      'InvalidParameterValue',
+      /^The parameter StartTime must be less than the parameter EndTime\.$/,
+    ],
+    [
+      'a statistic not in the set',
+      { Statistics: ['Sum', 'Median'] },
+      'InvalidParameterValue',
+      /^The parameter Statistics\.member\.2 must be a value in the set \[SampleCount, Average, Sum, Minimum, Maximum\]\.$/,
+    ],
+    [
+      'a percentile out of range',
+      { Statistics: undefined, ExtendedStatistics: ['p101'] },
+      'InvalidParameterValue',
+      /ExtendedStatistics\.member\.1 must be a percentile from p0\.0 to p100/,
+    ],
+    [
+      'a percentile, which it does not keep',
+      { Statistics: undefined, ExtendedStatistics: ['p99.9'] },
+      'InvalidParameterValue',
+      /ExtendedStatistics \(p99\.9\) are not served locally/,
+    ],
+    [
+      'both statistics and percentiles',
+      { ExtendedStatistics: ['p99'] },
+      'InvalidParameterCombination',
+      /Statistics and ExtendedStatistics are mutually exclusive/,
+    ],
     ['neither statistics nor percentiles', { Statistics: undefined }, 'InvalidParameterCombination', /either Statistics or ExtendedStatistics/],
     ['a period neither high-resolution nor of whole minutes', { Period: 45 }, 'InvalidParameterValue', /Period must be 1, 5, 10, 30 or a multiple of 60/],
-    ['more than 1,440 datapoints', { StartTime: new Date(T0 - 1441 * MINUTE) }, 'InvalidParameterCombination', /^You have requested up to 1441 datapoints, which exceeds the limit of 1440\./],
+    [
+      'more than 1,440 datapoints',
+      { StartTime: new Date(T0 - 1441 * MINUTE) },
+      'InvalidParameterCombination',
+      /^You have requested up to 1441 datapoints, which exceeds the limit of 1440\./,
+    ],
     ['no namespace', { Namespace: undefined }, 'MissingParameter', /^The parameter Namespace is required\.$/],
   ])('refuses %s with %s, as CloudWatch does', async (_what, overrides, code, message) => {
     await expect(ask(overrides)).rejects.toMatchObject({ Code: code, message: expect.stringMatching(message), $metadata: { httpStatusCode: 400 } });
@@ -142,16 +198,26 @@ describe('GetMetricStatistics', () => {
 describe('the AWS/ namespaces', () => {
   const local = useLocalCloudWatch();
 
-  it('take the local AWS services\' metrics, signed with their key, and nobody else\'s', async () => {
+  it("take the local AWS services' metrics, signed with their key, and nobody else's", async () => {
     const { cw, client } = local;
     const asLambda = localCloudWatchClient(cw.endpoint, { asAwsService: true });
     const errors = { MetricName: 'Errors', Dimensions: [{ Name: 'FunctionName', Value: 'StartRunFunction' }], Timestamp: new Date(T0 - 20 * MINUTE), Value: 1 };
 
     await asLambda.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [errors] }));
-    await expect(client.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [errors] }))).rejects.toMatchObject({ name: 'InvalidParameterValueException' });
+    await expect(client.send(new PutMetricDataCommand({ Namespace: 'AWS/Lambda', MetricData: [errors] }))).rejects.toMatchObject({
+      name: 'InvalidParameterValueException',
+    });
 
     const { Datapoints } = await client.send(
-      new GetMetricStatisticsCommand({ Namespace: 'AWS/Lambda', MetricName: 'Errors', Dimensions: errors.Dimensions, StartTime: new Date(T0 - 30 * MINUTE), EndTime: new Date(T0), Period: 300, Statistics: ['Sum'] }),
+      new GetMetricStatisticsCommand({
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        Dimensions: errors.Dimensions,
+        StartTime: new Date(T0 - 30 * MINUTE),
+        EndTime: new Date(T0),
+        Period: 300,
+        Statistics: ['Sum'],
+      }),
     );
     expect(Datapoints!.map((d) => d.Sum)).toEqual([1]);
   });
@@ -182,7 +248,7 @@ describe('GetMetricData', () => {
     );
   });
 
-  it('reduces each query\'s metric per period by its Stat, newest first unless ScanBy says otherwise, and leaves out the queries not returned', async () => {
+  it("reduces each query's metric per period by its Stat, newest first unless ScanBy says otherwise, and leaves out the queries not returned", async () => {
     const { client } = local;
     const { MetricDataResults, Messages } = await client.send(
       new GetMetricDataCommand({
@@ -193,7 +259,9 @@ describe('GetMetricData', () => {
           query('avg', 'Average', 60),
           query('count', 'SampleCount', 60, { ReturnData: false }),
           query('most', 'Maximum', 600),
-          query('least', 'Minimum', 60, { MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: dims }, Period: 60, Stat: 'Minimum', Unit: 'Count' } }),
+          query('least', 'Minimum', 60, {
+            MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: dims }, Period: 60, Stat: 'Minimum', Unit: 'Count' },
+          }),
         ],
       }),
     );
@@ -222,7 +290,12 @@ describe('GetMetricData', () => {
       new GetMetricDataCommand({
         StartTime: new Date(T0 - 20 * MINUTE),
         EndTime: new Date(T0 - 10 * MINUTE),
-        MetricDataQueries: [{ Id: 'none', MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: [{ Name: 'Pipeline', Value: 'nobody' }] }, Period: 60, Stat: 'Sum' } }],
+        MetricDataQueries: [
+          {
+            Id: 'none',
+            MetricStat: { Metric: { Namespace: 'Test', MetricName: 'Rows', Dimensions: [{ Name: 'Pipeline', Value: 'nobody' }] }, Period: 60, Stat: 'Sum' },
+          },
+        ],
       }),
     );
     expect(MetricDataResults).toEqual([{ Id: 'none', Label: 'Rows', Timestamps: [], Values: [], StatusCode: 'Complete', Messages: [] }]);
@@ -231,7 +304,9 @@ describe('GetMetricData', () => {
   it('refuses metric math and statistics it does not serve, naming what it does', async () => {
     const { client } = local;
     const send = (queries: Record<string, unknown>[]) =>
-      client.send(new GetMetricDataCommand({ StartTime: new Date(T0 - 20 * MINUTE), EndTime: new Date(T0 - 10 * MINUTE), MetricDataQueries: queries as never }));
+      client.send(
+        new GetMetricDataCommand({ StartTime: new Date(T0 - 20 * MINUTE), EndTime: new Date(T0 - 10 * MINUTE), MetricDataQueries: queries as never }),
+      );
     await expect(send([query('a', 'Sum', 60), { Id: 'rate', Expression: 'a / 60' }])).rejects.toMatchObject({
       name: 'ValidationException',
       message: expect.stringMatching(/Expression .* is not supported locally; use MetricStat with one of SampleCount, Average, Sum, Minimum, Maximum/),
@@ -254,10 +329,20 @@ describe('an alarm, evaluated at the instant given', () => {
 
     const changed = cw.evaluate(new Date(T0 + 10 * MINUTE));
 
-    expect(changed).toEqual([expect.objectContaining({ from: 'INSUFFICIENT_DATA', to: 'ALARM', reason: expect.stringMatching(/^2 of the last 3 datapoints \[missing, missing, 50\]/) })]);
+    expect(changed).toEqual([
+      expect.objectContaining({
+        from: 'INSUFFICIENT_DATA',
+        to: 'ALARM',
+        reason: expect.stringMatching(/^2 of the last 3 datapoints \[missing, missing, 50\]/),
+      }),
+    ]);
     const page = outbox.alerts.at(-1)!;
     expect(page).toMatchObject({ topicArn: TOPIC, subject: 'ALARM: "test-alarm" in local' });
-    expect(JSON.parse(page.message)).toMatchObject({ AlarmDescription: 'the test alarm: what it means, and the runbook', NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA' });
+    expect(JSON.parse(page.message)).toMatchObject({
+      AlarmDescription: 'the test alarm: what it means, and the runbook',
+      NewStateValue: 'ALARM',
+      OldStateValue: 'INSUFFICIENT_DATA',
+    });
     expect(readFileSync(join(dir, 'alerts.jsonl'), 'utf8').trim().split('\n')).toHaveLength(outbox.alerts.length);
   });
 
@@ -283,12 +368,27 @@ describe('an alarm, evaluated at the instant given', () => {
 });
 
 describe('an alarm of five-minute periods, evaluated every minute as CloudWatch does', () => {
-  const failed = alarmOn({ alarmName: 'failed', metricName: 'Failed', statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, threshold: 1, comparison: 'GreaterThanOrEqualToThreshold', treatMissingData: 'notBreaching' });
+  const failed = alarmOn({
+    alarmName: 'failed',
+    metricName: 'Failed',
+    statistic: 'Sum',
+    periodSeconds: 300,
+    evaluationPeriods: 1,
+    datapointsToAlarm: 1,
+    threshold: 1,
+    comparison: 'GreaterThanOrEqualToThreshold',
+    treatMissingData: 'notBreaching',
+  });
   const local = useLocalCloudWatch('each', [failed]);
 
   it('alarms a minute after the failure, not at the end of an aligned five minutes, and turns OK once the failure leaves the last five minutes', async () => {
     const { cw, client } = local;
-    await client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Failed', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 + MINUTE + 5000), Value: 1 }] }));
+    await client.send(
+      new PutMetricDataCommand({
+        Namespace: 'Test',
+        MetricData: [{ MetricName: 'Failed', Dimensions: [{ Name: 'Pipeline', Value: 'p' }], Timestamp: new Date(T0 + MINUTE + 5000), Value: 1 }],
+      }),
+    );
 
     // At 08:01:30 the minute of the failure has not ended yet.
     expect(cw.evaluate(new Date(T0 + MINUTE + 30_000)).map((t) => t.to)).toEqual(['OK']);
@@ -302,14 +402,23 @@ describe('an alarm of five-minute periods, evaluated every minute as CloudWatch 
 describe('SetAlarmState', () => {
   const local = useLocalCloudWatch('each');
 
-  it('sets the state with its reason until the next evaluation, running the new state\'s actions as a change of state does', async () => {
+  it("sets the state with its reason until the next evaluation, running the new state's actions as a change of state does", async () => {
     const { cw, client, outbox } = local;
     local.now = T0 + 5 * MINUTE;
-    await client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}' }));
+    await client.send(
+      new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}' }),
+    );
 
     const [described] = (await client.send(new DescribeAlarmsCommand({ AlarmNames: ['test-alarm'] }))).MetricAlarms!;
-    expect(described).toMatchObject({ StateValue: 'ALARM', StateReason: 'testing the page', StateReasonData: '{"by":"on-call"}', StateTransitionedTimestamp: new Date(T0 + 5 * MINUTE) });
-    expect(outbox.alerts.map((a) => JSON.parse(a.message))).toEqual([expect.objectContaining({ NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA', NewStateReason: 'testing the page' })]);
+    expect(described).toMatchObject({
+      StateValue: 'ALARM',
+      StateReason: 'testing the page',
+      StateReasonData: '{"by":"on-call"}',
+      StateTransitionedTimestamp: new Date(T0 + 5 * MINUTE),
+    });
+    expect(outbox.alerts.map((a) => JSON.parse(a.message))).toEqual([
+      expect.objectContaining({ NewStateValue: 'ALARM', OldStateValue: 'INSUFFICIENT_DATA', NewStateReason: 'testing the page' }),
+    ]);
 
     // Three periods within the threshold: the next evaluation turns it back.
     for (const minute of [2, 3, 4]) await put(local, 1, T0 + minute * MINUTE);
@@ -318,9 +427,17 @@ describe('SetAlarmState', () => {
 
   it('refuses an alarm that does not exist (404), a state not in the set, and reason data that is not JSON', async () => {
     const { client } = local;
-    const set = (input: Record<string, unknown>) => client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'OK', StateReason: 'r', ...input } as never));
-    await expect(set({ AlarmName: 'nobody' })).rejects.toMatchObject({ name: 'ResourceNotFound', Code: 'ResourceNotFound', $metadata: { httpStatusCode: 404 } });
-    await expect(set({ StateValue: 'BROKEN' })).rejects.toMatchObject({ Code: 'ValidationError', message: expect.stringContaining("Value 'BROKEN' at 'stateValue' failed to satisfy constraint") });
+    const set = (input: Record<string, unknown>) =>
+      client.send(new SetAlarmStateCommand({ AlarmName: 'test-alarm', StateValue: 'OK', StateReason: 'r', ...input } as never));
+    await expect(set({ AlarmName: 'nobody' })).rejects.toMatchObject({
+      name: 'ResourceNotFound',
+      Code: 'ResourceNotFound',
+      $metadata: { httpStatusCode: 404 },
+    });
+    await expect(set({ StateValue: 'BROKEN' })).rejects.toMatchObject({
+      Code: 'ValidationError',
+      message: expect.stringContaining("Value 'BROKEN' at 'stateValue' failed to satisfy constraint"),
+    });
     await expect(set({ StateReasonData: '{not json' })).rejects.toMatchObject({ name: 'InvalidFormatFault', Code: 'InvalidFormat' });
     expect(local.cw.state('test-alarm')).toBe('INSUFFICIENT_DATA');
   });
@@ -341,11 +458,13 @@ describe('missing data, as each treatment has it', () => {
     expect(evaluateAlarm(alarm('breaching'), [500, undefined, 1], 'OK').state).toBe('ALARM');
     expect(evaluateAlarm(alarm('notBreaching'), [500, undefined, 1], 'OK').state).toBe('OK');
     expect(evaluateAlarm(alarm('notBreaching'), [500, 101, undefined], 'OK').state).toBe('ALARM');
-    expect(evaluateAlarm(alarmOn({ comparison: 'LessThanThreshold', threshold: 1, datapointsToAlarm: 1, evaluationPeriods: 1 }), [0], 'OK').state).toBe('ALARM');
+    expect(evaluateAlarm(alarmOn({ comparison: 'LessThanThreshold', threshold: 1, datapointsToAlarm: 1, evaluationPeriods: 1 }), [0], 'OK').state).toBe(
+      'ALARM',
+    );
   });
 });
 
-describe('the stack\'s alarms, read from the synthesized template', () => {
+describe("the stack's alarms, read from the synthesized template", () => {
   let template: Template;
   let dir: string;
   beforeAll(async () => {
@@ -359,10 +478,27 @@ describe('the stack\'s alarms, read from the synthesized template', () => {
     const topicId = Object.entries(template.Resources).find(([, r]) => r.Type === 'AWS::SNS::Topic')![0];
     // ApproximateNumberOfMessagesVisible: the missed scheduled starts (lib/pipeline-schedules.ts).
     expect([...new Set(alarms.map((a) => a.metricName))].sort()).toEqual([
-      'ApproximateNumberOfMessagesVisible', 'Errors', 'ExecutionStopped', 'ExecutionsFailed', 'ExecutionsTimedOut', 'LiveDrift', 'OutOfBandChange', 'PublishAgeSeconds', 'PublishFailed', 'ReconcileFailed', 'RunDurationSeconds', 'Throttles',
+      'ApproximateNumberOfMessagesVisible',
+      'Errors',
+      'ExecutionStopped',
+      'ExecutionsFailed',
+      'ExecutionsTimedOut',
+      'LiveDrift',
+      'OutOfBandChange',
+      'PublishAgeSeconds',
+      'PublishFailed',
+      'ReconcileFailed',
+      'RunDurationSeconds',
+      'Throttles',
     ]);
     for (const a of alarms) expect(a.actions.ALARM).toEqual([`arn:aws:sns:local:000000000000:${topicId}`]);
-    expect(alarms.find((a) => a.metricName === 'ExecutionsFailed')).toMatchObject({ statistic: 'Sum', periodSeconds: 300, evaluationPeriods: 1, datapointsToAlarm: 1, treatMissingData: 'notBreaching' });
+    expect(alarms.find((a) => a.metricName === 'ExecutionsFailed')).toMatchObject({
+      statistic: 'Sum',
+      periodSeconds: 300,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      treatMissingData: 'notBreaching',
+    });
   });
 
   it('evaluate a data-lag alarm as synthesized: pages past maxDataLagMinutes, and without data says only that it has none', async () => {
@@ -376,7 +512,14 @@ describe('the stack\'s alarms, read from the synthesized template', () => {
     try {
       const lagClient = localCloudWatchClient(local.endpoint);
       const lagAt = (seconds: number, at: number) =>
-        lagClient.send(new PutMetricDataCommand({ Namespace: 'AtomicPublish', MetricData: [{ MetricName: 'LiveDataLagSeconds', Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }], Timestamp: new Date(at), Value: seconds }] }));
+        lagClient.send(
+          new PutMetricDataCommand({
+            Namespace: 'AtomicPublish',
+            MetricData: [
+              { MetricName: 'LiveDataLagSeconds', Dimensions: [{ Name: 'Pipeline', Value: 'sales_order_lines' }], Timestamp: new Date(at), Value: seconds },
+            ],
+          }),
+        );
 
       // No datapoint (an empty table, or a monitor that stopped: the freshness alarm pages for that): no page.
       expect(local.evaluate(new Date(T0 - 60 * MINUTE))).toEqual([]);
@@ -387,7 +530,10 @@ describe('the stack\'s alarms, read from the synthesized template', () => {
       await lagAt(4000, T0 - 4 * MINUTE);
 
       expect(local.evaluate(new Date(T0)).map((t) => [t.from, t.to])).toEqual([['INSUFFICIENT_DATA', 'ALARM']]);
-      expect(JSON.parse(pagesOf.alerts.at(-1)!.message)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('pipeline sales_order_lines publishes old data') });
+      expect(JSON.parse(pagesOf.alerts.at(-1)!.message)).toMatchObject({
+        NewStateValue: 'ALARM',
+        AlarmDescription: expect.stringContaining('pipeline sales_order_lines publishes old data'),
+      });
     } finally {
       await local.close();
     }

@@ -31,7 +31,9 @@ const CLIENT_ENV = {
 
 function run(command: string, args: readonly string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
   return new Promise((resolve) => {
-    execFile(command, args, { env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), ...CLIENT_ENV, ...env } }, (error, out, err) => resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }));
+    execFile(command, args, { env: { PATH: process.env.PATH ?? '', HOME: tmpdir(), ...CLIENT_ENV, ...env } }, (error, out, err) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, out, err }),
+    );
   });
 }
 
@@ -47,9 +49,27 @@ afterAll(() => rmSync(models, { recursive: true, force: true }));
 
 // `shown`: how the AWS CLI v1 prints a timestamp: as the wire has it (CBOR's tag 1 as the epoch seconds it holds).
 const PROTOCOLS = [
-  { protocol: 'query', contentType: 'text/xml', env: () => ({ AWS_DATA_PATH: path.join(models, 'query') }), shown: (ms: number) => iso(ms), sent: /'Content-Type': 'application\/x-www-form-urlencoded; charset=utf-8'/ },
-  { protocol: 'json', contentType: 'application/x-amz-json-1.0', env: () => ({}), shown: (ms: number) => ms / 1000, sent: /'X-Amz-Target': 'GraniteServiceVersion20100801\.ListMetrics', 'Content-Type': 'application\/x-amz-json-1\.0', 'x-amzn-query-mode': 'true'/ },
-  { protocol: 'smithy-rpc-v2-cbor', contentType: 'application/cbor', env: () => ({ AWS_DATA_PATH: path.join(models, 'smithy-rpc-v2-cbor') }), shown: (ms: number) => ms / 1000, sent: /'url_path': '\/service\/GraniteServiceVersion20100801\/operation\/ListMetrics'.*'smithy-protocol': 'rpc-v2-cbor'/ },
+  {
+    protocol: 'query',
+    contentType: 'text/xml',
+    env: () => ({ AWS_DATA_PATH: path.join(models, 'query') }),
+    shown: (ms: number) => iso(ms),
+    sent: /'Content-Type': 'application\/x-www-form-urlencoded; charset=utf-8'/,
+  },
+  {
+    protocol: 'json',
+    contentType: 'application/x-amz-json-1.0',
+    env: () => ({}),
+    shown: (ms: number) => ms / 1000,
+    sent: /'X-Amz-Target': 'GraniteServiceVersion20100801\.ListMetrics', 'Content-Type': 'application\/x-amz-json-1\.0', 'x-amzn-query-mode': 'true'/,
+  },
+  {
+    protocol: 'smithy-rpc-v2-cbor',
+    contentType: 'application/cbor',
+    env: () => ({ AWS_DATA_PATH: path.join(models, 'smithy-rpc-v2-cbor') }),
+    shown: (ms: number) => ms / 1000,
+    sent: /'url_path': '\/service\/GraniteServiceVersion20100801\/operation\/ListMetrics'.*'smithy-protocol': 'rpc-v2-cbor'/,
+  },
 ] as const;
 
 const ALARMS = ['age-a', 'age-b', 'age-c'].map((alarmName) => alarmOn({ alarmName }));
@@ -57,7 +77,7 @@ const ALARMS = ['age-a', 'age-b', 'age-c'].map((alarmName) => alarmOn({ alarmNam
 describe.skipIf(!HAS_BOTO3).each(PROTOCOLS)('boto3 in the $protocol protocol', ({ protocol, contentType, env }) => {
   const local = useLocalCloudWatch('all', ALARMS);
 
-  it('puts and lists metrics, pages through the alarms, reads statistics, and gets CloudWatch\'s error for a start after the end', async () => {
+  it("puts and lists metrics, pages through the alarms, reads statistics, and gets CloudWatch's error for a start after the end", async () => {
     const { code, out, err } = await run('python3', [SCRIPT, 'run', local.cw.endpoint, iso(T0)], env());
     expect({ code, err }).toEqual({ code: 0, err: '' });
 
@@ -68,7 +88,12 @@ describe.skipIf(!HAS_BOTO3).each(PROTOCOLS)('boto3 in the $protocol protocol', (
       alarmPages: [['age-a', 'age-b'], ['age-c']],
       stateUpdated: '2026-12-01T08:00:00+00:00',
       datapoints: [{ Timestamp: '2026-12-01T07:55:00+00:00', Sum: 2.5, SampleCount: 1 }],
-      error: { class: 'InvalidParameterValueException', code: 'InvalidParameterValue', message: 'The parameter StartTime must be less than the parameter EndTime.', status: 400 },
+      error: {
+        class: 'InvalidParameterValueException',
+        code: 'InvalidParameterValue',
+        message: 'The parameter StartTime must be less than the parameter EndTime.',
+        status: 400,
+      },
     });
   });
 });
@@ -84,23 +109,76 @@ describe.skipIf(!HAS_BOTO3 || !HAS_AWS_CLI).each(PROTOCOLS)('the AWS CLI (--endp
   });
 
   it('puts a metric and lists it, reads its statistics, and pages through every alarm', async () => {
-    expect(await aws('put-metric-data', '--namespace', 'Cli', '--metric-name', 'Age', '--dimensions', 'Pipeline=p', '--value', '7', '--unit', 'Seconds', '--timestamp', iso(T0 - 3 * MINUTE))).toMatchObject({ code: 0 });
+    expect(
+      await aws(
+        'put-metric-data',
+        '--namespace',
+        'Cli',
+        '--metric-name',
+        'Age',
+        '--dimensions',
+        'Pipeline=p',
+        '--value',
+        '7',
+        '--unit',
+        'Seconds',
+        '--timestamp',
+        iso(T0 - 3 * MINUTE),
+      ),
+    ).toMatchObject({ code: 0 });
 
-    expect(JSON.parse((await aws('list-metrics', '--namespace', 'Cli')).out)).toEqual({ Metrics: [{ Namespace: 'Cli', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }] });
-    const stats = await aws('get-metric-statistics', '--namespace', 'Cli', '--metric-name', 'Age', '--dimensions', 'Name=Pipeline,Value=p', '--start-time', iso(T0 - 10 * MINUTE), '--end-time', iso(T0), '--period', '60', '--statistics', 'Maximum');
+    expect(JSON.parse((await aws('list-metrics', '--namespace', 'Cli')).out)).toEqual({
+      Metrics: [{ Namespace: 'Cli', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }],
+    });
+    const stats = await aws(
+      'get-metric-statistics',
+      '--namespace',
+      'Cli',
+      '--metric-name',
+      'Age',
+      '--dimensions',
+      'Name=Pipeline,Value=p',
+      '--start-time',
+      iso(T0 - 10 * MINUTE),
+      '--end-time',
+      iso(T0),
+      '--period',
+      '60',
+      '--statistics',
+      'Maximum',
+    );
     expect(JSON.parse(stats.out)).toEqual({ Label: 'Age', Datapoints: [{ Timestamp: shown(T0 - 3 * MINUTE), Maximum: 7, Unit: 'Seconds' }] });
     // --page-size 1: three DescribeAlarms calls, one alarm each, followed by NextToken and merged.
     const alarms = JSON.parse((await aws('describe-alarms', '--page-size', '1')).out);
     expect(alarms.MetricAlarms.map((a: { AlarmName: string }) => a.AlarmName)).toEqual(['age-a', 'age-b', 'age-c']);
   });
 
-  it('sets an alarm\'s state, and exits non-zero with CloudWatch\'s code and message on a refusal', async () => {
+  it("sets an alarm's state, and exits non-zero with CloudWatch's code and message on a refusal", async () => {
     expect(await aws('set-alarm-state', '--alarm-name', 'age-b', '--state-value', 'ALARM', '--state-reason', 'testing the page')).toMatchObject({ code: 0 });
-    expect(JSON.parse((await aws('describe-alarms', '--alarm-names', 'age-b', '--query', 'MetricAlarms[0].[StateValue,StateReason]')).out)).toEqual(['ALARM', 'testing the page']);
+    expect(JSON.parse((await aws('describe-alarms', '--alarm-names', 'age-b', '--query', 'MetricAlarms[0].[StateValue,StateReason]')).out)).toEqual([
+      'ALARM',
+      'testing the page',
+    ]);
 
-    const refused = await aws('get-metric-statistics', '--namespace', 'Cli', '--metric-name', 'Age', '--start-time', iso(T0), '--end-time', iso(T0 - MINUTE), '--period', '60', '--statistics', 'Sum');
+    const refused = await aws(
+      'get-metric-statistics',
+      '--namespace',
+      'Cli',
+      '--metric-name',
+      'Age',
+      '--start-time',
+      iso(T0),
+      '--end-time',
+      iso(T0 - MINUTE),
+      '--period',
+      '60',
+      '--statistics',
+      'Sum',
+    );
     expect(refused.code).not.toBe(0);
-    expect(refused.err).toContain('An error occurred (InvalidParameterValue) when calling the GetMetricStatistics operation: The parameter StartTime must be less than the parameter EndTime.');
+    expect(refused.err).toContain(
+      'An error occurred (InvalidParameterValue) when calling the GetMetricStatistics operation: The parameter StartTime must be less than the parameter EndTime.',
+    );
     const tooMany = await aws('describe-alarms', '--max-records', '101');
     expect(tooMany.err).toMatch(/\(ValidationError\) when calling the DescribeAlarms operation: 1 validation error detected: Value '101' at 'maxRecords'/);
   });

@@ -21,12 +21,20 @@ const put = (client: CloudWatchClient, metrics: { name: string; dims: Record<str
   client.send(
     new PutMetricDataCommand({
       Namespace: namespace,
-      MetricData: metrics.map(({ name, dims }) => ({ MetricName: name, Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })), Timestamp: new Date(T0 - MINUTE), Value: 1 })),
+      MetricData: metrics.map(({ name, dims }) => ({
+        MetricName: name,
+        Dimensions: Object.entries(dims).map(([Name, Value]) => ({ Name, Value })),
+        Timestamp: new Date(T0 - MINUTE),
+        Value: 1,
+      })),
     }),
   );
 
 /** Every page of a listing, following NextToken; and how many pages it took. */
-async function allPages<T, P extends { NextToken?: string }>(send: (token?: string) => Promise<P>, itemsOf: (page: P) => T[] | undefined): Promise<{ items: T[]; pages: number }> {
+async function allPages<T, P extends { NextToken?: string }>(
+  send: (token?: string) => Promise<P>,
+  itemsOf: (page: P) => T[] | undefined,
+): Promise<{ items: T[]; pages: number }> {
   const items: T[] = [];
   let pages = 0;
   let token: string | undefined;
@@ -42,7 +50,8 @@ async function allPages<T, P extends { NextToken?: string }>(send: (token?: stri
 describe('ListMetrics', () => {
   const local = useLocalCloudWatch('each');
   const list = (input: ListMetricsCommandInput = {}) => local.client.send(new ListMetricsCommand(input));
-  const names = (out: ListMetricsCommandOutput) => out.Metrics!.map((m) => `${m.Namespace}/${m.MetricName} ${m.Dimensions!.map((d) => `${d.Name}=${d.Value}`).join(',')}`).sort();
+  const names = (out: ListMetricsCommandOutput) =>
+    out.Metrics!.map((m) => `${m.Namespace}/${m.MetricName} ${m.Dimensions!.map((d) => `${d.Name}=${d.Value}`).join(',')}`).sort();
 
   it('lists each metric written once, filtered by namespace, name and dimensions (a name alone matches any value)', async () => {
     await put(local.client, [
@@ -56,16 +65,29 @@ describe('ListMetrics', () => {
 
     expect(names(await list())).toEqual(['Other/Age Pipeline=p', 'Test/Age Pipeline=p', 'Test/Age Pipeline=q', 'Test/Rows ', 'Test/Rows Pipeline=p,Table=t']);
     expect(names(await list({ Namespace: 'Test', MetricName: 'Age' }))).toEqual(['Test/Age Pipeline=p', 'Test/Age Pipeline=q']);
-    expect(names(await list({ Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }))).toEqual(['Other/Age Pipeline=p', 'Test/Age Pipeline=p', 'Test/Rows Pipeline=p,Table=t']);
+    expect(names(await list({ Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }))).toEqual([
+      'Other/Age Pipeline=p',
+      'Test/Age Pipeline=p',
+      'Test/Rows Pipeline=p,Table=t',
+    ]);
     expect(names(await list({ Namespace: 'Test', Dimensions: [{ Name: 'Table' }] }))).toEqual(['Test/Rows Pipeline=p,Table=t']);
     expect((await list({ Namespace: 'Nobody' })).Metrics).toEqual([]);
   });
 
   it('pages 500 metrics at a time, every metric on exactly one page', async () => {
-    await put(local.client, Array.from({ length: 1000 }, (_, i) => ({ name: 'Many', dims: { Pipeline: `p${i}` } })));
-    await put(local.client, Array.from({ length: 200 }, (_, i) => ({ name: 'Many', dims: { Pipeline: `q${i}` } })));
+    await put(
+      local.client,
+      Array.from({ length: 1000 }, (_, i) => ({ name: 'Many', dims: { Pipeline: `p${i}` } })),
+    );
+    await put(
+      local.client,
+      Array.from({ length: 200 }, (_, i) => ({ name: 'Many', dims: { Pipeline: `q${i}` } })),
+    );
 
-    const { items, pages } = await allPages((NextToken) => list({ MetricName: 'Many', ...(NextToken ? { NextToken } : {}) }), (p) => p.Metrics);
+    const { items, pages } = await allPages(
+      (NextToken) => list({ MetricName: 'Many', ...(NextToken ? { NextToken } : {}) }),
+      (p) => p.Metrics,
+    );
 
     expect(pages).toBe(3);
     expect(new Set(items.map((m) => m.Dimensions![0]!.Value)).size).toBe(1200);
@@ -87,14 +109,25 @@ describe('DescribeAlarms', () => {
   const PAGER = 'arn:aws:sns:local:000000000000:Pager';
   // Five alarms; beforeAll turns two of them to ALARM, the rest to OK.
   const alarms = ['pipeline-a-fresh', 'pipeline-a-failed', 'pipeline-b-fresh', 'pipeline-b-failed', 'zz-other'].map((alarmName) =>
-    alarmOn({ alarmName, dimensions: { Pipeline: alarmName }, ...(alarmName.endsWith('failed') ? { actions: { ALARM: [PAGER], OK: [], INSUFFICIENT_DATA: [] } } : {}) }),
+    alarmOn({
+      alarmName,
+      dimensions: { Pipeline: alarmName },
+      ...(alarmName.endsWith('failed') ? { actions: { ALARM: [PAGER], OK: [], INSUFFICIENT_DATA: [] } } : {}),
+    }),
   );
   const local = useLocalCloudWatch('all', alarms);
   beforeAll(async () => {
     for (const alarm of alarms) {
       for (const minute of [1, 2, 3]) {
         const value = alarm.alarmName.includes('-a-') ? 500 : 1;
-        await local.client.send(new PutMetricDataCommand({ Namespace: 'Test', MetricData: [{ MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: alarm.alarmName }], Timestamp: new Date(T0 - minute * MINUTE), Value: value }] }));
+        await local.client.send(
+          new PutMetricDataCommand({
+            Namespace: 'Test',
+            MetricData: [
+              { MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: alarm.alarmName }], Timestamp: new Date(T0 - minute * MINUTE), Value: value },
+            ],
+          }),
+        );
       }
     }
     local.cw.evaluate(new Date(T0));
@@ -105,7 +138,10 @@ describe('DescribeAlarms', () => {
   it('pages MaxRecords alarms at a time in name order, each once, until no NextToken', async () => {
     const first = await describeAlarms({ MaxRecords: 2 });
     expect(first.MetricAlarms!.map((a) => a.AlarmName)).toEqual(['pipeline-a-failed', 'pipeline-a-fresh']);
-    const { items, pages } = await allPages((NextToken) => describeAlarms({ MaxRecords: 2, ...(NextToken ? { NextToken } : {}) }), (p) => p.MetricAlarms);
+    const { items, pages } = await allPages(
+      (NextToken) => describeAlarms({ MaxRecords: 2, ...(NextToken ? { NextToken } : {}) }),
+      (p) => p.MetricAlarms,
+    );
     expect(pages).toBe(3);
     expect(items.map((a) => a.AlarmName)).toEqual(['pipeline-a-failed', 'pipeline-a-fresh', 'pipeline-b-failed', 'pipeline-b-fresh', 'zz-other']);
     expect((await describeAlarms()).NextToken).toBeUndefined();
@@ -134,20 +170,37 @@ describe('DescribeAlarms', () => {
   });
 
   it.each<[string, DescribeAlarmsCommandInput, string, RegExp]>([
-    ['MaxRecords above 100', { MaxRecords: 101 }, 'ValidationError', /Value '101' at 'maxRecords' failed to satisfy constraint: Member must have value less than or equal to 100/],
+    [
+      'MaxRecords above 100',
+      { MaxRecords: 101 },
+      'ValidationError',
+      /Value '101' at 'maxRecords' failed to satisfy constraint: Member must have value less than or equal to 100/,
+    ],
     ['MaxRecords 0', { MaxRecords: 0 }, 'ValidationError', /Member must have value greater than or equal to 1/],
-    ['names with a prefix', { AlarmNames: ['a'], AlarmNamePrefix: 'a' }, 'InvalidParameterCombination', /AlarmNames and AlarmNamePrefix are mutually exclusive/],
+    [
+      'names with a prefix',
+      { AlarmNames: ['a'], AlarmNamePrefix: 'a' },
+      'InvalidParameterCombination',
+      /AlarmNames and AlarmNamePrefix are mutually exclusive/,
+    ],
     ['a state not in the set', { StateValue: 'BROKEN' as never }, 'ValidationError', /Member must satisfy enum value set: \[OK, ALARM, INSUFFICIENT_DATA\]/],
     ['an alarm type not in the set', { AlarmTypes: ['Anomaly' as never] }, 'ValidationError', /\[CompositeAlarm, MetricAlarm\]/],
     ['a token it did not give', { NextToken: 'bm90IGEgdG9rZW4' }, 'InvalidNextToken', /NextToken is not valid/],
-    ['parents with a state', { ParentsOfAlarmName: 'a', StateValue: 'OK' }, 'ValidationError', /only AlarmTypes, MaxRecords and NextToken may be given, not StateValue/],
+    [
+      'parents with a state',
+      { ParentsOfAlarmName: 'a', StateValue: 'OK' },
+      'ValidationError',
+      /only AlarmTypes, MaxRecords and NextToken may be given, not StateValue/,
+    ],
   ])('refuses %s', async (_what, input, code, message) => {
     await expect(describeAlarms(input)).rejects.toMatchObject({ Code: code, message: expect.stringMatching(message), $metadata: { httpStatusCode: 400 } });
   });
 
   it('describes the alarms of a metric: its namespace, name and exact dimensions, and statistic and period when given', async () => {
     const forMetric = (input: Record<string, unknown>) =>
-      local.client.send(new DescribeAlarmsForMetricCommand({ Namespace: 'Test', MetricName: 'Age', ...input } as never)).then((out) => out.MetricAlarms!.map((a) => a.AlarmName));
+      local.client
+        .send(new DescribeAlarmsForMetricCommand({ Namespace: 'Test', MetricName: 'Age', ...input } as never))
+        .then((out) => out.MetricAlarms!.map((a) => a.AlarmName));
     expect(await forMetric({ Dimensions: [{ Name: 'Pipeline', Value: 'zz-other' }] })).toEqual(['zz-other']);
     expect(await forMetric({ Dimensions: [{ Name: 'Pipeline', Value: 'zz-other' }], Statistic: 'Sum' })).toEqual([]);
     expect(await forMetric({ Dimensions: [{ Name: 'Pipeline', Value: 'zz-other' }], Period: 60, Statistic: 'Maximum' })).toEqual(['zz-other']);

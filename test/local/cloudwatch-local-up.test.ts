@@ -24,17 +24,23 @@ async function alarmsInStatus(env: Readonly<Record<string, string>>): Promise<{ 
 }
 
 describe('local up (a real process)', () => {
-  it('evaluates the alarms on the real clock: a failed publish\'s metric turns its alarm to ALARM, status shows it, and it pages', async () => {
+  it("evaluates the alarms on the real clock: a failed publish's metric turns its alarm to ALARM, status shows it, and it pages", async () => {
     const database = `cw_up_${process.pid}`;
     const up = await startLocalUp(database);
     const client = localCloudWatchClient(up.env.AWS_ENDPOINT_URL_CLOUDWATCH!);
     try {
-      const [alarm] = (await client.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `AtomicPublish-MonitoringPublishFailed${PIPELINE.replace(/_/g, '')}` }))).MetricAlarms!;
+      const [alarm] = (await client.send(new DescribeAlarmsCommand({ AlarmNamePrefix: `AtomicPublish-MonitoringPublishFailed${PIPELINE.replace(/_/g, '')}` })))
+        .MetricAlarms!;
       expect(alarm).toMatchObject({ Namespace: 'AtomicPublish', MetricName: 'PublishFailed', Statistic: 'Sum', Threshold: 1 });
       // A publish that failed half a minute before the last whole minute: the next evaluation counts it.
       const failedAt = Math.floor(Date.now() / 60_000) * 60_000 - 30_000;
 
-      await client.send(new PutMetricDataCommand({ Namespace: alarm!.Namespace!, MetricData: [{ MetricName: alarm!.MetricName!, Dimensions: alarm!.Dimensions!, Timestamp: new Date(failedAt), Value: 1 }] }));
+      await client.send(
+        new PutMetricDataCommand({
+          Namespace: alarm!.Namespace!,
+          MetricData: [{ MetricName: alarm!.MetricName!, Dimensions: alarm!.Dimensions!, Timestamp: new Date(failedAt), Value: 1 }],
+        }),
+      );
 
       const stateOf = async (name: string) => (await client.send(new DescribeAlarmsCommand({ AlarmNames: [name] }))).MetricAlarms![0]!.StateValue;
       await until(async () => (await stateOf(alarm!.AlarmName!)) === 'ALARM', `${alarm!.AlarmName} in ALARM`);
@@ -49,7 +55,13 @@ describe('local up (a real process)', () => {
         .map((line) => JSON.parse(line) as Alert)
         .filter((a) => a.executionId === alarm!.AlarmArn && Date.parse(a.at) >= failedAt)
         .map((a) => JSON.parse(a.message));
-      expect(pages).toContainEqual(expect.objectContaining({ AlarmName: alarm!.AlarmName, NewStateValue: 'ALARM', NewStateReason: expect.stringMatching(/^1 of the last 1 datapoints \[1\]/) }));
+      expect(pages).toContainEqual(
+        expect.objectContaining({
+          AlarmName: alarm!.AlarmName,
+          NewStateValue: 'ALARM',
+          NewStateReason: expect.stringMatching(/^1 of the last 1 datapoints \[1\]/),
+        }),
+      );
     } finally {
       client.destroy();
       expect(await up.stop()).toBe(0);

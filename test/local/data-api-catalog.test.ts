@@ -12,9 +12,9 @@ import {
   ValidationException,
 } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quoteUser } from '../../domain/identifiers.ts';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { ensureLocalUser } from '../../local/database-users.ts';
-import { quoteUser } from '../../domain/identifiers.ts';
 import { awsJsonRequest } from '../support/aws-wire.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
@@ -150,10 +150,55 @@ describe('DescribeTable', () => {
     const common = { isCurrency: false, schemaName: 'sales', tableName: 'orders' };
     expect(described.ColumnList).toEqual([
       { ...common, name: 'id', label: 'id', typeName: 'int8', nullable: 0, isSigned: true, isCaseSensitive: false, precision: 19, scale: 0, length: 0 },
-      { ...common, name: 'amount', label: 'amount', typeName: 'numeric', nullable: 1, isSigned: true, isCaseSensitive: false, precision: 12, scale: 2, length: 0, columnDefault: '0' },
-      { ...common, name: 'region', label: 'region', typeName: 'varchar', nullable: 1, isSigned: false, isCaseSensitive: true, precision: 16, scale: 0, length: 16 },
-      { ...common, name: 'placed_at', label: 'placed_at', typeName: 'timestamp', nullable: 1, isSigned: false, isCaseSensitive: false, precision: 29, scale: 6, length: 0 },
-      { ...common, name: 'note', label: 'note', typeName: 'varchar', nullable: 1, isSigned: false, isCaseSensitive: true, precision: 65535, scale: 0, length: 0 },
+      {
+        ...common,
+        name: 'amount',
+        label: 'amount',
+        typeName: 'numeric',
+        nullable: 1,
+        isSigned: true,
+        isCaseSensitive: false,
+        precision: 12,
+        scale: 2,
+        length: 0,
+        columnDefault: '0',
+      },
+      {
+        ...common,
+        name: 'region',
+        label: 'region',
+        typeName: 'varchar',
+        nullable: 1,
+        isSigned: false,
+        isCaseSensitive: true,
+        precision: 16,
+        scale: 0,
+        length: 16,
+      },
+      {
+        ...common,
+        name: 'placed_at',
+        label: 'placed_at',
+        typeName: 'timestamp',
+        nullable: 1,
+        isSigned: false,
+        isCaseSensitive: false,
+        precision: 29,
+        scale: 6,
+        length: 0,
+      },
+      {
+        ...common,
+        name: 'note',
+        label: 'note',
+        typeName: 'varchar',
+        nullable: 1,
+        isSigned: false,
+        isCaseSensitive: true,
+        precision: 65535,
+        scale: 0,
+        length: 0,
+      },
     ]);
   });
 
@@ -167,7 +212,9 @@ describe('DescribeTable', () => {
   it('pages through the columns, and shows the user only the columns it holds a privilege on', async () => {
     const first = await wh.client.send(new DescribeTableCommand({ ...wh.target, Schema: 'sales', Table: 'orders', MaxResults: 2 }));
     expect(first.ColumnList?.map((c) => c.name)).toEqual(['id', 'amount']);
-    const second = await wh.client.send(new DescribeTableCommand({ ...wh.target, Schema: 'sales', Table: 'orders', MaxResults: 2, NextToken: first.NextToken! }));
+    const second = await wh.client.send(
+      new DescribeTableCommand({ ...wh.target, Schema: 'sales', Table: 'orders', MaxResults: 2, NextToken: first.NextToken! }),
+    );
     expect(second.ColumnList?.map((c) => c.name)).toEqual(['region', 'placed_at']);
 
     const customers = await wh.client.send(new DescribeTableCommand({ ...asReader, Schema: 'sales', Table: 'customers' }));
@@ -181,7 +228,13 @@ describe('DescribeTable', () => {
     try {
       const both = await wh.client.send(new DescribeTableCommand({ ...wh.target, Table: 'orders' }));
       expect(both.ColumnList?.map((c) => `${c.schemaName}.${c.name}`)).toEqual([
-        'sales.id', 'sales.amount', 'sales.region', 'sales.placed_at', 'sales.note', 'sales_archive.id', 'sales_archive.archived_at',
+        'sales.id',
+        'sales.amount',
+        'sales.region',
+        'sales.placed_at',
+        'sales.note',
+        'sales_archive.id',
+        'sales_archive.archived_at',
       ]);
     } finally {
       await wh.query('DROP TABLE sales_archive.orders');
@@ -195,7 +248,14 @@ describe('on the wire, as the AWS CLI sends them', () => {
       protocol: '1.1',
       service: 'redshift-data',
       target: 'RedshiftData.ListTables',
-      body: { ClusterIdentifier: 'local', Database: wh.target.Database, DbUser: wh.target.DbUser, SchemaPattern: 'sales', TablePattern: '%order%', MaxResults: 1 },
+      body: {
+        ClusterIdentifier: 'local',
+        Database: wh.target.Database,
+        DbUser: wh.target.DbUser,
+        SchemaPattern: 'sales',
+        TablePattern: '%order%',
+        MaxResults: 1,
+      },
     });
     expect(response.status).toBe(200);
     expect(response.contentType).toBe('application/x-amz-json-1.1');

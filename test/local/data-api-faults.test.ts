@@ -22,8 +22,8 @@ import { TransientWarehouseError } from '../../domain/errors.ts';
 import { classifySqlError } from '../../functions/commons/warehouse.ts';
 import { APPLICATION_NAME, StatementRunner } from '../../local/data-api/runner.ts';
 import { Statement, StatementPart } from '../../local/data-api/statement.ts';
-import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
-import { untilEnded, useWarehouse, type Endpoint, type Warehouse } from '../support/warehouse.ts';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+import { type Endpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 const TERMINATED = 'FATAL: terminating connection due to administrator command';
 const IDLE_LOST = /^local data api: idle connection to \S+ lost, dropped from the pool: /;
@@ -166,10 +166,24 @@ describe('PostgreSQL down', () => {
 
   it('keeps a cancel trying while the server cannot be reached, and ends it, without an error, once the statement has ended', async () => {
     const logged = logWatch();
-    const runner = new StatementRunner(own.conn, { maxConnectionsPerDatabase: 1, isolation: 'serializable', maxResultBytes: 1024, defaultUser: own.conn.user, log: logged.log });
+    const runner = new StatementRunner(own.conn, {
+      maxConnectionsPerDatabase: 1,
+      isolation: 'serializable',
+      maxResultBytes: 1024,
+      defaultUser: own.conn.user,
+      log: logged.log,
+    });
     const id = randomUUID();
     const part = new StatementPart(id, 'SELECT 1', { text: 'SELECT 1', values: [] });
-    const statement = new Statement({ id, isBatch: false, target: { database: wh.pg.database }, parameters: [], executionMode: 'AUTO_COMMIT', withEvent: false, parts: [part] });
+    const statement = new Statement({
+      id,
+      isBatch: false,
+      target: { database: wh.pg.database },
+      parameters: [],
+      executionMode: 'AUTO_COMMIT',
+      withEvent: false,
+      parts: [part],
+    });
     // As if it ran on a connection the stop is about to cut.
     statement.picked(1);
     statement.started();
@@ -214,7 +228,11 @@ describe('sessions terminated (pg_terminate_backend)', () => {
     await wh.query('CREATE TABLE auto_committed (x int)');
     const gate = await wh.gate();
     const { Id } = await client.send(
-      new BatchExecuteStatementCommand({ ...wh.target, ExecutionMode: 'AUTO_COMMIT', Sqls: ['INSERT INTO auto_committed VALUES (1)', gate.sql, 'INSERT INTO auto_committed VALUES (3)'] }),
+      new BatchExecuteStatementCommand({
+        ...wh.target,
+        ExecutionMode: 'AUTO_COMMIT',
+        Sqls: ['INSERT INTO auto_committed VALUES (1)', gate.sql, 'INSERT INTO auto_committed VALUES (3)'],
+      }),
     );
     const [pid] = await gate.waiting();
 

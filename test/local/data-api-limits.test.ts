@@ -44,7 +44,7 @@ describe('a whole result', () => {
   it('over the size limit fails the statement, though every row is small', async () => {
     // 500 MB by default: an endpoint with a smaller limit shows the rule.
     const small = await wh.otherEndpoint({ maxResultBytes: 100_000 });
-    const many = 'SELECT repeat(\'x\', 1000) AS v FROM generate_series(1, 101)';
+    const many = "SELECT repeat('x', 1000) AS v FROM generate_series(1, 101)";
     const { Id } = await small.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: many }));
     const failed = await untilEnded(small.client, Id!);
     expect(failed.Status).toBe('FAILED');

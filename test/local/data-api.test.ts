@@ -1,4 +1,6 @@
 // Conformance of the local Redshift Data API, through the real SDK client.
+
+import { randomUUID } from 'node:crypto';
 import {
   ActiveStatementsExceededException,
   BatchExecuteStatementCommand,
@@ -11,7 +13,6 @@ import {
   ResourceNotFoundException,
   ValidationException,
 } from '@aws-sdk/client-redshift-data';
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { RedshiftDataService } from '../../local/data-api/service.ts';
@@ -136,7 +137,9 @@ describe('statement lifecycle', () => {
     await gate.waiting();
     try {
       expect((await wh.client.send(new ListStatementsCommand({ StatementName: name }))).Statements).toEqual([]);
-      expect((await wh.client.send(new ListStatementsCommand({ StatementName: name, Status: 'ALL' }))).Statements?.map((s) => [s.Id, s.Status])).toEqual([[Id, 'STARTED']]);
+      expect((await wh.client.send(new ListStatementsCommand({ StatementName: name, Status: 'ALL' }))).Statements?.map((s) => [s.Id, s.Status])).toEqual([
+        [Id, 'STARTED'],
+      ]);
     } finally {
       await gate.release();
     }
@@ -167,7 +170,12 @@ describe('statement lifecycle', () => {
         body: { StatementName: name, Status: 'ALL', RoleLevel: false },
       });
       expect(other.body).toEqual({ Statements: [] });
-      const invalid = await awsJsonRequest(wh.endpoint, { protocol: '1.1', service: 'redshift-data', target: 'RedshiftData.ListStatements', body: { RoleLevel: 'no' } });
+      const invalid = await awsJsonRequest(wh.endpoint, {
+        protocol: '1.1',
+        service: 'redshift-data',
+        target: 'RedshiftData.ListStatements',
+        body: { RoleLevel: 'no' },
+      });
       expect(invalid).toMatchObject({ status: 400, errorType: 'ValidationException' });
     } finally {
       first.destroy();
@@ -193,7 +201,10 @@ describe(':name parameters', () => {
   it('binds values by name, leaving casts and string literals alone', async () => {
     const done = await wh.run("SELECT :a::int + 1 AS n, ':x' AS literal, :b AS s", { a: '41', b: 'hello' });
     expect(done.Status).toBe('FINISHED');
-    expect(done.QueryParameters).toEqual([{ name: 'a', value: '41' }, { name: 'b', value: 'hello' }]);
+    expect(done.QueryParameters).toEqual([
+      { name: 'a', value: '41' },
+      { name: 'b', value: 'hello' },
+    ]);
     const result = await wh.client.send(new GetStatementResultCommand({ Id: done.Id }));
     expect(result.Records).toEqual([[{ longValue: 42 }, { stringValue: ':x' }, { stringValue: 'hello' }]]);
   });
@@ -202,7 +213,7 @@ describe(':name parameters', () => {
     await wh.query('CREATE TABLE typed_params (id int8, at timestamp, amount numeric(12,2))');
     const done = await wh.run('INSERT INTO typed_params VALUES (:id, :at, :amount)', { id: '7', at: '2026-01-02 03:04:05', amount: '10.5' });
     expect(done).toMatchObject({ Status: 'FINISHED', ResultRows: 1, HasResultSet: false });
-    expect(await wh.query("SELECT id::text, at::text, amount::text FROM typed_params")).toEqual([{ id: '7', at: '2026-01-02 03:04:05', amount: '10.50' }]);
+    expect(await wh.query('SELECT id::text, at::text, amount::text FROM typed_params')).toEqual([{ id: '7', at: '2026-01-02 03:04:05', amount: '10.50' }]);
   });
 
   it('rejects a referenced parameter without a value, and a supplied one never referenced', async () => {
@@ -237,7 +248,11 @@ describe('BatchExecuteStatement', () => {
   it('commits each statement on its own with ExecutionMode AUTO_COMMIT', async () => {
     await wh.query('TRUNCATE batch_t');
     const { Id } = await wh.client.send(
-      new BatchExecuteStatementCommand({ ...wh.target, ExecutionMode: 'AUTO_COMMIT', Sqls: ['INSERT INTO batch_t VALUES (1)', 'SELECT 1/0', 'INSERT INTO batch_t VALUES (3)'] }),
+      new BatchExecuteStatementCommand({
+        ...wh.target,
+        ExecutionMode: 'AUTO_COMMIT',
+        Sqls: ['INSERT INTO batch_t VALUES (1)', 'SELECT 1/0', 'INSERT INTO batch_t VALUES (3)'],
+      }),
     );
     const done = await untilEnded(wh.client, Id!);
     expect(done.SubStatements?.map((s) => s.Status)).toEqual(['FINISHED', 'FAILED', 'FINISHED']);
@@ -287,7 +302,16 @@ describe('GetStatementResult', () => {
       { isNull: true },
     ]);
     expect(result.ColumnMetadata?.map((c) => c.typeName)).toEqual([
-      'int4', 'int8', 'float8', 'bool', 'varchar', 'numeric', 'timestamp', 'timestamptz', 'date', 'int4',
+      'int4',
+      'int8',
+      'float8',
+      'bool',
+      'varchar',
+      'numeric',
+      'timestamp',
+      'timestamptz',
+      'date',
+      'int4',
     ]);
     expect(result.ColumnMetadata?.[5]).toMatchObject({ name: 'dec', label: 'dec', precision: 10, scale: 2, isSigned: true });
     expect(result.TotalNumRows).toBe(1);
@@ -336,7 +360,7 @@ describe('connections and limits', () => {
       expect((await run('INSERT INTO begin_t VALUES (1)')).Status).toBe('FINISHED');
       // Had the BEGIN survived, the insert would sit uncommitted in an open transaction.
       expect(await wh.query('SELECT count(*)::int AS n FROM begin_t')).toEqual([{ n: 1 }]);
-      expect((await run("SET search_path TO nowhere")).Status).toBe('FINISHED');
+      expect((await run('SET search_path TO nowhere')).Status).toBe('FINISHED');
       expect((await run('SELECT count(*) FROM begin_t')).Status).toBe('FINISHED');
     } finally {
       await one.close();
@@ -383,7 +407,7 @@ describe('connections and limits', () => {
   it.each([
     ['serializable', ['FAILED', 'FINISHED']],
     ['snapshot', ['FINISHED', 'FINISHED']],
-  ] as const)('under %s isolation, a write skew ends %j; a conflict reads as Redshift\'s error 1023', async (isolation, statuses) => {
+  ] as const)("under %s isolation, a write skew ends %j; a conflict reads as Redshift's error 1023", async (isolation, statuses) => {
     const endpoint = await wh.otherEndpoint({ isolation });
     const table = `skew_${isolation}`;
     await wh.query(`CREATE TABLE ${table} (k int)`);

@@ -16,7 +16,11 @@ import { until } from '../support/until.ts';
 
 function templateWith(props: { maxConcurrency: number; toleratedFailureCount?: number }): CfnTemplate {
   const stack = new Stack(new App(), 'DistributedMapTest');
-  const work = new LambdaFunction(stack, 'Work', { runtime: Runtime.NODEJS_22_X, handler: 'index.handler', code: Code.fromInline('exports.handler = async () => ({})') });
+  const work = new LambdaFunction(stack, 'Work', {
+    runtime: Runtime.NODEJS_22_X,
+    handler: 'index.handler',
+    code: Code.fromInline('exports.handler = async () => ({})'),
+  });
   (work.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, 'test/support/distributed-map-work.ts');
   const map = new DistributedMap(stack, 'Chunks', {
     itemsPath: JsonPath.stringAt('$.items'),
@@ -61,7 +65,7 @@ describe('a distributed Map on the local runner', () => {
     expect(result.childExecutions.every((c) => c.events > 0)).toBe(true);
   });
 
-  it('keeps each child\'s events out of the parent\'s history: the parent\'s grows by nothing per item', async () => {
+  it("keeps each child's events out of the parent's history: the parent's grows by nothing per item", async () => {
     runner = await LocalRunner.create({ env: {}, template: templateWith({ maxConcurrency: 4 }) });
     const small = await runner.run({ run: 'small', items: items(3) });
     const large = await runner.run({ run: 'large', items: items(300) });

@@ -5,7 +5,7 @@
 import { gzipSync } from 'node:zlib';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PUBLICATION_EVENT_SOURCE, PublicationDetailType, PublicationEventError, type PublicationEvent } from '../../domain/publication-event.ts';
+import { PUBLICATION_EVENT_SOURCE, PublicationDetailType, type PublicationEvent, PublicationEventError } from '../../domain/publication-event.ts';
 import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
 import { LOCAL_AWS_ENV, localEventBridgeClient, localEventsEnvironment } from '../../local/aws-clients.ts';
 import { type LocalEventBridgeApi, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
@@ -21,7 +21,12 @@ beforeAll(async () => {
 });
 afterAll(() => events?.close());
 
-const entry = (detail: unknown, more: Record<string, unknown> = {}) => ({ Source: 'test', DetailType: 'Test Happened', Detail: JSON.stringify(detail), ...more });
+const entry = (detail: unknown, more: Record<string, unknown> = {}) => ({
+  Source: 'test',
+  DetailType: 'Test Happened',
+  Detail: JSON.stringify(detail),
+  ...more,
+});
 
 describe('local EventBridge endpoint', () => {
   it('records an accepted event under the id PutEvents answered, on the bus named (default when none)', async () => {

@@ -8,7 +8,7 @@
 // which is how a long batch stays inside.
 import { App, Duration, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { type CfnFunction, Code, Function as LambdaFunction, type IFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { type CfnFunction, Code, type IFunction, Function as LambdaFunction, Runtime } from 'aws-cdk-lib/aws-lambda';
 import {
   Choice,
   Condition,
@@ -37,7 +37,11 @@ type Served = Record<string, unknown> & { id: number; previousEventId: number; t
 /** A state machine the `build` function chains in a stack of its own, with `work` (test/support/history-work.ts) to invoke. */
 function machine(build: (stack: Stack, work: IFunction) => IChainable): CfnTemplate {
   const stack = new Stack(new App(), 'HistoryTest');
-  const work = new LambdaFunction(stack, 'Work', { runtime: Runtime.NODEJS_22_X, handler: 'index.handler', code: Code.fromInline('exports.handler = async () => ({})') });
+  const work = new LambdaFunction(stack, 'Work', {
+    runtime: Runtime.NODEJS_22_X,
+    handler: 'index.handler',
+    code: Code.fromInline('exports.handler = async () => ({})'),
+  });
   (work.node.defaultChild as CfnFunction).addMetadata(ENTRY_METADATA_KEY, 'test/support/history-work.ts');
   new StateMachine(stack, 'Machine', { definitionBody: DefinitionBody.fromChainable(build(stack, work)) });
   return Template.fromStack(stack).toJSON() as CfnTemplate;
@@ -48,7 +52,10 @@ async function historyOf(template: CfnTemplate, input: unknown): Promise<{ event
   runner = await LocalRunner.create({ env: {}, template });
   const running = await runner.start(input);
   const result = await running.result;
-  const events = runner.describe(running.executionId)!.history.events().map((e) => servedEvent(e, true) as Served);
+  const events = runner
+    .describe(running.executionId)!
+    .history.events()
+    .map((e) => servedEvent(e, true) as Served);
   return { events, status: result.status, counted: result.historyEvents };
 }
 
@@ -87,15 +94,32 @@ afterEach(() => {
 describe('a Task in the history', () => {
   it('writes a Lambda function Task as LambdaFunctionScheduled, Started and Succeeded between its Entered and Exited', async () => {
     const template = machine((stack, work) =>
-      new Pass(stack, 'Start').next(new LambdaInvoke(stack, 'Call', { lambdaFunction: work, payloadResponseOnly: true, resultPath: '$.called', taskTimeout: Timeout.duration(Duration.seconds(30)) })).next(new Succeed(stack, 'Done')),
+      new Pass(stack, 'Start')
+        .next(
+          new LambdaInvoke(stack, 'Call', {
+            lambdaFunction: work,
+            payloadResponseOnly: true,
+            resultPath: '$.called',
+            taskTimeout: Timeout.duration(Duration.seconds(30)),
+          }),
+        )
+        .next(new Succeed(stack, 'Done')),
     );
     const { events, status, counted } = await historyOf(template, { n: 7 });
 
     expect(status).toBe('SUCCEEDED');
     expect(types(events)).toEqual([
-      'ExecutionStarted', 'PassStateEntered', 'PassStateExited',
-      'TaskStateEntered', 'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionSucceeded', 'TaskStateExited',
-      'SucceedStateEntered', 'SucceedStateExited', 'ExecutionSucceeded',
+      'ExecutionStarted',
+      'PassStateEntered',
+      'PassStateExited',
+      'TaskStateEntered',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionSucceeded',
+      'TaskStateExited',
+      'SucceedStateEntered',
+      'SucceedStateExited',
+      'ExecutionSucceeded',
     ]);
     // Step Functions points the first state, like the execution's start, to event 0.
     expect(events.map((e) => e.previousEventId)).toEqual([0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
@@ -115,7 +139,15 @@ describe('a Task in the history', () => {
     const template = machine((stack, work) => new LambdaInvoke(stack, 'Invoke', { lambdaFunction: work, resultPath: '$.invoked' }));
     const { events } = await historyOf(template, { n: 3 });
 
-    expect(types(events)).toEqual(['ExecutionStarted', 'TaskStateEntered', 'TaskScheduled', 'TaskStarted', 'TaskSucceeded', 'TaskStateExited', 'ExecutionSucceeded']);
+    expect(types(events)).toEqual([
+      'ExecutionStarted',
+      'TaskStateEntered',
+      'TaskScheduled',
+      'TaskStarted',
+      'TaskSucceeded',
+      'TaskStateExited',
+      'ExecutionSucceeded',
+    ]);
     const scheduled = details(events[2]);
     expect(scheduled).toMatchObject({ resourceType: 'lambda', resource: 'invoke', region: 'local' });
     expect(JSON.parse(scheduled.parameters as string)).toEqual({ FunctionName: expect.stringMatching(/:function:Work/), Payload: { n: 3 } });
@@ -135,10 +167,18 @@ describe('a Task in the history', () => {
 
     expect(status).toBe('SUCCEEDED');
     expect(types(events)).toEqual([
-      'ExecutionStarted', 'TaskStateEntered',
-      'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionFailed',
-      'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionFailed',
-      'TaskStateExited', 'PassStateEntered', 'PassStateExited', 'ExecutionSucceeded',
+      'ExecutionStarted',
+      'TaskStateEntered',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionFailed',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionFailed',
+      'TaskStateExited',
+      'PassStateEntered',
+      'PassStateExited',
+      'ExecutionSucceeded',
     ]);
     expect(details(events[4])).toMatchObject({ error: 'WorkFlaked', cause: expect.stringContaining('attempt 1 failed') });
     expect(details(events[7])).toMatchObject({ error: 'WorkFlaked', cause: expect.stringContaining('attempt 2 failed') });
@@ -148,14 +188,27 @@ describe('a Task in the history', () => {
   });
 
   it('fails the execution right after an uncaught failure, and never exits a Fail state', async () => {
-    const uncaught = await historyOf(machine((stack, work) => new LambdaInvoke(stack, 'Call', { lambdaFunction: work, payloadResponseOnly: true })), { fail: true });
+    const uncaught = await historyOf(
+      machine((stack, work) => new LambdaInvoke(stack, 'Call', { lambdaFunction: work, payloadResponseOnly: true })),
+      { fail: true },
+    );
     expect(uncaught.status).toBe('FAILED');
-    expect(types(uncaught.events)).toEqual(['ExecutionStarted', 'TaskStateEntered', 'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionFailed', 'ExecutionFailed']);
+    expect(types(uncaught.events)).toEqual([
+      'ExecutionStarted',
+      'TaskStateEntered',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionFailed',
+      'ExecutionFailed',
+    ]);
     expect(details(uncaught.events.at(-1))).toMatchObject({ error: 'WorkFailed' });
     expect(uncaught.events.at(-1)!.previousEventId).toBe(5);
     runner!.close();
 
-    const failState = await historyOf(machine((stack) => new Pass(stack, 'Start').next(new Fail(stack, 'Stop', { error: 'Told', cause: 'told to stop' }))), {});
+    const failState = await historyOf(
+      machine((stack) => new Pass(stack, 'Start').next(new Fail(stack, 'Stop', { error: 'Told', cause: 'told to stop' }))),
+      {},
+    );
     expect(types(failState.events)).toEqual(['ExecutionStarted', 'PassStateEntered', 'PassStateExited', 'FailStateEntered', 'ExecutionFailed']);
     expect(details(failState.events.at(-1))).toEqual({ error: 'Told', cause: 'told to stop' });
   });
@@ -180,11 +233,23 @@ describe('a Map in the history', () => {
     expect(iterations.map((e) => details(e).index).sort()).toEqual([0, 1, 2]);
     for (const start of iterations) {
       const line = [start];
-      for (let next = events.find((e) => e.previousEventId === start.id && e.type !== 'MapIterationStarted'); next; next = events.find((e) => e.previousEventId === line.at(-1)!.id && !e.type.startsWith('MapIterationStarted'))) {
+      for (
+        let next = events.find((e) => e.previousEventId === start.id && e.type !== 'MapIterationStarted');
+        next;
+        next = events.find((e) => e.previousEventId === line.at(-1)!.id && !e.type.startsWith('MapIterationStarted'))
+      ) {
         line.push(next);
         if (next.type === 'MapIterationSucceeded') break;
       }
-      expect(types(line)).toEqual(['MapIterationStarted', 'TaskStateEntered', 'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionSucceeded', 'TaskStateExited', 'MapIterationSucceeded']);
+      expect(types(line)).toEqual([
+        'MapIterationStarted',
+        'TaskStateEntered',
+        'LambdaFunctionScheduled',
+        'LambdaFunctionStarted',
+        'LambdaFunctionSucceeded',
+        'TaskStateExited',
+        'MapIterationSucceeded',
+      ]);
       expect(details(line.at(-1))).toEqual(details(start));
     }
     // MapStateSucceeded and MapStateExited both follow the iteration that ended last.
@@ -222,7 +287,11 @@ describe('a Map in the history', () => {
   it('starts again with MapStateStarted when a Retry takes its failure, and fails once no Retry is left', async () => {
     const template = machine((stack) => {
       const map = new MapState(stack, 'Items', { itemsPath: '$.items', resultPath: JsonPath.DISCARD });
-      map.itemProcessor(new Choice(stack, 'Bad?').when(Condition.booleanEquals('$.fail', true), new Fail(stack, 'ItemFailed', { error: 'ItemFailed' })).otherwise(new Pass(stack, 'Item')));
+      map.itemProcessor(
+        new Choice(stack, 'Bad?')
+          .when(Condition.booleanEquals('$.fail', true), new Fail(stack, 'ItemFailed', { error: 'ItemFailed' }))
+          .otherwise(new Pass(stack, 'Item')),
+      );
       map.addRetry({ errors: ['ItemFailed'], maxAttempts: 1, interval: Duration.seconds(1) });
       return map;
     });
@@ -243,7 +312,11 @@ describe('a distributed Map in the history', () => {
   const distributed = () =>
     machine((stack) => {
       const map = new DistributedMap(stack, 'Windows', { itemsPath: JsonPath.stringAt('$.items'), resultPath: JsonPath.DISCARD });
-      map.itemProcessor(new Choice(stack, 'Bad?').when(Condition.booleanEquals('$.fail', true), new Fail(stack, 'WindowFailed', { error: 'WindowFailed' })).otherwise(new Pass(stack, 'Window')));
+      map.itemProcessor(
+        new Choice(stack, 'Bad?')
+          .when(Condition.booleanEquals('$.fail', true), new Fail(stack, 'WindowFailed', { error: 'WindowFailed' }))
+          .otherwise(new Pass(stack, 'Window')),
+      );
       return map;
     });
 
@@ -251,7 +324,16 @@ describe('a distributed Map in the history', () => {
     const { events, status } = await historyOf(distributed(), { items: [{ fail: false }, { fail: false }, { fail: false }] });
 
     expect(status).toBe('SUCCEEDED');
-    expect(types(events)).toEqual(['ExecutionStarted', 'MapStateEntered', 'MapStateStarted', 'MapRunStarted', 'MapRunSucceeded', 'MapStateSucceeded', 'MapStateExited', 'ExecutionSucceeded']);
+    expect(types(events)).toEqual([
+      'ExecutionStarted',
+      'MapStateEntered',
+      'MapStateStarted',
+      'MapRunStarted',
+      'MapRunSucceeded',
+      'MapStateSucceeded',
+      'MapStateExited',
+      'ExecutionSucceeded',
+    ]);
     expect(details(events[2])).toEqual({ length: 3 });
     expect(details(events[3])).toEqual({ mapRunArn: expect.stringMatching(/^arn:aws:states:local:000000000000:mapRun:Machine[^/]*\/Windows:[0-9a-f-]{36}$/) });
     expect(events.map((e) => e.previousEventId)).toEqual([0, 0, 2, 3, 4, 5, 5, 7]);
@@ -261,7 +343,15 @@ describe('a distributed Map in the history', () => {
     const { events, status } = await historyOf(distributed(), { items: [{ fail: false }, { fail: true }] });
 
     expect(status).toBe('FAILED');
-    expect(types(events)).toEqual(['ExecutionStarted', 'MapStateEntered', 'MapStateStarted', 'MapRunStarted', 'MapRunFailed', 'MapStateFailed', 'ExecutionFailed']);
+    expect(types(events)).toEqual([
+      'ExecutionStarted',
+      'MapStateEntered',
+      'MapStateStarted',
+      'MapRunStarted',
+      'MapRunFailed',
+      'MapStateFailed',
+      'ExecutionFailed',
+    ]);
     expect(details(events[4])).toMatchObject({ error: 'States.ExceedToleratedFailureThreshold' });
     expect(byId(events, 6).previousEventId).toBe(5);
   });
@@ -274,7 +364,11 @@ function templateWith(perChild?: number): CfnTemplate {
     inline.itemProcessor(new Pass(stack, 'Item'));
     return perChild === undefined
       ? inline
-      : new DistributedMap(stack, 'Windows', { itemsPath: JsonPath.stringAt('$.items'), itemBatcher: new ItemBatcher({ maxItemsPerBatch: perChild }), resultPath: JsonPath.DISCARD }).itemProcessor(inline);
+      : new DistributedMap(stack, 'Windows', {
+          itemsPath: JsonPath.stringAt('$.items'),
+          itemBatcher: new ItemBatcher({ maxItemsPerBatch: perChild }),
+          resultPath: JsonPath.DISCARD,
+        }).itemProcessor(inline);
   });
 }
 

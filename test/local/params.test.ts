@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DataApiError } from '../../local/data-api/errors.ts';
 import { referencedNames } from '../../domain/redshift-sql/parameters.ts';
+import { DataApiError } from '../../local/data-api/errors.ts';
 import { checkAllReferenced, translate, validateParameters } from '../../local/data-api/params.ts';
 
 const p = (entries: Record<string, string>) => Object.entries(entries).map(([name, value]) => ({ name, value }));
@@ -12,12 +12,9 @@ describe(':name parameters', () => {
   });
 
   it('leaves casts, string literals, quoted identifiers, comments and dollar quotes alone', () => {
-    const sql = [
-      "SELECT :v::int, ':x', E'it\\'s :y', \"col:z\"",
-      '-- :c1',
-      '/* :c2 /* nested :c3 */ still :c4 */',
-      '$$ :d1 $$, $tag$ :d2 $tag$, x$1',
-    ].join('\n');
+    const sql = ["SELECT :v::int, ':x', E'it\\'s :y', \"col:z\"", '-- :c1', '/* :c2 /* nested :c3 */ still :c4 */', '$$ :d1 $$, $tag$ :d2 $tag$, x$1'].join(
+      '\n',
+    );
     expect([...referencedNames(sql)]).toEqual(['v']);
     expect(translate(sql, p({ v: '5' })).text).toContain('SELECT $1::int');
   });

@@ -6,11 +6,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { withClient } from '../../local/pg-clients.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
+import { withClient } from '../../local/pg-clients.ts';
+import { ensureDatabase, type LocalPostgres, type PgConnection, startLocalPostgres } from '../../local/postgres.ts';
 import { canReach, relocatedDataDir } from '../../local/postgres-host.ts';
-import { ensureDatabase, startLocalPostgres, type LocalPostgres, type PgConnection } from '../../local/postgres.ts';
-import { privateDataDir, type PrivateDataDir } from '../support/private-postgres.ts';
+import { type PrivateDataDir, privateDataDir } from '../support/private-postgres.ts';
 
 let dir: PrivateDataDir;
 let dataDir: string;

@@ -5,22 +5,22 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { resolveInterval } from '../../domain/plan.ts';
+import { definePipeline } from '../../domain/spec.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase } from '../../local/postgres.ts';
 import {
   createRecentSample,
   existingSample,
   MIN_SAMPLE_DAYS,
+  type RecentSample,
   recentSample,
   sampleEnvironment,
   useSampleStart,
-  type RecentSample,
 } from '../../local/recent-sample.ts';
 import { dailySalesPipeline, samplePipeline } from '../../local/sample-data.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import { dailySales } from '../../pipelines/daily-sales.ts';
-import { sampleHistoryStart } from '../../pipelines/sample-start.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
+import { sampleHistoryStart } from '../../pipelines/sample-start.ts';
 
 const TODAY = new Date('2026-12-02T09:30:00Z');
 const day = (d: Date) => d.toISOString().slice(0, 10);
@@ -68,8 +68,7 @@ function useSampleDatabase(sample: RecentSample) {
     await withClient(conn, (db) => createRecentSample(db, sample, 12));
   });
   afterAll(() => dropDatabase(server, conn.database));
-  const perDay = (sql: string) =>
-    withClient(conn, async (db) => (await db.query<{ day: string; amount: string }>(sql)).rows.map((r) => [r.day, r.amount]));
+  const perDay = (sql: string) => withClient(conn, async (db) => (await db.query<{ day: string; amount: string }>(sql)).rows.map((r) => [r.day, r.amount]));
   return { conn, perDay };
 }
 

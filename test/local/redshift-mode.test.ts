@@ -8,9 +8,9 @@
 import { BatchExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { UNSUPPORTED } from '../../domain/redshift-sql/unsupported.ts';
-import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 import { withoutRoleKeyword } from '../../local/data-api/redshift-mode.ts';
 import { UNDOCUMENTED_CLAUSES, UNDOCUMENTED_FORMS } from '../support/undocumented-forms.ts';
+import { startEndpoint, untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
 
 let wh: Warehouse;
 beforeAll(async () => {
@@ -92,17 +92,20 @@ const COUNTER_EXAMPLES: Record<string, string> = {
   'GENERATE_SERIES reading no table': 'SELECT n FROM generate_series(1, 3) AS n',
   'GENERATE_SERIES over catalog tables only': "SELECT n FROM pg_catalog.pg_namespace, generate_series(1, 2) AS n WHERE nspname = 'public'",
   'GENERATE_SERIES with a common table expression': 'WITH k AS (SELECT 2 AS m) SELECT generate_series(1, m) FROM k',
-  'leader-node functions reading no table': "SELECT current_schema(), now(), current_timestamp, substr('amazon', 5), has_database_privilege(current_database(), 'CREATE')",
+  'leader-node functions reading no table':
+    "SELECT current_schema(), now(), current_timestamp, substr('amazon', 5), has_database_privilege(current_database(), 'CREATE')",
   'leader-node functions over catalog tables only': "SELECT nspname, has_schema_privilege(nspname, 'USAGE') FROM pg_namespace WHERE nspname = current_schema",
   'HAS_TABLE_PRIVILEGE over joined catalog tables': `SELECT c.relname, HAS_TABLE_PRIVILEGE(QUOTE_IDENT(n.nspname) || '.' || QUOTE_IDENT(c.relname), 'SELECT')
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'`,
-  'a listed catalog table joined with a user table': "SELECT t.a, c.relname FROM t JOIN pg_class c ON c.relname = t.b",
+  'a listed catalog table joined with a user table': 'SELECT t.a, c.relname FROM t JOIN pg_class c ON c.relname = t.b',
   'an unlisted catalog table read without a user table': 'SELECT count(*) FROM pg_stats',
   'SUBSTRING, CURRENT_DATE and CURRENT_USER with a table': 'SELECT substring(b, 1, 2), current_date, current_user FROM t',
   'Redshift JSON function': `SELECT json_extract_path_text('{"k": "v"}', 'k')`,
   'comparison with = and IS NULL': 'SELECT a FROM t WHERE a <> 1 OR a IS NULL',
   'RAISE with variables only': procedure("BEGIN RAISE EXCEPTION 'n is %', n; END", 'n int'),
-  'SQL inside PL/pgSQL that Redshift runs': procedure("DECLARE s varchar(100); BEGIN SELECT INTO s listagg(b, ',') FROM t; IF s IS NULL THEN RAISE INFO 'none'; END IF; END"),
+  'SQL inside PL/pgSQL that Redshift runs': procedure(
+    "DECLARE s varchar(100); BEGIN SELECT INTO s listagg(b, ',') FROM t; IF s IS NULL THEN RAISE INFO 'none'; END IF; END",
+  ),
 };
 
 describe('constructs Redshift does not support', () => {
@@ -158,7 +161,7 @@ describe('constructs Redshift does not support', () => {
 
 describe('forms Redshift does not document (the allow-list)', () => {
   it.each([
-    ['ALTER TABLE t ALTER COLUMN b SET DEFAULT \'x\'', 'ALTER TABLE ALTER COLUMN ... SET DEFAULT / DROP DEFAULT', 'r_ALTER_TABLE.html'],
+    ["ALTER TABLE t ALTER COLUMN b SET DEFAULT 'x'", 'ALTER TABLE ALTER COLUMN ... SET DEFAULT / DROP DEFAULT', 'r_ALTER_TABLE.html'],
     ['ALTER TABLE t ALTER COLUMN a TYPE bigint', 'ALTER COLUMN ... TYPE int8', 'r_ALTER_TABLE.html'],
     ['ALTER TABLE t ADD COLUMN c int, ADD COLUMN d int', 'ALTER TABLE with more than one subcommand', 'r_ALTER_TABLE.html'],
     ['SET lock_timeout = 1000', 'the configuration parameter lock_timeout', 'cm_chap_ConfigurationRef.html'],
@@ -176,7 +179,13 @@ describe('forms Redshift does not document (the allow-list)', () => {
   });
 
   it('runs the documented forms of the same commands', async () => {
-    const documented = ['ALTER TABLE t ADD COLUMN c int DEFAULT 0 NOT NULL', 'ALTER TABLE t DROP COLUMN c', 'SET statement_timeout TO 5000', 'GRANT SELECT ON TABLE t TO PUBLIC', "COMMENT ON TABLE t IS 'x'"];
+    const documented = [
+      'ALTER TABLE t ADD COLUMN c int DEFAULT 0 NOT NULL',
+      'ALTER TABLE t DROP COLUMN c',
+      'SET statement_timeout TO 5000',
+      'GRANT SELECT ON TABLE t TO PUBLIC',
+      "COMMENT ON TABLE t IS 'x'",
+    ];
     for (const sql of documented) {
       const done = await wh.run(sql);
       expect(done.Error, sql).toBeUndefined();
@@ -208,7 +217,11 @@ describe('TRUNCATE and VACUUM', () => {
     expect((await wh.run('TRUNCATE tv')).Status).toBe('FINISHED');
     expect(await wh.query('SELECT count(*)::int AS n FROM tv')).toEqual([{ n: 0 }]);
     const { Id } = await wh.client.send(
-      new BatchExecuteStatementCommand({ ...wh.target, ExecutionMode: 'AUTO_COMMIT', Sqls: ['INSERT INTO tv VALUES (3)', 'TRUNCATE tv', 'INSERT INTO tv VALUES (4)'] }),
+      new BatchExecuteStatementCommand({
+        ...wh.target,
+        ExecutionMode: 'AUTO_COMMIT',
+        Sqls: ['INSERT INTO tv VALUES (3)', 'TRUNCATE tv', 'INSERT INTO tv VALUES (4)'],
+      }),
     );
     expect((await untilEnded(wh.client, Id!)).Status).toBe('FINISHED');
     expect(await wh.query('SELECT a FROM tv')).toEqual([{ a: 4 }]);
@@ -227,7 +240,10 @@ describe('key constraints', () => {
     expect((await wh.run("INSERT INTO keyed VALUES (1, 'a')")).Status).toBe('FINISHED');
     expect((await wh.run("INSERT INTO keyed VALUES (1, 'b')")).Status).toBe('FINISHED');
 
-    expect(await wh.query('SELECT id, name FROM keyed ORDER BY name')).toEqual([{ id: 1, name: 'a' }, { id: 1, name: 'b' }]);
+    expect(await wh.query('SELECT id, name FROM keyed ORDER BY name')).toEqual([
+      { id: 1, name: 'a' },
+      { id: 1, name: 'b' },
+    ]);
     expect(wh.api.informationalConstraints(wh.target.Database)).toContainEqual({ table: { table: 'keyed' }, kind: 'PRIMARY KEY', columns: ['id'] });
   });
 
@@ -306,8 +322,13 @@ describe('key constraints', () => {
     const swap = await wh.client.send(
       new BatchExecuteStatementCommand({
         ...wh.target,
-        Sqls: ['CREATE TABLE cat_swap (id int NOT NULL)', 'CREATE TABLE cat_swap_new (id int NOT NULL)', 'ALTER TABLE cat_swap RENAME TO cat_swap_old',
-          'ALTER TABLE cat_swap_new RENAME TO cat_swap', 'ALTER TABLE cat_swap ADD CONSTRAINT cat_swap_pkey PRIMARY KEY (id)'],
+        Sqls: [
+          'CREATE TABLE cat_swap (id int NOT NULL)',
+          'CREATE TABLE cat_swap_new (id int NOT NULL)',
+          'ALTER TABLE cat_swap RENAME TO cat_swap_old',
+          'ALTER TABLE cat_swap_new RENAME TO cat_swap',
+          'ALTER TABLE cat_swap ADD CONSTRAINT cat_swap_pkey PRIMARY KEY (id)',
+        ],
       }),
     );
     expect((await untilEnded(wh.client, swap.Id!)).Status).toBe('FINISHED');
@@ -365,10 +386,16 @@ describe('key constraints', () => {
     const limited = await startEndpoint({ postgres: { host, port, user: role, password: 'pw' } });
     try {
       const { Id } = await limited.client.send(
-        new BatchExecuteStatementCommand({ ...wh.target, DbUser: role, Sqls: ['CREATE TABLE owned.k (id int PRIMARY KEY)', 'INSERT INTO owned.k VALUES (1), (1)'] }),
+        new BatchExecuteStatementCommand({
+          ...wh.target,
+          DbUser: role,
+          Sqls: ['CREATE TABLE owned.k (id int PRIMARY KEY)', 'INSERT INTO owned.k VALUES (1), (1)'],
+        }),
       );
       expect((await untilEnded(limited.client, Id!)).Status).toBe('FINISHED');
-      expect(limited.api.informationalConstraints(wh.target.Database)).toEqual([{ table: { schema: 'owned', table: 'k' }, kind: 'PRIMARY KEY', columns: ['id'] }]);
+      expect(limited.api.informationalConstraints(wh.target.Database)).toEqual([
+        { table: { schema: 'owned', table: 'k' }, kind: 'PRIMARY KEY', columns: ['id'] },
+      ]);
     } finally {
       await limited.close();
       await wh.query(`DROP SCHEMA owned CASCADE; REVOKE ALL ON DATABASE ${wh.target.Database} FROM ${role}; DROP ROLE ${role}`);
@@ -415,7 +442,13 @@ describe('table attributes', () => {
       await wh.run('CREATE TABLE attr_a (id int ENCODE zstd SORTKEY, v int) DISTSTYLE EVEN');
       expect((await wh.run('ALTER TABLE attr_a RENAME TO attr_b')).Status).toBe('FINISHED');
       expect((await wh.run('CREATE TABLE IF NOT EXISTS attr_like (LIKE attr_b)')).Status).toBe('FINISHED');
-      const shown = { columns: [['id', 'zstd', '', '1'], ['v', null, '', '0']], table: [['EVEN', 'id', '1']] };
+      const shown = {
+        columns: [
+          ['id', 'zstd', '', '1'],
+          ['v', null, '', '0'],
+        ],
+        table: [['EVEN', 'id', '1']],
+      };
       expect(await attributes('attr_b', wh)).toEqual(shown);
       expect(await attributes('attr_like', wh)).toEqual(shown);
       // A second CREATE TABLE IF NOT EXISTS of an existing table changes nothing.
@@ -423,14 +456,16 @@ describe('table attributes', () => {
       expect(await attributes('attr_like', wh)).toEqual(shown);
 
       expect((await wh.run('DROP TABLE attr_b')).Status).toBe('FINISHED');
-      expect(await wh.query("SELECT count(*)::int AS n FROM local_redshift.table_attributes WHERE relid NOT IN (SELECT oid FROM pg_class)")).toEqual([{ n: 0 }]);
+      expect(await wh.query('SELECT count(*)::int AS n FROM local_redshift.table_attributes WHERE relid NOT IN (SELECT oid FROM pg_class)')).toEqual([
+        { n: 0 },
+      ]);
 
       const { Id } = await wh.client.send(
         new BatchExecuteStatementCommand({ ...wh.target, Sqls: ['CREATE TABLE attr_rolled (id int ENCODE zstd) DISTSTYLE ALL', 'SELECT 1/0'] }),
       );
       expect((await untilEnded(wh.client, Id!)).Status).toBe('FAILED');
       // Only attr_like's are left: attr_b's went with the table, attr_rolled's never committed.
-      expect(await wh.query("SELECT relid::regclass::text AS t FROM local_redshift.table_attributes")).toEqual([{ t: 'attr_like' }]);
+      expect(await wh.query('SELECT relid::regclass::text AS t FROM local_redshift.table_attributes')).toEqual([{ t: 'attr_like' }]);
     });
   });
 
@@ -446,19 +481,33 @@ describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
     expect(withoutRoleKeyword('GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO ROLE "bi_reader"')).toBe(
       'GRANT SELECT, INSERT ON TABLE "analytics"."orders" TO "bi_reader"',
     );
-    expect(withoutRoleKeyword('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"')).toBe('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"');
+    expect(withoutRoleKeyword('GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"')).toBe(
+      'GRANT SELECT ON TABLE "analytics"."orders" TO GROUP "finance"',
+    );
     expect(withoutRoleKeyword(`SELECT 'GRANT x TO ROLE "y"'`)).toBe(`SELECT 'GRANT x TO ROLE "y"'`);
-    expect(withoutRoleKeyword('REVOKE UPDATE ON TABLE "analytics"."orders" FROM ROLE "bi_reader"')).toBe('REVOKE UPDATE ON TABLE "analytics"."orders" FROM "bi_reader"');
-    expect(withoutRoleKeyword('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"')).toBe('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"');
+    expect(withoutRoleKeyword('REVOKE UPDATE ON TABLE "analytics"."orders" FROM ROLE "bi_reader"')).toBe(
+      'REVOKE UPDATE ON TABLE "analytics"."orders" FROM "bi_reader"',
+    );
+    expect(withoutRoleKeyword('REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"')).toBe(
+      'REVOKE SELECT ON TABLE "analytics"."orders" FROM GROUP "finance"',
+    );
     expect(withoutRoleKeyword('GRANT ROLE analyst TO ROLE "lead"')).toBe('GRANT analyst TO "lead"');
     expect(withoutRoleKeyword('REVOKE ADMIN OPTION FOR ROLE analyst FROM alice')).toBe('REVOKE ADMIN OPTION FOR analyst FROM alice');
   });
 
   it("runs Redshift's GRANT ROLE and REVOKE ROLE, and refuses PostgreSQL's GRANT of a role without ROLE", async () => {
-    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_analyst$r$) THEN CREATE ROLE role_mode_analyst; END IF; END $$');
-    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_member$r$) THEN CREATE ROLE role_mode_member; END IF; END $$');
+    await wh.query(
+      'DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_analyst$r$) THEN CREATE ROLE role_mode_analyst; END IF; END $$',
+    );
+    await wh.query(
+      'DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_member$r$) THEN CREATE ROLE role_mode_member; END IF; END $$',
+    );
     const member = async () =>
-      (await wh.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_auth_members WHERE roleid = 'role_mode_analyst'::regrole AND member = 'role_mode_member'::regrole"))[0]!.n;
+      (
+        await wh.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_auth_members WHERE roleid = 'role_mode_analyst'::regrole AND member = 'role_mode_member'::regrole",
+        )
+      )[0]!.n;
 
     expect((await wh.run('GRANT ROLE role_mode_analyst TO ROLE role_mode_member')).Status).toBe('FINISHED');
     expect(await member()).toBe(1);
@@ -471,9 +520,15 @@ describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
   });
 
   it('grants to a role and revokes from it through the endpoint', async () => {
-    await wh.query('DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_reader$r$) THEN CREATE ROLE role_mode_reader; END IF; END $$');
+    await wh.query(
+      'DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $r$role_mode_reader$r$) THEN CREATE ROLE role_mode_reader; END IF; END $$',
+    );
     const privileges = async () =>
-      (await wh.query<{ p: string }>("SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) AS p FROM information_schema.role_table_grants WHERE grantee = 'role_mode_reader' AND table_name = 't'"))[0]!.p;
+      (
+        await wh.query<{ p: string }>(
+          "SELECT string_agg(privilege_type, ',' ORDER BY privilege_type) AS p FROM information_schema.role_table_grants WHERE grantee = 'role_mode_reader' AND table_name = 't'",
+        )
+      )[0]!.p;
 
     expect((await wh.run('GRANT SELECT, UPDATE ON TABLE public.t TO ROLE "role_mode_reader"')).Status).toBe('FINISHED');
     expect(await privileges()).toBe('SELECT,UPDATE');
@@ -503,10 +558,13 @@ describe('a query a procedure EXECUTEs, given to it as a CALL argument', () => {
 });
 
 describe('a form Redshift does not document, sent through the endpoint', () => {
-  it.each([...UNDOCUMENTED_FORMS, ...UNDOCUMENTED_CLAUSES.map(([sql, construct]) => [sql, construct] as const)])('%s: fails naming %s, before it runs', async (sql, construct) => {
-    const done = await wh.run(sql);
+  it.each([...UNDOCUMENTED_FORMS, ...UNDOCUMENTED_CLAUSES.map(([sql, construct]) => [sql, construct] as const)])(
+    '%s: fails naming %s, before it runs',
+    async (sql, construct) => {
+      const done = await wh.run(sql);
 
-    expect(done.Status).toBe('FAILED');
-    expect(done.Error).toContain(`ERROR: ${construct} is not supported on Amazon Redshift`);
-  });
+      expect(done.Status).toBe('FAILED');
+      expect(done.Error).toContain(`ERROR: ${construct} is not supported on Amazon Redshift`);
+    },
+  );
 });

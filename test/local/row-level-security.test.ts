@@ -4,7 +4,7 @@
 // listing what was attached.
 // https://docs.aws.amazon.com/redshift/latest/dg/t_rls.html
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser } from '../../local/database-users.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
@@ -78,19 +78,27 @@ describe('row-level security', () => {
     expect(await as(READER).query(relation, 'reader')).toEqual([]);
     expect(Number((await as(READER).query({ sql: 'SELECT count(*) AS n FROM public.sales_renamed' }, 'c'))[0]!.n)).toBe(2);
     await as(OWNER).execute({ sql: 'ALTER TABLE public.sales_renamed RENAME TO sales' }, 'rename back');
-    expect(await as(SECADMIN_USER).query({ sql: `SELECT polname, polalias, polatts, polqual FROM svv_rls_policy WHERE polname = 'east_only'` }, 'policy')).toEqual([{ polname: 'east_only', polalias: 's', polatts: '[{"colname":"region","type":"varchar(10)"}]', polqual: "s.region = 'east'" }]);
+    expect(
+      await as(SECADMIN_USER).query({ sql: `SELECT polname, polalias, polatts, polqual FROM svv_rls_policy WHERE polname = 'east_only'` }, 'policy'),
+    ).toEqual([{ polname: 'east_only', polalias: 's', polatts: '[{"colname":"region","type":"varchar(10)"}]', polqual: "s.region = 'east'" }]);
   });
 
   it('refuses a policy statement from a user without sys:secadmin, and malformed or PostgreSQL-only forms', async () => {
     await expect(as(READER).execute({ sql: `CREATE RLS POLICY nope USING (true)` }, 'denied')).rejects.toThrow(/sys:secadmin/);
     await superuser.execute({ sql: 'CREATE RLS POLICY for_admins USING (true)' }, 'create');
-    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO ${SECADMIN_USER}` }, 'secadmin')).rejects.toThrow(/cannot attach RLS policy/);
-    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO "${wh.pg.user}"` }, 'superuser')).rejects.toThrow(/cannot attach RLS policy/);
+    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO ${SECADMIN_USER}` }, 'secadmin')).rejects.toThrow(
+      /cannot attach RLS policy/,
+    );
+    await expect(superuser.execute({ sql: `ATTACH RLS POLICY for_admins ON public.sales TO "${wh.pg.user}"` }, 'superuser')).rejects.toThrow(
+      /cannot attach RLS policy/,
+    );
     await superuser.execute({ sql: 'DROP RLS POLICY for_admins' }, 'drop');
     await expect(as(SECADMIN_USER).execute({ sql: `ATTACH RLS POLICY east_only public.sales TO PUBLIC` }, 'bad')).rejects.toThrow(/r_ATTACH_RLS_POLICY/);
     await expect(superuser.execute({ sql: `ALTER TABLE public.sales ROW LEVEL SECURITY MAYBE` }, 'bad')).rejects.toThrow(/r_ALTER_TABLE/);
     await expect(superuser.execute({ sql: 'DETACH RLS POLICY east_only ON public.sales' }, 'bad')).rejects.toThrow(/r_DETACH_RLS_POLICY/);
-    await expect(superuser.execute({ sql: `ALTER TABLE public.sales ENABLE ROW LEVEL SECURITY` }, 'pg')).rejects.toThrow(/ENABLE ROW LEVEL SECURITY is not supported/);
+    await expect(superuser.execute({ sql: `ALTER TABLE public.sales ENABLE ROW LEVEL SECURITY` }, 'pg')).rejects.toThrow(
+      /ENABLE ROW LEVEL SECURITY is not supported/,
+    );
     await expect(superuser.execute({ sql: `CREATE POLICY p ON public.sales USING (true)` }, 'pg')).rejects.toThrow(/CREATE POLICY is not supported/);
   });
 });
@@ -112,7 +120,9 @@ describe('a policy and its tables', () => {
     await expect(admin.execute({ sql: 'DROP RLS POLICY small_ids' }, 'restrict')).rejects.toThrow(/attached/);
     await admin.execute({ sql: 'DROP RLS POLICY IF EXISTS small_ids CASCADE' }, 'cascade');
     expect(await admin.query(attached, 'none')).toEqual([]);
-    expect(await superuser.query({ sql: `SELECT count(*)::int AS n FROM pg_policies WHERE tablename = 'kept' AND policyname = 'small_ids'` }, 'pg')).toEqual([{ n: 0 }]);
+    expect(await superuser.query({ sql: `SELECT count(*)::int AS n FROM pg_policies WHERE tablename = 'kept' AND policyname = 'small_ids'` }, 'pg')).toEqual([
+      { n: 0 },
+    ]);
   });
 });
 
@@ -120,9 +130,14 @@ describe('a lookup table of a policy', () => {
   it('cannot be dropped or renamed while the policy refers to it', async () => {
     const admin = as(SECADMIN_USER);
     await superuser.execute({ sql: 'CREATE TABLE public.allowed_regions (region varchar(10))' }, 'table');
-    await admin.execute({ sql: 'CREATE RLS POLICY by_lookup WITH (region varchar(10)) USING (region IN (SELECT region FROM public.allowed_regions))' }, 'create');
+    await admin.execute(
+      { sql: 'CREATE RLS POLICY by_lookup WITH (region varchar(10)) USING (region IN (SELECT region FROM public.allowed_regions))' },
+      'create',
+    );
     await expect(superuser.execute({ sql: 'DROP TABLE public.allowed_regions' }, 'drop')).rejects.toThrow(/RLS policy by_lookup depends on it/);
-    await expect(superuser.execute({ sql: 'ALTER TABLE public.allowed_regions RENAME TO regions' }, 'rename')).rejects.toThrow(/RLS policy by_lookup depends on it/);
+    await expect(superuser.execute({ sql: 'ALTER TABLE public.allowed_regions RENAME TO regions' }, 'rename')).rejects.toThrow(
+      /RLS policy by_lookup depends on it/,
+    );
     await admin.execute({ sql: 'DROP RLS POLICY by_lookup' }, 'drop policy');
     await superuser.execute({ sql: 'DROP TABLE public.allowed_regions' }, 'drop');
   });
@@ -135,7 +150,16 @@ describe('masking policies', () => {
     await as(SECADMIN_USER).execute({ sql: `ATTACH MASKING POLICY mask_card ON public.cards(card) TO ROLE rls_analysts PRIORITY 20` }, 'attach');
     const sql = `SELECT policy_name, schema_name, table_name, grantee, grantee_type, priority, input_columns, output_columns FROM svv_attached_masking_policy`;
     expect(await as(SECADMIN_USER).query({ sql }, 'attached')).toEqual([
-      { policy_name: 'mask_card', schema_name: 'public', table_name: 'cards', grantee: 'rls_analysts', grantee_type: 'role', priority: 20, input_columns: '["card"]', output_columns: '["card"]' },
+      {
+        policy_name: 'mask_card',
+        schema_name: 'public',
+        table_name: 'cards',
+        grantee: 'rls_analysts',
+        grantee_type: 'role',
+        priority: 20,
+        input_columns: '["card"]',
+        output_columns: '["card"]',
+      },
     ]);
     await expect(as(READER).execute({ sql: `ATTACH MASKING POLICY mask_card ON public.cards(card) TO PUBLIC` }, 'denied')).rejects.toThrow(/sys:secadmin/);
   });
@@ -154,16 +178,27 @@ describe('grants to users, groups, roles and column grants', () => {
     ];
     for (const sql of setup) await superuser.execute({ sql }, 'setup');
     const relation = { sql: `SELECT identity_name, identity_type FROM svv_relation_privileges WHERE relation_name = 'granted' ORDER BY identity_name` };
-    const byName = (a: { identity_name?: unknown }, b: { identity_name?: unknown }) => String(a.identity_name) < String(b.identity_name) ? -1 : 1;
-    expect((await superuser.query(relation, 'relation')).sort(byName)).toEqual([
-      { identity_name: IDC, identity_type: 'user' },
-      { identity_name: 'Mixed Case Role', identity_type: 'role' },
-      { identity_name: READER, identity_type: 'user' },
-      { identity_name: 'rls_group', identity_type: 'role' },
-    ].sort(byName));
-    const columns = { sql: `SELECT namespace_name, relation_name, column_name, privilege_type, identity_name, identity_type FROM svv_column_privileges WHERE relation_name = 'granted' ORDER BY column_name` };
-    expect(await superuser.query(columns, 'columns')).toEqual(['a', 'b'].map((column_name) => ({
-      namespace_name: 'public', relation_name: 'granted', column_name, privilege_type: 'SELECT', identity_name: 'rls_analysts', identity_type: 'role',
-    })));
+    const byName = (a: { identity_name?: unknown }, b: { identity_name?: unknown }) => (String(a.identity_name) < String(b.identity_name) ? -1 : 1);
+    expect((await superuser.query(relation, 'relation')).sort(byName)).toEqual(
+      [
+        { identity_name: IDC, identity_type: 'user' },
+        { identity_name: 'Mixed Case Role', identity_type: 'role' },
+        { identity_name: READER, identity_type: 'user' },
+        { identity_name: 'rls_group', identity_type: 'role' },
+      ].sort(byName),
+    );
+    const columns = {
+      sql: `SELECT namespace_name, relation_name, column_name, privilege_type, identity_name, identity_type FROM svv_column_privileges WHERE relation_name = 'granted' ORDER BY column_name`,
+    };
+    expect(await superuser.query(columns, 'columns')).toEqual(
+      ['a', 'b'].map((column_name) => ({
+        namespace_name: 'public',
+        relation_name: 'granted',
+        column_name,
+        privilege_type: 'SELECT',
+        identity_name: 'rls_analysts',
+        identity_type: 'role',
+      })),
+    );
   });
 });

@@ -7,18 +7,25 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { SNS_MESSAGE_MAX_BYTES, STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES } from '../../domain/aws-limits.ts';
-import { DataLimitExceededError, checkPayload, invoke } from '../../local/lambda-sandbox.ts';
-import { StartExecutionError, type LocalRunner } from '../../local/runner.ts';
+import { STATE_PAYLOAD_MAX_BYTES as PAYLOAD_LIMIT_BYTES, SNS_MESSAGE_MAX_BYTES } from '../../domain/aws-limits.ts';
 import { MAX_ERROR_MESSAGE_BYTES, WarehouseError } from '../../domain/errors.ts';
 import { stepHandler } from '../../functions/commons/handler.ts';
+import { lambdaMetricData } from '../../local/lambda-metrics.ts';
+import { checkPayload, DataLimitExceededError, invoke } from '../../local/lambda-sandbox.ts';
+import { type LocalRunner, StartExecutionError } from '../../local/runner.ts';
 import { SnsInvalidParameterError, SnsOutbox } from '../../local/sns-outbox.ts';
 import { loadWorkflow, localDefinition, type SynthesizedWorkflow } from '../../local/template.ts';
-import { lambdaMetricData } from '../../local/lambda-metrics.ts';
 import { unreachableRunner } from '../support/unreachable.ts';
 import { until } from '../support/until.ts';
 
-type Retrier = { ErrorEquals: string[]; IntervalSeconds?: number; MaxDelaySeconds?: number; BackoffRate?: number; MaxAttempts?: number; JitterStrategy?: string };
+type Retrier = {
+  ErrorEquals: string[];
+  IntervalSeconds?: number;
+  MaxDelaySeconds?: number;
+  BackoffRate?: number;
+  MaxAttempts?: number;
+  JitterStrategy?: string;
+};
 type States = Record<string, { Type: string; Retry?: Retrier[]; TimeoutSeconds?: number; ItemProcessor?: { States: States } }>;
 
 let workflow: SynthesizedWorkflow;
@@ -117,7 +124,10 @@ describe('the local SNS outbox', () => {
 
   it('keeps and appends an alert SNS would accept', () => {
     const outbox = new SnsOutbox(join(dir, 'alerts.jsonl'));
-    outbox.publish({ TopicArn: 'arn:aws:sns:local:000000000000:OnCall', Subject: 'atomic-publish: orders failed (WarehouseError)', Message: 'details' }, 'exec-1');
+    outbox.publish(
+      { TopicArn: 'arn:aws:sns:local:000000000000:OnCall', Subject: 'atomic-publish: orders failed (WarehouseError)', Message: 'details' },
+      'exec-1',
+    );
     expect(outbox.alerts).toMatchObject([{ subject: 'atomic-publish: orders failed (WarehouseError)', message: 'details', executionId: 'exec-1' }]);
     expect(JSON.parse(readFileSync(join(dir, 'alerts.jsonl'), 'utf8'))).toMatchObject({ message: 'details' });
   });
@@ -172,7 +182,9 @@ describe('an execution on the local runner', () => {
       throw new WarehouseError('plan:source-shape failed: ERROR: column "quantity" does not exist');
     };
     const result = await runner.run({ pipeline: 'sales_order_lines' });
-    const caught = (result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Error: string; Cause: string } }).error;
+    const caught = (
+      result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Error: string; Cause: string } }
+    ).error;
     expect(caught.Error).toBe('WarehouseError');
     const cause = JSON.parse(caught.Cause) as { errorType: string; errorMessage: string; trace: string[] };
     expect(cause).toMatchObject({ errorType: 'WarehouseError', errorMessage: 'plan:source-shape failed: ERROR: column "quantity" does not exist' });
@@ -192,7 +204,8 @@ describe('an execution on the local runner', () => {
     plan = (input) => invoke(longError as never, 'Plan', input, 900);
     const result = await runner.run({ pipeline: 'sales_order_lines' });
     expect(result.events.filter((e) => e.type === 'StateEntered').map((e) => e.state!.name)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
-    const caught = (result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Cause: string } }).error;
+    const caught = (result.events.find((e) => e.type === 'StateEntered' && e.state?.name === 'RecordFailure')!.state!.input as { error: { Cause: string } })
+      .error;
     expect(Buffer.byteLength(caught.Cause)).toBeLessThan(MAX_ERROR_MESSAGE_BYTES + 4_096);
     const message = (JSON.parse(caught.Cause) as { errorMessage: string }).errorMessage;
     expect(message.startsWith(`load-chunk:insert failed: ERROR: ${char.repeat(10)}`)).toBe(true);
@@ -211,7 +224,7 @@ describe('an execution on the local runner', () => {
   });
 });
 
-describe('AWS/Lambda\'s view of the invocations', () => {
+describe("AWS/Lambda's view of the invocations", () => {
   // A runner for each test: a test reads every invocation record of its runner.
   let runner: LocalRunner;
   let close: () => void;
@@ -244,7 +257,7 @@ describe('AWS/Lambda\'s view of the invocations', () => {
     ]);
   });
 
-  it('counts an invocation that ran past the function\'s timeout as an error of the timeout\'s length, as Lambda ends it there', async () => {
+  it("counts an invocation that ran past the function's timeout as an error of the timeout's length, as Lambda ends it there", async () => {
     const before = planRecords().length;
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));

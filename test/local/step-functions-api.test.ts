@@ -143,7 +143,13 @@ describe('GetExecutionHistory', () => {
   it("writes a Lambda Task's invocation between its Entered and Exited, each event following the one before", async () => {
     const events = await historyOf(succeededArn);
     const plan = visitOf(events, 'Plan');
-    expect(plan.map((e) => e.type)).toEqual(['TaskStateEntered', 'LambdaFunctionScheduled', 'LambdaFunctionStarted', 'LambdaFunctionSucceeded', 'TaskStateExited']);
+    expect(plan.map((e) => e.type)).toEqual([
+      'TaskStateEntered',
+      'LambdaFunctionScheduled',
+      'LambdaFunctionStarted',
+      'LambdaFunctionSucceeded',
+      'TaskStateExited',
+    ]);
     expect(plan.slice(1).map((e) => e.previousEventId)).toEqual(plan.slice(0, -1).map((e) => e.id));
     const scheduled = plan[1]!.lambdaFunctionScheduledEventDetails!;
     expect(scheduled.resource).toMatch(/^arn:aws:lambda:local:000000000000:function:WorkflowPlanFunction/);
@@ -162,7 +168,12 @@ describe('GetExecutionHistory', () => {
         .sort();
     expect(names('StateExited')).toEqual(names('StateEntered'));
     const loadChunks = visitOf(events, 'LoadChunks');
-    expect(loadChunks.map((e) => e.type).filter((t) => t?.startsWith('MapState'))).toEqual(['MapStateEntered', 'MapStateStarted', 'MapStateSucceeded', 'MapStateExited']);
+    expect(loadChunks.map((e) => e.type).filter((t) => t?.startsWith('MapState'))).toEqual([
+      'MapStateEntered',
+      'MapStateStarted',
+      'MapStateSucceeded',
+      'MapStateExited',
+    ]);
     const iterations = loadChunks.filter((e) => e.type === 'MapIterationStarted').length;
     expect(loadChunks[1]!.mapStateStartedEventDetails).toEqual({ length: iterations });
     for (const e of events) expect(e.previousEventId!).toBeLessThan(e.id!);
@@ -174,7 +185,10 @@ describe('GetExecutionHistory', () => {
     expect(notify.map((e) => e.type)).toEqual(['TaskStateEntered', 'TaskScheduled', 'TaskStarted', 'TaskSucceeded', 'TaskStateExited']);
     const scheduled = notify[1]!.taskScheduledEventDetails!;
     expect(scheduled).toMatchObject({ resourceType: 'sns', resource: 'publish', region: 'local' });
-    expect(JSON.parse(scheduled.parameters!)).toMatchObject({ TopicArn: expect.stringMatching(/^arn:aws:sns:/), Message: expect.stringContaining('the plan broke') });
+    expect(JSON.parse(scheduled.parameters!)).toMatchObject({
+      TopicArn: expect.stringMatching(/^arn:aws:sns:/),
+      Message: expect.stringContaining('the plan broke'),
+    });
     expect(events.slice(-2).map((e) => [e.type, e.stateEnteredEventDetails?.name ?? e.executionFailedEventDetails?.error])).toEqual([
       ['FailStateEntered', 'Failed'],
       ['ExecutionFailed', expect.any(String)],
@@ -185,7 +199,9 @@ describe('GetExecutionHistory', () => {
   });
 
   it('reverses, pages and leaves the data out on request; an aborted execution ends ExecutionAborted', async () => {
-    const { events: newest = [] } = await sfn.send(new GetExecutionHistoryCommand({ executionArn: abortedArn, reverseOrder: true, maxResults: 1, includeExecutionData: false }));
+    const { events: newest = [] } = await sfn.send(
+      new GetExecutionHistoryCommand({ executionArn: abortedArn, reverseOrder: true, maxResults: 1, includeExecutionData: false }),
+    );
     expect(newest.map((e) => e.type)).toEqual(['ExecutionAborted']);
     const { events = [] } = await sfn.send(new GetExecutionHistoryCommand({ executionArn: abortedArn, includeExecutionData: false }));
     expect(events[0]?.executionStartedEventDetails?.input).toBeUndefined();
@@ -205,7 +221,11 @@ describe('DescribeStateMachine and ListStateMachines', () => {
       status: 'ACTIVE',
       type: 'STANDARD',
       roleArn: expect.stringMatching(/^arn:aws:iam::000000000000:role\/WorkflowStateMachineRole/),
-      loggingConfiguration: { level: 'ALL', includeExecutionData: true, destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: expect.stringMatching(/^arn:aws:logs:local:000000000000:log-group:.+:\*$/) } }] },
+      loggingConfiguration: {
+        level: 'ALL',
+        includeExecutionData: true,
+        destinations: [{ cloudWatchLogsLogGroup: { logGroupArn: expect.stringMatching(/^arn:aws:logs:local:000000000000:log-group:.+:\*$/) } }],
+      },
       tracingConfiguration: { enabled: true },
     });
     expect(described.creationDate).toBeInstanceOf(Date);
@@ -244,10 +264,16 @@ describe('ARNs', () => {
   });
 
   it('answers an ARN of the wrong resource type, or of another service, with InvalidArn', async () => {
-    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: stateMachineArn }))).rejects.toThrow("Invalid Arn: 'Resource type not valid in this context: statemachine'");
+    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: stateMachineArn }))).rejects.toThrow(
+      "Invalid Arn: 'Resource type not valid in this context: statemachine'",
+    );
     await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: succeededArn }))).rejects.toBeInstanceOf(InvalidArn);
-    await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: 'arn:aws:lambda:local:000000000000:function:Plan' }))).rejects.toBeInstanceOf(InvalidArn);
-    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: 'arn:aws:states:local:000000000000:execution:OnlyOnePart' }))).rejects.toBeInstanceOf(InvalidArn);
+    await expect(sfn.send(new DescribeStateMachineCommand({ stateMachineArn: 'arn:aws:lambda:local:000000000000:function:Plan' }))).rejects.toBeInstanceOf(
+      InvalidArn,
+    );
+    await expect(sfn.send(new DescribeExecutionCommand({ executionArn: 'arn:aws:states:local:000000000000:execution:OnlyOnePart' }))).rejects.toBeInstanceOf(
+      InvalidArn,
+    );
   });
 
   it('answers a well-formed ARN it does not know with ExecutionDoesNotExist or StateMachineDoesNotExist', async () => {
@@ -260,7 +286,8 @@ describe('ARNs', () => {
 });
 
 describe('on the wire, as the AWS CLI sends them', () => {
-  const cli = (target: string, body: Record<string, unknown>) => awsJsonRequest(api.endpoint, { protocol: '1.0', service: 'states', target: `AWSStepFunctions.${target}`, body });
+  const cli = (target: string, body: Record<string, unknown>) =>
+    awsJsonRequest(api.endpoint, { protocol: '1.0', service: 'states', target: `AWSStepFunctions.${target}`, body });
 
   it('answers DescribeStateMachine and ListStateMachines in AWS JSON 1.0, dates as epoch seconds', async () => {
     const described = await cli('DescribeStateMachine', { stateMachineArn });
@@ -269,12 +296,18 @@ describe('on the wire, as the AWS CLI sends them', () => {
     expect(described.body).toMatchObject({ stateMachineArn, status: 'ACTIVE', type: 'STANDARD', creationDate: expect.any(Number) });
     expect(typeof described.body.definition).toBe('string');
     const listed = await cli('ListStateMachines', { maxResults: 10 });
-    expect(listed.body).toEqual({ stateMachines: [{ stateMachineArn, name: expect.any(String), type: 'STANDARD', creationDate: described.body.creationDate }] });
+    expect(listed.body).toEqual({
+      stateMachines: [{ stateMachineArn, name: expect.any(String), type: 'STANDARD', creationDate: described.body.creationDate }],
+    });
   });
 
   it('answers a malformed ARN with a typed InvalidArn error and an unknown one with ExecutionDoesNotExist', async () => {
     const invalid = await cli('GetExecutionHistory', { executionArn: 'arn:aws:states:local:000000000000:stateMachine:x' });
-    expect(invalid).toMatchObject({ status: 400, errorType: 'InvalidArn', body: { __type: 'InvalidArn', message: "Invalid Arn: 'Resource type not valid in this context: statemachine'" } });
+    expect(invalid).toMatchObject({
+      status: 400,
+      errorType: 'InvalidArn',
+      body: { __type: 'InvalidArn', message: "Invalid Arn: 'Resource type not valid in this context: statemachine'" },
+    });
     const unknown = await cli('DescribeExecution', { executionArn: `${stateMachineArn.replace(':stateMachine:', ':execution:')}:nope` });
     expect(unknown).toMatchObject({ status: 400, errorType: 'ExecutionDoesNotExist' });
   });

@@ -3,10 +3,10 @@
 // as on Redshift, each view with Redshift's columns, its rows filtered as
 // Redshift shows them to a regular user.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
-import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement, localUserPassword } from '../../local/database-users.ts';
 import { PROVISIONED_VIEWS_SCHEMA, SYSTEM_VIEWS_SCHEMA } from '../../local/data-api/system-views.ts';
+import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement, localUserPassword } from '../../local/database-users.ts';
 import { newClient, withClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
 import { useWarehouse, type Warehouse } from '../support/warehouse.ts';
@@ -38,7 +38,11 @@ describe('the database user of a request', () => {
     const user = { sql: 'SELECT current_user AS name' };
     expect(await asSuperuser.query(user, 'cluster')).toEqual([{ name: wh.pg.user }]);
     expect(await asPipelineUser.query(user, 'workgroup')).toEqual([{ name: LOCAL_PIPELINE_USER }]);
-    const secret = new DataApiWarehouse(wh.client, { database: wh.pg.database, clusterIdentifier: 'local', secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:x' }, DEFAULT_POLL);
+    const secret = new DataApiWarehouse(
+      wh.client,
+      { database: wh.pg.database, clusterIdentifier: 'local', secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:x' },
+      DEFAULT_POLL,
+    );
     expect(await secret.query(user, 'secret')).toEqual([{ name: LOCAL_PIPELINE_USER }]);
   });
 
@@ -48,13 +52,22 @@ describe('the database user of a request', () => {
 });
 
 describe('svv_relation_privileges', () => {
-  const privileges = { sql: `SELECT namespace_name, relation_name, privilege_type, identity_name, identity_type, admin_option FROM svv_relation_privileges WHERE relation_name = 'facts'` };
+  const privileges = {
+    sql: `SELECT namespace_name, relation_name, privilege_type, identity_name, identity_type, admin_option FROM svv_relation_privileges WHERE relation_name = 'facts'`,
+  };
 
   it('lists a grant once it is made, to the grantee too', async () => {
     expect(await asSuperuser.query(privileges, 'before')).toEqual([]);
     await wh.query(`GRANT SELECT ON public.facts TO "${LOCAL_PIPELINE_USER}"`);
     try {
-      const row = { namespace_name: 'public', relation_name: 'facts', privilege_type: 'SELECT', identity_name: LOCAL_PIPELINE_USER, identity_type: 'user', admin_option: false };
+      const row = {
+        namespace_name: 'public',
+        relation_name: 'facts',
+        privilege_type: 'SELECT',
+        identity_name: LOCAL_PIPELINE_USER,
+        identity_type: 'user',
+        admin_option: false,
+      };
       expect(await asSuperuser.query(privileges, 'superuser')).toEqual([row]);
       expect(await asPipelineUser.query(privileges, 'grantee')).toEqual([row]);
     } finally {
@@ -78,10 +91,15 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
       const xid = Number((await holder.query<{ xid: string }>('SELECT pg_current_xact_id()::text AS xid')).rows[0]!.xid);
       const oid = Number((await wh.query<{ oid: number }>(`SELECT 'public.facts'::regclass::oid::int AS oid`))[0]!.oid);
       const reading = waiter.query('SELECT count(*) FROM public.facts WHERE label = $1', ['waiting for the lock']);
-      await until(async () => (await wh.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [waiterPid])).length > 0, 'the reader waiting for the lock');
+      await until(
+        async () => (await wh.query(`SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted`, [waiterPid])).length > 0,
+        'the reader waiting for the lock',
+      );
 
       const transactions = await asSuperuser.query(
-        { sql: `SELECT txn_owner, txn_db, xid, pid, lock_mode, lockable_object_type, relation, granted FROM svv_transactions WHERE pid IN (${holderPid}, ${waiterPid}) ORDER BY pid = ${waiterPid}, lockable_object_type, lock_mode` },
+        {
+          sql: `SELECT txn_owner, txn_db, xid, pid, lock_mode, lockable_object_type, relation, granted FROM svv_transactions WHERE pid IN (${holderPid}, ${waiterPid}) ORDER BY pid = ${waiterPid}, lockable_object_type, lock_mode`,
+        },
         'transactions',
       );
       const common = { txn_owner: wh.pg.user, txn_db: wh.pg.database };
@@ -104,7 +122,13 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
       // user, every row.
       const seen = (user: string, view: string) =>
         withClient({ ...wh.pg, user, password: localUserPassword(wh.pg, user) }, async (client) =>
-          Number((await client.query(`SELECT count(*) AS n FROM ${view === 'stv_recents' ? PROVISIONED_VIEWS_SCHEMA : SYSTEM_VIEWS_SCHEMA}.${view} WHERE pid IN (${holderPid}, ${waiterPid})`)).rows[0].n),
+          Number(
+            (
+              await client.query(
+                `SELECT count(*) AS n FROM ${view === 'stv_recents' ? PROVISIONED_VIEWS_SCHEMA : SYSTEM_VIEWS_SCHEMA}.${view} WHERE pid IN (${holderPid}, ${waiterPid})`,
+              )
+            ).rows[0].n,
+          ),
         );
       expect(await seen(RESTRICTED_USER, 'svv_transactions')).toBe(0);
       expect(await seen(RESTRICTED_USER, 'stv_recents')).toBe(0);
@@ -114,7 +138,9 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
       // SYS_QUERY_HISTORY: the waiting query is queued (a lock wait stands in for a WLM queue).
       const history = await asSuperuser.query({ sql: `SELECT status, query_text FROM sys_query_history WHERE session_id = ${waiterPid}` }, 'history');
       expect(history).toEqual([{ status: 'queued'.padEnd(10), query_text: expect.stringMatching(/^SELECT count\(\*\) FROM public\.facts/) }]);
-      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'queued'))[0]).toEqual({ queued: 1 });
+      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'queued'))[0]).toEqual({
+        queued: 1,
+      });
       const queued = (user: string) =>
         withClient({ ...wh.pg, user, password: localUserPassword(wh.pg, user) }, async (client) =>
           Number((await client.query(`SELECT count(*) AS n FROM ${SYSTEM_VIEWS_SCHEMA}.sys_query_history WHERE status = 'queued'`)).rows[0].n),
@@ -124,7 +150,9 @@ describe('svv_transactions, stv_recents and sys_query_history', () => {
 
       await holder.query('ROLLBACK');
       await reading;
-      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'drained'))[0]).toEqual({ queued: 0 });
+      expect((await asSuperuser.query({ sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` }, 'drained'))[0]).toEqual({
+        queued: 0,
+      });
     } finally {
       await holder.end().catch(() => undefined);
       await waiter.end().catch(() => undefined);
@@ -152,7 +180,11 @@ describe('svv_redshift_columns', () => {
     await wh.query('CREATE TABLE public.sorted_facts (id int, label varchar(30), at timestamp)');
     try {
       const sortkeys = async (as: DataApiWarehouse) => (await as.query(columns, 'columns')).map((r) => [r.column_name, r.sortkey]);
-      expect(await sortkeys(asSuperuser)).toEqual([['id', 0], ['label', 0], ['at', 0]]);
+      expect(await sortkeys(asSuperuser)).toEqual([
+        ['id', 0],
+        ['label', 0],
+        ['at', 0],
+      ]);
       expect(await asSuperuser.query(columns, 'types')).toMatchObject([
         { schema_name: 'public', table_name: 'sorted_facts', column_name: 'id', ordinal_position: 1, data_type: 'integer' },
         { column_name: 'label', data_type: 'character varying(30)' },
@@ -161,14 +193,26 @@ describe('svv_redshift_columns', () => {
 
       await wh.query('CREATE INDEX sorted_facts_at_id ON public.sorted_facts (at, id)');
       await wh.query('CREATE INDEX sorted_facts_label ON public.sorted_facts (label)');
-      expect(await sortkeys(asSuperuser)).toEqual([['id', 2], ['label', 0], ['at', 1]]);
+      expect(await sortkeys(asSuperuser)).toEqual([
+        ['id', 2],
+        ['label', 0],
+        ['at', 1],
+      ]);
       await wh.query('CLUSTER public.sorted_facts USING sorted_facts_label');
-      expect(await sortkeys(asSuperuser)).toEqual([['id', 0], ['label', 1], ['at', 0]]);
+      expect(await sortkeys(asSuperuser)).toEqual([
+        ['id', 0],
+        ['label', 1],
+        ['at', 0],
+      ]);
 
       // Visible to all users, each seeing the columns it may read.
       expect(await asPipelineUser.query(columns, 'no grant')).toEqual([]);
       await wh.query(`GRANT SELECT ON public.sorted_facts TO "${LOCAL_PIPELINE_USER}"`);
-      expect(await sortkeys(asPipelineUser)).toEqual([['id', 0], ['label', 1], ['at', 0]]);
+      expect(await sortkeys(asPipelineUser)).toEqual([
+        ['id', 0],
+        ['label', 1],
+        ['at', 0],
+      ]);
     } finally {
       await wh.query('DROP TABLE public.sorted_facts');
     }
@@ -193,7 +237,7 @@ describe('STRTOL', () => {
 
 describe('FNV_HASH', () => {
   const text = (expression: string) => `CAST(${expression} AS varchar(24))`;
-  it("hashes every column type the gate reads, seeded and typed, with the offset basis as the default seed", async () => {
+  it('hashes every column type the gate reads, seeded and typed, with the offset basis as the default seed', async () => {
     const [row] = await wh.select(
       `SELECT ${[
         text('FNV_HASH(1)'),

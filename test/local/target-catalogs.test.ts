@@ -7,8 +7,8 @@
 import { ExecuteStatementCommand, GetStatementResultCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTransactions } from '../../domain/sql/publish.ts';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
-import { localDefaultUserTarget, LOCAL_SECRET_ARN, LOCAL_WORKGROUP } from '../../local/aws-clients.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
+import { LOCAL_SECRET_ARN, LOCAL_WORKGROUP, localDefaultUserTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { untilEnded, useWarehouse, type Warehouse } from '../support/warehouse.ts';
@@ -57,7 +57,9 @@ describe('a workgroup (Serverless)', () => {
 
 describe('a cluster (provisioned)', () => {
   it('has STV_RECENTS and SYS_QUERY_HISTORY', async () => {
-    expect(await run('cluster', 'SELECT userid, status, starttime, duration, user_name, db_name, query, pid FROM stv_recents')).toEqual({ records: expect.any(Number) });
+    expect(await run('cluster', 'SELECT userid, status, starttime, duration, user_name, db_name, query, pid FROM stv_recents')).toEqual({
+      records: expect.any(Number),
+    });
     expect(await run('cluster', 'SELECT session_id, status, query_text FROM sys_query_history')).toEqual({ records: expect.any(Number) });
   });
 });

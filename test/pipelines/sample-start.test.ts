@@ -1,8 +1,8 @@
 // The sample pipelines' history start (pipelines/sample-start.ts): fixed
 // unless `local up` exports another, which must be a day.
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SAMPLE_START, sampleHistoryStart } from '../../pipelines/sample-start.ts';
 import { pipelines } from '../../pipelines/index.ts';
+import { DEFAULT_SAMPLE_START, sampleHistoryStart } from '../../pipelines/sample-start.ts';
 
 describe('the sample history start', () => {
   it('is the fixed day without the variable, and the day it names with it', () => {

@@ -10,14 +10,28 @@
 // is the bench's (bench/long-batch.ts); both measure with measureLongBatch.
 // Runs once, under SNAPSHOT; the run is arranged once, and the refusal acts
 // on a copy of what it left.
-import { HOURS, TO_DAY } from '../support/hourly-pipeline.ts';
+
+// First: it replaces the pipelines before any other module reads them.
+import '../support/hourly-pipeline.ts';
 import { describe, expect, it } from 'vitest';
 import { type LongBatchFigures, MAX_PAYLOAD_BYTES, measureLongBatch, PayloadMeter } from '../../bench/long-batch.ts';
 import { DEFAULT_CHUNKS_PER_WINDOW } from '../../domain/windows.ts';
 import { MAX_HISTORY_EVENTS } from '../../local/history.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, namesFor, PIPELINE, useFork, useWorkflowFixture, visitedOutsideChunks } from '../support/workflow.ts';
+import { HOURS, TO_DAY } from '../support/hourly-pipeline.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  useFork,
+  useWorkflowFixture,
+  visitedOutsideChunks,
+} from '../support/workflow.ts';
 
 const WINDOWS = Math.ceil(HOURS / DEFAULT_CHUNKS_PER_WINDOW);
 
@@ -27,7 +41,14 @@ const fixture = useWorkflowFixture(
   async (wf): Promise<{ result: ExecutionResult; figures: LongBatchFigures; live: Fingerprint; expected: Fingerprint }> => {
     await wf.sample({ rowsPerDay: 48, sourceDays: TO_DAY + 1, liveDays: 1 });
     const result = await wf.run(inputFor(TO_DAY), 'long-batch');
-    const figures = await measureLongBatch({ result, payloads, query: wf.query, batchId: namesFor(TO_DAY).batchId, from: new Date(PIPELINE.historyStart), to: sampleDay(TO_DAY) });
+    const figures = await measureLongBatch({
+      result,
+      payloads,
+      query: wf.query,
+      batchId: namesFor(TO_DAY).batchId,
+      from: new Date(PIPELINE.historyStart),
+      to: sampleDay(TO_DAY),
+    });
     return { result, figures, live: await wf.fingerprint(LIVE), expected: await wf.expected(TO_DAY) };
   },
   { onEvent: payloads.onEvent },
@@ -39,7 +60,19 @@ describe(`a batch of ${HOURS.toLocaleString('en-US')} hourly chunks`, () => {
     expect(result.status, `${result.error}: ${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
     expect(live).toEqual(expected);
     expect(figures.liveDifferences).toBe(0);
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(visitedOutsideChunks(result)).toEqual([
+      'Input',
+      'Plan',
+      'AlreadyPublished',
+      'LoadWindows',
+      'Reconcile',
+      'CheckOnly',
+      'Publish',
+      'NewerDataLive',
+      'EmitMetrics',
+      'Cleanup',
+      'Published',
+    ]);
 
     // One child execution per window, each holding its window's chunk iterations.
     expect(figures.childExecutions).toBe(WINDOWS);

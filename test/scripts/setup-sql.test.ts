@@ -20,7 +20,9 @@ describe('npm run setup-sql', () => {
     const sql = setupSqlFor(['--pipeline', 'sales_order_lines', '--user', 'IAMR:atomic-publish-steps'], pipelines, { database: 'dev' });
     expect(sql).toContain('GRANT CREATE ON DATABASE "dev" TO "IAMR:atomic-publish-steps";');
     expect(sql).toContain('ALTER TABLE "analytics"."sales_order_lines" OWNER TO "IAMR:atomic-publish-steps";');
-    expect(setupSqlFor(['--pipeline', 'sales_order_lines', '--user', 'etl', '--database', 'warehouse'], pipelines, { database: 'dev' })).toContain('ON DATABASE "warehouse" TO "etl"');
+    expect(setupSqlFor(['--pipeline', 'sales_order_lines', '--user', 'etl', '--database', 'warehouse'], pipelines, { database: 'dev' })).toContain(
+      'ON DATABASE "warehouse" TO "etl"',
+    );
   });
 
   it("defaults the user to the deployment's: this project's cdk.json is a workgroup with IAM, so IAMR:<the handlers' role>", () => {
@@ -46,8 +48,16 @@ describe('npm run setup-sql', () => {
   });
 
   it('derives the user from the context: a role name, a DbUser, or nothing when the user is inside a secret', () => {
-    expect(defaultsOf({ warehouse: { workgroupName: 'wg', database: 'db1' }, handlerRoleName: 'etl-steps' })).toEqual({ database: 'db1', user: 'IAMR:etl-steps', monitorUser: 'IAMR:etl-steps-monitor' });
-    expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', dbUser: 'loader', database: 'db2' } })).toEqual({ database: 'db2', user: 'loader', monitorUser: 'loader' });
+    expect(defaultsOf({ warehouse: { workgroupName: 'wg', database: 'db1' }, handlerRoleName: 'etl-steps' })).toEqual({
+      database: 'db1',
+      user: 'IAMR:etl-steps',
+      monitorUser: 'IAMR:etl-steps-monitor',
+    });
+    expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', dbUser: 'loader', database: 'db2' } })).toEqual({
+      database: 'db2',
+      user: 'loader',
+      monitorUser: 'loader',
+    });
     const secretArn = 'arn:aws:secretsmanager:eu-central-1:123456789012:secret:warehouse-AbCdEf';
     expect(defaultsOf({ warehouse: { clusterIdentifier: 'c1', database: 'db3' }, secretArn })).toEqual({ database: 'db3' });
     expect(() => setupSqlFor(['--pipeline', 'sales_order_lines'], pipelines, { database: 'db3' })).toThrow('--user is required');

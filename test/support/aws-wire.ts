@@ -30,7 +30,10 @@ export interface AwsJsonResponse {
 
 export async function awsJsonRequest(endpoint: string, request: AwsJsonRequest): Promise<AwsJsonResponse> {
   const now = new Date();
-  const amzDate = now.toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const scope = `${amzDate.slice(0, 8)}/us-east-1/${request.service}/aws4_request`;
   const response = await fetch(`${endpoint}/`, {
     method: 'POST',

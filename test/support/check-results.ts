@@ -47,6 +47,9 @@ export async function latestChecks(wf: Workflow, batchId: string): Promise<Map<s
 
 /** The source's amount total over sample day n, as the warehouse writes it. */
 export async function sourceAmountOfDay(wf: Workflow, n: number): Promise<string> {
-  const [row] = await wf.query<{ total: string }>('SELECT SUM(amount) AS total FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2', [dayStart(n), dayStart(n + 1)]);
+  const [row] = await wf.query<{ total: string }>('SELECT SUM(amount) AS total FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2', [
+    dayStart(n),
+    dayStart(n + 1),
+  ]);
   return row!.total;
 }

@@ -11,8 +11,8 @@ import { afterAll, beforeAll } from 'vitest';
 import { main } from '../../cli/main.ts';
 import { shellWord } from '../../domain/cli-command.ts';
 import { LOCAL_AWS_ENV, localStepFunctionsClient } from '../../local/aws-clients.ts';
-import { sampleDay } from '../../local/sample-data.ts';
 import type { LocalRunner } from '../../local/runner.ts';
+import { sampleDay } from '../../local/sample-data.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { closedPort } from './unreachable.ts';
 import { useFork, type Workflow, type WorkflowFixture } from './workflow.ts';
@@ -154,7 +154,10 @@ export async function startCli(wf: Workflow): Promise<Cli & { close(): Promise<v
       return rows[0]!.n;
     },
     async doneChunks(batchId) {
-      const rows = await wf.query<{ chunk_index: number }>("SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1", [batchId]);
+      const rows = await wf.query<{ chunk_index: number }>(
+        "SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1",
+        [batchId],
+      );
       return rows.map((r) => r.chunk_index);
     },
     async close() {

@@ -32,5 +32,8 @@ export function expectNumberedOn(before: readonly bigint[], after: readonly bigi
   expect(after.every((n) => (n - BigInt(SEED)) % BigInt(STEP) === 0n)).toBe(true);
   const had = new Set(before);
   const highest = before.at(-1) ?? BigInt(SEED) - 1n;
-  expect(after.filter((n) => !had.has(n) && n <= highest), `new numbers at or below ${highest}, the highest before`).toEqual([]);
+  expect(
+    after.filter((n) => !had.has(n) && n <= highest),
+    `new numbers at or below ${highest}, the highest before`,
+  ).toEqual([]);
 }

@@ -15,7 +15,16 @@ import { LocalRunner } from '../../local/runner.ts';
 import { statementCounter } from './statement-faults.ts';
 import { suiteTargetKind } from './target-kind.ts';
 
-const [endpoint, database, input, name, timeScale, outboxFile, lockWaitMs, hold] = process.argv.slice(2) as [string, string, string, string, string, string, string, string?];
+const [endpoint, database, input, name, timeScale, outboxFile, lockWaitMs, hold] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string?,
+];
 const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
 const counter = statementCounter();
 const beforeBatch = {
@@ -32,7 +41,11 @@ const loadsLetGo = () =>
     for (let line = await lines.next(); !line.done && line.value !== 'go'; line = await lines.next());
   })());
 const runner = await LocalRunner.create({
-  env: { ...localHandlerEnvironment(endpoint, database, { pollMaxDelayMs: 100 }, suiteTargetKind()), POWERTOOLS_LOG_LEVEL: 'WARN', PUBLISH_LOCK_WAIT_MS: lockWaitMs },
+  env: {
+    ...localHandlerEnvironment(endpoint, database, { pollMaxDelayMs: 100 }, suiteTargetKind()),
+    POWERTOOLS_LOG_LEVEL: 'WARN',
+    PUBLISH_LOCK_WAIT_MS: lockWaitMs,
+  },
   timeScale: Number(timeScale),
   outboxFile,
   taskOverrides:

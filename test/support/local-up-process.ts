@@ -19,11 +19,15 @@ export interface LocalUpProcess {
 }
 
 export async function startLocalUp(database: string): Promise<LocalUpProcess> {
-  const child: ChildProcess = spawn(process.execPath, [BIN, 'local', 'up', '--database', database, '--sample-days', String(MIN_SAMPLE_DAYS), '--rows-per-day', '5'], {
-    cwd: tmpdir(),
-    env: { ...process.env, ...LOCAL_AWS_ENV, ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg') },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [BIN, 'local', 'up', '--database', database, '--sample-days', String(MIN_SAMPLE_DAYS), '--rows-per-day', '5'],
+    {
+      cwd: tmpdir(),
+      env: { ...process.env, ...LOCAL_AWS_ENV, ATOMIC_PUBLISH_PG_DIR: path.join(STATE_DIR, 'test-pg') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let out = '';
   let err = '';

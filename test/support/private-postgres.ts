@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { quoteIdent } from '../../domain/identifiers.ts';
 import { withClient } from '../../local/pg-clients.ts';
+import { type LocalPostgres, type PgConnection, startLocalPostgres } from '../../local/postgres.ts';
 import { relocatedDataDir } from '../../local/postgres-host.ts';
-import { startLocalPostgres, type LocalPostgres, type PgConnection } from '../../local/postgres.ts';
 
 export interface PrivateDataDir {
   /** Where to ask for the data directory (the server may relocate it; see local/postgres-host.ts). */

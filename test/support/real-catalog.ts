@@ -12,7 +12,7 @@
 // for the paths that publish in place (docs/decisions/identity-columns.md).
 // https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html
 import { expect } from 'vitest';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { withClient } from '../../local/pg-clients.ts';
@@ -80,7 +80,8 @@ export async function arrangeCatalog(wf: Workflow, options: { readonly identity?
   // Written as PostgreSQL reads a literal (a backslash is itself; Redshift's literals escape with it: docs/redshift.md).
   const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
   await wf.query(`COMMENT ON TABLE ${LIVE} IS ${literal(TABLE_COMMENT)}`);
-  for (const [i, column] of [...SAMPLE_COLUMNS, ...EXTRA_COLUMNS].entries()) await wf.query(`COMMENT ON COLUMN ${LIVE}.${column} IS ${literal(commentOf(column, i))}`);
+  for (const [i, column] of [...SAMPLE_COLUMNS, ...EXTRA_COLUMNS].entries())
+    await wf.query(`COMMENT ON COLUMN ${LIVE}.${column} IS ${literal(commentOf(column, i))}`);
   const setup = [
     `GRANT USAGE ON SCHEMA analytics TO ${RESTRICTED}, ${COLUMN_READER}, GROUP ${GROUP}, ROLE ${ROLE}, "${IDC}"`,
     `GRANT SELECT ON TABLE ${LIVE} TO ${RESTRICTED}, GROUP ${GROUP}, ROLE ${ROLE}, "${IDC}"`,
@@ -102,7 +103,9 @@ export async function arrangeCatalog(wf: Workflow, options: { readonly identity?
       ['unit_price', 'catalog_mask_price'],
       ['extra_10', 'catalog_mask_extra'],
     ].flatMap(([column, policy], i) =>
-      [`ROLE ${ROLE}`, RESTRICTED, `"${IDC}"`].map((grantee, j) => `ATTACH MASKING POLICY ${policy} ON ${LIVE} (${column}) TO ${grantee} PRIORITY ${10 * (i + 1) + j}`),
+      [`ROLE ${ROLE}`, RESTRICTED, `"${IDC}"`].map(
+        (grantee, j) => `ATTACH MASKING POLICY ${policy} ON ${LIVE} (${column}) TO ${grantee} PRIORITY ${10 * (i + 1) + j}`,
+      ),
     ),
     `CREATE VIEW analytics.catalog_amounts AS SELECT order_id, amount FROM ${LIVE}`,
     `CREATE VIEW analytics.catalog_days AS SELECT CAST(ordered_at AS date) AS day, COUNT(*) AS n FROM ${LIVE} GROUP BY 1`,
@@ -115,7 +118,8 @@ export async function arrangeCatalog(wf: Workflow, options: { readonly identity?
   const su = superuserOf(wf);
   for (const sql of setup) await su.execute({ sql }, 'setup');
   const before = await catalogOf(wf);
-  if (options.identity === true) expect(before.defaults).toContainEqual({ column_name: IDENTITY_COLUMN, column_default: expect.stringMatching(`'${SEED},${STEP}'::text`) });
+  if (options.identity === true)
+    expect(before.defaults).toContainEqual({ column_name: IDENTITY_COLUMN, column_default: expect.stringMatching(`'${SEED},${STEP}'::text`) });
   expect((before.comments as unknown[]).length).toBe(31);
   expect(before.comments).toContainEqual({ col: '', description: TABLE_COMMENT });
   expect((before.rls as unknown[]).length).toBe(1);

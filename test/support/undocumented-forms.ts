@@ -33,7 +33,7 @@ export const UNDOCUMENTED_FORMS: readonly (readonly [string, string])[] = [
   ["SELECT format('%s', a) FROM t", 'the function FORMAT'],
   ['SELECT pg_catalog.to_hex(a), regexp_matches(b, c) FROM t', 'the function REGEXP_MATCHES'],
   ["CREATE FUNCTION f(int) RETURNS int LANGUAGE plperl AS 'return 1'", 'LANGUAGE plperl'],
-  ['CREATE FUNCTION f() RETURNS SETOF int LANGUAGE sql AS \'SELECT 1\'', 'functions returning SETOF or TABLE'],
+  ["CREATE FUNCTION f() RETURNS SETOF int LANGUAGE sql AS 'SELECT 1'", 'functions returning SETOF or TABLE'],
   ['CREATE POLICY p ON t USING (true)', 'CREATE POLICY'],
   ['ALTER TABLE t ENABLE ROW LEVEL SECURITY', 'ALTER TABLE ENABLE ROW LEVEL SECURITY'],
   ['ALTER TABLE t DISABLE ROW LEVEL SECURITY', 'ALTER TABLE DISABLE ROW LEVEL SECURITY'],
@@ -65,14 +65,46 @@ export const UNDOCUMENTED_CLAUSES: readonly (readonly [string, string, string])[
   ['GRANT sample_role1 TO user1', 'GRANT of a role without ROLE', 'r_GRANT'],
   ['REVOKE sample_role1 FROM user1', 'REVOKE of a role without ROLE', 'r_REVOKE'],
   // MERGE (r_MERGE)
-  ['WITH s AS (SELECT 1 AS id) MERGE INTO target USING s ON target.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (s.id)', 'WITH clause in MERGE', 'r_MERGE'],
-  ['MERGE INTO target AS t USING source ON t.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)', 'an alias of the MERGE target', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN MATCHED AND source.name > \'\' THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)', 'WHEN ... AND condition in MERGE', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED BY SOURCE THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)', 'WHEN NOT MATCHED BY SOURCE', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DO NOTHING WHEN NOT MATCHED THEN INSERT VALUES (source.id)', 'DO NOTHING in MERGE', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT DEFAULT VALUES', 'INSERT DEFAULT VALUES in MERGE', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN NOT MATCHED THEN INSERT VALUES (source.id)', 'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause', 'r_MERGE'],
-  ['MERGE INTO target USING source ON target.id = source.id WHEN NOT MATCHED THEN INSERT VALUES (source.id) WHEN MATCHED THEN DELETE', 'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause', 'r_MERGE'],
+  [
+    'WITH s AS (SELECT 1 AS id) MERGE INTO target USING s ON target.id = s.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (s.id)',
+    'WITH clause in MERGE',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target AS t USING source ON t.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)',
+    'an alias of the MERGE target',
+    'r_MERGE',
+  ],
+  [
+    "MERGE INTO target USING source ON target.id = source.id WHEN MATCHED AND source.name > '' THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)",
+    'WHEN ... AND condition in MERGE',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED BY SOURCE THEN DELETE WHEN NOT MATCHED THEN INSERT VALUES (source.id)',
+    'WHEN NOT MATCHED BY SOURCE',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DO NOTHING WHEN NOT MATCHED THEN INSERT VALUES (source.id)',
+    'DO NOTHING in MERGE',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target USING source ON target.id = source.id WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT DEFAULT VALUES',
+    'INSERT DEFAULT VALUES in MERGE',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target USING source ON target.id = source.id WHEN NOT MATCHED THEN INSERT VALUES (source.id)',
+    'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause',
+    'r_MERGE',
+  ],
+  [
+    'MERGE INTO target USING source ON target.id = source.id WHEN NOT MATCHED THEN INSERT VALUES (source.id) WHEN MATCHED THEN DELETE',
+    'MERGE without one WHEN MATCHED and then one WHEN NOT MATCHED clause',
+    'r_MERGE',
+  ],
   // COMMENT (r_COMMENT)
   ["COMMENT ON SCHEMA s IS 'x'", 'COMMENT ON SCHEMA', 'r_COMMENT'],
   ["COMMENT ON FUNCTION f(int) IS 'x'", 'COMMENT ON FUNCTION', 'r_COMMENT'],
@@ -105,7 +137,11 @@ export const UNDOCUMENTED_CLAUSES: readonly (readonly [string, string, string])[
   ['CREATE PROCEDURE sp(a int DEFAULT 1) AS $$ BEGIN NULL; END $$ LANGUAGE plpgsql', 'argument defaults', 'r_CREATE_PROCEDURE'],
   ["CREATE PROCEDURE sp() LANGUAGE sql AS 'SELECT 1'", 'procedures in LANGUAGE sql', 'r_CREATE_PROCEDURE'],
   ['CREATE PROCEDURE sp() LANGUAGE sql BEGIN ATOMIC SELECT 1; END', 'BEGIN ATOMIC bodies', 'r_CREATE_PROCEDURE'],
-  ['CREATE PROCEDURE sp() AS $$ BEGIN NULL; END $$ LANGUAGE plpgsql SET lock_timeout TO 1', 'the configuration parameter lock_timeout', 'cm_chap_ConfigurationRef'],
+  [
+    'CREATE PROCEDURE sp() AS $$ BEGIN NULL; END $$ LANGUAGE plpgsql SET lock_timeout TO 1',
+    'the configuration parameter lock_timeout',
+    'cm_chap_ConfigurationRef',
+  ],
   ['CALL sp(a => 1)', 'named arguments in CALL', 'r_CALL_procedure'],
   // INSERT, UPDATE, DELETE (r_INSERT_30, r_UPDATE, r_DELETE)
   ['INSERT INTO t OVERRIDING SYSTEM VALUE VALUES (1)', 'INSERT ... OVERRIDING', 'r_INSERT_30'],

@@ -16,7 +16,9 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-export async function unreachableRunner(options: Pick<LocalRunnerOptions, 'taskOverrides' | 'functionTimeoutsSeconds'> = {}): Promise<{ runner: LocalRunner; close: () => void }> {
+export async function unreachableRunner(
+  options: Pick<LocalRunnerOptions, 'taskOverrides' | 'functionTimeoutsSeconds'> = {},
+): Promise<{ runner: LocalRunner; close: () => void }> {
   const dir = mkdtempSync(join(tmpdir(), 'atomic-publish-unreachable-'));
   const runner = await LocalRunner.create({
     env: { ...localHandlerEnvironment(`http://127.0.0.1:${await closedPort()}`, 'dev'), POWERTOOLS_LOG_LEVEL: 'CRITICAL' },

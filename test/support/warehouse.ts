@@ -16,18 +16,18 @@
 import { randomBytes } from 'node:crypto';
 import {
   DescribeStatementCommand,
+  type DescribeStatementResponse,
   ExecuteStatementCommand,
   GetStatementResultCommand,
   RedshiftDataClient,
-  type DescribeStatementResponse,
 } from '@aws-sdk/client-redshift-data';
 import { inject } from 'vitest';
 import { localRedshiftDataClient } from '../../local/aws-clients.ts';
 import { ISOLATIONS, type Isolation } from '../../local/data-api/runner.ts';
-import { startLocalDataApi, type LocalDataApi, type LocalDataApiOptions } from '../../local/data-api/server.ts';
+import { type LocalDataApi, type LocalDataApiOptions, startLocalDataApi } from '../../local/data-api/server.ts';
 import { endPool, newPool } from '../../local/pg-clients.ts';
 import { copyDatabase, dropDatabase, ensureDatabase, type PgConnection } from '../../local/postgres.ts';
-import { holdGate, type GateOptions, type LockGate } from './lock-gate.ts';
+import { type GateOptions, holdGate, type LockGate } from './lock-gate.ts';
 
 export interface UseWarehouseOptions extends Omit<LocalDataApiOptions, 'postgres'> {
   /** The server to create the database on. @default - the suite's shared server */

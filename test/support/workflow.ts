@@ -18,17 +18,17 @@ import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { isChunkLoadState } from '../../lib/workflow-steps.ts';
 import { localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
-import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
-import { withClient } from '../../local/pg-clients.ts';
 import type { StatementFault } from '../../local/data-api/runner.ts';
-import { LocalRunner, type ExecutionEvent, type ExecutionResult, type RunningExecution } from '../../local/runner.ts';
-import { createSampleWarehouse, dailySalesPipeline, SAMPLE_EXPECTED_ROWS_SQL, sampleDay, samplePipeline, type SampleOptions } from '../../local/sample-data.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import { withClient } from '../../local/pg-clients.ts';
 import { dropDatabase, type PgConnection } from '../../local/postgres.ts';
-import { useWarehouse, type Warehouse } from './warehouse.ts';
+import { type ExecutionEvent, type ExecutionResult, LocalRunner, type RunningExecution } from '../../local/runner.ts';
+import { createSampleWarehouse, dailySalesPipeline, SAMPLE_EXPECTED_ROWS_SQL, type SampleOptions, sampleDay, samplePipeline } from '../../local/sample-data.ts';
 import { suiteTargetKind } from './target-kind.ts';
+import { useWarehouse, type Warehouse } from './warehouse.ts';
 
 export const PIPELINE: Pipeline = samplePipeline();
 export const LIVE = 'analytics.sales_order_lines';
@@ -38,11 +38,24 @@ export const WORKFLOW_TIME_SCALE = 0.002;
 
 export type TaskOverride = (input: unknown, next: (input: unknown) => Promise<unknown>) => Promise<unknown>;
 const TASK_STATES = [
-  'Plan', 'LoadChunk', 'Reconcile', 'Publish', 'Rollback', 'EmitMetrics', 'Cleanup', 'RecordFailure', 'CheckCleanup',
+  'Plan',
+  'LoadChunk',
+  'Reconcile',
+  'Publish',
+  'Rollback',
+  'EmitMetrics',
+  'Cleanup',
+  'RecordFailure',
+  'CheckCleanup',
   // A publish group's (lib/publish-workflow.ts publishGroupPath).
-  'MemberLoadChunk', 'MemberReconcile', 'PublishGroup', 'MemberEmitMetrics', 'MemberCleanup',
+  'MemberLoadChunk',
+  'MemberReconcile',
+  'PublishGroup',
+  'MemberEmitMetrics',
+  'MemberCleanup',
   // A window's child execution (lib/publish-workflow.ts windowedLoad).
-  'PlanWindow', 'WindowLoadChunk',
+  'PlanWindow',
+  'WindowLoadChunk',
 ] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 export interface TaskCall {
@@ -261,11 +274,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
     },
     query,
     fingerprint: (table) => one<Fingerprint>(`${FINGERPRINT} FROM ${table}`),
-    expected: (day) =>
-      one<Fingerprint>(
-        `${FINGERPRINT} FROM (${SAMPLE_EXPECTED_ROWS_SQL}) AS expected`,
-        [sampleDay(day).toISOString().slice(0, 19)],
-      ),
+    expected: (day) => one<Fingerprint>(`${FINGERPRINT} FROM (${SAMPLE_EXPECTED_ROWS_SQL}) AS expected`, [sampleDay(day).toISOString().slice(0, 19)]),
     tableExists: async (table) => (await one<{ ok: boolean }>('SELECT to_regclass($1) IS NOT NULL AS ok', [table])).ok,
     derivedTables: async () =>
       (
@@ -274,8 +283,7 @@ export async function useWorkflow(prefix: string, options: UseWorkflowOptions = 
             WHERE table_schema = 'analytics' AND table_name LIKE 'sales\\_order\\_lines\\_\\_%' ORDER BY 1`,
         )
       ).map((r) => `analytics.${r.name}`),
-    schemaExists: async (schema) =>
-      (await one<{ ok: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS ok', [schema])).ok,
+    schemaExists: async (schema) => (await one<{ ok: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS ok', [schema])).ok,
     batch: async (batchId) => (await query(`SELECT * FROM atomic_publish.batches WHERE batch_id = $1`, [batchId]))[0],
     async chunkStatuses(batchId) {
       const rows = await query<{ status: string; n: number }>(
@@ -307,7 +315,12 @@ export function loadedChunks(result: ExecutionResult): number[] {
 }
 
 /** What Plan returned (`$.plan`), from the execution's events. */
-export function planOf(result: ExecutionResult): { alreadyPublished: boolean; chunkCount: number; chunks: { index: number }[]; batch: { batchId: string; basePublication: number } } {
+export function planOf(result: ExecutionResult): {
+  alreadyPublished: boolean;
+  chunkCount: number;
+  chunks: { index: number }[];
+  batch: { batchId: string; basePublication: number };
+} {
   const exited = stateEvents(result, 'StateExited', 'Plan')[0];
   return (exited!.state!.output as { plan: ReturnType<typeof planOf> }).plan;
 }

@@ -8,12 +8,11 @@
 // on a copy of its own (test/support/workflow.ts fixture.fork).
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-
+import { quoteUser } from '../../domain/identifiers.ts';
 import { applyPipelineSetup, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { addBadSourceRow, removeBadSourceRows, sampleDay } from '../../local/sample-data.ts';
-import { quoteUser } from '../../domain/identifiers.ts';
 import { caughtError, inputFor, LIVE, PIPELINE, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const DAY = 5;

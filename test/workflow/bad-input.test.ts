@@ -9,10 +9,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/spec.ts';
 import { STAND_IN_SCHEMAS } from '../../local/data-api/system-views.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const SOURCE_FINGERPRINT = `
   SELECT count(*)::int AS rows, COALESCE(sum(order_id * 1000 + line_no), 0)::text AS "keySum",
@@ -69,17 +69,38 @@ describe('a refused run', () => {
 
   describe('execution input rejected before anything is written', () => {
     const cases: [string, unknown, RegExp, string?][] = [
-      ['an unknown pipeline', { pipeline: 'sales_order_line', to: day(3) }, /^unknown pipeline "sales_order_line"; known pipelines: sales_order_lines, daily_sales$/, 'sales_order_line'],
+      [
+        'an unknown pipeline',
+        { pipeline: 'sales_order_line', to: day(3) },
+        /^unknown pipeline "sales_order_line"; known pipelines: sales_order_lines, daily_sales$/,
+        'sales_order_line',
+      ],
       ['no pipeline', { to: day(3) }, /^input\.pipeline is required$/, 'run'],
       ['a `to` that is not a date', { pipeline: 'sales_order_lines', to: 'tomorrow' }, /^input\.to must be an ISO 8601 date .*got "tomorrow"$/],
       ['a numeric `to`', { pipeline: 'sales_order_lines', to: 123 }, /^input\.to must be an ISO 8601 date .*got 123$/],
       ['a `to` with an hour past 23', { pipeline: 'sales_order_lines', to: '2026-01-05T25:00:00Z' }, /^input\.to is not a real date: 2026-01-05T25:00:00Z$/],
-      ['a reversed interval', { pipeline: 'sales_order_lines', from: '2026-01-05', to: '2026-01-01' }, /^interval is empty or reversed: from 2026-01-05T00:00:00\.000Z is not before to 2026-01-01T00:00:00\.000Z$/],
+      [
+        'a reversed interval',
+        { pipeline: 'sales_order_lines', from: '2026-01-05', to: '2026-01-01' },
+        /^interval is empty or reversed: from 2026-01-05T00:00:00\.000Z is not before to 2026-01-01T00:00:00\.000Z$/,
+      ],
       ['an empty interval', { pipeline: 'sales_order_lines', to: '2026-01-01' }, /^interval is empty or reversed/],
-      ['a `to` off the day grain', { pipeline: 'sales_order_lines', to: '2026-01-05T12:00:00Z' }, /^input\.to 2026-01-05T12:00:00\.000Z is not on a day boundary in UTC \(nearest earlier boundary: 2026-01-05T00:00:00\.000Z\)$/],
-      ['a `from` other than historyStart on a swap pipeline', { pipeline: 'sales_order_lines', from: '2026-01-02', to: day(4) }, /^pipeline sales_order_lines publishes by swap, which rebuilds the whole table: input\.from must be omitted or equal historyStart/],
+      [
+        'a `to` off the day grain',
+        { pipeline: 'sales_order_lines', to: '2026-01-05T12:00:00Z' },
+        /^input\.to 2026-01-05T12:00:00\.000Z is not on a day boundary in UTC \(nearest earlier boundary: 2026-01-05T00:00:00\.000Z\)$/,
+      ],
+      [
+        'a `from` other than historyStart on a swap pipeline',
+        { pipeline: 'sales_order_lines', from: '2026-01-02', to: day(4) },
+        /^pipeline sales_order_lines publishes by swap, which rebuilds the whole table: input\.from must be omitted or equal historyStart/,
+      ],
       ['a `to` in the future', { pipeline: 'sales_order_lines', to: '2099-01-01' }, /^input\.to 2099-01-01T00:00:00\.000Z is in the future$/],
-      ['an unknown extra field', { pipeline: 'sales_order_lines', to: day(3), force: true }, /^input has unknown field\(s\): force \(allowed: pipeline, from, to, restate, check\)$/],
+      [
+        'an unknown extra field',
+        { pipeline: 'sales_order_lines', to: day(3), force: true },
+        /^input has unknown field\(s\): force \(allowed: pipeline, from, to, restate, check\)$/,
+      ],
     ];
 
     it.each(cases)('rejects %s, pages, and writes nothing', async (_what, input, message, pipeline) => {
@@ -121,27 +142,47 @@ describe('a refused run', () => {
     const HUGE = 200_000;
 
     it.each([
-      ['a `to` value', { pipeline: 'sales_order_lines', to: 'x'.repeat(HUGE) }, /^input\.to must be an ISO 8601 date .*got "x{100,}\.\.\. \(200002 characters\)$/, 'sales_order_lines'],
-      ['a pipeline name', { pipeline: 'p'.repeat(HUGE) }, /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines, daily_sales$/, undefined],
-      ['an unknown field name', { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 }, /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to, restate, check\)$/, 'sales_order_lines'],
-    ] as [string, unknown, RegExp, string | undefined][])('with %s of 200 KB is rejected, pages, and the error and alert stay small', async (_what, input, message, pipeline) => {
-      const result = await wf.run(input);
-      expect(result.status).toBe('FAILED');
-      expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
-      expect(caughtError(result)?.Error).toBe('ValidationError');
-      expect(caughtMessage(result)).toMatch(message);
-      expect(Buffer.byteLength(caughtMessage(result))).toBeLessThan(1_024);
-      expect(result.alerts).toHaveLength(1);
-      const [alert] = result.alerts;
-      expect(Buffer.byteLength(alert!.message)).toBeLessThan(4_096);
-      expect(alert!.subject!.length).toBeLessThan(100);
-      if (pipeline) expect(alert!.subject).toBe(`atomic-publish: ${pipeline} failed (ValidationError)`);
-      await expectNothingWritten(wf);
-    });
+      [
+        'a `to` value',
+        { pipeline: 'sales_order_lines', to: 'x'.repeat(HUGE) },
+        /^input\.to must be an ISO 8601 date .*got "x{100,}\.\.\. \(200002 characters\)$/,
+        'sales_order_lines',
+      ],
+      [
+        'a pipeline name',
+        { pipeline: 'p'.repeat(HUGE) },
+        /^unknown pipeline "p{100,}\.\.\. \(200002 characters\); known pipelines: sales_order_lines, daily_sales$/,
+        undefined,
+      ],
+      [
+        'an unknown field name',
+        { pipeline: 'sales_order_lines', ['f'.repeat(HUGE)]: 1 },
+        /^input has unknown field\(s\): f{100,}\.\.\. \(200000 characters\) \(allowed: pipeline, from, to, restate, check\)$/,
+        'sales_order_lines',
+      ],
+    ] as [string, unknown, RegExp, string | undefined][])(
+      'with %s of 200 KB is rejected, pages, and the error and alert stay small',
+      async (_what, input, message, pipeline) => {
+        const result = await wf.run(input);
+        expect(result.status).toBe('FAILED');
+        expect(visited(result)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
+        expect(caughtError(result)?.Error).toBe('ValidationError');
+        expect(caughtMessage(result)).toMatch(message);
+        expect(Buffer.byteLength(caughtMessage(result))).toBeLessThan(1_024);
+        expect(result.alerts).toHaveLength(1);
+        const [alert] = result.alerts;
+        expect(Buffer.byteLength(alert!.message)).toBeLessThan(4_096);
+        expect(alert!.subject!.length).toBeLessThan(100);
+        if (pipeline) expect(alert!.subject).toBe(`atomic-publish: ${pipeline} failed (ValidationError)`);
+        await expectNothingWritten(wf);
+      },
+    );
 
     it('over 256 KB is refused at start, as StartExecution refuses it, and nothing runs', async () => {
       const alerts = wf.runner.alerts.length;
-      await expect(wf.run({ pipeline: 'sales_order_lines', to: 'x'.repeat(300_000) })).rejects.toThrow(/the execution input is \d+ bytes, more than the 262144 bytes/);
+      await expect(wf.run({ pipeline: 'sales_order_lines', to: 'x'.repeat(300_000) })).rejects.toThrow(
+        /the execution input is \d+ bytes, more than the 262144 bytes/,
+      );
       expect(wf.runner.alerts).toHaveLength(alerts);
       await expectNothingWritten(wf);
     });
@@ -149,8 +190,16 @@ describe('a refused run', () => {
 
   describe("checks.measures that do not fit the live table's columns", () => {
     it.each([
-      ['a column the live table lacks', ['amount', 'discount'], /^pipeline sales_order_lines: checks\.measures names discount, which is not a column of analytics\.sales_order_lines: name a numeric column/],
-      ['a column that is not a number', ['ordered_at'], /^pipeline sales_order_lines: checks\.measures names ordered_at of analytics\.sales_order_lines, which is timestamp without time zone; a measure must be a number/],
+      [
+        'a column the live table lacks',
+        ['amount', 'discount'],
+        /^pipeline sales_order_lines: checks\.measures names discount, which is not a column of analytics\.sales_order_lines: name a numeric column/,
+      ],
+      [
+        'a column that is not a number',
+        ['ordered_at'],
+        /^pipeline sales_order_lines: checks\.measures names ordered_at of analytics\.sales_order_lines, which is timestamp without time zone; a measure must be a number/,
+      ],
     ])('rejects checks.measures naming %s, and writes nothing', async (_label, measures, message) => {
       const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
       const original = pipelines[index]!;
@@ -191,7 +240,10 @@ describe('a warehouse that does not fit the pipeline', () => {
       await wf.query(`ALTER TABLE ${LIVE} ADD COLUMN discount numeric(12, 2)`);
       try {
         const result = await wf.run(inputFor(4));
-        expectRejected(result, /^pipeline sales_order_lines: the source query does not produce column\(s\) discount of analytics\.sales_order_lines \(it produces: order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price\)$/);
+        expectRejected(
+          result,
+          /^pipeline sales_order_lines: the source query does not produce column\(s\) discount of analytics\.sales_order_lines \(it produces: order_id, line_no, ordered_at, customer_id, product_id, quantity, amount, unit_price\)$/,
+        );
         await expectNothingWritten(wf);
       } finally {
         await wf.query(`ALTER TABLE ${LIVE} DROP COLUMN discount`);

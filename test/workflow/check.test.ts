@@ -7,12 +7,23 @@
 // A passing check (check 1) is arranged once; each describe acts on its own
 // copy of what it left (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdStep } from '../support/step-hold.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  inputFor,
+  LIVE,
+  PIPELINE,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  visitedOutsideChunks,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const DAY = 6;
 const check = (day = DAY) => ({ ...inputFor(day), check: true });
@@ -59,7 +70,9 @@ describe('a check that passes', () => {
     expect(batch?.staging_dropped_at).not.toBeNull();
     const [attempt] = await wf.query('SELECT status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [checkId(1)]);
     expect(attempt).toEqual({ status: 'CHECK_PASSED' });
-    expect(Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.check_results WHERE batch_id = $1', [checkId(1)]))[0]!.n)).toBeGreaterThan(0);
+    expect(
+      Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM atomic_publish.check_results WHERE batch_id = $1', [checkId(1)]))[0]!.n),
+    ).toBeGreaterThan(0);
     // Not the interval's publishing batch.
     expect(await wf.batch(batchIdFor(PIPELINE, resolveInterval(check(), PIPELINE, new Date())))).toBeUndefined();
     expect(await lease(wf)).toEqual([]);
@@ -75,7 +88,9 @@ describe('a check the gate fails', () => {
     // A source row arrives after the loads: the source no longer matches staging.
     wf.faults.Reconcile = async (input, next) => {
       await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [
-        sampleDay(DAY - 1).toISOString().slice(0, 19),
+        sampleDay(DAY - 1)
+          .toISOString()
+          .slice(0, 19),
       ]);
       return next(input);
     };
@@ -142,7 +157,11 @@ describe('a check and the pipeline lease', () => {
     await hold.reached;
     const batches = await batchCount(wf);
     const checking = await wf.start(check(), 'check-waits');
-    const entered = (state: string) => wf.runner.describe(checking.executionId)!.events().some((e) => e.type === 'StateEntered' && e.state?.name === state);
+    const entered = (state: string) =>
+      wf.runner
+        .describe(checking.executionId)!
+        .events()
+        .some((e) => e.type === 'StateEntered' && e.state?.name === state);
     await until(() => entered('LeaseWait'), 'the check waiting for the lease');
     expect(await batchCount(wf)).toBe(batches);
     hold.release();
@@ -172,7 +191,9 @@ describe('Publish and a check batch', () => {
     expect(result.status).toBe('FAILED');
     expect(visited(result)).toContain('Publish');
     expect(caughtError(result)?.Error).toBe('ValidationError');
-    expect(caughtMessage(result)).toMatch(/^batch [0-9a-f]{16} of pipeline sales_order_lines is a check \(the gate run without publishing\): Publish refuses it; nothing was published/);
+    expect(caughtMessage(result)).toMatch(
+      /^batch [0-9a-f]{16} of pipeline sales_order_lines is a check \(the gate run without publishing\): Publish refuses it; nothing was published/,
+    );
     expect(await wf.fingerprint(LIVE)).toEqual(liveBefore);
     expect(await wf.publications()).toEqual([]);
   });
@@ -184,7 +205,11 @@ describe('bad check input, refused in Plan before anything is written', () => {
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['check not a boolean', { ...check(), check: 'yes' }, /^input\.check must be true or false, got "yes"/],
     ['check with restate', { ...check(), restate: true }, /^input\.check and input\.restate exclude each other/],
-    ['check with rollback', { pipeline: PIPELINE.name, rollback: {}, check: true }, /^input\.check runs the gate of one pipeline's interval without publishing; a rollback input takes no check/],
+    [
+      'check with rollback',
+      { pipeline: PIPELINE.name, rollback: {}, check: true },
+      /^input\.check runs the gate of one pipeline's interval without publishing; a rollback input takes no check/,
+    ],
     ['check with a migration', { pipeline: PIPELINE.name, migrate: true, check: true }, /; a migration input takes no check/],
     ['check with a group', { group: 'sales', check: true }, /; a publish group input takes no check/],
   ];

@@ -81,7 +81,19 @@ describe('a re-run after the runner was killed while chunk loads still ran', () 
     const input = inputFor(TO_DAY);
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(PROJECT_ROOT, 'test', 'support', 'killable-run.ts'), wf.wh.endpoint, wf.wh.pg.database, JSON.stringify(input), execution, String(WORKFLOW_TIME_SCALE), outbox, '5000', 'load-chunk'],
+      [
+        '--import',
+        'tsx',
+        join(PROJECT_ROOT, 'test', 'support', 'killable-run.ts'),
+        wf.wh.endpoint,
+        wf.wh.pg.database,
+        JSON.stringify(input),
+        execution,
+        String(WORKFLOW_TIME_SCALE),
+        outbox,
+        '5000',
+        'load-chunk',
+      ],
       { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'WARN' } },
     );
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -99,9 +111,13 @@ describe('a re-run after the runner was killed while chunk loads still ran', () 
       // The re-run takes the killed execution's name: its pipeline lease is held by that execution.
       logsBefore = wf.runner.logs.length;
       const rerun = await wf.start(input, execution);
-      await until(() => wf.runner.logs.filter((l) => l.message === REATTACHED_MESSAGE).length === CHUNKS, 'every LoadChunk of the re-run waiting for the load of the killed run');
+      await until(
+        () => wf.runner.logs.filter((l) => l.message === REATTACHED_MESSAGE).length === CHUNKS,
+        'every LoadChunk of the re-run waiting for the load of the killed run',
+      );
       // While the killed run's loads still run, the re-run has submitted nothing for their chunks.
-      for (const [name, counts] of loadRequests(wf.wh.api.requests().slice(before))) expect(counts.BatchExecuteStatement, `${name} ${JSON.stringify(counts)}`).toBe(1);
+      for (const [name, counts] of loadRequests(wf.wh.api.requests().slice(before)))
+        expect(counts.BatchExecuteStatement, `${name} ${JSON.stringify(counts)}`).toBe(1);
       await gate.release();
       const result = await rerun.result;
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
@@ -114,7 +130,12 @@ describe('a re-run after the runner was killed while chunk loads still ran', () 
     expect([...perLoad.values()].map((c) => c.BatchExecuteStatement)).toEqual(Array(CHUNKS).fill(1));
     const rerunLogs = wf.runner.logs.slice(logsBefore);
     expect(rerunLogs.filter((l) => l.message === 'chunk loaded')).toEqual([]);
-    expect(rerunLogs.filter((l) => l.message === 'chunk already loaded; skipped').map((l) => l.chunk).sort()).toEqual([0, 1, 2, 3]);
+    expect(
+      rerunLogs
+        .filter((l) => l.message === 'chunk already loaded; skipped')
+        .map((l) => l.chunk)
+        .sort(),
+    ).toEqual([0, 1, 2, 3]);
     expect(await chunkLoads(wf)).toEqual([0, 1, 2, 3].map((i) => [i, 1, ROWS_PER_DAY]));
     expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(TO_DAY));
     expect(await wf.publications()).toHaveLength(1);

@@ -4,11 +4,14 @@
 // planned with; Plan warns when the source is not sorted on the time column.
 // The first sized run is arranged once; every other test acts on a copy of
 // what it left (test/support/workflow.ts useFork).
-import { TARGET_ROWS } from '../support/sized-pipeline.ts';
+
+// First: it replaces the pipelines before any other module reads them.
+import '../support/sized-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, caughtError, caughtMessage, inputFor, namesFor, planOf, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
+import { TARGET_ROWS } from '../support/sized-pipeline.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, planOf, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
 
@@ -105,7 +108,7 @@ describe('late rows in a merged chunk', () => {
 describe('a source not sorted on the time column', () => {
   const wf = useFork(fixture);
 
-  it('warns in Plan\'s output when no table the source reads is sorted on the time column, and still publishes', async () => {
+  it("warns in Plan's output when no table the source reads is sorted on the time column, and still publishes", async () => {
     await wf.query('DROP INDEX source.sales_order_lines_ordered_at');
     try {
       const result = await wf.run(inputFor(8), 'unsorted-source');

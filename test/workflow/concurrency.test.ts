@@ -5,13 +5,14 @@
 // once, the sample alone and the sample after a first run installed the
 // manifest; every test acts on a copy of its own (test/support/workflow.ts
 // useFork).
-import { newClient } from '../../local/pg-clients.ts';
+
 import { describe, expect, it } from 'vitest';
 import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { acquireLease } from '../../domain/sql/lease.ts';
 import { manifestDdl } from '../../domain/sql/manifest.ts';
 import { startBatch } from '../../domain/sql/plan.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
+import { newClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
 import {
   caughtError,
@@ -20,10 +21,10 @@ import {
   LIVE,
   namesFor,
   PIPELINE,
+  type TaskOverride,
   useFork,
   useWorkflowFixture,
   visited,
-  type TaskOverride,
   type Workflow,
 } from '../support/workflow.ts';
 
@@ -70,7 +71,10 @@ describe('two executions of one pipeline, of different batches, started at the s
     // The holder waits at Publish until the other execution waits for the lease (or, were the lease broken, reached Publish too).
     const atPublish: string[] = [];
     const waitsForLease = (executionId: string) =>
-      wf.runner.describe(executionId)?.events().some((e) => e.type === 'StateEntered' && e.state?.name === 'LeaseWait') ?? false;
+      wf.runner
+        .describe(executionId)
+        ?.events()
+        .some((e) => e.type === 'StateEntered' && e.state?.name === 'LeaseWait') ?? false;
     let loserWaited = false;
     wf.faults.Publish = async (input, next) => {
       const me = String((input as { executionId: string }).executionId);
@@ -113,7 +117,10 @@ describe("two executions taking one pipeline's lease at once", () => {
   it('held together at the leases lock and released at once, they leave one lease: the first committed, which the second then sees', async () => {
     const warehouse = localWarehouse(wf.wh.endpoint, wf.wh.pg.database);
     const take = (executionId: string) =>
-      warehouse.batch(acquireLease({ pipeline: PIPELINE.name, executionId, now: new Date(), expiresAt: new Date(Date.now() + 3_600_000) }), `lease ${executionId}`);
+      warehouse.batch(
+        acquireLease({ pipeline: PIPELINE.name, executionId, now: new Date(), expiresAt: new Date(Date.now() + 3_600_000) }),
+        `lease ${executionId}`,
+      );
     const gate = await wf.wh.gate({ table: 'atomic_publish.pipeline_leases' });
     const both = Promise.allSettled([take('execution-a'), take('execution-b')]);
     await gate.waiting(2);
@@ -209,7 +216,6 @@ describe('two batch starts of one batch at once', () => {
     expect(await batchRow()).toEqual([{ attempt: 1, execution_id: 'execution-a' }]);
     expect(await manifestRowsPerKey(wf, batchId)).toEqual({ batches: [1], attempts: [1], chunks: chunks.map(() => 1) });
   });
-
 });
 
 describe('two executions of one batch at once', () => {

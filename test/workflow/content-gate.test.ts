@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../domain/batch.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline } from '../../domain/spec.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { caughtError, type Fingerprint, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 120;
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
@@ -41,7 +41,12 @@ const checks = (wf: Workflow, id: string) =>
 const failed = async (wf: Workflow, id: string) => (await checks(wf, id)).filter((c) => !c.passed).map((c) => c.check_name);
 /** The source's amount total over sample day n, as the warehouse writes it. */
 const sourceAmount = async (wf: Workflow, n: number) =>
-  (await wf.query<{ total: string }>('SELECT SUM(amount) AS total FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2', [day(n), day(n + 1)]))[0]!.total;
+  (
+    await wf.query<{ total: string }>('SELECT SUM(amount) AS total FROM source.sales_order_lines WHERE ordered_at >= $1 AND ordered_at < $2', [
+      day(n),
+      day(n + 1),
+    ])
+  )[0]!.total;
 
 const fixture = useWorkflowFixture('wf_content_gate', async (wf) => {
   await wf.sample({ rowsPerDay: ROWS_PER_DAY, sourceDays: 10, liveDays: 5 });
@@ -88,7 +93,9 @@ describe('a correction in place after the chunk loaded', () => {
     expect(recorded.find((c) => c.check_name === 'staging_rows_match_source')?.passed).toBe(true);
     const sums = recorded.find((c) => c.check_name === 'staging_sums_match_source')!;
     expect(sums.details).toBe(`#3 2026-01-04 00:00:00: amount: source ${corrected}, staging ${loaded}, source - staging 100000.00`);
-    expect(sums.observed).toMatch(/^1 chunk\(s\) whose sums differ; quantity: source (\d+), staging \1, source - staging 0; amount: source .*, source - staging 100000\.00$/);
+    expect(sums.observed).toMatch(
+      /^1 chunk\(s\) whose sums differ; quantity: source (\d+), staging \1, source - staging 0; amount: source .*, source - staging 100000\.00$/,
+    );
     expect(recorded.find((c) => c.check_name === 'staging_content_matches_source')!.details).toBe(
       `#3 2026-01-04 00:00:00: checksum differs (source ${ROWS_PER_DAY} rows, staging ${ROWS_PER_DAY} rows)`,
     );
@@ -96,7 +103,9 @@ describe('a correction in place after the chunk loaded', () => {
     const { message } = result.alerts[0]!;
     expect(message).toContain('Chunks whose content differs from the source (1 of 1):');
     expect(message).toMatch(
-      new RegExp(`│ +3 │ 2026-01-04 00:00:00 │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ differs +│ +(\\d+) │ +\\1 │ +0 │ +${corrected.replace('.', '\\.')} │ +${loaded.replace('.', '\\.')} │ +100000\\.00 │`),
+      new RegExp(
+        `│ +3 │ 2026-01-04 00:00:00 │ +${ROWS_PER_DAY} │ +${ROWS_PER_DAY} │ differs +│ +(\\d+) │ +\\1 │ +0 │ +${corrected.replace('.', '\\.')} │ +${loaded.replace('.', '\\.')} │ +100000\\.00 │`,
+      ),
     );
     expect(message).not.toContain('Chunks that differ (');
     expect(await wf.chunkStatuses(id)).toEqual({ DONE: 6, STALE: 1 });

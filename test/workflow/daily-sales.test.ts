@@ -10,10 +10,10 @@
 // (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/spec.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { correctAmountsInPlace, dailySalesPipeline, sampleDay } from '../../local/sample-data.ts';
 import { dailySales } from '../../pipelines/daily-sales.ts';
 import { pipelines } from '../../pipelines/index.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
 import { scheduledRunOn } from '../support/scheduled-run.ts';
 import { caughtMessage, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
@@ -73,7 +73,10 @@ describe('a scheduled run of daily_sales', () => {
     // The corrected days are outside the run's interval: live still has the amounts from before the correction.
     expect(days(now, CORRECTED_FROM, CORRECTED_TO)).not.toEqual(days(truth, CORRECTED_FROM, CORRECTED_TO));
     const [publication] = await wf.publications();
-    expect([dayOf(publication!.interval_start as Date), dayOf(publication!.interval_end as Date)]).toEqual([dayOf(sampleDay(LIVE_DAYS)), dayOf(sampleDay(SOURCE_DAYS))]);
+    expect([dayOf(publication!.interval_start as Date), dayOf(publication!.interval_end as Date)]).toEqual([
+      dayOf(sampleDay(LIVE_DAYS)),
+      dayOf(sampleDay(SOURCE_DAYS)),
+    ]);
   });
 });
 
@@ -83,7 +86,10 @@ describe('a backfill of the corrected days, then a rollback', () => {
   let afterBackfill: Day[];
   let rollback: ExecutionResult;
   beforeAll(async () => {
-    backfill = await wf.run({ pipeline: PIPELINE.name, from: sampleDay(CORRECTED_FROM).toISOString(), to: sampleDay(CORRECTED_TO).toISOString() }, 'daily-backfill');
+    backfill = await wf.run(
+      { pipeline: PIPELINE.name, from: sampleDay(CORRECTED_FROM).toISOString(), to: sampleDay(CORRECTED_TO).toISOString() },
+      'daily-backfill',
+    );
     afterBackfill = await live(wf);
     rollback = await wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'daily-rollback');
   });
@@ -106,7 +112,6 @@ describe('a backfill of the corrected days, then a rollback', () => {
     expect(await live(wf)).toEqual(fixture.arranged.before);
   });
 });
-
 
 // r_COUNT and r_LISTAGG: each day's orders (three order lines each) and its customers, in order, in two
 // columns added to the live table. Published by a swap, whose transaction re-checks the source inside a

@@ -7,11 +7,14 @@
 // any load. The warehouse (with the parent table) is arranged once; every
 // test acts on a copy of its own (test/support/workflow.ts useFork,
 // test/support/fork-per-test.ts).
-import { CUSTOMERS, DECLARED_CHECKS, index, withChecks } from '../support/declared-checks-pipeline.ts';
+
+// First: it replaces the pipelines before any other module reads them.
+import '../support/declared-checks-pipeline.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
+import { CUSTOMERS, DECLARED_CHECKS, index, withChecks } from '../support/declared-checks-pipeline.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
@@ -75,7 +78,6 @@ describe('declared checks on the sample data', () => {
     expect(recorded['not_null:product_id']!.observed).toBe('0 row(s) with NULL product_id');
     expect(recorded['references:customer_id']!.expected).toBe('at most 0 (tolerance), severity block');
   });
-
 });
 
 describe('declared checks on rows that break them', () => {
@@ -111,15 +113,20 @@ describe('declared checks on rows that break them', () => {
       observed: '1 row(s) whose (customer_id) is not in crm.customers (customer_id)',
       details: 'sample: (customer_id) = (99999999) on 1 row(s)',
     });
-    expect(recorded['sql:amount_too_large']).toMatchObject({ passed: false, observed: '1 row(s) returned', details: 'sample: order_id = 40, line_no = 3, amount = 9999.00' });
+    expect(recorded['sql:amount_too_large']).toMatchObject({
+      passed: false,
+      observed: '1 row(s) returned',
+      details: 'sample: order_id = 40, line_no = 3, amount = 9999.00',
+    });
 
     const { message } = result.alerts[0]!;
     expect(message).toContain('4 check(s) failed for batch');
     expect(message).toContain('  not_null:product_id: observed 3 row(s) with NULL product_id; expected at most 0 (tolerance), severity block');
     expect(message).toContain('Declared checks that failed (4):');
-    expect(message).toMatch(/│ references:customer_id +│ block +│ 1 row\(s\) whose \(customer_id\) is not in crm\.customers \(customer_id\) +│ +0 │ \(customer_id\) = \(99999999\) on 1 row\(s\) +│/);
+    expect(message).toMatch(
+      /│ references:customer_id +│ block +│ 1 row\(s\) whose \(customer_id\) is not in crm\.customers \(customer_id\) +│ +0 │ \(customer_id\) = \(99999999\) on 1 row\(s\) +│/,
+    );
   });
-
 });
 
 describe('declared checks as warnings', () => {
@@ -143,7 +150,12 @@ describe('declared checks as warnings', () => {
     expect(recorded['not_null:product_id']).toMatchObject({ passed: false, severity: 'warn', observed: '3 row(s) with NULL product_id' });
     expect(recorded['references:customer_id']).toMatchObject({ passed: false, severity: 'warn', details: 'sample: (customer_id) = (99999999) on 1 row(s)' });
     expect(recorded['sql:amount_too_large']).toMatchObject({ passed: false, severity: 'warn' });
-    expect(recorded['accepted_values:quantity']).toMatchObject({ passed: true, severity: 'warn', observed: '1 row(s) whose quantity is not one of 1, 2, 3, 4, 5, 6, 7, 8, 9', details: '' });
+    expect(recorded['accepted_values:quantity']).toMatchObject({
+      passed: true,
+      severity: 'warn',
+      observed: '1 row(s) whose quantity is not one of 1, 2, 3, 4, 5, 6, 7, 8, 9',
+      details: '',
+    });
     const output = stateEvents(result, 'StateExited', 'Reconcile')[0]!.state!.output as { reconcile: { warnings: { check: string }[] } };
     expect(output.reconcile.warnings.map((w) => w.check)).toEqual(['not_null:product_id', 'references:customer_id', 'sql:amount_too_large']);
     expect((await wf.batch(batchId(8)))?.status).toBe('PUBLISHED');
@@ -154,11 +166,31 @@ describe('declared checks the warehouse does not fit, refused in Plan before any
   const wf = useForkPerTest(fixture);
 
   it.each<[string, PipelineSpec['checks'], RegExp]>([
-    ['a notNull column the live table lacks', { notNull: ['discount'] }, /^pipeline sales_order_lines: check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/],
-    ['accepted values of another type than the column', { acceptedValues: [{ column: 'quantity', values: ['one'] }] }, /check accepted_values:quantity lists "one" for quantity of analytics\.sales_order_lines, which is integer: list numbers/],
-    ['a parent table that does not exist', { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'clients', columns: ['id'] } }] }, /check references:customer_id references crm\.clients, which does not exist/],
-    ['a parent column that does not exist', { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }] }, /check references:customer_id references id, which is not a column of crm\.customers/],
-    ['custom SQL reading a table that does not exist', { sql: [{ name: 'orphans', sql: 'SELECT s.order_id FROM {staging} AS s JOIN crm.orders AS o ON o.order_id = s.order_id' }] }, /check sql:orphans does not run on the live table in place of staging: .*crm\.orders/],
+    [
+      'a notNull column the live table lacks',
+      { notNull: ['discount'] },
+      /^pipeline sales_order_lines: check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/,
+    ],
+    [
+      'accepted values of another type than the column',
+      { acceptedValues: [{ column: 'quantity', values: ['one'] }] },
+      /check accepted_values:quantity lists "one" for quantity of analytics\.sales_order_lines, which is integer: list numbers/,
+    ],
+    [
+      'a parent table that does not exist',
+      { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'clients', columns: ['id'] } }] },
+      /check references:customer_id references crm\.clients, which does not exist/,
+    ],
+    [
+      'a parent column that does not exist',
+      { references: [{ columns: ['customer_id'], parent: { schema: 'crm', table: 'customers', columns: ['id'] } }] },
+      /check references:customer_id references id, which is not a column of crm\.customers/,
+    ],
+    [
+      'custom SQL reading a table that does not exist',
+      { sql: [{ name: 'orphans', sql: 'SELECT s.order_id FROM {staging} AS s JOIN crm.orders AS o ON o.order_id = s.order_id' }] },
+      /check sql:orphans does not run on the live table in place of staging: .*crm\.orders/,
+    ],
   ])('refuses %s, naming the pipeline and the check', async (what, checks, message) => {
     pipelines[index] = withChecks(checks);
     const live = await wf.fingerprint(LIVE);

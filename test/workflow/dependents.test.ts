@@ -22,7 +22,18 @@ import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../l
 import { withClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, useFork, useWorkflowFixture, type Fingerprint, type TaskOverride, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  type TaskOverride,
+  useFork,
+  useWorkflowFixture,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const READER = 'report_reader';
 const ROLE = 'report_role';
@@ -288,9 +299,7 @@ describe('a view that cannot be re-pointed', () => {
       const result = await wf.run(inputFor(10), 'dependents-lost-column');
       expect(result.status).toBe('FAILED');
       expect(caughtError(result)?.Error).toBe('DependentViewError');
-      expect(caughtMessage(result)).toContain(
-        'view analytics.sales_notes reads column note of analytics.sales_order_lines, which the new table lacks',
-      );
+      expect(caughtMessage(result)).toContain('view analytics.sales_notes reads column note of analytics.sales_order_lines, which the new table lacks');
       expect(result.alerts).toHaveLength(1);
       expect(result.alerts[0]!.message).toContain('DependentViewError: publish refused before the swap: view analytics.sales_notes reads column note');
       expect(result.alerts[0]!.message).toContain('Live table: analytics.sales_order_lines untouched');
@@ -324,7 +333,9 @@ describe("another table's foreign key that cannot be re-pointed", () => {
   const wf = useFork(fixture);
   it('refuses the publish when that table is owned by another user, naming it, its owner and the fix', async () => {
     const before = await wf.fingerprint(LIVE);
-    const created = await wf.wh.run(`CREATE TABLE analytics.order_tags (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${LIVE} (order_id, line_no))`);
+    const created = await wf.wh.run(
+      `CREATE TABLE analytics.order_tags (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${LIVE} (order_id, line_no))`,
+    );
     expect(created.Status, created.Error).toBe('FINISHED');
     try {
       const result = await wf.run(inputFor(10), 'dependents-foreign-key');
@@ -357,11 +368,16 @@ describe('Cleanup and a view and a foreign key on an old version', () => {
     expect(await wf.tableExists(oldest)).toBe(true);
     await wf.query(`CREATE VIEW analytics.sales_archive AS SELECT order_id FROM ${oldest}`);
     // And a foreign key created on it: Redshift refuses to drop a table one references.
-    const referencing = await wf.wh.run(`CREATE TABLE analytics.archive_refs (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${oldest} (order_id, line_no))`);
+    const referencing = await wf.wh.run(
+      `CREATE TABLE analytics.archive_refs (order_id bigint, line_no int, FOREIGN KEY (order_id, line_no) REFERENCES ${oldest} (order_id, line_no))`,
+    );
     expect(referencing.Status, referencing.Error).toBe('FINISHED');
     type Output = { cleanup: { dropped: string[]; kept: { table: string; readBy: string[] }[] } };
     let kept: Output['cleanup']['kept'] = [];
-    for (const [day, name] of [[10, 'dependents-retain-10'], [11, 'dependents-retain-11']] as const) {
+    for (const [day, name] of [
+      [10, 'dependents-retain-10'],
+      [11, 'dependents-retain-11'],
+    ] as const) {
       const result = await wf.run(inputFor(day), name);
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
       kept = [...kept, ...(result.output as Output).cleanup.kept];

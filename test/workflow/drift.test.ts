@@ -24,7 +24,8 @@ const DRIFT = {
   nullRate: { maxIncreasePoints: 10, minRows: 50 },
 } as const;
 /** The sample pipeline with these checks (deployed as a new spec would be: the functions read this list). */
-const withChecks = (checks: PipelineSpec['checks'], spec: Partial<PipelineSpec> = {}) => definePipeline({ ...salesOrderLines, ...spec, checks: { allowEmpty: false, ...checks } });
+const withChecks = (checks: PipelineSpec['checks'], spec: Partial<PipelineSpec> = {}) =>
+  definePipeline({ ...salesOrderLines, ...spec, checks: { allowEmpty: false, ...checks } });
 
 const batchId = (day: number) => batchIdFor(pipelines[index]!, resolveInterval(inputFor(day), pipelines[index]!, new Date()));
 const day = (n: number) => sampleDay(n).toISOString().slice(0, 19);
@@ -45,7 +46,10 @@ async function recorded(wf: Workflow, id: string): Promise<Record<string, Record
   );
   return Object.fromEntries(rows.map((r) => [r.check_name, r]));
 }
-const failed = async (wf: Workflow, id: string) => Object.values(await recorded(wf, id)).filter((c) => !c.passed).map((c) => c.check_name);
+const failed = async (wf: Workflow, id: string) =>
+  Object.values(await recorded(wf, id))
+    .filter((c) => !c.passed)
+    .map((c) => c.check_name);
 /** 84 of day 3's 120 source rows are gone: staging matches the source, live still has them. */
 const truncateDay3 = (wf: Workflow) =>
   wf.query(
@@ -215,7 +219,9 @@ describe('tolerances of the measures', () => {
     expect(refused.status).toBe('FAILED');
     expect(visited(refused)).toEqual(['Input', 'Plan', 'RecordFailure', 'Notify', 'Failed']);
     expect(caughtError(refused)?.Error).toBe('ValidationError');
-    expect(caughtMessage(refused)).toMatch(/^pipeline sales_order_lines: checks\.measures names weight of analytics\.sales_order_lines, which is double precision: .*declare it with a tolerance/);
+    expect(caughtMessage(refused)).toMatch(
+      /^pipeline sales_order_lines: checks\.measures names weight of analytics\.sales_order_lines, which is double precision: .*declare it with a tolerance/,
+    );
     expect(await wf.fingerprint(LIVE)).toEqual(live);
 
     wf.reset();
@@ -224,7 +230,10 @@ describe('tolerances of the measures', () => {
     const accepted = await wf.run(inputFor(10), 'float-with-tolerance');
 
     expect(accepted.status, `${accepted.error}: ${accepted.cause}`).toBe('SUCCEEDED');
-    expect((await recorded(wf, batchId(10))).staging_sums_match_source).toMatchObject({ passed: true, expected: 'sums of weight (tolerance relative 1e-9) equal in every chunk' });
+    expect((await recorded(wf, batchId(10))).staging_sums_match_source).toMatchObject({
+      passed: true,
+      expected: 'sums of weight (tolerance relative 1e-9) equal in every chunk',
+    });
   });
 });
 

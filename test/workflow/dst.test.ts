@@ -79,12 +79,13 @@ describe.each([
     expect(await compare(wf, dayBefore, from)).toEqual(around.before);
     expect(await compare(wf, to, dayAfter)).toEqual(around.after);
 
-    const chunks = await wf.query<{ interval_start: Date }>(
-      'SELECT interval_start FROM atomic_publish.chunks WHERE batch_id = $1 ORDER BY chunk_index',
-      [batchIdFor(berlin, interval)],
-    );
+    const chunks = await wf.query<{ interval_start: Date }>('SELECT interval_start FROM atomic_publish.chunks WHERE batch_id = $1 ORDER BY chunk_index', [
+      batchIdFor(berlin, interval),
+    ]);
     expect(chunks).toHaveLength(day.hours);
-    const localHours = chunks.map((c) => new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', hourCycle: 'h23' }).format(c.interval_start));
+    const localHours = chunks.map((c) =>
+      new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', hourCycle: 'h23' }).format(c.interval_start),
+    );
     if (day === SPRING) expect(localHours).not.toContain('02');
     if (day === AUTUMN) expect(localHours.filter((h) => h === '02')).toHaveLength(2);
   });

@@ -26,7 +26,9 @@ const fixture = useWorkflowFixture('wf_failure_alarms', async (wf) => {
   await wf.sample({ rowsPerDay: 5, sourceDays: DAY + 1, liveDays: 3 });
   // A source row arrives after the load: the gate's count no longer matches.
   wf.faults.Reconcile = async (input, next) => {
-    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [sampleDay(1).toISOString().slice(0, 19)]);
+    await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [
+      sampleDay(1).toISOString().slice(0, 19),
+    ]);
     return next(input);
   };
   let failed: Awaited<ReturnType<Workflow['run']>>;
@@ -76,13 +78,22 @@ describe('a batch the gate blocks', () => {
     expect(caughtError(failed)?.Error).toBe('CheckFailedError');
     const records = recordWith(failed.metrics, 'BatchFailed');
     expect(records).toHaveLength(1);
-    expect(records[0]).toMatchObject({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, values: { BatchFailed: 1, ReconcileFailed: 1 } });
+    expect(records[0]).toMatchObject({
+      namespace: 'AtomicPublish',
+      dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name },
+      values: { BatchFailed: 1, ReconcileFailed: 1 },
+    });
     expect(Object.keys(records[0]!.values).sort()).toEqual(['BatchFailed', 'ReconcileFailed']);
   });
 
-  it('turns the pipeline\'s reconciliation-failed alarm to ALARM, paging with its runbook, while publish-failed and out-of-band stay quiet; then OK after a quiet period', async () => {
+  it("turns the pipeline's reconciliation-failed alarm to ALARM, paging with its runbook, while publish-failed and out-of-band stay quiet; then OK after a quiet period", async () => {
     const alarm = alarmOn('ReconcileFailed');
-    expect(alarm).toMatchObject({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, statistic: 'Sum', threshold: 1 });
+    expect(alarm).toMatchObject({
+      namespace: 'AtomicPublish',
+      dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name },
+      statistic: 'Sum',
+      threshold: 1,
+    });
     expect(await putEmfRecords(local.client, failed.metrics)).toBeGreaterThanOrEqual(2);
     const at = periodEnd(alarm, recordWith(failed.metrics, 'ReconcileFailed')[0]!.timestamp);
 
@@ -93,7 +104,9 @@ describe('a batch the gate blocks', () => {
     expect(pagesOf(local.outbox, alarm)).toEqual([
       expect.objectContaining({
         NewStateValue: 'ALARM',
-        AlarmDescription: expect.stringMatching(new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*docs\\/runbook\\.md#reconciliation-failed-alarm\\)\\.$`)),
+        AlarmDescription: expect.stringMatching(
+          new RegExp(`^atomic-publish: pipeline ${PIPELINE.name}: reconciliation failed: .*docs\\/runbook\\.md#reconciliation-failed-alarm\\)\\.$`),
+        ),
       }),
     ]);
     // No datapoint of theirs, missing data not breaching: OK, never ALARM.
@@ -109,7 +122,7 @@ describe('a batch the gate blocks', () => {
 describe('the re-run that publishes', () => {
   const wf = useFork(fixture);
 
-  it('has EmitMetrics\' RunDurationSeconds reach the pipeline\'s slow-run alarm by its dimensions: under the expected run, OK', async () => {
+  it("has EmitMetrics' RunDurationSeconds reach the pipeline's slow-run alarm by its dimensions: under the expected run, OK", async () => {
     const rerun = await wf.run(inputFor(DAY), 'gate-blocks-rerun');
     expect(rerun.status, `${rerun.error}: ${rerun.cause}`).toBe('SUCCEEDED');
     const [record] = recordWith(rerun.metrics, 'RunDurationSeconds');
@@ -137,7 +150,7 @@ describe('an execution that timed out before Plan recorded a batch', () => {
   const wf = useFork(fixture);
   const local = useAlarms(wf);
 
-  it('has CancelOrphans write ExecutionStopped for the pipeline its input names, and the pipeline\'s execution-stopped alarm pages', async () => {
+  it("has CancelOrphans write ExecutionStopped for the pipeline its input names, and the pipeline's execution-stopped alarm pages", async () => {
     let releasePlan!: () => void;
     const planHeld = new Promise<void>((resolve) => (releasePlan = resolve));
     wf.faults.Plan = async () => {
@@ -155,13 +168,22 @@ describe('an execution that timed out before Plan recorded a batch', () => {
 
     expect(timedOut.status).toBe('TIMED_OUT');
     const records = recordWith(timedOut.metrics, 'ExecutionStopped');
-    expect(records).toEqual([expect.objectContaining({ namespace: 'AtomicPublish', dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name }, values: { ExecutionStopped: 1 } })]);
+    expect(records).toEqual([
+      expect.objectContaining({
+        namespace: 'AtomicPublish',
+        dimensions: { service: 'atomic-publish', Pipeline: PIPELINE.name },
+        values: { ExecutionStopped: 1 },
+      }),
+    ]);
     await putEmfRecords(local.client, records);
     const alarm = alarmOn('ExecutionStopped');
 
     const changed = local.cw.evaluate(new Date(periodEnd(alarm, records[0]!.timestamp)));
 
     expect(changed.find((t) => t.alarmName === alarm.alarmName)).toMatchObject({ to: 'ALARM' });
-    expect(pagesOf(local.outbox, alarm).at(-1)).toMatchObject({ NewStateValue: 'ALARM', AlarmDescription: expect.stringContaining('an execution was aborted or timed out') });
+    expect(pagesOf(local.outbox, alarm).at(-1)).toMatchObject({
+      NewStateValue: 'ALARM',
+      AlarmDescription: expect.stringContaining('an execution was aborted or timed out'),
+    });
   });
 });

@@ -16,24 +16,36 @@
 // sixty cells, each two executions): the isolation level changes what a
 // concurrent transaction sees, not where a step can stop, and the
 // publish-transaction cells, where isolation matters, run under both.
-import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
+
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderTable } from '../../domain/text-table.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
-import { LOCAL_PIPELINE_USER, applyPipelineSetup } from '../../local/database-users.ts';
+import { applyPipelineSetup, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { createSampleWarehouse } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
-import { statementCounter, type StatementLog, type StatementScope } from '../support/statement-faults.ts';
+import { type StatementLog, type StatementScope, statementCounter } from '../support/statement-faults.ts';
 import { until } from '../support/until.ts';
 import { suiteIsolation } from '../support/warehouse.ts';
-import { caughtError, inputFor, LIVE, namesFor, PIPELINE, useWorkflow, WORKFLOW_TIME_SCALE, type Fingerprint, type TaskState, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  type TaskState,
+  useWorkflow,
+  WORKFLOW_TIME_SCALE,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const SAMPLE = { rowsPerDay: 6, sourceDays: 4, liveDays: 2 };
 /** The batch every cell runs: 3 day chunks. */
@@ -109,7 +121,10 @@ async function runningStatements(): Promise<string[]> {
     const listed = await wf.wh.client.send(new ListStatementsCommand({ Status, MaxResults: 100 }));
     running.push(...(listed.Statements ?? []).map((s) => `${s.StatementName ?? s.Id} ${s.Status}`));
   }
-  const active = await wf.query<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE datname = current_database() AND usename = $1 AND state <> 'idle'`, [LOCAL_PIPELINE_USER]);
+  const active = await wf.query<{ query: string }>(
+    `SELECT query FROM pg_stat_activity WHERE datname = current_database() AND usename = $1 AND state <> 'idle'`,
+    [LOCAL_PIPELINE_USER],
+  );
   return [...running, ...active.map((a) => `backend: ${a.query.slice(0, 80)}`)];
 }
 
@@ -127,7 +142,10 @@ async function liveAgreesWithManifest(): Promise<'old' | 'new'> {
     if (batch) expect(batch.status, 'the batch of a failed run').toBe('FAILED');
     return 'old';
   }
-  expect(manifest.map((p) => p.batch_id), 'the publication of this batch').toEqual([names.batchId]);
+  expect(
+    manifest.map((p) => p.batch_id),
+    'the publication of this batch',
+  ).toEqual([names.batchId]);
   expect(batch?.status).toBe('PUBLISHED');
   return 'new';
 }
@@ -204,19 +222,34 @@ async function cell(
     expect(await wf.fingerprint(LIVE), `${id}: the re-run converges`).toEqual(fresh);
     expect(await liveAgreesWithManifest()).toBe('new');
     expect(await runningStatements()).toEqual([]);
-    const rerunOutcome = (rerun.output as { plan?: { alreadyPublished?: boolean } })?.plan?.alreadyPublished ? 'SUCCEEDED, nothing to publish' : 'SUCCEEDED, published';
+    const rerunOutcome = (rerun.output as { plan?: { alreadyPublished?: boolean } })?.plan?.alreadyPublished
+      ? 'SUCCEEDED, nothing to publish'
+      : 'SUCCEEDED, published';
     matrix.push({ cell: id, where, failed: failedOutcome, live, page, says: result?.alerts[0] ? pageSays(result.alerts[0].message) : '', rerun: rerunOutcome });
   } finally {
     reads = await readers.stop();
   }
-  expect(reads.filter((r) => r.error), `${id}: reads that failed`).toEqual([]);
+  expect(
+    reads.filter((r) => r.error),
+    `${id}: reads that failed`,
+  ).toEqual([]);
   expect(reads.length).toBeGreaterThanOrEqual(6);
-  if (!insideSwap) expect(new Set(reads.filter((r) => r.phase.startsWith('at the fault')).map((r) => r.reader)), `${id}: every reader read at the fault`).toEqual(new Set([0, 1]));
+  if (!insideSwap)
+    expect(new Set(reads.filter((r) => r.phase.startsWith('at the fault')).map((r) => r.reader)), `${id}: every reader read at the fault`).toEqual(
+      new Set([0, 1]),
+    );
   for (const reader of [0, 1]) {
     const versions = reads.filter((r) => r.reader === reader).map(versionRead);
-    expect(versions.filter((v) => v !== versionOf(old) && v !== versionOf(fresh)), `${id}: reader ${reader} saw only old or new`).toEqual([]);
+    expect(
+      versions.filter((v) => v !== versionOf(old) && v !== versionOf(fresh)),
+      `${id}: reader ${reader} saw only old or new`,
+    ).toEqual([]);
     const firstNew = versions.indexOf(versionOf(fresh));
-    if (firstNew >= 0) expect(versions.slice(firstNew).filter((v) => v === versionOf(old)), `${id}: reader ${reader} went back to old`).toEqual([]);
+    if (firstNew >= 0)
+      expect(
+        versions.slice(firstNew).filter((v) => v === versionOf(old)),
+        `${id}: reader ${reader} went back to old`,
+      ).toEqual([]);
   }
 }
 
@@ -321,15 +354,20 @@ describe('a failure inside the publish transaction', () => {
   }
 
   it('an exception mid-swap (the swap cancelled while it holds the live table): old or new throughout, manifest agrees, nothing running, re-run converges', async () => {
-    await cell('swap exception', 'inside the swap transaction, at its LOCK of the publications', async () => {
-      const armed = gateBeforeSwap();
-      const running = await wf.start(input, 'swap-exception');
-      await until(() => armed.gate() !== undefined, 'the swap about to be submitted');
-      const pid = await swapInsideItsTransaction(armed.gate()!);
-      const [cancelled] = await wf.query<{ ok: boolean }>('SELECT pg_cancel_backend($1) AS ok', [pid]);
-      await armed.gate()!.release();
-      return { result: await running.result, fired: cancelled!.ok };
-    }, true);
+    await cell(
+      'swap exception',
+      'inside the swap transaction, at its LOCK of the publications',
+      async () => {
+        const armed = gateBeforeSwap();
+        const running = await wf.start(input, 'swap-exception');
+        await until(() => armed.gate() !== undefined, 'the swap about to be submitted');
+        const pid = await swapInsideItsTransaction(armed.gate()!);
+        const [cancelled] = await wf.query<{ ok: boolean }>('SELECT pg_cancel_backend($1) AS ok', [pid]);
+        await armed.gate()!.release();
+        return { result: await running.result, fired: cancelled!.ok };
+      },
+      true,
+    );
   });
 
   it('the local runner killed (SIGKILL) while the swap waits inside its transaction: old or new throughout, manifest agrees, nothing running, re-run converges', async () => {
@@ -342,7 +380,18 @@ describe('a failure inside the publish transaction', () => {
       async () => {
         const child = spawn(
           process.execPath,
-          ['--import', 'tsx', join(PROJECT_ROOT, 'test', 'support', 'killable-run.ts'), wf.wh.endpoint, wf.wh.pg.database, JSON.stringify(input), 'killed-run', String(WORKFLOW_TIME_SCALE), outbox, LOCK_WAIT_MS],
+          [
+            '--import',
+            'tsx',
+            join(PROJECT_ROOT, 'test', 'support', 'killable-run.ts'),
+            wf.wh.endpoint,
+            wf.wh.pg.database,
+            JSON.stringify(input),
+            'killed-run',
+            String(WORKFLOW_TIME_SCALE),
+            outbox,
+            LOCK_WAIT_MS,
+          ],
           { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, POWERTOOLS_LOG_LEVEL: 'WARN' } },
         );
         const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

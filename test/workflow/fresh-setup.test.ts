@@ -13,16 +13,16 @@
 // handlers name the user as their DbUser (GetClusterCredentials): a user
 // created PASSWORD DISABLE has no password a secret could hold.
 import { randomBytes } from 'node:crypto';
-import { ExecuteStatementCommand, type DescribeStatementResponse } from '@aws-sdk/client-redshift-data';
+import { type DescribeStatementResponse, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { WarehouseEnv } from '../../domain/warehouse-target.ts';
 import { localDefaultUserTarget } from '../../local/aws-clients.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { setupSqlFor } from '../../scripts/setup-sql.ts';
-import { untilEnded, type Endpoint } from '../support/warehouse.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 import { suiteTargetKind } from '../support/target-kind.ts';
+import { type Endpoint, untilEnded } from '../support/warehouse.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflow, type Workflow } from '../support/workflow.ts';
 
 /** The statements of a printed script, in order, each as printed (one a line, with its semicolon), without the comments. */
 function scriptStatements(script: string): string[] {

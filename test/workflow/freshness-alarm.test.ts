@@ -13,12 +13,12 @@ import { DescribeAlarmsCommand, type DescribeAlarmsCommandOutput, GetMetricStati
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FreshnessMonitorError } from '../../domain/freshness.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
-import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { monitorSetupStatements } from '../../domain/sql/setup.ts';
-import { ensureLocalUser } from '../../local/database-users.ts';
+import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
+import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import type { AlarmTransition } from '../../local/cloudwatch-api.ts';
+import { ensureLocalUser } from '../../local/database-users.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { type LocalAlarm, useLocalAlarm } from '../support/local-alarm.ts';
@@ -62,7 +62,8 @@ const intoPeriod = (m: Monitored, instant: number) => Math.ceil(instant / m.peri
  * of those periods. Returns the transitions.
  */
 async function monitorThenEvaluate(m: Monitored, start: number, runs: number) {
-  for (let k = 0; k < runs; k++) await monitorFreshness({ warehouse: m.warehouse, cloudWatch: m.client, now: new Date(start + k * m.period), pipelines: [PIPELINE] });
+  for (let k = 0; k < runs; k++)
+    await monitorFreshness({ warehouse: m.warehouse, cloudWatch: m.client, now: new Date(start + k * m.period), pipelines: [PIPELINE] });
   return transitionsOfThisAlarm(m, m.cw.evaluate(new Date(start - 30_000 + runs * m.period)));
 }
 
@@ -85,7 +86,9 @@ const publishAge = (m: Monitored, start: Date, end: Date, periodSeconds: number,
 
 /** This alarm's pages (the stack's other alarms page too: each OK they enter from INSUFFICIENT_DATA). */
 const pages = (m: Monitored) =>
-  m.outbox.alerts.map((a) => ({ subject: a.subject ?? '', message: JSON.parse(a.message) as Record<string, unknown> })).filter((p) => p.message.AlarmName === m.alarm.alarmName);
+  m.outbox.alerts
+    .map((a) => ({ subject: a.subject ?? '', message: JSON.parse(a.message) as Record<string, unknown> }))
+    .filter((p) => p.message.AlarmName === m.alarm.alarmName);
 async function livePublishedAt(wf: Workflow): Promise<Date> {
   return (await wf.query<{ at: Date }>(`SELECT max(published_at) AS at FROM atomic_publish.publications WHERE pipeline = $1`, [PIPELINE.name]))[0]!.at;
 }
@@ -100,7 +103,7 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
   describe('before any measurement', () => {
     const m = useMonitored(wf);
 
-    it('is the stack\'s alarm: PublishAgeSeconds of the pipeline against its SLA, missing data breaching, paging the on-call topic', () => {
+    it("is the stack's alarm: PublishAgeSeconds of the pipeline against its SLA, missing data breaching, paging the on-call topic", () => {
       expect(m.alarm).toMatchObject({
         namespace: 'AtomicPublish',
         statistic: 'Maximum',
@@ -143,7 +146,9 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
       const now = intoPeriod(m, firstPublishedAt()) + 30_000;
       const report = await monitorFreshness({ warehouse: m.warehouse, cloudWatch: m.client, now: new Date(now), pipelines: [PIPELINE] });
       // The column holds UTC wall times (timestamp without time zone).
-      const [row] = await m.wf.query<{ latest: string }>(`SELECT to_char(max(ordered_at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS latest FROM analytics.sales_order_lines`);
+      const [row] = await m.wf.query<{ latest: string }>(
+        `SELECT to_char(max(ordered_at), 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS latest FROM analytics.sales_order_lines`,
+      );
       expect(report.measured[PIPELINE.name]).toContainEqual({ name: 'LiveDataLagSeconds', seconds: (now - Date.parse(row!.latest)) / 1000 });
     });
   });
@@ -164,7 +169,11 @@ describe('the freshness alarm of a pipeline, evaluated locally as synthesized', 
     it('turns to ALARM when the publication grows older than the SLA, paging on-call with the pipeline, what it means and the runbook', () => {
       expect(changed.map((t) => [t.from, t.to])).toEqual([['OK', 'ALARM']]);
       expect(page!.subject).toMatch(/^ALARM: /);
-      expect(page!.message).toMatchObject({ NewStateValue: 'ALARM', OldStateValue: 'OK', Trigger: { MetricName: 'PublishAgeSeconds', Threshold: PIPELINE.freshness.slaMinutes * 60 } });
+      expect(page!.message).toMatchObject({
+        NewStateValue: 'ALARM',
+        OldStateValue: 'OK',
+        Trigger: { MetricName: 'PublishAgeSeconds', Threshold: PIPELINE.freshness.slaMinutes * 60 },
+      });
       const description = String(page!.message.AlarmDescription);
       expect(description).toContain(`pipeline ${PIPELINE.name} is stale`);
       expect(description).toContain(`more than ${PIPELINE.freshness.slaMinutes} minutes ago`);
@@ -217,7 +226,9 @@ describe('the freshness alarm of a pipeline, once in ALARM', () => {
     expect(second.status, `${second.error}: ${second.cause}`).toBe('SUCCEEDED');
     expect(secondPublishedAt).toBeGreaterThan(firstPublishedAt() + SLA_MS);
     expect(changed.map((t) => [t.from, t.to])).toEqual([['ALARM', 'OK']]);
-    expect(pagesAfter).toEqual([expect.objectContaining({ subject: expect.stringMatching(/^OK: /), message: expect.objectContaining({ NewStateValue: 'OK' }) })]);
+    expect(pagesAfter).toEqual([
+      expect.objectContaining({ subject: expect.stringMatching(/^OK: /), message: expect.objectContaining({ NewStateValue: 'OK' }) }),
+    ]);
   });
 });
 
@@ -231,10 +242,15 @@ describe('a rollback', () => {
 
   it('does not count as a publish: the age is again that of the publication it puts back', async () => {
     expect(second.status, `${second.error}: ${second.cause}`).toBe('SUCCEEDED');
-    const [first] = await m.wf.query<{ at: Date }>(`SELECT published_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = 1`, [PIPELINE.name]);
+    const [first] = await m.wf.query<{ at: Date }>(`SELECT published_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = 1`, [
+      PIPELINE.name,
+    ]);
     const run = await m.wf.run({ pipeline: PIPELINE.name, rollback: {} }, 'freshness-rollback');
     expect(run.status, `${run.error}: ${run.cause}`).toBe('SUCCEEDED');
-    const [latest] = await m.wf.query<{ rollback_of: number | null }>(`SELECT rollback_of FROM atomic_publish.publications WHERE pipeline = $1 ORDER BY seq DESC LIMIT 1`, [PIPELINE.name]);
+    const [latest] = await m.wf.query<{ rollback_of: number | null }>(
+      `SELECT rollback_of FROM atomic_publish.publications WHERE pipeline = $1 ORDER BY seq DESC LIMIT 1`,
+      [PIPELINE.name],
+    );
     expect(latest!.rollback_of).toBe(2);
     const now = Date.now();
 
@@ -282,7 +298,7 @@ describe('a pipeline the monitor cannot measure', () => {
   // Only read: each test measures onto a CloudWatch endpoint of its own.
   const m = useMonitored(useFork(fixture), 'each');
 
-  it('does not keep the others\' metrics from being written, and fails the run naming it', async () => {
+  it("does not keep the others' metrics from being written, and fails the run naming it", async () => {
     const missing: Pipeline = { ...PIPELINE, name: 'gone_pipeline', target: { schema: 'analytics', table: 'no_such_table' } };
     const now = Date.now() - 60 * MINUTE;
 

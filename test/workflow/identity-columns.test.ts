@@ -9,11 +9,14 @@
 // one publishing by the rename swap, are refused at Plan with nothing
 // written. The sample is arranged once; each test acts on a copy of its
 // own (test/support/fork-per-test.ts).
-import { IDENTITY_COLUMN, NUMBERING, RENAMING, SEED, STEP, addIdentity } from '../support/identity-pipeline.ts';
-import { identityNumbers } from '../support/identity-column.ts';
+
+// First: it replaces the pipelines before any other module reads them.
+import '../support/identity-pipeline.ts';
 import { describe, expect, it } from 'vitest';
 import { sampleDay } from '../../local/sample-data.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
+import { identityNumbers } from '../support/identity-column.ts';
+import { addIdentity, IDENTITY_COLUMN, NUMBERING, RENAMING, SEED, STEP } from '../support/identity-pipeline.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_identity_columns', async (wf) => {
@@ -49,7 +52,10 @@ describe('an identity column the source does not produce', () => {
       expect(after).toHaveLength((await wf.expected(day)).rows);
       expect(new Set(after).size).toBe(after.length);
       const highest = before.at(-1)!;
-      expect(after.filter((n) => n <= highest), `numbers at or below ${highest}, the highest before publish ${day}`).toEqual([]);
+      expect(
+        after.filter((n) => n <= highest),
+        `numbers at or below ${highest}, the highest before publish ${day}`,
+      ).toEqual([]);
       expect(after.every((n) => (n - BigInt(SEED)) % BigInt(STEP) === 0n)).toBe(true);
       expect(await catalogDefault(wf)).toBe(declared);
       before = after;

@@ -10,10 +10,11 @@
 // what was written, and every metric the synthesized dashboard graphs.
 // The sample warehouse is arranged once; each describe acts on a copy of
 // it, with a CloudWatch endpoint, an outbox and a clock of its own.
-import { type CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
+
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type CloudWatchClient, GetMetricDataCommand, type MetricDataQuery } from '@aws-sdk/client-cloudwatch';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { StartRunResult } from '../../functions/start-run/index.ts';
 import { type CfnResource, resolveToken } from '../../lib/definition.ts';
@@ -95,18 +96,34 @@ const periodEnd = (at: number) => Math.floor(at / PERIOD) * PERIOD + PERIOD;
 const lambdaAlarm = (metricName: 'Errors' | 'Throttles', functionName: string) =>
   alarms.find((a) => a.namespace === LAMBDA_NAMESPACE && a.metricName === metricName && a.dimensions.FunctionName === functionName)!;
 const pagesOf = (m: Metered, alarm: MetricAlarm) =>
-  m.outbox.alerts.filter((a) => a.executionId === alarm.alarmArn).map((a) => ({ subject: a.subject, ...(JSON.parse(a.message) as { NewStateValue: string; AlarmDescription: string }) }));
+  m.outbox.alerts
+    .filter((a) => a.executionId === alarm.alarmArn)
+    .map((a) => ({ subject: a.subject, ...(JSON.parse(a.message) as { NewStateValue: string; AlarmDescription: string }) }));
 const startRunOf = (wf: Workflow) => wf.runner.workflow.scheduleTargets.find((t) => t.entry === stepEntry('StartRun'))!.functionLogicalId;
 
 /** One function's AWS/Lambda metric, `stat` per five minutes, oldest first, from `from` for `periods` periods. */
-async function lambdaMetric(m: Metered, functionName: string, metricName: string, stat: string, from: number, periods = 1): Promise<{ at: number; value: number }[]> {
+async function lambdaMetric(
+  m: Metered,
+  functionName: string,
+  metricName: string,
+  stat: string,
+  from: number,
+  periods = 1,
+): Promise<{ at: number; value: number }[]> {
   const { MetricDataResults } = await m.client.send(
     new GetMetricDataCommand({
       StartTime: new Date(Math.floor(from / PERIOD) * PERIOD),
       EndTime: new Date(Math.floor(from / PERIOD) * PERIOD + periods * PERIOD),
       ScanBy: 'TimestampAscending',
       MetricDataQueries: [
-        { Id: 'm', MetricStat: { Metric: { Namespace: LAMBDA_NAMESPACE, MetricName: metricName, Dimensions: [{ Name: 'FunctionName', Value: functionName }] }, Period: 300, Stat: stat } },
+        {
+          Id: 'm',
+          MetricStat: {
+            Metric: { Namespace: LAMBDA_NAMESPACE, MetricName: metricName, Dimensions: [{ Name: 'FunctionName', Value: functionName }] },
+            Period: 300,
+            Stat: stat,
+          },
+        },
       ],
     }),
   );
@@ -148,7 +165,13 @@ describe('a failed StartRun, then a clean invocation of it in the next period', 
     it('failing (Step Functions unreachable) writes Errors 1 for it, and its errors alarm pages with the runbook line', async () => {
       const startRun = startRunOf(m.wf);
       const alarm = lambdaAlarm('Errors', startRun);
-      expect(alarm).toMatchObject({ statistic: 'Sum', threshold: 1, comparison: 'GreaterThanOrEqualToThreshold', periodSeconds: 300, treatMissingData: 'notBreaching' });
+      expect(alarm).toMatchObject({
+        statistic: 'Sum',
+        threshold: 1,
+        comparison: 'GreaterThanOrEqualToThreshold',
+        periodSeconds: 300,
+        treatMissingData: 'notBreaching',
+      });
 
       expect(() => {
         throw failure;
@@ -182,8 +205,8 @@ describe('a failed StartRun, then a clean invocation of it in the next period', 
     });
   });
 
-  describe('a state machine run\'s steps', () => {
-    it('each write Invocations, Errors 0 and Duration under their function\'s name, as many as they were invoked', async () => {
+  describe("a state machine run's steps", () => {
+    it("each write Invocations, Errors 0 and Duration under their function's name, as many as they were invoked", async () => {
       const functions = m.wf.runner.workflow.functions;
       const invoked = new Map<string, number[]>();
       for (const record of cleanRun.invocations) invoked.set(record.functionName, [...(invoked.get(record.functionName) ?? []), record.durationMs!]);
@@ -194,12 +217,14 @@ describe('a failed StartRun, then a clean invocation of it in the next period', 
       for (const [functionName, durations] of invoked) {
         expect(await lambdaMetric(m, functionName, 'Invocations', 'Sum', cleanAt), functionName).toEqual([{ at: cleanAt - 30_000, value: durations.length }]);
         expect(await lambdaMetric(m, functionName, 'Errors', 'Sum', cleanAt), functionName).toEqual([{ at: cleanAt - 30_000, value: 0 }]);
-        expect(await lambdaMetric(m, functionName, 'Duration', 'Maximum', cleanAt), functionName).toEqual([{ at: cleanAt - 30_000, value: Math.max(...durations) }]);
+        expect(await lambdaMetric(m, functionName, 'Duration', 'Maximum', cleanAt), functionName).toEqual([
+          { at: cleanAt - 30_000, value: Math.max(...durations) },
+        ]);
         expect(Math.max(...durations)).toBeGreaterThan(0);
       }
     });
 
-    it('leave the steps\' throttles alarms OK: nothing was throttled', () => {
+    it("leave the steps' throttles alarms OK: nothing was throttled", () => {
       for (const functionName of new Set(cleanRun.invocations.map((r) => r.functionName))) {
         expect(m.cw.state(lambdaAlarm('Throttles', functionName).alarmName), functionName).toBe('OK');
       }
@@ -235,13 +260,15 @@ function dashboardMetrics(tpl: Template): DashboardMetric[] {
 describe('the dashboard', () => {
   const metered = useMetered();
 
-  it('graphs only metrics that local runs write: each of the pipeline\'s graphs has data after a clean run, the monitor, and one run failing each way', async () => {
+  it("graphs only metrics that local runs write: each of the pipeline's graphs has data after a clean run, the monitor, and one run failing each way", async () => {
     const clean = await metered.wf.run(inputFor(8), 'dashboard-clean');
     expect(clean.status, `${clean.error}: ${clean.cause}`).toBe('SUCCEEDED');
     // The failure classes the dashboard graphs, each provoked once (all also count BatchFailed).
     metered.wf.faults.Reconcile = async (input, next) => {
       // A source row arrives after the load: the gate's count no longer matches (ReconcileFailed).
-      await metered.wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [sampleDay(1).toISOString().slice(0, 19)]);
+      await metered.wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '1 hour', 1, 1, 1, 5.00)`, [
+        sampleDay(1).toISOString().slice(0, 19),
+      ]);
       return next(input);
     };
     try {
@@ -288,15 +315,29 @@ describe('the dashboard', () => {
 
     const graphed = dashboardMetrics(template).filter((m) => m.dimensions.Pipeline === PIPELINE.name);
     expect(graphed.map((m) => m.metricName).sort()).toEqual([
-      'BatchFailed', 'ExecutionStopped', 'LiveDataLagSeconds', 'OutOfBandChange', 'PublishAgeSeconds', 'PublishFailed', 'ReconcileFailed', 'RowsPublished', 'RunDurationSeconds',
+      'BatchFailed',
+      'ExecutionStopped',
+      'LiveDataLagSeconds',
+      'OutOfBandChange',
+      'PublishAgeSeconds',
+      'PublishFailed',
+      'ReconcileFailed',
+      'RowsPublished',
+      'RunDurationSeconds',
     ]);
     const queries: MetricDataQuery[] = graphed.map((m, i) => ({
       Id: `m${i}`,
       Label: m.metricName,
-      MetricStat: { Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) }, Period: 3600, Stat: m.stat },
+      MetricStat: {
+        Metric: { Namespace: m.namespace, MetricName: m.metricName, Dimensions: Object.entries(m.dimensions).map(([Name, Value]) => ({ Name, Value })) },
+        Period: 3600,
+        Stat: m.stat,
+      },
     }));
     // The handlers' metrics carry the real time; the last hours hold them all.
-    const { MetricDataResults } = await metered.client.send(new GetMetricDataCommand({ StartTime: new Date(Date.now() - 3 * 3600_000), EndTime: new Date(Date.now() + 3600_000), MetricDataQueries: queries }));
+    const { MetricDataResults } = await metered.client.send(
+      new GetMetricDataCommand({ StartTime: new Date(Date.now() - 3 * 3600_000), EndTime: new Date(Date.now() + 3600_000), MetricDataQueries: queries }),
+    );
 
     const withoutData = MetricDataResults!.filter((r) => r.Values!.length === 0).map((r) => r.Label);
     expect(withoutData).toEqual([]);
@@ -306,17 +347,17 @@ describe('the dashboard', () => {
   });
 });
 
-describe('past the account\'s concurrency limit (one, here)', () => {
+describe("past the account's concurrency limit (one, here)", () => {
   const m = useMetered({ at: T + 2 * PERIOD, concurrencyLimit: 1 });
 
-  it('a Task\'s invocation is refused with Lambda.TooManyRequestsException, which the synthesized Retry retries, each attempt counted in Throttles; the throttles alarm pages', async () => {
+  it("a Task's invocation is refused with Lambda.TooManyRequestsException, which the synthesized Retry retries, each attempt counted in Throttles; the throttles alarm pages", async () => {
     const tw = m.wf;
     const now = m.now;
     const plan = tw.runner.workflow.functions.Plan!;
     const monitor = tw.runner.workflow.scheduleTargets.find((t) => t.entry === stepEntry('FreshnessMonitor'))!.functionLogicalId;
-    const retry = ((tw.runner.workflow.definition.States as Record<string, { Retry?: { ErrorEquals: string[]; MaxAttempts: number }[] }>).Plan!.Retry ?? []).find((r) =>
-      r.ErrorEquals.includes('Lambda.TooManyRequestsException'),
-    )!;
+    const retry = (
+      (tw.runner.workflow.definition.States as Record<string, { Retry?: { ErrorEquals: string[]; MaxAttempts: number }[] }>).Plan!.Retry ?? []
+    ).find((r) => r.ErrorEquals.includes('Lambda.TooManyRequestsException'))!;
     // Execution A's Plan holds the one slot until the test lets it go.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
@@ -338,7 +379,9 @@ describe('past the account\'s concurrency limit (one, here)', () => {
       // Every attempt at Plan refused (the first and the Retry's), then RecordFailure's too: the run fails, having run no code.
       expect(throttled.status).toBe('FAILED');
       expect(caughtError(throttled)?.Error).toBe('Lambda.TooManyRequestsException');
-      expect(throttled.invocations.filter((r) => r.functionName === plan)).toEqual(Array.from({ length: 1 + retry.MaxAttempts }, () => ({ functionName: plan, at: now, outcome: 'throttled' })));
+      expect(throttled.invocations.filter((r) => r.functionName === plan)).toEqual(
+        Array.from({ length: 1 + retry.MaxAttempts }, () => ({ functionName: plan, at: now, outcome: 'throttled' })),
+      );
       expect(throttled.invocations.every((r) => r.outcome === 'throttled')).toBe(true);
 
       // An asynchronous invocation (the monitor's schedule) is throttled too, and waits in Lambda's queue for the slot.
@@ -351,7 +394,10 @@ describe('past the account\'s concurrency limit (one, here)', () => {
     }
     await queuedMonitor;
     // Once the slot was free, the queued event ran the monitor's code.
-    expect(tw.runner.invocations.filter((r) => r.functionName === monitor).map((r) => r.outcome)).toEqual(['throttled', expect.stringMatching(/^(succeeded|functionError)$/)]);
+    expect(tw.runner.invocations.filter((r) => r.functionName === monitor).map((r) => r.outcome)).toEqual([
+      'throttled',
+      expect.stringMatching(/^(succeeded|functionError)$/),
+    ]);
 
     expect(await lambdaMetric(m, plan, 'Throttles', 'Sum', now)).toEqual([{ at: now - 30_000, value: 1 + retry.MaxAttempts }]);
     const alarm = lambdaAlarm('Throttles', plan);

@@ -12,7 +12,21 @@ import type { ExecutionResult } from '../../local/runner.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
 import { holdStep } from '../support/step-hold.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, PIPELINE, planOf, stateEvents, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  planOf,
+  stateEvents,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  visitedOutsideChunks,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_lease', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 5 });
@@ -22,7 +36,8 @@ const fixture = useWorkflowFixture('wf_lease', async (wf) => {
   return {};
 });
 
-const leases = (wf: Workflow) => wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
+const leases = (wf: Workflow) =>
+  wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
 const holdLease = (wf: Workflow, executionId: string, expiresAt: string) =>
   wf.query(
     `INSERT INTO atomic_publish.pipeline_leases (pipeline, execution_id, acquired_at, expires_at)
@@ -66,7 +81,11 @@ describe('a pipeline whose lease another running execution holds', () => {
   it('a run of another batch waits for the lease and publishes its data once the holder ends', async () => {
     const { running, hold } = await holder(8, 'holds-day-8');
     const waiting = await wf.start(inputFor(9), 'newer-waits');
-    const entered = (state: string) => wf.runner.describe(waiting.executionId)!.events().filter((e) => e.type === 'StateEntered' && e.state?.name === state).length;
+    const entered = (state: string) =>
+      wf.runner
+        .describe(waiting.executionId)!
+        .events()
+        .filter((e) => e.type === 'StateEntered' && e.state?.name === state).length;
     // It has asked twice: a wait between, the lease still held.
     await until(() => entered('Plan') >= 2, 'the waiting run planning again after a LeaseWait');
     expect(await leases(wf)).toEqual([{ pipeline: PIPELINE.name, execution_id: running.executionId }]);
@@ -127,7 +146,17 @@ describe('a lease whose execution Step Functions does not know (its process died
     const batchId = batchIdFor(PIPELINE, interval);
     await holdLease(wf, gone, '2999-01-01 00:00:00');
     await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).batch(
-      startBatch({ batchId, pipeline: PIPELINE, interval, codeVersion: 'test', executionId: gone, basePublication: 0, stagingTable: stagingTableFor(PIPELINE, batchId), chunks: planChunks(interval, PIPELINE), now: new Date() }),
+      startBatch({
+        batchId,
+        pipeline: PIPELINE,
+        interval,
+        codeVersion: 'test',
+        executionId: gone,
+        basePublication: 0,
+        stagingTable: stagingTableFor(PIPELINE, batchId),
+        chunks: planChunks(interval, PIPELINE),
+        now: new Date(),
+      }),
       'gone execution',
     );
     expect(await wf.batch(batchId)).toMatchObject({ status: 'RUNNING', execution_id: gone });
@@ -141,7 +170,11 @@ describe('a lease whose execution Step Functions does not know (its process died
       [batchId],
     );
     expect(attempts).toMatchObject([
-      { attempt: 1, status: 'FAILED', error: `ExecutionGone: Step Functions knows no such execution any more; its lease was taken over by ${result.executionId}` },
+      {
+        attempt: 1,
+        status: 'FAILED',
+        error: `ExecutionGone: Step Functions knows no such execution any more; its lease was taken over by ${result.executionId}`,
+      },
       { attempt: 2, status: 'PUBLISHED' },
     ]);
     expect(await leases(wf)).toEqual([]);
@@ -191,8 +224,13 @@ describe('two batches of one pipeline with different `to`', () => {
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(9));
       expect(await wf.publications()).toEqual(publications);
       const { batchId } = namesFor(8);
-      expect(await wf.batch(batchId)).toMatchObject({ status: 'SUPERSEDED', error: expect.stringMatching(/^publish guard: pipeline \w+ already publishes data up to /) });
-      expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId])).toEqual([{ attempt: 1, status: 'SUPERSEDED' }]);
+      expect(await wf.batch(batchId)).toMatchObject({
+        status: 'SUPERSEDED',
+        error: expect.stringMatching(/^publish guard: pipeline \w+ already publishes data up to /),
+      });
+      expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId])).toEqual([
+        { attempt: 1, status: 'SUPERSEDED' },
+      ]);
       expect(await leases(wf)).toEqual([]);
       // The next run's Cleanup drops the superseded batch's staging and records it (the describe below).
       expect(await wf.tableExists(namesFor(8).staging)).toBe(true);
@@ -205,7 +243,10 @@ describe('two batches of one pipeline with different `to`', () => {
     let newer: ExecutionResult;
     beforeAll(async () => {
       // Day 9 live, then day 8 superseded by it: its staging is left for the next run's Cleanup.
-      for (const [day, name] of [[9, 'newer-live'], [8, 'older-superseded']] as const) {
+      for (const [day, name] of [
+        [9, 'newer-live'],
+        [8, 'older-superseded'],
+      ] as const) {
         const result = await wf.run(inputFor(day), name);
         expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');
       }
@@ -255,7 +296,9 @@ describe('an attempt whose execution died without a trace', () => {
       }),
       'dead execution',
     );
-    expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId])).toEqual([{ attempt: 1, status: 'RUNNING' }]);
+    expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId])).toEqual([
+      { attempt: 1, status: 'RUNNING' },
+    ]);
 
     const result = await wf.run(inputFor(day), 'after-the-dead-one');
     expect(result.status, `${caughtError(result)?.Error}: ${caughtMessage(result)}`).toBe('SUCCEEDED');

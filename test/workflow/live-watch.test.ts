@@ -10,16 +10,16 @@
 // own, bringing the alarm to the state it starts from.
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
-import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import { acquireLease } from '../../domain/sql/lease.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import { monitorSetupStatements } from '../../domain/sql/setup.ts';
-import { ensureLocalUser } from '../../local/database-users.ts';
+import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
+import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import type { AlarmTransition } from '../../local/cloudwatch-api.ts';
+import { ensureLocalUser } from '../../local/database-users.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { useLocalAlarm, type LocalAlarm } from '../support/local-alarm.ts';
+import { type LocalAlarm, useLocalAlarm } from '../support/local-alarm.ts';
 import { inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_live_watch', async (wf) => {
@@ -130,7 +130,7 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
       first = await watch.watchThenEvaluate();
     });
 
-    it('is the stack\'s alarm: LiveDrift of the pipeline, one watch period of an hour, a skipped watch keeping the state, paging the on-call topic', () => {
+    it("is the stack's alarm: LiveDrift of the pipeline, one watch period of an hour, a skipped watch keeping the state, paging the on-call topic", () => {
       const { alarm } = watch;
       expect(alarm).toMatchObject({
         namespace: 'AtomicPublish',
@@ -211,7 +211,12 @@ describe('the live watch of a swap pipeline, its alarm evaluated locally as synt
     beforeAll(async () => {
       await updateOneLiveRow(wf);
       expect((await watch.watchThenEvaluate()).changed.map((t) => t.to)).toEqual(['ALARM']);
-      const lease = { pipeline: PIPELINE.name, executionId: 'arn:local:execution:held-by-a-test', now: new Date(watch.next - watch.period), expiresAt: new Date(watch.next + watch.period) };
+      const lease = {
+        pipeline: PIPELINE.name,
+        executionId: 'arn:local:execution:held-by-a-test',
+        now: new Date(watch.next - watch.period),
+        expiresAt: new Date(watch.next + watch.period),
+      };
       await wf.query(['BEGIN', ...acquireLease(lease), 'COMMIT'].join(';\n'));
       try {
         skipped = await watch.watchThenEvaluate();
@@ -307,11 +312,11 @@ describe('a publication that recorded nothing (made before manifest version 11, 
   });
 });
 
-describe('the live watch as the monitor\'s database user', () => {
+describe("the live watch as the monitor's database user", () => {
   const wf = useFork(fixture);
   const watch = useLiveWatch(wf);
 
-  it('watches with exactly what the monitor\'s setup SQL grants, the lease included', async () => {
+  it("watches with exactly what the monitor's setup SQL grants, the lease included", async () => {
     const user = 'IAMR:atomic-publish-local-monitor';
     await ensureLocalUser(wf.wh.pg, user);
     const asMonitor = localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, user);

@@ -11,6 +11,7 @@ import { addBadSourceRow, sampleDay } from '../../local/sample-data.ts';
 import {
   caughtError,
   caughtMessage,
+  type Fingerprint,
   inputFor,
   LIVE,
   loadedChunks,
@@ -20,7 +21,6 @@ import {
   useFork,
   useWorkflowFixture,
   visited,
-  type Fingerprint,
 } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
@@ -81,10 +81,10 @@ describe('a run that fails in LoadChunk', () => {
     expect(batch).toMatchObject({ status: 'FAILED', attempt: 1, chunk_count: TO_DAY, rows_read: null, rows_written: null });
     expect(String(batch!.error)).toMatch(/^WarehouseError: .*division by zero/);
     expect(batch!.finished_at).not.toBeNull();
-    const [bad] = await wf.query<{ status: string }>(
-      'SELECT status FROM atomic_publish.chunk_state WHERE batch_id = $1 AND chunk_index = $2',
-      [names.batchId, BAD_DAY],
-    );
+    const [bad] = await wf.query<{ status: string }>('SELECT status FROM atomic_publish.chunk_state WHERE batch_id = $1 AND chunk_index = $2', [
+      names.batchId,
+      BAD_DAY,
+    ]);
     expect(bad!.status).not.toBe('DONE');
     expect(await wf.query('SELECT * FROM atomic_publish.check_results')).toEqual([]);
   });
@@ -99,7 +99,10 @@ describe('a run that fails in LoadChunk', () => {
     expect(alert!.message).toContain(`Re-run:     start an execution with input ${JSON.stringify(inputFor(TO_DAY))}`);
     expect(alert!.message).toContain('batch and attempt marked FAILED');
     expect(alert!.executionId).toBe(failed.executionId);
-    const outbox = fixture.arranged.outbox.trim().split('\n').map((line) => JSON.parse(line) as unknown);
+    const outbox = fixture.arranged.outbox
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as unknown);
     expect(outbox).toEqual([alert]);
   });
 
@@ -157,10 +160,9 @@ describe('the re-run after the source is fixed', () => {
     expect(Number(batch!.rows_read)).toBe(TO_DAY * ROWS_PER_DAY);
     expect(Number(batch!.rows_written)).toBe(TO_DAY * ROWS_PER_DAY);
     expect(await wf.chunkStatuses(names.batchId)).toEqual({ DONE: TO_DAY });
-    const checks = await wf.query<{ attempt: number; passed: boolean }>(
-      'SELECT attempt, passed FROM atomic_publish.check_results WHERE batch_id = $1',
-      [names.batchId],
-    );
+    const checks = await wf.query<{ attempt: number; passed: boolean }>('SELECT attempt, passed FROM atomic_publish.check_results WHERE batch_id = $1', [
+      names.batchId,
+    ]);
     expect(checks).toHaveLength(8);
     expect(checks.every((c) => c.attempt === 2 && c.passed)).toBe(true);
     expect(rerun.alerts).toEqual([]);

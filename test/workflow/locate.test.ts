@@ -10,8 +10,8 @@ import type { BatchRef } from '../../domain/batch.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { correctAmountsInPlace, sampleDay } from '../../local/sample-data.ts';
 import { dayStart, deploySampleChecks, latestChecks, restoreSample, sampleBatchId, sourceAmountOfDay } from '../support/check-results.ts';
-import { statementCounter, type StatementLog } from '../support/statement-faults.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
+import { type StatementLog, statementCounter } from '../support/statement-faults.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 120;
@@ -121,14 +121,26 @@ describe('locating a difference the gate found', () => {
       ]);
       return next(input);
     };
-    const rows = Number((await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM source.sales_order_lines WHERE product_id = $1 AND ordered_at >= $2 AND ordered_at < $3', [product, day(4), day(5)]))[0]!.n);
+    const rows = Number(
+      (
+        await wf.query<{ n: string }>('SELECT COUNT(*) AS n FROM source.sales_order_lines WHERE product_id = $1 AND ordered_at >= $2 AND ordered_at < $3', [
+          product,
+          day(4),
+          day(5),
+        ])
+      )[0]!.n,
+    );
 
     const result = await wf.run(inputFor(8), 'dimension');
 
     expect(result.status).toBe('FAILED');
     const located = (await checks(wf, batchId(8))).get('difference_located')!;
     expect(located.observed).toBe('1 segment(s) by day, product_id differ; chunk(s) #4 examined');
-    expect(located.details).toMatch(new RegExp(`^#4 ${date(4)} product_id=${product}: rows source ${rows}, staging ${rows}; amount source [\\d.]+, staging [\\d.]+, source - staging ${rows * 1000}\\.00; checksum differs$`));
+    expect(located.details).toMatch(
+      new RegExp(
+        `^#4 ${date(4)} product_id=${product}: rows source ${rows}, staging ${rows}; amount source [\\d.]+, staging [\\d.]+, source - staging ${rows * 1000}\\.00; checksum differs$`,
+      ),
+    );
     const { message } = result.alerts[0]!;
     expect(message).toMatch(new RegExp(`│ chunk │ day +│ product_id │ rows source │`));
     expect(message).toMatch(new RegExp(`│ +4 │ ${date(4)} │ ${product} +│ +${rows} │ +${rows} │`));
@@ -139,7 +151,10 @@ describe('locating a difference the gate found', () => {
     const [swapped] = await firstKeys(wf, 5, 1);
     // Same count, same sums: one order line of day 5 now carries another line number.
     wf.faults.Reconcile = async (input, next) => {
-      await wf.query('UPDATE source.sales_order_lines SET line_no = line_no + 1000 WHERE order_id = $1 AND line_no = $2', [swapped!.order_id, swapped!.line_no]);
+      await wf.query('UPDATE source.sales_order_lines SET line_no = line_no + 1000 WHERE order_id = $1 AND line_no = $2', [
+        swapped!.order_id,
+        swapped!.line_no,
+      ]);
       return next(input);
     };
 
@@ -148,8 +163,16 @@ describe('locating a difference the gate found', () => {
     expect(result.status).toBe('FAILED');
     const recorded = await checks(wf, batchId(9));
     const key = (line: number) => `(order_id, line_no) = (${swapped!.order_id}, ${line})`;
-    expect(recorded.get('missing_in_staging')).toMatchObject({ passed: false, observed: expect.stringMatching(/^1 key\(s\)/), details: `first keys: ${key(swapped!.line_no + 1000)}` });
-    expect(recorded.get('missing_in_source')).toMatchObject({ passed: false, observed: expect.stringMatching(/^1 key\(s\)/), details: `first keys: ${key(swapped!.line_no)}` });
+    expect(recorded.get('missing_in_staging')).toMatchObject({
+      passed: false,
+      observed: expect.stringMatching(/^1 key\(s\)/),
+      details: `first keys: ${key(swapped!.line_no + 1000)}`,
+    });
+    expect(recorded.get('missing_in_source')).toMatchObject({
+      passed: false,
+      observed: expect.stringMatching(/^1 key\(s\)/),
+      details: `first keys: ${key(swapped!.line_no)}`,
+    });
     expect(recorded.get('rows_changed')).toMatchObject({ passed: true });
     expect(recorded.get('difference_located')!.details).toBe(`#5 ${date(5)}: rows source ${ROWS_PER_DAY}, staging ${ROWS_PER_DAY}; checksum differs`);
     const { message } = result.alerts[0]!;
@@ -198,7 +221,9 @@ describe('many chunks that differ', () => {
     expect(located.observed).toBe('5 segment(s) by day differ; chunk(s) #0, #1, #2, #3, #4 examined: the first 5 of 7 that differ');
     expect(located.details.split('; #').map((d) => d.replace(/^#/, '').split(':')[0])).toEqual([0, 1, 2, 3, 4].map((n) => `${n} ${date(n)}`));
     expect((await checks(wf, batchId(10))).get('rows_changed')!.observed).toMatch(/^5 key\(s\)/);
-    expect(result.alerts[0]!.message).toContain('Where the content differs (5 of 5 segment(s) by day; chunk(s) #0, #1, #2, #3, #4 examined: the first 5 of 7 that differ):');
+    expect(result.alerts[0]!.message).toContain(
+      'Where the content differs (5 of 5 segment(s) by day; chunk(s) #0, #1, #2, #3, #4 examined: the first 5 of 7 that differ):',
+    );
   });
 });
 
@@ -221,7 +246,10 @@ describe('a database error while locating', () => {
     expect(caughtError(result)?.Error).toBe('CheckFailedError');
     const recorded = await checks(wf, batchId(5));
     expect(recorded.get('staging_sums_match_source')?.passed).toBe(false);
-    expect(recorded.get('difference_located')).toMatchObject({ passed: false, observed: expect.stringMatching(/^not located: WarehouseError: .*out of memory/) });
+    expect(recorded.get('difference_located')).toMatchObject({
+      passed: false,
+      observed: expect.stringMatching(/^not located: WarehouseError: .*out of memory/),
+    });
     expect(result.alerts[0]!.message).toMatch(/Where the content differs: not located \(WarehouseError: .*out of memory.*\); the gate's checks above stand\./);
   });
 });
@@ -237,8 +265,6 @@ describe('bad dimension specs', () => {
     expect(result.status).toBe('FAILED');
     expect(wf.loads.started).toEqual([]);
     expect(caughtError(result)?.Error).toBe('ValidationError');
-    expect(caughtMessage(result)).toContain(
-      'pipeline sales_order_lines: checks.dimensions names region, which is not a column of analytics.sales_order_lines',
-    );
+    expect(caughtMessage(result)).toContain('pipeline sales_order_lines: checks.dimensions names region, which is not a column of analytics.sales_order_lines');
   });
 });

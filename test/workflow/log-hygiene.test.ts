@@ -85,13 +85,24 @@ describe('the logs of a successful run', () => {
     const steps = publishedLogs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((line) => line.function_name !== undefined);
     expect(steps.length).toBeGreaterThan(0);
     for (const line of steps) {
-      expect(line, String(line.message)).toMatchObject({ pipeline: 'sales_order_lines', executionId: published.executionId, executionName: 'hygiene-published' });
+      expect(line, String(line.message)).toMatchObject({
+        pipeline: 'sales_order_lines',
+        executionId: published.executionId,
+        executionName: 'hygiene-published',
+      });
     }
     const loads = steps.filter((line) => line.message === 'chunk loaded');
     expect(loads.map((line) => line.chunkIndex).sort()).toEqual([0, 1, 2, 3, 4, 5]);
     // Chunks load at once in one process locally: each line has its own invocation's keys (local/lambda-sandbox.ts).
     for (const line of loads) {
-      expect(line).toMatchObject({ chunkIndex: line.chunk, chunkStart: line.start, chunkEnd: line.end, batchId: expect.any(String), batchFrom: expect.any(String), batchTo: expect.any(String) });
+      expect(line).toMatchObject({
+        chunkIndex: line.chunk,
+        chunkStart: line.start,
+        chunkEnd: line.end,
+        batchId: expect.any(String),
+        batchFrom: expect.any(String),
+        batchTo: expect.any(String),
+      });
     }
   });
 });

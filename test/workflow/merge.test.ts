@@ -5,22 +5,25 @@
 // publishes a late row exactly once; a bad modifiedColumn refused by Plan.
 // The merge of a week (readers reading) is arranged once; each describe acts
 // on its own copy of what it left (test/support/workflow.ts useFork).
-import { addMergeColumns, LOOKBACK, mergeSpec } from '../support/merge-pipeline.ts';
+
+// First: it replaces the pipelines before any other module reads them.
+import '../support/merge-pipeline.ts';
 import { describe, expect, it } from 'vitest';
-import { plan } from '../../functions/plan/index.ts';
-import type { PlanEvent } from '../../functions/plan/batch.ts';
-import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { definePipelines } from '../../domain/spec.ts';
 import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
+import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import type { PlanEvent } from '../../functions/plan/batch.ts';
+import { plan } from '../../functions/plan/index.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
-import { suiteTargetKind } from '../support/target-kind.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
+import { addMergeColumns, LOOKBACK, mergeSpec } from '../support/merge-pipeline.ts';
 import { lastIntervals, scheduledRunOn, THREE_SCHEDULED_RUNS } from '../support/scheduled-run.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { until } from '../support/until.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
 import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const SOURCE = 'source.sales_order_lines';
@@ -75,15 +78,26 @@ const fixture = useWorkflowFixture(
                    WHERE line_no = 1 AND ordered_at >= $2 AND ordered_at < $3 RETURNING 1) SELECT count(*)::int AS n FROM u`,
       [ts(12), ts(3), ts(5)],
     );
-    await wf.query(`INSERT INTO ${SOURCE} VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00, $2::timestamp + interval '2 hours', false)`, [ts(4), ts(13)]);
+    await wf.query(
+      `INSERT INTO ${SOURCE} VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00, $2::timestamp + interval '2 hours', false)`,
+      [ts(4), ts(13)],
+    );
     const deleted = await firstKeyOn(wf, 6);
     await wf.query(`UPDATE ${SOURCE} SET deleted = true, updated_at = $1 WHERE order_id = $2 AND line_no = $3`, [ts(14), deleted.order_id, deleted.line_no]);
     // A key whose live row is newer (modified on day 30) than the source's change (day 15): the live row stays.
     const newer = await firstKeyOn(wf, 8);
-    await wf.query(`UPDATE ${LIVE} SET amount = 777, unit_price = 777.0 / quantity, updated_at = $1 WHERE order_id = $2 AND line_no = $3`, [ts(30), newer.order_id, newer.line_no]);
+    await wf.query(`UPDATE ${LIVE} SET amount = 777, unit_price = 777.0 / quantity, updated_at = $1 WHERE order_id = $2 AND line_no = $3`, [
+      ts(30),
+      newer.order_id,
+      newer.line_no,
+    ]);
     await wf.query(`UPDATE ${SOURCE} SET amount = 555, updated_at = $1 WHERE order_id = $2 AND line_no = $3`, [ts(15), newer.order_id, newer.line_no]);
     // A change modified after the interval: not this merge's.
-    await wf.query(`UPDATE ${SOURCE} SET amount = amount + 100, updated_at = $1 WHERE line_no = 2 AND ordered_at >= $2 AND ordered_at < $3`, [ts(20), ts(1), ts(2)]);
+    await wf.query(`UPDATE ${SOURCE} SET amount = amount + 100, updated_at = $1 WHERE line_no = 2 AND ordered_at >= $2 AND ordered_at < $3`, [
+      ts(20),
+      ts(1),
+      ts(2),
+    ]);
 
     const beforeUntouched = await content(wf, UNTOUCHED);
     const beforeNewer = await content(wf, `(SELECT * FROM ${LIVE} l WHERE ${isNewerRow(newer)}) AS l`);
@@ -103,7 +117,9 @@ const fixture = useWorkflowFixture(
       const running = await wf.start(window(FROM_DAY, TO_DAY), 'merge-week');
       await until(() => gate !== undefined, 'Publish to start');
       const [pid] = await gate!.waiting();
-      heldModes = (await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE])).map((h) => h.mode);
+      heldModes = (await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE])).map(
+        (h) => h.mode,
+      );
       await readers.readAll();
       readers.phase('held');
       await readers.readAll();
@@ -146,7 +162,9 @@ describe('merge', () => {
         await content(wf, `(SELECT * FROM ${SOURCE_AS_LIVE} l WHERE ${modifiedIn('l', FROM_DAY, TO_DAY)} AND NOT ${isNewer} AND NOT deleted) AS l`),
       );
       expect(await content(wf, `(SELECT * FROM ${LIVE} l WHERE ${isNewer}) AS l`)).toEqual(beforeNewer);
-      expect(await wf.query(`SELECT count(*)::int AS n FROM ${LIVE} WHERE order_id = $1 AND line_no = $2`, [deleted.order_id, deleted.line_no])).toEqual([{ n: 0 }]);
+      expect(await wf.query(`SELECT count(*)::int AS n FROM ${LIVE} WHERE order_id = $1 AND line_no = $2`, [deleted.order_id, deleted.line_no])).toEqual([
+        { n: 0 },
+      ]);
       expect(await wf.query(`SELECT count(*)::int AS n, min(ordered_at) AS t FROM ${LIVE} WHERE order_id = 900000001`)).toEqual([
         { n: 1, t: new Date(sampleDay(4).getTime() + 5 * 3_600_000) },
       ]);
@@ -192,10 +210,10 @@ describe('merge', () => {
 
     it('refuses duplicate business keys in staging before the merge, with sample keys in the alert', async () => {
       const dup = await firstKeyOn(wf, 17, 3);
-      await wf.query(`INSERT INTO ${SOURCE} SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount + 5, updated_at, deleted FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2`, [
-        dup.order_id,
-        dup.line_no,
-      ]);
+      await wf.query(
+        `INSERT INTO ${SOURCE} SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount + 5, updated_at, deleted FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2`,
+        [dup.order_id, dup.line_no],
+      );
       const before = await content(wf, LIVE);
       const publications = await wf.publications();
       try {
@@ -207,10 +225,10 @@ describe('merge', () => {
         expect(await content(wf, LIVE)).toEqual(before);
         expect(await wf.publications()).toEqual(publications);
       } finally {
-        await wf.query(`DELETE FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2 AND amount = (SELECT max(amount) FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2)`, [
-          dup.order_id,
-          dup.line_no,
-        ]);
+        await wf.query(
+          `DELETE FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2 AND amount = (SELECT max(amount) FROM ${SOURCE} WHERE order_id = $1 AND line_no = $2)`,
+          [dup.order_id, dup.line_no],
+        );
       }
     });
   });
@@ -256,7 +274,10 @@ describe('scheduled runs extracting by modification time, with a lookback', () =
 
     // An order line of day 20, entered in the source system late on day 35, reaching the source after the morning run.
     const eventTime = new Date(sampleDay(20).getTime() + 3 * 3_600_000);
-    await wf.query(`INSERT INTO ${SOURCE} VALUES (900000002, 1, $1, 9, 9, 1, 19.99, $2::timestamp + interval '23 hours', false)`, [eventTime.toISOString().slice(0, 19), ts(35)]);
+    await wf.query(`INSERT INTO ${SOURCE} VALUES (900000002, 1, $1, 9, 9, 1, 19.99, $2::timestamp + interval '23 hours', false)`, [
+      eventTime.toISOString().slice(0, 19),
+      ts(35),
+    ]);
     const late = () => wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${LIVE} WHERE order_id = 900000002`);
     expect(await late()).toEqual([{ n: 0 }]);
 
@@ -269,7 +290,9 @@ describe('scheduled runs extracting by modification time, with a lookback', () =
     expect(await late()).toEqual([{ n: 1 }]);
     // The overlapping windows re-read rows already merged: no key twice.
     expect(await wf.query(`SELECT count(*)::int - count(DISTINCT (order_id, line_no))::int AS doubled FROM ${LIVE}`)).toEqual([{ doubled: 0 }]);
-    expect(await content(wf, `(SELECT * FROM ${LIVE} WHERE ${modified(34, 38)}) AS l`)).toEqual(await content(wf, `(SELECT * FROM ${SOURCE_AS_LIVE} s WHERE ${modified(34, 38)}) AS l`));
+    expect(await content(wf, `(SELECT * FROM ${LIVE} WHERE ${modified(34, 38)}) AS l`)).toEqual(
+      await content(wf, `(SELECT * FROM ${SOURCE_AS_LIVE} s WHERE ${modified(34, 38)}) AS l`),
+    );
 
     expect(await lastIntervals(wf, 'merge', 3)).toEqual(THREE_SCHEDULED_RUNS);
   });
@@ -296,7 +319,9 @@ describe('rollback and the intervals a table holds', () => {
     const wf = useFork(fixture);
 
     it('lists no stretch of the table as written by a merge publication (intervalWriters)', async () => {
-      const merges = await wf.query<{ n: number }>(`SELECT count(*)::int AS n FROM atomic_publish.publications WHERE publish_mode = 'merge' AND interval_start IS NOT NULL`);
+      const merges = await wf.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM atomic_publish.publications WHERE publish_mode = 'merge' AND interval_start IS NOT NULL`,
+      );
       expect(merges[0]!.n).toBeGreaterThan(0);
       expect(await wf.query(intervalWriters(PIPELINE.name).sql.replace(':pipeline', '$1'), [PIPELINE.name])).toEqual([]);
     });

@@ -17,26 +17,39 @@ import '../support/migration-pipeline.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { plan } from '../../functions/plan/index.ts';
-import type { PlanEvent } from '../../functions/plan/batch.ts';
-import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import { defineGroups } from '../../domain/groups.ts';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { migrationSpecHash } from '../../domain/migration.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { definePipelines } from '../../domain/spec.ts';
-import { defineGroups } from '../../domain/groups.ts';
+import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
+import type { PlanEvent } from '../../functions/plan/batch.ts';
 import { planGroup } from '../../functions/plan/group.ts';
+import { plan } from '../../functions/plan/index.ts';
 import { localHandlerEnvironment } from '../../local/aws-clients.ts';
-import { suiteTargetKind } from '../support/target-kind.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool } from '../../local/readers.ts';
 import type { RunningExecution } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
+import { deployMigration, MIGRATION_DDL, migratingSpec } from '../support/migration-pipeline.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { until } from '../support/until.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, loadedChunks, PIPELINE, planOf, stateEvents, useFork, useWorkflowFixture, type UseWorkflowOptions, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  inputFor,
+  LIVE,
+  loadedChunks,
+  PIPELINE,
+  planOf,
+  stateEvents,
+  type UseWorkflowOptions,
+  useFork,
+  useWorkflowFixture,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const TO_DAY = 8;
 const INPUT = { pipeline: PIPELINE.name, migrate: true, to: sampleDay(TO_DAY).toISOString() };
@@ -109,7 +122,9 @@ const WRITER_FINGERPRINT = `SELECT count(*)::int AS rows, count(DISTINCT order_i
 let failingCatchUps = 0;
 const CATCH_UP_FAULT: UseWorkflowOptions = {
   statementError: ({ name, index }) =>
-    name?.includes(':publish:catch-up:') && index === 0 && failingCatchUps > 0 ? (failingCatchUps--, 'ERROR: canceling statement due to statement timeout') : undefined,
+    name?.includes(':publish:catch-up:') && index === 0 && failingCatchUps > 0
+      ? (failingCatchUps--, 'ERROR: canceling statement due to statement timeout')
+      : undefined,
 };
 
 /** The sample with a reader, a column comment and a bound view; the live table's columns then. */
@@ -156,7 +171,12 @@ describe('before the migration', () => {
 
   it('refuses a publish group run with the pipeline among its members, naming the migration input', async () => {
     // Named to sort after the sample pipeline, whose member check comes first (the mirror has no live table).
-    const mirror = { ...migratingSpec, name: 'sales_order_lines_mirror', target: { schema: 'analytics', table: 'sales_order_lines_mirror' }, migration: undefined };
+    const mirror = {
+      ...migratingSpec,
+      name: 'sales_order_lines_mirror',
+      target: { schema: 'analytics', table: 'sales_order_lines_mirror' },
+      migration: undefined,
+    };
     const registry = definePipelines([migratingSpec, mirror]);
     const declared = defineGroups([{ name: 'sales', members: [PIPELINE.name, mirror.name] }], registry);
     const env = localHandlerEnvironment(wf.wh.endpoint, wf.wh.pg.database, { pollMaxDelayMs: 100 }, suiteTargetKind());
@@ -253,7 +273,9 @@ async function migrate(wf: Workflow) {
     await wf.quiesce();
     wf.reset();
     const doneBeforeResume = (
-      await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1`, [BATCH_ID])
+      await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY 1`, [
+        BATCH_ID,
+      ])
     ).map((r) => r.chunk_index);
 
     // A row committed while the swap waits for its lock on the live table,
@@ -346,9 +368,10 @@ describe('a migration with a writer appending throughout, killed once and resume
     expect(live).toEqual(committed);
     // Every row that reached the old table at or after the watermark reached the new one.
     expect(
-      await wf.query(`SELECT o.order_id FROM ${PREVIOUS} o WHERE o.ordered_at >= $1::timestamp AND NOT EXISTS (SELECT 1 FROM ${LIVE} l WHERE l.order_id = o.order_id AND l.line_no = o.line_no)`, [
-        INPUT.to.slice(0, 19),
-      ]),
+      await wf.query(
+        `SELECT o.order_id FROM ${PREVIOUS} o WHERE o.ordered_at >= $1::timestamp AND NOT EXISTS (SELECT 1 FROM ${LIVE} l WHERE l.order_id = o.order_id AND l.line_no = o.line_no)`,
+        [INPUT.to.slice(0, 19)],
+      ),
     ).toEqual([]);
   });
 
@@ -419,7 +442,7 @@ describe('a migration with a writer appending throughout, killed once and resume
     ).toEqual([{ reads: LIVE }]);
   });
 
-  it('retained the old table, with its old columns, as the publication\'s old version', async () => {
+  it("retained the old table, with its old columns, as the publication's old version", async () => {
     expect(await columns(wf, PREVIOUS)).toEqual(before.columns);
     expect((await wf.publications())[1]).toMatchObject({ batch_id: BATCH_ID, old_version_table: PREVIOUS });
   });
@@ -452,7 +475,9 @@ describe('a migration with a writer appending throughout, killed once and resume
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
       expect((await wf.fingerprint(LIVE)).rows).toBe((TO_DAY + 1) * 10);
       expect(
-        await wf.query(`SELECT diststyle, sortkey1, sortkey_num FROM local_redshift.svv_table_info WHERE schema = 'analytics' AND "table" = 'sales_order_lines'`),
+        await wf.query(
+          `SELECT diststyle, sortkey1, sortkey_num FROM local_redshift.svv_table_info WHERE schema = 'analytics' AND "table" = 'sales_order_lines'`,
+        ),
       ).toEqual([{ diststyle: 'KEY(customer_id)', sortkey1: 'ordered_at', sortkey_num: 2 }]);
       expect(await columns(wf, LIVE)).toContain('channel character varying(16)');
     });

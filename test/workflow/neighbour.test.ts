@@ -28,7 +28,10 @@ function named(name: string, message: string): Error {
 
 const requests = (wf: Workflow) => wf.wh.api.requests();
 const probeLooks = (wf: Workflow) => requests(wf).filter((r) => r.operation === 'ExecuteStatement' && /:pause-probe:/.test(r.statementName ?? '')).length;
-const loadSubmits = (wf: Workflow, from = 0) => requests(wf).slice(from).filter((r) => r.operation === 'BatchExecuteStatement' && /:load-chunk:.*:load$/.test(r.statementName ?? '')).length;
+const loadSubmits = (wf: Workflow, from = 0) =>
+  requests(wf)
+    .slice(from)
+    .filter((r) => r.operation === 'BatchExecuteStatement' && /:load-chunk:.*:load$/.test(r.statementName ?? '')).length;
 
 interface BreakerRow {
   state: string;

@@ -7,16 +7,19 @@
 // The source with its NULL-time rows is arranged once; each test runs on
 // a copy of its own (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline, type NullTimes } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const TO_DAY = 5;
 const NULL_ROWS = 7;
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
-const sourceSql = salesOrderLines.sourceSql.replace('WHERE ordered_at >= :start AND ordered_at < :end', 'WHERE (ordered_at >= :start AND ordered_at < :end) OR ordered_at IS NULL');
+const sourceSql = salesOrderLines.sourceSql.replace(
+  'WHERE ordered_at >= :start AND ordered_at < :end',
+  'WHERE (ordered_at >= :start AND ordered_at < :end) OR ordered_at IS NULL',
+);
 /** The sample pipeline with NULL times let through (or another source query), and what becomes of them (deployed as a new spec would be: the functions read this list). */
 function deploy(nullTimes: NullTimes | undefined, sql = sourceSql): void {
   pipelines[index] = definePipeline({ ...salesOrderLines, sourceSql: sql, ...(nullTimes ? { nullTimes } : {}) });
@@ -26,15 +29,14 @@ deploy('fail');
 const fixture = useWorkflowFixture('wf_null_times', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 6, liveDays: 3 });
   await wf.query('ALTER TABLE source.sales_order_lines ALTER COLUMN ordered_at DROP NOT NULL');
-  await wf.query(
-    `INSERT INTO source.sales_order_lines SELECT 800000000 + n, 1, NULL, 1, 1, 2, 10.00 FROM generate_series(1, ${NULL_ROWS}) AS n`,
-  );
+  await wf.query(`INSERT INTO source.sales_order_lines SELECT 800000000 + n, 1, NULL, 1, 1, 2, 10.00 FROM generate_series(1, ${NULL_ROWS}) AS n`);
 });
 afterAll(() => deploy('fail'));
 
 /** The batch id of the run up to TO_DAY under the deployed spec (nullTimes is not part of the spec's hash: both deploys make the same batch). */
 const batchId = () => batchIdFor(pipelines[index]!, resolveInterval(inputFor(TO_DAY), pipelines[index]!, new Date()));
-const quarantined = (wf: Workflow) => wf.query<{ order_id: string; batch_id: string }>('SELECT order_id, batch_id FROM analytics.sales_order_lines__quarantine ORDER BY order_id');
+const quarantined = (wf: Workflow) =>
+  wf.query<{ order_id: string; batch_id: string }>('SELECT order_id, batch_id FROM analytics.sales_order_lines__quarantine ORDER BY order_id');
 
 describe("source rows with no time under nullTimes 'fail'", () => {
   const wf = useFork(fixture);

@@ -11,9 +11,9 @@ import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import type { RecordFailureEvent } from '../../domain/record-failure.ts';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../functions/commons/warehouse.ts';
+import { type CancelOrphansResult, cancelExecutionOrphans } from '../../functions/cancel-orphans/index.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { recordFailure } from '../../functions/record-failure/index.ts';
-import { cancelExecutionOrphans, type CancelOrphansResult } from '../../functions/cancel-orphans/index.ts';
 import { localRedshiftDataClient, localTarget, localWarehouse } from '../../local/aws-clients.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
@@ -128,9 +128,7 @@ describe('a chunk that fails while other chunks still load', () => {
 
     expect(failed.status).toBe('FAILED');
     expect(failed.alerts).toHaveLength(1);
-    expect(failed.alerts[0]!.message).toContain(
-      'Statements: 2 could not be cancelled and may still run (chunk(s) 1, 2; a re-run waits for them).',
-    );
+    expect(failed.alerts[0]!.message).toContain('Statements: 2 could not be cancelled and may still run (chunk(s) 1, 2; a re-run waits for them).');
     expect(failed.alerts[0]!.message).toContain('Manifest:   batch and attempt marked FAILED');
     // Not loaded while their loads still ran (a load and its record commit together); a re-run finds the loads by name.
     expect(chunksLoading).toEqual({ PENDING: CHUNKS });
@@ -215,7 +213,10 @@ describe('an execution that timed out', () => {
     expect(timedOut.status).toBe('TIMED_OUT');
     expect(timedOut.alerts).toEqual([]);
     expect(timedOut.statusChange).toEqual([
-      { functionLogicalId: expect.stringMatching(/^WorkflowCancelOrphansFunction/), output: { executionArn: timedOut.executionId, status: 'TIMED_OUT', markedFailed: false, leaseReleased: false } },
+      {
+        functionLogicalId: expect.stringMatching(/^WorkflowCancelOrphansFunction/),
+        output: { executionArn: timedOut.executionId, status: 'TIMED_OUT', markedFailed: false, leaseReleased: false },
+      },
     ]);
   });
 

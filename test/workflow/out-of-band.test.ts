@@ -10,31 +10,31 @@
 // arranged once; every change acts on a copy of what it left
 // (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { plan } from '../../functions/plan/index.ts';
-import type { PlanEvent } from '../../functions/plan/batch.ts';
-import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { definePipelines } from '../../domain/spec.ts';
-import { localCloudWatchClient, localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
-import { suiteTargetKind } from '../support/target-kind.ts';
-import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
+import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
+import type { PlanEvent } from '../../functions/plan/batch.ts';
+import { plan } from '../../functions/plan/index.ts';
+import { localCloudWatchClient, localHandlerEnvironment, localWarehouse } from '../../local/aws-clients.ts';
+import { startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import {
   caughtError,
   caughtMessage,
+  type Fingerprint,
   inputFor,
   LIVE,
   namesFor,
   PIPELINE,
   planOf,
+  type TaskOverride,
   useFork,
   useWorkflowFixture,
-  type Fingerprint,
-  type TaskOverride,
   type Workflow,
 } from '../support/workflow.ts';
 
@@ -94,7 +94,13 @@ async function runWithChange(wf: Workflow, day: number, name: string, change: ()
 }
 
 /** Runs up to `day` with `change` made to the live table just before Publish, no reader watching; wf.reset() after. */
-async function runChangedBeforePublish(wf: Workflow, day: number, name: string, change: () => Promise<void>, extra: { plan?: TaskOverride } = {}): Promise<ExecutionResult> {
+async function runChangedBeforePublish(
+  wf: Workflow,
+  day: number,
+  name: string,
+  change: () => Promise<void>,
+  extra: { plan?: TaskOverride } = {},
+): Promise<ExecutionResult> {
   try {
     if (extra.plan) wf.faults.Plan = extra.plan;
     wf.faults.Publish = async (input, next) => {
@@ -179,9 +185,13 @@ describe('a row inserted into the live table mid-run', () => {
     const [alert] = observed.result.alerts;
     expect(alert!.subject).toBe('atomic-publish: sales_order_lines failed (OutOfBandChangeError)');
     const [first] = await wf.publications();
-    expect(alert!.message).toContain(`Live table: ${LIVE} untouched by this batch; readers still see publication 1 (batch ${String(first!.batch_id)}, published at `);
+    expect(alert!.message).toContain(
+      `Live table: ${LIVE} untouched by this batch; readers still see publication 1 (batch ${String(first!.batch_id)}, published at `,
+    );
     expect(alert!.message).toContain(`) with the out-of-band change in it (see the error).`);
-    expect(alert!.message).toContain(`Next:       decide about the out-of-band change the error names, then start an execution with input ${JSON.stringify(inputFor(7))}`);
+    expect(alert!.message).toContain(
+      `Next:       decide about the out-of-band change the error names, then start an execution with input ${JSON.stringify(inputFor(7))}`,
+    );
     expect(alert!.message).toContain('declare the writer expected');
     expect(alert!.message).toContain(`Re-run:     once someone has decided about the change`);
     expect(alert!.message).toContain(`start an execution with input ${JSON.stringify(inputFor(7))}`);
@@ -300,11 +310,19 @@ describe('an expected writer (outOfBand.expectedWriters)', () => {
       const cw = await startLocalCloudWatchApi({ alarms: [] });
       try {
         const watch = () =>
-          watchLive({ warehouse: localWarehouse(wf.wh.endpoint, wf.wh.pg.database), cloudWatch: localCloudWatchClient(cw.endpoint), now: new Date(), pipelines: registry });
+          watchLive({
+            warehouse: localWarehouse(wf.wh.endpoint, wf.wh.pg.database),
+            cloudWatch: localCloudWatchClient(cw.endpoint),
+            now: new Date(),
+            pipelines: registry,
+          });
         await insertLiveRow(wf, 900004, new Date(sampleDay(10).getTime() + 3_600_000));
         expect((await watch()).watched[PIPELINE.name]).toEqual({ outcome: 'matches', seq: expect.any(Number) });
         await insertLiveRow(wf, 900005, sampleDay(4));
-        expect((await watch()).watched[PIPELINE.name]).toMatchObject({ outcome: 'drifted', differences: [expect.stringMatching(/later rows are expected writers'/)] });
+        expect((await watch()).watched[PIPELINE.name]).toMatchObject({
+          outcome: 'drifted',
+          differences: [expect.stringMatching(/later rows are expected writers'/)],
+        });
       } finally {
         await cw.close();
       }

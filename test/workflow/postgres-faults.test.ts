@@ -19,10 +19,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
 import { withClient } from '../../local/pg-clients.ts';
-import { holdGate } from '../support/lock-gate.ts';
-import { startPrivatePostgres, type PrivatePostgres } from '../support/private-postgres.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
+import { holdGate } from '../support/lock-gate.ts';
+import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 let own: PrivatePostgres;
 beforeAll(async () => {
@@ -60,7 +60,8 @@ const causeText = (cause: unknown): string => {
 };
 
 /** How the endpoint reports a statement whose connection the server lost, or could not open. */
-const LOST_CONNECTION = /terminating connection due to administrator command|Connection terminated|connection to server at "[^"]*", port \d+ failed: |the database system is (starting up|shutting down)/;
+const LOST_CONNECTION =
+  /terminating connection due to administrator command|Connection terminated|connection to server at "[^"]*", port \d+ failed: |the database system is (starting up|shutting down)/;
 
 /** Every failure of `state` was a lost connection, reported as transient. */
 /** Redshift's words for a conflict between concurrent transactions. */
@@ -69,7 +70,10 @@ const SERIALIZATION_CONFLICT = /ERROR: 1023 DETAIL: Serializable isolation viola
 function expectLostConnections(result: ExecutionResult, state: string): void {
   const failures = failuresOf(result, state);
   expect(failures.length, `${state} failures`).toBeGreaterThanOrEqual(1);
-  expect(failures.some((failure) => LOST_CONNECTION.test(causeText(failure.Cause))), `${state} failures include a lost connection`).toBe(true);
+  expect(
+    failures.some((failure) => LOST_CONNECTION.test(causeText(failure.Cause))),
+    `${state} failures include a lost connection`,
+  ).toBe(true);
   for (const failure of failures) {
     expect(failure.Error).toBe('TransientWarehouseError');
     // Under SERIALIZABLE, retries of concurrent chunks may also conflict on the manifest (error 1023), as on Redshift.
@@ -161,10 +165,10 @@ describe("the endpoint's sessions terminated while chunk INSERTs run", () => {
         await gate.waiting(2);
         // Only the endpoint's sessions in this database: the gate's own session keeps its lock until released.
         const killed = await withClient({ ...wf.wh.pg, database: 'postgres' }, async (admin) => {
-          const { rows } = await admin.query<{ pid: number }>(
-            'SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2',
-            [wf.wh.pg.database, APPLICATION_NAME],
-          );
+          const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND application_name = $2', [
+            wf.wh.pg.database,
+            APPLICATION_NAME,
+          ]);
           for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
           return rows.length;
         });

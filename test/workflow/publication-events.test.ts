@@ -19,21 +19,21 @@
 // endpoints of its own.
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
+import { TransientWarehouseError } from '../../domain/errors.ts';
+import { PublicationEventError } from '../../domain/publication-event.ts';
+import { monitorSetupStatements } from '../../domain/sql/setup.ts';
+import { parseWarehouseTime } from '../../domain/time.ts';
 import { REDELIVERY_GRACE_MS } from '../../functions/commons/event-delivery.ts';
 import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
 import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
-import { monitorSetupStatements } from '../../domain/sql/setup.ts';
-import { ensureLocalUser } from '../../local/database-users.ts';
+import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { localCloudWatchClient, localEventsEnvironment, localWarehouse } from '../../local/aws-clients.ts';
 import { type LocalCloudWatchApi, startLocalCloudWatchApi } from '../../local/cloudwatch-api.ts';
-import { SnsOutbox } from '../../local/sns-outbox.ts';
-import { TransientWarehouseError } from '../../domain/errors.ts';
-import { PublicationEventError } from '../../domain/publication-event.ts';
-import { parseWarehouseTime } from '../../domain/time.ts';
-import { sampleDay } from '../../local/sample-data.ts';
+import { ensureLocalUser } from '../../local/database-users.ts';
 import { type LocalEventBridgeApi, type RecordedEvent, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { SnsOutbox } from '../../local/sns-outbox.ts';
 import { caughtMessage, inputFor, LIVE, PIPELINE, stateEvents, type TaskOverride, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 /** Published before every test: days 8, 9 and 10, each event sent (to the arranging runner's own EventBridge endpoint). */
@@ -108,7 +108,9 @@ async function monitorAt(now: number, limit?: number): Promise<{ redelivered: st
 
 /** When the manifest says publication `seq`'s event was sent (null: never). */
 async function eventSentAt(seq: number): Promise<Date | null> {
-  return (await wf.query<{ at: Date | null }>(`SELECT event_sent_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = $2`, [PIPELINE.name, seq]))[0]!.at;
+  return (
+    await wf.query<{ at: Date | null }>(`SELECT event_sent_at AS at FROM atomic_publish.publications WHERE pipeline = $1 AND seq = $2`, [PIPELINE.name, seq])
+  )[0]!.at;
 }
 
 /** Runs `input` and returns the execution and the events it put. */
@@ -353,7 +355,7 @@ describe('publication events', () => {
     refused.length = 0;
   });
 
-  it('the monitor sends at most its cap, oldest first; the pipeline\'s next run sends the rest after its own event', async () => {
+  it("the monitor sends at most its cap, oldest first; the pipeline's next run sends the rest after its own event", async () => {
     const seqs: number[] = [];
     for (const day of [14, 15]) {
       refuseAll = true;

@@ -9,6 +9,7 @@ import type { ExecutionResult } from '../../local/runner.ts';
 import {
   caughtError,
   caughtMessage,
+  type Fingerprint,
   inputFor,
   LIVE,
   loadedChunks,
@@ -18,7 +19,6 @@ import {
   useWorkflowFixture,
   visited,
   visitedOutsideChunks,
-  type Fingerprint,
 } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
@@ -44,7 +44,16 @@ describe('a swap transaction that fails in the warehouse', () => {
   it('fails the run at Publish with the database message, after the checks passed', async () => {
     expect(failed.status).toBe('FAILED');
     expect(visitedOutsideChunks(failed)).toEqual([
-      'Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'RecordFailure', 'Notify', 'Failed',
+      'Input',
+      'Plan',
+      'AlreadyPublished',
+      'LoadChunks',
+      'Reconcile',
+      'CheckOnly',
+      'Publish',
+      'RecordFailure',
+      'Notify',
+      'Failed',
     ]);
     expect(caughtError(failed)?.Error).toBe('WarehouseError');
     expect(caughtMessage(failed)).toContain(`relation "${names.previous.replace('analytics.', '')}" already exists`);
@@ -77,9 +86,11 @@ describe('a swap transaction that fails in the warehouse', () => {
     expect(failed.metrics.find((m) => 'BatchFailed' in m.values)?.values.BatchFailed).toBe(1);
   });
 
-  it('counts it as PublishFailed for the pipeline (the batch passed the gate; the swap did not commit), its publish-failed alarm\'s metric', () => {
+  it("counts it as PublishFailed for the pipeline (the batch passed the gate; the swap did not commit), its publish-failed alarm's metric", () => {
     const records = failed.metrics.filter((m) => 'BatchFailed' in m.values);
-    expect(records).toEqual([expect.objectContaining({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { BatchFailed: 1, PublishFailed: 1 } })]);
+    expect(records).toEqual([
+      expect.objectContaining({ dimensions: { service: 'atomic-publish', Pipeline: 'sales_order_lines' }, values: { BatchFailed: 1, PublishFailed: 1 } }),
+    ]);
   });
 
   describe('once the name is free', () => {
@@ -151,9 +162,14 @@ describe('another batch publishing after this one was planned (its lease expired
     expect(alerts[0]!.message).toContain('publish guard');
     // What readers see now (the winner, by the manifest) and what to do next (nothing for this batch).
     expect(alerts[0]!.message).toMatch(
-      new RegExp(`^Live table: ${LIVE} shows publication ${publicationsBefore + 1} \\(batch ${winner.batchId}, published at [^)]+ UTC\\), published by another batch; this batch was not published and is superseded\\.$`, 'm'),
+      new RegExp(
+        `^Live table: ${LIVE} shows publication ${publicationsBefore + 1} \\(batch ${winner.batchId}, published at [^)]+ UTC\\), published by another batch; this batch was not published and is superseded\\.$`,
+        'm',
+      ),
     );
-    expect(alerts[0]!.message).toMatch(/^Next: +no re-run of this batch: another batch published after it was planned\. For the newest data start an execution with input \{"pipeline":"sales_order_lines"\}\.$/m);
+    expect(alerts[0]!.message).toMatch(
+      /^Next: +no re-run of this batch: another batch published after it was planned\. For the newest data start an execution with input \{"pipeline":"sales_order_lines"\}\.$/m,
+    );
   });
 
   it("leaves the second execution's data live and records only its publication", async () => {
@@ -183,7 +199,9 @@ describe('another batch publishing after this one was planned (its lease expired
       const batch = await wf.batch(loser.batchId);
       expect(batch).toMatchObject({ status: 'SUPERSEDED', attempt: 2 });
       expect(String(batch!.error)).toMatch(
-        new RegExp(`^publish guard: pipeline sales_order_lines already publishes data up to 2026-01-13 00:00:00, later than the 2026-01-11 00:00:00 of batch ${loser.batchId}$`),
+        new RegExp(
+          `^publish guard: pipeline sales_order_lines already publishes data up to 2026-01-13 00:00:00, later than the 2026-01-11 00:00:00 of batch ${loser.batchId}$`,
+        ),
       );
       expect(await wf.query('SELECT attempt, status FROM atomic_publish.batch_attempts WHERE batch_id = $1 ORDER BY attempt', [loser.batchId])).toEqual([
         { attempt: 1, status: 'FAILED' },

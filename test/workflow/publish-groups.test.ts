@@ -20,12 +20,25 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
-import { sampleDay } from '../../local/sample-data.ts';
-import { createMirror, GROUP, MIRROR, MIRROR_LIVE } from '../support/group-pipelines.ts';
-import { useForkPerTest } from '../support/fork-per-test.ts';
-import { until } from '../support/until.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, PIPELINE, stateEvents, useFork, useWorkflowFixture, visited, type UseWorkflowOptions, type Workflow } from '../support/workflow.ts';
+import { sampleDay } from '../../local/sample-data.ts';
+import { useForkPerTest } from '../support/fork-per-test.ts';
+import { createMirror, GROUP, MIRROR, MIRROR_LIVE } from '../support/group-pipelines.ts';
+import { until } from '../support/until.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  PIPELINE,
+  stateEvents,
+  type UseWorkflowOptions,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const KEY = 'order_id * 1000 + line_no';
 /** The swap's statement that fails when armed: the last of the group transaction. */
@@ -35,7 +48,8 @@ let failStartOf: string | undefined;
 
 const OPTIONS: UseWorkflowOptions = {
   statementError: ({ index, sqls, name }) => {
-    if (failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1) return 'ERROR: injected failure in the last statement of the group swap';
+    if (failGroupSwap && name?.includes(':publish-group:swap:') && index === sqls.length - 1)
+      return 'ERROR: injected failure in the last statement of the group swap';
     if (failStartOf !== undefined && name?.includes(`:plan:start-batch:${failStartOf}`)) return 'ERROR: injected failure starting the batch';
     return undefined;
   },
@@ -52,12 +66,15 @@ const version = (f: Fingerprint) => `${f.rows}/${f.keySum}`;
 const bothLive = async (wf: Workflow) => ({ mirror: await wf.fingerprint(MIRROR_LIVE), lines: await wf.fingerprint(LIVE) });
 const mirrorBatch = (day: number) => batchIdFor(MIRROR, resolveInterval(inputFor(day), MIRROR, new Date()));
 const linesBatch = (day: number) => batchIdFor(PIPELINE, resolveInterval(inputFor(day), PIPELINE, new Date()));
-const leases = (wf: Workflow) => wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
+const leases = (wf: Workflow) =>
+  wf.query<{ pipeline: string; execution_id: string }>('SELECT pipeline, execution_id FROM atomic_publish.pipeline_leases ORDER BY pipeline');
 const batchCount = async (wf: Workflow) => Number((await wf.query<{ n: number }>('SELECT count(*)::int AS n FROM atomic_publish.batches'))[0]!.n);
 const mirrorTables = async (wf: Workflow) =>
-  (await wf.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'analytics' AND table_name LIKE 'order\\_lines\\_mirror\\_\\_%' ORDER BY 1`)).map(
-    (r) => r.name,
-  );
+  (
+    await wf.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'analytics' AND table_name LIKE 'order\\_lines\\_mirror\\_\\_%' ORDER BY 1`,
+    )
+  ).map((r) => r.name);
 
 /**
  * A reader that reads both live tables in one REPEATABLE READ transaction
@@ -181,7 +198,10 @@ describe('a publish group, before any run', () => {
       [{ group: 'finance' }, /^unknown publish group "finance"; known groups: sales\. Groups are declared in pipelines\/index\.ts$/],
       [{ group: GROUP, pipeline: PIPELINE.name }, /^input names both a group and a pipeline: start \{"group": "sales"\}/],
       [{ group: 7 }, /^input.group must be a group's name, got 7$/],
-      [{ group: GROUP, to: '2026-01-05T12:00:00Z' }, /^publish group sales, member order_lines_mirror: input.to 2026-01-05T12:00:00.000Z is not on a day boundary/],
+      [
+        { group: GROUP, to: '2026-01-05T12:00:00Z' },
+        /^publish group sales, member order_lines_mirror: input.to 2026-01-05T12:00:00.000Z is not on a day boundary/,
+      ],
     ];
     for (const [input, message] of cases) {
       const result = await wf.run(input);
@@ -220,7 +240,9 @@ describe("a publish group's first publish", () => {
     expect(stateEvents(result, 'StateEntered', 'PublishGroup')).toHaveLength(1);
     expect(stateEvents(result, 'StateEntered', 'MemberReconcile')).toHaveLength(2);
     // The mirror source has no index on its time column (the sample source has): its member's plan says so.
-    const members = (stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { members: { batch: { pipeline: string }; warnings?: string[] }[] } }).plan.members;
+    const members = (
+      stateEvents(result, 'StateExited', 'Plan')[0]!.state!.output as { plan: { members: { batch: { pipeline: string }; warnings?: string[] }[] } }
+    ).plan.members;
     expect(Object.fromEntries(members.map((m) => [m.batch.pipeline, m.warnings?.length ?? 0]))).toEqual({ [MIRROR.name]: 1, [PIPELINE.name]: 0 });
     expect(members.find((m) => m.batch.pipeline === MIRROR.name)!.warnings![0]).toContain('source.order_lines_mirror (no sort key)');
     const after = await bothLive(wf);
@@ -248,7 +270,12 @@ describe("a publish group's first publish", () => {
     expect(publications[0]!.published_at).toBe(publications[1]!.published_at);
     expect(await leases(wf)).toEqual([]);
     // Each member's metrics.
-    expect(result.metrics.filter((m) => 'Published' in m.values).map((m) => m.dimensions.Pipeline).sort()).toEqual([MIRROR.name, PIPELINE.name]);
+    expect(
+      result.metrics
+        .filter((m) => 'Published' in m.values)
+        .map((m) => m.dimensions.Pipeline)
+        .sort(),
+    ).toEqual([MIRROR.name, PIPELINE.name]);
     // Each member's publication event, one each, naming its own batch.
     expect(events.map((e) => [e.detailType, e.detail.pipeline, e.detail.batchId]).sort()).toEqual([
       ['Publication Published', MIRROR.name, mirrorBatch(8)],
@@ -300,7 +327,9 @@ describe('a publish group, after its first publish', () => {
     expect((await wf.batch(linesBatch(10)))?.status).toBe('FAILED');
     const [alert] = result.alerts;
     expect(alert!.subject).toBe('atomic-publish: group sales failed (CheckFailedError)');
-    expect(alert!.message).toContain("Live tables: untouched: nothing of the group was published; every member's live table shows what it showed before this run:");
+    expect(alert!.message).toContain(
+      "Live tables: untouched: nothing of the group was published; every member's live table shows what it showed before this run:",
+    );
     expect(alert!.message).toContain(`${MIRROR_LIVE}: publication 1 (batch ${mirrorBatch(8)}`);
     expect(alert!.message).toContain(`${LIVE}: publication 1 (batch ${linesBatch(8)}`);
     expect(alert!.message).toContain(`Re-run:     start an execution with input ${JSON.stringify({ group: GROUP, to: sampleDay(10).toISOString() })}`);
@@ -536,7 +565,9 @@ describe('a publish group, after its first publish', () => {
 
     expect(result.status).toBe('FAILED');
     expect(caughtError(result)?.Error).toBe('OutOfBandChangeError');
-    expect(caughtMessage(result)).toMatch(new RegExp(`^publish group sales: out-of-band change: ${MIRROR_LIVE.replace('.', '\\.')} was changed by someone else`));
+    expect(caughtMessage(result)).toMatch(
+      new RegExp(`^publish group sales: out-of-band change: ${MIRROR_LIVE.replace('.', '\\.')} was changed by someone else`),
+    );
     expect(caughtMessage(result)).toContain("Nothing of the group was published: every member's live table is untouched");
     expect(await wf.fingerprint(LIVE)).toEqual(before.lines);
     expect(await wf.publications()).toEqual(before.publications);

@@ -7,7 +7,19 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { inputFor, LIVE, loadedChunks, namesFor, PIPELINE, stateEvents, useFork, useWorkflowFixture, visited, visitedOutsideChunks, type Fingerprint } from '../support/workflow.ts';
+import {
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  loadedChunks,
+  namesFor,
+  PIPELINE,
+  stateEvents,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  visitedOutsideChunks,
+} from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
 const TO_DAY = 12;
@@ -37,7 +49,19 @@ describe('a successful run', () => {
   it('succeeds through every step, loading each of the 12 day chunks once', () => {
     expect(first.status, `${first.error}: ${first.cause}`).toBe('SUCCEEDED');
     const steps = visitedOutsideChunks(first);
-    expect(steps).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadChunks', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(steps).toEqual([
+      'Input',
+      'Plan',
+      'AlreadyPublished',
+      'LoadChunks',
+      'Reconcile',
+      'CheckOnly',
+      'Publish',
+      'NewerDataLive',
+      'EmitMetrics',
+      'Cleanup',
+      'Published',
+    ]);
     expect(loadedChunks(first)).toEqual([...Array(TO_DAY).keys()]);
     expect(stateEvents(first, 'StateRetried', 'LoadChunk')).toEqual([]);
   });
@@ -131,9 +155,7 @@ describe('a successful run', () => {
     expect(record!.values).toMatchObject({ Published: 1, RowsPublished: TO_DAY * ROWS_PER_DAY });
     expect(record!.values.RunDurationSeconds).toBeGreaterThanOrEqual(0);
     // Data lag: now minus the newest order line published (the last second of day 11).
-    const { latest } = (
-      await wf.query<{ latest: number }>(`SELECT extract(epoch FROM max(ordered_at) AT TIME ZONE 'UTC')::float8 AS latest FROM ${LIVE}`)
-    )[0]!;
+    const { latest } = (await wf.query<{ latest: number }>(`SELECT extract(epoch FROM max(ordered_at) AT TIME ZONE 'UTC')::float8 AS latest FROM ${LIVE}`))[0]!;
     // Measured between the step's start and the metric's timestamp, whatever the machine's speed.
     // Compared in whole milliseconds, the clocks' resolution (the epoch from the database is a float).
     const stepStarted = stateEvents(first, 'StateEntered', 'EmitMetrics')[0]!.timestamp;
@@ -189,10 +211,7 @@ describe('later publications', () => {
       fingerprints.push(await wf.fingerprint(LIVE));
     }
     const publications = await wf.publications();
-    expect(publications.map((p) => [p.seq, p.batch_id])).toEqual([
-      [1, names.batchId],
-      ...days.map((day, i) => [i + 2, namesFor(day).batchId]),
-    ]);
+    expect(publications.map((p) => [p.seq, p.batch_id])).toEqual([[1, names.batchId], ...days.map((day, i) => [i + 2, namesFor(day).batchId])]);
     // Publication n replaced what publication n-1 published: its old version holds exactly that.
     for (const [i, p] of publications.entries()) {
       if (i === 0) continue;
@@ -202,7 +221,12 @@ describe('later publications', () => {
     // keepVersions 3: the old version of publication 1 (the table before atomic-publish) is dropped, and recorded so.
     expect(publications[0]!.dropped_at).not.toBeNull();
     expect(await wf.tableExists(names.previous)).toBe(false);
-    expect(await wf.derivedTables()).toEqual(publications.slice(1).map((p) => String(p.old_version_table)).sort());
+    expect(await wf.derivedTables()).toEqual(
+      publications
+        .slice(1)
+        .map((p) => String(p.old_version_table))
+        .sort(),
+    );
     const batches = await wf.query<{ status: string; base_publication: number }>(
       'SELECT status, base_publication FROM atomic_publish.batches ORDER BY base_publication',
     );

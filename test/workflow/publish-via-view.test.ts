@@ -19,7 +19,21 @@ import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../l
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtMessage, inputFor, LIVE, namesFor, PIPELINE, planOf, useFork, useWorkflow, useWorkflowFixture, visited, type Fingerprint, type UseWorkflowOptions, type Workflow } from '../support/workflow.ts';
+import {
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  planOf,
+  type UseWorkflowOptions,
+  useFork,
+  useWorkflow,
+  useWorkflowFixture,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 20;
 const DASHBOARD = 'dashboard_view_reader';
@@ -108,9 +122,14 @@ describe('publishVia view', () => {
       // Run as the handlers' user (it owns the live table).
       const owner = await connect(wf, LOCAL_PIPELINE_USER);
       try {
-        for (const sql of migrationSql(PIPELINE, (await wf.query<{ c: string }>(
-          `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines' ORDER BY ordinal_position`,
-        )).map((r) => r.c))) {
+        for (const sql of migrationSql(
+          PIPELINE,
+          (
+            await wf.query<{ c: string }>(
+              `SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'analytics' AND table_name = 'sales_order_lines' ORDER BY ordinal_position`,
+            )
+          ).map((r) => r.c),
+        )) {
           await owner.query(sql);
         }
       } finally {
@@ -159,9 +178,7 @@ describe('publishVia view', () => {
       expect(await liveShape(wf)).toEqual({ kind: 'v', reads: [version] });
       expect(await wf.fingerprint(LIVE)).toEqual(expected);
       expect(await wf.fingerprint(`analytics.sales_order_lines__v_initial`)).toEqual(old);
-      expect(await wf.publications()).toMatchObject([
-        { batch_id: batchId, live_table: LIVE, old_version_table: 'analytics.sales_order_lines__v_initial' },
-      ]);
+      expect(await wf.publications()).toMatchObject([{ batch_id: batchId, live_table: LIVE, old_version_table: 'analytics.sales_order_lines__v_initial' }]);
       // Readers: never an error, the old version until the switch, the new one after, never back.
       expect(reads.filter((r) => r.error)).toEqual([]);
       for (const phase of ['before', 'before the switch']) {
@@ -170,7 +187,10 @@ describe('publishVia view', () => {
       expect(new Set(reads.filter((r) => r.phase === 'after').map(versionRead))).toEqual(new Set([versionOf(expected)]));
       for (const reader of [0, 1]) {
         const versions = reads.filter((r) => r.reader === reader).map(versionRead);
-        expect(versions.filter((v, i) => i > 0 && v !== versions[i - 1]), `reader ${reader} switches`).toHaveLength(1);
+        expect(
+          versions.filter((v, i) => i > 0 && v !== versions[i - 1]),
+          `reader ${reader} switches`,
+        ).toHaveLength(1);
       }
       // The grant on the view survived the switch, and it is all a reader needs: none on the versions.
       const dashboard = await connect(wf, DASHBOARD);

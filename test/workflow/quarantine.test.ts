@@ -14,11 +14,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
 import { LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, visited, useFork, useWorkflowFixture, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const index = pipelines.findIndex((p) => p.name === salesOrderLines.name);
 const original = pipelines[index]!;
@@ -74,10 +74,15 @@ const fixture = useWorkflowFixture('wf_quarantine', async (wf) => {
   await wf.query('UPDATE source.sales_order_lines SET quantity = 42 WHERE order_id = 20 AND line_no = 1');
   await wf.query(`UPDATE source.sales_order_lines SET sku = 'SKU-1O4' WHERE order_id = 35 AND line_no = 3`);
   // Order line (30, 1) twice, with different amounts; (40, 2) three times, the same.
-  await wf.query('INSERT INTO source.sales_order_lines SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount + 1 FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1');
-  for (let i = 0; i < 2; i++) await wf.query('INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE order_id = 40 AND line_no = 2 LIMIT 1');
+  await wf.query(
+    'INSERT INTO source.sales_order_lines SELECT order_id, line_no, ordered_at, customer_id, product_id, quantity, amount + 1 FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1',
+  );
+  for (let i = 0; i < 2; i++)
+    await wf.query('INSERT INTO source.sales_order_lines SELECT * FROM source.sales_order_lines WHERE order_id = 40 AND line_no = 2 LIMIT 1');
   // A quarantine table from before row-level rules (NULL-time rows only), owned by the pipeline's user, with a row of another batch.
-  await wf.query(`CREATE TABLE ${QUARANTINE} AS SELECT CAST('legacy' AS varchar(32)) AS batch_id, CAST(NULL AS timestamp) AS quarantined_at, * FROM ${LIVE} WHERE order_id = 1 AND line_no = 1`);
+  await wf.query(
+    `CREATE TABLE ${QUARANTINE} AS SELECT CAST('legacy' AS varchar(32)) AS batch_id, CAST(NULL AS timestamp) AS quarantined_at, * FROM ${LIVE} WHERE order_id = 1 AND line_no = 1`,
+  );
   await wf.query(`ALTER TABLE ${QUARANTINE} OWNER TO "${LOCAL_PIPELINE_USER}"`);
 });
 afterAll(() => {
@@ -136,7 +141,9 @@ describe('quarantined rows over the tolerance', () => {
     const recorded = await check(wf, id, 'quarantine_within_tolerance');
     expect(recorded).toMatchObject({ passed: false, expected: 'at most 2 row(s) quarantined (checks.quarantine)' });
     expect(recorded!.observed).toMatch(
-      new RegExp(`^8 row\\(s\\) quarantined \\([\\d.]+% of 123\\) in ${QUARANTINE} \\(batch_id = '${id}'\\): accepted_values:quantity: 1, business key NULL: 1, duplicate \\(conflicting\\): 2, duplicate \\(identical\\): 2, not_null:product_id: 1, pattern:sku: 1$`),
+      new RegExp(
+        `^8 row\\(s\\) quarantined \\([\\d.]+% of 123\\) in ${QUARANTINE} \\(batch_id = '${id}'\\): accepted_values:quantity: 1, business key NULL: 1, duplicate \\(conflicting\\): 2, duplicate \\(identical\\): 2, not_null:product_id: 1, pattern:sku: 1$`,
+      ),
     );
     expect(recorded!.details).toContain('duplicate (conflicting): (order_id, line_no) = (30, 1); (order_id, line_no) = (30, 1)');
     expect(recorded!.details).toContain('business key NULL: (order_id, line_no) = (5, NULL)');
@@ -158,7 +165,9 @@ describe('quarantined rows over the tolerance', () => {
     );
     expect(columns.map((c) => c.column_name).slice(0, 3)).toEqual(['batch_id', 'quarantined_at', 'order_id']);
     expect(columns.map((c) => c.column_name).slice(-3)).toEqual(['reason', 'chunk_index', 'generation']);
-    expect(await wf.query(`SELECT order_id, reason, chunk_index FROM ${QUARANTINE} WHERE batch_id = 'legacy'`)).toEqual([{ order_id: '1', reason: null, chunk_index: null }]);
+    expect(await wf.query(`SELECT order_id, reason, chunk_index FROM ${QUARANTINE} WHERE batch_id = 'legacy'`)).toEqual([
+      { order_id: '1', reason: null, chunk_index: null },
+    ]);
   });
 });
 
@@ -181,7 +190,10 @@ describe('a check of a batch whose run quarantined rows over the tolerance', () 
     expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
     expect(visited(result)).toContain('Checked');
     expect((result.output?.reconcile as { passed: boolean }).passed).toBe(false);
-    expect(await check(wf, checkId, 'quarantine_within_tolerance')).toMatchObject({ passed: false, observed: expect.stringMatching(/^8 row\(s\) quarantined/) });
+    expect(await check(wf, checkId, 'quarantine_within_tolerance')).toMatchObject({
+      passed: false,
+      observed: expect.stringMatching(/^8 row\(s\) quarantined/),
+    });
     expect(await quarantined(wf, checkId)).toEqual([]);
     // The run's rejected rows stay.
     expect(await quarantined(wf, batchId())).toEqual(QUARANTINED);
@@ -209,10 +221,18 @@ describe('quarantined rows within the tolerance', () => {
     expect(await wf.fingerprint(LIVE)).not.toEqual(await wf.expected(TO_DAY));
     const id = batchId();
     expect(await quarantined(wf, id)).toEqual(QUARANTINED);
-    for (const name of ['staging_rows_match_source', 'staging_rows_match_load_record', 'staging_content_matches_source', 'business_key_unique', 'quarantine_within_tolerance']) {
+    for (const name of [
+      'staging_rows_match_source',
+      'staging_rows_match_load_record',
+      'staging_content_matches_source',
+      'business_key_unique',
+      'quarantine_within_tolerance',
+    ]) {
       expect((await check(wf, id, name))?.passed, name).toBe(true);
     }
-    expect((await check(wf, id, 'quarantine_within_tolerance'))!.expected).toBe('at most 10 row(s) and 10% of 123 source row(s) quarantined (checks.quarantine)');
+    expect((await check(wf, id, 'quarantine_within_tolerance'))!.expected).toBe(
+      'at most 10 row(s) and 10% of 123 source row(s) quarantined (checks.quarantine)',
+    );
     for (const name of ['not_null:product_id', 'accepted_values:quantity', 'pattern:sku']) expect((await check(wf, id, name))?.passed, name).toBe(true);
     const batch = await wf.batch(id);
     expect(batch).toMatchObject({ status: 'PUBLISHED', rows_read: '123', rows_rejected: '8', rows_written: '115' });
@@ -233,7 +253,9 @@ describe('a chunk reloaded as stale', () => {
     await wf.query('UPDATE source.sales_order_lines SET quantity = 3 WHERE order_id = 20 AND line_no = 1');
     await wf.query('UPDATE source.sales_order_lines SET line_no = 1 WHERE order_id = 5 AND line_no IS NULL');
     await wf.query(`UPDATE source.sales_order_lines SET sku = 'SKU-104' WHERE order_id = 35 AND line_no = 3`);
-    await wf.query('DELETE FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1 AND amount = (SELECT MAX(amount) FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1)');
+    await wf.query(
+      'DELETE FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1 AND amount = (SELECT MAX(amount) FROM source.sales_order_lines WHERE order_id = 30 AND line_no = 1)',
+    );
 
     // The chunks whose rows changed differ from what staging and the quarantine hold: found stale.
     const stale = await wf.run(inputFor(TO_DAY), 'quarantine-stale');
@@ -254,8 +276,16 @@ describe('row-level rules the warehouse does not fit', () => {
   const wf = useForkPerTest(fixture);
 
   it.each<[string, PipelineSpec['checks'], RegExp]>([
-    ['a quarantining check on a column the live table lacks', { notNull: [{ column: 'discount', action: 'quarantine' }], quarantine: { maxRows: 1 } }, /check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/],
-    ['a pattern on a column that is not text', { pattern: [{ column: 'quantity', regex: '^[0-9]+$', action: 'quarantine' }], quarantine: { maxRows: 1 } }, /check pattern:quantity matches quantity of analytics\.sales_order_lines, which is integer: a pattern reads a text column/],
+    [
+      'a quarantining check on a column the live table lacks',
+      { notNull: [{ column: 'discount', action: 'quarantine' }], quarantine: { maxRows: 1 } },
+      /check not_null:discount names discount, which is not a column of analytics\.sales_order_lines/,
+    ],
+    [
+      'a pattern on a column that is not text',
+      { pattern: [{ column: 'quantity', regex: '^[0-9]+$', action: 'quarantine' }], quarantine: { maxRows: 1 } },
+      /check pattern:quantity matches quantity of analytics\.sales_order_lines, which is integer: a pattern reads a text column/,
+    ],
   ])('refuses %s in Plan, before any load', async (what, checks, message) => {
     deploy(checks);
 

@@ -37,12 +37,16 @@ describe('readers during an in-place rebuild', () => {
     await readers.readAll();
     readers.phase('rebuilding');
     // After 10 of 30 days every reader takes a read before the rebuild goes on.
-    const outcome = await naiveRebuild(localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, wf.wh.pg.user), { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) }, async (done) => {
-      if (done !== 10) return;
-      readers.phase('after day 10');
-      await readers.readAll();
-      readers.phase('rebuilding');
-    });
+    const outcome = await naiveRebuild(
+      localWarehouse(wf.wh.endpoint, wf.wh.pg.database, DEFAULT_POLL, wf.wh.pg.user),
+      { table: 'naive.sales_order_lines', days: TO_DAY, firstDay: sampleDay(0) },
+      async (done) => {
+        if (done !== 10) return;
+        readers.phase('after day 10');
+        await readers.readAll();
+        readers.phase('rebuilding');
+      },
+    );
     const reads = await readers.close();
     expect(outcome.failed).toBe(false);
     const partial = reads.filter((r) => r.phase === 'after day 10').map((r) => Number(r.count));

@@ -24,10 +24,7 @@ describe('a live table with everything a production one carries and an IDENTITY 
     const { before } = fixture.arranged;
     const oid = async () => String((await wf.query<{ oid: string }>(`SELECT $1::regclass::oid::text AS oid`, [LIVE]))[0]!.oid);
     const table = await oid();
-    const runs = [
-      ...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const),
-      [8, { pipeline: PIPELINE.name, rollback: {} }] as const,
-    ];
+    const runs = [...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const), [8, { pipeline: PIPELINE.name, rollback: {} }] as const];
     let numbers = await identityNumbers(wf, LIVE);
     for (const [day, input] of runs) {
       const result = await wf.run(input, `catalog-in-place-${day}-${'rollback' in input ? 'rollback' : 'publish'}`);

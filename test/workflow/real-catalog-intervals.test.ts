@@ -20,10 +20,7 @@ describe('a live table with everything a production one carries, published by re
   it('keeps every property through five publishes and a rollback, numbering on, the restricted reader seeing only its rows after each', async () => {
     expect(PIPELINE.publishMode).toBe('replace-intervals');
     const { before } = fixture.arranged;
-    const runs = [
-      ...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const),
-      [8, { pipeline: PIPELINE.name, rollback: {} }] as const,
-    ];
+    const runs = [...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const), [8, { pipeline: PIPELINE.name, rollback: {} }] as const];
     let numbers = await identityNumbers(wf, LIVE);
     for (const [day, input] of runs) {
       const result = await wf.run(input, `catalog-intervals-${day}-${'rollback' in input ? 'rollback' : 'publish'}`);

@@ -8,10 +8,10 @@
 // carried its grants, keys and policies through run_statements.
 import '../support/wide-pipeline.ts';
 import { describe, expect, it } from 'vitest';
-import { MAX_BATCH_STATEMENTS } from '../../domain/sql/statement.ts';
 import { decodeStatements } from '../../domain/sql/one-transaction.ts';
+import { MAX_BATCH_STATEMENTS } from '../../domain/sql/statement.ts';
 import { arrangeCatalog, expectCatalogKept } from '../support/real-catalog.ts';
-import { caughtMessage, inputFor, useFork, useWorkflowFixture, type UseWorkflowOptions } from '../support/workflow.ts';
+import { caughtMessage, inputFor, type UseWorkflowOptions, useFork, useWorkflowFixture } from '../support/workflow.ts';
 
 /** Each swap transaction's statements, as the Data API received them. */
 const swaps = new Map<string, readonly string[]>();
@@ -36,10 +36,7 @@ describe('a live table with everything a production one carries, published by sw
 
   it('keeps every property through five swaps and a rollback, each one transaction, the restricted reader seeing only its rows after each', async () => {
     const { before } = fixture.arranged;
-    const runs = [
-      ...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const),
-      [8, { pipeline: inputFor(9).pipeline, rollback: {} }] as const,
-    ];
+    const runs = [...[5, 6, 7, 8, 9].map((day) => [day, inputFor(day)] as const), [8, { pipeline: inputFor(9).pipeline, rollback: {} }] as const];
     for (const [day, input] of runs) {
       swaps.clear();
       const result = await wf.run(input, `catalog-${day}-${'rollback' in input ? 'rollback' : 'publish'}`);
@@ -51,7 +48,9 @@ describe('a live table with everything a production one carries, published by sw
       expect(more).toEqual([]);
       expect(sqls!.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
       if ('rollback' in input) continue;
-      const packed = sqls!.filter((s) => s.includes('.run_statements(')).flatMap((s) => decodeStatements(s.slice(s.indexOf("('") + 2, -2).replaceAll("''", "'")));
+      const packed = sqls!
+        .filter((s) => s.includes('.run_statements('))
+        .flatMap((s) => decodeStatements(s.slice(s.indexOf("('") + 2, -2).replaceAll("''", "'")));
       expect(sqls!.length - 1 + packed.length).toBeGreaterThan(MAX_BATCH_STATEMENTS);
       expect(packed.filter((s) => s.startsWith('ATTACH MASKING POLICY'))).toHaveLength(9);
     }

@@ -8,13 +8,13 @@
 import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
 import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish-waits.ts';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse, type StatementOutcome } from '../../functions/commons/warehouse.ts';
-import { loadChunk, REATTACHED_MESSAGE, type LoadChunkEvent } from '../../functions/load-chunk/index.ts';
-import { publish, type PublishEvent } from '../../functions/publish/index.ts';
-import { newClient } from '../../local/pg-clients.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL, type StatementOutcome } from '../../functions/commons/warehouse.ts';
+import { type LoadChunkEvent, loadChunk, REATTACHED_MESSAGE } from '../../functions/load-chunk/index.ts';
+import { type PublishEvent, publish } from '../../functions/publish/index.ts';
 import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
+import { newClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
-import { LIVE, inputFor, namesFor, stateEvents, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
+import { inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 /** A Lambda whose wait for the chunk load gives up once (as at its 15-minute limit) while the statement keeps running. */
 class GivesUpOnce extends DataApiWarehouse {
@@ -33,12 +33,7 @@ const fixture = useWorkflowFixture('wf_reattach', async (wf) => {
   return {};
 });
 
-const warehouse = (wf: Workflow) =>
-  new GivesUpOnce(
-    localRedshiftDataClient(wf.wh.endpoint),
-    localTarget(wf.wh.pg.database),
-    DEFAULT_POLL,
-  );
+const warehouse = (wf: Workflow) => new GivesUpOnce(localRedshiftDataClient(wf.wh.endpoint), localTarget(wf.wh.pg.database), DEFAULT_POLL);
 
 /**
  * A Publish attempt that, once it has read its batch as not yet published,
@@ -178,7 +173,10 @@ describe('a Publish retry after its own commit', () => {
       };
       const result = await wf.run(inputFor(7), 'publish-overlap');
       expect(result.status, `${result.error}: ${result.cause}`).toBe('SUCCEEDED');
-      expect(results.map((r) => r.status), results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; ')).toEqual(['fulfilled', 'fulfilled']);
+      expect(
+        results.map((r) => r.status),
+        results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'fulfilled')).join('; '),
+      ).toEqual(['fulfilled', 'fulfilled']);
       expect(results.map((r) => (r as PromiseFulfilledResult<{ alreadyPublished: boolean }>).value.alreadyPublished).sort()).toEqual([false, true]);
       expect(await wf.publications()).toHaveLength(1);
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(7));

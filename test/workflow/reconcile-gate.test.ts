@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, caughtError, caughtMessage, inputFor, namesFor, visited, useFork, useWorkflowFixture, type Fingerprint } from '../support/workflow.ts';
+import { caughtError, caughtMessage, type Fingerprint, inputFor, LIVE, namesFor, useFork, useWorkflowFixture, visited } from '../support/workflow.ts';
 
 const ROWS_PER_DAY = 30;
 const { batchId } = namesFor(7);
@@ -65,10 +65,14 @@ describe('a source that changed while the batch loaded', () => {
     expect(mismatch.observed).toBe(`${7 * ROWS_PER_DAY} staging rows; 1 chunk(s) differ`);
     expect(mismatch.expected).toBe(`${7 * ROWS_PER_DAY + 2} source rows; 0 chunks differ`);
     expect(mismatch.details).toBe(`#3 2026-01-04 00:00:00: source ${ROWS_PER_DAY + 2}, staging ${ROWS_PER_DAY}, recorded ${ROWS_PER_DAY}`);
-    expect(checks.find((c) => c.check_name === 'missing_in_staging')!.details).toBe('first keys: (order_id, line_no) = (900000001, 1); (order_id, line_no) = (900000002, 1)');
+    expect(checks.find((c) => c.check_name === 'missing_in_staging')!.details).toBe(
+      'first keys: (order_id, line_no) = (900000001, 1); (order_id, line_no) = (900000002, 1)',
+    );
 
     expect(await wf.batch(batchId)).toMatchObject({ status: 'FAILED' });
-    const [attempt] = await wf.query<{ status: string; error: string }>('SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1', [batchId]);
+    const [attempt] = await wf.query<{ status: string; error: string }>('SELECT status, error FROM atomic_publish.batch_attempts WHERE batch_id = $1', [
+      batchId,
+    ]);
     expect(attempt!.status).toBe('FAILED');
     expect(attempt!.error).toMatch(/^CheckFailedError: 2 check\(s\) failed for batch /);
 

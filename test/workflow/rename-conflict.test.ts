@@ -26,7 +26,13 @@ interface SwapPart {
 }
 
 /** An endpoint fault of one workflow's own: once armed, fails the swap's second rename once with the message; records every swap part. */
-function renameConflict(): { statementError: StatementFault; arm(message: string): void; fired(): boolean; swapParts: SwapPart[]; batchesSeen: Map<string, number> } {
+function renameConflict(): {
+  statementError: StatementFault;
+  arm(message: string): void;
+  fired(): boolean;
+  swapParts: SwapPart[];
+  batchesSeen: Map<string, number>;
+} {
   let failWith: string | undefined;
   let fired = false;
   const swapParts: SwapPart[] = [];
@@ -58,7 +64,11 @@ const versionRead = (r: ReaderSample) => `${r.count}/${r.keySum}`;
 
 describe.each([
   ['conflict with concurrent transaction', 6, 'ERROR: could not complete because of conflict with concurrent transaction'],
-  ['serializable isolation violation (1023)', 8, 'ERROR: 1023 DETAIL: Serializable isolation violation on table - 104421, transactions forming the cycle are: 7211, 7214 (pid:30822)'],
+  [
+    'serializable isolation violation (1023)',
+    8,
+    'ERROR: 1023 DETAIL: Serializable isolation violation on table - 104421, transactions forming the cycle are: 7211, 7214 (pid:30822)',
+  ],
 ])('a rename conflict in the swap: %s', (_, day, message) => {
   const fault = renameConflict();
   const { swapParts, batchesSeen } = fault;

@@ -6,17 +6,17 @@
 import '../support/intervals-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
-import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
+import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
+import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { LOOKBACK } from '../support/intervals-pipeline.ts';
+import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { lastIntervals, scheduledRunOn, THREE_SCHEDULED_RUNS } from '../support/scheduled-run.ts';
 import { until } from '../support/until.ts';
-import type { ExecutionResult } from '../../local/runner.ts';
-import { LIVE, PIPELINE, useFork, useWorkflowFixture, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { type Fingerprint, LIVE, PIPELINE, useFork, useWorkflowFixture } from '../support/workflow.ts';
 
 const [FROM_DAY, TO_DAY] = [31, 59];
 const KEY = 'order_id * 1000 + line_no';
@@ -44,12 +44,22 @@ const fixture = useWorkflowFixture(
     await wf.sample({ rowsPerDay: 20, sourceDays: LAST_DAY, liveDays: 65 });
     // Upstream corrections inside the month (changed amounts, a line gone, a
     // line added) and one outside it, which this backfill must not publish.
-    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 1 WHERE line_no = 1 AND ordered_at >= $1 AND ordered_at < $2`, [ts(FROM_DAY), ts(TO_DAY)]);
-    await wf.query(`DELETE FROM source.sales_order_lines WHERE order_id = (SELECT MIN(order_id) FROM source.sales_order_lines WHERE ordered_at >= $1)`, [ts(40)]);
+    await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 1 WHERE line_no = 1 AND ordered_at >= $1 AND ordered_at < $2`, [
+      ts(FROM_DAY),
+      ts(TO_DAY),
+    ]);
+    await wf.query(`DELETE FROM source.sales_order_lines WHERE order_id = (SELECT MIN(order_id) FROM source.sales_order_lines WHERE ordered_at >= $1)`, [
+      ts(40),
+    ]);
     await wf.query(`INSERT INTO source.sales_order_lines VALUES (900000001, 1, $1::timestamp + interval '5 hours', 7, 8, 2, 50.00)`, [ts(45)]);
     await wf.query(`UPDATE source.sales_order_lines SET amount = amount + 100 WHERE ordered_at >= $1 AND ordered_at < $2`, [ts(62), ts(63)]);
 
-    const before = { month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)), earlier: await wf.fingerprint(liveDays(0, FROM_DAY)), later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)), all: await wf.fingerprint(LIVE) };
+    const before = {
+      month: await wf.fingerprint(liveDays(FROM_DAY, TO_DAY)),
+      earlier: await wf.fingerprint(liveDays(0, FROM_DAY)),
+      later: await wf.fingerprint(liveDays(TO_DAY, LAST_DAY)),
+      all: await wf.fingerprint(LIVE),
+    };
     const expectedMonth = await wf.fingerprint(sourceDays(FROM_DAY, TO_DAY));
 
     // Readers of the month (a view) and of the whole table, through plain connections, as dashboards read.
@@ -74,7 +84,9 @@ const fixture = useWorkflowFixture(
       const running = await wf.start(BACKFILL, 'replace-month');
       await until(() => gate !== undefined, 'Publish to start');
       const [pid] = await gate!.waiting();
-      heldModes = (await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE])).map((h) => h.mode);
+      heldModes = (await wf.query<{ mode: string }>(`SELECT mode FROM pg_locks WHERE pid = $1 AND relation = $2::regclass AND granted`, [pid, LIVE])).map(
+        (h) => h.mode,
+      );
       await Promise.all([month.readAll(), whole.readAll()]);
       month.phase('held');
       whole.phase('held');
@@ -142,7 +154,10 @@ describe('replace-intervals', () => {
         `SELECT live_columns, live_fingerprint FROM atomic_publish.publications WHERE batch_id = $1`,
         [batchId],
       );
-      const [now] = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).query(liveFingerprintQuery(PIPELINE, recorded!.live_columns.split(';')), 'test-live-fingerprint');
+      const [now] = await localWarehouse(wf.wh.endpoint, wf.wh.pg.database).query(
+        liveFingerprintQuery(PIPELINE, recorded!.live_columns.split(';')),
+        'test-live-fingerprint',
+      );
       expect(recorded!.live_columns).toMatch(/^order_id bigint;line_no integer;.*;unit_price numeric\(12,4\)$/);
       expect(recorded!.live_fingerprint).toBe(now!.fingerprint);
       expect(recorded!.live_fingerprint).toMatch(new RegExp(`^${after.all.rows}:`));

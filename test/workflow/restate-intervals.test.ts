@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { LIVE, PIPELINE, useFork, useWorkflowFixture, visited, type Fingerprint } from '../support/workflow.ts';
+import { type Fingerprint, LIVE, PIPELINE, useFork, useWorkflowFixture, visited } from '../support/workflow.ts';
 
 const ts = (day: number) => sampleDay(day).toISOString().slice(0, 19);
 const input = { pipeline: PIPELINE.name, from: sampleDay(6).toISOString(), to: sampleDay(8).toISOString() };

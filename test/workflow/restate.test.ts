@@ -9,7 +9,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  PIPELINE,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_restate', async (wf) => {
   await wf.sample({ rowsPerDay: 24, sourceDays: 10, liveDays: 5 });
@@ -105,7 +116,9 @@ describe('restating a published interval', () => {
       expect(await publicationCount(wf)).toBe(restated.all.length);
       const second = await wf.batch(restatementId(7, 2));
       expect(second?.status).toBe('SUPERSEDED');
-      expect(String(second?.error)).toMatch(/^restatement 2 of .*: staging equals the live rows it would replace \(rows:checksum \d+:-?\d+\); nothing to publish$/);
+      expect(String(second?.error)).toMatch(
+        /^restatement 2 of .*: staging equals the live rows it would replace \(rows:checksum \d+:-?\d+\); nothing to publish$/,
+      );
       expect(result(replay).unchanged).toBe(true);
     });
   });
@@ -140,7 +153,11 @@ describe('bad restate input, refused in Plan before anything is written', () => 
   const cases: [string, Record<string, unknown>, RegExp][] = [
     ['restate not a boolean', { ...inputFor(8), restate: 'yes' }, /^input\.restate must be true or false, got "yes"/],
     ['restate with rollback', { pipeline: PIPELINE.name, rollback: {}, restate: true }, /^input has unknown field\(s\): restate \(allowed: pipeline, rollback/],
-    ['restate of an interval never published', restate(9), /^pipeline sales_order_lines: input\.restate re-runs an interval already published, but the batch of .* with this spec is not recorded\. Nothing was written/],
+    [
+      'restate of an interval never published',
+      restate(9),
+      /^pipeline sales_order_lines: input\.restate re-runs an interval already published, but the batch of .* with this spec is not recorded\. Nothing was written/,
+    ],
   ];
   for (const [what, input, message] of cases) {
     it(what, async () => {
@@ -193,7 +210,9 @@ describe('a source change between the check and the publish, and the re-run afte
     expect(caughtError(result9)?.Error).toBe('SourceChangedError');
     const message = caughtMessage(result9);
     expect(message).toMatch(
-      new RegExp(`source changed: chunk #8 \\(${sampleDay(8).toISOString()} to ${sampleDay(9).toISOString()}\\) of batch ${restatementId(9, 0)} holds rows:checksum 24:-?\\d+ in the source now, but 24:-?\\d+ in staging`),
+      new RegExp(
+        `source changed: chunk #8 \\(${sampleDay(8).toISOString()} to ${sampleDay(9).toISOString()}\\) of batch ${restatementId(9, 0)} holds rows:checksum 24:-?\\d+ in the source now, but 24:-?\\d+ in staging`,
+      ),
     );
     expect(message).toContain('Nothing was published; the chunk is marked STALE');
     expect(refused.live).toEqual(live);

@@ -21,7 +21,19 @@ import { rolledBackVersionTableFor } from '../../domain/rollback.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, PIPELINE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  PIPELINE,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const READER = 'rollback_reader';
 const VIEW = 'analytics.sales_amounts_rb';
@@ -68,7 +80,13 @@ async function cleanupStatements(wf: Workflow): Promise<string[]> {
   let token: string | undefined;
   do {
     const page = await wf.wh.client.send(
-      new ListStatementsCommand({ StatementName: `atomic-publish:${PIPELINE.name}:cleanup:`, Status: 'ALL', MaxResults: 100, RoleLevel: true, ...(token ? { NextToken: token } : {}) }),
+      new ListStatementsCommand({
+        StatementName: `atomic-publish:${PIPELINE.name}:cleanup:`,
+        Status: 'ALL',
+        MaxResults: 100,
+        RoleLevel: true,
+        ...(token ? { NextToken: token } : {}),
+      }),
     );
     for (const statement of page.Statements ?? []) sent.push(...(statement.QueryStrings ?? []), ...(statement.QueryString ? [statement.QueryString] : []));
     token = page.NextToken;
@@ -159,7 +177,10 @@ describe('rollback', () => {
   });
 
   it("gives the version rolled back to the live table's declared keys, each once", async () => {
-    expect(await liveKeys(wf)).toEqual(['sales_order_lines_pk PRIMARY KEY (order_id, line_no)', 'sales_order_lines_uq UNIQUE (customer_id, order_id, line_no)']);
+    expect(await liveKeys(wf)).toEqual([
+      'sales_order_lines_pk PRIMARY KEY (order_id, line_no)',
+      'sales_order_lines_uq UNIQUE (customer_id, order_id, line_no)',
+    ]);
   });
 
   it('keeps the grants, the comment and the view of the live table', async () => {
@@ -243,11 +264,27 @@ describe('after a rollback', () => {
     const cases: [string, () => unknown, RegExp][] = [
       ['an interval beside rollback', () => ({ ...rollbackInput({}), to: inputFor(C).to }), /^input has unknown field\(s\): to \(allowed: pipeline, rollback/],
       ['an unknown field in rollback', () => rollbackInput({ to: id(B), force: true }), /^input\.rollback has unknown field\(s\): force \(allowed: to\)/],
-      ['rollback that is not an object', () => rollbackInput('yesterday'), /^input\.rollback must be an object: \{\} or \{"to": "<batch id>"\}, got "yesterday"/],
+      [
+        'rollback that is not an object',
+        () => rollbackInput('yesterday'),
+        /^input\.rollback must be an object: \{\} or \{"to": "<batch id>"\}, got "yesterday"/,
+      ],
       ['a batch id of the wrong shape', () => rollbackInput({ to: 'B-8' }), /^input\.rollback\.to must be a batch id \(16 hexadecimal digits.*got "B-8"/],
-      ['an unknown batch', () => rollbackInput({ to: '0123456789abcdef' }), /^batch 0123456789abcdef is not a batch of pipeline sales_order_lines .*roll back to one with \{"pipeline":"sales_order_lines","rollback":\{"to":"[0-9a-f]{16}"\}\}/],
-      ['a batch never published', () => rollbackInput({ to: id(D + 1) }), /was never published \(it is FAILED\): there is no version of it to roll back to; the versions still retained hold batches/],
-      ['a version past retention', () => rollbackInput({ to: id(A) }), /is past retention: its version was dropped by Cleanup \(retention\.keepVersions 3\)\. To publish its data again, run its interval as a new run\. Otherwise, the versions still retained hold batches/],
+      [
+        'an unknown batch',
+        () => rollbackInput({ to: '0123456789abcdef' }),
+        /^batch 0123456789abcdef is not a batch of pipeline sales_order_lines .*roll back to one with \{"pipeline":"sales_order_lines","rollback":\{"to":"[0-9a-f]{16}"\}\}/,
+      ],
+      [
+        'a batch never published',
+        () => rollbackInput({ to: id(D + 1) }),
+        /was never published \(it is FAILED\): there is no version of it to roll back to; the versions still retained hold batches/,
+      ],
+      [
+        'a version past retention',
+        () => rollbackInput({ to: id(A) }),
+        /is past retention: its version was dropped by Cleanup \(retention\.keepVersions 3\)\. To publish its data again, run its interval as a new run\. Otherwise, the versions still retained hold batches/,
+      ],
     ];
     for (const [what, input, message] of cases) {
       it(what, async () => {
@@ -287,7 +324,9 @@ describe('after a rollback', () => {
         const [alert] = result.alerts;
         expect(alert!.message).toContain(`Rollback:   to batch ${id(B)} (from batch ${id(C)}, publication 5)`);
         expect(alert!.message).toContain(`Live table: ${LIVE} untouched; readers still see publication 5 (batch ${id(C)}); the rollback changed nothing.`);
-        expect(alert!.message).toContain(`Re-run:     start an execution with input {"pipeline":"sales_order_lines","rollback":{"to":"${id(B)}"}} once the cause is fixed.`);
+        expect(alert!.message).toContain(
+          `Re-run:     start an execution with input {"pipeline":"sales_order_lines","rollback":{"to":"${id(B)}"}} once the cause is fixed.`,
+        );
       } finally {
         await wf.query('DROP VIEW analytics.foreign_view');
       }
@@ -319,9 +358,13 @@ describe('after a rollback', () => {
       expect(latest).toMatchObject({ batch_id: id(D - 1), rollback_of: null });
       expect(result.status).toBe('FAILED');
       expect(caughtError(result)?.Error).toBe('PublishConflictError');
-      expect(caughtMessage(result)).toMatch(/^rollback refused: publish guard: pipeline sales_order_lines is at publication \d+ but the rollback was planned on publication \d+; nothing was changed/);
+      expect(caughtMessage(result)).toMatch(
+        /^rollback refused: publish guard: pipeline sales_order_lines is at publication \d+ but the rollback was planned on publication \d+; nothing was changed/,
+      );
       expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(D - 1));
-      expect(result.alerts[0]!.message).toContain(`shows publication ${String(latest.seq)}, published since the rollback was planned; the rollback changed nothing.`);
+      expect(result.alerts[0]!.message).toContain(
+        `shows publication ${String(latest.seq)}, published since the rollback was planned; the rollback changed nothing.`,
+      );
     });
   });
 

@@ -17,9 +17,9 @@ import {
 } from '@aws-sdk/client-sfn';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { StartRunResult } from '../../functions/start-run/index.ts';
+import { localStepFunctionsClient } from '../../local/aws-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
-import { localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { type LocalStepFunctionsApi, startLocalStepFunctionsApi } from '../../local/step-functions-api.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, PIPELINE, useWorkflowFixture, type Workflow } from '../support/workflow.ts';

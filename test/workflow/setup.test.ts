@@ -9,12 +9,23 @@
 // once; every test that takes something away or runs acts on a copy of its
 // own (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { quoteIdent, quoteUser, qualifiedName } from '../../domain/identifiers.ts';
+import { qualifiedName, quoteIdent, quoteUser } from '../../domain/identifiers.ts';
 import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/privileges.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, PIPELINE, useFork, useWorkflowFixture, visited, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import {
+  caughtError,
+  caughtMessage,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  PIPELINE,
+  useFork,
+  useWorkflowFixture,
+  visited,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const fixture = useWorkflowFixture('wf_setup', async (wf) => {
   await wf.sample({ rowsPerDay: 20, sourceDays: 8, liveDays: 4 });

@@ -15,7 +15,7 @@ import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { newClient } from '../../local/pg-clients.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
-import { caughtMessage, FINGERPRINT, inputFor, LIVE, namesFor, PIPELINE, useWorkflowFixture, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { caughtMessage, FINGERPRINT, type Fingerprint, inputFor, LIVE, namesFor, PIPELINE, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
 const OTHER = 'elsewhere.calendar';
 const LEVELS = ['REPEATABLE READ', 'SERIALIZABLE'] as const;

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { localStepFunctionsClient } from '../../local/aws-clients.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';
 import { statementCounter } from '../support/statement-faults.ts';
-import { caughtError, caughtMessage, inputFor, LIVE, namesFor, useWorkflowFixture, visited, type TaskOverride, type Workflow } from '../support/workflow.ts';
+import { caughtError, caughtMessage, inputFor, LIVE, namesFor, type TaskOverride, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';
 
 const DAY = 7;
 
@@ -75,7 +75,10 @@ async function nextRunPublishes(wf: Workflow, stoppedArn: string) {
   expect(visited(later).at(-1), `${caughtError(later)?.Error}: ${caughtMessage(later)}`).toBe('Published');
   expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(DAY + 1));
   expect(await leases(wf)).toEqual([]);
-  const attempts = await wf.query<{ execution_id: string; status: string }>('SELECT execution_id, status FROM atomic_publish.batch_attempts WHERE batch_id = $1', [namesFor(DAY).batchId]);
+  const attempts = await wf.query<{ execution_id: string; status: string }>(
+    'SELECT execution_id, status FROM atomic_publish.batch_attempts WHERE batch_id = $1',
+    [namesFor(DAY).batchId],
+  );
   // The stopped execution's attempt, if it recorded one, is not left RUNNING.
   expect(attempts.filter((a) => a.execution_id === stoppedArn && a.status === 'RUNNING')).toEqual([]);
 }
@@ -97,7 +100,10 @@ describe('a run stopped', () => {
       const described = await sfn().send(new DescribeExecutionCommand({ executionArn: stopped.executionId }));
       expect(described.status).toBe('ABORTED');
       const history = await sfn().send(new GetExecutionHistoryCommand({ executionArn: stopped.executionId, reverseOrder: true, maxResults: 1 }));
-      expect(history.events?.[0]).toMatchObject({ type: 'ExecutionAborted', executionAbortedEventDetails: { error: 'OperatorStop', cause: `stopped in ${state} at ${at}` } });
+      expect(history.events?.[0]).toMatchObject({
+        type: 'ExecutionAborted',
+        executionAbortedEventDetails: { error: 'OperatorStop', cause: `stopped in ${state} at ${at}` },
+      });
       // No state was entered after the stop.
       expect(visited(stopped)).not.toContain(state === 'Publish' ? 'EmitMetrics' : 'Publish');
       await nextRunPublishes(wf, stopped.executionId);

@@ -22,12 +22,16 @@ describe('a warehouse that cannot be reached', () => {
     // 8 retries of the transient error: 9 attempts in all.
     expect(stateEvents(result, 'StateRetried', 'Plan')).toHaveLength(8);
     expect(caughtError(result)?.Error).toBe('TransientWarehouseError');
-    expect(caughtMessage(result)).toMatch(/^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:privileges:[0-9a-f]{16} \(ECONNREFUSED\)/);
+    expect(caughtMessage(result)).toMatch(
+      /^warehouse unreachable while trying to submit atomic-publish:sales_order_lines:plan:privileges:[0-9a-f]{16} \(ECONNREFUSED\)/,
+    );
 
     expect(result.alerts).toHaveLength(1);
     expect(result.alerts[0]!.subject).toBe('atomic-publish: sales_order_lines failed (TransientWarehouseError)');
     expect(result.alerts[0]!.message).toContain('Live table: untouched; the run stopped in Plan, before loading anything.');
-    expect(result.alerts[0]!.message).toMatch(/^Next: +the warehouse kept failing after every retry .*; once that has ended, start an execution with input \{"pipeline":"sales_order_lines"/m);
+    expect(result.alerts[0]!.message).toMatch(
+      /^Next: +the warehouse kept failing after every retry .*; once that has ended, start an execution with input \{"pipeline":"sales_order_lines"/m,
+    );
     expect(result.metrics.find((m) => 'BatchFailed' in m.values)?.dimensions).toEqual({ service: 'atomic-publish', Pipeline: 'sales_order_lines' });
   });
 });

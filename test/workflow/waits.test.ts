@@ -213,7 +213,9 @@ describe('bounded lock waits', () => {
       expect(message).toMatch(new RegExp(`user ${HOLDER} \\(session \\d+, transaction started \\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d`));
       expect(result.alerts.map((a) => a.message).join('\n')).toContain(HOLDER);
       // What readers see now and what to do next: the lock wait was given up after every retry.
-      expect(result.alerts[0]!.message).toMatch(new RegExp(`^Live table: ${LIVE} untouched; readers still see publication \\d+ \\(batch [0-9a-f]{16}, published at [^)]+ UTC\\)\\.$`, 'm'));
+      expect(result.alerts[0]!.message).toMatch(
+        new RegExp(`^Live table: ${LIVE} untouched; readers still see publication \\d+ \\(batch [0-9a-f]{16}, published at [^)]+ UTC\\)\\.$`, 'm'),
+      );
       expect(result.alerts[0]!.message).toContain(
         `Next:       the warehouse kept failing after every retry (a lock held, snapshots not ending, unreachable: the error says which); once that has ended, start an execution with input ${JSON.stringify(inputFor(12))}.`,
       );

@@ -8,11 +8,21 @@
 // left (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
-import { holdGate, type LockGate } from '../support/lock-gate.ts';
-import { until } from '../support/until.ts';
 import { CHUNKS_PER_WINDOW_ENV } from '../../domain/windows.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
-import { caughtError, inputFor, LIVE, namesFor, useFork, useWorkflowFixture, visitedOutsideChunks, type Fingerprint, type Workflow } from '../support/workflow.ts';
+import { holdGate, type LockGate } from '../support/lock-gate.ts';
+import { until } from '../support/until.ts';
+import {
+  caughtError,
+  type Fingerprint,
+  inputFor,
+  LIVE,
+  namesFor,
+  useFork,
+  useWorkflowFixture,
+  visitedOutsideChunks,
+  type Workflow,
+} from '../support/workflow.ts';
 
 const TO_DAY = 8;
 const { batchId, staging } = namesFor(TO_DAY);
@@ -44,7 +54,10 @@ const windowRows = (wf: Workflow) =>
 
 /** The batch's chunks the failed run left DONE. */
 async function doneChunks(wf: Workflow): Promise<number[]> {
-  const rows = await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY chunk_index`, [batchId]);
+  const rows = await wf.query<{ chunk_index: number }>(
+    `SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE' ORDER BY chunk_index`,
+    [batchId],
+  );
   return rows.map((r) => r.chunk_index);
 }
 
@@ -102,7 +115,19 @@ describe('the re-run of a batch that failed in its second window', () => {
     expect(wf.calls.filter((c) => c.state === 'PlanWindow')).toHaveLength(3);
     expect(result.childExecutions.map((c) => c.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
     // The parent's history holds no chunk: only the Distributed Map's state.
-    expect(visitedOutsideChunks(result)).toEqual(['Input', 'Plan', 'AlreadyPublished', 'LoadWindows', 'Reconcile', 'CheckOnly', 'Publish', 'NewerDataLive', 'EmitMetrics', 'Cleanup', 'Published']);
+    expect(visitedOutsideChunks(result)).toEqual([
+      'Input',
+      'Plan',
+      'AlreadyPublished',
+      'LoadWindows',
+      'Reconcile',
+      'CheckOnly',
+      'Publish',
+      'NewerDataLive',
+      'EmitMetrics',
+      'Cleanup',
+      'Published',
+    ]);
     expect(result.events.some((e) => e.state?.name === 'WindowLoadChunk')).toBe(false);
     const loads = await wf.query<{ chunk_index: number; loads: string; status: string }>(
       'SELECT chunk_index, loads, status FROM atomic_publish.chunk_state WHERE batch_id = $1 ORDER BY chunk_index',
@@ -177,7 +202,9 @@ describe('a batch in windows whose execution is aborted', () => {
       await wf.quiesce();
       wf.reset();
     }
-    const done = (await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE'`, [names.batchId])).map((r) => r.chunk_index);
+    const done = (
+      await wf.query<{ chunk_index: number }>(`SELECT chunk_index FROM atomic_publish.chunk_state WHERE batch_id = $1 AND status = 'DONE'`, [names.batchId])
+    ).map((r) => r.chunk_index);
     expect(done).toEqual(expect.arrayContaining([0, 1, 2]));
 
     const rerun = await wf.run(inputFor(day), 'windows-aborted-rerun');

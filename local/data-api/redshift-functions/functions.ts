@@ -27,7 +27,21 @@ const S = quoteIdent(SYSTEM_VIEWS_SCHEMA);
  */
 const VERSION = 'atomic-publish local Redshift functions, version 6';
 
-const TIMESTAMP_UNITS = ['millennium', 'century', 'decade', 'year', 'quarter', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond', 'microsecond'];
+const TIMESTAMP_UNITS = [
+  'millennium',
+  'century',
+  'decade',
+  'year',
+  'quarter',
+  'month',
+  'week',
+  'day',
+  'hour',
+  'minute',
+  'second',
+  'millisecond',
+  'microsecond',
+];
 const TIME_UNITS = ['hour', 'minute', 'second', 'millisecond', 'microsecond'];
 const array = (units: readonly string[]) => `ARRAY[${units.map((u) => `'${u}'`).join(', ')}]`;
 
@@ -57,12 +71,22 @@ const DATE_PART_NAMES: string[] = [
  * page's example does, while 12 months give February 28.
  */
 const DATEADD: string[] = [
-  sql('add_years(v timestamp, n bigint)', 'timestamp',
+  sql(
+    'add_years(v timestamp, n bigint)',
+    'timestamp',
     `CASE WHEN extract(day FROM v + make_interval(years => n::int)) = extract(day FROM v)
-          THEN v + make_interval(years => n::int) ELSE v + make_interval(years => n::int) + interval '1 day' END`),
-  sql('time_step(u text)', 'interval', `CASE u WHEN 'hour' THEN interval '1 hour' WHEN 'minute' THEN interval '1 minute'
-     WHEN 'second' THEN interval '1 second' WHEN 'millisecond' THEN interval '1 millisecond' WHEN 'microsecond' THEN interval '1 microsecond' END`),
-  sql('dateadd_timestamp(u text, n bigint, v timestamp)', 'timestamp', `CASE u
+          THEN v + make_interval(years => n::int) ELSE v + make_interval(years => n::int) + interval '1 day' END`,
+  ),
+  sql(
+    'time_step(u text)',
+    'interval',
+    `CASE u WHEN 'hour' THEN interval '1 hour' WHEN 'minute' THEN interval '1 minute'
+     WHEN 'second' THEN interval '1 second' WHEN 'millisecond' THEN interval '1 millisecond' WHEN 'microsecond' THEN interval '1 microsecond' END`,
+  ),
+  sql(
+    'dateadd_timestamp(u text, n bigint, v timestamp)',
+    'timestamp',
+    `CASE u
      WHEN 'millennium' THEN ${S}.add_years(v, n * 1000)
      WHEN 'century' THEN ${S}.add_years(v, n * 100)
      WHEN 'decade' THEN ${S}.add_years(v, n * 10)
@@ -71,7 +95,8 @@ const DATEADD: string[] = [
      WHEN 'month' THEN v + make_interval(months => n::int)
      WHEN 'week' THEN v + make_interval(weeks => n::int)
      WHEN 'day' THEN v + make_interval(days => n::int)
-     ELSE v + n * ${S}.time_step(u) END`),
+     ELSE v + n * ${S}.time_step(u) END`,
+  ),
   sql('dateadd(p text, n bigint, v timestamp)', 'timestamp', `${S}.dateadd_timestamp(${S}.datepart_unit(p, 'DATEADD', ${array(TIMESTAMP_UNITS)}), n, v)`),
   sql('dateadd(p text, n bigint, v date)', 'timestamp', `${S}.dateadd(p, n, v::timestamp)`),
   // A literal ('2008-02-28') arrives as text: a string is what the unknown type of a literal resolves to first.
@@ -89,7 +114,10 @@ const DATEADD: string[] = [
  */
 const epochAt = (unit: string, v: string) => `extract(epoch FROM pg_catalog.date_trunc('${unit}', ${v}))`;
 const DATEDIFF: string[] = [
-  sql('datediff_timestamp(u text, a timestamp, b timestamp)', 'bigint', `(CASE u
+  sql(
+    'datediff_timestamp(u text, a timestamp, b timestamp)',
+    'bigint',
+    `(CASE u
      WHEN 'millennium' THEN extract(millennium FROM b) - extract(millennium FROM a)
      WHEN 'century' THEN extract(century FROM b) - extract(century FROM a)
      WHEN 'decade' THEN extract(decade FROM b) - extract(decade FROM a)
@@ -102,15 +130,22 @@ const DATEDIFF: string[] = [
      WHEN 'minute' THEN (${epochAt('minute', 'b')} - ${epochAt('minute', 'a')}) / 60
      WHEN 'second' THEN ${epochAt('second', 'b')} - ${epochAt('second', 'a')}
      WHEN 'millisecond' THEN (${epochAt('milliseconds', 'b')} - ${epochAt('milliseconds', 'a')}) * 1000
-     WHEN 'microsecond' THEN (extract(epoch FROM b) - extract(epoch FROM a)) * 1000000 END)::bigint`),
+     WHEN 'microsecond' THEN (extract(epoch FROM b) - extract(epoch FROM a)) * 1000000 END)::bigint`,
+  ),
   sql('datediff(p text, a timestamp, b timestamp)', 'bigint', `${S}.datediff_timestamp(${S}.datepart_unit(p, 'DATEDIFF', ${array(TIMESTAMP_UNITS)}), a, b)`),
   sql('datediff(p text, a date, b date)', 'bigint', `${S}.datediff(p, a::timestamp, b::timestamp)`),
   sql('datediff(p text, a text, b text)', 'bigint', `${S}.datediff(p, a::timestamp, b::timestamp)`, 'STABLE'),
   sql('datediff(p text, a timestamptz, b timestamptz)', 'bigint', `${S}.datediff(p, a::timestamp, b::timestamp)`, 'STABLE'),
-  sql('datediff(p text, a time, b time)', 'bigint',
-    `${S}.datediff_timestamp(${S}.datepart_unit(p, 'DATEDIFF', ${array(TIME_UNITS)}), DATE '2000-01-01' + a, DATE '2000-01-01' + b)`),
-  sql('datediff(p text, a timetz, b timetz)', 'bigint',
-    `${S}.datediff_timestamp(${S}.datepart_unit(p, 'DATEDIFF', ${array(TIME_UNITS)}), DATE '2000-01-01' + (a AT TIME ZONE 'UTC')::time, DATE '2000-01-01' + (b AT TIME ZONE 'UTC')::time)`),
+  sql(
+    'datediff(p text, a time, b time)',
+    'bigint',
+    `${S}.datediff_timestamp(${S}.datepart_unit(p, 'DATEDIFF', ${array(TIME_UNITS)}), DATE '2000-01-01' + a, DATE '2000-01-01' + b)`,
+  ),
+  sql(
+    'datediff(p text, a timetz, b timetz)',
+    'bigint',
+    `${S}.datediff_timestamp(${S}.datepart_unit(p, 'DATEDIFF', ${array(TIME_UNITS)}), DATE '2000-01-01' + (a AT TIME ZONE 'UTC')::time, DATE '2000-01-01' + (b AT TIME ZONE 'UTC')::time)`,
+  ),
 ];
 
 /**
@@ -135,7 +170,8 @@ const DATE_PART: string[] = [
   sql('extract_part(u text, v date)', 'integer', `(${extractPart('v::timestamp')})::integer`),
   sql('extract_part(u text, v timestamptz)', 'double precision', `(${extractPart('v')})::double precision`, 'STABLE'),
   ...['timestamp', 'date', 'time', 'timetz', 'interval'].map((type) =>
-    sql(`date_part(p text, v ${type})`, 'double precision', `pg_catalog.date_part(${S}.datepart_name(p), v) + ${decadeFix('p')}`)),
+    sql(`date_part(p text, v ${type})`, 'double precision', `pg_catalog.date_part(${S}.datepart_name(p), v) + ${decadeFix('p')}`),
+  ),
   sql('date_part(p text, v timestamptz)', 'double precision', `pg_catalog.date_part(${S}.datepart_name(p), v) + ${decadeFix('p')}`, 'STABLE'),
   sql('date_trunc(p text, v date)', 'timestamp', `pg_catalog.date_trunc(${S}.datepart_name(p), v::timestamp)`),
 ];
@@ -152,14 +188,21 @@ const DATES: string[] = [
   sql('convert_timezone(target text, v timestamp)', 'timestamp', `(v AT TIME ZONE 'UTC') AT TIME ZONE target`),
   sql('convert_timezone(source text, target text, v timestamp)', 'timestamp', '(v AT TIME ZONE source) AT TIME ZONE target'),
   // r_ADD_MONTHS: TIMESTAMP; from the last day of a month to the last day of the result month (April 30 + 1 is May 31).
-  sql('add_months(v timestamp, n integer)', 'timestamp',
-    `CASE WHEN v::date = ${monthEnd('v')} THEN ${monthEnd('v + make_interval(months => n)')} + v::time ELSE v + make_interval(months => n) END`),
+  sql(
+    'add_months(v timestamp, n integer)',
+    'timestamp',
+    `CASE WHEN v::date = ${monthEnd('v')} THEN ${monthEnd('v + make_interval(months => n)')} + v::time ELSE v + make_interval(months => n) END`,
+  ),
   sql('add_months(v date, n integer)', 'timestamp', `${S}.add_months(v::timestamp, n)`),
   sql('add_months(v text, n integer)', 'timestamp', `${S}.add_months(v::timestamp, n)`, 'STABLE'),
   // r_MONTHS_BETWEEN_function: FLOAT8; whole months when both are the same day of their months or both their months' last days, else days and time over 31-day months.
-  sql('months_between(a timestamp, b timestamp)', 'double precision', `((extract(year FROM a) - extract(year FROM b)) * 12 + extract(month FROM a) - extract(month FROM b)
+  sql(
+    'months_between(a timestamp, b timestamp)',
+    'double precision',
+    `((extract(year FROM a) - extract(year FROM b)) * 12 + extract(month FROM a) - extract(month FROM b)
      + CASE WHEN extract(day FROM a) = extract(day FROM b) OR (a::date = ${monthEnd('a')} AND b::date = ${monthEnd('b')}) THEN 0
-            ELSE (extract(day FROM a) - extract(day FROM b)) / 31.0 + (extract(epoch FROM a::time) - extract(epoch FROM b::time)) / (31.0 * 86400) END)::double precision`),
+            ELSE (extract(day FROM a) - extract(day FROM b)) / 31.0 + (extract(epoch FROM a::time) - extract(epoch FROM b::time)) / (31.0 * 86400) END)::double precision`,
+  ),
   sql('months_between(a date, b date)', 'double precision', `${S}.months_between(a::timestamp, b::timestamp)`),
   sql('months_between(a text, b text)', 'double precision', `${S}.months_between(a::timestamp, b::timestamp)`, 'STABLE'),
   // r_LAST_DAY: the DATE of the last day of the value's month.
@@ -193,8 +236,16 @@ const MEDIAN_TYPES: [input: string, state: string, final: string][] = [
 const ident = (type: string) => type.replace(' ', '_');
 const MEDIAN: string[] = [
   ...[...new Map(MEDIAN_TYPES.map(([, state, final]) => [state, final])).entries()].map(([state, final]) =>
-    sql(`median_of_${ident(state)}(v ${state}[])`, state, state === 'numeric' ? `(SELECT round((min(x) + max(x)) / 2, max(scale(x)) + 1) FROM ${middle('v')})`
-      : final === 'number' ? `(SELECT (min(x) + max(x)) / 2 FROM ${middle('v')})` : `(SELECT min(x) + (max(x) - min(x)) / 2 FROM ${middle('v')})`)),
+    sql(
+      `median_of_${ident(state)}(v ${state}[])`,
+      state,
+      state === 'numeric'
+        ? `(SELECT round((min(x) + max(x)) / 2, max(scale(x)) + 1) FROM ${middle('v')})`
+        : final === 'number'
+          ? `(SELECT (min(x) + max(x)) / 2 FROM ${middle('v')})`
+          : `(SELECT min(x) + (max(x) - min(x)) / 2 FROM ${middle('v')})`,
+    ),
+  ),
   ...MEDIAN_TYPES.flatMap(([input, state]) => [
     // Strict: a NULL leaves the state as it is.
     sql(`median_add_${ident(input)}(a ${state}[], v ${input})`, `${state}[]`, `array_append(a, v::${state})`).replace('PARALLEL SAFE', 'STRICT PARALLEL SAFE'),
@@ -240,8 +291,11 @@ const VALUES: string[] = [
   sql('regexp_replace(s text, pattern text, replacement text)', 'text', `pg_catalog.regexp_replace(s, pattern, replacement, 'g')`),
   sql('regexp_replace(s text, pattern text, replacement text, pos integer)', 'text', 'pg_catalog.regexp_replace(s, pattern, replacement, pos, 0)'),
   // Redshift's parameters: c and i as PostgreSQL's flags; p (Perl-style) is PostgreSQL's default syntax.
-  sql('regexp_replace(s text, pattern text, replacement text, pos integer, parameters text)', 'text',
-    `pg_catalog.regexp_replace(s, pattern, replacement, pos, 0, pg_catalog.translate(parameters, 'p', ''))`),
+  sql(
+    'regexp_replace(s text, pattern text, replacement text, pos integer, parameters text)',
+    'text',
+    `pg_catalog.regexp_replace(s, pattern, replacement, pos, 0, pg_catalog.translate(parameters, 'p', ''))`,
+  ),
   // r_ROUND, r_TRUNC: of the input's type, to n places (negative: left of the point); PostgreSQL has them only for NUMERIC
   // with places, and makes an integer's ROUND a DOUBLE PRECISION.
   ...['smallint', 'integer', 'bigint', 'real', 'double precision'].flatMap((type) => [
@@ -254,8 +308,12 @@ const VALUES: string[] = [
   sql('dlog1(v double precision)', 'double precision', 'ln(v)'),
   sql('dlog10(v double precision)', 'double precision', 'log10(v)'),
   // SHA2: the hex digest of bits 224, 256 (or 0), 384 or 512; NULL for other lengths.
-  sql('sha2(v text, bits integer)', 'varchar', `encode(CASE bits WHEN 224 THEN sha224(convert_to(v, 'UTF8')) WHEN 0 THEN sha256(convert_to(v, 'UTF8'))
-     WHEN 256 THEN sha256(convert_to(v, 'UTF8')) WHEN 384 THEN sha384(convert_to(v, 'UTF8')) WHEN 512 THEN sha512(convert_to(v, 'UTF8')) END, 'hex')`),
+  sql(
+    'sha2(v text, bits integer)',
+    'varchar',
+    `encode(CASE bits WHEN 224 THEN sha224(convert_to(v, 'UTF8')) WHEN 0 THEN sha256(convert_to(v, 'UTF8'))
+     WHEN 256 THEN sha256(convert_to(v, 'UTF8')) WHEN 384 THEN sha384(convert_to(v, 'UTF8')) WHEN 512 THEN sha512(convert_to(v, 'UTF8')) END, 'hex')`,
+  ),
 ];
 
 /** In the order of their dependencies (a SQL function's body is checked when it is created). */

@@ -42,7 +42,10 @@ const CRC32C_TABLE = Array.from({ length: 256 }, (_, n) => {
  *   initial state, so hashes chain over columns.
  */
 const SHA1_CRC32_MURMUR3: string[] = [
-  plpgsql('sha1(v text)', 'varchar', `
+  plpgsql(
+    'sha1(v text)',
+    'varchar',
+    `
      DECLARE
        m bytea := convert_to(v, 'UTF8');
        bits constant bigint := length(m)::bigint * 8;
@@ -75,10 +78,14 @@ const SHA1_CRC32_MURMUR3: string[] = [
          h0 := (h0 + a) & ${U32}; h1 := (h1 + b) & ${U32}; h2 := (h2 + c) & ${U32}; h3 := (h3 + d) & ${U32}; h4 := (h4 + e) & ${U32};
        END LOOP;
        RETURN lpad(to_hex(h0), 8, '0') || lpad(to_hex(h1), 8, '0') || lpad(to_hex(h2), 8, '0') || lpad(to_hex(h3), 8, '0') || lpad(to_hex(h4), 8, '0');
-     END`),
+     END`,
+  ),
   sql('sha(v text)', 'varchar', `${S}.sha1(v)`),
   sql('func_sha1(v text)', 'varchar', `${S}.sha1(v)`),
-  plpgsql('crc32(v text)', 'varchar', `
+  plpgsql(
+    'crc32(v text)',
+    'varchar',
+    `
      DECLARE
        remainders constant bigint[] := '{${CRC32C_TABLE.join(',')}}';
        m constant bytea := convert_to(v, 'UTF8');
@@ -88,10 +95,14 @@ const SHA1_CRC32_MURMUR3: string[] = [
          c := remainders[((c # get_byte(m, i)) & 255) + 1] # (c >> 8);
        END LOOP;
        RETURN lpad(to_hex(c # ${U32}), 8, '0');
-     END`),
+     END`,
+  ),
   // The product of two 32-bit words modulo 2^32, from b's halves, so that no product leaves 64 bits.
   sql('u32_mul(a bigint, b bigint)', 'bigint', `((a * (b & 65535)) + (((a * (b >> 16)) & 65535) << 16)) & ${U32}`),
-  plpgsql('murmur3_32_bytes(m bytea, seed integer)', 'integer', `
+  plpgsql(
+    'murmur3_32_bytes(m bytea, seed integer)',
+    'integer',
+    `
      DECLARE
        n constant integer := length(m);
        h bigint := seed::bigint & ${U32};
@@ -115,21 +126,30 @@ const SHA1_CRC32_MURMUR3: string[] = [
        h := ${S}.u32_mul(h # (h >> 13), 3266489909);
        h := h # (h >> 16);
        RETURN (CASE WHEN h >= 2147483648 THEN h - 4294967296 ELSE h END)::integer;
-     END`),
+     END`,
+  ),
   // A long's 8 bytes, least significant first (int8send gives them most significant first).
   sql('le8(v bigint)', 'bytea', `(SELECT string_agg(substring(int8send(v) FROM i FOR 1), ''::bytea ORDER BY i DESC) FROM generate_series(1, 8) i)`),
-  ...([
-    ['smallint', `${S}.le8(v)`],
-    ['integer', `${S}.le8(v)`],
-    ['bigint', `${S}.le8(v)`],
-    ['text', `convert_to(v, 'UTF8')`],
-    ['bytea', 'v'],
-    ['date', `${S}.le8(v - DATE '1970-01-01')`],
-    ['time', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-    ['timestamp', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-    ['timestamptz', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
-  ] as const).map(([type, bytes]) =>
-    sql(`murmur3_32_hash(v ${type}, seed integer DEFAULT 0)`, 'integer', `${S}.murmur3_32_bytes(${bytes}, seed)`, type === 'timestamptz' ? 'STABLE' : 'IMMUTABLE')),
+  ...(
+    [
+      ['smallint', `${S}.le8(v)`],
+      ['integer', `${S}.le8(v)`],
+      ['bigint', `${S}.le8(v)`],
+      ['text', `convert_to(v, 'UTF8')`],
+      ['bytea', 'v'],
+      ['date', `${S}.le8(v - DATE '1970-01-01')`],
+      ['time', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
+      ['timestamp', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
+      ['timestamptz', `${S}.le8((extract(epoch FROM v) * 1000000)::bigint)`],
+    ] as const
+  ).map(([type, bytes]) =>
+    sql(
+      `murmur3_32_hash(v ${type}, seed integer DEFAULT 0)`,
+      'integer',
+      `${S}.murmur3_32_bytes(${bytes}, seed)`,
+      type === 'timestamptz' ? 'STABLE' : 'IMMUTABLE',
+    ),
+  ),
 ];
 
 /** 64-bit words as BIGINTs (two's complement): sums and products modulo 2^64 by way of NUMERIC, logical shifts and rotations. */
@@ -162,18 +182,33 @@ const FARMFINGERPRINT64: string[] = [
   sql('u64_rotr(a bigint, n integer)', 'bigint', `${S}.u64_shr(a, n) | (a << (64 - n))`),
   sql('u64_shift_mix(a bigint)', 'bigint', `a # ${S}.u64_shr(a, 47)`),
   // The 8 bytes (4 for u32_fetch) from offset i, least significant first.
-  sql('u64_fetch(m bytea, i integer)', 'bigint', `(((((((get_byte(m, i)::bigint | (get_byte(m, i + 1)::bigint << 8)) | (get_byte(m, i + 2)::bigint << 16))
-     | (get_byte(m, i + 3)::bigint << 24)) | (get_byte(m, i + 4)::bigint << 32)) | (get_byte(m, i + 5)::bigint << 40)) | (get_byte(m, i + 6)::bigint << 48)) | (get_byte(m, i + 7)::bigint << 56))`),
-  sql('u32_fetch(m bytea, i integer)', 'bigint', '(((get_byte(m, i)::bigint | (get_byte(m, i + 1)::bigint << 8)) | (get_byte(m, i + 2)::bigint << 16)) | (get_byte(m, i + 3)::bigint << 24))'),
-  plpgsql('farm_len16(u bigint, v bigint, k bigint)', 'bigint', `
+  sql(
+    'u64_fetch(m bytea, i integer)',
+    'bigint',
+    `(((((((get_byte(m, i)::bigint | (get_byte(m, i + 1)::bigint << 8)) | (get_byte(m, i + 2)::bigint << 16))
+     | (get_byte(m, i + 3)::bigint << 24)) | (get_byte(m, i + 4)::bigint << 32)) | (get_byte(m, i + 5)::bigint << 40)) | (get_byte(m, i + 6)::bigint << 48)) | (get_byte(m, i + 7)::bigint << 56))`,
+  ),
+  sql(
+    'u32_fetch(m bytea, i integer)',
+    'bigint',
+    '(((get_byte(m, i)::bigint | (get_byte(m, i + 1)::bigint << 8)) | (get_byte(m, i + 2)::bigint << 16)) | (get_byte(m, i + 3)::bigint << 24))',
+  ),
+  plpgsql(
+    'farm_len16(u bigint, v bigint, k bigint)',
+    'bigint',
+    `
      DECLARE a bigint; b bigint;
      BEGIN
        a := ${mul('u # v', 'k')}; a := a # ${S}.u64_shr(a, 47);
        b := ${mul('v # a', 'k')}; b := b # ${S}.u64_shr(b, 47);
        RETURN ${mul('b', 'k')};
-     END`),
+     END`,
+  ),
   // WeakHashLen32WithSeeds of the 32 bytes from offset i: the pair as an array.
-  plpgsql('farm_weak32(m bytea, i integer, a bigint, b bigint)', 'bigint[]', `
+  plpgsql(
+    'farm_weak32(m bytea, i integer, a bigint, b bigint)',
+    'bigint[]',
+    `
      DECLARE c bigint; z constant bigint := ${fetch('i + 24')};
      BEGIN
        a := ${add('a', fetch('i'))};
@@ -182,8 +217,12 @@ const FARMFINGERPRINT64: string[] = [
        a := ${add('a', fetch('i + 8'), fetch('i + 16'))};
        b := ${add('b', rot('a', 44))};
        RETURN ARRAY[${add('a', 'z')}, ${add('b', 'c')}];
-     END`),
-  plpgsql('farmfingerprint64(m bytea)', 'bigint', `
+     END`,
+  ),
+  plpgsql(
+    'farmfingerprint64(m bytea)',
+    'bigint',
+    `
      DECLARE
        n constant integer := length(m);
        mu bigint; a bigint; b bigint; c bigint; d bigint; e bigint; f bigint; g bigint; h bigint;
@@ -258,7 +297,8 @@ const FARMFINGERPRINT64: string[] = [
        w := ${weak32('s + 32', add('z', 'w[2]'), add('y', fetch('s + 16')))};
        t := z; z := x; x := t;
        RETURN ${len16(add(len16('v[1]', 'w[1]', 'mu'), mul(shiftMix('y'), K0), 'z'), add(len16('v[2]', 'w[2]', 'mu'), 'x'), 'mu')};
-     END`),
+     END`,
+  ),
   sql('farmfingerprint64(v text)', 'bigint', `${S}.farmfingerprint64(convert_to(v, 'UTF8'))`),
 ];
 

@@ -36,10 +36,11 @@
 //   Redshift gives it: date_add, date_diff, pgdate_part, date_part
 //   (EXTRACT), listagg.
 // Only unqualified names are Redshift's: `pg_catalog.decode` stays.
+
+import { quoteIdent } from '../../../domain/identifiers.ts';
 import { walk } from '../../../domain/redshift-sql/ast.ts';
 import { parsePositional, type Token } from '../../../domain/redshift-sql/parser.ts';
-import { matching, render, tokensOf, type Rewrite } from '../../../domain/redshift-sql/text-edits.ts';
-import { quoteIdent } from '../../../domain/identifiers.ts';
+import { matching, type Rewrite, render, tokensOf } from '../../../domain/redshift-sql/text-edits.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
 import { DATE_PART_NAMES, DATE_PARTS } from './date-parts.ts';
 
@@ -66,10 +67,13 @@ export function withRedshiftSyntax(text: string): string {
   for (const { node } of statements) {
     walk(node, ({ kind, fields }) => {
       const rewrite =
-        kind === 'FuncCall' ? call(fields, tokens, at) ?? extract(fields, tokens, at)
-        : kind === 'ColumnRef' ? sysdate(fields, tokens, at)
-        : kind === 'ResTarget' ? columnName(fields, tokens, at)
-        : undefined;
+        kind === 'FuncCall'
+          ? (call(fields, tokens, at) ?? extract(fields, tokens, at))
+          : kind === 'ColumnRef'
+            ? sysdate(fields, tokens, at)
+            : kind === 'ResTarget'
+              ? columnName(fields, tokens, at)
+              : undefined;
       if (rewrite) rewrites.push(rewrite);
     });
   }
@@ -91,7 +95,8 @@ const COLUMN_NAMES: Record<string, string> = { dateadd: 'date_add', datediff: 'd
 function columnName(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
   const target = (fields.val as Fields | undefined)?.FuncCall as Fields | undefined;
   const name = target && fieldNames(target.funcname).join('.');
-  const column = name === undefined ? undefined : name === 'pg_catalog.extract' && target!.funcformat === 'COERCE_SQL_SYNTAX' ? 'date_part' : COLUMN_NAMES[name];
+  const column =
+    name === undefined ? undefined : name === 'pg_catalog.extract' && target!.funcformat === 'COERCE_SQL_SYNTAX' ? 'date_part' : COLUMN_NAMES[name];
   if (fields.name !== undefined || !target || !column || target.over !== undefined) return undefined;
   const first = at.get(Number(target.location));
   const close = first === undefined || tokens[first + 1]?.text !== '(' ? undefined : matching(tokens, first + 1);
@@ -104,7 +109,7 @@ const UNIT_OF = new Map(Object.entries(DATE_PARTS).flatMap(([unit, names]) => na
 
 function extract(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite | undefined {
   if (fieldNames(fields.funcname).join('.') !== 'pg_catalog.extract' || fields.funcformat !== 'COERCE_SQL_SYNTAX') return undefined;
-  const part = ((fields.args as Fields[] | undefined)?.[0]?.A_Const as Fields | undefined);
+  const part = (fields.args as Fields[] | undefined)?.[0]?.A_Const as Fields | undefined;
   const unit = UNIT_OF.get(String((part?.sval as Fields | undefined)?.sval ?? '').toLowerCase());
   const token = tokens[at.get(Number(part?.location)) ?? -1];
   if (!unit || !token || token.text.startsWith("'") || (token.text.toLowerCase() === unit && !EXTRACT_PARTS.has(unit))) return undefined;
@@ -182,7 +187,8 @@ function call(fields: Fields, tokens: Token[], at: Map<number, number>): Rewrite
 /** The span of `OVER ( [PARTITION BY ...] )` after a call's closing token, and of its contents; undefined for another window. */
 function partitionOnly(over: Fields, tokens: Token[], close: number): { end: number; inner?: Span } | undefined {
   const clause = (over.WindowDef ?? over) as Fields;
-  if (clause.orderClause !== undefined || clause.refname !== undefined || tokens[close + 1]?.text.toLowerCase() !== 'over' || tokens[close + 2]?.text !== '(') return undefined;
+  if (clause.orderClause !== undefined || clause.refname !== undefined || tokens[close + 1]?.text.toLowerCase() !== 'over' || tokens[close + 2]?.text !== '(')
+    return undefined;
   const shut = matching(tokens, close + 2);
   if (shut === undefined) return undefined;
   return { end: tokens[shut]!.end, ...(shut > close + 3 ? { inner: { start: tokens[close + 3]!.start, end: tokens[shut - 1]!.end } } : {}) };
@@ -223,4 +229,3 @@ function fieldNames(list: unknown): string[] {
   if (!Array.isArray(list)) return [];
   return list.map((item) => (item as { String?: { sval?: string } }).String?.sval ?? '\0');
 }
-

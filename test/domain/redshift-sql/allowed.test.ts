@@ -118,13 +118,13 @@ describe('what Redshift documents', () => {
     'DELETE FROM t USING u WHERE t.a = u.a',
     'GRANT SELECT ON TABLE t TO GROUP g',
     'LOCK t, u',
-    'COMMENT ON TABLE t IS \'x\'',
+    "COMMENT ON TABLE t IS 'x'",
     'SELECT f_mine(a), analytics.normalise(b) FROM t',
     'SELECT pg_get_viewdef(c.oid) FROM pg_class c',
     "SELECT nvl(a, 0), dateadd(day, 1, b), listagg(c, ',') WITHIN GROUP (ORDER BY c), median(a) FROM t GROUP BY b",
-    'SELECT strtol(substring(md5(a), 1, 15), 16), trim(b), extract(day FROM c), position(\'x\' IN b) FROM t',
+    "SELECT strtol(substring(md5(a), 1, 15), 16), trim(b), extract(day FROM c), position('x' IN b) FROM t",
     "CREATE OR REPLACE FUNCTION f(int) RETURNS int IMMUTABLE AS 'SELECT $1 + 1' LANGUAGE sql",
-    "CREATE OR REPLACE PROCEDURE p() AS $$ BEGIN NULL; END; $$ LANGUAGE plpgsql",
+    'CREATE OR REPLACE PROCEDURE p() AS $$ BEGIN NULL; END; $$ LANGUAGE plpgsql',
   ])('%s', (sql) => {
     expect(checkSql(sql)).toEqual([]);
   });

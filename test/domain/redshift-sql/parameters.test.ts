@@ -6,9 +6,7 @@ describe('inlineParameters', () => {
 
   it('replaces each :name in code with its value, on one line, leaving casts, literals and identifiers alone', () => {
     const sql = `SELECT a::int, ':start' AS s, ":end" FROM t -- up to :end\nWHERE at >= :start\n  AND at < :end`;
-    expect(inlineParameters(sql, values)).toBe(
-      `SELECT a::int, ':start' AS s, ":end" FROM t   WHERE at >= ${values.start}   AND at < ${values.end}`,
-    );
+    expect(inlineParameters(sql, values)).toBe(`SELECT a::int, ':start' AS s, ":end" FROM t   WHERE at >= ${values.start}   AND at < ${values.end}`);
   });
 
   it('gives up on a name without a value, and on a literal with a line break or a backslash', () => {

@@ -14,11 +14,7 @@ describe('sourceTables', () => {
       LEFT JOIN products p ON p.id = l.product_id
       WHERE o.placed_at >= :start AND o.placed_at < :end
         AND l.id IN (SELECT line_id FROM sales.order_lines WHERE qty > 0)`;
-    expect(sourceTables(sql)).toEqual([
-      { schema: 'sales', table: 'order_lines' },
-      { schema: 'sales', table: 'orders' },
-      { table: 'products' },
-    ]);
+    expect(sourceTables(sql)).toEqual([{ schema: 'sales', table: 'order_lines' }, { schema: 'sales', table: 'orders' }, { table: 'products' }]);
   });
 
   it('leaves out common table expressions but keeps what they read', () => {
@@ -98,7 +94,7 @@ describe("a sourceSql in Redshift's own syntax, which PostgreSQL's grammar rejec
     expect([...checkSql(approximate), ...checkSql(listagg)]).toEqual([]);
   });
 
-  it('passes as a declared check\'s SQL too', () => {
+  it("passes as a declared check's SQL too", () => {
     const sql = 'SELECT s.ordered_at FROM {staging} AS s GROUP BY s.ordered_at HAVING APPROXIMATE COUNT(DISTINCT s.order_id) < 2';
     expect(pipelineWith({ checks: { sql: [{ name: 'few_orders', sql }] } }).checks.sql).toEqual([expect.objectContaining({ name: 'few_orders', sql })]);
   });
@@ -106,7 +102,7 @@ describe("a sourceSql in Redshift's own syntax, which PostgreSQL's grammar rejec
   it.each([
     ['ARRAY_AGG', 'ARRAY_AGG(DISTINCT product_id ORDER BY product_id)'],
     ['STRING_AGG', "STRING_AGG(DISTINCT product_id::varchar, ',' ORDER BY product_id::varchar)"],
-  ])('still refuses PostgreSQL\'s own %s, naming its page', (construct, call) => {
+  ])("still refuses PostgreSQL's own %s, naming its page", (construct, call) => {
     const sourceSql = `SELECT ordered_at, ${call} AS products FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end GROUP BY 1`;
     expect(errorOf(() => pipelineWith({ sourceSql })).message).toBe(
       `pipeline orders: sourceSql uses ${construct}, which Amazon Redshift does not support (Unsupported PostgreSQL functions: https://docs.aws.amazon.com/redshift/latest/dg/c_unsupported-postgresql-functions.html)`,
@@ -114,7 +110,8 @@ describe("a sourceSql in Redshift's own syntax, which PostgreSQL's grammar rejec
   });
 
   it('still refuses DISTINCT with WITHIN GROUP on a function other than LISTAGG, as a parse error', () => {
-    const sourceSql = 'SELECT PERCENTILE_DISC(DISTINCT 0.5) WITHIN GROUP (ORDER BY amount) AS p FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end';
+    const sourceSql =
+      'SELECT PERCENTILE_DISC(DISTINCT 0.5) WITHIN GROUP (ORDER BY amount) AS p FROM raw.order_events WHERE ordered_at >= :start AND ordered_at < :end';
     expect(errorOf(() => pipelineWith({ sourceSql })).message).toMatch(/^pipeline orders: sourceSql does not parse: cannot use DISTINCT with WITHIN GROUP/);
   });
 });

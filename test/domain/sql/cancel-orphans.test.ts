@@ -31,7 +31,7 @@ describe('the statements a batch may still run', () => {
 });
 
 describe('markExecutionStopped', () => {
-  it('fails the attempt and the batch only while the execution is the batch\'s current one and it is RUNNING or CHECKED', () => {
+  it("fails the attempt and the batch only while the execution is the batch's current one and it is RUNNING or CHECKED", () => {
     const [attempt, batch] = markExecutionStopped(batchId, EXECUTION, 'ExecutionTimedOut: the execution timed out', NOW);
     for (const statement of [attempt!, batch!]) {
       expect(statement.sql).toContain('execution_id = :execution_id');

@@ -7,14 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
 import type { Chunk } from '../../../domain/plan.ts';
 import type { Pipeline } from '../../../domain/spec.ts';
+import { liveDriftCounts, nullAggregate, nullCountAggregates } from '../../../domain/sql/drift.ts';
 import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { startBatch } from '../../../domain/sql/plan.ts';
-import { liveDriftCounts, nullAggregate, nullCountAggregates } from '../../../domain/sql/drift.ts';
 import { chunkCounts } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../local/aws-clients.ts';
-import { pipelineWith } from '../fixtures.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;
@@ -31,7 +31,9 @@ beforeAll(async () => {
     (4, '2026-01-01 02:10', 4.00, NULL),
     (5, '2026-01-01 03:10', 5.00, 'e'), (6, '2026-01-01 03:20', 6.00, 'f'), (7, '2026-01-01 03:30', NULL, NULL),
     (8, '2026-01-01 04:30', 8.00, 'h')`);
-  await wh.query(`INSERT INTO raw.drift_events SELECT * FROM analytics.drift WHERE ordered_at >= '2026-01-01 01:00' AND ordered_at < '2026-01-01 04:00' AND order_id <> 5`);
+  await wh.query(
+    `INSERT INTO raw.drift_events SELECT * FROM analytics.drift WHERE ordered_at >= '2026-01-01 01:00' AND ordered_at < '2026-01-01 04:00' AND order_id <> 5`,
+  );
   await steps.batch(manifestDdl(new Date()), 'manifest');
 });
 afterAll(() => wh?.close());
@@ -53,11 +55,31 @@ const pipeline: Pipeline = pipelineWith({
 async function startedBatch(batchId: string): Promise<BatchRef> {
   const stagingTable = `drift__stg_${batchId}`;
   await steps.batch(
-    startBatch({ batchId, pipeline, interval: { from: new Date(FROM), to: new Date(TO) }, codeVersion: 'test', executionId: '', basePublication: 0, stagingTable, chunks, now: new Date() }),
+    startBatch({
+      batchId,
+      pipeline,
+      interval: { from: new Date(FROM), to: new Date(TO) },
+      codeVersion: 'test',
+      executionId: '',
+      basePublication: 0,
+      stagingTable,
+      chunks,
+      now: new Date(),
+    }),
     'start',
   );
   await wh.query(`INSERT INTO analytics.${stagingTable} SELECT * FROM raw.drift_events`);
-  return { pipeline: pipeline.name, batchId, specHash: pipeline.specHash, liveTable: 'analytics.drift', from: FROM, to: TO, stagingTable, columns: ['order_id', 'ordered_at', 'amount', 'note'], basePublication: 0 };
+  return {
+    pipeline: pipeline.name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: 'analytics.drift',
+    from: FROM,
+    to: TO,
+    stagingTable,
+    columns: ['order_id', 'ordered_at', 'amount', 'note'],
+    basePublication: 0,
+  };
 }
 
 describe('the live drift pass', () => {
@@ -66,18 +88,25 @@ describe('the live drift pass', () => {
 
     const rows = await steps.query(liveDriftCounts(pipeline, batch, ['amount', 'note']), 'live');
 
-    expect(rows.map((r) => [Number(r.chunk_index), Number(r.live_rows), Number(r[`live_${nullAggregate(0)}`]), Number(r[`live_${nullAggregate(1)}`])])).toEqual([
-      [0, 3, 1, 2],
-      [1, 3, 1, 1],
-    ]);
+    expect(rows.map((r) => [Number(r.chunk_index), Number(r.live_rows), Number(r[`live_${nullAggregate(0)}`]), Number(r[`live_${nullAggregate(1)}`])])).toEqual(
+      [
+        [0, 3, 1, 2],
+        [1, 3, 1, 1],
+      ],
+    );
   });
 
   it("counts staging's NULLs per chunk in the gate's pass, beside its rows", async () => {
     const batch = await startedBatch('drift000000000002');
 
-    const rows = await steps.query(chunkCounts(pipeline, batch, [{ name: 'rows', perRow: () => '1', columns: [] }, ...nullCountAggregates(['amount', 'note'])]), 'counts');
+    const rows = await steps.query(
+      chunkCounts(pipeline, batch, [{ name: 'rows', perRow: () => '1', columns: [] }, ...nullCountAggregates(['amount', 'note'])]),
+      'counts',
+    );
 
-    expect(rows.map((r) => [Number(r.chunk_index), Number(r.staging_rows), Number(r[`staging_${nullAggregate(0)}`]), Number(r[`staging_${nullAggregate(1)}`])])).toEqual([
+    expect(
+      rows.map((r) => [Number(r.chunk_index), Number(r.staging_rows), Number(r[`staging_${nullAggregate(0)}`]), Number(r[`staging_${nullAggregate(1)}`])]),
+    ).toEqual([
       [0, 3, 1, 2],
       [1, 2, 1, 1],
     ]);

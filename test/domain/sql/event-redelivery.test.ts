@@ -18,7 +18,9 @@ describe('the publication events delivery record', () => {
 
   it('marks an event sent once: a second mark keeps the first time', () => {
     const mark = markEventSent(pipeline, 7, new Date('2026-03-01T00:00:01Z'));
-    expect(mark.sql).toMatch(/^UPDATE "atomic_publish".publications SET event_sent_at = :now WHERE pipeline = :pipeline AND seq = CAST\(:seq AS int\) AND event_sent_at IS NULL$/);
+    expect(mark.sql).toMatch(
+      /^UPDATE "atomic_publish".publications SET event_sent_at = :now WHERE pipeline = :pipeline AND seq = CAST\(:seq AS int\) AND event_sent_at IS NULL$/,
+    );
     expect(mark.parameters).toEqual({ pipeline, seq: '7', now: '2026-03-01 00:00:01.000' });
   });
 });

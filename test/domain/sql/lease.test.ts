@@ -26,7 +26,9 @@ describe('acquireLease', () => {
   });
 
   it('takes over only an expired lease of this pipeline, and inserts only when none is held', () => {
-    expect(statements[1]).toMatch(/^DELETE FROM "atomic_publish"\.pipeline_leases WHERE pipeline = 'o''rders' AND expires_at <= CAST\('[\d-]+ [\d:.]+' AS timestamp\)$/);
+    expect(statements[1]).toMatch(
+      /^DELETE FROM "atomic_publish"\.pipeline_leases WHERE pipeline = 'o''rders' AND expires_at <= CAST\('[\d-]+ [\d:.]+' AS timestamp\)$/,
+    );
     expect(statements[2]).toContain("WHERE NOT EXISTS (SELECT 1 FROM \"atomic_publish\".pipeline_leases WHERE pipeline = 'o''rders')");
     expect(statements[2]).toContain("'arn:run'");
   });

@@ -2,13 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
 import { chunksToLoad } from '../../../domain/chunk-loads.ts';
 import { ValidationError } from '../../../domain/errors.ts';
-import {
-  chunkOfLoadStatement,
-  insertIntervalSql,
-  loadChunkSqls,
-  loadStatementName,
-  loadStatementPrefix,
-} from '../../../domain/sql/load-chunk.ts';
+import { chunkOfLoadStatement, insertIntervalSql, loadChunkSqls, loadStatementName, loadStatementPrefix } from '../../../domain/sql/load-chunk.ts';
 import { batch, batchId, chunk, chunks, commented, itKeepsTheSourceQueryClosed, NOW, pipeline, staging } from './support.ts';
 
 describe('the load of one chunk', () => {
@@ -18,7 +12,9 @@ describe('the load of one chunk', () => {
     expect(sqls).toHaveLength(2);
     expect(sqls[0]).toMatch(/^INSERT INTO "analytics"\."orders__stg_[0-9a-f]{16}" \("order_id", "ordered_at", "amount"\)/);
     expect(sqls[0]).toContain('src."ordered_at" >= :start AND src."ordered_at" < :end');
-    expect(sqls[1]).toMatch(/^INSERT INTO "atomic_publish"\.chunk_loads \(batch_id, chunk_index, generation, rows_written, loaded_at\)\s+SELECT :batch_id, CAST\(:chunk_index AS int\), CAST\(:generation AS int\), COUNT\(\*\)/);
+    expect(sqls[1]).toMatch(
+      /^INSERT INTO "atomic_publish"\.chunk_loads \(batch_id, chunk_index, generation, rows_written, loaded_at\)\s+SELECT :batch_id, CAST\(:chunk_index AS int\), CAST\(:generation AS int\), COUNT\(\*\)/,
+    );
     expect(sqls[1]).toContain('src."ordered_at" >= :start AND src."ordered_at" < :end');
     expect(parameters).toEqual({
       start: '2026-01-02 00:00:00.000',

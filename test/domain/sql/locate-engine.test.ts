@@ -5,15 +5,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
 import type { Chunk } from '../../../domain/plan.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { differingKeys, differingSegments, KeyClass } from '../../../domain/sql/locate.ts';
+import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { liveColumnsQuery } from '../../../domain/sql/out-of-band.ts';
 import { startBatch } from '../../../domain/sql/plan.ts';
 import { gateAggregates } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../local/aws-clients.ts';
-import { pipelineWith } from '../fixtures.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;
@@ -51,14 +51,34 @@ async function locate(change?: string) {
   await wh.query(`INSERT INTO raw.located_events VALUES
     (1, '2026-01-01 09:15', 10.0050, 'north'), (2, '2026-01-01 09:30', 20.0000, NULL), (3, '2026-01-01 10:15', 5.1250, 'south')`);
   await steps.batch(
-    startBatch({ batchId, pipeline, interval: { from: new Date(FROM), to: new Date(TO) }, codeVersion: 'test', executionId: '', basePublication: 0, stagingTable, chunks, now: new Date() }),
+    startBatch({
+      batchId,
+      pipeline,
+      interval: { from: new Date(FROM), to: new Date(TO) },
+      codeVersion: 'test',
+      executionId: '',
+      basePublication: 0,
+      stagingTable,
+      chunks,
+      now: new Date(),
+    }),
     'start',
   );
   await wh.query(`INSERT INTO analytics.${stagingTable} SELECT order_id, ordered_at, amount, region FROM raw.located_events`);
   if (change) await wh.query(change.replaceAll('STAGING', `analytics.${stagingTable}`));
   const columns = (await steps.query(liveColumnsQuery('analytics', stagingTable), 'columns')).map((r) => String(r.col));
   const types = new Map(columns.map((c) => [c.split(' ')[0]!, c.slice(c.indexOf(' ') + 1)]));
-  const batch: BatchRef = { pipeline: pipeline.name, batchId, specHash: pipeline.specHash, liveTable: 'analytics.located', from: FROM, to: TO, stagingTable, columns: [], basePublication: 0 };
+  const batch: BatchRef = {
+    pipeline: pipeline.name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: 'analytics.located',
+    from: FROM,
+    to: TO,
+    stagingTable,
+    columns: [],
+    basePublication: 0,
+  };
   const aggregates = gateAggregates(pipeline, columns);
   const segments = await steps.query(differingSegments(pipeline, batch, [0, 1], aggregates, types, 20), 'segments');
   const keys = await steps.query(differingKeys(pipeline, batch, [0, 1], aggregates, 5), 'keys');

@@ -15,7 +15,10 @@ const types = new Map(columns.map((c) => [c.split(' ')[0]!, c.slice(c.indexOf(' 
 describe('the statements that locate a difference', () => {
   itIsASafeSingleStatement([
     ['differingSegments', differingSegments(measured, batch, [1, 3], plain, types, 20)],
-    ['differingSegments (hour grain, Berlin)', differingSegments(pipelineWith({ chunk: { grain: 'hour', timezone: 'Europe/Berlin' } }), batch, [0], plain, new Map(), 20)],
+    [
+      'differingSegments (hour grain, Berlin)',
+      differingSegments(pipelineWith({ chunk: { grain: 'hour', timezone: 'Europe/Berlin' } }), batch, [0], plain, new Map(), 20),
+    ],
     ['differingKeys', differingKeys(measured, batch, [1, 3], plain, 5)],
   ]);
   itKeepsTheSourceQueryClosed([
@@ -33,7 +36,9 @@ describe('the statements that locate a difference', () => {
     expect(sql).toContain('chunk_index IN (1, 3)');
     expect(sql).toContain(`DATE_TRUNC('day', s."ordered_at") AS ap_segment`);
     expect(sql).toContain('CAST(s."region" AS character varying(16)) AS ap_d0');
-    expect(sql).toMatch(/HAVING SUM\(b\.source_rows\) <> SUM\(b\.staging_rows\) OR SUM\(b\.source_checksum\) <> SUM\(b\.staging_checksum\) OR SUM\(b\.source_sum_0\) <> SUM\(b\.staging_sum_0\)/);
+    expect(sql).toMatch(
+      /HAVING SUM\(b\.source_rows\) <> SUM\(b\.staging_rows\) OR SUM\(b\.source_checksum\) <> SUM\(b\.staging_checksum\) OR SUM\(b\.source_sum_0\) <> SUM\(b\.staging_sum_0\)/,
+    );
     expect(sql).toMatch(/LIMIT 20$/);
   });
 

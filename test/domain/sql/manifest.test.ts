@@ -8,7 +8,11 @@ describe('manifestDdl', () => {
 
     expect(raises.length).toBeGreaterThanOrEqual(2);
     for (const args of raises) {
-      for (const arg of args.split(',').map((a) => a.trim()).filter(Boolean)) expect(arg).toMatch(/^[a-z_][a-z0-9_]*$/);
+      for (const arg of args
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean))
+        expect(arg).toMatch(/^[a-z_][a-z0-9_]*$/);
     }
   });
 
@@ -110,7 +114,9 @@ describe('manifestDdl', () => {
     expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(10);
     const recheck = ddl.find((sql) => sql.includes('PROCEDURE "atomic_publish".assert_source_unchanged('))!;
     expect(recheck).toContain('EXECUTE p_query INTO fp;');
-    expect(recheck).toContain("RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;");
+    expect(recheck).toContain(
+      "RAISE EXCEPTION 'source changed: % holds rows:checksum % in the source now, but % in staging, which Reconcile checked against the source', p_what, fp, p_expected;",
+    );
     expect(ddl.findIndex((sql) => sql === recheck)).toBeLessThan(ddl.findIndex((sql) => sql.includes('manifest_version (version, installed_at)')));
   });
 
@@ -170,7 +176,8 @@ describe('the publish guard prefix', () => {
   });
 
   it("finds the guard's refusal behind the database's own words", () => {
-    const message = 'atomic-publish:orders:publish:swap:b1 failed: ERROR: publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1';
+    const message =
+      'atomic-publish:orders:publish:swap:b1 failed: ERROR: publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1';
 
     expect(publishGuardRefusal(message)).toBe('publish guard: pipeline orders is at publication 2 but batch b1 was planned on publication 1');
   });

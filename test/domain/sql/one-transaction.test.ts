@@ -34,7 +34,15 @@ describe('withinOneBatch', () => {
   });
 
   it('packs each run of carry-over statements past 40 into run_statements, keeping every other statement and the order', () => {
-    const statements = ['SET LOCAL statement_timeout TO 5000', 'LOCK "public"."t"', 'ALTER TABLE "public"."t" RENAME TO "t_old"', ...keys('t', 30), 'CALL "atomic_publish".copy_comments(\'public\', \'t_old\', \'t\')', ...keys('u', 20), 'UPDATE x SET y = 1'];
+    const statements = [
+      'SET LOCAL statement_timeout TO 5000',
+      'LOCK "public"."t"',
+      'ALTER TABLE "public"."t" RENAME TO "t_old"',
+      ...keys('t', 30),
+      "CALL \"atomic_publish\".copy_comments('public', 't_old', 't')",
+      ...keys('u', 20),
+      'UPDATE x SET y = 1',
+    ];
     const fitted = withinOneBatch(statements);
     expect(fitsOneBatch(fitted)).toBe(true);
     expect(fitted.map((s) => (s.includes('run_statements') ? argumentOf(s) : [s])).flat()).toEqual(statements);
@@ -44,7 +52,10 @@ describe('withinOneBatch', () => {
   });
 
   it('splits a long run into calls whose argument fits the procedure, and passes the Redshift gate', () => {
-    const long = Array.from({ length: 120 }, (_, i) => `GRANT SELECT ON TABLE "public"."t" TO ${Array.from({ length: 60 }, (_, j) => `"user_${i}_${j}"`).join(', ')}`);
+    const long = Array.from(
+      { length: 120 },
+      (_, i) => `GRANT SELECT ON TABLE "public"."t" TO ${Array.from({ length: 60 }, (_, j) => `"user_${i}_${j}"`).join(', ')}`,
+    );
     const calls = runStatementsCalls(long);
     expect(calls.length).toBeGreaterThan(1);
     expect(calls.flatMap(argumentOf)).toEqual(long);
@@ -53,7 +64,7 @@ describe('withinOneBatch', () => {
   });
 
   it('reads lengths in characters, so names of any script round-trip', () => {
-    const statements = ['GRANT SELECT ON TABLE "public"."t" TO "AWSIDC:zoë@例え.jp"', "GRANT SELECT ON TABLE \"public\".\"t\" TO \"o'neil:1\""];
+    const statements = ['GRANT SELECT ON TABLE "public"."t" TO "AWSIDC:zoë@例え.jp"', 'GRANT SELECT ON TABLE "public"."t" TO "o\'neil:1"'];
     expect(decodeStatements(encodeStatements(statements))).toEqual(statements);
     expect(() => decodeStatements('12:too short')).toThrow(/malformed/);
   });
@@ -102,7 +113,12 @@ describe('run_statements on the local engine', () => {
   it('refuses the whole batch when Redshift would refuse one packed statement, and writes nothing', async () => {
     // Redshift has no CHECK constraint (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
     const refused = 'ALTER TABLE "public"."packed" ADD CONSTRAINT "positive" CHECK (id > 0)';
-    const statements = withinOneBatch(["INSERT INTO public.marks VALUES ('refused')", 'ALTER TABLE "public"."packed" DROP CONSTRAINT "k00"', refused, ...keys('packed', 40, 'r')]);
+    const statements = withinOneBatch([
+      "INSERT INTO public.marks VALUES ('refused')",
+      'ALTER TABLE "public"."packed" DROP CONSTRAINT "k00"',
+      refused,
+      ...keys('packed', 40, 'r'),
+    ]);
     expect(statements.some((s) => s.includes('run_statements'))).toBe(true);
     const keysBefore = await declaredKeys();
 

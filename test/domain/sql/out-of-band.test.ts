@@ -4,17 +4,24 @@
 // insert, delete or update changes it, and the swap's procedure refuses a
 // changed table naming what it found, in the words Publish parses.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WarehouseError } from '../../../domain/errors.ts';
+import { type LiveBaseline, outOfBandRefusal } from '../../../domain/out-of-band.ts';
 import { checkSql } from '../../../domain/redshift-sql/check.ts';
 import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../domain/sql/out-of-band.ts';
-import { WarehouseError } from '../../../domain/errors.ts';
-import { outOfBandRefusal, type LiveBaseline } from '../../../domain/out-of-band.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
 import { pipeline, staging } from './support.ts';
 
-const COLUMNS = ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)', 'paid boolean', 'note character varying(10)', 'doc bytea'];
+const COLUMNS = [
+  'order_id bigint',
+  'ordered_at timestamp without time zone',
+  'amount numeric(12,2)',
+  'paid boolean',
+  'note character varying(10)',
+  'doc bytea',
+];
 const TO = '2026-02-01T00:00:00.000Z';
 
 describe('the generated SQL', () => {
@@ -23,8 +30,15 @@ describe('the generated SQL', () => {
   const baseline: LiveBaseline = { columns: COLUMNS, rows: 3, checksum: '12', carryFrom: TO };
 
   it('passes the Redshift gate', () => {
-    const statements = [liveColumnsQuery('analytics', 'orders').sql, fingerprint, liveFingerprintQuery(pipeline, COLUMNS, TO).sql, liveFingerprintQuery(pipeline, COLUMNS).sql,
-      assertLiveUnchanged(pipeline, baseline), assertLiveUnchanged(pipeline, { ...baseline, rowHash: 'fnv' }), carryOverRows(pipeline, staging, COLUMNS, TO)];
+    const statements = [
+      liveColumnsQuery('analytics', 'orders').sql,
+      fingerprint,
+      liveFingerprintQuery(pipeline, COLUMNS, TO).sql,
+      liveFingerprintQuery(pipeline, COLUMNS).sql,
+      assertLiveUnchanged(pipeline, baseline),
+      assertLiveUnchanged(pipeline, { ...baseline, rowHash: 'fnv' }),
+      carryOverRows(pipeline, staging, COLUMNS, TO),
+    ];
     expect(statements.flatMap((sql) => checkSql(sql))).toEqual([]);
   });
 
@@ -47,7 +61,9 @@ describe('the generated SQL', () => {
   });
 
   it('with expected writers fingerprints only rows before the batch end, and carries over the rest', () => {
-    expect(liveFingerprintQuery(pipeline, COLUMNS, TO).sql).toContain(`WHERE "ordered_at" IS NULL OR "ordered_at" < CAST('2026-02-01 00:00:00.000' AS timestamp)`);
+    expect(liveFingerprintQuery(pipeline, COLUMNS, TO).sql).toContain(
+      `WHERE "ordered_at" IS NULL OR "ordered_at" < CAST('2026-02-01 00:00:00.000' AS timestamp)`,
+    );
     expect(carryOverRows(pipeline, staging, COLUMNS, TO)).toBe(
       `INSERT INTO "analytics"."${staging}" ("order_id", "ordered_at", "amount", "paid", "note", "doc") SELECT "order_id", "ordered_at", "amount", "paid", "note", "doc" ` +
         `FROM "analytics"."orders" WHERE "ordered_at" >= CAST('2026-02-01 00:00:00.000' AS timestamp)`,
@@ -124,13 +140,19 @@ describe('on a real database through the Data API', () => {
     await steps.batch([assertLiveUnchanged(pipeline, { columns: COLUMNS, rows: Number(rows), checksum: md5! })], 'check-md5');
 
     await wh.query(`INSERT INTO analytics.orders VALUES (5, '2026-01-08', 1, true, 'y', NULL)`);
-    const rowsRefusal = await check().then(() => undefined, (error: unknown) => error);
+    const rowsRefusal = await check().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(rowsRefusal).toBeInstanceOf(WarehouseError);
     expect(outOfBandRefusal((rowsRefusal as Error).message)).toEqual({ rows: 4, checksum: expect.stringMatching(/^-?\d+$/) });
     await wh.query('DELETE FROM analytics.orders WHERE order_id = 5');
 
     await wh.query('ALTER TABLE analytics.orders ADD COLUMN extra int');
-    const columnsRefusal = await check().then(() => undefined, (error: unknown) => error);
+    const columnsRefusal = await check().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(outOfBandRefusal((columnsRefusal as Error).message)).toEqual({ columns: [...COLUMNS, 'extra integer'] });
   });
 });

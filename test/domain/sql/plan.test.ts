@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { grainUnits, sizeChunks } from '../../../domain/chunk-sizing.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import { batchIdFor, planChunks } from '../../../domain/plan.ts';
 import {
@@ -15,22 +16,10 @@ import {
   tableColumns,
   windowChunkRows,
 } from '../../../domain/sql/plan.ts';
-import { grainUnits, sizeChunks } from '../../../domain/chunk-sizing.ts';
-import { chunkWindows } from '../../../domain/windows.ts';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
+import { chunkWindows } from '../../../domain/windows.ts';
 import { HOUR_MS, pipelineWith } from '../fixtures.ts';
-import {
-  at,
-  batchId,
-  chunks,
-  commented,
-  interval,
-  itIsASafeSingleStatement,
-  itKeepsTheSourceQueryClosed,
-  pipeline,
-  record,
-  staging,
-} from './support.ts';
+import { at, batchId, chunks, commented, interval, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, pipeline, record, staging } from './support.ts';
 
 describe('single statements of Plan', () => {
   itIsASafeSingleStatement([
@@ -173,7 +162,9 @@ describe('startBatch', () => {
     expect(inserts.length).toBeGreaterThan(0);
     expect(result.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
     for (const sql of result) expect(Buffer.byteLength(sql, 'utf8')).toBeLessThanOrEqual(MAX_SQL_BYTES);
-    const recorded = inserts.flatMap((s) => [...s.matchAll(new RegExp(`SELECT (?:CAST\\()?'${id}'(?: AS varchar\\(32\\)\\))?, (\\d+), `, 'g'))].map((m) => Number(m[1])));
+    const recorded = inserts.flatMap((s) =>
+      [...s.matchAll(new RegExp(`SELECT (?:CAST\\()?'${id}'(?: AS varchar\\(32\\)\\))?, (\\d+), `, 'g'))].map((m) => Number(m[1])),
+    );
     expect(recorded.sort((a, b) => a - b)).toEqual([...windows.keys()]);
     expect(result.join('\n')).toContain(`'${windows[0]!.unitCounts}'`);
     // A window's chunks: one transaction under the chunks' lock, within the limits.

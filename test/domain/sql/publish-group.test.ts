@@ -3,9 +3,9 @@ import type { BatchRef } from '../../../domain/batch.ts';
 import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import { previousVersionTableFor, stagingTableFor } from '../../../domain/plan.ts';
-import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../domain/sql/publish-group.ts';
-import { dependentsFacts } from '../../../domain/sql/publish.ts';
 import { decodeStatements } from '../../../domain/sql/one-transaction.ts';
+import { dependentsFacts } from '../../../domain/sql/publish.ts';
+import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../domain/sql/publish-group.ts';
 import { MAX_BATCH_STATEMENTS } from '../../../domain/sql/statement.ts';
 import { pipelineWith } from '../fixtures.ts';
 import { NOW } from './support.ts';
@@ -101,7 +101,12 @@ describe('groupSwapPublish', () => {
 
   it('locks the views of every member before any live table, captures them before any rename, and re-creates them once, after every rename', () => {
     const view = (table: string) => row('view', 'reporting.sales', `${table}:60`, 'IAMR:steps');
-    const statements = groupSwapPublish('sales', [member('orders', 'orders', [view('orders')]), member('customers', 'customers', [view('customers'), row('grant', 'user:bi', 'SELECT')])], NOW, 5_000);
+    const statements = groupSwapPublish(
+      'sales',
+      [member('orders', 'orders', [view('orders')]), member('customers', 'customers', [view('customers'), row('grant', 'user:bi', 'SELECT')])],
+      NOW,
+      5_000,
+    );
     const k = kinds(statements);
 
     expect(k.filter((s) => s === 'lock view sales')).toHaveLength(1);
@@ -115,7 +120,12 @@ describe('groupSwapPublish', () => {
 
   it('locks the views of every member in name order, whichever member reads them', () => {
     const view = (name: string) => row('view', `reporting.${name}`, 'SELECT 1', 'IAMR:steps');
-    const statements = groupSwapPublish('sales', [member('orders', 'orders', [view('a_view')]), member('customers', 'customers', [view('b_view')])], NOW, 5_000);
+    const statements = groupSwapPublish(
+      'sales',
+      [member('orders', 'orders', [view('a_view')]), member('customers', 'customers', [view('b_view')])],
+      NOW,
+      5_000,
+    );
 
     expect(kinds(statements).filter((k) => k.startsWith('lock view'))).toEqual(['lock view a_view', 'lock view b_view']);
   });
@@ -133,7 +143,9 @@ describe('groupSwapPublish', () => {
     const calls = statements.filter((s) => s.includes('.run_statements('));
     expect(calls).toHaveLength(1);
     const packed = decodeStatements(calls[0]!.split("run_statements('")[1]!.slice(0, -2).replaceAll("''", "'"));
-    expect(packed).toEqual(['customers', 'orders'].flatMap((t) => keys.map((k) => `ALTER TABLE "analytics"."${t}" ADD CONSTRAINT "${k.name}" UNIQUE (order_id)`)));
+    expect(packed).toEqual(
+      ['customers', 'orders'].flatMap((t) => keys.map((k) => `ALTER TABLE "analytics"."${t}" ADD CONSTRAINT "${k.name}" UNIQUE (order_id)`)),
+    );
     // After every rename, before the records.
     expect(statements.indexOf(calls[0]!)).toBeGreaterThan(statements.findLastIndex((s) => s.includes(' RENAME TO ')));
     expect(statements.indexOf(calls[0]!)).toBeLessThan(statements.findIndex((s) => s.includes('INSERT INTO "atomic_publish".publications')));
@@ -142,7 +154,9 @@ describe('groupSwapPublish', () => {
   it('refuses a group swap still over the Data API limit of 40 statements, naming what each member needs', () => {
     // Each table whose key references a member is locked, one statement each: no procedure takes those.
     const referencing = (of: string) =>
-      Array.from({ length: 12 }, (_, i) => row('referencing_key', `analytics.${of}_ref${String(i).padStart(2, '0')}`, `fk${i}`, `FOREIGN KEY (order_id) REFERENCES analytics.${of}(order_id)`));
+      Array.from({ length: 12 }, (_, i) =>
+        row('referencing_key', `analytics.${of}_ref${String(i).padStart(2, '0')}`, `fk${i}`, `FOREIGN KEY (order_id) REFERENCES analytics.${of}(order_id)`),
+      );
     const members = [member('orders', 'orders', referencing('orders')), member('customers', 'customers', referencing('customers'))];
     let error: unknown;
     try {

@@ -28,11 +28,16 @@ describe('the merge transaction', () => {
     expect(statements[9]).toMatch(/^INSERT INTO "atomic_publish"\.publications/);
     expect(statements).toHaveLength(12);
     // Once the locks are held, the work is not bounded again.
-    expect(statements.filter((sql) => sql.startsWith('SET LOCAL statement_timeout'))).toEqual(['SET LOCAL statement_timeout TO 5000', 'SET LOCAL statement_timeout TO 0']);
+    expect(statements.filter((sql) => sql.startsWith('SET LOCAL statement_timeout'))).toEqual([
+      'SET LOCAL statement_timeout TO 5000',
+      'SET LOCAL statement_timeout TO 0',
+    ]);
   });
 
   it('lets a staging row win only with a greater version (or against a live row without one), in the copy and the delete alike', () => {
-    expect(statements[6]).toContain('JOIN "analytics"."' + staging + '" AS s ON o."order_id" = s."order_id" AND (o."updated_at" IS NULL OR s."updated_at" > o."updated_at")');
+    expect(statements[6]).toContain(
+      'JOIN "analytics"."' + staging + '" AS s ON o."order_id" = s."order_id" AND (o."updated_at" IS NULL OR s."updated_at" > o."updated_at")',
+    );
     expect(statements[7]).toContain('WHERE "orders"."order_id" = s."order_id" AND ("orders"."updated_at" IS NULL OR s."updated_at" > "orders"."updated_at")');
   });
 
@@ -46,7 +51,12 @@ describe('the merge transaction', () => {
   it('never locks the live table, truncates or uses what Redshift refuses', () => {
     expect(statements.filter((s) => s.startsWith('LOCK') && s.includes('"orders"') && !s.includes('__stg_'))).toEqual([]);
     expect(statements.flatMap((sql) => checkSql(sql))).toEqual([]);
-    expect(statements.flatMap((sql) => parseSql(sql).statements).map(endsTransaction).filter(Boolean)).toEqual([]);
+    expect(
+      statements
+        .flatMap((sql) => parseSql(sql).statements)
+        .map(endsTransaction)
+        .filter(Boolean),
+    ).toEqual([]);
   });
 
   it('is refused for a pipeline without a merge section', () => {

@@ -8,7 +8,8 @@ const COLUMNS: [string, string][] = [
   ['column', '00001:order_id'],
   ['column', '00002:amount'],
 ];
-const aView = (reads: string[]) => readLiveRelation(rows([['user', 'IAMR:steps'], ['relkind', 'v'], ...COLUMNS, ...reads.map((r): [string, string] => ['reads', r])]));
+const aView = (reads: string[]) =>
+  readLiveRelation(rows([['user', 'IAMR:steps'], ['relkind', 'v'], ...COLUMNS, ...reads.map((r): [string, string] => ['reads', r])]));
 
 describe('liveRelation', () => {
   it('reads the user, the kind, the columns in order and what a view reads', () => {

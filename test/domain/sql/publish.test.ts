@@ -1,9 +1,9 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { carryOverCorrections, dependentViewProblems, type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import { dropRetired } from '../../../domain/sql/cleanup.ts';
-import { carryOverCorrections, dependentViewProblems, type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
 import { batchState, carryOverStatements, dependentsFacts, reapplyStatements, swapPublish } from '../../../domain/sql/publish.ts';
-import { createHash } from 'node:crypto';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
 import { batch, batchId, itIsASafeSingleStatement, NOW, pipeline, previous, staging } from './support.ts';
 
@@ -31,7 +31,9 @@ describe('swapPublish', () => {
       /^LOCK "atomic_publish"\.publications$/,
       /^SET LOCAL statement_timeout TO 0$/,
       new RegExp(`^CALL "atomic_publish"\\.assert_publishable\\('orders', '${batchId}', 2, 'analytics', '${staging}'\\)$`),
-      new RegExp(`^CALL "atomic_publish"\\.assert_catalog_unchanged\\('SELECT kind, .*', '${NO_FACTS.fingerprint}', 'the grants, defaults, comments or views of analytics.orders'\\)$`),
+      new RegExp(
+        `^CALL "atomic_publish"\\.assert_catalog_unchanged\\('SELECT kind, .*', '${NO_FACTS.fingerprint}', 'the grants, defaults, comments or views of analytics.orders'\\)$`,
+      ),
       new RegExp(`^ALTER TABLE "analytics"\\."orders" RENAME TO "${previous}"$`),
       new RegExp(`^ALTER TABLE "analytics"\\."${staging}" RENAME TO "orders"$`),
       /^INSERT INTO "atomic_publish"\.publications /,
@@ -72,7 +74,10 @@ describe('swapPublish with the live baseline Plan recorded', () => {
     expect(check).toBeLessThan(at(statements, 'ALTER TABLE "analytics"."orders" RENAME'));
     expect(statements[check]).toContain(`'10:42')`);
     // A scan, not a lock wait: the bound is off from the last lock to the commit.
-    expect(statements.filter((sql) => sql.startsWith('SET LOCAL statement_timeout'))).toEqual(['SET LOCAL statement_timeout TO 5000', 'SET LOCAL statement_timeout TO 0']);
+    expect(statements.filter((sql) => sql.startsWith('SET LOCAL statement_timeout'))).toEqual([
+      'SET LOCAL statement_timeout TO 5000',
+      'SET LOCAL statement_timeout TO 0',
+    ]);
     expect(statements.indexOf('SET LOCAL statement_timeout TO 0')).toBe(at(statements, 'LOCK "atomic_publish".publications') + 1);
     expect(statements.some((sql) => sql.startsWith(`INSERT INTO "analytics"."${staging}"`))).toBe(false);
   });
@@ -180,14 +185,25 @@ describe('what the new live table gets back', () => {
   });
 
   it("sets no grant on a column the incoming table lacks (a migration's new table, or the version a rollback restores past one)", () => {
-    const lacking = liveTableFacts([row('column_grant', 'user:bob', 'SELECT', 'amount'), row('default', 'quantity', '1'), row('staging_column', 'order_id'), row('user', 'IAMR:steps')]);
+    const lacking = liveTableFacts([
+      row('column_grant', 'user:bob', 'SELECT', 'amount'),
+      row('default', 'quantity', '1'),
+      row('staging_column', 'order_id'),
+      row('user', 'IAMR:steps'),
+    ]);
     expect(reapplyStatements(pipeline, lacking)).toEqual([]);
   });
 
   it('refuses a view reading a column the new table lacks, naming both', () => {
-    const lacking = liveTableFacts([...['amount'].map((c) => row('staging_column', c)), row('user', 'IAMR:steps'),
-      row('view', 'reporting.big_orders', 'x:10', 'IAMR:steps'), row('view_column', 'reporting.big_orders', 'order_id')]);
-    expect(dependentViewProblems('analytics.orders', lacking)).toContain('view reporting.big_orders reads column order_id of analytics.orders, which the new table lacks');
+    const lacking = liveTableFacts([
+      ...['amount'].map((c) => row('staging_column', c)),
+      row('user', 'IAMR:steps'),
+      row('view', 'reporting.big_orders', 'x:10', 'IAMR:steps'),
+      row('view_column', 'reporting.big_orders', 'order_id'),
+    ]);
+    expect(dependentViewProblems('analytics.orders', lacking)).toContain(
+      'view reporting.big_orders reads column order_id of analytics.orders, which the new table lacks',
+    );
   });
 
   it('refuses a view whose definition a varchar cannot hold, before anything is written', () => {

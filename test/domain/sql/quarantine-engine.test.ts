@@ -14,20 +14,26 @@ import { startBatch } from '../../../domain/sql/plan.ts';
 import { moveToQuarantine } from '../../../domain/sql/quarantine.ts';
 import { chunkCounts } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
 import type { Warehouse } from '../../support/warehouse.ts';
+import { pipelineWith } from '../fixtures.ts';
 import { useOrdersWarehouse } from './orders-warehouse.ts';
 
 // The business key holds the time: Reconcile checks it per chunk, in its staging pass.
-const pipeline = pipelineWith({ businessKey: ['order_id', 'ordered_at'], checks: { notNull: [{ column: 'amount', action: 'quarantine' }], quarantine: { maxRows: 100 } } });
+const pipeline = pipelineWith({
+  businessKey: ['order_id', 'ordered_at'],
+  checks: { notNull: [{ column: 'amount', action: 'quarantine' }], quarantine: { maxRows: 100 } },
+});
 const chunk = (index: number, start: string, end: string): Chunk => ({ index, start: new Date(start).toISOString(), end: new Date(end).toISOString() });
 const chunks = [chunk(0, '2026-01-01', '2026-01-02'), chunk(1, '2026-01-02', '2026-01-03')];
 const rows = [
   "(1, '2026-01-01 01:00', 10)",
   "(2, '2026-01-01 02:00', NULL)", // NULL amount
   "(NULL, '2026-01-01 03:00', 30)", // NULL key
-  "(4, '2026-01-02 01:00', 40)", "(4, '2026-01-02 01:00', 40)", "(4, '2026-01-02 01:00', 40)", // identical
-  "(5, '2026-01-02 02:00', 50)", "(5, '2026-01-02 02:00', 51)", // conflicting
+  "(4, '2026-01-02 01:00', 40)",
+  "(4, '2026-01-02 01:00', 40)",
+  "(4, '2026-01-02 01:00', 40)", // identical
+  "(5, '2026-01-02 02:00', 50)",
+  "(5, '2026-01-02 02:00', 51)", // conflicting
   "(6, '2026-01-02 03:00', 60)",
 ].join(', ');
 const batch: BatchRef = {
@@ -55,7 +61,17 @@ function useArranged(): Arranged {
     const { wh, steps } = db;
     await wh.query(`INSERT INTO raw.order_events VALUES ${rows}`);
     await steps.batch(
-      startBatch({ batchId: batch.batchId, pipeline, interval: { from: new Date(batch.from), to: new Date(batch.to) }, codeVersion: 'test', executionId: '', basePublication: 0, stagingTable: batch.stagingTable, chunks, now: new Date() }),
+      startBatch({
+        batchId: batch.batchId,
+        pipeline,
+        interval: { from: new Date(batch.from), to: new Date(batch.to) },
+        codeVersion: 'test',
+        executionId: '',
+        basePublication: 0,
+        stagingTable: batch.stagingTable,
+        chunks,
+        now: new Date(),
+      }),
       'start',
     );
     await wh.query(`INSERT INTO analytics.${batch.stagingTable} VALUES ${rows}`);
@@ -74,7 +90,8 @@ const quarantined = ({ wh }: Arranged) =>
   wh.query<{ order_id: string | null; amount: string | null; reason: string; chunk_index: number; generation: number }>(
     `SELECT order_id, amount, reason, chunk_index, generation FROM analytics.orders__quarantine ORDER BY reason, order_id, amount`,
   );
-const staging = ({ wh }: Arranged) => wh.query<{ order_id: string; amount: string }>(`SELECT order_id, amount FROM analytics.${batch.stagingTable} ORDER BY order_id, amount`);
+const staging = ({ wh }: Arranged) =>
+  wh.query<{ order_id: string; amount: string }>(`SELECT order_id, amount FROM analytics.${batch.stagingTable} ORDER BY order_id, amount`);
 async function figures({ steps }: Arranged) {
   const counted = await steps.query(chunkCounts(pipeline, batch), 'counts');
   return { chunks: counted.map((r) => [Number(r.chunk_index), Number(r.source_rows), Number(r.staging_rows)]), duplicates: Number(counted[0]?.duplicate_keys) };
@@ -98,7 +115,11 @@ describe('the quarantine on the engine', () => {
         ['4', '40.00', 'duplicate (identical)', 1, 0],
         ['2', null, 'not_null:amount', 0, 0],
       ]);
-      expect(await staging(db)).toEqual([{ order_id: '1', amount: '10.00' }, { order_id: '4', amount: '40.00' }, { order_id: '6', amount: '60.00' }]);
+      expect(await staging(db)).toEqual([
+        { order_id: '1', amount: '10.00' },
+        { order_id: '4', amount: '40.00' },
+        { order_id: '6', amount: '60.00' },
+      ]);
     });
   });
 
@@ -107,7 +128,13 @@ describe('the quarantine on the engine', () => {
     beforeAll(() => move(db));
 
     it('counts staging with the quarantined rows per chunk, and no key twice for a quarantined copy', async () => {
-      expect(await figures(db)).toEqual({ chunks: [[0, 3, 3], [1, 6, 6]], duplicates: 0 });
+      expect(await figures(db)).toEqual({
+        chunks: [
+          [0, 3, 3],
+          [1, 6, 6],
+        ],
+        duplicates: 0,
+      });
     });
   });
 
@@ -127,7 +154,13 @@ describe('the quarantine on the engine', () => {
       const now = await quarantined(db);
       expect(now.filter((r) => r.chunk_index === 1).map((r) => r.generation)).toEqual([1, 1, 1, 1]);
       expect(now).toHaveLength(6);
-      expect(await figures(db)).toEqual({ chunks: [[0, 3, 3], [1, 6, 6]], duplicates: 0 });
+      expect(await figures(db)).toEqual({
+        chunks: [
+          [0, 3, 3],
+          [1, 6, 6],
+        ],
+        duplicates: 0,
+      });
     });
   });
 });

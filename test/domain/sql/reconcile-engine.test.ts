@@ -12,8 +12,8 @@ import { startBatch } from '../../../domain/sql/plan.ts';
 import { chunkCounts } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../local/aws-clients.ts';
-import { pipelineWith } from '../fixtures.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;
@@ -41,7 +41,17 @@ async function figures(pipeline: Pipeline, from: string, to: string, chunks: rea
     'start',
   );
   if (staging.length > 0) await wh.query(`INSERT INTO analytics.${stagingTable} VALUES ${values(staging)}`);
-  const batch: BatchRef = { pipeline: pipeline.name, batchId, specHash: pipeline.specHash, liveTable: 'analytics.orders', from, to, stagingTable, columns: [], basePublication: 0 };
+  const batch: BatchRef = {
+    pipeline: pipeline.name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: 'analytics.orders',
+    from,
+    to,
+    stagingTable,
+    columns: [],
+    basePublication: 0,
+  };
   const rows = await steps.query(chunkCounts(pipeline, batch), 'counts');
   return {
     chunks: rows.map((r) => [Number(r.chunk_index), Number(r.source_rows), Number(r.staging_rows)]),
@@ -56,7 +66,13 @@ describe('per-chunk figures', () => {
   it('counts each merged chunk over all its days, rows outside the interval once, and a key repeated in another chunk', async () => {
     const daily = pipelineWith({ chunk: { grain: 'day', targetRows: 3 } });
     const chunks = [chunk(0, '2026-01-01', '2026-01-03'), chunk(1, '2026-01-03', '2026-01-04'), chunk(2, '2026-01-04', '2026-01-08')];
-    const source: [number, string][] = [[1, '2026-01-01 00:00'], [2, '2026-01-02 23:59:59.999'], [3, '2026-01-03 12:00'], [4, '2026-01-05 01:00'], [5, '2026-01-07 23:00']];
+    const source: [number, string][] = [
+      [1, '2026-01-01 00:00'],
+      [2, '2026-01-02 23:59:59.999'],
+      [3, '2026-01-03 12:00'],
+      [4, '2026-01-05 01:00'],
+      [5, '2026-01-07 23:00'],
+    ];
 
     const result = await figures(daily, '2026-01-01T00:00:00Z', '2026-01-08T00:00:00Z', chunks, source, [
       ...source,
@@ -65,7 +81,11 @@ describe('per-chunk figures', () => {
       [9, '2025-12-31 23:59:59'], // before its start: outside, and order 9 twice
     ]);
 
-    expect(result.chunks).toEqual([[0, 2, 2], [1, 1, 1], [2, 2, 3]]);
+    expect(result.chunks).toEqual([
+      [0, 2, 2],
+      [1, 1, 1],
+      [2, 2, 3],
+    ]);
     expect(result.outside).toBe(2);
     expect(result.duplicates).toBe(2);
   });
@@ -74,27 +94,63 @@ describe('per-chunk figures', () => {
     const berlin = pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2026-03-27T23:00:00Z' });
     // Berlin days: Mar 28 (24 h), Mar 29 (23 h: clocks go forward), Mar 30; chunk 0 the first, chunk 1 the other two.
     const days = [chunk(0, '2026-03-27T23:00:00Z', '2026-03-28T23:00:00Z'), chunk(1, '2026-03-28T23:00:00Z', '2026-03-30T22:00:00Z')];
-    const rows: [number, string][] = [[1, '2026-03-28 22:59:59'], [2, '2026-03-28 23:00:00'], [3, '2026-03-30 21:59:59']];
+    const rows: [number, string][] = [
+      [1, '2026-03-28 22:59:59'],
+      [2, '2026-03-28 23:00:00'],
+      [3, '2026-03-30 21:59:59'],
+    ];
 
-    expect((await figures(berlin, '2026-03-27T23:00:00Z', '2026-03-30T22:00:00Z', days, rows, rows)).chunks).toEqual([[0, 1, 1], [1, 2, 2]]);
+    expect((await figures(berlin, '2026-03-27T23:00:00Z', '2026-03-30T22:00:00Z', days, rows, rows)).chunks).toEqual([
+      [0, 1, 1],
+      [1, 2, 2],
+    ]);
 
     const hourly = pipelineWith({ chunk: { grain: 'hour', timezone: 'Europe/Berlin', targetRows: 2 }, historyStart: '2026-03-29T00:00:00Z' });
     // 00:00-01:00 UTC (01:00-02:00 CET), then 01:00-03:00 UTC (03:00-05:00 CEST after the jump).
     const hours = [chunk(0, '2026-03-29T00:00:00Z', '2026-03-29T01:00:00Z'), chunk(1, '2026-03-29T01:00:00Z', '2026-03-29T03:00:00Z')];
-    const events: [number, string][] = [[1, '2026-03-29 00:30'], [2, '2026-03-29 01:00'], [3, '2026-03-29 02:59:59']];
-    expect((await figures(hourly, '2026-03-29T00:00:00Z', '2026-03-29T03:00:00Z', hours, events, events.slice(0, 2))).chunks).toEqual([[0, 1, 1], [1, 2, 1]]);
+    const events: [number, string][] = [
+      [1, '2026-03-29 00:30'],
+      [2, '2026-03-29 01:00'],
+      [3, '2026-03-29 02:59:59'],
+    ];
+    expect((await figures(hourly, '2026-03-29T00:00:00Z', '2026-03-29T03:00:00Z', hours, events, events.slice(0, 2))).chunks).toEqual([
+      [0, 1, 1],
+      [1, 2, 1],
+    ]);
   });
 
   it('counts duplicated keys per chunk, in the one pass over staging, where the key holds the time column', async () => {
     const keyed = pipelineWith({ businessKey: ['order_id', 'ordered_at'] });
     const chunks = [chunk(0, '2026-01-01', '2026-01-02'), chunk(1, '2026-01-02', '2026-01-03')];
-    const source: [number, string][] = [[1, '2026-01-01 10:00'], [1, '2026-01-02 10:00'], [2, '2026-01-02 11:00']];
+    const source: [number, string][] = [
+      [1, '2026-01-01 10:00'],
+      [1, '2026-01-02 10:00'],
+      [2, '2026-01-02 11:00'],
+    ];
 
     const clean = await figures(keyed, '2026-01-01T00:00:00Z', '2026-01-03T00:00:00Z', chunks, source, source);
     // Order 1 on two days is two key values (the time is part of the key).
-    expect(clean).toEqual({ chunks: [[0, 1, 1], [1, 2, 2]], outside: 0, duplicates: 0 });
+    expect(clean).toEqual({
+      chunks: [
+        [0, 1, 1],
+        [1, 2, 2],
+      ],
+      outside: 0,
+      duplicates: 0,
+    });
 
-    const doubled = await figures(keyed, '2026-01-01T00:00:00Z', '2026-01-03T00:00:00Z', chunks, source, [...source, [2, '2026-01-02 11:00'], [3, '2026-01-05 00:00']]);
-    expect(doubled).toEqual({ chunks: [[0, 1, 1], [1, 2, 3]], outside: 1, duplicates: 1 });
+    const doubled = await figures(keyed, '2026-01-01T00:00:00Z', '2026-01-03T00:00:00Z', chunks, source, [
+      ...source,
+      [2, '2026-01-02 11:00'],
+      [3, '2026-01-05 00:00'],
+    ]);
+    expect(doubled).toEqual({
+      chunks: [
+        [0, 1, 1],
+        [1, 2, 3],
+      ],
+      outside: 1,
+      duplicates: 1,
+    });
   });
 });

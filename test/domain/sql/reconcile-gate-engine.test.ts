@@ -13,8 +13,8 @@ import { startBatch } from '../../../domain/sql/plan.ts';
 import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../domain/sql/reconcile.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../local/aws-clients.ts';
-import { pipelineWith } from '../fixtures.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;
@@ -55,13 +55,35 @@ async function gateFigures(pipeline: Pipeline, change?: string) {
   await wh.query('TRUNCATE raw.gate_events');
   await wh.query(SOURCE);
   await steps.batch(
-    startBatch({ batchId, pipeline, interval: { from: new Date(FROM), to: new Date(TO) }, codeVersion: 'test', executionId: '', basePublication: 0, stagingTable, chunks, now: new Date() }),
+    startBatch({
+      batchId,
+      pipeline,
+      interval: { from: new Date(FROM), to: new Date(TO) },
+      codeVersion: 'test',
+      executionId: '',
+      basePublication: 0,
+      stagingTable,
+      chunks,
+      now: new Date(),
+    }),
     'start',
   );
-  await wh.query(`INSERT INTO analytics.${stagingTable} (order_id, ordered_at, amount, qty, note, flag) SELECT order_id, ordered_at, amount, qty, note, flag FROM raw.gate_events`);
+  await wh.query(
+    `INSERT INTO analytics.${stagingTable} (order_id, ordered_at, amount, qty, note, flag) SELECT order_id, ordered_at, amount, qty, note, flag FROM raw.gate_events`,
+  );
   if (change) await wh.query(change.replaceAll('STAGING', `analytics.${stagingTable}`));
   const columns = (await steps.query(liveColumnsQuery('analytics', stagingTable), 'columns')).map((r) => String(r.col));
-  const batch: BatchRef = { pipeline: pipeline.name, batchId, specHash: pipeline.specHash, liveTable: 'analytics.gate', from: FROM, to: TO, stagingTable, columns: [], basePublication: 0 };
+  const batch: BatchRef = {
+    pipeline: pipeline.name,
+    batchId,
+    specHash: pipeline.specHash,
+    liveTable: 'analytics.gate',
+    from: FROM,
+    to: TO,
+    stagingTable,
+    columns: [],
+    basePublication: 0,
+  };
   const rows = await steps.query(chunkCounts(pipeline, batch, gateAggregates(pipeline, columns)), 'counts');
   return rows.map((r) => ({
     rows: [Number(r.source_rows), Number(r.staging_rows)],
@@ -91,7 +113,9 @@ describe.each([
   });
 
   it('differ in the checksum alone for a swapped key, a NULL made a value, or a duplicate and an omission of equal rows', async () => {
-    expect((await gateFigures(pipeline, 'UPDATE STAGING SET order_id = 9 WHERE order_id = 1')).map((f) => [f.checksumEqual, f.amount[0] === f.amount[1]])).toEqual([
+    expect(
+      (await gateFigures(pipeline, 'UPDATE STAGING SET order_id = 9 WHERE order_id = 1')).map((f) => [f.checksumEqual, f.amount[0] === f.amount[1]]),
+    ).toEqual([
       [false, true],
       [true, true],
     ]);
@@ -99,10 +123,13 @@ describe.each([
     expect((await gateFigures(pipeline, 'UPDATE STAGING SET flag = false WHERE order_id = 3')).map((f) => f.checksumEqual)).toEqual([true, false]);
     // A NULL made a zero: the hash of a NULL column is its type's zero, told apart by the NULL mask.
     expect((await gateFigures(pipeline, 'UPDATE STAGING SET flag = false WHERE order_id = 3')).map((f) => f.checksumEqual)).toEqual([true, false]);
-    expect((await gateFigures(pipeline, "UPDATE STAGING SET note = NULL WHERE order_id = 1")).map((f) => f.checksumEqual)).toEqual([false, true]);
+    expect((await gateFigures(pipeline, 'UPDATE STAGING SET note = NULL WHERE order_id = 1')).map((f) => f.checksumEqual)).toEqual([false, true]);
     // Two rows' values of one column swapped: every column's total is unchanged, but the rows are not.
     expect(
-      (await gateFigures(pipeline, 'UPDATE STAGING SET qty = CASE order_id WHEN 1 THEN 1 ELSE 2 END WHERE order_id IN (1, 2)')).map((f) => [f.checksumEqual, f.qty[0] === f.qty[1]]),
+      (await gateFigures(pipeline, 'UPDATE STAGING SET qty = CASE order_id WHEN 1 THEN 1 ELSE 2 END WHERE order_id IN (1, 2)')).map((f) => [
+        f.checksumEqual,
+        f.qty[0] === f.qty[1],
+      ]),
     ).toEqual([
       [false, true],
       [true, true],

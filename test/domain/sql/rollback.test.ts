@@ -1,18 +1,36 @@
 import { describe, expect, it } from 'vitest';
 import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
-import { resolveRollback, type RollbackTarget } from '../../../domain/rollback.ts';
+import { type RollbackTarget, resolveRollback } from '../../../domain/rollback.ts';
 import { dependentsFacts } from '../../../domain/sql/publish.ts';
 import { publicationHistory, rollbackBatch, rollbackState, swapRollback } from '../../../domain/sql/rollback.ts';
 import { itIsASafeSingleStatement, NOW, pipeline } from './support.ts';
 
 const fact = (kind: string, name: string, detail = '', extra = ''): FactRow => ({ kind, name, detail, extra, fact: `${kind}|${name}|${detail}|${extra}` });
-const facts = liveTableFacts([fact('user', 'IAMR:steps'), fact('grant', 'user:analyst', 'SELECT'), fact('view', 'reporting.v', ' SELECT order_id FROM analytics.orders;', 'IAMR:steps')]);
+const facts = liveTableFacts([
+  fact('user', 'IAMR:steps'),
+  fact('grant', 'user:analyst', 'SELECT'),
+  fact('view', 'reporting.v', ' SELECT order_id FROM analytics.orders;', 'IAMR:steps'),
+]);
 const target = resolveRollback(
   pipeline,
   undefined,
   [
-    { seq: 1, batchId: 'aaaaaaaaaaaaaaaa', publishedAt: '2026-01-01', oldVersionTable: 'analytics.orders__prev_aaaaaaaaaaaaaaaa', dropped: false, restored: false },
-    { seq: 2, batchId: 'bbbbbbbbbbbbbbbb', publishedAt: '2026-01-02', oldVersionTable: 'analytics.orders__prev_bbbbbbbbbbbbbbbb', dropped: false, restored: false },
+    {
+      seq: 1,
+      batchId: 'aaaaaaaaaaaaaaaa',
+      publishedAt: '2026-01-01',
+      oldVersionTable: 'analytics.orders__prev_aaaaaaaaaaaaaaaa',
+      dropped: false,
+      restored: false,
+    },
+    {
+      seq: 2,
+      batchId: 'bbbbbbbbbbbbbbbb',
+      publishedAt: '2026-01-02',
+      oldVersionTable: 'analytics.orders__prev_bbbbbbbbbbbbbbbb',
+      dropped: false,
+      restored: false,
+    },
   ],
   undefined,
 ) as RollbackTarget;
@@ -29,7 +47,7 @@ describe('swapRollback', () => {
   const swap = swapRollback(pipeline, target, NOW, { facts, factsQuery: dependentsFacts('analytics', 'orders', target.restoreTable) }, 5_000);
   const at = (pattern: RegExp) => swap.findIndex((sql) => pattern.test(sql));
 
-  it('takes the locks of a publish, the restored version in staging\'s place, then guards, renames, re-applies and records', () => {
+  it("takes the locks of a publish, the restored version in staging's place, then guards, renames, re-applies and records", () => {
     expect(swap.slice(0, 6)).toEqual([
       'SET LOCAL statement_timeout TO 5000',
       'LOCK "analytics"."orders__prev_bbbbbbbbbbbbbbbb"',

@@ -30,7 +30,9 @@ describe('setupStatements', () => {
 describe('setupScript', () => {
   it('says before each statement what it grants and why, each statement ending with a semicolon', () => {
     const script = setupScript(pipeline, { database: 'dev', user: 'etl' });
-    expect(script).toContain('-- ownership of table analytics.orders: to rename it in the publish and drop its old versions\nALTER TABLE "analytics"."orders" OWNER TO "etl";\n');
+    expect(script).toContain(
+      '-- ownership of table analytics.orders: to rename it in the publish and drop its old versions\nALTER TABLE "analytics"."orders" OWNER TO "etl";\n',
+    );
     expect(script.split('\n').filter((line) => line !== '' && !line.startsWith('--'))).toHaveLength(8);
     expect(script).toContain('\nCREATE USER "etl" PASSWORD DISABLE;\n');
     expect(script).not.toContain('sys:secadmin');

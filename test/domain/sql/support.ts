@@ -84,7 +84,20 @@ function parenthesesBalance(sql: string): boolean {
 
 // Fixed words of the tool, plus the validated chunk grain and zone that
 // bucket rows into chunks (configuration, not values).
-const FIXED_WORDS = new Set(['RUNNING', 'CHECKED', 'PUBLISHED', 'FAILED', 'SUPERSEDED', 'ABANDONED', 'PENDING', 'LOADING', 'DONE', 'CANCELLED', 'old_version', 'staging']);
+const FIXED_WORDS = new Set([
+  'RUNNING',
+  'CHECKED',
+  'PUBLISHED',
+  'FAILED',
+  'SUPERSEDED',
+  'ABANDONED',
+  'PENDING',
+  'LOADING',
+  'DONE',
+  'CANCELLED',
+  'old_version',
+  'staging',
+]);
 const CHUNK_WORDS = new Set(['hour', 'day', 'month', 'UTC', 'Europe/Berlin']);
 
 /** The checks every single statement must pass: parameters as referenced, no inlined values, quoted identifiers. */

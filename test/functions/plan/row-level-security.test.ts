@@ -4,7 +4,7 @@
 // and without sys:secadmin, and as a superuser.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
-import { DEFAULT_POLL, Warehouse as DataApiWarehouse } from '../../../functions/commons/warehouse.ts';
+import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../../functions/commons/warehouse.ts';
 import { checkRowLevelSecurity } from '../../../functions/plan/batch.ts';
 import { localTarget } from '../../../local/aws-clients.ts';
 import { ensureLocalUser } from '../../../local/database-users.ts';
@@ -29,7 +29,11 @@ beforeAll(async () => {
       ['protected', OWNER],
       ['open', OWNER],
       ['secadmin_protected', SECADMIN_OWNER],
-    ].flatMap(([table, owner]) => [`CREATE TABLE public.${table} (id int)`, `INSERT INTO public.${table} VALUES (1), (2)`, `ALTER TABLE public.${table} OWNER TO ${owner}`]),
+    ].flatMap(([table, owner]) => [
+      `CREATE TABLE public.${table} (id int)`,
+      `INSERT INTO public.${table} VALUES (1), (2)`,
+      `ALTER TABLE public.${table} OWNER TO ${owner}`,
+    ]),
   ];
   for (const sql of setup) await superuser.execute({ sql }, 'setup');
   await as(OWNER).execute({ sql: 'ALTER TABLE public.protected ROW LEVEL SECURITY ON' }, 'on');
