@@ -33,10 +33,12 @@ export interface WarehouseTarget extends DomainWarehouseTarget {
  * describe, read and cancel only statements this role submitted; list the
  * role's own statements (LoadChunk finds an earlier load of its chunk by
  * name); get credentials only for this database (or read only the
- * one secret, and decrypt it only through Secrets Manager).
+ * one secret, and decrypt it only through Secrets Manager). Returns the
+ * grants as one, as CDK's grant methods do.
  */
-export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readonly roleId: string }, target: WarehouseTarget): void {
+export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readonly roleId: string }, target: WarehouseTarget): Grant {
   const stack = Stack.of(grantee);
+  const grants: Grant[] = [];
   const redshiftArn = (resource: string, resourceName: string): string =>
     stack.formatArn({ service: 'redshift', resource, resourceName, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
   // Without the ID we can only name every workgroup of the account and region.
@@ -45,11 +47,13 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
     stack.formatArn({ service: 'redshift-serverless', resource: 'workgroup', resourceName: '*', arnFormat: ArnFormat.SLASH_RESOURCE_NAME });
   const warehouseArn = target.workgroupName ? workgroupArn : redshiftArn('cluster', target.clusterIdentifier!);
 
-  Grant.addToPrincipal({
-    grantee,
-    actions: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'],
-    resourceArns: [warehouseArn],
-  });
+  grants.push(
+    Grant.addToPrincipal({
+      grantee,
+      actions: ['redshift-data:ExecuteStatement', 'redshift-data:BatchExecuteStatement'],
+      resourceArns: [warehouseArn],
+    }),
+  );
   if (target.workgroupName && !target.workgroupArn) {
     Validations.of(grantee).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:redshift-serverless:<AWS::Region>:<AWS::AccountId>:workgroup/*]',
@@ -66,12 +70,14 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
   // the role (AWS's own example, `${aws:userid}`, is one function only).
   // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonredshiftdataapi.html
   // https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-userid
-  Grant.addToPrincipal({
-    grantee,
-    actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
-    resourceArns: ['*'],
-    conditions: { StringLike: { 'redshift-data:statement-owner-iam-userid': `${grantee.roleId}:*` } },
-  });
+  grants.push(
+    Grant.addToPrincipal({
+      grantee,
+      actions: ['redshift-data:DescribeStatement', 'redshift-data:GetStatementResult', 'redshift-data:CancelStatement'],
+      resourceArns: ['*'],
+      conditions: { StringLike: { 'redshift-data:statement-owner-iam-userid': `${grantee.roleId}:*` } },
+    }),
+  );
 
   // LoadChunk, RecordFailure and CancelOrphans find a chunk's load by its
   // statement name. ListStatements has no resource type and no
@@ -79,7 +85,7 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
   // (RoleLevel: those of its IAM role).
   // https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonredshiftdataapi.html
   // https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListStatements.html
-  Grant.addToPrincipal({ grantee, actions: ['redshift-data:ListStatements'], resourceArns: ['*'] });
+  grants.push(Grant.addToPrincipal({ grantee, actions: ['redshift-data:ListStatements'], resourceArns: ['*'] }));
   Validations.of(grantee).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
@@ -91,27 +97,32 @@ export function grantWarehouseAccess(grantee: IGrantable & IConstruct & { readon
   if (target.secret) {
     // Cluster or workgroup: the Data API reads the secret with the caller's
     // credentials (GetSecretValue, nothing more) and logs in as its user.
-    Grant.addToPrincipal({ grantee, actions: ['secretsmanager:GetSecretValue'], resourceArns: [target.secret.secretArn] });
+    grants.push(Grant.addToPrincipal({ grantee, actions: ['secretsmanager:GetSecretValue'], resourceArns: [target.secret.secretArn] }));
     const keyArn = target.secretKmsKeyArn ?? target.secret.encryptionKey?.keyArn;
     if (keyArn) {
       // Secrets Manager decrypts it with the caller's credentials too: only through Secrets Manager in this region.
-      Grant.addToPrincipal({
-        grantee,
-        actions: ['kms:Decrypt'],
-        resourceArns: [keyArn],
-        conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.${stack.urlSuffix}` } },
-      });
+      grants.push(
+        Grant.addToPrincipal({
+          grantee,
+          actions: ['kms:Decrypt'],
+          resourceArns: [keyArn],
+          conditions: { StringEquals: { 'kms:ViaService': `secretsmanager.${stack.region}.${stack.urlSuffix}` } },
+        }),
+      );
     }
   } else if (target.workgroupName) {
     // Without a secret the Data API gets temporary credentials for the role's own database user.
-    Grant.addToPrincipal({ grantee, actions: ['redshift-serverless:GetCredentials'], resourceArns: [workgroupArn] });
+    grants.push(Grant.addToPrincipal({ grantee, actions: ['redshift-serverless:GetCredentials'], resourceArns: [workgroupArn] }));
   } else if (target.dbUser) {
     // Data API with DbUser calls GetClusterCredentials for that user and database.
     const cluster = target.clusterIdentifier!;
-    Grant.addToPrincipal({
-      grantee,
-      actions: ['redshift:GetClusterCredentials'],
-      resourceArns: [redshiftArn('dbuser', `${cluster}/${target.dbUser}`), redshiftArn('dbname', `${cluster}/${target.database}`)],
-    });
+    grants.push(
+      Grant.addToPrincipal({
+        grantee,
+        actions: ['redshift:GetClusterCredentials'],
+        resourceArns: [redshiftArn('dbuser', `${cluster}/${target.dbUser}`), redshiftArn('dbname', `${cluster}/${target.database}`)],
+      }),
+    );
   }
+  return grants.reduce((all, grant) => all.combine(grant));
 }

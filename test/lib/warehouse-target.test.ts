@@ -1,9 +1,10 @@
 import { App, type CfnElement, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
+import { Grant, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
-import type { WarehouseTarget } from '../../lib/warehouse-target.ts';
+import { grantWarehouseAccess, type WarehouseTarget } from '../../lib/warehouse-target.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 
@@ -215,5 +216,25 @@ describe('warehouse permissions and environment', () => {
     templates.Workgroup!.hasOutput('DatabaseUser', { Value: 'IAMR:workgroup-handlers' });
     templates.ClusterUser!.hasOutput('DatabaseUser', { Value: 'publisher' });
     templates.ClusterSecret!.hasOutput('DatabaseUser', { Value: `the username in ${SECRET_ARN}` });
+  });
+});
+
+describe('grantWarehouseAccess', () => {
+  it('returns one iam.Grant of every statement it added: the Data API, its own statements, the credentials', () => {
+    const stack = new Stack(new App(), 'Grants');
+    const role = new Role(stack, 'Steps', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+    const grant = grantWarehouseAccess(role, { workgroupName: 'analytics', database: 'dev' });
+
+    expect(grant).toBeInstanceOf(Grant);
+    expect(grant.success).toBe(true);
+    expect(grant.principalStatements.flatMap((s) => s.actions).sort()).toEqual([
+      'redshift-data:BatchExecuteStatement',
+      'redshift-data:CancelStatement',
+      'redshift-data:DescribeStatement',
+      'redshift-data:ExecuteStatement',
+      'redshift-data:GetStatementResult',
+      'redshift-data:ListStatements',
+      'redshift-serverless:GetCredentials',
+    ]);
   });
 });
