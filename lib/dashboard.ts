@@ -1,8 +1,9 @@
 import { Duration } from 'aws-cdk-lib';
-import { type Alarm, AlarmStatusWidget, Color, Dashboard, GraphWidget, type IWidget, Metric, Stats, TextWidget } from 'aws-cdk-lib/aws-cloudwatch';
+import { type Alarm, AlarmStatusWidget, Color, Dashboard, GraphWidget, type IWidget, Stats, TextWidget } from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
-import { DimensionName, METRICS_NAMESPACE, MetricName, SERVICE_NAME } from '../domain/names.ts';
+import { MetricName } from '../domain/names.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { pipelineMetric } from './metrics.ts';
 import { expectedRunMinutes, RUNBOOK_FILE } from './publish-monitoring.ts';
 
 export interface PublishDashboardProps {
@@ -71,24 +72,9 @@ export class PublishDashboard extends Construct {
 }
 
 function pipelineRow(pipeline: Pipeline, agePeriod: Duration): IWidget[] {
-  const monitor = (metricName: MetricName, label: string) =>
-    new Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName,
-      dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
-      statistic: Stats.MAXIMUM,
-      period: agePeriod,
-      label,
-    });
+  const monitor = (metricName: MetricName, label: string) => pipelineMetric(pipeline.name, metricName, { statistic: Stats.MAXIMUM, period: agePeriod, label });
   const handler = (metricName: MetricName, statistic: string, label: string) =>
-    new Metric({
-      namespace: METRICS_NAMESPACE,
-      metricName,
-      dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
-      statistic,
-      period: RUN_PERIOD,
-      label,
-    });
+    pipelineMetric(pipeline.name, metricName, { statistic, period: RUN_PERIOD, label });
   const sla = pipeline.freshness.slaMinutes * 60;
   const lag = pipeline.freshness.maxDataLagMinutes;
   return [

@@ -5,8 +5,9 @@ import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import type { IStateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import { DimensionName, METRICS_NAMESPACE, MetricName, SERVICE_NAME } from '../domain/names.ts';
+import { MetricName } from '../domain/names.ts';
 import type { Pipeline } from '../domain/spec.ts';
+import { pipelineMetric } from './metrics.ts';
 
 /** The runbook, from the repository root: each alarm's description names its section there. */
 export const RUNBOOK_FILE = 'docs/runbook.md';
@@ -158,13 +159,7 @@ export class PublishMonitoring extends Construct {
           `atomic-publish: pipeline ${pipeline.name} is stale: the data readers see in ${pipeline.target.schema}.${pipeline.target.table} ` +
           `was published more than ${sla} minutes ago (its freshness SLA), or the freshness monitor stopped measuring it. ` +
           runbookLine(RUNBOOK.Freshness),
-        metric: new Metric({
-          namespace: METRICS_NAMESPACE,
-          metricName: MetricName.PublishAgeSeconds,
-          dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
-          statistic: Stats.MAXIMUM,
-          period,
-        }),
+        metric: pipelineMetric(pipeline.name, MetricName.PublishAgeSeconds, { statistic: Stats.MAXIMUM, period }),
         threshold: sla * 60,
         ...FRESHNESS_EVALUATION,
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -182,13 +177,7 @@ export class PublishMonitoring extends Construct {
           `atomic-publish: pipeline ${pipeline.name} publishes old data: the newest ${pipeline.timeColumn} in ${pipeline.target.schema}.${pipeline.target.table} ` +
           `is more than ${maxLag} minutes old (freshness.maxDataLagMinutes); the source may have stopped delivering. ` +
           runbookLine(RUNBOOK.DataLag),
-        metric: new Metric({
-          namespace: METRICS_NAMESPACE,
-          metricName: MetricName.LiveDataLagSeconds,
-          dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
-          statistic: Stats.MAXIMUM,
-          period,
-        }),
+        metric: pipelineMetric(pipeline.name, MetricName.LiveDataLagSeconds, { statistic: Stats.MAXIMUM, period }),
         threshold: maxLag * 60,
         ...FRESHNESS_EVALUATION,
         comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -223,14 +212,7 @@ export class PublishMonitoring extends Construct {
   /** The pipeline's alarms on its runs: one failed, stopped or slow run pages. */
   private runAlarms(pipeline: Pipeline): Record<string, Alarm> {
     const live = `${pipeline.target.schema}.${pipeline.target.table}`;
-    const count = (metricName: MetricName) =>
-      new Metric({
-        namespace: METRICS_NAMESPACE,
-        metricName,
-        dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
-        statistic: Stats.SUM,
-        period: EVENT_PERIOD,
-      });
+    const count = (metricName: MetricName) => pipelineMetric(pipeline.name, metricName, { statistic: Stats.SUM, period: EVENT_PERIOD });
     const expected = expectedRunMinutes(pipeline);
     const said = pipeline.freshness.expectedRunMinutes === undefined ? `half its ${pipeline.freshness.slaMinutes}-minute SLA` : 'freshness.expectedRunMinutes';
     const alarms: Record<string, Alarm> = {
@@ -260,13 +242,7 @@ export class PublishMonitoring extends Construct {
       ),
       [`SlowRun:${pipeline.name}`]: this.eventAlarm(
         `SlowRun-${pipeline.name}`,
-        new Metric({
-          namespace: METRICS_NAMESPACE,
-          metricName: MetricName.RunDurationSeconds,
-          dimensionsMap: { [DimensionName.Service]: SERVICE_NAME, [DimensionName.Pipeline]: pipeline.name },
-          statistic: Stats.MAXIMUM,
-          period: EVENT_PERIOD,
-        }),
+        pipelineMetric(pipeline.name, MetricName.RunDurationSeconds, { statistic: Stats.MAXIMUM, period: EVENT_PERIOD }),
         `atomic-publish: pipeline ${pipeline.name}: a run took longer than ${expected} minutes (${said}) from its start to its publish; ` +
           `it published, but a failure at that pace could not be re-run within the SLA. ${runbookLine(RUNBOOK.SlowRun)}`,
         { threshold: expected * 60, comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD },
@@ -292,13 +268,7 @@ export class PublishMonitoring extends Construct {
       alarmDescription:
         `atomic-publish: pipeline ${pipeline.name}: out-of-band change (drift) between runs: ${live} no longer matches the fingerprint recorded at its latest publication, ` +
         `so someone else wrote to it since; readers see the table with that change in it. The next swap will refuse to publish over it. ${runbookLine(RUNBOOK.OutOfBand)}`,
-      metric: new Metric({
-        namespace: METRICS_NAMESPACE,
-        metricName: MetricName.LiveDrift,
-        dimensionsMap: { [DimensionName.Pipeline]: pipeline.name },
-        statistic: Stats.MAXIMUM,
-        period,
-      }),
+      metric: pipelineMetric(pipeline.name, MetricName.LiveDrift, { statistic: Stats.MAXIMUM, period }),
       threshold: 1,
       evaluationPeriods: 1,
       comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
