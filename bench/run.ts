@@ -51,6 +51,8 @@ import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
 import { LocalRunner } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
+import { writeResultsSection } from '../scripts/results-file.ts';
+import { thisMachine } from '../scripts/suite-length.ts';
 import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
@@ -329,9 +331,15 @@ async function main(): Promise<void> {
     field ? describeTarget(TARGETS[field]) : '',
     field ? verdict(field) : '',
   ];
+  // The tables go to stdout and, whole, into docs/results.md (scripts/results-file.ts).
+  const written: string[] = [];
+  const emit = (text: string) => {
+    process.stdout.write(text);
+    written.push(text);
+  };
   const n = figures.rows.toLocaleString('en-US');
   const usd = (v: number) => `$${v.toFixed(4)}`;
-  process.stdout.write(
+  emit(
     `${renderTable(
       [`${n} rows in ${chunks} day chunks (median of ${repeat})`, 'time', 'rows per second'],
       [
@@ -344,7 +352,7 @@ async function main(): Promise<void> {
     )}\n`,
   );
   const byOperation = operations.map((op) => `${op} ${loadRequestsPerChunkByOperation[op]!.toFixed(2)}`).join(', ');
-  process.stdout.write(
+  emit(
     `${renderTable(
       ['figure', 'value', 'target', ''],
       [
@@ -389,9 +397,15 @@ async function main(): Promise<void> {
       ['l', 'r', 'l', 'l'],
     )}\n`,
   );
-  process.stdout.write(dataApiTable);
-  process.stdout.write(publishViaTable);
-  process.stdout.write(reconcile.table);
+  emit(dataApiTable);
+  emit(publishViaTable);
+  emit(reconcile.table);
+  const options = process.argv.slice(2).join(' ');
+  writeResultsSection(
+    'bench',
+    'npm run bench',
+    `\`npm run bench${options === '' ? '' : ` -- ${options}`}\`, ${new Date().toISOString().slice(0, 10)}, ${thisMachine()}:\n\n\`\`\`\n${written.join('')}\`\`\`\n`,
+  );
 }
 
 const s = (value: number) => `${(value / 1000).toFixed(2)} s`;

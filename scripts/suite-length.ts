@@ -1,14 +1,15 @@
 /**
- * The suite's measured length, as `npm run test:loaded` records it in the
- * README: one line per load (idle, or under N busy loops), each with its
+ * The suite's measured length, as `npm run test:loaded` records it in
+ * docs/results.md (scripts/results-file.ts): one line per load (idle, or under N busy loops), each with its
  * runs' outcome, their range in seconds, the day and the machine. A set of
  * runs replaces the line of its own load and keeps the others. Nobody
  * writes these figures by hand.
  */
 import { availableParallelism, cpus, totalmem } from 'node:os';
+import { sectionBegin, sectionEnd } from './results-file.ts';
 
-export const BEGIN = '<!-- suite-length: written by `npm run test:loaded`; edits are lost -->';
-export const END = '<!-- /suite-length -->';
+export const BEGIN = sectionBegin('suite-length', 'npm run test:loaded');
+export const END = sectionEnd('suite-length');
 
 export interface SuiteRuns {
   /** Busy loops that ran beside the suite: 0 is an otherwise idle machine. */

@@ -3,7 +3,7 @@
  * busy loops occupy every core: the conditions of a busy CI machine, where
  * a test that passes only on an idle machine fails by luck. Prints each
  * run's outcome and duration, keeps each run's log, records the range in
- * the README (scripts/suite-length.ts), and exits non-zero if any run
+ * docs/results.md (scripts/suite-length.ts), and exits non-zero if any run
  * failed.
  *
  *   npm run test:loaded                   5 runs, one busy loop per core
@@ -11,11 +11,12 @@
  *   npm run test:loaded -- --runs 3 --busy 0    the suite's length on an idle machine
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
 import { renderTable } from '../local/table.ts';
+import { RESULTS_FILE, readResults } from './results-file.ts';
 import { recordSuiteRuns, thisMachine } from './suite-length.ts';
 
 function option(name: string, fallback: number): number {
@@ -94,11 +95,10 @@ process.stdout.write(
 process.stdout.write(
   `${outcomes.length - failed.length} of ${outcomes.length} runs green with ${busy} busy loop(s); ${Math.min(...seconds).toFixed(0)} to ${Math.max(...seconds).toFixed(0)} s per run\n`,
 );
-// The measured range goes into the README, beside the test command (scripts/suite-length.ts).
-const readme = join(PROJECT_ROOT, 'README.md');
+// The measured range goes into docs/results.md, which the README links beside the test command (scripts/suite-length.ts).
 writeFileSync(
-  readme,
-  recordSuiteRuns(readFileSync(readme, 'utf8'), {
+  RESULTS_FILE,
+  recordSuiteRuns(readResults() || '# Measured results\n', {
     busy,
     seconds,
     green: outcomes.length - failed.length,
@@ -106,5 +106,5 @@ writeFileSync(
     machine: thisMachine(),
   }),
 );
-process.stdout.write(`recorded in ${readme}\n`);
+process.stdout.write(`recorded in ${RESULTS_FILE}\n`);
 process.exit(failed.length === 0 ? 0 : 1);

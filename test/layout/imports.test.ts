@@ -119,7 +119,7 @@ const MAY_IMPORT: Readonly<Record<string, readonly string[]>> = {
   cli: ['domain', 'pipelines', 'functions', 'lib', 'local'],
   bin: ['domain', 'pipelines', 'functions', 'lib', 'local', 'cli'],
   scripts: ['domain', 'pipelines', 'functions', 'lib', 'local'],
-  bench: ['domain', 'pipelines', 'functions', 'lib', 'local', 'cli', 'test'],
+  bench: ['domain', 'pipelines', 'functions', 'lib', 'local', 'cli', 'scripts', 'test'],
 };
 
 /** Each import of `files` that breaks MAY_IMPORT, or reaches a step's handler file (functions/<step>/index.ts) from functions/, as `from -> to`. */
