@@ -27,7 +27,7 @@
  *   column     a check of every column reads at the least, for scale
  *   gate with  the gate with `checks.drift.nullRate` over every column:
  *   NULL counts staging's NULL counts as more entries of the same pass
- *   live drift the live side of `checks.drift` (domain/sql/drift.ts
+ *   live drift the live side of `checks.drift` (domain/gate/sql/drift.ts
  *   pass       liveDriftCounts): rows and NULL counts of every column per
  *              chunk, one grouped pass over live's rows of the interval
  *
@@ -35,13 +35,13 @@
  * INSERT ... SELECT of the source), so only the reading is timed.
  */
 import type { BatchRef } from '../domain/batch.ts';
+import { liveDriftCounts, nullCountAggregates } from '../domain/gate/sql/drift.ts';
+import { chunkCounts, gateAggregates } from '../domain/gate/sql/reconcile.ts';
 import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import { planChunks, stagingTableFor } from '../domain/plan.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
-import { liveDriftCounts, nullCountAggregates } from '../domain/sql/drift.ts';
 import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { grainKey, startBatch } from '../domain/sql/plan.ts';
-import { chunkCounts, gateAggregates } from '../domain/sql/reconcile.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { ensureManifest } from '../functions/plan/batch.ts';

@@ -6,7 +6,7 @@
  * when it failed.
  */
 import { BatchStatus, CHECK_ENDED } from '../domain/batch.ts';
-import { LOCATION_CHECKS } from '../domain/locate.ts';
+import { LOCATION_CHECKS } from '../domain/gate/locate.ts';
 import { batchIdFor, nextRerun } from '../domain/plan.ts';
 import { checkRunName } from '../domain/run-name.ts';
 import { batchCheckResults } from '../domain/sql/cli.ts';

@@ -53,7 +53,7 @@ export interface CheckResult {
   readonly observed: string;
   readonly expected: string;
   readonly details: string;
-  /** A declared check's (domain/declared-checks.ts): a failed `warn` does not block. @default 'block' */
+  /** A declared check's (domain/gate/declared-checks.ts): a failed `warn` does not block. @default 'block' */
   readonly severity?: 'block' | 'warn';
   /** A declared check's offending rows allowed. */
   readonly tolerance?: number;

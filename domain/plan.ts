@@ -1,7 +1,7 @@
-import { checkDriftColumns } from './drift.ts';
 import { ValidationError } from './errors.ts';
-import { checkMeasureColumns } from './gate.ts';
-import { checkDimensionColumns } from './locate.ts';
+import { checkDriftColumns } from './gate/drift.ts';
+import { checkDimensionColumns } from './gate/locate.ts';
+import { checkMeasureColumns } from './gate/tolerances.ts';
 import { checkMergeColumns } from './merge.ts';
 import { testsForNull } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';

@@ -11,8 +11,8 @@
  * reading a table needs SELECT on it.
  */
 
-import { STAGING_PLACEHOLDER } from './declared-checks.ts';
 import { MissingPrivilegeError, ValidationError } from './errors.ts';
+import { STAGING_PLACEHOLDER } from './gate/declared-checks.ts';
 import { qualifiedName, type Relation } from './identifiers.ts';
 import { sourceTables } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { BatchRef } from './batch.ts';
+import { ValidationError } from './errors.ts';
 import {
   acceptedValuesName,
   type DeclaredChecks,
@@ -13,12 +14,11 @@ import {
   type Severity,
   STAGING_PLACEHOLDER,
   sqlCheckName,
-} from './declared-checks.ts';
-import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './drift.ts';
-import { ValidationError } from './errors.ts';
-import type { MeasureTolerance } from './gate.ts';
+} from './gate/declared-checks.ts';
+import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './gate/drift.ts';
+import { CHECK_ACTIONS, type CheckAction } from './gate/quarantine.ts';
+import type { MeasureTolerance } from './gate/tolerances.ts';
 import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
-import { CHECK_ACTIONS, type CheckAction } from './quarantine.ts';
 import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';

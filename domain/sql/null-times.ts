@@ -6,8 +6,8 @@
  */
 import type { BatchRef } from '../batch.ts';
 import { extractColumn } from '../extract-column.ts';
+import { REASON } from '../gate/quarantine.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
-import { REASON } from '../quarantine.ts';
 import type { Pipeline } from '../spec.ts';
 import { type Statement, timestampParam } from './statement.ts';
 
@@ -45,7 +45,7 @@ export function nullTimeCount(pipeline: Pipeline, batch: BatchRef): Statement {
  * columns: CREATE TABLE AS inherits no constraint, so every column takes
  * NULL (https://docs.aws.amazon.com/redshift/latest/dg/r_CTAS_usage_notes.html).
  * Beside them: the batch, the time, the reason, and the chunk (index and
- * generation) a row-level rule took the row from (domain/sql/quarantine.ts;
+ * generation) a row-level rule took the row from (domain/gate/sql/quarantine.ts;
  * none for a NULL-time row, which belongs to no chunk).
  */
 export function createQuarantine(pipeline: Pipeline, columns: readonly string[]): string {

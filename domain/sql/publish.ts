@@ -3,9 +3,10 @@ import { AttemptStatus, type BatchRef, BatchStatus, ChunkStatus } from '../batch
 import type { CarryOverCorrections, Grant, LiveTableFacts, MaskingAttachment, RlsAttachment } from '../dependents.ts';
 import { ValidationError } from '../errors.ts';
 import { extractColumn } from '../extract-column.ts';
+import { quarantines } from '../gate/quarantine.ts';
+import { stagingWithQuarantinedLiteral } from '../gate/sql/quarantine.ts';
 import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
 import { migrationFacts } from '../migration.ts';
-import { quarantines } from '../quarantine.ts';
 import { inlineParameters } from '../redshift-sql/parameters.ts';
 import type { Pipeline } from '../spec.ts';
 import { recordPublishedFingerprint } from './live-watch.ts';
@@ -13,7 +14,6 @@ import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { LOCK_MANIFEST } from './manifest.ts';
 import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
 import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
-import { stagingWithQuarantinedLiteral } from './quarantine.ts';
 import { hashedColumns, rowHashValue } from './row-hash.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
@@ -739,7 +739,7 @@ export interface ChunkBounds {
 /**
  * `<rows>:<checksum>` of `rows` (a table or a subquery) placed in the chunk
  * by the column chunks are placed by, with Reconcile's per-row digest
- * (domain/sql/reconcile.ts gateAggregates: each value cast to the staging
+ * (domain/gate/sql/reconcile.ts gateAggregates: each value cast to the staging
  * column's type); rows only, with `checks.contentChecksum` off.
  */
 function chunkFingerprintSql(pipeline: Pipeline, rows: string, columns: readonly string[], chunk: ChunkBounds): string {

@@ -8,9 +8,8 @@ import {
   patternName,
   referencesName,
   sqlCheckName,
-} from '../../domain/declared-checks.ts';
-import { keyText } from '../../domain/reconcile.ts';
-import type { Pipeline } from '../../domain/spec.ts';
+} from '../../domain/gate/declared-checks.ts';
+import { keyText } from '../../domain/gate/reconcile.ts';
 import {
   acceptedValuesColumn,
   customCheckRows,
@@ -19,7 +18,8 @@ import {
   missingReferences,
   notNullColumn,
   patternColumn,
-} from '../../domain/sql/reconcile.ts';
+} from '../../domain/gate/sql/reconcile.ts';
+import type { Pipeline } from '../../domain/spec.ts';
 import { clip, printable } from '../../domain/text.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 

@@ -1,7 +1,7 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import { type ColumnNulls, type DriftOutcome, driftChecks, driftOf, NO_DRIFT } from '../../domain/drift.ts';
+import { type ColumnNulls, type DriftOutcome, driftChecks, driftOf, NO_DRIFT } from '../../domain/gate/drift.ts';
+import { liveDriftCounts, nullAggregate } from '../../domain/gate/sql/drift.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { liveDriftCounts, nullAggregate } from '../../domain/sql/drift.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /**

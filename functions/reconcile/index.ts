@@ -1,14 +1,11 @@
 import type { Context } from 'aws-lambda';
 import { type BatchRef, type CheckResult, ChunkStatus } from '../../domain/batch.ts';
-import { nullRateColumns } from '../../domain/drift.ts';
 import { CheckFailedError } from '../../domain/errors.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
-import { quarantines } from '../../domain/quarantine.ts';
-import { type ChunkCount, describeFailure, duplicateKeyText, reconcile as evaluate, keyText, type NullTimeRows } from '../../domain/reconcile.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import { nullCountAggregates } from '../../domain/sql/drift.ts';
-import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import { nullRateColumns } from '../../domain/gate/drift.ts';
+import { quarantines } from '../../domain/gate/quarantine.ts';
+import { type ChunkCount, describeFailure, duplicateKeyText, reconcile as evaluate, keyText, type NullTimeRows } from '../../domain/gate/reconcile.ts';
+import { nullCountAggregates } from '../../domain/gate/sql/drift.ts';
 import {
   CHECKSUM_AGGREGATE,
   type ChunkAggregate,
@@ -17,7 +14,10 @@ import {
   gateAggregates,
   measureAggregate,
   recordChecks,
-} from '../../domain/sql/reconcile.ts';
+} from '../../domain/gate/sql/reconcile.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
+import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -57,7 +57,7 @@ export async function reconcile(event: ReconcileEvent, warehouse: Warehouse = wa
 
   // Rows that break a row-level rule leave staging for the quarantine first (./quarantine.ts).
   if (quarantines(pipeline)) await quarantineRows(warehouse, pipeline, batch, name);
-  // One grouped pass over the source and one over staging (domain/sql/reconcile.ts chunkCounts),
+  // One grouped pass over the source and one over staging (domain/gate/sql/reconcile.ts chunkCounts),
   // with the content checksum and the measures' sums when the spec asks for them.
   // With checks.drift.nullRate, each compared column's NULLs are more entries of the same pass.
   const nullColumns = nullRateColumns(pipeline, batch.columns);

@@ -14,12 +14,12 @@ import {
   type SideFigure,
   segmentText,
   shownValue,
-} from '../../domain/locate.ts';
-import type { Reconciliation } from '../../domain/reconcile.ts';
+} from '../../domain/gate/locate.ts';
+import type { Reconciliation } from '../../domain/gate/reconcile.ts';
+import { differingKeys, differingSegments, dimensionColumn, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/gate/sql/locate.ts';
+import { CHECKSUM_AGGREGATE, type ChunkAggregate, measureAggregate } from '../../domain/gate/sql/reconcile.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { differingKeys, differingSegments, dimensionColumn, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/sql/locate.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { CHECKSUM_AGGREGATE, type ChunkAggregate, measureAggregate } from '../../domain/sql/reconcile.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 

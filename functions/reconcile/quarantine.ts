@@ -1,11 +1,11 @@
 import type { BatchRef, CheckResult } from '../../domain/batch.ts';
-import { type Quarantined, quarantineCheck, quarantinedRows, REASON } from '../../domain/quarantine.ts';
-import { keyText } from '../../domain/reconcile.ts';
+import { type Quarantined, quarantineCheck, quarantinedRows, REASON } from '../../domain/gate/quarantine.ts';
+import { keyText } from '../../domain/gate/reconcile.ts';
+import { moveToQuarantine, quarantineSummary } from '../../domain/gate/sql/quarantine.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { addQuarantineColumns, createQuarantine, quarantineTableFor } from '../../domain/sql/null-times.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
-import { moveToQuarantine, quarantineSummary } from '../../domain/sql/quarantine.ts';
 import { printable } from '../../domain/text.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
@@ -30,7 +30,7 @@ export async function ensureQuarantine(warehouse: Warehouse, pipeline: Pipeline,
 /**
  * Moves the rows of the batch's interval that break a row-level rule out
  * of staging into the quarantine table, in one transaction
- * (domain/sql/quarantine.ts moveToQuarantine), before the gate counts:
+ * (domain/gate/sql/quarantine.ts moveToQuarantine), before the gate counts:
  * the gate then reads staging with them (chunkCounts), and the declared
  * checks read staging without them.
  */

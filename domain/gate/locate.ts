@@ -5,14 +5,14 @@
  * segment (day, or hour, and the dimension values), then per business key
  * in both directions: the checksum-diff idea, one level deep plus the row.
  */
-import { type CheckResult, ChunkStatus } from './batch.ts';
+import { type CheckResult, ChunkStatus } from '../batch.ts';
+import { ValidationError } from '../errors.ts';
+import type { LiveColumn } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
+import { clip } from '../text.ts';
+import { renderTable } from '../text-table.ts';
 import { decimalDifference, decimalEqual } from './decimal.ts';
-import { ValidationError } from './errors.ts';
-import type { LiveColumn } from './plan.ts';
 import type { ChunkCount } from './reconcile.ts';
-import type { Pipeline } from './spec.ts';
-import { clip } from './text.ts';
-import { renderTable } from './text-table.ts';
 
 /** Chunks examined at most: each costs a read of its rows on both sides, twice. */
 export const MAX_LOCATED_CHUNKS = 5;

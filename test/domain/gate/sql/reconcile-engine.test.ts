@@ -4,16 +4,16 @@
 // pipeline's zone; rows outside the interval and duplicated keys from the
 // same statement, per chunk where the key holds the time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import type { Chunk } from '../../../domain/plan.ts';
-import type { Pipeline } from '../../../domain/spec.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
-import { startBatch } from '../../../domain/sql/plan.ts';
-import { chunkCounts } from '../../../domain/sql/reconcile.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
+import type { Chunk } from '../../../../domain/plan.ts';
+import type { Pipeline } from '../../../../domain/spec.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import { startBatch } from '../../../../domain/sql/plan.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
+import { pipelineWith } from '../../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;

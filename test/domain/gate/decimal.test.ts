@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decimalDifference, decimalEqual, decimalSum } from '../../domain/decimal.ts';
+import { decimalDifference, decimalEqual, decimalSum } from '../../../domain/gate/decimal.ts';
 
 describe('decimal texts', () => {
   it('subtracts exactly beyond the 15 digits a number holds', () => {

@@ -3,17 +3,17 @@
 // values meeting their counterparts), source values converted to staging's
 // types so a rounding is no difference, and the keys in both directions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import type { Chunk } from '../../../domain/plan.ts';
-import { differingKeys, differingSegments, KeyClass } from '../../../domain/sql/locate.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
-import { liveColumnsQuery } from '../../../domain/sql/out-of-band.ts';
-import { startBatch } from '../../../domain/sql/plan.ts';
-import { gateAggregates } from '../../../domain/sql/reconcile.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { differingKeys, differingSegments, KeyClass } from '../../../../domain/gate/sql/locate.ts';
+import { gateAggregates } from '../../../../domain/gate/sql/reconcile.ts';
+import type { Chunk } from '../../../../domain/plan.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import { liveColumnsQuery } from '../../../../domain/sql/out-of-band.ts';
+import { startBatch } from '../../../../domain/sql/plan.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
+import { pipelineWith } from '../../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { BatchRef, CheckResult } from '../../../domain/batch.ts';
-import { ValidationError } from '../../../domain/errors.ts';
-import { chunkCounts, duplicateKeySamples, recordChecks } from '../../../domain/sql/reconcile.ts';
-import { pipelineWith } from '../fixtures.ts';
-import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from './support.ts';
+import type { BatchRef, CheckResult } from '../../../../domain/batch.ts';
+import { ValidationError } from '../../../../domain/errors.ts';
+import { chunkCounts, duplicateKeySamples, recordChecks } from '../../../../domain/gate/sql/reconcile.ts';
+import { pipelineWith } from '../../fixtures.ts';
+import { batch, batchId, berlinMonthly, commented, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, NOW, pipeline } from '../../sql/support.ts';
 
 describe('single statements of Reconcile', () => {
   itIsASafeSingleStatement([

@@ -1,15 +1,15 @@
 /** The SQL of Reconcile: per-chunk figures and whole-table checks from one pass over each side, and the recorded results. */
-import { type BatchRef, BatchStatus, type CheckResult, ChunkStatus } from '../batch.ts';
+import { type BatchRef, BatchStatus, type CheckResult, ChunkStatus } from '../../batch.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { LOCK_MANIFEST } from '../../sql/manifest.ts';
+import { grainKey } from '../../sql/plan.ts';
+import { CATALOG_TYPE, hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
+import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { DECLARED_SAMPLES, isBlocking, patternParameter, type ReferencesCheck, type SqlCheck, STAGING_PLACEHOLDER } from '../declared-checks.ts';
-import { extractColumn } from '../extract-column.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { quarantines } from '../quarantine.ts';
-import type { Pipeline } from '../spec.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
-import { grainKey } from './plan.ts';
 import { stagingWithQuarantined } from './quarantine.ts';
-import { CATALOG_TYPE, hashedColumns, rowHashValue } from './row-hash.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
  * A per-row value summed per chunk on both sides, in the one grouped pass
@@ -106,7 +106,7 @@ export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: rea
   // Staging's rows as a pass reads them: the columns it needs, and the unit
   // of the row's time where that lies in the batch interval (else NULL).
   // With the quarantine, the batch's quarantined rows too (source = staging
-  // + quarantined, per chunk; domain/sql/quarantine.ts), marked `ap_q`.
+  // + quarantined, per chunk; domain/gate/sql/quarantine.ts), marked `ap_q`.
   const quarantined = quarantines(pipeline);
   const stagingRows = (columns: readonly string[]) =>
     `(SELECT ${[...new Set(columns)].map((c) => `s.${quoteIdent(c)}`).join(', ')},${quarantined ? ' s.ap_q,' : ''}

@@ -2,13 +2,13 @@
  * Row-level rules and the quarantine (the spec's `checks.quarantine` and
  * the `action: 'quarantine'` of notNull and acceptedValues checks): which
  * rows Reconcile moves out of staging into `<table>__quarantine` and why
- * (domain/sql/quarantine.ts), and how the tolerance judges what it moved.
+ * (domain/gate/sql/quarantine.ts), and how the tolerance judges what it moved.
  */
-import type { CheckResult } from './batch.ts';
+import type { CheckResult } from '../batch.ts';
+import { ValidationError } from '../errors.ts';
+import type { LiveColumn } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
 import { acceptedValuesName, notNullName, patternName, patternParameter } from './declared-checks.ts';
-import { ValidationError } from './errors.ts';
-import type { LiveColumn } from './plan.ts';
-import type { Pipeline } from './spec.ts';
 
 /** What a declared row check does with the rows that break it: counts them (`check`, the default) or moves them to the quarantine. */
 export type CheckAction = 'check' | 'quarantine';

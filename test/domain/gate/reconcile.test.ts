@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { ChunkCount } from '../../domain/reconcile.ts';
-import { describeFailure, duplicateKeyText, reconcile } from '../../domain/reconcile.ts';
+import type { ChunkCount } from '../../../domain/gate/reconcile.ts';
+import { describeFailure, duplicateKeyText, reconcile } from '../../../domain/gate/reconcile.ts';
 
 function chunk(index: number, rows: number, overrides: Partial<ChunkCount> = {}): ChunkCount {
   return {

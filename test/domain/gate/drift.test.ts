@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { ValidationError } from '../../../domain/errors.ts';
 import {
   checkDriftColumns,
   driftChecks,
@@ -9,10 +10,9 @@ import {
   nullRateDrift,
   type RowCountDrift,
   rowCountDrift,
-} from '../../domain/drift.ts';
-import { ValidationError } from '../../domain/errors.ts';
-import { describeFailure, reconcile } from '../../domain/reconcile.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+} from '../../../domain/gate/drift.ts';
+import { describeFailure, reconcile } from '../../../domain/gate/reconcile.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const rule: RowCountDrift = { maxDecreasePct: 50, maxIncreasePct: 100, minRows: 100, severity: 'block' };
 const chunk = (index: number, liveRows: number, stagingRows: number) => ({ index, start: `2026-01-0${index + 1} 00:00:00`, liveRows, stagingRows });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
+import { ValidationError } from '../../../domain/errors.ts';
 import {
   checkDimensionColumns,
   chunksToLocate,
@@ -9,10 +9,10 @@ import {
   locationText,
   MAX_LOCATED_CHUNKS,
   segmentText,
-} from '../../domain/locate.ts';
-import type { ChunkCount } from '../../domain/reconcile.ts';
-import { definePipeline } from '../../domain/spec.ts';
-import { errorOf, ordersSpec, specWith } from './fixtures.ts';
+} from '../../../domain/gate/locate.ts';
+import type { ChunkCount } from '../../../domain/gate/reconcile.ts';
+import { definePipeline } from '../../../domain/spec.ts';
+import { errorOf, ordersSpec, specWith } from '../fixtures.ts';
 
 const columns = [
   { name: 'order_id', dataType: 'bigint' },

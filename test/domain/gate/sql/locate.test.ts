@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { checkSql } from '../../../domain/redshift-sql/check.ts';
-import { differingKeys, differingSegments } from '../../../domain/sql/locate.ts';
-import { gateAggregates } from '../../../domain/sql/reconcile.ts';
-import { pipelineWith } from '../fixtures.ts';
-import { batch, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, pipeline } from './support.ts';
+import { differingKeys, differingSegments } from '../../../../domain/gate/sql/locate.ts';
+import { gateAggregates } from '../../../../domain/gate/sql/reconcile.ts';
+import { checkSql } from '../../../../domain/redshift-sql/check.ts';
+import { pipelineWith } from '../../fixtures.ts';
+import { batch, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, pipeline } from '../../sql/support.ts';
 
 const columns = ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)', 'region character varying(16)'];
 const measured = pipelineWith({ checks: { measures: ['amount'], dimensions: ['region'] } });

@@ -4,17 +4,17 @@
 // grain units holds them all; rows outside the interval count nowhere), and
 // staging's NULL counts as more entries of the gate's pass.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import type { Chunk } from '../../../domain/plan.ts';
-import type { Pipeline } from '../../../domain/spec.ts';
-import { liveDriftCounts, nullAggregate, nullCountAggregates } from '../../../domain/sql/drift.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
-import { startBatch } from '../../../domain/sql/plan.ts';
-import { chunkCounts } from '../../../domain/sql/reconcile.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { liveDriftCounts, nullAggregate, nullCountAggregates } from '../../../../domain/gate/sql/drift.ts';
+import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
+import type { Chunk } from '../../../../domain/plan.ts';
+import type { Pipeline } from '../../../../domain/spec.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import { startBatch } from '../../../../domain/sql/plan.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
+import { pipelineWith } from '../../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ChunkStatus } from '../../domain/batch.ts';
-import { checkDeclaredColumns, declaredResult, isBlocking, isWarning } from '../../domain/declared-checks.ts';
-import { ValidationError } from '../../domain/errors.ts';
-import type { LiveColumn } from '../../domain/plan.ts';
-import { checkRelations, requiredPrivileges } from '../../domain/privileges.ts';
-import { describeFailure, reconcile } from '../../domain/reconcile.ts';
-import type { PipelineSpec } from '../../domain/spec.ts';
-import { customCheckRows, declaredRowChecks, declaredRowSamples, missingReferences, recordChecks } from '../../domain/sql/reconcile.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
-import { batch } from './sql/support.ts';
+import { ChunkStatus } from '../../../domain/batch.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { checkDeclaredColumns, declaredResult, isBlocking, isWarning } from '../../../domain/gate/declared-checks.ts';
+import { describeFailure, reconcile } from '../../../domain/gate/reconcile.ts';
+import { customCheckRows, declaredRowChecks, declaredRowSamples, missingReferences, recordChecks } from '../../../domain/gate/sql/reconcile.ts';
+import type { LiveColumn } from '../../../domain/plan.ts';
+import { checkRelations, requiredPrivileges } from '../../../domain/privileges.ts';
+import type { PipelineSpec } from '../../../domain/spec.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
+import { batch } from '../sql/support.ts';
 
 const LIVE: LiveColumn[] = [
   { name: 'order_id', dataType: 'bigint' },

@@ -1,11 +1,11 @@
-import { type CheckResult, ChunkStatus } from './batch.ts';
+import { type CheckResult, ChunkStatus } from '../batch.ts';
+import type { NullTimes } from '../spec.ts';
+import { renderTable } from '../text-table.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
 import { type DriftOutcome, driftFailureText, isDriftCheck, NO_DRIFT } from './drift.ts';
-import { type MeasureTolerance, toleranceText, withinTolerance } from './gate.ts';
 import { QUARANTINE_CHECK } from './quarantine.ts';
-import type { NullTimes } from './spec.ts';
-import { renderTable } from './text-table.ts';
+import { type MeasureTolerance, toleranceText, withinTolerance } from './tolerances.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {
@@ -48,7 +48,7 @@ export interface Reconciliation {
   readonly contentMismatches?: readonly ChunkCount[];
   /** Declared checks of severity warn that failed: recorded and shown, not blocking. @default none */
   readonly warnings?: readonly CheckResult[];
-  /** The drift checks against live (domain/drift.ts), for the alert's tables. @default none */
+  /** The drift checks against live (domain/gate/drift.ts), for the alert's tables. @default none */
   readonly drift?: DriftOutcome;
 }
 
@@ -183,7 +183,7 @@ export function reconcile(
     ...drift.checks,
   ];
   const contentMismatches = counts.filter((c) => checksumDiffers(c) || sumsDiffering(c, content.tolerances).length > 0);
-  // A failed check of severity warn does not block (domain/declared-checks.ts).
+  // A failed check of severity warn does not block (domain/gate/declared-checks.ts).
   return { passed: !checks.some(isBlocking), checks, rowsRead, rowsWritten, mismatches, contentMismatches, warnings: checks.filter(isWarning), drift };
 }
 

@@ -4,15 +4,15 @@
  * grain, and the declared dimension values) whose figures disagree, then
  * the business keys that differ in both directions.
  */
-import type { BatchRef } from '../batch.ts';
-import { extractColumn } from '../extract-column.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import type { BatchRef } from '../../batch.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { CATALOG_TYPE } from '../../sql/row-hash.ts';
+import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { quarantines } from '../quarantine.ts';
-import type { Pipeline } from '../spec.ts';
 import { stagingWithQuarantined } from './quarantine.ts';
 import type { ChunkAggregate } from './reconcile.ts';
-import { CATALOG_TYPE } from './row-hash.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /** Result columns: the segment's start, dimension i's value (`ap_d<i>`), the chunk, a key's class and its place in it. */
 export const SEGMENT_COLUMN = 'ap_segment';

@@ -6,17 +6,17 @@
 // same pass must not count a quarantined copy). Each describe arranges the
 // same rows on a database of its own, so none sees another's moves.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import type { Chunk } from '../../../domain/plan.ts';
-import { createQuarantine } from '../../../domain/sql/null-times.ts';
-import { liveColumnsQuery } from '../../../domain/sql/out-of-band.ts';
-import { startBatch } from '../../../domain/sql/plan.ts';
-import { moveToQuarantine } from '../../../domain/sql/quarantine.ts';
-import { chunkCounts } from '../../../domain/sql/reconcile.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import type { Warehouse } from '../../support/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
-import { useOrdersWarehouse } from './orders-warehouse.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { moveToQuarantine } from '../../../../domain/gate/sql/quarantine.ts';
+import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
+import type { Chunk } from '../../../../domain/plan.ts';
+import { createQuarantine } from '../../../../domain/sql/null-times.ts';
+import { liveColumnsQuery } from '../../../../domain/sql/out-of-band.ts';
+import { startBatch } from '../../../../domain/sql/plan.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import type { Warehouse } from '../../../support/warehouse.ts';
+import { pipelineWith } from '../../fixtures.ts';
+import { useOrdersWarehouse } from '../../sql/orders-warehouse.ts';
 
 // The business key holds the time: Reconcile checks it per chunk, in its staging pass.
 const pipeline = pipelineWith({

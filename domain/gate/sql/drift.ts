@@ -1,18 +1,18 @@
-/** The SQL of the drift checks against the live table (domain/drift.ts): staging's NULL counts in the gate's pass, live's side in one grouped pass. */
-import type { BatchRef } from '../batch.ts';
-import { extractColumn } from '../extract-column.ts';
-import { qualifiedName, quoteIdent } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
-import { grainKey } from './plan.ts';
+/** The SQL of the drift checks against the live table (domain/gate/drift.ts): staging's NULL counts in the gate's pass, live's side in one grouped pass. */
+import type { BatchRef } from '../../batch.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { qualifiedName, quoteIdent } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { grainKey } from '../../sql/plan.ts';
+import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import type { ChunkAggregate } from './reconcile.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /** Result column suffix of the NULL count of the i-th compared column (`null_<i>`: a column name may not fit an alias). */
 export const nullAggregate = (index: number) => `null_${index}`;
 
 /**
  * Per column, its NULLs, as more entries of the gate's one grouped pass
- * over each side (domain/sql/reconcile.ts chunkCounts): a row adds 1 when
+ * over each side (domain/gate/sql/reconcile.ts chunkCounts): a row adds 1 when
  * the column is NULL. No other pass over staging; the source's side comes
  * with it.
  */

@@ -1,18 +1,18 @@
 /**
- * The SQL of Reconcile's quarantine (domain/quarantine.ts): the move of
+ * The SQL of Reconcile's quarantine (domain/gate/quarantine.ts): the move of
  * the rows that break a row-level rule out of staging into
  * `<table>__quarantine` (created by null-times.ts createQuarantine), the
  * batch's quarantined rows as the gate's staging side reads them, and
  * their summary for the tolerance check.
  */
-import type { BatchRef } from '../batch.ts';
-import { extractColumn } from '../extract-column.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import type { BatchRef } from '../../batch.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { quarantineTableFor } from '../../sql/null-times.ts';
+import { hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
+import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { QUARANTINE_SAMPLES, quarantines, REASON, type RowRule, rowRules } from '../quarantine.ts';
-import type { Pipeline } from '../spec.ts';
-import { quarantineTableFor } from './null-times.ts';
-import { hashedColumns, rowHashValue } from './row-hash.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 function quarantineTable(pipeline: Pipeline): string {
   return qualifiedName(pipeline.target.schema, quarantineTableFor(pipeline));
@@ -137,7 +137,7 @@ function ruleCondition(rule: RowRule, value: string): string {
  * Staging's rows with the batch's rows a row-level rule quarantined (those
  * of a chunk; NULL-time rows belong to none), each with `ap_q` (1 for a
  * quarantined row), over `columns`: a FROM clause the gate's staging pass
- * reads (domain/sql/reconcile.ts chunkCounts), so that source = staging +
+ * reads (domain/gate/sql/reconcile.ts chunkCounts), so that source = staging +
  * quarantined holds per chunk. Binds `:batch_id`.
  */
 export function stagingWithQuarantined(pipeline: Pipeline, batch: BatchRef, columns: readonly string[]): string {

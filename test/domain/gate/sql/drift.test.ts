@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { liveDriftCounts, nullCountAggregates } from '../../../domain/sql/drift.ts';
-import { chunkCounts, gateAggregates } from '../../../domain/sql/reconcile.ts';
-import { batch, berlinMonthly, itIsASafeSingleStatement, pipeline } from './support.ts';
+import { liveDriftCounts, nullCountAggregates } from '../../../../domain/gate/sql/drift.ts';
+import { chunkCounts, gateAggregates } from '../../../../domain/gate/sql/reconcile.ts';
+import { batch, berlinMonthly, itIsASafeSingleStatement, pipeline } from '../../sql/support.ts';
 
 describe('single statements of the drift checks', () => {
   itIsASafeSingleStatement([

@@ -4,17 +4,17 @@
 // source (values converted to staging's types), different in exactly the
 // chunk where a value, a NULL or a key differs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import type { Chunk } from '../../../domain/plan.ts';
-import type { Pipeline } from '../../../domain/spec.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
-import { liveColumnsQuery } from '../../../domain/sql/out-of-band.ts';
-import { startBatch } from '../../../domain/sql/plan.ts';
-import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../domain/sql/reconcile.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
-import { pipelineWith } from '../fixtures.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../../domain/gate/sql/reconcile.ts';
+import type { Chunk } from '../../../../domain/plan.ts';
+import type { Pipeline } from '../../../../domain/spec.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import { liveColumnsQuery } from '../../../../domain/sql/out-of-band.ts';
+import { startBatch } from '../../../../domain/sql/plan.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
+import { pipelineWith } from '../../fixtures.ts';
 
 let wh: Warehouse;
 let steps: Steps;

@@ -4,16 +4,16 @@
  * interval, so that a source that silently lost rows (a truncated or empty
  * extract) or a column that suddenly went NULL is caught even though
  * staging matches the source exactly. Staging's side comes from the
- * gate's one grouped pass (domain/sql/drift.ts nullCountAggregates), the
+ * gate's one grouped pass (domain/gate/sql/drift.ts nullCountAggregates), the
  * live side from one grouped pass over the live rows of the interval
  * (liveDriftCounts); this module judges them.
  */
-import type { CheckResult } from './batch.ts';
+import type { CheckResult } from '../batch.ts';
+import { ValidationError } from '../errors.ts';
+import type { LiveColumn } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
+import { renderTable } from '../text-table.ts';
 import type { Severity } from './declared-checks.ts';
-import { ValidationError } from './errors.ts';
-import type { LiveColumn } from './plan.ts';
-import type { Pipeline } from './spec.ts';
-import { renderTable } from './text-table.ts';
 
 /** Per chunk, staging's rows against live's rows of the chunk's interval. */
 export interface RowCountDrift {

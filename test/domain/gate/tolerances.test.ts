@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { checkMeasureColumns, withinTolerance } from '../../domain/gate.ts';
-import { definePipeline } from '../../domain/spec.ts';
-import { specWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { checkMeasureColumns, withinTolerance } from '../../../domain/gate/tolerances.ts';
+import { definePipeline } from '../../../domain/spec.ts';
+import { specWith } from '../fixtures.ts';
 
 const columns = [
   { name: 'order_id', dataType: 'bigint' },

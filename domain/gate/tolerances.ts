@@ -1,8 +1,9 @@
 /** What Plan checks of the reconciliation gate's declared checks against the live table, before anything is written; and the measures' tolerances. */
+
+import { ValidationError } from '../errors.ts';
+import type { LiveColumn } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
 import { decimalDifference } from './decimal.ts';
-import { ValidationError } from './errors.ts';
-import type { LiveColumn } from './plan.ts';
-import type { Pipeline } from './spec.ts';
 
 /** Types a measure may have: exact numbers, whose sums do not depend on the order rows are added in. */
 export const MEASURE_TYPES = ['smallint', 'integer', 'bigint', 'numeric'] as const;

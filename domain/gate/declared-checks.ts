@@ -2,14 +2,14 @@
  * Checks a pipeline declares on its staging rows (the spec's `checks`:
  * notNull, acceptedValues, references, sql), each with a severity and a
  * tolerance: what Plan checks of them before any load, and how Reconcile
- * judges what it counted (domain/sql/reconcile.ts declaredRowChecks and
+ * judges what it counted (domain/gate/sql/reconcile.ts declaredRowChecks and
  * the statements after it).
  */
-import type { CheckResult } from './batch.ts';
-import { ValidationError } from './errors.ts';
-import type { LiveColumn } from './plan.ts';
-import type { Pipeline } from './spec.ts';
-import { renderTable } from './text-table.ts';
+import type { CheckResult } from '../batch.ts';
+import { ValidationError } from '../errors.ts';
+import type { LiveColumn } from '../plan.ts';
+import type { Pipeline } from '../spec.ts';
+import { renderTable } from '../text-table.ts';
 
 /** What a failed check does: `block` stops the publish, `warn` is recorded and logged, and the batch publishes. */
 export type Severity = 'block' | 'warn';
@@ -31,7 +31,7 @@ interface Judged {
   readonly tolerance: number;
 }
 
-/** A row check may move the rows that break it to the quarantine (domain/quarantine.ts) instead of counting them. */
+/** A row check may move the rows that break it to the quarantine (domain/gate/quarantine.ts) instead of counting them. */
 interface Quarantinable {
   /** Present only as `'quarantine'` (a spec hash stays as it was without it). @default - counted and judged */
   readonly action?: 'quarantine';
