@@ -15,8 +15,8 @@
  * which goes first. Run alone: `npx tsx bench/publish-via.ts --rows N --repeat N [--hold-ms N]`.
  */
 import type pg from 'pg';
+import { migrationSql } from '../domain/publish/sql/view.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
-import { migrationSql } from '../domain/sql/publish-view.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';

@@ -134,7 +134,7 @@ export class OutOfBandChangeError extends AtomicPublishError {
 
 /**
  * The source's newest chunk changed between Reconcile's check and the
- * publish transaction, which re-checks it (domain/sql/publish.ts
+ * publish transaction, which re-checks it (domain/publish/sql/swap.ts
  * sourceRecheck): nothing was published, the chunk is marked STALE. Not
  * retried: a re-run reloads the chunk.
  */

@@ -9,10 +9,11 @@
  * Pure: Plan (functions/plan/migration.ts) reads the catalog and calls
  * these.
  */
-import type { DependentView, LiveTableFacts } from './dependents.ts';
+
 import { ValidationError } from './errors.ts';
 import { qualifiedName, quoteIdent } from './identifiers.ts';
 import { type BatchInterval, resolveInterval, typeFamily } from './plan.ts';
+import type { DependentView, LiveTableFacts } from './publish/dependents.ts';
 import type { Pipeline } from './spec.ts';
 import { canonicalJson, sha256 } from './spec.ts';
 import { echo } from './text.ts';

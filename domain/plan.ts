@@ -2,7 +2,7 @@ import { ValidationError } from './errors.ts';
 import { checkDriftColumns } from './gate/drift.ts';
 import { checkDimensionColumns } from './gate/locate.ts';
 import { checkMeasureColumns } from './gate/tolerances.ts';
-import { checkMergeColumns } from './merge.ts';
+import { checkMergeColumns } from './publish/merge.ts';
 import { testsForNull } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';
 import { sha256 } from './spec.ts';
@@ -103,7 +103,7 @@ export function identityText(identity: Identity): string {
  * timeColumn is a `timestamp without time zone` (chunk boundaries are UTC
  * instants compared with the column as stored: a column with a time zone
  * would place rows by a different clock); `modifiedColumn` and the merge
- * columns as domain/merge.ts checks them. Returns its column names in order.
+ * columns as domain/publish/merge.ts checks them. Returns its column names in order.
  */
 export function liveTableColumns(pipeline: Pipeline, columns: readonly LiveColumn[]): string[] {
   const { schema, table } = pipeline.target;

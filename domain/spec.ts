@@ -1078,7 +1078,7 @@ const pipelineSchema = z
       !payload.issues.some((issue) => ['publishMode', 'merge', 'modifiedColumn', 'timeColumn', 'businessKey'].includes(String(issue.path?.[0]))),
   });
 
-/** What `merge` and `modifiedColumn` need of the rest of the spec (domain/sql/publish-merge.ts). */
+/** What `merge` and `modifiedColumn` need of the rest of the spec (domain/publish/sql/merge.ts). */
 function mergeProblems(
   spec: {
     publishMode: PublishMode;

@@ -9,7 +9,7 @@ import { SubscriptionProtocol, Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription, UrlSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { StateMachine } from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
-import type { PublishWaits } from '../domain/publish-waits.ts';
+import type { PublishWaits } from '../domain/publish/waits.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, validateHandlerRoleName, validateWarehouseTarget } from '../domain/warehouse-target.ts';
 import { PublishDashboard } from './dashboard.ts';
@@ -46,7 +46,7 @@ export interface AtomicPublishStackProps extends StackProps {
    * @default - none beyond alarmEmail
    */
   readonly subscriptions?: OnCallSubscriptions;
-  /** Publish's waits for its locks and for older snapshots (domain/publish-waits.ts). @default 5 s and 60 s */
+  /** Publish's waits for its locks and for older snapshots (domain/publish/waits.ts). @default 5 s and 60 s */
   readonly publishWaits?: Partial<PublishWaits>;
   /**
    * Longest an execution may run before Step Functions stops it.

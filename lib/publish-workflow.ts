@@ -30,7 +30,7 @@ import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } fro
 import { LAMBDA_SERVICE_ERROR_NAMES, LoadStillRunningError, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
 import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
 import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-event.ts';
-import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish-waits.ts';
+import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish/waits.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
 import { DEFAULT_LEASE_WAIT_SECONDS, PlanEnv } from '../functions/plan/env.ts';
@@ -83,7 +83,7 @@ export interface PublishWorkflowProps {
   readonly logRetention?: RetentionDays;
   /**
    * Publish's waits: for its locks (per swap attempt) and for older
-   * snapshots to end (domain/publish-waits.ts).
+   * snapshots to end (domain/publish/waits.ts).
    * @default DEFAULT_PUBLISH_WAITS (5 s and 60 s)
    */
   readonly publishWaits?: Partial<PublishWaits>;

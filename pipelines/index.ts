@@ -1,4 +1,4 @@
-import { defineGroups } from '../domain/groups.ts';
+import { defineGroups } from '../domain/publish/groups.ts';
 import { definePipelines } from '../domain/spec.ts';
 import { dailySales } from './daily-sales.ts';
 import { salesOrderLines } from './sales-order-lines.ts';

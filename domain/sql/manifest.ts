@@ -286,7 +286,7 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // The swap's catalog check (domain/dependents.ts): runs the facts query
+    // The swap's catalog check (domain/publish/dependents.ts): runs the facts query
     // Publish read before building the swap, under the swap's locks, and
     // raises unless the facts are what they were. md5 chained row by row,
     // as factsFingerprint does, so no text grows past varchar's limit.
@@ -428,7 +428,7 @@ export function manifestDdl(now: Date): string[] {
       unit_counts varchar(65535),
       PRIMARY KEY (batch_id, window_index)
     )`,
-    // Version 9 (publish modes, domain/sql/publish-intervals.ts): each
+    // Version 9 (publish modes, domain/publish/sql/intervals.ts): each
     // publication records how it published and the interval it wrote, so
     // which publication last wrote each interval of a table is one query
     // (intervalWriters); a swap writes all of history up to its end.
@@ -438,7 +438,7 @@ export function manifestDdl(now: Date): string[] {
     // Version 10 (declared checks): a check's severity; a failed 'warn' did not block the batch.
     `CALL ${M}.add_column_if_missing('check_results', 'severity', 'varchar(8)')`,
     // Also version 10 (a change between the check and the publish,
-    // domain/sql/publish.ts sourceRecheck): runs the source's fingerprint
+    // domain/publish/sql/swap.ts sourceRecheck): runs the source's fingerprint
     // of a chunk under the publish transaction's locks and raises unless it
     // is what staging holds. EXECUTE ... INTO and RAISE with variables:
     // https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html.
@@ -501,7 +501,7 @@ export function manifestDdl(now: Date): string[] {
     // docs/decisions/checking-an-interval-without-publishing.md): what a batch is for: 'check' for the gate run without
     // publishing, 'publish' or NULL (rows from before) for any other.
     `CALL ${M}.add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
-    // Version 12 (everything but the rows carried over, domain/sql/publish.ts
+    // Version 12 (everything but the rows carried over, domain/publish/sql/swap.ts
     // swapRenames): what the swap copies inside the warehouse, so that no
     // text of the catalog (a comment, a view's definition) crosses the Data
     // API as a literal and the swap's size does not grow with them. Each is
@@ -574,7 +574,7 @@ export function manifestDdl(now: Date): string[] {
       DROP TABLE atomic_publish_captured_views;
     END;
     $$ LANGUAGE plpgsql`,
-    // Version 13 (a transaction of any size, domain/sql/one-transaction.ts):
+    // Version 13 (a transaction of any size, domain/publish/sql/one-transaction.ts):
     // run_statements EXECUTEs, in order, the statements its argument
     // carries, each as `<characters>:<text>`, inside the caller's
     // transaction (https://docs.aws.amazon.com/redshift/latest/dg/r_SUBSTRING.html,

@@ -8,8 +8,8 @@
 
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
 import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
+import { boundLockWaits, LOCKS_HELD } from '../publish/sql/lock-waits.ts';
 import type { Pipeline } from '../spec.ts';
-import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 

@@ -5,10 +5,10 @@
  * rows before or after it (docs/decisions/snapshot-readers-without-locks.md).
  */
 import { sqlLiteral } from '../identifiers.ts';
+import { replaceRows } from '../publish/sql/intervals.ts';
+import { fitSwap, recordPublication } from '../publish/sql/swap.ts';
 import type { RollbackTarget } from '../rollback.ts';
 import type { Pipeline } from '../spec.ts';
-import { fitSwap, recordPublication } from './publish.ts';
-import { replaceRows } from './publish-intervals.ts';
 import { MANIFEST as M } from './statement.ts';
 
 /**

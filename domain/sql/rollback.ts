@@ -1,10 +1,11 @@
 /** The SQL of a rollback: the publications it is resolved from, and its swap transaction. */
-import type { LiveTableFacts } from '../dependents.ts';
+
 import { sqlLiteral } from '../identifiers.ts';
+import type { LiveTableFacts } from '../publish/dependents.ts';
+import { replaceRows } from '../publish/sql/intervals.ts';
+import { fitSwap, recordPublication, swapLockStatements, swapRenames } from '../publish/sql/swap.ts';
 import type { RollbackTarget } from '../rollback.ts';
 import type { Pipeline } from '../spec.ts';
-import { fitSwap, recordPublication, swapLockStatements, swapRenames } from './publish.ts';
-import { replaceRows } from './publish-intervals.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
@@ -42,7 +43,7 @@ export function rollbackState(pipeline: string, rolledBackSeq: number): Statemen
 
 /**
  * The rollback, as ONE transaction, under the locks and checks of Publish's
- * swap (domain/sql/publish.ts swapLockStatements): the restored version
+ * swap (domain/publish/sql/swap.ts swapLockStatements): the restored version
  * takes the staging table's place. Its guard (assert_rollback) checks that
  * nothing was published since Plan chose the version and that it is still
  * retained; then the live table is renamed to its retained name (so the
@@ -75,7 +76,7 @@ export function swapRollback(
 
 /**
  * The rollback of a publication that replaced some intervals, as ONE
- * transaction under the locks of its publish (domain/sql/publish-intervals.ts):
+ * transaction under the locks of its publish (domain/publish/sql/intervals.ts):
  * the rows it replaced (its old version) LOCKed, then the publications;
  * the rollback guard; then the live rows of its interval kept in
  * `retainedTable` (so the rollback can itself be undone), deleted, and the

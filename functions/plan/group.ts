@@ -8,11 +8,11 @@
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { type PublishGroup, resolveGroup } from '../../domain/groups.ts';
 import { type BatchInterval, batchIdFor, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { type PublishGroup, resolveGroup } from '../../domain/publish/groups.ts';
+import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
-import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 import { chunksPerWindow } from '../../domain/windows.ts';
 import { groups } from '../../pipelines/index.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';

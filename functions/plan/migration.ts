@@ -8,7 +8,6 @@
  */
 
 import { BatchStatus } from '../../domain/batch.ts';
-import { type FactRow, liveTableFacts } from '../../domain/dependents.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   isMigrated,
@@ -20,11 +19,12 @@ import {
   unmigratedRefusal,
 } from '../../domain/migration.ts';
 import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
+import { type FactRow, liveTableFacts } from '../../domain/publish/dependents.ts';
+import { dependentsFacts } from '../../domain/publish/sql/swap.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { rowsOutsideHistory } from '../../domain/sql/migration.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { findBatch, sourceShape } from '../../domain/sql/plan.ts';
-import { dependentsFacts } from '../../domain/sql/publish.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';
 import { checkSourceNullTimes } from './null-times.ts';

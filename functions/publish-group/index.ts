@@ -1,6 +1,6 @@
 /**
  * PublishGroup: every member of a publish group swapped in ONE
- * BatchExecuteStatement transaction, all or none (domain/sql/publish-group.ts).
+ * BatchExecuteStatement transaction, all or none (domain/publish/sql/group.ts).
  * The same machinery as Publish (functions/commons/swap.ts): the wait for
  * older snapshots over every member's tables, the bounded lock wait and
  * its retries, the catalog checks read again when a live table's
@@ -8,16 +8,16 @@
  */
 import type { Context } from 'aws-lambda';
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
-import { dependentViewProblems, type LiveTableFacts } from '../../domain/dependents.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
-import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { dependentViewProblems, type LiveTableFacts } from '../../domain/publish/dependents.ts';
+import { groupSwapPublish, type MemberSwap } from '../../domain/publish/sql/group.ts';
+import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
+import { batchState } from '../../domain/publish/sql/swap.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { batchState } from '../../domain/sql/publish.ts';
-import { groupSwapPublish, type MemberSwap } from '../../domain/sql/publish-group.ts';
-import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';

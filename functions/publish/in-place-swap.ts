@@ -1,12 +1,12 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import type { PublishWaits } from '../../domain/publish-waits.ts';
-import { rewriteLive } from '../../domain/sql/publish-rewrite.ts';
+import { rewriteLive } from '../../domain/publish/sql/rewrite.ts';
+import type { PublishWaits } from '../../domain/publish/waits.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { publishInPlace } from './in-place.ts';
 
 /**
  * A swap pipeline with `snapshotReaders: 'in-place'`: the live rows
- * replaced by staging's in one transaction (domain/sql/publish-rewrite.ts),
+ * replaced by staging's in one transaction (domain/publish/sql/rewrite.ts),
  * no rename, so every snapshot reads the old rows or the new and none is
  * waited for (docs/decisions/snapshot-readers-without-locks.md).
  */

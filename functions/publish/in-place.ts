@@ -1,8 +1,8 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
-import { PublishWaitEnv, type PublishWaits } from '../../domain/publish-waits.ts';
+import { withSourceRecheck } from '../../domain/publish/sql/swap.ts';
+import { PublishWaitEnv, type PublishWaits } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { withSourceRecheck } from '../../domain/sql/publish.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { retryPublishTransaction } from '../commons/swap.ts';
@@ -15,7 +15,7 @@ export interface InPlacePublish {
   readonly statements: (pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number) => string[];
   /** What it does, for the message of a lock wait given up: `the merge of <from> to <to> into <live>`. */
   readonly what: (batch: BatchRef, live: string) => string;
-  /** The source re-check, placed after the guard (domain/sql/publish.ts withSourceRecheck). */
+  /** The source re-check, placed after the guard (domain/publish/sql/swap.ts withSourceRecheck). */
   readonly recheck?: readonly string[];
 }
 

@@ -11,11 +11,7 @@ import {
 } from '../../domain/errors.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
-import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
-import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
+import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
 import {
   batchState,
   markNewestChunkStale,
@@ -26,9 +22,13 @@ import {
   stagingChunkFingerprint,
   swapPublish,
   withSourceRecheck,
-} from '../../domain/sql/publish.ts';
-import { rewritesInPlace } from '../../domain/sql/publish-rewrite.ts';
-import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/sql/publish-view.ts';
+} from '../../domain/publish/sql/swap.ts';
+import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/publish/sql/view.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
+import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
+import { tableColumns } from '../../domain/sql/plan.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -235,7 +235,7 @@ export async function publish(
 
 /**
  * A restatement publishes only if its rows differ from the live rows it
- * would replace (domain/sql/publish.ts restatementFingerprints): the reason
+ * would replace (domain/publish/sql/swap.ts restatementFingerprints): the reason
  * it ends without publishing, or undefined when they differ.
  */
 async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, batch: BatchRef, name: (step: string) => string): Promise<string | undefined> {
@@ -254,7 +254,7 @@ async function restatementUnchanged(warehouse: Warehouse, pipeline: Pipeline, ba
 
 /**
  * The publish transaction's re-check of the source's newest chunk
- * (domain/sql/publish.ts sourceRecheck), with staging's fingerprint of it
+ * (domain/publish/sql/swap.ts sourceRecheck), with staging's fingerprint of it
  * read now as what the source must still hold. None when the source query
  * cannot be re-run inside the transaction: then logged, as the source may
  * move between Reconcile and the publish unseen.

@@ -1,12 +1,12 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import type { PublishWaits } from '../../domain/publish-waits.ts';
-import { replaceIntervals } from '../../domain/sql/publish-intervals.ts';
+import { replaceIntervals } from '../../domain/publish/sql/intervals.ts';
+import type { PublishWaits } from '../../domain/publish/waits.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { publishInPlace } from './in-place.ts';
 
 /**
  * publishMode 'replace-intervals': the batch's intervals of the live table
- * replaced by staging in one transaction (domain/sql/publish-intervals.ts),
+ * replaced by staging in one transaction (domain/publish/sql/intervals.ts),
  * the replaced rows kept as the publication's old version for rollback
  * (functions/publish/in-place.ts).
  */

@@ -1,12 +1,12 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import type { PublishWaits } from '../../domain/publish-waits.ts';
-import { mergeIntoLive } from '../../domain/sql/publish-merge.ts';
+import { mergeIntoLive } from '../../domain/publish/sql/merge.ts';
+import type { PublishWaits } from '../../domain/publish/waits.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { publishInPlace } from './in-place.ts';
 
 /**
  * publishMode 'merge': staging upserted into the live table by the
- * business key in one transaction (domain/sql/publish-merge.ts), the
+ * business key in one transaction (domain/publish/sql/merge.ts), the
  * replaced live rows kept as the publication's old version for rollback
  * (functions/publish/in-place.ts).
  */

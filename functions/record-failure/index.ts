@@ -3,6 +3,7 @@ import type { Context } from 'aws-lambda';
 import { boundedErrorMessage } from '../../domain/errors.ts';
 import { failureClass } from '../../domain/failure-class.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
+import { batchState } from '../../domain/publish/sql/swap.ts';
 import {
   describeError,
   type FailureFacts,
@@ -15,7 +16,6 @@ import {
 import { failedGroup } from '../../domain/record-failure-group.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
-import { batchState } from '../../domain/sql/publish.ts';
 import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { breakerFailure } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';

@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { PublishConflictError } from '../../domain/errors.ts';
-import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
 import type { RollbackTarget } from '../../domain/rollback.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
 import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';

@@ -29,6 +29,7 @@
 //   logs on with.
 // A text PostgreSQL cannot parse runs unchanged: the database reports it.
 
+import { decodeStatements, encodeStatements } from '../../domain/publish/sql/one-transaction.ts';
 import { roleWithoutKeyword } from '../../domain/redshift-sql/allowed.ts';
 import { kindOf } from '../../domain/redshift-sql/ast.ts';
 import { checkStatements, endsTransaction, implicitCommitMessage, refusalMessage } from '../../domain/redshift-sql/check.ts';
@@ -36,7 +37,6 @@ import { type ParsedStatement, parsePositional, SqlSyntaxError, scanTokens } fro
 import { redshiftSyntaxConstructs } from '../../domain/redshift-sql/postgres-grammar.ts';
 import { stripTableAttributes, type TableAttributes, TableDdlError } from '../../domain/redshift-sql/table-ddl.ts';
 import { type Rewrite, render, tokensOf } from '../../domain/redshift-sql/text-edits.ts';
-import { decodeStatements, encodeStatements } from '../../domain/sql/one-transaction.ts';
 import { MANIFEST } from '../../domain/sql/statement.ts';
 import { type DroppedKey, type InformationalConstraint, regclassName, type TableName, withoutKeyConstraints } from './informational-keys.ts';
 import type { TranslatedSql } from './params.ts';
@@ -139,7 +139,7 @@ export function likeWithIdentity(text: string): string {
 const RUN_STATEMENTS = new RegExp(String.raw`^\s*CALL\s+${MANIFEST}\.run_statements\('((?:[^']|'')*)'\)\s*;?\s*$`, 'i');
 
 /**
- * A CALL of the manifest's run_statements (domain/sql/one-transaction.ts):
+ * A CALL of the manifest's run_statements (domain/publish/sql/one-transaction.ts):
  * Redshift runs each statement it carries as one of its own, so each is
  * gated and rewritten as a statement is, the first refusal is the CALL's,
  * and PostgreSQL's run_statements EXECUTEs the rewritten texts, each
@@ -180,7 +180,7 @@ const QUERY = /^\s*(select|with)\s/i;
 
 /**
  * A CALL whose string argument is a query, which the procedure EXECUTEs
- * (the publish transaction's source re-check, domain/sql/publish.ts
+ * (the publish transaction's source re-check, domain/publish/sql/swap.ts
  * sourceRecheck): Redshift runs that query with its own SQL, so it is gated
  * and rewritten as a statement of its own, and its refusal is the CALL's.
  */

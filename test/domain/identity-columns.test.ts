@@ -5,12 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
 import { generatedColumns, identityOf, type LiveColumn, loadedColumns } from '../../domain/plan.ts';
+import { replaceIntervals } from '../../domain/publish/sql/intervals.ts';
+import { mergeIntoLive } from '../../domain/publish/sql/merge.ts';
+import { rewriteLive } from '../../domain/publish/sql/rewrite.ts';
 import type { RollbackTarget } from '../../domain/rollback.ts';
 import { insertIntervalSql } from '../../domain/sql/load-chunk.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
-import { replaceIntervals } from '../../domain/sql/publish-intervals.ts';
-import { mergeIntoLive } from '../../domain/sql/publish-merge.ts';
-import { rewriteLive } from '../../domain/sql/publish-rewrite.ts';
 import { restoreIntervals } from '../../domain/sql/rollback.ts';
 import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';

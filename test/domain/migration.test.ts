@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { liveTableFacts } from '../../domain/dependents.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   copiedColumns,
@@ -12,6 +11,7 @@ import {
   migrationSpecHash,
 } from '../../domain/migration.ts';
 import { batchIdFor } from '../../domain/plan.ts';
+import { liveTableFacts } from '../../domain/publish/dependents.ts';
 import { parseTableDdl } from '../../domain/redshift-sql/table-ddl.ts';
 import { carryOverRows, catchUpRows } from '../../domain/sql/out-of-band.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';

@@ -6,7 +6,7 @@
 // and so the swap's wait for other transactions runs on both.
 import { ExecuteStatementCommand, GetStatementResultCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTransactions } from '../../domain/sql/publish.ts';
+import { openTransactions } from '../../domain/publish/sql/swap.ts';
 import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { LOCAL_SECRET_ARN, LOCAL_WORKGROUP, localDefaultUserTarget } from '../../local/aws-clients.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localSetupStatement } from '../../local/database-users.ts';

@@ -115,7 +115,7 @@ describe('a backfill of the corrected days, then a rollback', () => {
 
 // r_COUNT and r_LISTAGG: each day's orders (three order lines each) and its customers, in order, in two
 // columns added to the live table. Published by a swap, whose transaction re-checks the source inside a
-// stored procedure's EXECUTE (domain/sql/publish.ts sourceRecheck): that query is Redshift's SQL too.
+// stored procedure's EXECUTE (domain/publish/sql/swap.ts sourceRecheck): that query is Redshift's SQL too.
 describe("daily_sales in Redshift's own syntax: APPROXIMATE COUNT(DISTINCT ...), LISTAGG(DISTINCT ...) WITHIN GROUP", () => {
   const wf = useFork(fixture);
   const TO = 4;

@@ -263,7 +263,7 @@ describe('a grant and a revoke made while the swap waits for the live table', ()
   // snapshot after its LOCK on the live table) and Publish rebuilds the
   // swap; where the snapshot is older they reach the old version and
   // Publish carries them over after the commit (unit-tested in
-  // test/domain/sql/publish.test.ts). Either way none is lost.
+  // test/domain/publish/sql/swap.test.ts). Either way none is lost.
   it('are not lost: the new live table has the grant and not the revoked privileges', async () => {
     const LATER = 'later_reader';
     await ensureLocalUser(wf.wh.pg, LATER);

@@ -10,8 +10,8 @@
 import '../support/merge-pipeline.ts';
 import { describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
+import { intervalWriters } from '../../domain/publish/sql/intervals.ts';
 import { definePipelines } from '../../domain/spec.ts';
-import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import type { PlanEvent } from '../../functions/plan/batch.ts';
 import { plan } from '../../functions/plan/index.ts';

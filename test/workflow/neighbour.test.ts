@@ -80,7 +80,7 @@ describe('pause probe', () => {
     // The endpoint installs its system views at a database's first statement: this one.
     expect((await wf.wh.run('SELECT 1')).Status).toBe('FINISHED');
     await wf.query('REVOKE SELECT ON local_redshift.sys_query_history FROM PUBLIC');
-    // Only while the chunks load: the swap's wait reads the view too (domain/sql/publish.ts openTransactions).
+    // Only while the chunks load: the swap's wait reads the view too (domain/publish/sql/swap.ts openTransactions).
     const regrant = () => wf.query('GRANT SELECT ON local_redshift.sys_query_history TO PUBLIC');
     wf.faults.Reconcile = async (input, next) => {
       await regrant();

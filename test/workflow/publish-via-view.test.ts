@@ -14,7 +14,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { viewVersionTableFor } from '../../domain/plan.ts';
-import { migrationSql } from '../../domain/sql/publish-view.ts';
+import { migrationSql } from '../../domain/publish/sql/view.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';

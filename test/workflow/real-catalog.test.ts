@@ -8,7 +8,7 @@
 // carried its grants, keys and policies through run_statements.
 import '../support/wide-pipeline.ts';
 import { describe, expect, it } from 'vitest';
-import { decodeStatements } from '../../domain/sql/one-transaction.ts';
+import { decodeStatements } from '../../domain/publish/sql/one-transaction.ts';
 import { MAX_BATCH_STATEMENTS } from '../../domain/sql/statement.ts';
 import { arrangeCatalog, expectCatalogKept } from '../support/real-catalog.ts';
 import { caughtMessage, inputFor, type UseWorkflowOptions, useFork, useWorkflowFixture } from '../support/workflow.ts';

@@ -7,7 +7,7 @@
 // (test/support/workflow.ts useFork), with a runner of its own.
 import { describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
-import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish-waits.ts';
+import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish/waits.ts';
 import { Warehouse as DataApiWarehouse, DEFAULT_POLL, type StatementOutcome } from '../../functions/commons/warehouse.ts';
 import { type LoadChunkEvent, loadChunk, REATTACHED_MESSAGE } from '../../functions/load-chunk/index.ts';
 import { type PublishEvent, publish } from '../../functions/publish/index.ts';

@@ -6,8 +6,8 @@
 import '../support/intervals-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
+import { intervalWriters } from '../../domain/publish/sql/intervals.ts';
 import { liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
-import { intervalWriters } from '../../domain/sql/publish-intervals.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
+import { type FactRow, liveTableFacts } from '../../../domain/publish/dependents.ts';
+import { dependentsFacts } from '../../../domain/publish/sql/swap.ts';
 import { type RollbackTarget, resolveRollback } from '../../../domain/rollback.ts';
-import { dependentsFacts } from '../../../domain/sql/publish.ts';
 import { publicationHistory, rollbackBatch, rollbackState, swapRollback } from '../../../domain/sql/rollback.ts';
 import { itIsASafeSingleStatement, NOW, pipeline } from './support.ts';
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { type LiveColumn, liveTableColumns } from '../../domain/plan.ts';
-import { pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { type LiveColumn, liveTableColumns } from '../../../domain/plan.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 // Plan checks the live table through liveTableColumns before anything is
-// written; these are the checks domain/merge.ts adds to it.
+// written; these are the checks domain/publish/merge.ts adds to it.
 const column = (name: string, dataType = 'integer'): LiveColumn => ({ name, dataType });
 const live = [
   column('order_id'),

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../../domain/errors.ts';
-import { checkSql, endsTransaction } from '../../../domain/redshift-sql/check.ts';
-import { parseSql } from '../../../domain/redshift-sql/postgres-grammar.ts';
-import { intervalWriters } from '../../../domain/sql/publish-intervals.ts';
-import { mergeIntoLive } from '../../../domain/sql/publish-merge.ts';
-import { pipelineWith } from '../fixtures.ts';
-import { batch, NOW, pipeline, previous, staging } from './support.ts';
+import { ValidationError } from '../../../../domain/errors.ts';
+import { intervalWriters } from '../../../../domain/publish/sql/intervals.ts';
+import { mergeIntoLive } from '../../../../domain/publish/sql/merge.ts';
+import { checkSql, endsTransaction } from '../../../../domain/redshift-sql/check.ts';
+import { parseSql } from '../../../../domain/redshift-sql/postgres-grammar.ts';
+import { pipelineWith } from '../../fixtures.ts';
+import { batch, NOW, pipeline, previous, staging } from '../../sql/support.ts';
 
 const merging = pipelineWith({ publishMode: 'merge', merge: { versionColumn: 'updated_at', softDeleteColumn: 'deleted' }, modifiedColumn: 'updated_at' });
 const columns = { ...batch, columns: ['order_id', 'ordered_at', 'amount', 'updated_at', 'deleted'] };

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { BatchRef } from '../../../domain/batch.ts';
-import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
-import { ValidationError } from '../../../domain/errors.ts';
-import { previousVersionTableFor, stagingTableFor } from '../../../domain/plan.ts';
-import { decodeStatements } from '../../../domain/sql/one-transaction.ts';
-import { dependentsFacts } from '../../../domain/sql/publish.ts';
-import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../domain/sql/publish-group.ts';
-import { MAX_BATCH_STATEMENTS } from '../../../domain/sql/statement.ts';
-import { pipelineWith } from '../fixtures.ts';
-import { NOW } from './support.ts';
+import type { BatchRef } from '../../../../domain/batch.ts';
+import { ValidationError } from '../../../../domain/errors.ts';
+import { previousVersionTableFor, stagingTableFor } from '../../../../domain/plan.ts';
+import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
+import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../../domain/publish/sql/group.ts';
+import { decodeStatements } from '../../../../domain/publish/sql/one-transaction.ts';
+import { dependentsFacts } from '../../../../domain/publish/sql/swap.ts';
+import { MAX_BATCH_STATEMENTS } from '../../../../domain/sql/statement.ts';
+import { pipelineWith } from '../../fixtures.ts';
+import { NOW } from '../../sql/support.ts';
 
 function row(kind: string, name: string, detail = '', extra = ''): FactRow {
   return { kind, name, detail, extra, fact: [kind, name, detail, extra].join('|') };

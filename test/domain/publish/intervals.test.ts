@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { intervalSources } from '../../domain/intervals.ts';
+import { intervalSources } from '../../../domain/publish/intervals.ts';
 
 const day = (n: number) => new Date(Date.UTC(2026, 0, 1 + n)).toISOString();
 

@@ -4,7 +4,7 @@
  * (publishWaitsEnvironment), and the handler, which reads them back
  * (publishWaitsFromEnv). Defaults apply when a variable is unset.
  */
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../errors.ts';
 
 export interface PublishWaits {
   /**

@@ -4,13 +4,13 @@
  * publish points it at the next version with one CREATE OR REPLACE VIEW.
  * Nothing a reader reads is renamed.
  */
-import type { BatchRef } from '../batch.ts';
+import type { BatchRef } from '../../batch.ts';
+import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
 import { factsFingerprint } from '../dependents.ts';
-import { qualifiedName, quoteIdent, quoteUser, sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
-import { recordPublished } from './publish.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
+import { recordPublished } from './swap.ts';
 
 /** The name of the version table a fresh view starts from (migrationSql). */
 export const INITIAL_VERSION_SUFFIX = '__v_initial';

@@ -5,9 +5,9 @@
  * reads the old rows and a later one the new
  * (docs/decisions/snapshot-readers-without-locks.md).
  */
-import type { BatchRef } from '../batch.ts';
-import type { Pipeline } from '../spec.ts';
-import { batchRows, replaceIntervals, rowsReplaced } from './publish-intervals.ts';
+import type { BatchRef } from '../../batch.ts';
+import type { Pipeline } from '../../spec.ts';
+import { batchRows, replaceIntervals, rowsReplaced } from './intervals.ts';
 
 /**
  * Whether a swap pipeline's publish rewrites the live table's rows rather
@@ -20,7 +20,7 @@ export function rewritesInPlace(pipeline: Pipeline): boolean {
 }
 
 /**
- * replaceIntervals (domain/sql/publish-intervals.ts) over every live row: the
+ * replaceIntervals (domain/publish/sql/intervals.ts) over every live row: the
  * old rows copied to the retained old version (a whole version, as a
  * rename swap keeps, so a rollback restores it), deleted from live, and
  * staging's rows inserted; then the publication recorded. Nothing is

@@ -1,17 +1,19 @@
 /**
  * The SQL of PublishGroup: every member's swap in ONE transaction, all or
- * none (domain/groups.ts). Each member's swap is Publish's (publish.ts),
+ * none (domain/publish/groups.ts). Each member's swap is Publish's (publish.ts),
  * taken apart so that the locks of all members come first, in one global
  * order, and no member is renamed before every member's guard and catalog
  * check has passed.
  */
-import type { BatchRef } from '../batch.ts';
+import type { BatchRef } from '../../batch.ts';
+import { ValidationError } from '../../errors.ts';
+import { qualifiedName } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from '../../sql/statement.ts';
 import type { LiveTableFacts } from '../dependents.ts';
-import { ValidationError } from '../errors.ts';
-import { qualifiedName } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
+import { rewritesInPlace, rewrittenRows } from './rewrite.ts';
 import {
   captureViews,
   catalogCheck,
@@ -23,9 +25,7 @@ import {
   recordPublished,
   recreateViews,
   renameStatements,
-} from './publish.ts';
-import { rewritesInPlace, rewrittenRows } from './publish-rewrite.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
+} from './swap.ts';
 
 /**
  * Statements a group swap has once whatever its members: the bounded lock

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { defineGroups, type GroupSpec, isGroupInput, MAX_GROUP_MEMBERS, resolveGroup } from '../../domain/groups.ts';
-import { GROUP_SWAP_SHARED_STATEMENTS, MEMBER_SWAP_MIN_STATEMENTS } from '../../domain/sql/publish-group.ts';
-import { MAX_BATCH_STATEMENTS } from '../../domain/sql/statement.ts';
-import { groups } from '../../pipelines/index.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { defineGroups, type GroupSpec, isGroupInput, MAX_GROUP_MEMBERS, resolveGroup } from '../../../domain/publish/groups.ts';
+import { GROUP_SWAP_SHARED_STATEMENTS, MEMBER_SWAP_MIN_STATEMENTS } from '../../../domain/publish/sql/group.ts';
+import { MAX_BATCH_STATEMENTS } from '../../../domain/sql/statement.ts';
+import { groups } from '../../../pipelines/index.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const orders = pipelineWith({ name: 'orders', target: { schema: 'analytics', table: 'orders' } });
 const customers = pipelineWith({ name: 'customers', target: { schema: 'analytics', table: 'customers' } });

@@ -1,12 +1,12 @@
 /**
  * What the live table carries besides its rows, and what depends on it:
- * read from the catalog just before the swap (domain/sql/publish.ts
+ * read from the catalog just before the swap (domain/publish/sql/swap.ts
  * `dependentsFacts`), re-applied to the new live table inside the swap
  * transaction, and fingerprinted so that the swap refuses to run on facts
  * that changed after they were read.
  */
 import { createHash } from 'node:crypto';
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../errors.ts';
 
 /** A grantee as SVV_RELATION_PRIVILEGES names it: `user`, `group`, `role` or `public`. */
 export type IdentityType = 'user' | 'group' | 'role' | 'public';

@@ -5,12 +5,12 @@
  * (pipelines/index.ts) and validated at import, so synth refuses a bad one.
  */
 import { z } from 'zod';
-import { ValidationError } from './errors.ts';
-import { identifierProblem } from './identifiers.ts';
-import type { Pipeline } from './spec.ts';
-import { GROUP_SWAP_SHARED_STATEMENTS, MEMBER_SWAP_MIN_STATEMENTS } from './sql/publish-group.ts';
-import { MAX_BATCH_STATEMENTS } from './sql/statement.ts';
-import { clip, echo } from './text.ts';
+import { ValidationError } from '../errors.ts';
+import { identifierProblem } from '../identifiers.ts';
+import type { Pipeline } from '../spec.ts';
+import { MAX_BATCH_STATEMENTS } from '../sql/statement.ts';
+import { clip, echo } from '../text.ts';
+import { GROUP_SWAP_SHARED_STATEMENTS, MEMBER_SWAP_MIN_STATEMENTS } from './sql/group.ts';
 
 export interface GroupSpec {
   /** The group's name, as the execution input names it: `{"group": "<name>"}`. Identifier rules. */

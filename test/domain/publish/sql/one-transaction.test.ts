@@ -4,10 +4,8 @@
 // the procedure runs every one of them inside the batch's transaction, and
 // a refusal of any of them refuses the whole batch before anything runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type FactRow, liveTableFacts } from '../../../domain/dependents.ts';
-import { WarehouseError } from '../../../domain/errors.ts';
-import { checkSql } from '../../../domain/redshift-sql/check.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
+import { WarehouseError } from '../../../../domain/errors.ts';
+import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
 import {
   decodeStatements,
   encodeStatements,
@@ -16,12 +14,14 @@ import {
   RUN_STATEMENTS_BYTES,
   runStatementsCalls,
   withinOneBatch,
-} from '../../../domain/sql/one-transaction.ts';
-import { dependentsFacts } from '../../../domain/sql/publish.ts';
-import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
+} from '../../../../domain/publish/sql/one-transaction.ts';
+import { dependentsFacts } from '../../../../domain/publish/sql/swap.ts';
+import { checkSql } from '../../../../domain/redshift-sql/check.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../../domain/sql/statement.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
 
 const keys = (table: string, n: number, prefix = 'k') =>
   Array.from({ length: n }, (_, i) => `ALTER TABLE "public"."${table}" ADD CONSTRAINT "${prefix}${String(i).padStart(2, '0')}" UNIQUE (id)`);

@@ -3,12 +3,12 @@
  * live table replaced by staging in one transaction, the replaced rows kept
  * for rollback, and what the manifest says of the intervals a table holds.
  */
-import type { BatchRef } from '../batch.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
+import type { BatchRef } from '../../batch.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
-import { fitSwap, publishGuard, recordPublished } from './publish.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
+import { fitSwap, publishGuard, recordPublished } from './swap.ts';
 
 /** `timeColumn` in `[from, to)`: the rows of a batch's intervals. */
 function inIntervals(pipeline: Pipeline, from: string, to: string): string {
@@ -78,7 +78,7 @@ export interface RowsReplace {
   /** The guard procedure's CALL, run under the locks. */
   readonly guard: string;
   readonly lockWaitMs: number;
-  /** Every live row instead of those of `[from, to)` (domain/sql/publish-rewrite.ts). */
+  /** Every live row instead of those of `[from, to)` (domain/publish/sql/rewrite.ts). */
   readonly wholeTable?: boolean;
 }
 
@@ -134,11 +134,11 @@ export function retainedColumns(columns: readonly string[], generated: readonly 
  * publications that are not rolled back, newest first, with how they
  * published and the interval they wrote (manifest version 9). A swap
  * wrote all of history up to its end; a replace only its intervals. The
- * newest publication covering an instant wrote it (domain/intervals.ts).
+ * newest publication covering an instant wrote it (domain/publish/intervals.ts).
  * A rollback writes none either: it puts back what earlier publications
  * wrote, and the one it rolled back is left out (rolled_back_at).
  * A merge writes no stretch: it changes rows by key, and its interval is
- * of the modification time that picked them (domain/sql/publish-merge.ts).
+ * of the modification time that picked them (domain/publish/sql/merge.ts).
  */
 export function intervalWriters(pipeline: string): Statement {
   return {

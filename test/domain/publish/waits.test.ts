@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { DEFAULT_PUBLISH_WAITS, publishWaitsEnvironment, publishWaitsFromEnv } from '../../domain/publish-waits.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { DEFAULT_PUBLISH_WAITS, publishWaitsEnvironment, publishWaitsFromEnv } from '../../../domain/publish/waits.ts';
 
 describe("Publish's waits", () => {
   it('default to 5 s for the locks and 60 s for older snapshots when nothing is set', () => {

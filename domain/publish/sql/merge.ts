@@ -3,18 +3,18 @@
  * the business key in one transaction, newer versions winning, soft
  * deletes deleting, and the replaced live rows kept for rollback.
  */
-import type { BatchRef } from '../batch.ts';
-import { ValidationError } from '../errors.ts';
-import { qualifiedName, quoteIdent } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
+import type { BatchRef } from '../../batch.ts';
+import { ValidationError } from '../../errors.ts';
+import { qualifiedName, quoteIdent } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M } from '../../sql/statement.ts';
+import { retainedColumns } from './intervals.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
-import { fitSwap, publishGuard, recordPublished } from './publish.ts';
-import { retainedColumns } from './publish-intervals.ts';
-import { MANIFEST as M } from './statement.ts';
+import { fitSwap, publishGuard, recordPublished } from './swap.ts';
 
 /**
  * The merge, as ONE transaction, in the lock order of the replace
- * (domain/sql/publish-intervals.ts):
+ * (domain/publish/sql/intervals.ts):
  * 1. the statement timeout that bounds each lock wait;
  * 2. LOCK staging, then the publications (one publisher at a time; the
  *    transaction's snapshot is taken after them,

@@ -1,21 +1,21 @@
 /** The SQL of Publish: the swap transaction and the batch state it is judged by. */
-import { AttemptStatus, type BatchRef, BatchStatus, ChunkStatus } from '../batch.ts';
+import { AttemptStatus, type BatchRef, BatchStatus, ChunkStatus } from '../../batch.ts';
+import { ValidationError } from '../../errors.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { quarantines } from '../../gate/quarantine.ts';
+import { stagingWithQuarantinedLiteral } from '../../gate/sql/quarantine.ts';
+import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../../identifiers.ts';
+import { migrationFacts } from '../../migration.ts';
+import { inlineParameters } from '../../redshift-sql/parameters.ts';
+import type { Pipeline } from '../../spec.ts';
+import { recordPublishedFingerprint } from '../../sql/live-watch.ts';
+import { LOCK_MANIFEST } from '../../sql/manifest.ts';
+import { assertLiveUnchanged, carryOverRows } from '../../sql/out-of-band.ts';
+import { hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from '../../sql/statement.ts';
 import type { CarryOverCorrections, Grant, LiveTableFacts, MaskingAttachment, RlsAttachment } from '../dependents.ts';
-import { ValidationError } from '../errors.ts';
-import { extractColumn } from '../extract-column.ts';
-import { quarantines } from '../gate/quarantine.ts';
-import { stagingWithQuarantinedLiteral } from '../gate/sql/quarantine.ts';
-import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../identifiers.ts';
-import { migrationFacts } from '../migration.ts';
-import { inlineParameters } from '../redshift-sql/parameters.ts';
-import type { Pipeline } from '../spec.ts';
-import { recordPublishedFingerprint } from './live-watch.ts';
 import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
 import { fitsOneBatch, withinOneBatch } from './one-transaction.ts';
-import { assertLiveUnchanged, carryOverRows } from './out-of-band.ts';
-import { hashedColumns, rowHashValue } from './row-hash.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from './statement.ts';
 
 /**
  * The batch (every column: with manifest version 11, `purpose`; a batch
@@ -369,7 +369,7 @@ export function policyStatements(live: string, facts: LiveTableFacts): string[] 
 }
 
 /**
- * The corrections of the new live table after the swap (domain/dependents.ts
+ * The corrections of the new live table after the swap (domain/publish/dependents.ts
  * carryOverCorrections), as one transaction: the grants revoked and
  * granted, and the comments copied again from the old version.
  */

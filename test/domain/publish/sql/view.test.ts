@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { viewVersionTableFor } from '../../../domain/plan.ts';
-import { liveRelation, migrationSql, readLiveRelation, switchView, viewVersionProblem } from '../../../domain/sql/publish-view.ts';
-import { batch, batchId, NOW, pipeline, staging } from './support.ts';
+import { viewVersionTableFor } from '../../../../domain/plan.ts';
+import { liveRelation, migrationSql, readLiveRelation, switchView, viewVersionProblem } from '../../../../domain/publish/sql/view.ts';
+import { batch, batchId, NOW, pipeline, staging } from '../../sql/support.ts';
 
 const rows = (facts: [string, string][]) => facts.map(([kind, name]) => ({ kind, name, fact: `${kind}|${name}` }));
 const COLUMNS: [string, string][] = [

@@ -6,8 +6,8 @@
  * them in order inside the same transaction (manifest.ts, version 13;
  * docs/decisions/one-transaction-however-large.md).
  */
-import { sqlLiteral } from '../identifiers.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from './statement.ts';
+import { sqlLiteral } from '../../identifiers.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../sql/statement.ts';
 
 /**
  * What run_statements may run: statements that need no transaction context
