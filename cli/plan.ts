@@ -1,10 +1,10 @@
 /** `plan`: a dry run. The chunks, the load's and the gate's SQL, what is published already, an estimate; reads the catalog and the manifest only. */
 
 import { chunkCounts, gateAggregates } from '../domain/gate/sql/reconcile.ts';
+import { liveColumnsQuery } from '../domain/live-watch/sql/out-of-band.ts';
 import { batchIdFor, liveTableColumns, planChunks, stagingTableFor } from '../domain/plan.ts';
 import { batchProgress, publishedIntervals } from '../domain/sql/cli.ts';
 import { insertIntervalSql } from '../domain/sql/load-chunk.ts';
-import { liveColumnsQuery } from '../domain/sql/out-of-band.ts';
 import { doneChunks, findBatch, tableColumns } from '../domain/sql/plan.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';

@@ -2,7 +2,7 @@
 import cliProgress from 'cli-progress';
 import { CLI_NAME, shellWord } from '../domain/cli-command.ts';
 import { batchIdFor } from '../domain/plan.ts';
-import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../domain/rollback.ts';
+import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../domain/rollback/rollback.ts';
 import { manualRunName } from '../domain/run-name.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { batchProgress } from '../domain/sql/cli.ts';

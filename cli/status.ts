@@ -3,7 +3,7 @@ import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwa
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
 import { DimensionName } from '../domain/names.ts';
-import { isIntervalRollback } from '../domain/rollback.ts';
+import { isIntervalRollback } from '../domain/rollback/rollback.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/sql/cli.ts';
 import { latestEventTime } from '../domain/sql/emit-metrics.ts';

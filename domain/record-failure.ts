@@ -8,7 +8,7 @@
 import { SNS_MESSAGE_MAX_BYTES, SNS_SUBJECT_MAX_CHARACTERS } from './aws-limits.ts';
 import { type BatchRef, BatchStatus } from './batch.ts';
 import { boundedErrorMessage } from './errors.ts';
-import type { RollbackTarget } from './rollback.ts';
+import type { RollbackTarget } from './rollback/rollback.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, clipUtf8 } from './text.ts';
 
@@ -122,7 +122,7 @@ export function subjectLine(text: string): string {
 }
 
 /**
- * Someone else changed the live table since Plan (domain/out-of-band.ts).
+ * Someone else changed the live table since Plan (domain/live-watch/out-of-band.ts).
  * Not in NO_RERUN: a re-run's fresh Plan takes the changed table as its
  * base, so it can publish, once someone has decided about the change.
  */

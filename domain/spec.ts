@@ -358,7 +358,7 @@ export interface PipelineSpec {
    * DISTSTYLE / DISTKEY / SORTKEY), validated at synth time. An execution
    * `{"pipeline": ..., "migrate": true}` rebuilds the live table with it
    * from the live table's own rows, carrying over rows written meanwhile
-   * (domain/migration.ts; docs/runbook.md, "Migrating a live table"). Ship it with the
+   * (domain/migration/migration.ts; docs/runbook.md, "Migrating a live table"). Ship it with the
    * `sourceSql` that produces its columns: until the migration has run,
    * normal runs are refused. `renames` maps a column of the DDL to the
    * live column it is copied from under another name (not timeColumn nor a
@@ -404,7 +404,7 @@ export interface Pipeline {
   /** The migration DDL as written (without trailing semicolons) and as parsed, and its renames (new column -> live column). */
   readonly migration?: { readonly ddl: string; readonly table: TableDdl; readonly renames: Readonly<Record<string, string>> };
   /**
-   * Set only on a migration batch's pipeline (domain/migration.ts
+   * Set only on a migration batch's pipeline (domain/migration/migration.ts
    * migrationPipeline): the new table's columns the migration copies, in
    * its order, and the live column each is copied from (`from`, the same
    * name unless migration.renames says otherwise); its sourceSql reads them

@@ -5,7 +5,7 @@ import type { RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression, ScheduleTargetInput, TimeWindow } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
-import { LIVE_WATCH_EVENT } from '../domain/live-watch.ts';
+import { LIVE_WATCH_EVENT } from '../domain/live-watch/live-watch.ts';
 import { METRICS_NAMESPACE } from '../domain/names.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
 import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
-import { isLiveWatchEvent } from '../domain/live-watch.ts';
+import { isLiveWatchEvent } from '../domain/live-watch/live-watch.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { executionNameProblem } from '../domain/run-name.ts';
 import { WarehouseEnv } from '../domain/warehouse-target.ts';

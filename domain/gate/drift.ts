@@ -190,7 +190,7 @@ export function driftChecks(drift: DriftChecks | undefined, chunks: readonly Chu
 
 /**
  * The drift checks a batch of the pipeline runs: none for a migration
- * batch (domain/migration.ts), which copies the live table itself into its
+ * batch (domain/migration/migration.ts), which copies the live table itself into its
  * new DDL (columns live does not have yet included).
  */
 export function driftOf(pipeline: Pipeline): DriftChecks | undefined {

@@ -7,7 +7,7 @@
 // They are found in the token stream (a string literal is one token, so
 // nothing inside one is taken for an attribute) and cut out, leaving a text
 // PostgreSQL's parser reads; the rest of the statement is then checked on
-// its parse tree. Used by a migration's DDL (domain/migration.ts) and by
+// its parse tree. Used by a migration's DDL (domain/migration/migration.ts) and by
 // the local endpoint, which runs the statement without them and records
 // them for its catalog views.
 import { kindOf, names } from './ast.ts';

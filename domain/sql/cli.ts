@@ -42,7 +42,7 @@ export function newestPublication(pipeline: string): Statement {
 /**
  * The pipeline's newest publication in effect: not a rollback, not rolled
  * back. After a rollback of some intervals it names the batch live newest
- * (domain/rollback.ts isIntervalRollback).
+ * (domain/rollback/rollback.ts isIntervalRollback).
  */
 export function newestInEffect(pipeline: string): Statement {
   return {

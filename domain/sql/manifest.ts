@@ -1,7 +1,7 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
 import { BatchStatus, ChunkStatus } from '../batch.ts';
 import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
-import { OUT_OF_BAND } from '../out-of-band.ts';
+import { OUT_OF_BAND } from '../live-watch/out-of-band.ts';
 import { breakerDdl } from './neighbour.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
 
@@ -351,7 +351,7 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // The swap's out-of-band check (domain/out-of-band.ts, version 5):
+    // The swap's out-of-band check (domain/live-watch/out-of-band.ts, version 5):
     // the live table's columns and fingerprint as Plan recorded them,
     // recomputed under the swap's lock on the live table by the same query
     // texts. Columns first: the fingerprint query names Plan's columns and
@@ -465,7 +465,7 @@ export function manifestDdl(now: Date): string[] {
     `CALL ${M}.add_column_if_missing('batches', 'restatement', 'int')`,
     `UPDATE ${M}.publications SET event_sent_at = ${sqlLiteral(now)}
       WHERE event_sent_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${M}.manifest_version WHERE version >= 11)`,
-    // Also version 11 (the live watch, domain/sql/live-watch.ts): each
+    // Also version 11 (the live watch, domain/live-watch/sql/live-watch.ts): each
     // publication records the live table as it published it (its columns,
     // and the fingerprint of its rows, those before live_rows_before when
     // set), taken inside the publish transaction after the publish's last

@@ -1,6 +1,6 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import { SpecChangedError, ValidationError } from '../../domain/errors.ts';
-import { migrationPipeline, migrationSpecHash } from '../../domain/migration.ts';
+import { migrationPipeline, migrationSpecHash } from '../../domain/migration/migration.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { echo } from '../../domain/text.ts';
 import { pipelines } from '../../pipelines/index.ts';

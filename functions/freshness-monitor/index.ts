@@ -2,7 +2,7 @@ import { CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-s
 import type { Context } from 'aws-lambda';
 import { optionalEnv } from '../../domain/env.ts';
 import { FreshnessMonitorError, type FreshnessValue, freshnessValues, inRequests } from '../../domain/freshness.ts';
-import { isLiveWatchEvent } from '../../domain/live-watch.ts';
+import { isLiveWatchEvent } from '../../domain/live-watch/live-watch.ts';
 import { DimensionName, METRICS_NAMESPACE } from '../../domain/names.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { latestEventTime } from '../../domain/sql/emit-metrics.ts';

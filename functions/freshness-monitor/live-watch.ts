@@ -1,10 +1,10 @@
 import { type CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import { inRequests } from '../../domain/freshness.ts';
-import { LiveWatchError, type LiveWatchResult, liveDifferences, type RecordedLive } from '../../domain/live-watch.ts';
+import { LiveWatchError, type LiveWatchResult, liveDifferences, type RecordedLive } from '../../domain/live-watch/live-watch.ts';
+import { publicationAndLease, recordedLive } from '../../domain/live-watch/sql/live-watch.ts';
+import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { DimensionName, METRICS_NAMESPACE, MetricName } from '../../domain/names.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { publicationAndLease, recordedLive } from '../../domain/sql/live-watch.ts';
-import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { pipelines as registry } from '../../pipelines/index.ts';
 import { logger } from '../commons/powertools.ts';

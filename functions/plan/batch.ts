@@ -6,7 +6,8 @@
 import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import type { LiveBaseline } from '../../domain/out-of-band.ts';
+import type { LiveBaseline } from '../../domain/live-watch/out-of-band.ts';
+import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan.ts';
 import {
   checkSourceColumns,
@@ -21,10 +22,9 @@ import {
 } from '../../domain/plan.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
 import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
-import type { RollbackTarget } from '../../domain/rollback.ts';
+import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
-import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import {
   attachedPoliciesProbe,
   databasePrivileges,

@@ -1,12 +1,12 @@
 import type { Context } from 'aws-lambda';
 import { BatchStatus, CHECK_ENDED } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { isMigrationInput } from '../../domain/migration.ts';
+import { isMigrationInput } from '../../domain/migration/migration.ts';
 import type { BatchInterval, ExecutionInput } from '../../domain/plan.ts';
 import { batchIdFor, isCheck, isRestatement, nextRerun, planningTime, type Rerun, resolveInterval, resolvePipeline } from '../../domain/plan.ts';
 import { isGroupInput } from '../../domain/publish/groups.ts';
 import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/publish/sql/view.ts';
-import { isRollbackInput } from '../../domain/rollback.ts';
+import { isRollbackInput } from '../../domain/rollback/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { findBatch } from '../../domain/sql/plan.ts';

@@ -4,11 +4,12 @@
  * that read it, rows the copy would miss, the source query against the new
  * columns), then starts or resumes the migration batch like any other
  * (startOrResume): staging created from migration.ddl, chunks copying the
- * live table, the watermark the batch end (domain/migration.ts).
+ * live table, the watermark the batch end (domain/migration/migration.ts).
  */
 
 import { BatchStatus } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import {
   isMigrated,
   migrationInterval,
@@ -17,13 +18,12 @@ import {
   migrationRefusal,
   migrationSpecHash,
   unmigratedRefusal,
-} from '../../domain/migration.ts';
+} from '../../domain/migration/migration.ts';
+import { rowsOutsideHistory } from '../../domain/migration/sql/migration.ts';
 import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
 import { type FactRow, liveTableFacts } from '../../domain/publish/dependents.ts';
 import { dependentsFacts } from '../../domain/publish/sql/swap.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { rowsOutsideHistory } from '../../domain/sql/migration.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { findBatch, sourceShape } from '../../domain/sql/plan.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';

@@ -6,10 +6,10 @@
  */
 import type { BatchRef } from '../../domain/batch.ts';
 import { liveTableColumns, resolvePipeline } from '../../domain/plan.ts';
-import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../../domain/rollback.ts';
+import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../../domain/rollback/rollback.ts';
+import { rollbackBatch } from '../../domain/rollback/sql/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { installedManifestVersion } from '../../domain/sql/manifest.ts';
-import { rollbackBatch } from '../../domain/sql/rollback.ts';
 import { warehouseTimeIso } from '../../domain/time.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';

@@ -9,7 +9,7 @@
 import type { Context } from 'aws-lambda';
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
-import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/out-of-band.ts';
+import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
 import { previousVersionTableFor } from '../../domain/plan.ts';
 import { dependentViewProblems, type LiveTableFacts } from '../../domain/publish/dependents.ts';
 import { groupSwapPublish, type MemberSwap } from '../../domain/publish/sql/group.ts';

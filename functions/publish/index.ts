@@ -9,7 +9,8 @@ import {
   ValidationError,
   WarehouseError,
 } from '../../domain/errors.ts';
-import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/out-of-band.ts';
+import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
+import { catchUpRows, liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
 import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
 import {
@@ -27,7 +28,6 @@ import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '
 import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
-import { catchUpRows, liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
@@ -286,7 +286,7 @@ async function sourceRecheckOf(
 /**
  * After a swap that carried expected writers' rows over (a migration, or
  * outOfBand.expectedWriters): copies those the swap's snapshot missed from
- * the old version into the new live table (domain/sql/out-of-band.ts
+ * the old version into the new live table (domain/live-watch/sql/out-of-band.ts
  * catchUpRows). `ifRetained`: only when the old version still exists (a
  * replay long after may find it dropped by Cleanup).
  */

@@ -1,13 +1,13 @@
 import type { BatchRef } from '../../domain/batch.ts';
+import { recordLiveFingerprint, stagingFingerprintQuery } from '../../domain/live-watch/sql/live-watch.ts';
+import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { recordLiveFingerprint, stagingFingerprintQuery } from '../../domain/sql/live-watch.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /**
  * The end of a publish transaction of a watched pipeline that knows no
  * baseline (in place; a rollback): the live table's fingerprint recorded
- * on the publication (domain/sql/live-watch.ts), generated for the columns
+ * on the publication (domain/live-watch/sql/live-watch.ts), generated for the columns
  * of the table that is live after the transaction (`incoming`: the live
  * table itself, or for a swapped-in rollback the restored version; one
  * catalog read before the transaction; the procedure records no
@@ -29,7 +29,7 @@ export async function liveWatchStatements(
 /**
  * A watched swap's fingerprint of what it will publish: staging's, read
  * before the swap's transaction, so the live table's readers never wait
- * for the scan (domain/sql/live-watch.ts stagingFingerprintQuery); the
+ * for the scan (domain/live-watch/sql/live-watch.ts stagingFingerprintQuery); the
  * swap records it on its publication. Undefined when nothing is recorded:
  * the pipeline is not watched, Plan took no baseline, or it migrates.
  */

@@ -18,8 +18,8 @@ import {
 import type { Reconciliation } from '../../domain/gate/reconcile.ts';
 import { differingKeys, differingSegments, dimensionColumn, KeyClass, keyColumn, SEGMENT_COLUMN, segmentUnit } from '../../domain/gate/sql/locate.ts';
 import { CHECKSUM_AGGREGATE, type ChunkAggregate, measureAggregate } from '../../domain/gate/sql/reconcile.ts';
+import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 

@@ -1,12 +1,12 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { PublishConflictError } from '../../domain/errors.ts';
+import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
-import type { RollbackTarget } from '../../domain/rollback.ts';
+import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
+import { rewriteRollback } from '../../domain/rollback/sql/rewrite.ts';
+import { restoreIntervals, rollbackState, swapRollback } from '../../domain/rollback/sql/rollback.ts';
 import { publishGuardRefusal } from '../../domain/sql/manifest.ts';
-import { liveColumnsQuery } from '../../domain/sql/out-of-band.ts';
-import { restoreIntervals, rollbackState, swapRollback } from '../../domain/sql/rollback.ts';
-import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { MANIFEST_SCHEMA } from '../../domain/sql/statement.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -19,14 +19,14 @@ import { type PublishResult, toResult } from '../publish/result.ts';
 export interface RollbackEvent {
   /** The batch going live again, as Plan describes it (the spec is today's). */
   readonly batch: BatchRef;
-  /** What Plan resolved from the manifest (domain/rollback.ts resolveRollback). */
+  /** What Plan resolved from the manifest (domain/rollback/rollback.ts resolveRollback). */
   readonly rollback: RollbackTarget;
   readonly executionId?: string;
 }
 
 /**
  * Swaps a retained version back in, in one transaction, with everything
- * Publish's swap does (domain/sql/rollback.ts swapRollback, through
+ * Publish's swap does (domain/rollback/sql/rollback.ts swapRollback, through
  * functions/commons/swap.ts): the wait for older snapshots, the bounded
  * lock wait retried by Step Functions, the catalog check, the grants,
  * defaults, comments and views re-applied, the carry-over after the
@@ -94,7 +94,7 @@ async function sameColumns(warehouse: Warehouse, schema: string, a: string, b: s
 
 /**
  * The rollback of a publication that replaced some intervals: its
- * replaced rows put back in one transaction (domain/sql/rollback.ts
+ * replaced rows put back in one transaction (domain/rollback/sql/rollback.ts
  * restoreIntervals), with the bounded lock wait of its publish; nothing is
  * renamed, so no snapshot wait. Answers as Publish does.
  */

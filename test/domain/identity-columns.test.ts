@@ -8,11 +8,11 @@ import { generatedColumns, identityOf, type LiveColumn, loadedColumns } from '..
 import { replaceIntervals } from '../../domain/publish/sql/intervals.ts';
 import { mergeIntoLive } from '../../domain/publish/sql/merge.ts';
 import { rewriteLive } from '../../domain/publish/sql/rewrite.ts';
-import type { RollbackTarget } from '../../domain/rollback.ts';
+import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
+import { rewriteRollback } from '../../domain/rollback/sql/rewrite.ts';
+import { restoreIntervals } from '../../domain/rollback/sql/rollback.ts';
 import { insertIntervalSql } from '../../domain/sql/load-chunk.ts';
 import { tableColumns } from '../../domain/sql/plan.ts';
-import { restoreIntervals } from '../../domain/sql/rollback.ts';
-import { rewriteRollback } from '../../domain/sql/rollback-rewrite.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 import { batch, NOW, previous } from './sql/support.ts';
 

@@ -2,7 +2,7 @@ import type { CfnElement } from 'aws-cdk-lib';
 import { App } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LIVE_WATCH_EVENT } from '../../domain/live-watch.ts';
+import { LIVE_WATCH_EVENT } from '../../domain/live-watch/live-watch.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { buildApp } from '../../lib/app.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
-import { migrationSpecHash } from '../../domain/migration.ts';
+import { migrationSpecHash } from '../../domain/migration/migration.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
 import { defineGroups } from '../../domain/publish/groups.ts';
 import { definePipelines } from '../../domain/spec.ts';

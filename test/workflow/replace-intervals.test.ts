@@ -5,9 +5,9 @@
 // own copy of what it left (test/support/workflow.ts useFork).
 import '../support/intervals-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
 import { intervalWriters } from '../../domain/publish/sql/intervals.ts';
-import { liveFingerprintQuery } from '../../domain/sql/out-of-band.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

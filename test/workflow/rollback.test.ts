@@ -17,7 +17,7 @@
 import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
-import { rolledBackVersionTableFor } from '../../domain/rollback.ts';
+import { rolledBackVersionTableFor } from '../../domain/rollback/rollback.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

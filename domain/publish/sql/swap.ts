@@ -5,12 +5,12 @@ import { extractColumn } from '../../extract-column.ts';
 import { quarantines } from '../../gate/quarantine.ts';
 import { stagingWithQuarantinedLiteral } from '../../gate/sql/quarantine.ts';
 import { qualifiedCatalogName, qualifiedName, quoteCatalogName, quoteIdent, quoteUser, type Relation, sqlLiteral } from '../../identifiers.ts';
-import { migrationFacts } from '../../migration.ts';
+import { recordPublishedFingerprint } from '../../live-watch/sql/live-watch.ts';
+import { assertLiveUnchanged, carryOverRows } from '../../live-watch/sql/out-of-band.ts';
+import { migrationFacts } from '../../migration/migration.ts';
 import { inlineParameters } from '../../redshift-sql/parameters.ts';
 import type { Pipeline } from '../../spec.ts';
-import { recordPublishedFingerprint } from '../../sql/live-watch.ts';
 import { LOCK_MANIFEST } from '../../sql/manifest.ts';
-import { assertLiveUnchanged, carryOverRows } from '../../sql/out-of-band.ts';
 import { hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from '../../sql/statement.ts';
 import type { CarryOverCorrections, Grant, LiveTableFacts, MaskingAttachment, RlsAttachment } from '../dependents.ts';
@@ -632,7 +632,7 @@ export function swapPublish(
   facts: LiveTableFacts,
   factsQuery: Statement,
   lockWaitMs: number,
-  /** A watched pipeline's: staging's fingerprint, read before the transaction (domain/sql/live-watch.ts stagingFingerprintQuery). */
+  /** A watched pipeline's: staging's fingerprint, read before the transaction (domain/live-watch/sql/live-watch.ts stagingFingerprintQuery). */
   stagingFingerprint?: string,
 ): string[] {
   const statements = [
@@ -664,7 +664,7 @@ export function publishGuard(pipeline: Pipeline, batch: BatchRef): string {
  * A batch's out-of-band check and expected writers' carry-over (none for a
  * batch planned without a baseline), after the guard and before the
  * renames, under the live table's lock: the live table's columns and
- * fingerprint must be what this batch's Plan saw (domain/out-of-band.ts);
+ * fingerprint must be what this batch's Plan saw (domain/live-watch/out-of-band.ts);
  * with expected writers, their rows at or after the batch end are then
  * carried into staging.
  */

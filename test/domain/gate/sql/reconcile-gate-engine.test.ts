@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../../domain/gate/sql/reconcile.ts';
+import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
 import type { Chunk } from '../../../../domain/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
 import { manifestDdl } from '../../../../domain/sql/manifest.ts';
-import { liveColumnsQuery } from '../../../../domain/sql/out-of-band.ts';
 import { startBatch } from '../../../../domain/sql/plan.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../../local/aws-clients.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { type PublicationRecord, parseRollbackInput, resolveRollback, retainedVersions, rolledBackVersionTableFor } from '../../domain/rollback.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { type PublicationRecord, parseRollbackInput, resolveRollback, retainedVersions, rolledBackVersionTableFor } from '../../../domain/rollback/rollback.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const pipeline = pipelineWith();
 const [A, B, C] = ['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb', 'cccccccccccccccc'];

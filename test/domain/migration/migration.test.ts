@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { carryOverRows, catchUpRows } from '../../../domain/live-watch/sql/out-of-band.ts';
 import {
   copiedColumns,
   isMigrated,
@@ -9,12 +10,11 @@ import {
   migrationPipeline,
   migrationProblems,
   migrationSpecHash,
-} from '../../domain/migration.ts';
-import { batchIdFor } from '../../domain/plan.ts';
-import { liveTableFacts } from '../../domain/publish/dependents.ts';
-import { parseTableDdl } from '../../domain/redshift-sql/table-ddl.ts';
-import { carryOverRows, catchUpRows } from '../../domain/sql/out-of-band.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+} from '../../../domain/migration/migration.ts';
+import { batchIdFor } from '../../../domain/plan.ts';
+import { liveTableFacts } from '../../../domain/publish/dependents.ts';
+import { parseTableDdl } from '../../../domain/redshift-sql/table-ddl.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const DDL = `(order_id bigint NOT NULL ENCODE az64, ordered_at timestamp NOT NULL, amount numeric(14, 2) ENCODE az64,
   channel varchar(16) DEFAULT 'web' ENCODE zstd, PRIMARY KEY (order_id)) DISTSTYLE KEY DISTKEY (order_id) COMPOUND SORTKEY (ordered_at, order_id);`;

@@ -4,15 +4,15 @@
 // insert, delete or update changes it, and the swap's procedure refuses a
 // changed table naming what it found, in the words Publish parses.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { WarehouseError } from '../../../domain/errors.ts';
-import { type LiveBaseline, outOfBandRefusal } from '../../../domain/out-of-band.ts';
-import { checkSql } from '../../../domain/redshift-sql/check.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
-import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../domain/sql/out-of-band.ts';
-import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
-import { localWarehouse } from '../../../local/aws-clients.ts';
-import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';
-import { pipeline, staging } from './support.ts';
+import { WarehouseError } from '../../../../domain/errors.ts';
+import { type LiveBaseline, outOfBandRefusal } from '../../../../domain/live-watch/out-of-band.ts';
+import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
+import { checkSql } from '../../../../domain/redshift-sql/check.ts';
+import { manifestDdl } from '../../../../domain/sql/manifest.ts';
+import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
+import { localWarehouse } from '../../../../local/aws-clients.ts';
+import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';
+import { pipeline, staging } from '../../sql/support.ts';
 
 const COLUMNS = [
   'order_id bigint',

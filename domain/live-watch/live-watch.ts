@@ -1,10 +1,10 @@
 /**
  * The live watch: between runs, is the live table still what its latest
- * publication recorded (manifest version 11, domain/sql/live-watch.ts)?
+ * publication recorded (manifest version 11, domain/live-watch/sql/live-watch.ts)?
  * Pure: the freshness monitor (functions/freshness-monitor/live-watch.ts)
  * reads the facts and writes the LiveDrift metric.
  */
-import { AtomicPublishError } from './errors.ts';
+import { AtomicPublishError } from '../errors.ts';
 import { columnChanges } from './out-of-band.ts';
 
 /** What the latest publication recorded of the live table. */

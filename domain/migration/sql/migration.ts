@@ -1,7 +1,7 @@
-/** The SQL of a migration's own checks in Plan (domain/migration.ts). */
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
-import type { Statement } from './statement.ts';
+/** The SQL of a migration's own checks in Plan (domain/migration/migration.ts). */
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import type { Statement } from '../../sql/statement.ts';
 
 /**
  * Live rows a migration would not copy: those with no time or a time

@@ -2,10 +2,10 @@
  * Out-of-band changes: what Plan saw of the live table (its columns and a
  * fingerprint of its rows), and how Publish words a refusal when the live
  * table is no longer so at the swap. Pure: the SQL is in
- * domain/sql/out-of-band.ts, the swap's check in the manifest's
+ * domain/live-watch/sql/out-of-band.ts, the swap's check in the manifest's
  * assert_live_unchanged procedure.
  */
-import type { BatchRef } from './batch.ts';
+import type { BatchRef } from '../batch.ts';
 
 /** The live table as Plan saw it, carried in the BatchRef to Publish (one per execution, so per batch attempt). */
 export interface LiveBaseline {
@@ -13,7 +13,7 @@ export interface LiveBaseline {
   readonly columns: readonly string[];
   /** Rows Plan counted (those before `carryFrom` when set). */
   readonly rows: number;
-  /** Sum over those rows of each row's hash over every column (domain/sql/out-of-band.ts liveFingerprintQuery). */
+  /** Sum over those rows of each row's hash over every column (domain/live-watch/sql/out-of-band.ts liveFingerprintQuery). */
   readonly checksum: string;
   /**
    * The row hash the checksum was taken with: `fnv` (domain/sql/row-hash.ts)

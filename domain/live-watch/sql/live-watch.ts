@@ -1,15 +1,15 @@
 /**
- * The SQL of the live watch (domain/live-watch.ts): the publish
+ * The SQL of the live watch (domain/live-watch/live-watch.ts): the publish
  * transaction records the live table's columns and fingerprint as it
  * publishes it; between runs the freshness monitor reads that record, the
  * lease, and the live table's fingerprint now. The fingerprint is the one
- * Plan's baseline takes (domain/sql/out-of-band.ts liveFingerprintQuery),
+ * Plan's baseline takes (domain/live-watch/sql/out-of-band.ts liveFingerprintQuery),
  * so both compare the same text computed the same way.
  */
-import { sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
+import { sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { columnsText, liveColumnsQuery, liveFingerprintQuery } from './out-of-band.ts';
-import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**
  * The last statement of a publish transaction whose pipeline is watched:

@@ -6,12 +6,12 @@
  * compute the same text from the same table.
  */
 
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import { boundLockWaits, LOCKS_HELD } from '../../publish/sql/lock-waits.ts';
+import type { Pipeline } from '../../spec.ts';
+import { CATALOG_TYPE, isUnhashed, rowHashValue } from '../../sql/row-hash.ts';
+import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
 import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
-import { boundLockWaits, LOCKS_HELD } from '../publish/sql/lock-waits.ts';
-import type { Pipeline } from '../spec.ts';
-import { CATALOG_TYPE, isUnhashed, rowHashValue } from './row-hash.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
  * One row per column of the table, in order: `col`, its `name type` text

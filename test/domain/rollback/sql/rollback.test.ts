@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type FactRow, liveTableFacts } from '../../../domain/publish/dependents.ts';
-import { dependentsFacts } from '../../../domain/publish/sql/swap.ts';
-import { type RollbackTarget, resolveRollback } from '../../../domain/rollback.ts';
-import { publicationHistory, rollbackBatch, rollbackState, swapRollback } from '../../../domain/sql/rollback.ts';
-import { itIsASafeSingleStatement, NOW, pipeline } from './support.ts';
+import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
+import { dependentsFacts } from '../../../../domain/publish/sql/swap.ts';
+import { type RollbackTarget, resolveRollback } from '../../../../domain/rollback/rollback.ts';
+import { publicationHistory, rollbackBatch, rollbackState, swapRollback } from '../../../../domain/rollback/sql/rollback.ts';
+import { itIsASafeSingleStatement, NOW, pipeline } from '../../sql/support.ts';
 
 const fact = (kind: string, name: string, detail = '', extra = ''): FactRow => ({ kind, name, detail, extra, fact: `${kind}|${name}|${detail}|${extra}` });
 const facts = liveTableFacts([

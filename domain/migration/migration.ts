@@ -4,19 +4,19 @@
  * copy the live table's own rows (the columns both tables have; new
  * columns take their DEFAULT), and whose swap carries over the rows written
  * at or after the batch end (`to`, the watermark) under the live table's
- * lock, as expected writers' rows are (domain/out-of-band.ts). The old
+ * lock, as expected writers' rows are (domain/live-watch/out-of-band.ts). The old
  * table is retained as the swap's old version, so Rollback restores it.
  * Pure: Plan (functions/plan/migration.ts) reads the catalog and calls
  * these.
  */
 
-import { ValidationError } from './errors.ts';
-import { qualifiedName, quoteIdent } from './identifiers.ts';
-import { type BatchInterval, resolveInterval, typeFamily } from './plan.ts';
-import type { DependentView, LiveTableFacts } from './publish/dependents.ts';
-import type { Pipeline } from './spec.ts';
-import { canonicalJson, sha256 } from './spec.ts';
-import { echo } from './text.ts';
+import { ValidationError } from '../errors.ts';
+import { qualifiedName, quoteIdent } from '../identifiers.ts';
+import { type BatchInterval, resolveInterval, typeFamily } from '../plan.ts';
+import type { DependentView, LiveTableFacts } from '../publish/dependents.ts';
+import type { Pipeline } from '../spec.ts';
+import { canonicalJson, sha256 } from '../spec.ts';
+import { echo } from '../text.ts';
 
 /** `{"pipeline": "x", "migrate": true}`, optionally with `to` (the watermark; default: the start of the current grain unit). */
 export interface MigrationInput {
@@ -96,7 +96,7 @@ export function migrationPipeline(pipeline: Pipeline, liveColumns: readonly stri
   };
 }
 
-/** A live column as Plan reads it: its name and `name type` text (domain/sql/out-of-band.ts liveColumnsQuery). */
+/** A live column as Plan reads it: its name and `name type` text (domain/live-watch/sql/out-of-band.ts liveColumnsQuery). */
 const nameOf = (column: string) => column.split(' ')[0]!;
 const typeOf = (column: string) => column.slice(column.indexOf(' ') + 1);
 

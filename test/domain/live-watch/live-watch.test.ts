@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isLiveWatchEvent, LIVE_WATCH_EVENT, liveDifferences, type RecordedLive } from '../../domain/live-watch.ts';
+import { isLiveWatchEvent, LIVE_WATCH_EVENT, liveDifferences, type RecordedLive } from '../../../domain/live-watch/live-watch.ts';
 
 const COLUMNS = ['order_id bigint', 'amount numeric(12,2)', 'note character varying(64)'];
 const recorded: RecordedLive = { seq: 4, columns: COLUMNS, fingerprint: '100:12345', rowsBefore: undefined };

@@ -7,13 +7,13 @@
  * anything, every target Plan would refuse.
  */
 import { z } from 'zod';
-import { ValidationError } from './errors.ts';
-import type { Pipeline } from './spec.ts';
-import { tableColumns } from './sql/plan.ts';
+import { ValidationError } from '../errors.ts';
+import type { Pipeline } from '../spec.ts';
+import { tableColumns } from '../sql/plan.ts';
+import type { Statement } from '../sql/statement.ts';
+import { clip, echo } from '../text.ts';
+import { warehouseTimeIso } from '../time.ts';
 import { publicationHistory, rollbackBatch } from './sql/rollback.ts';
-import type { Statement } from './sql/statement.ts';
-import { clip, echo } from './text.ts';
-import { warehouseTimeIso } from './time.ts';
 
 /** A batch id as batchIdFor makes it: 16 lowercase hex digits. */
 export const BATCH_ID_PATTERN = /^[0-9a-f]{16}$/;
@@ -65,7 +65,7 @@ export function parseRollbackInput(input: unknown): RollbackInput {
   throw new ValidationError(`input.${issue.path.join('.')} ${issue.message}`);
 }
 
-/** A row of `atomic_publish.publications` as the rollback reads it (domain/sql/rollback.ts publicationHistory). */
+/** A row of `atomic_publish.publications` as the rollback reads it (domain/rollback/sql/rollback.ts publicationHistory). */
 export interface PublicationRecord {
   readonly seq: number;
   /** The batch live after this publication. */
@@ -104,7 +104,7 @@ export function publicationRecord(row: Readonly<Record<string, unknown>>): Publi
 
 /**
  * Whether a publication is the rollback of a publication of some intervals
- * (domain/sql/rollback.ts restoreIntervals). Its batch is the one it took
+ * (domain/rollback/sql/rollback.ts restoreIntervals). Its batch is the one it took
  * away, not one it put back (the rows it put back are those the
  * publication replaced, of no one batch): the batch live newest is then
  * that of the newest publication in effect, not a rollback and not rolled

@@ -4,19 +4,19 @@
  * transaction instead of renamed in, so that every snapshot reads the
  * rows before or after it (docs/decisions/snapshot-readers-without-locks.md).
  */
-import { sqlLiteral } from '../identifiers.ts';
-import { replaceRows } from '../publish/sql/intervals.ts';
-import { fitSwap, recordPublication } from '../publish/sql/swap.ts';
+import { sqlLiteral } from '../../identifiers.ts';
+import { replaceRows } from '../../publish/sql/intervals.ts';
+import { fitSwap, recordPublication } from '../../publish/sql/swap.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M } from '../../sql/statement.ts';
 import type { RollbackTarget } from '../rollback.ts';
-import type { Pipeline } from '../spec.ts';
-import { MANIFEST as M } from './statement.ts';
 
 /**
  * replaceRows over every live row: the live rows kept in `retainedTable`
  * (so the rollback can itself be undone), deleted, and the restored
  * version's rows inserted (with `columns`: an IDENTITY(seed, step) column,
  * in `generated`, takes no value, and its rows are numbered anew), under the rollback guard; then recorded as
- * swapRollback records it (domain/sql/rollback.ts).
+ * swapRollback records it (domain/rollback/sql/rollback.ts).
  */
 export function rewriteRollback(
   pipeline: Pipeline,

@@ -1,15 +1,15 @@
 /** The SQL of a rollback: the publications it is resolved from, and its swap transaction. */
 
-import { sqlLiteral } from '../identifiers.ts';
-import type { LiveTableFacts } from '../publish/dependents.ts';
-import { replaceRows } from '../publish/sql/intervals.ts';
-import { fitSwap, recordPublication, swapLockStatements, swapRenames } from '../publish/sql/swap.ts';
+import { sqlLiteral } from '../../identifiers.ts';
+import type { LiveTableFacts } from '../../publish/dependents.ts';
+import { replaceRows } from '../../publish/sql/intervals.ts';
+import { fitSwap, recordPublication, swapLockStatements, swapRenames } from '../../publish/sql/swap.ts';
+import type { Pipeline } from '../../spec.ts';
+import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
 import type { RollbackTarget } from '../rollback.ts';
-import type { Pipeline } from '../spec.ts';
-import { MANIFEST as M, type Statement } from './statement.ts';
 
 /**
- * Every publication of a pipeline, oldest first, as domain/rollback.ts
+ * Every publication of a pipeline, oldest first, as domain/rollback/rollback.ts
  * resolves a rollback from them (one row per publish or rollback: a few
  * thousand in years of daily runs).
  */
