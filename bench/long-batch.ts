@@ -2,7 +2,7 @@
  * A batch of any length in one run: ten years of hourly chunks (87,600; the
  * sample's rows fill only its last days) published through the synthesized
  * state machine on real parts, in windows of 1,000 chunks, each a child
- * execution (domain/windows.ts). What it proves at that size, as figures:
+ * execution (domain/plan/windows.ts). What it proves at that size, as figures:
  * every execution's history, counted as Step Functions counts it
  * (local/history.ts), under 25,000 events; every state payload under
  * 256 KB (the runner also refuses a larger one, as Step Functions does);
@@ -20,7 +20,7 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { batchIdFor, resolveInterval } from '../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../domain/plan/plan.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { isChunkLoadState } from '../lib/workflow-steps.ts';

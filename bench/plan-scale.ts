@@ -3,7 +3,7 @@
  * directly against the bench database, for an hourly pipeline over 87,600
  * hours (ten years) of a tiny source: how long it takes, and how large its
  * output, which becomes the Plan state's output, is as JSON. Such a
- * batch runs in windows (domain/windows.ts): Plan returns the windows, and
+ * batch runs in windows (domain/plan/windows.ts): Plan returns the windows, and
  * each window's PlanWindow returns its chunks, the largest state a window
  * carries, measured here on the first window.
  */

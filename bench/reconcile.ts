@@ -39,9 +39,9 @@ import { liveDriftCounts, nullCountAggregates } from '../domain/gate/sql/drift.t
 import { chunkCounts, gateAggregates } from '../domain/gate/sql/reconcile.ts';
 import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import { liveColumnsQuery } from '../domain/live-watch/sql/out-of-band.ts';
-import { planChunks, stagingTableFor } from '../domain/plan.ts';
+import { planChunks, stagingTableFor } from '../domain/plan/plan.ts';
+import { grainKey, startBatch } from '../domain/plan/sql/plan.ts';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';
-import { grainKey, startBatch } from '../domain/sql/plan.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { ensureManifest } from '../functions/plan/batch.ts';

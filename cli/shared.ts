@@ -1,6 +1,6 @@
 /** What every command shares: its I/O, tables, the manifest reads, the pipeline and interval checks (Plan's own). */
 import Table from 'cli-table3';
-import { type BatchInterval, resolveInterval, resolvePipeline } from '../domain/plan.ts';
+import { type BatchInterval, resolveInterval, resolvePipeline } from '../domain/plan/plan.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import { manifestTablePresent } from '../domain/sql/manifest.ts';
 import type { Statement } from '../domain/sql/statement.ts';

@@ -1,6 +1,6 @@
 /**
  * The workflow's words in the command line's terms. A refusal of Plan's
- * checks (domain/plan.ts, domain/rollback/rollback.ts) names the execution input's
+ * checks (domain/plan/plan.ts, domain/rollback/rollback.ts) names the execution input's
  * fields (`input.to`) and an alert's next step the input to start
  * (`start an execution with input {...}`); printed by the command line,
  * they name the flag the user typed (`--to`) and the command to repeat

@@ -21,7 +21,7 @@ export interface BatchRef {
   readonly columns: readonly string[];
   /**
    * The live table's identity columns left out of `columns`, which Redshift
-   * numbers as rows are written (domain/plan.ts loadedColumns). A copy of
+   * numbers as rows are written (domain/plan/plan.ts loadedColumns). A copy of
    * live rows into a retained old version keeps them. @default none
    */
   readonly generated?: readonly string[];

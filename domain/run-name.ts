@@ -91,7 +91,7 @@ function nameStamp(instant: Date): string {
  * The same command asks for the same name, so Step Functions starts it once
  * while it runs; after an attempt ended without publishing, the next
  * number starts a new execution, whose Plan resumes the same batch (the
- * batch id follows from pipeline, interval and spec, domain/plan.ts).
+ * batch id follows from pipeline, interval and spec, domain/plan/plan.ts).
  * Names too long for Step Functions keep the pipeline's first characters.
  */
 export function manualRunName(pipeline: string, interval: { from: Date; to: Date }, attempt: number): string {
@@ -104,7 +104,7 @@ export function manualRunName(pipeline: string, interval: { from: Date; to: Date
 
 /**
  * The name of an operator's check of `pipeline` over `[from, to)` (the
- * CLI's `check`), check `check` (domain/plan.ts nextRerun), attempt
+ * CLI's `check`), check `check` (domain/plan/plan.ts nextRerun), attempt
  * `attempt`: e.g. `sales_order_lines-check1-20260301T000000Z-20260401T000000Z`
  * and then `...-2`. The `-check<n>-` word keeps it apart from the run of the
  * same interval (a pipeline's name holds no `-`), and the check's number

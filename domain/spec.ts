@@ -19,11 +19,11 @@ import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_D
 import { CHECK_ACTIONS, type CheckAction } from './gate/quarantine.ts';
 import type { MeasureTolerance } from './gate/tolerances.ts';
 import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
+import { sourceShape } from './plan/sql/plan.ts';
 import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
 import { insertIntervalSql } from './sql/load-chunk.ts';
-import { sourceShape } from './sql/plan.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
 import { isOnGrain, parseInstant } from './time.ts';
@@ -45,7 +45,7 @@ export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace
 
 /**
  * Most grain units a scheduled run re-reads behind the newest complete one:
- * a scheduled run stays within one window of chunks (domain/windows.ts).
+ * a scheduled run stays within one window of chunks (domain/plan/windows.ts).
  */
 export const MAX_LOOKBACK = 999;
 

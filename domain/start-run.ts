@@ -5,7 +5,7 @@
  * starts the state machine under the name this returns.
  */
 import { ValidationError } from './errors.ts';
-import type { ExecutionInput } from './plan.ts';
+import type { ExecutionInput } from './plan/plan.ts';
 import { parseScheduledTime, scheduledRunName } from './run-name.ts';
 import type { Pipeline } from './spec.ts';
 import { echo } from './text.ts';

@@ -545,7 +545,7 @@ export class PublishWorkflow extends Construct {
 
   /**
    * A batch of more chunks than one window holds (Plan's `plan.windows`,
-   * domain/windows.ts): a Distributed Map runs each window as a child
+   * domain/plan/windows.ts): a Distributed Map runs each window as a child
    * execution with a history of its own, one window at a time (the chunks
    * inside run `maxConcurrency` at once, as a short batch's do). A child:
    * PlanWindow (Plan's function) records the window's chunks and returns

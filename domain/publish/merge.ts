@@ -1,9 +1,9 @@
 /**
  * What publishMode `merge` and `modifiedColumn` need of the live table,
- * checked by Plan before anything is written (domain/plan.ts liveTableColumns).
+ * checked by Plan before anything is written (domain/plan/plan.ts liveTableColumns).
  */
 import { ValidationError } from '../errors.ts';
-import type { LiveColumn } from '../plan.ts';
+import type { LiveColumn } from '../plan/plan.ts';
 import type { Pipeline } from '../spec.ts';
 
 /** Types a version column may have: ordered by `>` the way versions grow (information_schema.columns.data_type). */

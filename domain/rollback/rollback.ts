@@ -8,8 +8,8 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors.ts';
+import { tableColumns } from '../plan/sql/plan.ts';
 import type { Pipeline } from '../spec.ts';
-import { tableColumns } from '../sql/plan.ts';
 import type { Statement } from '../sql/statement.ts';
 import { clip, echo } from '../text.ts';
 import { warehouseTimeIso } from '../time.ts';

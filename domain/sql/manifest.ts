@@ -415,7 +415,7 @@ export function manifestDdl(now: Date): string[] {
     // circuit breaker, one row, so every execution of every pipeline reads
     // the same state.
     ...breakerDdl(),
-    // Version 8 (no ceiling on length, domain/windows.ts): a batch of more
+    // Version 8 (no ceiling on length, domain/plan/windows.ts): a batch of more
     // chunks than one window holds records its windows here at Plan, and
     // each window's chunks in chunks when its child execution starts.
     `CREATE TABLE IF NOT EXISTS ${M}.batch_windows (

@@ -1,11 +1,11 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { retiredTable } from '../../domain/cleanup.ts';
-import { stagingTableFor } from '../../domain/plan.ts';
+import { stagingTableFor } from '../../domain/plan/plan.ts';
+import { quarantineTableFor } from '../../domain/plan/sql/null-times.ts';
+import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import { dependentViews, referencingTables } from '../../domain/publish/sql/swap.ts';
 import { cleanupCandidates, dropRetired, endCheck } from '../../domain/sql/cleanup.ts';
-import { quarantineTableFor } from '../../domain/sql/null-times.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';

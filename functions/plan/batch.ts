@@ -8,7 +8,8 @@ import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { LiveBaseline } from '../../domain/live-watch/out-of-band.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
-import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan.ts';
+import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
+import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan/plan.ts';
 import {
   checkSourceColumns,
   checkSourceTypes,
@@ -19,12 +20,7 @@ import {
   loadedColumns,
   planningTime,
   stagingTableFor,
-} from '../../domain/plan.ts';
-import { checkLoadFits, estimateLoad } from '../../domain/plan-duration.ts';
-import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
-import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
-import type { Pipeline } from '../../domain/spec.ts';
-import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
+} from '../../domain/plan/plan.ts';
 import {
   attachedPoliciesProbe,
   databasePrivileges,
@@ -39,9 +35,13 @@ import {
   sourceShape,
   startBatch,
   tableColumns,
-} from '../../domain/sql/plan.ts';
+} from '../../domain/plan/sql/plan.ts';
+import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/plan/windows.ts';
+import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
+import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
+import type { Pipeline } from '../../domain/spec.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
-import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/windows.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { batchChunks, sortKeyCheck } from './chunks.ts';
@@ -71,7 +71,7 @@ export interface PlanResult {
   readonly maxConcurrency: number;
   /** Chunks still to load (a resumed batch skips the ones already done); none when the batch runs in `windows`. */
   readonly chunks: readonly Chunk[];
-  /** A batch of more chunks than one window holds: its windows, each a child execution of LoadWindows (domain/windows.ts). */
+  /** A batch of more chunks than one window holds: its windows, each a child execution of LoadWindows (domain/plan/windows.ts). */
   readonly windows?: readonly WindowItem[];
   readonly chunkCount: number;
   readonly batch: BatchRef;
@@ -158,7 +158,7 @@ export async function readLiveColumns(warehouse: Warehouse, schema: string, tabl
 
 /**
  * Refuses, before anything is written, a batch whose loads would outlast
- * the execution's time left (domain/plan-duration.ts); a resumed batch
+ * the execution's time left (domain/plan/duration.ts); a resumed batch
  * counts only the chunks still to load.
  */
 export async function checkDuration(
@@ -218,7 +218,7 @@ export interface LoadedColumns {
 /**
  * The warehouse side of a run, before anything is written: the privileges,
  * the live table, the source query, its columns and their types, and the
- * identity columns (domain/plan.ts loadedColumns). Returns the live
+ * identity columns (domain/plan/plan.ts loadedColumns). Returns the live
  * table's columns the loads insert, in order, and those left out.
  */
 export async function checkWarehouseSide(

@@ -1,19 +1,19 @@
 /**
  * The chunks of a batch, and its windows when it has more chunks than one
- * window holds (domain/windows.ts): those it was planned with when it
+ * window holds (domain/plan/windows.ts): those it was planned with when it
  * exists (a resumed batch keeps its boundaries, whatever the source holds
  * now), else one per grain unit, or, with `chunk.targetRows`, grain units
- * merged up to the target by the source's volume (domain/chunk-sizing.ts).
+ * merged up to the target by the source's volume (domain/plan/chunk-sizing.ts).
  * And Plan's warning when the source is not sorted on the time column.
  */
 
-import { grainUnits, type SortKeyFact, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
-import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan.ts';
+import { grainUnits, type SortKeyFact, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
+import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan/plan.ts';
+import { recordedChunks, recordedWindows, sourceSortKeys, sourceVolume } from '../../domain/plan/sql/plan.ts';
+import { type ChunkWindow, checkWindowsCover, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/plan/windows.ts';
 import { sourceTables } from '../../domain/redshift-sql/source-sql.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { recordedChunks, recordedWindows, sourceSortKeys, sourceVolume } from '../../domain/sql/plan.ts';
-import { type ChunkWindow, checkWindowsCover, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/windows.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 

@@ -8,12 +8,12 @@
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { type BatchInterval, batchIdFor, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { type BatchInterval, batchIdFor, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
+import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/plan/sql/plan.ts';
+import { chunksPerWindow } from '../../domain/plan/windows.ts';
 import { type PublishGroup, resolveGroup } from '../../domain/publish/groups.ts';
 import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/sql/plan.ts';
-import { chunksPerWindow } from '../../domain/windows.ts';
 import { groups } from '../../pipelines/index.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';

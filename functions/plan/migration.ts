@@ -20,11 +20,11 @@ import {
   unmigratedRefusal,
 } from '../../domain/migration/migration.ts';
 import { rowsOutsideHistory } from '../../domain/migration/sql/migration.ts';
-import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan.ts';
+import { batchIdFor, checkSourceColumns, checkSourceTypes, planningTime, resolvePipeline, stagingTableFor } from '../../domain/plan/plan.ts';
+import { findBatch, sourceShape } from '../../domain/plan/sql/plan.ts';
 import { type FactRow, liveTableFacts } from '../../domain/publish/dependents.ts';
 import { dependentsFacts } from '../../domain/publish/sql/swap.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { findBatch, sourceShape } from '../../domain/sql/plan.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkPrivileges, ensureManifest, type PlanEvent, type PlanResult, startOrResume } from './batch.ts';
 import { checkSourceNullTimes } from './null-times.ts';

@@ -1,10 +1,10 @@
 // Plan's check that the source query cannot drop rows with no time unseen
-// (domain/plan.ts checkNullTimes), from the catalog's nullability of the
+// (domain/plan/plan.ts checkNullTimes), from the catalog's nullability of the
 // columns the query filters the interval on.
-import { checkNullTimes } from '../../domain/plan.ts';
+import { checkNullTimes } from '../../domain/plan/plan.ts';
+import { nullableSourceColumns } from '../../domain/plan/sql/plan.ts';
 import { intervalFilterColumns, sourceTables } from '../../domain/redshift-sql/source-sql.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { nullableSourceColumns } from '../../domain/sql/plan.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /** Refuses, before anything is written, a source query that filters the interval on a nullable column it never tests for NULL. */

@@ -5,7 +5,7 @@
  * loading.
  */
 import type { BatchRef } from '../../domain/batch.ts';
-import { liveTableColumns, resolvePipeline } from '../../domain/plan.ts';
+import { liveTableColumns, resolvePipeline } from '../../domain/plan/plan.ts';
 import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../../domain/rollback/rollback.ts';
 import { rollbackBatch } from '../../domain/rollback/sql/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';

@@ -1,6 +1,6 @@
 /**
  * PlanWindow: the first step of a window's child execution (a batch of
- * more chunks than one window holds, domain/windows.ts). It records the
+ * more chunks than one window holds, domain/plan/windows.ts). It records the
  * window's chunks, as Plan records a short batch's, and hands the inline
  * Map those still to load: a resumed batch skips the ones already done,
  * and a chunk an earlier attempt may have written is cleared first.
@@ -8,11 +8,11 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import type { Chunk } from '../../domain/plan.ts';
+import type { Chunk } from '../../domain/plan/plan.ts';
+import { doneChunks, recordedWindow, windowChunkRows } from '../../domain/plan/sql/plan.ts';
+import { type WindowItem, windowChunks } from '../../domain/plan/windows.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { doneChunks, recordedWindow, windowChunkRows } from '../../domain/sql/plan.ts';
 import { echo } from '../../domain/text.ts';
-import { type WindowItem, windowChunks } from '../../domain/windows.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';

@@ -10,7 +10,7 @@ import type { Context } from 'aws-lambda';
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { DependentViewError, OutOfBandChangeError, PublishConflictError, WarehouseError } from '../../domain/errors.ts';
 import { describeOutOfBandChange, OUT_OF_BAND, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
-import { previousVersionTableFor } from '../../domain/plan.ts';
+import { previousVersionTableFor } from '../../domain/plan/plan.ts';
 import { dependentViewProblems, type LiveTableFacts } from '../../domain/publish/dependents.ts';
 import { groupSwapPublish, type MemberSwap } from '../../domain/publish/sql/group.ts';
 import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';

@@ -1,5 +1,5 @@
 import type { BatchRef } from '../../domain/batch.ts';
-import { previousVersionTableFor } from '../../domain/plan.ts';
+import { previousVersionTableFor } from '../../domain/plan/plan.ts';
 import { withSourceRecheck } from '../../domain/publish/sql/swap.ts';
 import { PublishWaitEnv, type PublishWaits } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';

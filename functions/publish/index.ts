@@ -1,6 +1,5 @@
 import type { Context } from 'aws-lambda';
 import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
-import { warehouseInstant } from '../../domain/chunk-sizing.ts';
 import {
   OutOfBandChangeError,
   PublishConflictError,
@@ -11,7 +10,9 @@ import {
 } from '../../domain/errors.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
 import { catchUpRows, liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
-import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan.ts';
+import { warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
+import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan/plan.ts';
+import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
 import {
   batchState,
@@ -28,7 +29,6 @@ import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '
 import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';

@@ -16,8 +16,8 @@ import {
   recordChecks,
 } from '../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
+import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/plan/sql/null-times.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { nullTimeCount, quarantineRows as nullTimeQuarantineRows } from '../../domain/sql/null-times.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';

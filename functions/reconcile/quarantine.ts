@@ -3,9 +3,9 @@ import { type Quarantined, quarantineCheck, quarantinedRows, REASON } from '../.
 import { keyText } from '../../domain/gate/reconcile.ts';
 import { moveToQuarantine, quarantineSummary } from '../../domain/gate/sql/quarantine.ts';
 import { liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
+import { addQuarantineColumns, createQuarantine, quarantineTableFor } from '../../domain/plan/sql/null-times.ts';
+import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { addQuarantineColumns, createQuarantine, quarantineTableFor } from '../../domain/sql/null-times.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
 import { printable } from '../../domain/text.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';

@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { executionArnOf } from '../../cli/executions.ts';
 import { shortTime } from '../../cli/layout.ts';
 import { runResult } from '../../cli/run.ts';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import { checkRunName, manualRunName } from '../../domain/run-name.ts';
 import { PROJECT_ROOT, STATE_DIR } from '../../lib/project.ts';
 import { LOCAL_AWS_ENV } from '../../local/aws-clients.ts';

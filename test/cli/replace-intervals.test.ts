@@ -7,7 +7,7 @@
 import '../support/intervals-pipeline.ts';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import { day, flat, startCli, useCli } from '../support/cli.ts';
 import { PIPELINE, useWorkflowFixture } from '../support/workflow.ts';
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { sortKeyWarning } from '../../domain/chunk-sizing.ts';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { chunkCounts } from '../../domain/gate/sql/reconcile.ts';
+import { sortKeyWarning } from '../../domain/plan/chunk-sizing.ts';
+import { sourceVolume } from '../../domain/plan/sql/plan.ts';
 import { loadChunkSqls } from '../../domain/sql/load-chunk.ts';
-import { sourceVolume } from '../../domain/sql/plan.ts';
 import { pipelineWith } from './fixtures.ts';
 import { batch, chunk, interval, NOW } from './sql/support.ts';
 

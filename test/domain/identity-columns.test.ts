@@ -4,7 +4,8 @@
 // takes with them.
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { generatedColumns, identityOf, type LiveColumn, loadedColumns } from '../../domain/plan.ts';
+import { generatedColumns, identityOf, type LiveColumn, loadedColumns } from '../../domain/plan/plan.ts';
+import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import { replaceIntervals } from '../../domain/publish/sql/intervals.ts';
 import { mergeIntoLive } from '../../domain/publish/sql/merge.ts';
 import { rewriteLive } from '../../domain/publish/sql/rewrite.ts';
@@ -12,7 +13,6 @@ import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
 import { rewriteRollback } from '../../domain/rollback/sql/rewrite.ts';
 import { restoreIntervals } from '../../domain/rollback/sql/rollback.ts';
 import { insertIntervalSql } from '../../domain/sql/load-chunk.ts';
-import { tableColumns } from '../../domain/sql/plan.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 import { batch, NOW, previous } from './sql/support.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MissingPrivilegeError, ValidationError } from '../../domain/errors.ts';
-import { checkSourceTypes, typeFamily } from '../../domain/plan.ts';
+import { checkSourceTypes, typeFamily } from '../../domain/plan/plan.ts';
 import {
   describeRequirement,
   isGranted,

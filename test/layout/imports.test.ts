@@ -144,7 +144,7 @@ describe('the layers', () => {
   it('finds an upward import, type-only too, and a handler file imported by another module of functions/', () => {
     const texts = new Map([
       [join(ROOT, 'domain/a.ts'), "import type { Stack } from '../lib/stack.ts';\nimport { b } from './b.ts';"],
-      [join(ROOT, 'functions/x/other.ts'), "import { run } from '../y/index.ts';\nimport { plan } from '../../domain/plan.ts';"],
+      [join(ROOT, 'functions/x/other.ts'), "import { run } from '../y/index.ts';\nimport { plan } from '../../domain/plan/plan.ts';"],
       [join(ROOT, 'lib/c.ts'), "import { handler } from '../functions/x/index.ts';"],
     ]);
 

@@ -4,7 +4,7 @@
 // start.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { resolveInterval } from '../../domain/plan.ts';
+import { resolveInterval } from '../../domain/plan/plan.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase } from '../../local/postgres.ts';

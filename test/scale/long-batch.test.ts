@@ -15,7 +15,7 @@
 import '../support/hourly-pipeline.ts';
 import { describe, expect, it } from 'vitest';
 import { type LongBatchFigures, MAX_PAYLOAD_BYTES, measureLongBatch, PayloadMeter } from '../../bench/long-batch.ts';
-import { DEFAULT_CHUNKS_PER_WINDOW } from '../../domain/windows.ts';
+import { DEFAULT_CHUNKS_PER_WINDOW } from '../../domain/plan/windows.ts';
 import { MAX_HISTORY_EVENTS } from '../../local/history.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';

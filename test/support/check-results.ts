@@ -1,6 +1,6 @@
 // What a workflow test reads back after Reconcile: the recorded check results
 // of a batch's latest attempt, and the sample source's figures of a day.
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';

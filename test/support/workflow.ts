@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { batchIdFor, previousVersionTableFor, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
 import { isChunkLoadState } from '../../lib/workflow-steps.ts';

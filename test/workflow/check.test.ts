@@ -8,7 +8,7 @@
 // copy of what it left (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { holdStep } from '../support/step-hold.ts';
 import { until } from '../support/until.ts';

@@ -11,7 +11,7 @@
 // First: it replaces the pipelines before any other module reads them.
 import '../support/declared-checks-pipeline.ts';
 import { afterAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { CUSTOMERS, DECLARED_CHECKS, index, withChecks } from '../support/declared-checks-pipeline.ts';

@@ -5,7 +5,7 @@
 // source and live rows are arranged once; each day's replace acts on a copy
 // of its own (test/support/workflow.ts useFork).
 import { afterAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import { definePipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';

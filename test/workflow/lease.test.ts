@@ -5,8 +5,8 @@
 // The first publication (it installs the manifest) is arranged once; each
 // describe acts on its own copy of it (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
-import { startBatch } from '../../domain/sql/plan.ts';
+import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
+import { startBatch } from '../../domain/plan/sql/plan.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { useForkPerTest } from '../support/fork-per-test.ts';

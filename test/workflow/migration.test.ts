@@ -19,7 +19,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { migrationSpecHash } from '../../domain/migration/migration.ts';
-import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan.ts';
+import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan/plan.ts';
 import { defineGroups } from '../../domain/publish/groups.ts';
 import { definePipelines } from '../../domain/spec.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';

@@ -17,7 +17,7 @@
 import '../support/group-pipelines.ts';
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

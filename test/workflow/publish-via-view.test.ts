@@ -13,7 +13,7 @@ import '../support/view-pipeline.ts';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
-import { viewVersionTableFor } from '../../domain/plan.ts';
+import { viewVersionTableFor } from '../../domain/plan/plan.ts';
 import { migrationSql } from '../../domain/publish/sql/view.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { newClient } from '../../local/pg-clients.ts';

@@ -6,7 +6,7 @@
 import '../support/intervals-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
-import { batchIdFor, previousVersionTableFor } from '../../domain/plan.ts';
+import { batchIdFor, previousVersionTableFor } from '../../domain/plan/plan.ts';
 import { intervalWriters } from '../../domain/publish/sql/intervals.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';

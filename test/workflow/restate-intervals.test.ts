@@ -5,7 +5,7 @@
 // each describe acts on its own copy of them (test/support/workflow.ts useFork).
 import '../support/intervals-pipeline.ts';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { type Fingerprint, LIVE, PIPELINE, useFork, useWorkflowFixture, visited } from '../support/workflow.ts';

@@ -6,7 +6,7 @@
 // The first publication (day 7) is arranged once; each describe acts on its
 // own copy of it (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchIdFor, resolveInterval } from '../../domain/plan.ts';
+import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import {

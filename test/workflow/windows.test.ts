@@ -8,7 +8,7 @@
 // left (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';
-import { CHUNKS_PER_WINDOW_ENV } from '../../domain/windows.ts';
+import { CHUNKS_PER_WINDOW_ENV } from '../../domain/plan/windows.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';

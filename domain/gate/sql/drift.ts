@@ -2,8 +2,8 @@
 import type { BatchRef } from '../../batch.ts';
 import { extractColumn } from '../../extract-column.ts';
 import { qualifiedName, quoteIdent } from '../../identifiers.ts';
+import { grainKey } from '../../plan/sql/plan.ts';
 import type { Pipeline } from '../../spec.ts';
-import { grainKey } from '../../sql/plan.ts';
 import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import type { ChunkAggregate } from './reconcile.ts';
 

@@ -8,8 +8,8 @@
 import type { BatchRef } from '../../batch.ts';
 import { extractColumn } from '../../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import { quarantineTableFor } from '../../plan/sql/null-times.ts';
 import type { Pipeline } from '../../spec.ts';
-import { quarantineTableFor } from '../../sql/null-times.ts';
 import { hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
 import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { QUARANTINE_SAMPLES, quarantines, REASON, type RowRule, rowRules } from '../quarantine.ts';

@@ -16,7 +16,7 @@ import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band
 /**
  * One row per column of the table, in order: `col`, its `name type` text
  * (length for character types, precision and scale for numeric), from
- * information_schema.columns, as Plan's other column reads (domain/sql/plan.ts
+ * information_schema.columns, as Plan's other column reads (domain/plan/sql/plan.ts
  * tableColumns).
  */
 export function liveColumnsQuery(schema: string, table: string): Statement {

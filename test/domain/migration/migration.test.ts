@@ -11,7 +11,7 @@ import {
   migrationProblems,
   migrationSpecHash,
 } from '../../../domain/migration/migration.ts';
-import { batchIdFor } from '../../../domain/plan.ts';
+import { batchIdFor } from '../../../domain/plan/plan.ts';
 import { liveTableFacts } from '../../../domain/publish/dependents.ts';
 import { parseTableDdl } from '../../../domain/redshift-sql/table-ddl.ts';
 import { errorOf, pipelineWith } from '../fixtures.ts';

@@ -2,8 +2,8 @@
 // pipeline, and the checks every single statement (ExecuteStatement) must pass.
 import { expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
-import { batchIdFor, planChunks, previousVersionTableFor, stagingTableFor } from '../../../domain/plan.ts';
-import type { BatchRecord } from '../../../domain/sql/plan.ts';
+import { batchIdFor, planChunks, previousVersionTableFor, stagingTableFor } from '../../../domain/plan/plan.ts';
+import type { BatchRecord } from '../../../domain/plan/sql/plan.ts';
 import type { Statement } from '../../../domain/sql/statement.ts';
 import { pipelineWith } from '../fixtures.ts';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { ValidationError } from '../../../../domain/errors.ts';
-import { previousVersionTableFor, stagingTableFor } from '../../../../domain/plan.ts';
+import { previousVersionTableFor, stagingTableFor } from '../../../../domain/plan/plan.ts';
 import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
 import { GROUP_SWAP_SHARED_STATEMENTS, groupSwapPublish, MEMBER_SWAP_MIN_STATEMENTS, type MemberSwap } from '../../../../domain/publish/sql/group.ts';
 import { decodeStatements } from '../../../../domain/publish/sql/one-transaction.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { viewVersionTableFor } from '../../../../domain/plan.ts';
+import { viewVersionTableFor } from '../../../../domain/plan/plan.ts';
 import { liveRelation, migrationSql, readLiveRelation, switchView, viewVersionProblem } from '../../../../domain/publish/sql/view.ts';
 import { batch, batchId, NOW, pipeline, staging } from '../../sql/support.ts';
 

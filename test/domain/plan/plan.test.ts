@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { quoteIdent } from '../../domain/identifiers.ts';
-import type { BatchInterval, Chunk, ExecutionInput } from '../../domain/plan.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { quoteIdent } from '../../../domain/identifiers.ts';
+import type { BatchInterval, Chunk, ExecutionInput } from '../../../domain/plan/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
@@ -16,11 +16,11 @@ import {
   resolveInterval,
   resolvePipeline,
   stagingTableFor,
-} from '../../domain/plan.ts';
-import type { ChunkGrain, Pipeline } from '../../domain/spec.ts';
-import { MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
-import { floorToGrain } from '../../domain/time.ts';
-import { errorOf, HOUR_MS, localParts, pipelineWith, seededRandom } from './fixtures.ts';
+} from '../../../domain/plan/plan.ts';
+import type { ChunkGrain, Pipeline } from '../../../domain/spec.ts';
+import { MAX_TABLE_NAME_LENGTH } from '../../../domain/spec.ts';
+import { floorToGrain } from '../../../domain/time.ts';
+import { errorOf, HOUR_MS, localParts, pipelineWith, seededRandom } from '../fixtures.ts';
 
 const DAY_MS = 24 * HOUR_MS;
 const at = (iso: string) => new Date(iso);
@@ -151,7 +151,7 @@ describe('resolveInterval', () => {
     expect(rejectionOf({ pipeline: 'orders', from: 'last week' }).message).toMatch(/^input\.from must be an ISO 8601/);
   });
 
-  // Fixed bug, kept as a regression test (domain/plan.ts): only NaN dates are
+  // Fixed bug, kept as a regression test (domain/plan/plan.ts): only NaN dates are
   // refused, and V8 rolls a day past the month's end over instead of
   // failing, so '2026-02-30' is accepted as 2026-03-02 (and '2026-02-29' as
   // 2026-03-01, '2026-04-31' as 2026-05-01). A typo silently publishes a

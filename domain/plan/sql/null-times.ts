@@ -4,12 +4,12 @@
  * loads them (each load keeps `[start, end)`), so they are counted over the
  * batch's interval and, with `nullTimes: 'quarantine'`, copied aside.
  */
-import type { BatchRef } from '../batch.ts';
-import { extractColumn } from '../extract-column.ts';
-import { REASON } from '../gate/quarantine.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
-import type { Pipeline } from '../spec.ts';
-import { type Statement, timestampParam } from './statement.ts';
+import type { BatchRef } from '../../batch.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { REASON } from '../../gate/quarantine.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { type Statement, timestampParam } from '../../sql/statement.ts';
 
 /** Business keys of NULL-time rows an alert names. */
 export const NULL_TIME_SAMPLES = 5;

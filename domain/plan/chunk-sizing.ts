@@ -5,12 +5,12 @@
  * boundary is a grain boundary in the pipeline's zone, as planChunks
  * computes them; chunks stay half-open, gapless and in order.
  */
-import { ValidationError } from './errors.ts';
-import { extractColumn } from './extract-column.ts';
+import { ValidationError } from '../errors.ts';
+import { extractColumn } from '../extract-column.ts';
+import type { SourceTable } from '../redshift-sql/source-sql.ts';
+import type { Pipeline } from '../spec.ts';
+import { floorToGrain, nextBoundary, parseWarehouseTime } from '../time.ts';
 import type { BatchInterval, Chunk } from './plan.ts';
-import type { SourceTable } from './redshift-sql/source-sql.ts';
-import type { Pipeline } from './spec.ts';
-import { floorToGrain, nextBoundary, parseWarehouseTime } from './time.ts';
 
 /** One grain unit `[start, end)` of an interval. */
 export interface GrainUnit {

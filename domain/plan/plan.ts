@@ -1,14 +1,14 @@
-import { ValidationError } from './errors.ts';
-import { checkDriftColumns } from './gate/drift.ts';
-import { checkDimensionColumns } from './gate/locate.ts';
-import { checkMeasureColumns } from './gate/tolerances.ts';
-import { checkMergeColumns } from './publish/merge.ts';
-import { testsForNull } from './redshift-sql/source-sql.ts';
-import type { Pipeline } from './spec.ts';
-import { sha256 } from './spec.ts';
+import { ValidationError } from '../errors.ts';
+import { checkDriftColumns } from '../gate/drift.ts';
+import { checkDimensionColumns } from '../gate/locate.ts';
+import { checkMeasureColumns } from '../gate/tolerances.ts';
+import { checkMergeColumns } from '../publish/merge.ts';
+import { testsForNull } from '../redshift-sql/source-sql.ts';
+import type { Pipeline } from '../spec.ts';
+import { sha256 } from '../spec.ts';
+import { clip, echo } from '../text.ts';
+import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from '../time.ts';
 import { quarantineTableFor } from './sql/null-times.ts';
-import { clip, echo } from './text.ts';
-import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from './time.ts';
 
 /** One half-open interval `[start, end)` of a batch; ISO 8601 UTC instants. */
 export interface Chunk {
@@ -302,7 +302,7 @@ function scheduledFrom(to: Date, pipeline: Pipeline): Date {
   return from.getTime() < historyStart.getTime() ? historyStart : from;
 }
 
-/** Half-open chunks covering `[from, to)` with no gap and no overlap, however many (a long batch runs in windows, domain/windows.ts). */
+/** Half-open chunks covering `[from, to)` with no gap and no overlap, however many (a long batch runs in windows, domain/plan/windows.ts). */
 export function planChunks(interval: BatchInterval, pipeline: Pipeline): Chunk[] {
   const { grain, timezone } = pipeline.chunk;
   const chunks: Chunk[] = [];

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { grainUnits, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/chunk-sizing.ts';
-import { ValidationError } from '../../domain/errors.ts';
-import { planChunks } from '../../domain/plan.ts';
-import { pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { grainUnits, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../../domain/plan/chunk-sizing.ts';
+import { planChunks } from '../../../domain/plan/plan.ts';
+import { pipelineWith } from '../fixtures.ts';
 
 const at = (iso: string) => new Date(iso);
 const daily = pipelineWith({ chunk: { grain: 'day', targetRows: 100 } });
@@ -50,7 +50,7 @@ describe('sizeChunks', () => {
     expect(spans(sizeChunks(days(4), volume([50, 50, 50, 50]), 100))).toEqual(['01-01..01-03', '01-03..01-05']);
   });
 
-  it('has no ceiling: more than a thousand chunks are cut into windows later (domain/windows.ts)', () => {
+  it('has no ceiling: more than a thousand chunks are cut into windows later (domain/plan/windows.ts)', () => {
     const hourly = pipelineWith({ chunk: { grain: 'hour', targetRows: 10 } });
     const units = grainUnits({ from: at('2026-01-01T00:00:00Z'), to: at('2026-03-01T00:00:00Z') }, hourly);
     const full = new Map(units.map((u) => [u.start.getTime(), 10]));

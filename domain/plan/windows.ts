@@ -17,10 +17,10 @@
  * and zone exactly as Plan computed them (every chunk boundary is a grain
  * boundary), so a resumed batch keeps its boundaries.
  */
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../errors.ts';
+import type { Pipeline } from '../spec.ts';
+import { nextBoundary } from '../time.ts';
 import type { BatchInterval, Chunk } from './plan.ts';
-import type { Pipeline } from './spec.ts';
-import { nextBoundary } from './time.ts';
 
 /**
  * Chunks per window, and the most a batch loads inline. Per chunk an

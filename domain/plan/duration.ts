@@ -11,8 +11,8 @@
  * concurrent load: a Lambda invocation plus a Redshift statement, whose
  * fixed latency alone is hundreds of milliseconds.
  */
-import { ValidationError } from './errors.ts';
-import type { Pipeline } from './spec.ts';
+import { ValidationError } from '../errors.ts';
+import type { Pipeline } from '../spec.ts';
 
 /** The least one chunk's load takes, per concurrent load (seconds). */
 export const MIN_CHUNK_SECONDS = 1;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../domain/errors.ts';
-import { checkLoadFits, estimateLoad, MIN_CHUNK_SECONDS } from '../../domain/plan-duration.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { checkLoadFits, estimateLoad, MIN_CHUNK_SECONDS } from '../../../domain/plan/duration.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const HOUR = 3600;
 const hourly = pipelineWith({ chunk: { grain: 'hour', maxConcurrency: 4 } });

@@ -1,17 +1,17 @@
 /** The SQL of Plan: the warehouse-side checks before anything is written, and the batch start. */
-import { AttemptStatus, BatchPurpose, BatchStatus, ChunkStatus } from '../batch.ts';
-import { ValidationError } from '../errors.ts';
-import { extractColumn } from '../extract-column.ts';
-import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
+import { AttemptStatus, BatchPurpose, BatchStatus, ChunkStatus } from '../../batch.ts';
+import { ValidationError } from '../../errors.ts';
+import { extractColumn } from '../../extract-column.ts';
+import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import type { Pipeline } from '../../spec.ts';
+import { CHUNKS_LOCK, LOCK_MANIFEST } from '../../sql/manifest.ts';
+import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from '../../sql/statement.ts';
 import type { Chunk } from '../plan.ts';
-import type { Pipeline } from '../spec.ts';
 import type { ChunkWindow } from '../windows.ts';
-import { CHUNKS_LOCK, LOCK_MANIFEST } from './manifest.ts';
-import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from './statement.ts';
 
 /**
  * Columns of a table, in order, with their types and defaults (an identity
- * is one: domain/plan.ts identityOf); empty when the table does not exist.
+ * is one: domain/plan/plan.ts identityOf); empty when the table does not exist.
  */
 export function tableColumns(schema: string, table: string): Statement {
   return {
@@ -100,7 +100,7 @@ export interface BatchRecord {
    */
   readonly stagingDdl?: string;
   readonly chunks: readonly Chunk[];
-  /** A batch longer than one window (domain/windows.ts): its windows are recorded instead of its chunks. */
+  /** A batch longer than one window (domain/plan/windows.ts): its windows are recorded instead of its chunks. */
   readonly windows?: readonly ChunkWindow[];
   /** A restatement's number (BatchRef.restatement), recorded for its publication's event. */
   readonly restatement?: number;
@@ -389,7 +389,7 @@ export function grainKey(pipeline: Pipeline, column: string): string {
 /**
  * The source's rows per grain unit of the interval, in one grouped count:
  * each group's earliest time names its unit (floored to the grain as the
- * chunk boundaries are, domain/chunk-sizing.ts). Empty units have no row.
+ * chunk boundaries are, domain/plan/chunk-sizing.ts). Empty units have no row.
  */
 export function sourceVolume(pipeline: Pipeline, interval: { from: Date; to: Date }): Statement {
   const t = `s.${quoteIdent(extractColumn(pipeline))}`;

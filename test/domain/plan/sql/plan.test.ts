@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { grainUnits, sizeChunks } from '../../../domain/chunk-sizing.ts';
-import { ValidationError } from '../../../domain/errors.ts';
-import { batchIdFor, planChunks } from '../../../domain/plan.ts';
+import { ValidationError } from '../../../../domain/errors.ts';
+import { grainUnits, sizeChunks } from '../../../../domain/plan/chunk-sizing.ts';
+import { batchIdFor, planChunks } from '../../../../domain/plan/plan.ts';
 import {
   doneChunks,
   findBatch,
@@ -15,11 +15,22 @@ import {
   startBatch,
   tableColumns,
   windowChunkRows,
-} from '../../../domain/sql/plan.ts';
-import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../domain/sql/statement.ts';
-import { chunkWindows } from '../../../domain/windows.ts';
-import { HOUR_MS, pipelineWith } from '../fixtures.ts';
-import { at, batchId, chunks, commented, interval, itIsASafeSingleStatement, itKeepsTheSourceQueryClosed, pipeline, record, staging } from './support.ts';
+} from '../../../../domain/plan/sql/plan.ts';
+import { chunkWindows } from '../../../../domain/plan/windows.ts';
+import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../../domain/sql/statement.ts';
+import { HOUR_MS, pipelineWith } from '../../fixtures.ts';
+import {
+  at,
+  batchId,
+  chunks,
+  commented,
+  interval,
+  itIsASafeSingleStatement,
+  itKeepsTheSourceQueryClosed,
+  pipeline,
+  record,
+  staging,
+} from '../../sql/support.ts';
 
 describe('single statements of Plan', () => {
   itIsASafeSingleStatement([

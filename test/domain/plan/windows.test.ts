@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { grainUnits, sizeChunks } from '../../domain/chunk-sizing.ts';
-import { ValidationError } from '../../domain/errors.ts';
-import { planChunks } from '../../domain/plan.ts';
-import { checkWindowsCover, chunksPerWindow, chunkWindows, DEFAULT_CHUNKS_PER_WINDOW, windowChunks, windowItem } from '../../domain/windows.ts';
-import { errorOf, pipelineWith } from './fixtures.ts';
+import { ValidationError } from '../../../domain/errors.ts';
+import { grainUnits, sizeChunks } from '../../../domain/plan/chunk-sizing.ts';
+import { planChunks } from '../../../domain/plan/plan.ts';
+import { checkWindowsCover, chunksPerWindow, chunkWindows, DEFAULT_CHUNKS_PER_WINDOW, windowChunks, windowItem } from '../../../domain/plan/windows.ts';
+import { errorOf, pipelineWith } from '../fixtures.ts';
 
 const at = (iso: string) => new Date(iso);
 const berlin = pipelineWith({ chunk: { grain: 'day', timezone: 'Europe/Berlin' }, historyStart: '2025-12-31T23:00:00Z' });
