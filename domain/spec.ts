@@ -862,7 +862,7 @@ const checksSchema = section({
     const names = declaredCheckNames(checks);
     const repeated = [...new Set(names.filter((n, i) => names.indexOf(n) !== i))];
     if (repeated.length > 0) ctx.addIssue({ code: 'custom', message: `declare check(s) ${repeated.join(', ')} more than once` });
-    // check_results.check_name is a varchar(128) (domain/sql/manifest.ts).
+    // check_results.check_name is a varchar(128) (domain/manifest/sql/manifest.ts).
     const long = names.filter((n) => n.length > MAX_CHECK_NAME_LENGTH);
     if (long.length > 0)
       ctx.addIssue({ code: 'custom', message: `name check(s) longer than ${MAX_CHECK_NAME_LENGTH} characters: ${long.map((n) => clip(n, 60)).join(', ')}` });

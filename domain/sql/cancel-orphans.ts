@@ -6,7 +6,7 @@
  */
 import { AttemptStatus, BatchStatus, ChunkStatus } from '../batch.ts';
 import { sqlLiteral } from '../identifiers.ts';
-import { CHUNKS_LOCK } from './manifest.ts';
+import { CHUNKS_LOCK } from '../manifest/sql/manifest.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 const LOADING = sqlLiteral(ChunkStatus.LOADING);

@@ -2,9 +2,9 @@
 import { AttemptStatus, BatchPurpose, BatchStatus } from '../batch.ts';
 import type { RetiredKind } from '../cleanup.ts';
 import { qualifiedName, sqlLiteral } from '../identifiers.ts';
+import { LOCK_MANIFEST } from '../manifest/sql/manifest.ts';
 import { quarantineTableFor } from '../plan/sql/null-times.ts';
 import type { Pipeline } from '../spec.ts';
-import { LOCK_MANIFEST } from './manifest.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 
 /**

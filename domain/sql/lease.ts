@@ -4,7 +4,7 @@
  * Publish of a superseded batch, RecordFailure, CancelOrphans).
  */
 import { sqlLiteral } from '../identifiers.ts';
-import { LEASES_LOCK } from './manifest.ts';
+import { LEASES_LOCK } from '../manifest/sql/manifest.ts';
 import { MANIFEST as M, type Statement } from './statement.ts';
 
 export interface LeaseRequest {

@@ -6,8 +6,8 @@
  * each is a no-op.
  */
 import { CircuitOpenError } from '../../domain/errors.ts';
+import { manifestTablePresent } from '../../domain/manifest/sql/manifest.ts';
 import { BREAKER_FAILURE_NAMES, type BreakerSettings, breakerDecision, breakerFromEnv, breakerOpenMessage, readBreakerRow } from '../../domain/neighbour.ts';
-import { manifestTablePresent } from '../../domain/sql/manifest.ts';
 import { closeBreaker, readBreaker, recordBreakerFailure, takeProbe } from '../../domain/sql/neighbour.ts';
 import { logger } from './powertools.ts';
 import type { Warehouse } from './warehouse.ts';

@@ -8,9 +8,9 @@
  * changes, so clearing twice, or after a newer run took over, changes nothing.
  */
 import { BatchStatus } from '../../domain/batch.ts';
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import type { OrphanedStatements } from '../../domain/record-failure.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { releaseExecutionLease } from './lease.ts';
 import { cancelOrphans } from './orphans.ts';
 import { logger } from './powertools.ts';

@@ -1,5 +1,5 @@
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { releaseLease } from '../../domain/sql/lease.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { logger } from './powertools.ts';
 import type { Warehouse } from './warehouse.ts';
 

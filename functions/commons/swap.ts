@@ -8,11 +8,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DependentViewError, PERMISSION_DENIED, TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
 import type { Relation } from '../../domain/identifiers.ts';
+import { CATALOG_CHANGED } from '../../domain/manifest/sql/manifest.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, type LiveTableFacts, liveTableFacts } from '../../domain/publish/dependents.ts';
 import { carryOverStatements, dependentsFacts, openTransactions, policyFacts } from '../../domain/publish/sql/swap.ts';
 import { PublishWaitEnv, type PublishWaits } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { CATALOG_CHANGED } from '../../domain/sql/manifest.ts';
 import { MANIFEST_SCHEMA, type Statement } from '../../domain/sql/statement.ts';
 import { logger } from './powertools.ts';
 import type { Row, Warehouse } from './warehouse.ts';

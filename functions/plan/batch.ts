@@ -8,6 +8,7 @@ import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { LiveBaseline } from '../../domain/live-watch/out-of-band.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
 import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan/plan.ts';
 import {
@@ -40,7 +41,6 @@ import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/plan/
 import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
 import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/sql/manifest.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';

@@ -1,6 +1,7 @@
 import type { Context } from 'aws-lambda';
 import { BatchStatus, CHECK_ENDED } from '../../domain/batch.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { isMigrationInput } from '../../domain/migration/migration.ts';
 import type { BatchInterval, ExecutionInput } from '../../domain/plan/plan.ts';
 import { batchIdFor, isCheck, isRestatement, nextRerun, planningTime, type Rerun, resolveInterval, resolvePipeline } from '../../domain/plan/plan.ts';
@@ -9,7 +10,6 @@ import { isGroupInput } from '../../domain/publish/groups.ts';
 import { liveRelation, readLiveRelation, viewVersionProblem } from '../../domain/publish/sql/view.ts';
 import { isRollbackInput } from '../../domain/rollback/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { breakerGuard, breakerSuccess } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';

@@ -5,11 +5,11 @@
  * loading.
  */
 import type { BatchRef } from '../../domain/batch.ts';
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { liveTableColumns, resolvePipeline } from '../../domain/plan/plan.ts';
 import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../../domain/rollback/rollback.ts';
 import { rollbackBatch } from '../../domain/rollback/sql/rollback.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { warehouseTimeIso } from '../../domain/time.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';

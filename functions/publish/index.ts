@@ -10,6 +10,7 @@ import {
 } from '../../domain/errors.ts';
 import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
 import { catchUpRows, liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
+import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/manifest/sql/manifest.ts';
 import { warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan/plan.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
@@ -28,7 +29,6 @@ import {
 import { liveRelation, readLiveRelation, switchView, viewVersionProblem } from '../../domain/publish/sql/view.ts';
 import { PublishWaitEnv, type PublishWaits, publishWaitsFromEnv } from '../../domain/publish/waits.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/sql/manifest.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';

@@ -5,11 +5,11 @@
  * every member's live table shows now.
  */
 import type { BatchRef } from '../../domain/batch.ts';
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
 import { describeError, type FailureReport, type RecordFailureEvent } from '../../domain/record-failure.ts';
 import { type GroupFailureFacts, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure-group.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { livePublication, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';

@@ -2,6 +2,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { boundedErrorMessage } from '../../domain/errors.ts';
 import { failureClass } from '../../domain/failure-class.ts';
+import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
 import {
@@ -15,7 +16,6 @@ import {
 } from '../../domain/record-failure.ts';
 import { failedGroup } from '../../domain/record-failure-group.ts';
 import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
-import { installedManifestVersion } from '../../domain/sql/manifest.ts';
 import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
 import { breakerFailure } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';

@@ -7,10 +7,10 @@
 // useFork).
 
 import { describe, expect, it } from 'vitest';
+import { manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { startBatch } from '../../domain/plan/sql/plan.ts';
 import { acquireLease } from '../../domain/sql/lease.ts';
-import { manifestDdl } from '../../domain/sql/manifest.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';
@@ -132,7 +132,7 @@ describe("two executions taking one pipeline's lease at once", () => {
   });
 });
 
-// Fixed bug, kept as a regression test (domain/sql/manifest.ts manifestDdl; functions/plan): every Plan used to run the
+// Fixed bug, kept as a regression test (domain/manifest/sql/manifest.ts manifestDdl; functions/plan): every Plan used to run the
 // manifest DDL (`CREATE OR REPLACE PROCEDURE ...`), and two Plans doing so at once collided in the catalog
 // ("tuple concurrently updated"), failing a run only because another execution was planning at the same
 // moment. Plan now reads the installed manifest version and runs the DDL only when it is older.

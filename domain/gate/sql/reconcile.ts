@@ -2,9 +2,9 @@
 import { type BatchRef, BatchStatus, type CheckResult, ChunkStatus } from '../../batch.ts';
 import { extractColumn } from '../../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import { LOCK_MANIFEST } from '../../manifest/sql/manifest.ts';
 import { grainKey } from '../../plan/sql/plan.ts';
 import type { Pipeline } from '../../spec.ts';
-import { LOCK_MANIFEST } from '../../sql/manifest.ts';
 import { CATALOG_TYPE, hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
 import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 import { DECLARED_SAMPLES, isBlocking, patternParameter, type ReferencesCheck, type SqlCheck, STAGING_PLACEHOLDER } from '../declared-checks.ts';

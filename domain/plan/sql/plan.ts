@@ -3,8 +3,8 @@ import { AttemptStatus, BatchPurpose, BatchStatus, ChunkStatus } from '../../bat
 import { ValidationError } from '../../errors.ts';
 import { extractColumn } from '../../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
+import { CHUNKS_LOCK, LOCK_MANIFEST } from '../../manifest/sql/manifest.ts';
 import type { Pipeline } from '../../spec.ts';
-import { CHUNKS_LOCK, LOCK_MANIFEST } from '../../sql/manifest.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from '../../sql/statement.ts';
 import type { Chunk } from '../plan.ts';
 import type { ChunkWindow } from '../windows.ts';

@@ -2,9 +2,9 @@
 // Redshift's documented syntax are found, each with the page it comes from;
 // the documented forms, and the project's own statements, pass.
 import { describe, expect, it } from 'vitest';
+import { manifestDdl } from '../../../domain/manifest/sql/manifest.ts';
 import { COMMAND_PAGES } from '../../../domain/redshift-sql/allowed.ts';
 import { checkSql } from '../../../domain/redshift-sql/check.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
 import { UNDOCUMENTED_CLAUSES, UNDOCUMENTED_FORMS } from '../../support/undocumented-forms.ts';
 
 const constructs = (sql: string) => checkSql(sql).map((f) => f.construct);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { manifestDdl } from '../../../domain/manifest/sql/manifest.ts';
 import { checkSql } from '../../../domain/redshift-sql/check.ts';
 import { ENDS_TRANSACTION, REDSHIFT_PAGES, UNSUPPORTED } from '../../../domain/redshift-sql/unsupported.ts';
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
 
 const pages: { title: string; url: string }[] = Object.values(REDSHIFT_PAGES);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { LEASES_LOCK } from '../../../domain/manifest/sql/manifest.ts';
 import { acquireLease, leaseHolder, releaseLease } from '../../../domain/sql/lease.ts';
-import { LEASES_LOCK } from '../../../domain/sql/manifest.ts';
 import { itIsASafeSingleStatement, NOW } from './support.ts';
 
 describe('single statements of the pipeline lease', () => {

@@ -1,7 +1,7 @@
 // A database of its own for an engine test of the SQL modules: the fixture
 // pipeline's source (raw.order_events) and live table (analytics.orders),
 // and the manifest, reached through the Data API in Redshift mode.
-import { manifestDdl } from '../../../domain/sql/manifest.ts';
+import { manifestDdl } from '../../../domain/manifest/sql/manifest.ts';
 import type { Warehouse as Steps } from '../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse } from '../../support/warehouse.ts';

@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
+import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
 import type { Chunk } from '../../../../domain/plan/plan.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
-import { manifestDdl } from '../../../../domain/sql/manifest.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../../local/aws-clients.ts';
 import { useWarehouse, type Warehouse } from '../../../support/warehouse.ts';

@@ -5,6 +5,7 @@
 // a refusal of any of them refuses the whole batch before anything runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../../../domain/errors.ts';
+import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
 import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
 import {
   decodeStatements,
@@ -17,7 +18,6 @@ import {
 } from '../../../../domain/publish/sql/one-transaction.ts';
 import { dependentsFacts } from '../../../../domain/publish/sql/swap.ts';
 import { checkSql } from '../../../../domain/redshift-sql/check.ts';
-import { manifestDdl } from '../../../../domain/sql/manifest.ts';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../../domain/sql/statement.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../../local/aws-clients.ts';

@@ -1,9 +1,9 @@
 /** The manifest's DDL and the publish guard procedure, installed by Plan. */
-import { BatchStatus, ChunkStatus } from '../batch.ts';
-import { sqlLiteral, validateIdentifier } from '../identifiers.ts';
-import { OUT_OF_BAND } from '../live-watch/out-of-band.ts';
-import { breakerDdl } from './neighbour.ts';
-import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from './statement.ts';
+import { BatchStatus, ChunkStatus } from '../../batch.ts';
+import { sqlLiteral, validateIdentifier } from '../../identifiers.ts';
+import { OUT_OF_BAND } from '../../live-watch/out-of-band.ts';
+import { breakerDdl } from '../../sql/neighbour.ts';
+import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from '../../sql/statement.ts';
 
 /**
  * Version of the manifest's DDL. Plan installs the DDL only when the

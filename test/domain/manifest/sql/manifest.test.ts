@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CATALOG_CHANGED, CHUNK_STATE_QUERY, MANIFEST_VERSION, manifestDdl, PUBLISH_GUARD, publishGuardRefusal } from '../../../domain/sql/manifest.ts';
-import { NOW } from './support.ts';
+import {
+  CATALOG_CHANGED,
+  CHUNK_STATE_QUERY,
+  MANIFEST_VERSION,
+  manifestDdl,
+  PUBLISH_GUARD,
+  publishGuardRefusal,
+} from '../../../../domain/manifest/sql/manifest.ts';
+import { NOW } from '../../sql/support.ts';
 
 describe('manifestDdl', () => {
   it("passes RAISE only variables after the format, as Redshift's PL/pgSQL requires", () => {
