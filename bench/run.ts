@@ -48,11 +48,10 @@ import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER } from '../loc
 import { MAX_HISTORY_EVENTS } from '../local/history.ts';
 import { newClient } from '../local/pg-clients.ts';
 import { recreateDatabase, startLocalPostgres } from '../local/postgres.ts';
+import { thisMachine, writeResultsSection } from '../local/results-file.ts';
 import { LocalRunner } from '../local/runner.ts';
 import { createSampleWarehouse, LIVE_TABLE_COLUMNS, sampleDay, samplePipeline } from '../local/sample-data.ts';
 import { renderTable } from '../local/table.ts';
-import { writeResultsSection } from '../scripts/results-file.ts';
-import { thisMachine } from '../scripts/suite-length.ts';
 import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
@@ -331,7 +330,7 @@ async function main(): Promise<void> {
     field ? describeTarget(TARGETS[field]) : '',
     field ? verdict(field) : '',
   ];
-  // The tables go to stdout and, whole, into docs/results.md (scripts/results-file.ts).
+  // The tables go to stdout and, whole, into docs/results.md (local/results-file.ts).
   const written: string[] = [];
   const emit = (text: string) => {
     process.stdout.write(text);

@@ -1,12 +1,13 @@
 /**
  * The suite's measured length, as `npm run test:loaded` records it in
- * docs/results.md (scripts/results-file.ts): one line per load (idle, or under N busy loops), each with its
+ * docs/results.md (local/results-file.ts): one line per load (idle, or under N busy loops), each with its
  * runs' outcome, their range in seconds, the day and the machine. A set of
  * runs replaces the line of its own load and keeps the others. Nobody
  * writes these figures by hand.
  */
-import { availableParallelism, cpus, totalmem } from 'node:os';
-import { sectionBegin, sectionEnd } from './results-file.ts';
+import { sectionBegin, sectionEnd } from '../local/results-file.ts';
+
+export { thisMachine } from '../local/results-file.ts';
 
 export const BEGIN = sectionBegin('suite-length', 'npm run test:loaded');
 export const END = sectionEnd('suite-length');
@@ -19,12 +20,6 @@ export interface SuiteRuns {
   /** YYYY-MM-DD. */
   readonly day: string;
   readonly machine: string;
-}
-
-/** This machine, as a reader compares it with theirs. */
-export function thisMachine(): string {
-  const model = cpus()[0]?.model.replace(/\s+/g, ' ').trim() ?? 'unknown CPU';
-  return `${availableParallelism()} cores (${model}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 }
 
 function loadOf(busy: number): string {

@@ -15,8 +15,8 @@ import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
+import { RESULTS_FILE, readResults } from '../local/results-file.ts';
 import { renderTable } from '../local/table.ts';
-import { RESULTS_FILE, readResults } from './results-file.ts';
 import { recordSuiteRuns, thisMachine } from './suite-length.ts';
 
 function option(name: string, fallback: number): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sectionBegin, sectionEnd, withSection } from '../../scripts/results-file.ts';
+import { sectionBegin, sectionEnd, withSection } from '../../local/results-file.ts';
 
 describe('withSection', () => {
   it('adds a section after the header of a new file, then replaces only its own section', () => {

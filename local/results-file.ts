@@ -5,6 +5,7 @@
  * are kept.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../lib/project.ts';
 
@@ -40,4 +41,10 @@ export function readResults(): string {
 /** Writes section `name` of the results file. */
 export function writeResultsSection(name: string, command: string, body: string): void {
   writeFileSync(RESULTS_FILE, withSection(readResults(), name, command, body));
+}
+
+/** This machine, as a reader compares it with theirs. */
+export function thisMachine(): string {
+  const model = cpus()[0]?.model.replace(/\s+/g, ' ').trim() ?? 'unknown CPU';
+  return `${availableParallelism()} cores (${model}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`;
 }
