@@ -29,12 +29,12 @@ export function withSection(text: string, name: string, command: string, body: s
   return `${text.slice(0, from)}${block}${text.slice(to + end.length)}`;
 }
 
-/** The results file as it is now ('' when missing). */
+/** The results file as it is now (its header alone when missing). */
 export function readResults(): string {
   try {
     return readFileSync(RESULTS_FILE, 'utf8');
   } catch {
-    return '';
+    return HEADER;
   }
 }
 

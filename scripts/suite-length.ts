@@ -7,8 +7,6 @@
  */
 import { sectionBegin, sectionEnd } from '../local/results-file.ts';
 
-export { thisMachine } from '../local/results-file.ts';
-
 export const BEGIN = sectionBegin('suite-length', 'npm run test:loaded');
 export const END = sectionEnd('suite-length');
 

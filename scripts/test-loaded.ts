@@ -15,9 +15,9 @@ import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT, STATE_DIR } from '../lib/project.ts';
-import { RESULTS_FILE, readResults } from '../local/results-file.ts';
+import { RESULTS_FILE, readResults, thisMachine } from '../local/results-file.ts';
 import { renderTable } from '../local/table.ts';
-import { recordSuiteRuns, thisMachine } from './suite-length.ts';
+import { recordSuiteRuns } from './suite-length.ts';
 
 function option(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -98,7 +98,7 @@ process.stdout.write(
 // The measured range goes into docs/results.md, which the README links beside the test command (scripts/suite-length.ts).
 writeFileSync(
   RESULTS_FILE,
-  recordSuiteRuns(readResults() || '# Measured results\n', {
+  recordSuiteRuns(readResults(), {
     busy,
     seconds,
     green: outcomes.length - failed.length,
