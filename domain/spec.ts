@@ -40,7 +40,7 @@ export const SNAPSHOT_READERS: readonly SnapshotReaders[] = ['wait', 'in-place']
 export type NullTimes = 'fail' | 'quarantine';
 export const NULL_TIMES: readonly NullTimes[] = ['fail', 'quarantine'];
 
-/** Publish modes this version can run (docs/reference.md, "Publish modes"). */
+/** Publish modes this version can run (docs/reference/pipeline-spec.md, "Publish modes"). */
 export const SUPPORTED_PUBLISH_MODES: readonly PublishMode[] = ['swap', 'replace-intervals', 'merge'];
 
 /**
@@ -96,7 +96,7 @@ export interface PipelineSpec {
   /** Columns that identify a row. */
   readonly businessKey: readonly string[];
   /**
-   * How staging reaches the live table (docs/reference.md, "Publish modes"):
+   * How staging reaches the live table (docs/reference/pipeline-spec.md, "Publish modes"):
    * - `'swap'`: staging holds the whole history `[historyStart, to)`; one
    *   transaction renames live to its old version and staging to live.
    * - `'replace-intervals'`: staging holds only the batch's intervals
