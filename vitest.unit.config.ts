@@ -22,7 +22,10 @@ export default defineConfig({
     hookTimeout: SAFETY_NET_MS,
     env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
     sequence: { shuffle: { files: false, tests: true } },
-    // The slowest files wait on subprocesses (the AWS CLI, boto3, cdk synth's bundling) part of the time.
-    maxWorkers: 3,
+    // One worker thread per core, each loading the CDK and the SDK once for all its files (no per-file
+    // isolation: a file that changes process.env or a module's state restores it, as test/functions/handler.test.ts does).
+    pool: 'threads',
+    maxWorkers: 2,
+    isolate: false,
   },
 });

@@ -160,6 +160,8 @@ describe('stepHandler', () => {
 
   it('stays off in a Lambda-like environment when POWERTOOLS_TRACE_ENABLED is "false", as the local runner sets it', () => {
     vi.stubEnv('AWS_EXECUTION_ENV', 'AWS_Lambda_nodejs22.x');
+    // Unset, whatever an earlier file in this process set (LocalRunner.create sets it, as Lambda's environment would be).
+    vi.stubEnv('POWERTOOLS_TRACE_ENABLED', undefined);
     try {
       expect(new Tracer({ captureHTTPsRequests: false }).isTracingEnabled()).toBe(true);
       vi.stubEnv('POWERTOOLS_TRACE_ENABLED', 'false');

@@ -61,76 +61,51 @@ const PROTOCOLS = [
     contentType: 'application/x-amz-json-1.0',
     env: () => ({}),
     shown: (ms: number) => ms / 1000,
-    sent: /'X-Amz-Target': 'GraniteServiceVersion20100801\.ListMetrics', 'Content-Type': 'application\/x-amz-json-1\.0', 'x-amzn-query-mode': 'true'/,
+    sent: /'X-Amz-Target': 'GraniteServiceVersion20100801\.GetMetricStatistics', 'Content-Type': 'application\/x-amz-json-1\.0', 'x-amzn-query-mode': 'true'/,
   },
   {
     protocol: 'smithy-rpc-v2-cbor',
     contentType: 'application/cbor',
     env: () => ({ AWS_DATA_PATH: path.join(models, 'smithy-rpc-v2-cbor') }),
     shown: (ms: number) => ms / 1000,
-    sent: /'url_path': '\/service\/GraniteServiceVersion20100801\/operation\/ListMetrics'.*'smithy-protocol': 'rpc-v2-cbor'/,
+    sent: /'url_path': '\/service\/GraniteServiceVersion20100801\/operation\/GetMetricStatistics'.*'smithy-protocol': 'rpc-v2-cbor'/,
   },
 ] as const;
 
 const ALARMS = ['age-a', 'age-b', 'age-c'].map((alarmName) => alarmOn({ alarmName }));
 
-describe.skipIf(!HAS_BOTO3).each(PROTOCOLS)('boto3 in the $protocol protocol', ({ protocol, contentType, env }) => {
-  const local = useLocalCloudWatch('all', ALARMS);
+// Each protocol's clients against an endpoint of their own, all at once: the calls wait on the clients' own start-up most of the time.
+describe.concurrent('clients of this machine', () => {
+  describe.skipIf(!HAS_BOTO3).each(PROTOCOLS)('boto3 in the $protocol protocol', ({ protocol, contentType, env }) => {
+    const local = useLocalCloudWatch('all', ALARMS);
 
-  it("puts and lists metrics, pages through the alarms, reads statistics, and gets CloudWatch's error for a start after the end", async () => {
-    const { code, out, err } = await run('python3', [SCRIPT, 'run', local.cw.endpoint, iso(T0)], env());
-    expect({ code, err }).toEqual({ code: 0, err: '' });
+    it("puts and lists metrics, pages through the alarms, reads statistics, and gets CloudWatch's error for a start after the end", async () => {
+      const { code, out, err } = await run('python3', [SCRIPT, 'run', local.cw.endpoint, iso(T0)], env());
+      expect({ code, err }).toEqual({ code: 0, err: '' });
 
-    expect(JSON.parse(out)).toEqual({
-      protocol,
-      contentTypes: [contentType],
-      metrics: ['p0', 'p1', 'p2'],
-      alarmPages: [['age-a', 'age-b'], ['age-c']],
-      stateUpdated: '2026-12-01T08:00:00+00:00',
-      datapoints: [{ Timestamp: '2026-12-01T07:55:00+00:00', Sum: 2.5, SampleCount: 1 }],
-      error: {
-        class: 'InvalidParameterValueException',
-        code: 'InvalidParameterValue',
-        message: 'The parameter StartTime must be less than the parameter EndTime.',
-        status: 400,
-      },
+      expect(JSON.parse(out)).toEqual({
+        protocol,
+        contentTypes: [contentType],
+        metrics: ['p0', 'p1', 'p2'],
+        alarmPages: [['age-a', 'age-b'], ['age-c']],
+        stateUpdated: '2026-12-01T08:00:00+00:00',
+        datapoints: [{ Timestamp: '2026-12-01T07:55:00+00:00', Sum: 2.5, SampleCount: 1 }],
+        error: {
+          class: 'InvalidParameterValueException',
+          code: 'InvalidParameterValue',
+          message: 'The parameter StartTime must be less than the parameter EndTime.',
+          status: 400,
+        },
+      });
     });
   });
-});
 
-describe.skipIf(!HAS_BOTO3 || !HAS_AWS_CLI).each(PROTOCOLS)('the AWS CLI (--endpoint-url) in the $protocol protocol', ({ env, sent, shown }) => {
-  const local = useLocalCloudWatch('all', ALARMS);
-  const aws = (...args: string[]) => run('aws', ['--endpoint-url', local.cw.endpoint, '--output', 'json', 'cloudwatch', ...args], env());
-
-  it('sends that protocol', async () => {
-    const { code, err } = await aws('list-metrics', '--debug');
-    expect(code).toBe(0);
-    expect(err).toMatch(sent);
-  });
-
-  it('puts a metric and lists it, reads its statistics, and pages through every alarm', async () => {
-    expect(
-      await aws(
-        'put-metric-data',
-        '--namespace',
-        'Cli',
-        '--metric-name',
-        'Age',
-        '--dimensions',
-        'Pipeline=p',
-        '--value',
-        '7',
-        '--unit',
-        'Seconds',
-        '--timestamp',
-        iso(T0 - 3 * MINUTE),
-      ),
-    ).toMatchObject({ code: 0 });
-
-    expect(JSON.parse((await aws('list-metrics', '--namespace', 'Cli')).out)).toEqual({
-      Metrics: [{ Namespace: 'Cli', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }],
-    });
-    const stats = await aws(
+  const awsOn =
+    (local: { cw: { endpoint: string } }, env: Record<string, string>) =>
+    (...args: string[]) =>
+      run('aws', ['--endpoint-url', local.cw.endpoint, '--output', 'json', 'cloudwatch', ...args], env);
+  const statistics = (aws: (...args: string[]) => ReturnType<typeof run>, ...extra: string[]) =>
+    aws(
       'get-metric-statistics',
       '--namespace',
       'Cli',
@@ -146,40 +121,82 @@ describe.skipIf(!HAS_BOTO3 || !HAS_AWS_CLI).each(PROTOCOLS)('the AWS CLI (--endp
       '60',
       '--statistics',
       'Maximum',
+      ...extra,
     );
-    expect(JSON.parse(stats.out)).toEqual({ Label: 'Age', Datapoints: [{ Timestamp: shown(T0 - 3 * MINUTE), Maximum: 7, Unit: 'Seconds' }] });
-    // --page-size 1: three DescribeAlarms calls, one alarm each, followed by NextToken and merged.
-    const alarms = JSON.parse((await aws('describe-alarms', '--page-size', '1')).out);
-    expect(alarms.MetricAlarms.map((a: { AlarmName: string }) => a.AlarmName)).toEqual(['age-a', 'age-b', 'age-c']);
-  });
-
-  it("sets an alarm's state, and exits non-zero with CloudWatch's code and message on a refusal", async () => {
-    expect(await aws('set-alarm-state', '--alarm-name', 'age-b', '--state-value', 'ALARM', '--state-reason', 'testing the page')).toMatchObject({ code: 0 });
-    expect(JSON.parse((await aws('describe-alarms', '--alarm-names', 'age-b', '--query', 'MetricAlarms[0].[StateValue,StateReason]')).out)).toEqual([
-      'ALARM',
-      'testing the page',
-    ]);
-
-    const refused = await aws(
-      'get-metric-statistics',
+  const putAge = (aws: (...args: string[]) => ReturnType<typeof run>) =>
+    aws(
+      'put-metric-data',
       '--namespace',
       'Cli',
       '--metric-name',
       'Age',
-      '--start-time',
-      iso(T0),
-      '--end-time',
-      iso(T0 - MINUTE),
-      '--period',
-      '60',
-      '--statistics',
-      'Sum',
+      '--dimensions',
+      'Pipeline=p',
+      '--value',
+      '7',
+      '--unit',
+      'Seconds',
+      '--timestamp',
+      iso(T0 - 3 * MINUTE),
     );
-    expect(refused.code).not.toBe(0);
-    expect(refused.err).toContain(
-      'An error occurred (InvalidParameterValue) when calling the GetMetricStatistics operation: The parameter StartTime must be less than the parameter EndTime.',
-    );
-    const tooMany = await aws('describe-alarms', '--max-records', '101');
-    expect(tooMany.err).toMatch(/\(ValidationError\) when calling the DescribeAlarms operation: 1 validation error detected: Value '101' at 'maxRecords'/);
+
+  // The CLI's wire is botocore's, which boto3 above speaks in every protocol: here each protocol once, through the CLI's own parsing and printing.
+  describe.skipIf(!HAS_BOTO3 || !HAS_AWS_CLI).each(PROTOCOLS)('the AWS CLI (--endpoint-url) in the $protocol protocol', ({ env, sent, shown }) => {
+    const local = useLocalCloudWatch('all', ALARMS);
+
+    it('sends that protocol, and prints the statistics of a metric it put', async () => {
+      const aws = awsOn(local, env());
+      expect(await putAge(aws)).toMatchObject({ code: 0 });
+      const stats = await statistics(aws, '--debug');
+      expect(stats.code).toBe(0);
+      expect(stats.err).toMatch(sent);
+      expect(JSON.parse(stats.out)).toEqual({ Label: 'Age', Datapoints: [{ Timestamp: shown(T0 - 3 * MINUTE), Maximum: 7, Unit: 'Seconds' }] });
+    });
+  });
+
+  // The rest of what the CLI does over the wire, in the protocol this machine's CLI sends as installed.
+  describe.skipIf(!HAS_BOTO3 || !HAS_AWS_CLI)('the AWS CLI (--endpoint-url) as installed', () => {
+    const local = useLocalCloudWatch('all', ALARMS);
+    const aws = (...args: string[]) => awsOn(local, {})(...args);
+
+    it('lists a metric it put, and pages through every alarm', async () => {
+      expect(await putAge(aws)).toMatchObject({ code: 0 });
+      expect(JSON.parse((await aws('list-metrics', '--namespace', 'Cli')).out)).toEqual({
+        Metrics: [{ Namespace: 'Cli', MetricName: 'Age', Dimensions: [{ Name: 'Pipeline', Value: 'p' }] }],
+      });
+      // --page-size 1: three DescribeAlarms calls, one alarm each, followed by NextToken and merged.
+      const alarms = JSON.parse((await aws('describe-alarms', '--page-size', '1')).out);
+      expect(alarms.MetricAlarms.map((a: { AlarmName: string }) => a.AlarmName)).toEqual(['age-a', 'age-b', 'age-c']);
+    });
+
+    it("sets an alarm's state, and exits non-zero with CloudWatch's code and message on a refusal", async () => {
+      expect(await aws('set-alarm-state', '--alarm-name', 'age-b', '--state-value', 'ALARM', '--state-reason', 'testing the page')).toMatchObject({ code: 0 });
+      expect(JSON.parse((await aws('describe-alarms', '--alarm-names', 'age-b', '--query', 'MetricAlarms[0].[StateValue,StateReason]')).out)).toEqual([
+        'ALARM',
+        'testing the page',
+      ]);
+
+      const refused = await aws(
+        'get-metric-statistics',
+        '--namespace',
+        'Cli',
+        '--metric-name',
+        'Age',
+        '--start-time',
+        iso(T0),
+        '--end-time',
+        iso(T0 - MINUTE),
+        '--period',
+        '60',
+        '--statistics',
+        'Sum',
+      );
+      expect(refused.code).not.toBe(0);
+      expect(refused.err).toContain(
+        'An error occurred (InvalidParameterValue) when calling the GetMetricStatistics operation: The parameter StartTime must be less than the parameter EndTime.',
+      );
+      const tooMany = await aws('describe-alarms', '--max-records', '101');
+      expect(tooMany.err).toMatch(/\(ValidationError\) when calling the DescribeAlarms operation: 1 validation error detected: Value '101' at 'maxRecords'/);
+    });
   });
 });
