@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
+import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import {
   OutOfBandChangeError,
   PublishConflictError,
@@ -8,13 +8,11 @@ import {
   ValidationError,
   WarehouseError,
 } from '../../domain/errors.ts';
-import { describeOutOfBandChange, outOfBandRefusal } from '../../domain/live-watch/out-of-band.ts';
 import { catchUpRows, liveColumnsQuery } from '../../domain/live-watch/sql/out-of-band.ts';
-import { isOlderDataRefusal, publishGuardRefusal, sourceChangedRefusal } from '../../domain/manifest/sql/manifest.ts';
 import { warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
 import { previousVersionTableFor, viewVersionTableFor } from '../../domain/plan/plan.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
-import { rewritesInPlace } from '../../domain/publish/sql/rewrite.ts';
+import { catchUpOf, failedPublish, publishRoute } from '../../domain/publish/route.ts';
 import {
   batchState,
   markNewestChunkStale,
@@ -119,9 +117,8 @@ const isResult = (value: unknown): value is PublishResult => typeof value === 'o
  * After the publish transaction failed: an earlier attempt whose response
  * was lost (or whose wait was abandoned) may have committed meanwhile: then
  * the guard, or the staging table already renamed away, fails this one.
- * That publish is this batch's own. A guard refusal of older data ends the
- * batch SUPERSEDED; any other refusal is a PublishConflictError; the rest
- * is rethrown.
+ * That publish is this batch's own. Otherwise the refusal is acted on as
+ * domain/publish/route.ts failedPublish names it.
  */
 async function afterFailedPublish(
   error: unknown,
@@ -133,17 +130,22 @@ async function afterFailedPublish(
   if (!(error instanceof WarehouseError)) throw error;
   const published = await publishedMeanwhile(warehouse, event.batch, liveTable, name);
   if (published) return published;
-  const changed = sourceChangedRefusal(error.message);
-  if (changed !== undefined) {
-    await warehouse.batch(markNewestChunkStale(event.batch.batchId), name('source-changed'));
-    throw new SourceChangedError(`${changed}. Nothing was published; the chunk is marked STALE, so the next run of the batch reloads it`, { cause: error });
+  const failed = failedPublish(error.message, event.batch);
+  switch (failed.kind) {
+    case 'source-changed':
+      await warehouse.batch(markNewestChunkStale(event.batch.batchId), name('source-changed'));
+      throw new SourceChangedError(`${failed.refusal}. Nothing was published; the chunk is marked STALE, so the next run of the batch reloads it`, {
+        cause: error,
+      });
+    case 'superseded':
+      return superseded(event, warehouse, failed.refusal, liveTable, name);
+    case 'conflict':
+      throw new PublishConflictError(failed.refusal, { cause: error });
+    case 'out-of-band':
+      throw new OutOfBandChangeError(failed.description, { cause: error });
+    case 'rethrow':
+      throw error;
   }
-  const refusal = publishGuardRefusal(error.message);
-  if (refusal !== undefined && isOlderDataRefusal(refusal)) return superseded(event, warehouse, refusal, liveTable, name);
-  if (refusal !== undefined) throw new PublishConflictError(refusal, { cause: error });
-  const outOfBand = event.batch.live === undefined ? undefined : outOfBandRefusal(error.message);
-  if (outOfBand !== undefined) throw new OutOfBandChangeError(describeOutOfBandChange(event.batch, event.batch.live!, outOfBand), { cause: error });
-  throw error;
 }
 
 /**
@@ -165,46 +167,44 @@ export async function publish(
   const name = (step: string) => `atomic-publish:${pipeline.name}:publish:${step}:${batch.batchId}`;
 
   const [before] = await warehouse.query(batchState(batch.batchId), name('state'));
-  // A check publishes nothing, whatever leads here: its payload says so, and so does the manifest.
-  if (batch.check !== undefined || before?.purpose === BatchPurpose.check) {
-    throw new ValidationError(
-      `batch ${batch.batchId} of pipeline ${pipeline.name} is a check (the gate run without publishing): Publish refuses it; nothing was published. ` +
-        'To publish the interval, run it without check',
-    );
-  }
-  if (before?.status === BatchStatus.PUBLISHED) {
-    logger.info('batch already published; nothing to do', { batchId: batch.batchId });
-    // A retry after the swap committed: the catch-up may not have run.
-    await catchUp(warehouse, pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), waits, name, true);
-    return toResult(before, liveTable, true);
-  }
-  // A retry after an attempt that found the batch superseded but failed before answering (e.g. releasing the lease).
-  if (before?.status === BatchStatus.SUPERSEDED) {
-    const earlier = batch.restatement === undefined ? 'found newer data live' : 'found newer data live, or staging equal to the live rows';
-    return superseded(event, warehouse, `an earlier attempt of Publish ${earlier} (see batches.error)`, liveTable, name, true);
+  const route = publishRoute(batch, pipeline, before === undefined ? undefined : { status: String(before.status), purpose: String(before.purpose) });
+  switch (route.kind) {
+    case 'refuse-check':
+      throw new ValidationError(route.message);
+    case 'already-published':
+      logger.info('batch already published; nothing to do', { batchId: batch.batchId });
+      await catchUp(warehouse, pipeline, batch, previousVersionTableFor(pipeline, batch.batchId), waits, name, true);
+      return toResult(before!, liveTable, true);
+    case 'already-superseded':
+      return superseded(event, warehouse, route.reason, liveTable, name, true);
+    case 'publish':
+      break;
   }
 
-  if (batch.restatement !== undefined) {
+  if (route.compareRestatement) {
     const same = await beforeTheSwap(() => restatementUnchanged(warehouse, pipeline, batch, name), warehouse, batch, liveTable, name);
     if (isResult(same)) return same;
     if (same !== undefined) return superseded(event, warehouse, same, liveTable, name, false, true);
   }
 
-  const recheck =
-    pipeline.publishVia === 'view' || pipeline.migrating
-      ? []
-      : await beforeTheSwap(() => sourceRecheckOf(warehouse, pipeline, batch, waits, name), warehouse, batch, liveTable, name);
+  const recheck = route.recheckSource
+    ? await beforeTheSwap(() => sourceRecheckOf(warehouse, pipeline, batch, waits, name), warehouse, batch, liveTable, name)
+    : [];
   if (isResult(recheck)) return recheck;
 
-  if (pipeline.publishVia === 'view') return publishThroughView(event, warehouse, waits, name);
-  if (pipeline.publishMode === 'replace-intervals')
-    return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
-  if (pipeline.publishMode === 'merge') return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
-  // A migration changes the table's columns: rows cannot be rewritten into it, so it renames (docs/decisions/snapshot-readers-without-locks.md).
-  if (rewritesInPlace(pipeline)) {
-    return publishChangingRows(event, warehouse, waits, liveTable, name, publishRewrite, 'published: live rows replaced in place', recheck);
+  switch (route.method) {
+    case 'view':
+      return publishThroughView(event, warehouse, waits, name);
+    case 'intervals':
+      return publishChangingRows(event, warehouse, waits, liveTable, name, publishIntervals, 'published: intervals replaced', recheck);
+    case 'merge':
+      return publishChangingRows(event, warehouse, waits, liveTable, name, publishMerge, 'published: merged', recheck);
+    case 'rewrite':
+      return publishChangingRows(event, warehouse, waits, liveTable, name, publishRewrite, 'published: live rows replaced in place', recheck);
+    case 'swap':
+      break;
   }
-  if (pipeline.snapshotReaders === 'in-place') {
+  if (route.renamesDespiteInPlace) {
     logger.warn('a migration changes the columns of the live table: published by the rename swap, which waits only for transactions holding a lock', {
       batchId: batch.batchId,
     });
@@ -284,9 +284,8 @@ async function sourceRecheckOf(
 }
 
 /**
- * After a swap that carried expected writers' rows over (a migration, or
- * outOfBand.expectedWriters): copies those the swap's snapshot missed from
- * the old version into the new live table (domain/live-watch/sql/out-of-band.ts
+ * The catch-up domain/publish/route.ts catchUpOf names, copied from the old
+ * version into the new live table (domain/live-watch/sql/out-of-band.ts
  * catchUpRows). `ifRetained`: only when the old version still exists (a
  * replay long after may find it dropped by Cleanup).
  */
@@ -299,10 +298,10 @@ async function catchUp(
   name: (step: string) => string,
   ifRetained = false,
 ): Promise<void> {
-  const carryFrom = batch.live?.carryFrom;
-  if (carryFrom === undefined || pipeline.publishVia === 'view') return;
+  const caughtUp = catchUpOf(pipeline, batch);
+  if (caughtUp === undefined) return;
   if (ifRetained && (await warehouse.query(tableColumns(pipeline.target.schema, previous), name('old-version-columns'))).length === 0) return;
-  const columns = pipeline.migrating?.columns ?? batch.live!.columns;
+  const { carryFrom, columns } = caughtUp;
   try {
     await warehouse.batch(catchUpRows(pipeline, previous, columns, carryFrom, waits.lockWaitMs, pipeline.migrating?.from ?? columns), name('catch-up'));
   } catch (error) {
