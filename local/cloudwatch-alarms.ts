@@ -1,27 +1,12 @@
 /**
- * The stack's metric alarms as synthesized, and their evaluation at a given
- * instant, as CloudWatch evaluates a metric alarm:
- *
- * - a new alarm starts in INSUFFICIENT_DATA;
- * - it is evaluated every minute (every 10 seconds with a period under a
- *   minute), whatever its period: each evaluation looks at the last
- *   `EvaluationPeriods` periods that end at the last whole minute (10
- *   seconds), each reduced to one value by the alarm's statistic and
- *   compared with the threshold; so a datapoint counts a minute after its
- *   own, not only once a period of five minutes has passed;
- * - `DatapointsToAlarm` (M) of those N breaching turn it to ALARM;
- * - a period without data counts as breaching (`breaching`), as within the
- *   threshold (`notBreaching`), keeps the state (`ignore`) or is left out
- *   (`missing`, the default; all missing: INSUFFICIENT_DATA);
- * - on every change of state the actions of the new state run (OK too).
- *
- * Simplified where no alarm here depends on it: CloudWatch may also look
- * back beyond N periods when some are missing, and delays evaluation by a
- * minute; here a period counts once its end is at or before `now`.
- * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
+ * The stack's metric alarms as synthesized, evaluated at an instant as
+ * CloudWatch evaluates them: INSUFFICIENT_DATA at first; the last
+ * EvaluationPeriods periods up to the last whole minute, each reduced by the
+ * statistic, M of N breaching (DatapointsToAlarm) to ALARM; missing periods
+ * by TreatMissingData; each change of state runs the new state's actions.
+ * Cadence, and what is not modelled: docs/decisions/alarms-evaluated-every-minute.md
  * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
  * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
- * https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-resource-cloudwatch-alarm.html
  */
 import { type CfnResource, LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION, resolveToken } from '../lib/definition.ts';
 import type { Template } from './template.ts';

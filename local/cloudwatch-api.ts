@@ -1,28 +1,11 @@
-// A local CloudWatch endpoint: the metrics the freshness monitor writes, and
-// the stack's alarms as synthesized, evaluated on them. The real
-// @aws-sdk/client-cloudwatch client works against it unchanged except for
-// `endpoint`, and so do boto3 and the AWS CLI (`--endpoint-url`):
-//
-//   const cw = await startLocalCloudWatchApi({ alarms: alarmsFromTemplate(template), outbox });
-//   const client = localCloudWatchClient(cw.endpoint); // local/aws-clients.ts
-//   await client.send(new PutMetricDataCommand({ ... }));
-//   await cw.evaluate(new Date(...));                  // the alarms at that instant; transitions go to the outbox
-//
-// It serves PutMetricData, GetMetricStatistics, GetMetricData (MetricStat
-// queries), ListMetrics, DescribeAlarms, DescribeAlarmsForMetric and
-// SetAlarmState, refusing what CloudWatch refuses (local/cloudwatch-requests.ts).
-// Time is the caller's: alarms are evaluated only by evaluate(now), never
-// on a timer of the endpoint's, so a test moves the clock without sleeping
-// (`local up` calls it on the real clock). The `AWS/` namespaces are
-// reserved, as on AWS, for the services' own metrics: only a caller signing
-// with LOCAL_AWS_SERVICE_ACCESS_KEY_ID (the local engine's Lambda service,
-// local/lambda-metrics.ts) may write them.
-// Wire: AWS JSON 1.0 with the target prefix `GraniteServiceVersion20100801.`
-// (the JS SDK 3.11xx, botocore from 1.42.7), awsQueryCompatible: an error
-// also carries `x-amzn-query-error: <query code>;Sender`, from which those
-// clients take its code; the awsQuery protocol of older clients
-// (local/cloudwatch-query.ts); and Smithy RPC v2 CBOR (local/cloudwatch-cbor.ts).
-// Timestamps as epoch seconds in JSON.
+// A local CloudWatch endpoint: the metrics a local run writes, and the stack's
+// alarms as synthesized, evaluated on them. The JS SDK, boto3 and the AWS CLI work
+// against it with only the endpoint changed (local/aws-clients.ts). It serves
+// PutMetricData, GetMetricStatistics, GetMetricData (MetricStat), ListMetrics,
+// DescribeAlarms, DescribeAlarmsForMetric and SetAlarmState, refusing what
+// CloudWatch refuses (local/cloudwatch-requests.ts). Alarms are evaluated only by
+// evaluate(now), never on a timer; an `AWS/` namespace takes writes only from
+// LOCAL_AWS_SERVICE_ACCESS_KEY_ID. Wire: docs/decisions/cloudwatch-protocols-from-the-sdk-model.md
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html
 // https://smithy.io/2.0/aws/protocols/aws-query-protocol.html#aws-protocols-awsquerycompatible-trait
 import { join } from 'node:path';

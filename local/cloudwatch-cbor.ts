@@ -1,13 +1,9 @@
-// CloudWatch's Smithy RPC v2 CBOR protocol, which the AWS SDKs were
-// announced to move CloudWatch to (the Go SDK v2 first), and which botocore
-// and the JS SDK send when set to it (botocore 1.43 lists it but prefers
-// JSON 1.0): `POST
+// CloudWatch's Smithy RPC v2 CBOR protocol: `POST
 // /service/GraniteServiceVersion20100801/operation/<Operation>` with
-// `smithy-protocol: rpc-v2-cbor` and a CBOR body, timestamps as tag 1
-// (epoch seconds); errors as a map of `__type` (the shape's absolute id)
-// and `message`, with x-amzn-query-error as in JSON (awsQueryCompatible).
-// The members' types come from the service model (local/cloudwatch-model.ts);
-// the codec is the one the AWS SDKs for JavaScript ship (@smithy/core/cbor).
+// `smithy-protocol: rpc-v2-cbor`, timestamps as tag 1 (epoch seconds),
+// errors as `__type` and `message` with x-amzn-query-error as in JSON.
+// Types from the service model (local/cloudwatch-model.ts), the codec the
+// JS SDKs ship (@smithy/core/cbor). Why: docs/decisions/cloudwatch-protocols-from-the-sdk-model.md
 // https://smithy.io/2.0/additional-specs/protocols/smithy-rpc-v2.html
 import type http from 'node:http';
 import { cbor, tag } from '@smithy/core/cbor';

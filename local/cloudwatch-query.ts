@@ -1,18 +1,9 @@
-// CloudWatch's awsQuery protocol, which clients built on botocore before
-// 1.42.7 (boto3 1.26, AWS CLI v2.9) send, beside the JSON 1.0 protocol of
-// newer ones: `POST /` with a form-encoded body (`Action`, `Version`, list
-// members flattened as `Name.member.1`), answered in XML
-// (`<XResponse><XResult>...</XResult><ResponseMetadata>`, lists as
-// `<member>`, timestamps ISO 8601), errors as `<ErrorResponse>` with the
-// model's query error codes (InvalidParameterValue, not
-// InvalidParameterValueException).
-//
-// Members, their types and the error codes come from the service model
-// (local/cloudwatch-model.ts), so the endpoint reads and writes each
-// operation's shapes as the model has them. Requests are read into the
-// JSON protocol's form (timestamps as epoch seconds): the operations serve
-// every protocol.
-// https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/making-api-requests.html
+// CloudWatch's awsQuery protocol, which clients on botocore before 1.42.7
+// (boto3 1.26, AWS CLI v2.9) send: a form-encoded `POST /` answered in XML,
+// errors as `<ErrorResponse>` with the model's query codes. Members, types
+// and codes come from the SDK's service model (local/cloudwatch-model.ts);
+// a request is read into the JSON protocol's form, so one operation serves
+// every protocol. Why: docs/decisions/cloudwatch-protocols-from-the-sdk-model.md
 // https://smithy.io/2.0/aws/protocols/aws-query-protocol.html
 import type http from 'node:http';
 import { NormalizedSchema } from '@smithy/core/schema';

@@ -1,15 +1,9 @@
 /**
- * Database users on the local server. The handlers run as a least-privilege
- * role, as they do on Redshift, holding exactly what the pipeline's setup
- * SQL grants (domain/sql/setup.ts), which the local engine applies after it
- * has created the sample tables.
- *
- * The role is named as the step functions' IAM role is on Redshift
- * Serverless (`IAMR:<role name>`), so its quoting is exercised locally too.
- * Roles belong to the server, not to a database: every database on a server
- * shares it. Its password is derived from the server's generated superuser
- * password and the role's name (localUserPassword), so only a process that
- * can read the server's state file can log in as it.
+ * Database users on the local server. The handlers run as LOCAL_PIPELINE_USER,
+ * named as a Serverless IAM role's user and holding exactly what the setup
+ * SQL grants (domain/sql/setup.ts), applied after the sample tables exist.
+ * Roles belong to the server, shared by all its databases; a role's password
+ * is localUserPassword's. Why: docs/decisions/privileges-and-the-database-user.md
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';

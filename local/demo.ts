@@ -1,25 +1,9 @@
 /**
- * The main job on the embedded default (`npm start`): the scenario of a
- * table rebuilt every morning while analysts read it, on a real
- * PostgreSQL server through the local Redshift Data API and the state
- * machine `cdk synth` produces.
- *
- *   Monday:  the rebuild succeeds.
- *   Tuesday: an upstream order line with quantity 0 makes the rebuild fail at about 60%.
- *   Tuesday, re-run after the upstream fix: the failed batch resumes where it stopped.
- *   Wednesday: March is corrected upstream; the pipeline, now published by
- *     replace-intervals (a spec change, deployed), backfills March alone.
- *   Thursday: the last three days are backfilled; after their chunks
- *     loaded, 100 order lines of 2026-03-31 are corrected upstream in place
- *     (+1,000.00 each, same count). The gate fails, live stays as it was,
- *     and the alert locates the change: chunk, day, amount, keys.
- *   Thursday, re-run with the input the alert gave: the corrected chunk
- *     reloads and publishes.
- *
- * Each day runs twice: naively in place (DELETE, then INSERT day by day,
- * the code most teams start with) and through atomic-publish. Readers poll
- * both live tables all the while. Exits non-zero if a reader of the atomic
- * path saw anything but the old or the new row count.
+ * `npm start`: a table rebuilt every morning while analysts read it, on a
+ * real PostgreSQL through the local Data API and the state machine
+ * `cdk synth` produces; each day runs naively in place and through
+ * atomic-publish, readers polling both. Exits non-zero if a reader of the
+ * atomic path saw anything but the old or the new rows. The days: docs/demo.md
  */
 
 import type pg from 'pg';

@@ -1,19 +1,11 @@
 /**
- * Map states in Distributed mode, run locally the way Step Functions runs
- * them: every item (or batch of items, with ItemBatcher) is a child
- * execution of the ItemProcessor with a history of its own, at most
- * MaxConcurrency at a time, and the Map fails with
- * `States.ExceedToleratedFailureThreshold` once more children failed than
- * ToleratedFailureCount / ToleratedFailurePercentage allow (by default, one
- * failure); the children still running are then stopped.
- * aws-local-stepfunctions runs a Map inline whatever its ProcessorConfig,
- * so the runner replaces each distributed Map state with a Task state of
- * the same input and output processing (InputPath, ResultSelector,
- * ResultPath, OutputPath, Retry, Catch, Next/End) whose local handler is
- * `runDistributedMap`. ItemsPath and ItemSelector are evaluated by the same
- * library, through an inline Map of Pass states, so their semantics are
- * the library's. ItemReader and ResultWriter (S3) have no local equivalent
- * and are refused.
+ * Map states in Distributed mode, run as Step Functions runs them: each item
+ * (or ItemBatcher batch) a child execution with a history of its own, at most
+ * MaxConcurrency at once; past the tolerated failures (by default none) the
+ * Map fails with `States.ExceedToleratedFailureThreshold`, stopping the
+ * children still running. The runner swaps each such Map for a Task state of
+ * the same input and output processing, handled by `runDistributedMap`.
+ * ItemReader and ResultWriter (S3) are refused.
  * https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html
  */
 import { randomUUID } from 'node:crypto';

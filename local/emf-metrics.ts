@@ -1,12 +1,9 @@
 /**
- * What CloudWatch Logs does with a Lambda's Embedded Metric Format lines,
- * on one machine: the metric records the local runner captured from the
- * handlers' stdout (local/lambda-output.ts) become metrics of the local
- * CloudWatch endpoint, through the real client's PutMetricData: the
- * directive's namespace, its dimensions (all of them, as CloudWatch
- * extracts one metric per dimension set), the record's timestamp. So the
- * stack's alarms on handler metrics are evaluated on what the handlers
- * really wrote.
+ * CloudWatch Logs' part for the handlers' Embedded Metric Format lines: the
+ * records the runner captured from their stdout (local/lambda-output.ts)
+ * sent to the local CloudWatch endpoint with PutMetricData, in the
+ * directive's namespace, by its dimension sets, at the record's timestamp.
+ * Why: docs/decisions/alarms-per-pipeline-and-their-runbook.md ("Locally")
  * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
  */
 import { type CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';

@@ -1,21 +1,11 @@
-// A local EventBridge endpoint that records what PutEvents sends, so the
-// publication events of a local run can be read back. The real
-// @aws-sdk/client-eventbridge client works against it unchanged except for
-// `endpoint`:
-//
-//   const events = await startLocalEventBridgeApi();
-//   const client = localEventBridgeClient(events.endpoint); // local/aws-clients.ts
-//   await client.send(new PutEventsCommand({ Entries: [...] }));
-//   events.entries                                          // what was accepted, in order
-//
-// It serves PutEvents with EventBridge's checks: 1 to 10 entries a request,
-// 256 KB a request, Source, DetailType and Detail required, Detail a JSON
-// object, a bus that exists. A bad entry fails alone (FailedEntryCount,
-// ErrorCode), as EventBridge answers; a bad request fails whole. A test
-// may have it refuse a good entry too (`refuse`: throttling).
-// Wire: AWS JSON 1.1, target prefix `AWSEvents.` (the client 3.11xx).
+// A local EventBridge endpoint that records what PutEvents accepts
+// (`entries`, in order), so a local run's publication events can be read
+// back; the real client works against it with only `endpoint` changed.
+// PutEvents keeps EventBridge's checks (1 to 10 entries, 256 KB a request,
+// Source, DetailType and a JSON-object Detail, a bus that exists): a bad entry
+// fails alone (FailedEntryCount), a bad request whole; `refuse` makes a good
+// entry fail too (throttling). Wire: AWS JSON 1.1, target prefix `AWSEvents.`.
 // https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html
-// https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-putevents.html
 import { randomUUID } from 'node:crypto';
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 

@@ -1,49 +1,18 @@
 /**
- * An execution's history as Step Functions writes it, built as the local
- * run goes from three sources: the events aws-local-stepfunctions reports
- * (states entered, exited, failed, retried, caught; Map iterations; the
- * execution's start and end), the Task invocations the local runner makes
- * (what each attempt was called with and returned: the library reports
- * neither) and the Map Runs of distributed Maps (local/distributed-map.ts).
- * Event types and details: https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html
- *
- * What it writes, as Step Functions does:
- * - every state `<Type>StateEntered` and, once it leaves, `<Type>StateExited`;
- *   a Fail state, or a state whose error no Catch takes, is not exited (the
- *   execution or Map iteration fails next);
- * - a Task's attempt: for a Lambda function ARN as Resource (what
- *   `payloadResponseOnly` synthesizes) LambdaFunctionScheduled, Started,
- *   then Succeeded, Failed or TimedOut; for an optimized integration
- *   (`arn:aws:states:::lambda:invoke`, `sns:publish`, ...) TaskScheduled
- *   (resourceType, resource, region, parameters), TaskStarted, then
- *   TaskSucceeded, TaskFailed or TaskTimedOut; a retry is another attempt;
- * - a Map: MapStateStarted (its items' count) after it is entered, its
- *   iterations, then MapStateSucceeded before MapStateExited, or
- *   MapStateFailed (only once no Retry takes the failure: a retried Map
- *   starts again with MapStateStarted); a distributed Map runs a Map Run
- *   instead of iterations (MapRunStarted, then MapRunSucceeded or Failed);
- * - previousEventId: the event before it in the same line of execution
- *   (the execution, or one Map iteration); the first state and
- *   ExecutionAborted point to 0, as in histories Step Functions records.
- *
- * Limits of what the local engine reports: it runs the iterations of a
- * Map nested in another Map's iterator without saying which inner
- * iteration an event belongs to, so those events are chained in the outer
- * iteration's line; and an invocation is matched to its attempt by its
- * input object, or else in the order invocations of that state began
- * (exact except for concurrent iterations of a Task with Parameters).
- * A Task the runner refuses to invoke once its Map has failed (Step
- * Functions starts no further iterations) is TaskStateAborted, and its
- * iteration MapIterationAborted.
- *
- * Step Functions fails an execution whose history reaches 25,000 events
- * ("Maximum execution history size", https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html);
- * the local runner fails it the same way (HISTORY_LIMIT_ERROR).
+ * An execution's history as Step Functions writes it, built while the
+ * local run goes from three sources: the events aws-local-stepfunctions
+ * reports, the Task invocations the runner makes (their input and result)
+ * and the Map Runs of distributed Maps (local/distributed-map.ts). Each
+ * state is entered and, unless it fails the execution or its iteration,
+ * exited; previousEventId follows each line of execution. What it writes,
+ * and where the matching is inexact: docs/decisions/execution-history-events.md
+ * https://docs.aws.amazon.com/step-functions/latest/apireference/API_HistoryEvent.html
  */
 import { LOCAL_REGION } from '../lib/definition.ts';
 import { referencePath } from './reference-path.ts';
 import type { ExecutionEvent } from './runner.ts';
 
+/** "Maximum execution history size": https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html */
 export const MAX_HISTORY_EVENTS = 25_000;
 
 /** The error the local runner fails an execution with when its history passes MAX_HISTORY_EVENTS (the runner's own name: Step Functions documents the limit, not the error). */

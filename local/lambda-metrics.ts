@@ -1,27 +1,10 @@
 /**
- * What the Lambda service writes to CloudWatch about every invocation, on
- * one machine: the local engine (local/runner.ts) records each invocation
- * of a function it runs (a state machine Task, a schedule's target, a
- * status-change rule's target) and sends the AWS/Lambda metrics of those
- * records to the local CloudWatch endpoint through the real client, as
- * the service itself (LOCAL_AWS_SERVICE_ACCESS_KEY_ID: the `AWS/`
- * namespaces are reserved for it). So the stack's `Errors` and `Throttles`
- * alarms are evaluated on what really happened.
- *
- * As "Types of metrics for Lambda functions" has them
- * (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html):
- * - Invocations: 1 for every invocation of the function code, successful
- *   or ending in a function error; none for a throttled request or a
- *   service error (not billed);
- * - Errors: 1 for an invocation that ended in a function error (the code
- *   threw, or ran past the function's timeout), 0 otherwise, so its
- *   Average is the error rate; timestamped when the function was invoked;
- * - Duration: milliseconds the code ran (at most the timeout);
- * - Throttles: 1 for every invocation request refused for want of
- *   concurrency (Lambda.TooManyRequestsException).
- * Each with the dimension FunctionName: the function's name as the
- * template's `Ref` of the function resolves locally (its logical id, as
- * local/cloudwatch-alarms.ts resolves an alarm's dimensions).
+ * The AWS/Lambda metrics the Lambda service would write: the runner records
+ * each invocation it makes and sends Invocations, Errors, Duration and
+ * Throttles by FunctionName (the function's logical id) to the local
+ * CloudWatch endpoint, signed as the service (LOCAL_AWS_SERVICE_ACCESS_KEY_ID).
+ * How each is counted, and why: docs/decisions/lambda-metrics-locally-and-getmetricdata.md
+ * https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html
  */
 import { type CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 

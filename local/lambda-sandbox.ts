@@ -68,13 +68,10 @@ function lambdaContext(functionName: string, deadlineMs: number) {
 }
 
 /**
- * Lambda runs one invocation at a time in an execution environment; here
- * many run at once in one process (a Map's chunk loads), sharing the
- * handler modules. So that one invocation's Powertools state (the logger's
- * per-invocation keys, the metrics) is not another's, each runs in its own
- * scope of the Lambda runtime's InvokeStore, as the runtime runs concurrent
- * invocations: Powertools keeps that state in the store when
- * AWS_LAMBDA_MAX_CONCURRENCY is set.
+ * Each invocation runs in its own scope of the Lambda runtime's InvokeStore,
+ * so concurrent invocations in this one process (a Map's chunk loads) keep
+ * apart the Powertools state that AWS_LAMBDA_MAX_CONCURRENCY puts in the
+ * store: docs/decisions/logs-and-traces.md ("Concurrent invocations locally").
  */
 export const INVOCATION_SCOPE_ENV = { AWS_LAMBDA_MAX_CONCURRENCY: '64' } as const;
 

@@ -1,11 +1,10 @@
 /**
- * Runs the state machine that `cdk synth` produces, on this machine: the
- * definition comes from the synthesized template (local/template.ts) and is
- * executed by aws-local-stepfunctions; each Lambda Task runs its handler
- * module in a local Lambda sandbox (local/lambda-sandbox.ts), and the SNS
- * Task publishes to a local outbox (local/sns-outbox.ts). Handlers talk to
- * the warehouse through the real SDK client, pointed at the local Data API
- * endpoint by the environment.
+ * Runs the state machine `cdk synth` produces, on this machine: the
+ * definition from the synthesized template (local/template.ts), executed by
+ * aws-local-stepfunctions; each Lambda Task runs its handler in a local
+ * sandbox (local/lambda-sandbox.ts), the SNS Task publishes to a local
+ * outbox (local/sns-outbox.ts), and handlers reach the local Data API
+ * through the real SDK client. What runs as on AWS: docs/decisions/local-engine.md
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -176,12 +175,10 @@ export interface LocalRunnerOptions {
   /** The Lambda service's clock: when an invocation happened, for its metrics. @default the real one */
   readonly clock?: () => Date;
   /**
-   * The account's concurrency limit for this runner's functions: how many
-   * invocations may run at once. One more is throttled (local/lambda-metrics.ts
-   * counts it in Throttles): a state machine Task's invocation, synchronous,
-   * is refused with Lambda.TooManyRequestsException, which the Task's Retry
-   * may take; an asynchronous one (a schedule's, a rule's target) waits in
-   * Lambda's queue for a free slot, as Lambda retries a throttled event.
+   * The account's concurrency limit for this runner's functions. One more
+   * invocation is throttled: a Task's is refused with Lambda.TooManyRequestsException,
+   * a schedule's or rule's waits for a slot, as Lambda's queue retries it
+   * (docs/decisions/lambda-metrics-locally-and-getmetricdata.md).
    * @default ACCOUNT_CONCURRENCY_LIMIT
    */
   readonly concurrencyLimit?: number;
@@ -699,12 +696,10 @@ export class LocalRunner {
 
   /**
    * What EventBridge Scheduler does when `pipeline`'s schedule is due at
-   * `scheduledTime`: invokes the schedule's target function with the
-   * synthesized Input, its context attributes replaced, in the function's
-   * synthesized environment. StartRun then calls StartExecution through the
-   * real SDK client at `stepFunctionsEndpoint` (a local Step Functions
-   * endpoint serving this runner, local/step-functions-api.ts). Returns
-   * what the function returned; throws what it threw.
+   * `scheduledTime`: invokes the schedule's target with its synthesized Input
+   * (context attributes replaced) and environment; StartRun then starts the
+   * execution through the real client at `stepFunctionsEndpoint`
+   * (local/step-functions-api.ts). Returns what the function returned; throws what it threw.
    */
   async fireSchedule(pipeline: string, scheduledTime: Date, stepFunctionsEndpoint: string, attempt = 1): Promise<unknown> {
     const schedule = this.workflow.scheduleTargets.find((t) => (JSON.parse(t.input) as { pipeline?: unknown }).pipeline === pipeline);

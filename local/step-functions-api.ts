@@ -1,28 +1,13 @@
-// A local Step Functions endpoint for the state machine a LocalRunner runs.
-// The real @aws-sdk/client-sfn client works against it unchanged except for
-// `endpoint`:
-//
-//   const api = await startLocalStepFunctionsApi(runner);
-//   const sfn = localStepFunctionsClient(api.endpoint); // local/aws-clients.ts
-//   await sfn.send(new StartExecutionCommand({ stateMachineArn: runner.workflow.stateMachineArn, name, input }));
-//
-// It serves what the project's callers use (the CLI, bin/atomic-publish.ts,
-// among them) and what consoles and scripts read first: StartExecution
-// (with its rules for names: a name is taken once; while its execution
-// runs with the same input the call returns it), DescribeExecution,
-// StopExecution, ListExecutions (newest first, `statusFilter`, pages of
-// `maxResults` with `nextToken`), GetExecutionHistory (the history
-// local/history.ts builds as the execution runs), DescribeStateMachine and
-// ListStateMachines (the one state machine, as the template declares it).
-// An ARN that is not a Step Functions ARN of the resource type the
-// operation takes is InvalidArn; a well-formed one this endpoint does not
-// know, ExecutionDoesNotExist or StateMachineDoesNotExist.
-// Wire: AWS JSON 1.0 (local/aws-json-server.ts), timestamps as epoch seconds.
+// A local Step Functions endpoint for the state machine a LocalRunner runs;
+// the real @aws-sdk/client-sfn works against it with only `endpoint` changed
+// (local/aws-clients.ts). It serves StartExecution (a name is taken once;
+// while its execution runs with the same input, the call returns it),
+// DescribeExecution, StopExecution, ListExecutions (newest first, paged),
+// GetExecutionHistory (local/history.ts), DescribeStateMachine and
+// ListStateMachines. A malformed ARN is InvalidArn, an unknown one
+// ExecutionDoesNotExist or StateMachineDoesNotExist. Wire: AWS JSON 1.0.
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_StartExecution.html
 // https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html
-// https://docs.aws.amazon.com/step-functions/latest/apireference/API_GetExecutionHistory.html
-// https://docs.aws.amazon.com/step-functions/latest/apireference/API_DescribeStateMachine.html
-// https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListStateMachines.html
 import { type AwsJsonOperation, AwsServiceError, serviceErrorOf, startAwsJsonServer } from './aws-json-server.ts';
 import { ExecutionAlreadyExistsError, InvalidNameError, StartExecutionError } from './execution-errors.ts';
 import { servedEvent } from './history.ts';

@@ -1,17 +1,10 @@
-// The Data API's metadata operations, which query editors and dashboards
-// call before any SQL: ListDatabases, ListSchemas, ListTables and
-// DescribeTable. They answer synchronously, from the catalog as the
-// connecting user sees it: schemas it may use, tables it holds a privilege
-// on, columns it holds a privilege on (Redshift's column-level grants), as
-// PostgreSQL's information_schema decides visibility. Patterns are SQL LIKE
-// patterns ("%" any substring, "_" any one character).
-// https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListDatabases.html
-// https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListSchemas.html
+// The Data API's metadata operations (ListDatabases, ListSchemas, ListTables,
+// DescribeTable), answered synchronously from the catalog as the connecting
+// user sees it, as information_schema decides: schemas it may use, tables
+// and columns it holds a privilege on. Patterns are SQL LIKE patterns; the
+// local system views' schema is never listed. Why: docs/decisions/catalog-visibility.md
 // https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_ListTables.html
 // https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_DescribeTable.html
-//
-// The schema of the local system views (system-views.ts) is the local
-// engine's, not the warehouse's: it is never listed.
 import type pg from 'pg';
 import { type ColumnMetadata, columnMetadata } from './fields.ts';
 import { STAND_IN_SCHEMAS } from './system-views.ts';

@@ -1,18 +1,10 @@
-// Redshift accepts PRIMARY KEY, UNIQUE and FOREIGN KEY constraints but does
-// not enforce them ("Table constraints": they are informational, planner
-// hints; https://docs.aws.amazon.com/redshift/latest/dg/t_Defining_constraints.html).
-// PostgreSQL enforces them, which would hide duplicates that Redshift lets
-// through. So the endpoint takes them out of CREATE TABLE and ALTER TABLE
-// ADD CONSTRAINT before running the statement and records them instead
-// (InformationalConstraints). A PRIMARY KEY still makes its columns NOT NULL,
-// as in PostgreSQL 8.0, from which Redshift's DDL descends; Redshift
-// enforces NOT NULL.
-//
-// The rewrite edits the statement's own text at the parse tree's locations,
-// so everything else in it runs as written: a column's key constraint is
-// cut out, a table's key constraint becomes `CHECK (true)` (in ALTER TABLE
-// `CHECK (true) NOT VALID`, which reads no rows), so that no list of table
-// elements or ALTER TABLE actions changes shape.
+// Redshift accepts PRIMARY KEY, UNIQUE and FOREIGN KEY constraints but does not
+// enforce them; PostgreSQL would, hiding duplicates Redshift lets through. So
+// the endpoint cuts them out of CREATE TABLE and ALTER TABLE ADD CONSTRAINT at
+// the parse tree's locations (a table's constraint becomes `CHECK (true)`, so
+// no element list changes shape) and records them (InformationalConstraints);
+// a primary key's columns stay NOT NULL. Why: docs/decisions/redshift-mode-of-the-local-engine.md
+// https://docs.aws.amazon.com/redshift/latest/dg/t_Defining_constraints.html
 import { kindOf, names } from '../../domain/redshift-sql/ast.ts';
 import { type AstNode, scanTokens, type Token } from '../../domain/redshift-sql/parser.ts';
 

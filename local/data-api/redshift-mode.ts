@@ -1,33 +1,11 @@
-// Redshift mode of the local endpoint: each statement is parsed with
-// PostgreSQL's parser before it runs, and
-// - refused when it uses a construct Redshift does not support
-//   (domain/redshift-sql/unsupported.ts),
-// - refused when it is a TRUNCATE or VACUUM inside a multi-statement
-//   TRANSACTION batch (on Redshift it would end the batch's transaction),
-// - run without its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, which
-//   are recorded instead (informational-keys.ts);
-// - run without its Redshift table attributes (ENCODE, DISTSTYLE, DISTKEY,
-//   SORTKEY, BACKUP: domain/redshift-sql/table-ddl.ts), which are recorded
-//   for the catalog views instead, as a CREATE TABLE ... (LIKE t) copies
-//   t's (Redshift's LIKE copies encodings, distribution and sort keys);
-// - run with `LIKE t INCLUDING DEFAULTS` copying t's identity columns too
-//   (likeWithIdentity), as Redshift, which keeps an identity as a default;
-// - run with `GRANT ... TO ROLE r` as `GRANT ... TO r`, and Redshift's other
-//   uses of the ROLE keyword likewise (withoutRoleKeyword): Redshift names a
-//   role with ROLE (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html),
-//   PostgreSQL, whose roles are its users and groups, with its bare name.
-// - run with Redshift's own functions and syntax as PostgreSQL runs them
-//   (redshift-functions/syntax.ts): the words PostgreSQL's grammar rejects
-//   rewritten before the parse, as the synth-time checks parse them
-//   (domain/redshift-sql/postgres-grammar.ts), the rest after the checks;
-//   a CALL's string argument that is a query (which the procedure EXECUTEs)
-//   gated and rewritten as a statement of its own;
-// - run with Redshift's options of a database user as PostgreSQL's roles
-//   have them (user-options.ts): `ALTER USER u SYSLOG ACCESS UNRESTRICTED`
-//   as membership in pg_read_all_stats, and a user created or altered with
-//   PASSWORD DISABLE given the password the endpoint, the stand-in for IAM,
-//   logs on with.
-// A text PostgreSQL cannot parse runs unchanged: the database reports it.
+// Redshift mode of the local endpoint: each statement is parsed with PostgreSQL's
+// parser before it runs, refused when Redshift would not run it
+// (domain/redshift-sql/unsupported.ts; TRUNCATE or VACUUM inside a TRANSACTION
+// batch), else run as Redshift would: its informational keys and table attributes
+// recorded instead, its ROLE keyword, LIKE, functions, syntax and user options
+// rewritten (withoutRoleKeyword, likeWithIdentity, redshift-functions/syntax.ts,
+// user-options.ts). A text PostgreSQL cannot parse runs unchanged, for the database
+// to report. docs/redshift.md; why: docs/decisions/redshift-mode-of-the-local-engine.md
 
 import { decodeStatements, encodeStatements } from '../../domain/publish/sql/one-transaction.ts';
 import { roleWithoutKeyword } from '../../domain/redshift-sql/allowed.ts';

@@ -1,29 +1,11 @@
-// Runs statements on pooled PostgreSQL connections, one pool per database
-// and database user.
-//
-// The user is the request's DbUser for a cluster with DbUser, as the real
-// API connects through GetClusterCredentials; for a SecretArn or a
-// WorkgroupName (the secret's user, the caller's IAM identity) it is the
-// endpoint's default user. A local role logs in with the password
-// localUserPassword gives it; a user created or altered with PASSWORD
-// DISABLE (logs on with IAM credentials only) is given that password by
-// the statement's session, as the endpoint is the local stand-in for IAM.
-//
-// Like the real API without a session, every statement (or batch) gets a
-// connection of its own for its duration and leaves nothing behind: an open
-// transaction is rolled back and session state discarded before the
-// connection is reused, so a `BEGIN` never carries over to the next call.
-// When all connections are busy, statements wait in SUBMITTED.
-//
-// The target kind decides the catalog: a ClusterIdentifier request's
-// sessions see the provisioned-only system views, a WorkgroupName
-// request's do not (system-views.ts); each kind has pools of its own.
-//
-// A lost connection (the server restarted, the session terminated) fails
-// the statement running on it with the database's message and is never
-// reused; one lost while idle leaves the pool quietly. While the server is
-// down, statements fail with the connection error, as they would on a
-// cluster that cannot be reached.
+// Runs statements on pooled PostgreSQL connections, one pool per database,
+// database user and target kind (which decides the catalog: system-views.ts).
+// The user is a cluster request's DbUser, else the endpoint's default user; a
+// PASSWORD DISABLE user gets its password from the statement's session. As in
+// the real API without a session, a statement (or batch) has a connection of its
+// own and leaves nothing behind (an open transaction rolled back, session state
+// discarded); with every connection busy, it waits in SUBMITTED. How a lost
+// connection fails a statement: docs/decisions/local-engine.md
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 import { DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';

@@ -1,13 +1,10 @@
 // Redshift's row-level security and dynamic data masking statements, which
 // PostgreSQL's parser does not read, as calls of the stand-in functions of
 // SYSTEM_VIEWS_SCHEMA (system-views.ts SECURITY_POLICIES): a policy is
-// recorded there, an RLS attachment becomes a PostgreSQL policy on the
-// table (by oid, so it follows a rename), a masking attachment is recorded
-// only (masking is not enforced locally).
-// https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_RLS_POLICY.html
-// https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html
-// https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_MASKING_POLICY.html
-// https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html
+// recorded, an RLS attachment becomes a PostgreSQL policy on the table (by
+// oid, so it follows a rename), a masking attachment is only recorded (masking
+// is not enforced locally). Statement forms: r_CREATE_RLS_POLICY, r_ATTACH_RLS_POLICY,
+// r_CREATE_MASKING_POLICY, r_ATTACH_MASKING_POLICY under https://docs.aws.amazon.com/redshift/latest/dg/
 import { parsePositional } from '../../domain/redshift-sql/parser.ts';
 import { SYSTEM_VIEWS_SCHEMA } from './system-views.ts';
 

@@ -1,12 +1,9 @@
-// A local Redshift Data API endpoint backed by PostgreSQL. The real
-// @aws-sdk/client-redshift-data client works against it unchanged except for
-// `endpoint` (local/aws-clients.ts builds such clients):
-//
-//   const client = localRedshiftDataClient(api.endpoint);
-//
-// Wire: AWS JSON 1.1 (`POST /`, `X-Amz-Target: RedshiftData.<Operation>`),
-// timestamps as epoch seconds, errors as `{"__type", "message"}` with HTTP
-// 400/500 and `x-amzn-ErrorType`. Requests are not authenticated.
+// A local Redshift Data API endpoint backed by PostgreSQL; the real
+// @aws-sdk/client-redshift-data works against it with only `endpoint` changed
+// (local/aws-clients.ts: `localRedshiftDataClient(api.endpoint)`). Wire: AWS
+// JSON 1.1 (`X-Amz-Target: RedshiftData.<Operation>`), timestamps as epoch
+// seconds, errors as `{"__type", "message"}` with HTTP 400/500 and
+// `x-amzn-ErrorType`. Requests are not authenticated.
 import { DATA_API_RESULT_MAX_BYTES, DATA_API_ROW_MAX_BYTES } from '../../domain/aws-limits.ts';
 import { AwsJsonRequestError, startAwsJsonServer } from '../aws-json-server.ts';
 import type { PgConnection } from '../postgres.ts';

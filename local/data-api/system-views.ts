@@ -1,27 +1,13 @@
-// Redshift's system views the project queries, or is about to, for
-// privileges, locks and running queries, table facts and sort keys, as views over
-// PostgreSQL's catalog with Redshift's column names and types. They live in
-// the schema SYSTEM_VIEWS_SCHEMA of every database the endpoint serves,
-// which is on the search_path of the endpoint's sessions (after the user
-// schemas, before pg_catalog, whose pg_constraint and pg_get_constraintdef
-// it stands in for: see KEY_CATALOG), so one SQL text runs on both engines.
-//
-// The catalog follows the request's target kind. A Serverless workgroup has
-// the SVV and SYS views but no STL, STV, SVL or SVCS views ("System
-// monitoring (provisioned only)",
-// https://docs.aws.amazon.com/redshift/latest/dg/c_intro_system_views.html);
-// a provisioned cluster has both. The provisioned-only views live in
-// PROVISIONED_VIEWS_SCHEMA, on the search_path of cluster requests only
-// (sessionSearchPath), so naming one from a workgroup fails as on Redshift:
-// relation "stv_recents" does not exist.
-//
-// Who sees which rows follows Redshift ("Visibility of data in system tables
-// and views", https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data):
-// a regular user sees only its own rows; a superuser, or a user with
-// SYSLOG ACCESS UNRESTRICTED, every row. Locally a member of
-// pg_read_all_stats stands for SYSLOG ACCESS UNRESTRICTED (superusers are
-// members of every role). SVV_TABLE_INFO is visible only to superusers
-// unless SELECT on it is granted, as on Redshift.
+// Redshift's system views the project queries, as views over PostgreSQL's
+// catalog with Redshift's column names and types, in SYSTEM_VIEWS_SCHEMA of
+// every database served: on the sessions' search_path after the user schemas,
+// before pg_catalog (whose pg_constraint and pg_get_constraintdef it stands in
+// for), so one SQL text runs on both engines. The provisioned-only views (STL,
+// STV, SVL, SVCS) live in PROVISIONED_VIEWS_SCHEMA, searched by cluster
+// requests only (docs/decisions/catalog-of-the-target-kind.md). A regular user
+// sees its own rows; a superuser or a member of pg_read_all_stats (SYSLOG
+// ACCESS UNRESTRICTED) every row (docs/decisions/privileges-and-the-database-user.md).
+// https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data
 import type pg from 'pg';
 
 export const SYSTEM_VIEWS_SCHEMA = 'local_redshift';
@@ -247,16 +233,12 @@ const STRTOL: string[] = [
 ];
 
 /**
- * Redshift's FNV_HASH(value [, seed])
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_FNV_HASH.html): a
- * 64-bit BIGINT hash of a value's binary form, typed, seeded so that hashes
- * chain over columns; without a seed, the FNV offset basis. PostgreSQL has
- * no FNV-1a; the stand-in takes its own typed, seeded 64-bit hash functions
- * (the ones its hash indexes use), one inlined SQL function per type, so a
- * scan pays no call per row and converts no value to text. Its values
- * differ from Redshift's: the pipeline compares hashes only with hashes the
- * same engine computed in the same run (domain/sql/row-hash.ts). NULL in
- * gives NULL out (Redshift's page does not say; the pipeline hashes no NULL).
+ * Redshift's FNV_HASH(value [, seed]): a seeded 64-bit BIGINT hash of a value's
+ * typed binary form, the FNV offset basis without a seed; NULL gives NULL (the
+ * page does not say). One inlined SQL function per type over PostgreSQL's own
+ * seeded hashes: values differ from Redshift's, which is safe as both sides of a
+ * comparison hash on one engine (docs/decisions/content-checksum-in-the-gate.md).
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_FNV_HASH.html
  */
 const FNV_HASH_BODIES: [string, string][] = [
   ['smallint', 'hashint2extended(v, seed)'],
@@ -280,18 +262,12 @@ const FNV_HASH: string[] = FNV_HASH_BODIES.map(
 );
 
 /**
- * The informational key constraints (informational-keys.ts) as Redshift's
- * catalog shows them: Redshift keeps PRIMARY KEY, UNIQUE and FOREIGN KEY
- * constraints in pg_constraint and renders them with pg_get_constraintdef,
- * as AWS's admin view v_generate_tbl_ddl reads them
- * (amazon-redshift-utils, src/AdminViews/v_generate_tbl_ddl.sql); they
- * follow their table through a rename and go with it when it is dropped.
- * PostgreSQL would enforce them, so the endpoint records them in
- * KEYS_TABLE instead, in the transaction of the statement that declared
- * them, and its sessions see `pg_constraint` and `pg_get_constraintdef`
- * of this schema before pg_catalog's (search_path sessionSearchPath):
- * the real constraints without the CHECK (true) stand-ins the rewrite
- * leaves (Redshift has no CHECK constraints), and the recorded keys.
+ * The informational keys (informational-keys.ts) as Redshift's catalog shows
+ * them, in pg_constraint and through pg_get_constraintdef (as AWS's
+ * v_generate_tbl_ddl reads them), following their table through a rename and
+ * a drop. Recorded in KEYS_TABLE in the declaring statement's transaction;
+ * sessions see this schema's pg_constraint and pg_get_constraintdef before
+ * pg_catalog's: the real constraints but the CHECK (true) stand-ins, plus the keys.
  */
 const KEYS_TABLE = `${SYSTEM_VIEWS_SCHEMA}.informational_constraints`;
 
@@ -498,18 +474,12 @@ const KEY_CATALOG: string[] = [
 ];
 
 /**
- * Row-level security and masking policies (security-policies.ts
- * translates Redshift's statements into calls of these functions). RLS
- * attachments are PostgreSQL policies of the same name on the table, TO
- * the attached grantees, FOR SELECT; the stand-in rows key on the table's
- * oid, so they follow a rename (t_rls_object_dependency) and go with a drop
- * (refuse_referenced_drop). Only superusers and holders of sys:secadmin may
- * create, attach, detach or drop a policy
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html).
- * A table's owner is subject to its policies (FORCE), as on Redshift;
- * sys:secadmin sees every row through a policy of its own (IGNORE RLS,
- * https://docs.aws.amazon.com/redshift/latest/dg/t_rls_ownership.html),
- * and INSERT is open to all (https://docs.aws.amazon.com/redshift/latest/dg/t_rls_usage.html).
+ * Row-level security and masking policies, as functions security-policies.ts
+ * calls: an RLS attachment is a PostgreSQL policy on the table FOR SELECT, its
+ * rows keyed on the table's oid (they follow a rename, go with a drop); only
+ * superusers and sys:secadmin manage policies. The rest, as Redshift has it:
+ * docs/redshift.md#row-level-security-masking-and-column-privileges
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html
  */
 const SECADMIN = 'sys:secadmin';
 const SECURITY_POLICIES: string[] = [
@@ -791,17 +761,12 @@ const SECURITY_VIEWS: Record<string, string> = {
 };
 
 /**
- * information_schema.columns as Redshift shows an identity column: Redshift
- * keeps an identity as the column's default expression, and column_default
- * reads `"identity"(<table oid>, <column index>, '<seed>,<step>'::text)`,
- * or `default_identity(...)` for GENERATED BY DEFAULT AS IDENTITY, where
- * PostgreSQL gives NULL (the form AWS's amazon-redshift-utils and
- * sqlalchemy-redshift parse). A query names the view qualified, so no
- * search_path stands in for it: PostgreSQL's view is renamed
- * COLUMNS_AS_POSTGRES (once) and `information_schema.columns` becomes a
- * view over it, with its columns and column_default in Redshift's form.
- * The column index is the column's position less one, not verified
- * against a cluster.
+ * information_schema.columns as Redshift shows an identity column: its
+ * column_default reads `"identity"(<table oid>, <column index>, '<seed>,<step>'::text)`
+ * (`default_identity(...)` BY DEFAULT) where PostgreSQL gives NULL. Queries name
+ * the view qualified, so no search_path can stand in: PostgreSQL's view is renamed
+ * COLUMNS_AS_POSTGRES (once) and a view over it takes its name. The column index
+ * is the position less one, unverified on a cluster: docs/decisions/identity-columns.md
  */
 const COLUMNS_AS_POSTGRES = 'columns_postgres';
 const INFORMATION_SCHEMA_COLUMNS = `DO $$

@@ -1,23 +1,11 @@
-// Redshift's options of a database user that PostgreSQL's roles lack, as
-// the local engine runs them.
-//
-// - SYSLOG ACCESS { RESTRICTED | UNRESTRICTED } (r_ALTER_USER, r_CREATE_USER):
-//   UNRESTRICTED lets a regular user see the rows other users' activity left
-//   in the user-visible system views. PostgreSQL's grammar knows no such
-//   option ('unrecognized role option "syslog"'); locally it is membership in
-//   pg_read_all_stats, which the local system views take for it
-//   (system-views.ts). `ALTER USER u [ WITH ] SYSLOG ACCESS UNRESTRICTED` is
-//   `GRANT pg_read_all_stats TO u` (held already: a notice, no error, so a
-//   setup run again succeeds), RESTRICTED `REVOKE pg_read_all_stats FROM u`.
-//   The option in a list with others, or in a CREATE USER, runs as written
-//   and the database refuses it.
-// - PASSWORD DISABLE (r_CREATE_USER, r_ALTER_USER): "the user can log on only
-//   using temporary AWS Identity and Access Management (IAM) user
-//   credentials". PostgreSQL's PASSWORD NULL (domain/redshift-sql/postgres-grammar.ts)
-//   lets nobody log on; the endpoint is the local stand-in for IAM, so the
-//   user is then given the password the endpoint connects with
-//   (passwordDisabledUser, runner.ts). A user created with a password of
-//   its own keeps it.
+// Redshift's options of a database user that PostgreSQL's roles lack, as the
+// local engine runs them (docs/redshift.md, "The setup's user options"):
+// - `ALTER USER u [ WITH ] SYSLOG ACCESS UNRESTRICTED` alone is `GRANT
+//   pg_read_all_stats TO u` (held already: a notice, so a setup run again
+//   succeeds), RESTRICTED its REVOKE; in a list or a CREATE USER it runs as
+//   written and the database refuses it.
+// - PASSWORD DISABLE (PostgreSQL's PASSWORD NULL) gives the user the password the
+//   endpoint, the stand-in for IAM, connects with (passwordDisabledUser, runner.ts).
 import { kindOf } from '../../domain/redshift-sql/ast.ts';
 import type { ParsedStatement } from '../../domain/redshift-sql/parser.ts';
 

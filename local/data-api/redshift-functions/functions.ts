@@ -1,16 +1,11 @@
-// Redshift's own SQL functions that PostgreSQL lacks, or has with other
-// rules, as SQL functions in SYSTEM_VIEWS_SCHEMA, which the endpoint's
-// sessions search before pg_catalog (SESSION_SEARCH_PATH): a call as
-// Redshift writes it finds them, and where one has the signature of a
-// PostgreSQL function (date_part, date_trunc of a date, regexp_replace) it
-// stands in for it. Each follows its page under
-// https://docs.aws.amazon.com/redshift/latest/dg/ (named beside it); the syntax PostgreSQL cannot call as a function
-// (DATEADD's bare date part, SYSDATE, DECODE, LISTAGG, ...) is
-// rewritten to calls of these or of PostgreSQL's own (syntax.ts).
-//
-// The bodies are single SQL expressions, so that the planner inlines them
-// and a scan pays no call per row; inside them PostgreSQL's functions that
-// this schema stands in for are called as pg_catalog's.
+// Redshift's own SQL functions that PostgreSQL lacks, or has with other rules,
+// as single-expression SQL functions (inlined: no call per row) in
+// SYSTEM_VIEWS_SCHEMA, which sessions search before pg_catalog: a call as
+// Redshift writes it finds them, and one with a PostgreSQL function's
+// signature (date_part, date_trunc of a date, regexp_replace) stands in for it,
+// calling pg_catalog's inside. Syntax no function call can take is syntax.ts's.
+// Each follows its page under https://docs.aws.amazon.com/redshift/latest/dg/ (named
+// beside it). Why: docs/decisions/redshift-functions-locally.md
 import type pg from 'pg';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { SYSTEM_VIEWS_SCHEMA } from '../system-views.ts';
@@ -149,15 +144,12 @@ const DATEDIFF: string[] = [
 ];
 
 /**
- * DATE_PART (r_DATE_PART_function): DOUBLE PRECISION, PostgreSQL's own
- * after Redshift's names, and a DECADE that counts from year 1 (decade
- * 201 is 2000-2009: r_Dateparts_for_datetime_functions). EXTRACT of a
- * second, millisecond, microsecond or decade (r_EXTRACT_function) is the
- * part alone, an INTEGER (DOUBLE PRECISION of a TIMESTAMPTZ): 43 seconds
- * and 101 milliseconds of 12:08:43.101; syntax.ts sends those here.
- * DATE_TRUNC (r_DATE_TRUNC) of a date gives a TIMESTAMP (PostgreSQL's,
- * a timestamptz); of a timestamp it is PostgreSQL's, which reads the same
- * names but for Redshift's few of its own (qtrs, dw, ...).
+ * DATE_PART (r_DATE_PART_function): DOUBLE PRECISION, PostgreSQL's after Redshift's
+ * names, DECADE counted from year 1 (201 is 2000-2009: r_Dateparts_for_datetime_functions).
+ * EXTRACT (r_EXTRACT_function) of a second, millisecond, microsecond or decade is the
+ * part alone, an INTEGER (DOUBLE PRECISION of a TIMESTAMPTZ): 43 and 101 of 12:08:43.101.
+ * DATE_TRUNC (r_DATE_TRUNC) of a date is a TIMESTAMP (PostgreSQL's gives a timestamptz);
+ * of a timestamp it is PostgreSQL's, but for Redshift's own names (qtrs, dw, ...).
  */
 const decadeFix = (p: string) => `CASE WHEN ${S}.datepart_name(${p}) = 'decade' THEN 1 ELSE 0 END`;
 const extractPart = (v: string) => `CASE u
@@ -212,14 +204,11 @@ const DATES: string[] = [
 ];
 
 /**
- * r_MEDIAN, r_WF_MEDIAN: the middle value, or the mean of the two middle
- * ones, NULLs left out; DECIMAL of integers and decimals, with one digit
- * more than the values' scale (the page's 1.0 of an integer), DOUBLE
- * PRECISION of floats, a DATE or TIMESTAMP of those (halfway between the
- * two middle ones). An aggregate of this schema rather than PERCENTILE_CONT, which
- * takes only floats and is no window function: MEDIAN ... OVER (PARTITION
- * BY ...) runs too. An overload per integer type, so that an integer does
- * not resolve to the float one (PostgreSQL's preferred numeric type).
+ * r_MEDIAN, r_WF_MEDIAN: the middle value, or the mean of the two middle ones,
+ * NULLs left out; DECIMAL of integers and decimals with one digit more of scale
+ * (the page's 1.0 of an integer), DOUBLE PRECISION of floats, a DATE or TIMESTAMP
+ * of those. One overload per integer type, lest an integer resolve to the float
+ * one. Why an aggregate of its own: docs/decisions/redshift-functions-locally.md
  */
 const middle = (v: string) => `(SELECT x FROM unnest(${v}) x ORDER BY x OFFSET (cardinality(${v}) - 1) / 2 LIMIT 2 - cardinality(${v}) % 2) m`;
 const MEDIAN_TYPES: [input: string, state: string, final: string][] = [

@@ -30,16 +30,12 @@ const CRC32C_TABLE = Array.from({ length: 256 }, (_, n) => {
 });
 
 /**
- * By page:
- * - SHA1, SHA, FUNC_SHA1 (SHA1, SHA, FUNC_SHA1): the 40 hex digits of the 160-bit SHA-1 digest (FIPS 180-4).
- * - CRC32 (crc32-function): 8 hex digits of the CRC-32C, which the page names and its example proves (f2726906).
- * - MURMUR3_32_HASH (MURMUR3_32_HASH): INTEGER, Murmur3 x86 32-bit of the
- *   value's bytes as Apache Iceberg's spec (Appendix B) gives them: every
- *   integer type as an 8-byte little-endian long, a DATE as days since
- *   1970-01-01, a TIME as microseconds since midnight, a TIMESTAMP as
- *   microseconds since 1970 (a TIMESTAMPTZ's in UTC), strings as UTF-8,
- *   BYTEA (Redshift's VARBYTE) as its bytes; the INTEGER seed (0 unless given) is the hash's
- *   initial state, so hashes chain over columns.
+ * SHA1, SHA, FUNC_SHA1: the 40 hex digits of SHA-1. CRC32 (crc32-function): 8 hex digits
+ * of CRC-32C, as the page's example proves (f2726906). MURMUR3_32_HASH: INTEGER, Murmur3
+ * x86 32-bit of the bytes Apache Iceberg's spec (Appendix B) gives a value: integers as
+ * 8-byte little-endian longs, a DATE as days since 1970, a TIME as microseconds since
+ * midnight, a TIMESTAMP as microseconds since 1970 (a TIMESTAMPTZ's in UTC), strings as
+ * UTF-8, BYTEA as is; the seed (default 0) is the initial state, so hashes chain.
  */
 const SHA1_CRC32_MURMUR3: string[] = [
   plpgsql(

@@ -1,41 +1,13 @@
-// Redshift's syntax that PostgreSQL parses differently, rewritten into
-// calls PostgreSQL runs with Redshift's results: of PostgreSQL's own
-// functions or of the stand-ins in functions.ts. The statement's text is
-// edited at token and parse-tree locations (domain/redshift-sql/text-edits.ts),
-// so the rest of it, `$n` parameters included, runs as written.
-//
-// beforeParse runs before the gate parses the text: the words PostgreSQL's
-// grammar rejects (APPROXIMATE COUNT(DISTINCT ...), LISTAGG's WITHIN GROUP,
-// IDENTITY(seed, step), WITH NO SCHEMA BINDING) in PostgreSQL's grammar,
-// the rewrite the synth-time checks and the handlers parse with too
-// (domain/redshift-sql/postgres-grammar.ts). Locally APPROXIMATE gives the
-// exact count, well within Redshift's estimate's error, and a late-binding
-// view runs as a bound one. withRedshiftSyntax runs on what the gate let
-// through, since some results are functions the gate refuses in a user's
-// text (array_agg). MEDIAN needs none: it is an aggregate of functions.ts.
-// - NVL(...) is COALESCE(...) (r_NVL_function: "NVL is identical to COALESCE").
-// - DECODE(e, s1, r1, ..., default) with at least three arguments is a CASE
-//   in which NULL matches NULL (r_DECODE_expression); PostgreSQL's
-//   two-argument decode(text, format) stays.
-// - The first argument of DATEADD, DATEDIFF and DATE_PART, when it is a
-//   bare word naming a date part (date-parts.ts), is that name as a string
-//   (r_DATEADD_function, r_DATEDIFF_function, r_DATE_PART_function).
-// - SYSDATE, an unquoted, unqualified column reference, is the function
-//   (r_SYSDATE). SYSDATE is a reserved word on Redshift (r_pg_keywords), so
-//   a column of that name is always quoted there, and a quoted one stays.
-// - LISTAGG([DISTINCT] x [, delimiter]) [WITHIN GROUP (ORDER BY ...)]
-//   concatenates the values that are neither NULL nor empty (r_LISTAGG);
-//   with OVER ([PARTITION BY ...]), without DISTINCT, over the whole
-//   partition (r_WF_LISTAGG).
-// - EXTRACT(part FROM v) takes Redshift's part names (dw, qtrs, yearday, ...)
-//   as the unit they name; of seconds, milliseconds, microseconds and
-//   decades it gives Redshift's INTEGER of that part alone (r_EXTRACT_function:
-//   43 seconds, 101 milliseconds of 12:08:43.101; decade 201 for 2000). Its
-//   other parts, EPOCH included, are PostgreSQL's.
-// - A select-list call of these without an alias takes the column name
-//   Redshift gives it: date_add, date_diff, pgdate_part, date_part
-//   (EXTRACT), listagg.
-// Only unqualified names are Redshift's: `pg_catalog.decode` stays.
+// Redshift's syntax that PostgreSQL parses differently, rewritten into calls
+// that give Redshift's results (PostgreSQL's functions or functions.ts's), by
+// edits at token and parse-tree locations (domain/redshift-sql/text-edits.ts):
+// the rest of the text, `$n` parameters included, runs as written.
+// beforeParse turns the words PostgreSQL's grammar rejects into its grammar, as
+// the synth-time checks do (domain/redshift-sql/postgres-grammar.ts);
+// withRedshiftSyntax runs on what the gate let through, as some results call
+// functions the gate refuses in a user's text (array_agg). Only unqualified
+// names are Redshift's (`pg_catalog.decode` stays). Each rewrite and its page:
+// docs/redshift.md#redshifts-functions-locally; why: docs/decisions/redshift-functions-locally.md
 
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import { walk } from '../../../domain/redshift-sql/ast.ts';
