@@ -27,12 +27,10 @@ export interface AtomicPublishStackProps extends StackProps {
   /** Validated pipeline specs (see pipelines/index.ts): alarms and schedules per pipeline. */
   readonly pipelines: readonly Pipeline[];
   /**
-   * Name of the IAM role every step handler runs as. It is fixed because on
-   * Redshift Serverless without a secret the Data API signs the handlers in as
-   * the database user `IAMR:<role name>`: a role CloudFormation renamed on a
-   * replacement would be a new user that owns none of the tables. Lower case
-   * (see validateHandlerRoleName); IAM role names are global to the account,
-   * so two deployments in one account need two names.
+   * Name of the IAM role every step handler runs as: fixed, since on Serverless
+   * without a secret it names the database user (`IAMR:<role name>`) that owns the
+   * tables. Lower case (validateHandlerRoleName); unique in the account.
+   * Why: docs/decisions/deployment.md
    * @default - `<stack name in lower case>-handlers`, e.g. `atomicpublish-handlers`
    */
   readonly handlerRoleName?: string;

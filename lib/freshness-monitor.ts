@@ -74,15 +74,12 @@ export function liveWatchRateMinutes(rate: Duration | undefined): number {
 }
 
 /**
- * The freshness monitor (functions/freshness-monitor): every few minutes
- * EventBridge Scheduler runs it; it measures each pipeline's publish age
- * and data lag in the warehouse and writes them with PutMetricData, then
- * sends the publication events a failed run never sent. A second
- * schedule, slower, invokes it with LIVE_WATCH_EVENT: the live watch
- * (functions/freshness-monitor/live-watch.ts). Its role of its own reads
- * the warehouse through the Data API as the step handlers do
- * (grantWarehouseAccess), writes metrics only into the project's namespace
- * and puts events only on the publication bus, as source atomic-publish.
+ * The freshness monitor (functions/freshness-monitor), run by EventBridge
+ * Scheduler every few minutes: publish age and data lag per pipeline into
+ * PutMetricData, then the publication events a failed run never sent; a slower
+ * second schedule runs the live watch (LIVE_WATCH_EVENT). Its own role may write
+ * only the project's namespace and put only atomic-publish events on the bus.
+ * Why: docs/decisions/freshness-monitor-and-its-alarm.md
  */
 export class FreshnessMonitor extends Construct {
   public readonly function: StepHandler;

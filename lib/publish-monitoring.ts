@@ -88,22 +88,12 @@ export interface PublishMonitoringProps {
 export const FRESHNESS_EVALUATION = { evaluationPeriods: 3, datapointsToAlarm: 2 } as const;
 
 /**
- * Alarms that page, each on one metric, its description naming the
- * pipeline, what it means and its runbook section; ALARM and OK both
- * notify the topic:
- *
- * - the state machine: failed and timed-out executions (a timeout skips the
- *   Notify path), whatever the pipeline;
- * - per pipeline: freshness (the age of its live data's publication as the
- *   freshness monitor measures it: past the SLA, or not measured, missing
- *   data breaching), data lag (on request), reconciliation failed, publish
- *   failed, out-of-band change (drift) refused by a swap and, between runs,
- *   found by the live watch, execution stopped (aborted or timed out), slow run;
- * - per function: throttles, and errors of the functions outside the state machine.
- *
- * Metrics the handlers write through Powertools (Embedded Metric Format)
- * carry the dimensions service and Pipeline, and an alarm matches a metric
- * only on all its dimensions: the per-pipeline alarms name both.
+ * The alarms that page, each on one metric, ALARM and OK both notified, each
+ * description naming the pipeline, its meaning and its runbook section: failed and
+ * timed-out executions; per pipeline freshness, data lag (on request), reconcile,
+ * publish, out-of-band change, live drift, stopped and slow runs; per function
+ * throttles and the uncaught functions' errors. Each names every dimension its
+ * metric is written with. Why: docs/decisions/alarms-per-pipeline-and-their-runbook.md
  */
 export class PublishMonitoring extends Construct {
   /**
@@ -252,14 +242,10 @@ export class PublishMonitoring extends Construct {
   }
 
   /**
-   * The live watch's alarm: a state, not an event. Unlike OutOfBand (a
-   * refused swap counted once, SUM over 5 minutes, a period without it
-   * OK again, and EMF's service dimension), the watch reads the live table
-   * once a period: its last reading stands until the next, so the alarm
-   * looks at one watch period, and a period without a reading (the run's
-   * lease held, nothing recorded) keeps its state (`ignore`): it neither
-   * clears a drift nobody repaired nor pages on a skipped watch. A watch
-   * that fails pages through the monitor's Errors alarm.
+   * The live watch's alarm reports a state, not an event: Maximum over one watch
+   * period, and a period without a reading keeps the state (`ignore`), neither
+   * clearing an unrepaired drift nor paging on a skipped watch. Why it is not the
+   * OutOfBand alarm: docs/decisions/live-watch.md
    * https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
    */
   private liveDriftAlarm(pipeline: Pipeline, period: Duration): Alarm {

@@ -141,12 +141,6 @@ export function neighbourProps(pause: PauseProbeProps | undefined, breaker: Circ
 }
 
 /**
- * EventBridge refused a publication event (throttled, an internal failure):
- * EmitMetrics is run again and sends the same event, with the same id
- * (at least once; consumers dedupe on `detail.eventId`). Waits of 1, 2, 4,
- * 8, 16 s, jittered.
- */
-/**
  * Publication events: PutEvents on that one bus, and only as source
  * atomic-publish (the events:source condition key of PutEvents). The
  * handlers' role and the freshness monitor's (redelivering) hold it.
@@ -161,6 +155,12 @@ export function putPublicationEvents(bus: IEventBus): PolicyStatement {
   });
 }
 
+/**
+ * EventBridge refused a publication event (throttled, an internal failure):
+ * EmitMetrics is run again and sends the same event, with the same id
+ * (at least once; consumers dedupe on `detail.eventId`). Waits of 1, 2, 4,
+ * 8, 16 s, jittered.
+ */
 function retryPublicationEvent(emitMetrics: LambdaInvoke): void {
   emitMetrics.addRetry({
     errors: [new PublicationEventError('').name],
@@ -177,14 +177,8 @@ export const FALLBACK_ALERT_SUBJECT = 'atomic-publish: a run failed (details una
 /**
  * The one Standard state machine that runs every pipeline:
  * Plan -> LoadChunks (Map) -> Reconcile -> CheckOnly -> Publish -> EmitMetrics -> Cleanup,
- * (a check: Reconcile -> CheckOnly -> CheckCleanup -> Checked;
- * Plan finding another execution holding the pipeline's lease -> PipelineBusy;
- * Publish finding newer data live -> Superseded;
- * a rollback input: Plan -> Rollback -> EmitMetrics -> Cleanup;
- * a group input: Plan -> GroupMembers (Map: MemberLoadChunks, MemberReconcile)
- * -> PublishGroup -> GroupCleanup (Map: MemberEmitMetrics, MemberCleanup) -> GroupPublished),
- * any failure -> RecordFailure -> Notify -> Failed
- * (RecordFailure failing -> DescribeFailure -> Notify -> Failed).
+ * any failure -> RecordFailure (failing: DescribeFailure) -> Notify -> Failed; the check, busy, superseded,
+ * rollback, window and group paths branch from it (docs/how-it-works.md#the-state-machine).
  * State names, paths and payloads are a contract with the handlers and the local runner.
  */
 export class PublishWorkflow extends Construct {
@@ -520,16 +514,12 @@ export class PublishWorkflow extends Construct {
     }
   }
   /**
-   * One chunk's load, as a Map iteration runs it: LoadChunk, whose output is
-   * the chunk's index (the Map's collected results stay small; they are
-   * discarded anyway). A load that outlasts the invocation ends it with
-   * LoadStillRunningError, which the iteration catches: a short Wait, then
-   * LoadChunk again, which re-attaches to the load by its statement name. A
-   * Catch has no attempt budget, so a load of any length is waited for,
-   * never resubmitted and never failed for its length; only the
-   * execution's time-out bounds it. A load that ends within the invocation
-   * (nearly all) costs one state transition and seven history events; each
-   * 15 minutes of a longer one adds a Wait and another LoadChunk.
+   * One chunk's load, as a Map iteration runs it: LoadChunk, whose output is the
+   * chunk's index. A load that outlasts the invocation ends it with
+   * LoadStillRunningError, caught: a short Wait, then LoadChunk again, which
+   * re-attaches by statement name; so a load of any length is waited for, never
+   * resubmitted, bounded only by the execution's time-out. Why, and its cost in
+   * transitions and events: docs/decisions/deployment.md ("Loads longer than a Lambda invocation")
    */
   private chunkLoad(
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
@@ -544,16 +534,12 @@ export class PublishWorkflow extends Construct {
   }
 
   /**
-   * A batch of more chunks than one window holds (Plan's `plan.windows`,
-   * domain/plan/windows.ts): a Distributed Map runs each window as a child
-   * execution with a history of its own, one window at a time (the chunks
-   * inside run `maxConcurrency` at once, as a short batch's do). A child:
-   * PlanWindow (Plan's function) records the window's chunks and returns
-   * those still to load, then the inline Map loads them exactly as
-   * LoadChunks does. A child's output is `{}`, so the Map's collected
-   * results stay small whatever the number of windows. The first child to
-   * fail fails the Map (no failure tolerated), with
-   * States.ExceedToleratedFailureThreshold, and the Catch pages.
+   * A batch of more chunks than one window holds (Plan's `plan.windows`): a
+   * Distributed Map runs each window as a child execution, one at a time:
+   * PlanWindow records the window's chunks and returns those still to load, an
+   * inline Map loads them as LoadChunks does, and the child's output is `{}`. The
+   * first child to fail fails the Map (States.ExceedToleratedFailureThreshold),
+   * and the Catch pages. Why: docs/decisions/batches-and-identity.md
    */
   private windowedLoad(
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
@@ -596,13 +582,11 @@ export class PublishWorkflow extends Construct {
   }
 
   /**
-   * A publish group (input `{"group": ...}`, Plan's `plan.members`): each
-   * member loaded and reconciled as a pipeline run is (GroupMembers, one
-   * member at a time, so the warehouse sees one member's chunk concurrency),
-   * then ONE PublishGroup swapping every member in one transaction, then
-   * each member's metrics and cleanup (GroupCleanup). State names are unique
-   * in a state machine, so the members' steps are states of their own
-   * invoking the same handlers.
+   * A publish group (input `{"group": ...}`, Plan's `plan.members`): each member
+   * loaded and reconciled in turn (GroupMembers), then ONE PublishGroup swapping
+   * every member in one transaction, then each member's metrics and cleanup.
+   * State names are unique in a state machine, so the members' steps are states of
+   * their own invoking the same handlers. Why: docs/decisions/publish-groups.md
    */
   private publishGroupPath(
     task: (state: string, options: { payload?: TaskInput; resultPath?: string; outputPath?: string }, step?: LambdaStateName) => LambdaInvoke,
