@@ -32,16 +32,12 @@ export interface CleanupResult {
 }
 
 /**
- * Ends a check (its staging dropped, its quarantined rows deleted, the
- * batch CHECK_PASSED or CHECK_FAILED: domain/sql/cleanup.ts endCheck).
- * Drops old versions past `retention.keepVersions` and staging tables of
- * earlier failed, superseded or abandoned batches, then releases the
- * pipeline's lease (the run ends here). Only tables named after the live table with a
- * `__` suffix are ever dropped, and never with CASCADE. A table a view
- * still reads, or another table's foreign key references (created on an
- * old version, not re-pointed by the publish), is kept and reported, in the log and the result, rather than
- * failing the run that has published; a view created between this check
- * and the DROP still fails the DROP, loudly.
+ * Ends a check (staging dropped, quarantined rows deleted, the batch CHECK_PASSED
+ * or CHECK_FAILED: domain/sql/cleanup.ts endCheck), drops old versions past
+ * `retention.keepVersions` and the staging of earlier failed, superseded or
+ * abandoned batches, then releases the pipeline's lease. Only `<live table>__*`
+ * tables are dropped, never with CASCADE; one a view reads or a foreign key
+ * references is kept and reported: docs/decisions/publishing.md ("Cleanup never drops").
  */
 export async function cleanup(event: CleanupEvent, warehouse: Warehouse = warehouseFromEnv()): Promise<CleanupResult> {
   const pipeline = frozenPipeline(event.batch);

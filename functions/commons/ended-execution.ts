@@ -1,11 +1,10 @@
 /**
- * What an ended execution leaves for the next one to clear: the warehouse
- * statements its batch still runs, a batch still RUNNING or CHECKED under
- * its attempt, and its pipeline lease. Cleared by CancelOrphans on the
- * ABORTED or TIMED_OUT event, and by Plan when it finds the lease held by
- * an execution Step Functions says has ended (docs/decisions/leases-of-ended-executions.md).
- * Every write is conditional on the execution still owning what it
- * changes, so clearing twice, or after a newer run took over, changes nothing.
+ * What an ended execution leaves for the next one to clear: the statements its
+ * batch still runs, a batch still RUNNING or CHECKED under its attempt, and its
+ * pipeline lease. Cleared by CancelOrphans on ABORTED or TIMED_OUT and by Plan on
+ * taking over the lease; every write is conditional on the execution still owning
+ * what it changes, so clearing twice, or after a newer run took over, changes
+ * nothing (docs/decisions/leases-of-ended-executions.md).
  */
 import { BatchStatus } from '../../domain/batch.ts';
 import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';

@@ -1,12 +1,9 @@
 /**
- * Publication events delivered at least once, even when the run failed
- * after its publish: the manifest's publication rows are the outbox
- * (domain/sql/event-redelivery.ts). EmitMetrics sends its publication's
- * event and marks it sent, then the pipeline's older ones never sent; the
- * freshness monitor, every few minutes, sends those a grace period old.
- * Every delivery is built from the publication's row by the one function
- * (domain/publication-event.ts publicationEvent): the same eventId and
- * detail, whoever sends it. Consumers dedupe on the eventId.
+ * Publication events delivered at least once, even when the run failed after
+ * its publish: the publication rows are the outbox. EmitMetrics sends its own
+ * and then the pipeline's older unsent ones; the freshness monitor those a grace
+ * period old. Every delivery is built by publicationEvent from the row, so it has
+ * the same eventId and detail whoever sends it. docs/decisions/every-publications-event-delivered.md
  */
 import { AtomicPublishError } from '../../domain/errors.ts';
 import { type PublicationEvent, publicationEvent, publicationFacts } from '../../domain/publication-event.ts';

@@ -8,16 +8,12 @@ import { retryTransient, type Warehouse } from './warehouse.ts';
 export const CANCEL_WAIT_MS = 30_000;
 
 /**
- * Cancels every chunk load of the batch that still runs, all at once, each
- * waited for until it no longer runs (bounded). The loads are found by
- * their names (ListStatements, domain/sql/load-chunk.ts): a load is one
- * transaction, so one that ends ABORTED leaves nothing in staging nor in
- * the manifest, and a re-run loads its chunk afresh; one still running is
- * found again by a re-run's LoadChunk, which waits for it instead of
- * loading beside it. INSERTs a manifest from before version 6 records for
- * a LOADING chunk are cancelled too, and their chunks marked CANCELLED (a
- * re-run clears their intervals). A statement that could not be cancelled
- * is reported, never thrown: only finding the statements can fail this.
+ * Cancels every chunk load of the batch that still runs, found by name
+ * (ListStatements, domain/sql/load-chunk.ts), all at once, each waited for
+ * (bounded) until it no longer runs; a pre-version-6 LOADING chunk's INSERT too,
+ * its chunk marked CANCELLED. A statement that could not be cancelled is
+ * reported, never thrown: only finding the statements can fail this.
+ * Why it is safe: docs/decisions/failure-handling.md ("No statement outlives its execution")
  */
 export async function cancelOrphans(
   warehouse: Warehouse,

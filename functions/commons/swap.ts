@@ -55,13 +55,9 @@ export function swapLocks(swap: Pick<Swap, 'pipeline' | 'incoming'>): Relation[]
 
 /**
  * Waits until every transaction of another user that was open when the step
- * began (so possibly with a snapshot older than the incoming table's last
- * write) and holds no lock on a table the swap locks has ended: such a
- * transaction, reading the live table for the first time after the rename,
- * would find a table whose rows its snapshot cannot see (0 rows, or part of
- * them). Newer transactions are not waited for: they began after the
- * incoming rows had committed. Gives up with a TransientWarehouseError
- * naming them.
+ * began, and holds no lock on a table the swap locks, has ended: after the
+ * rename it could find a table whose rows its snapshot cannot see. Gives up with
+ * a TransientWarehouseError naming them. docs/decisions/publishing.md ("Snapshot readers")
  */
 export async function waitForOlderSnapshots(warehouse: Warehouse, swap: Pick<Swap, 'pipeline' | 'incoming' | 'name' | 'waits' | 'step'>): Promise<void> {
   await waitForSnapshotsOlderThanSwap(warehouse, {

@@ -47,14 +47,10 @@ export interface PollOptions {
   readonly maxDelayMs: number;
   readonly factor: number;
   /**
-   * WaitTimeSeconds of each DescribeStatement (1 to 30); 0 or absent polls
-   * with sleeps instead. The Data API's request field, as its service model
-   * documents it ("The number of seconds to wait for the SQL statement to
-   * complete execution before returning the description. The maximum value
-   * is 30 seconds."; a busy statement may answer
-   * ActiveWaitingRequestsExceededException, "the number of active requests
-   * with WaitTimeSeconds for the same SQL statement exceeds the limit", which
-   * falls back to a sleep):
+   * WaitTimeSeconds of each DescribeStatement (1 to 30, the service model's
+   * maximum); 0 or absent polls with sleeps instead, and so does a long poll the
+   * service refuses (ActiveWaitingRequestsExceededException).
+   * Why: docs/decisions/failure-handling.md ("Long polling")
    * https://docs.aws.amazon.com/botocore/latest/reference/services/redshift-data/client/exceptions/ActiveWaitingRequestsExceededException.html
    */
   readonly longPollSeconds?: number;
@@ -388,13 +384,11 @@ export class Warehouse {
   }
 
   /**
-   * Cancels a statement this role submitted and waits, no longer than
-   * `timeoutMs` (nor past the deadline), until it no longer runs. Returns
-   * the status it is in then: ABORTED once cancelled, FINISHED or FAILED if
-   * it ended before the cancel took, a running status if it outlasted the
-   * wait; undefined when the Data API no longer knows it. CancelStatement
-   * takes only a running statement; one that already ended is a
-   * ValidationException, answered by its status.
+   * Cancels a statement this role submitted and waits, at most `timeoutMs` (nor
+   * past the deadline), until it no longer runs. Returns its status then: ABORTED,
+   * FINISHED or FAILED if it ended first (CancelStatement's ValidationException for
+   * an ended one is answered by its status), a running status if it outlasted the
+   * wait; undefined when the Data API no longer knows it.
    * https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_CancelStatement.html
    */
   async cancel(id: string, name: string, timeoutMs: number): Promise<string | undefined> {

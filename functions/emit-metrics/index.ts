@@ -20,14 +20,11 @@ export interface EmitMetricsEvent {
 }
 
 /**
- * Freshness signals for the pipeline's alarms: `Published` (the freshness
- * alarm pages when none arrives within the SLA), rows, run duration and
- * data lag. Dimensions: service and Pipeline. And the publication event
- * for downstream consumers (domain/publication-event.ts), built from the
- * publication's manifest row and marked sent there: this step runs only
- * after Publish, Rollback or PublishGroup answered with a committed
- * publication, so the event never announces a publish that did not happen;
- * a retried step sends it again with the same id.
+ * The run's metrics (Published, RowsPublished, RunDurationSeconds, DataLagSeconds:
+ * docs/reference/metrics.md) and the publication event, built from the publication's
+ * row and marked sent there. This step runs only after Publish, Rollback or
+ * PublishGroup answered with a committed publication, so no event announces a publish
+ * that did not happen; a retry sends the same id. docs/decisions/publication-events-and-the-schedules-dead-letters.md
  */
 export async function emitMetrics(
   event: EmitMetricsEvent,

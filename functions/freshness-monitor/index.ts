@@ -46,16 +46,12 @@ async function measure(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pro
 }
 
 /**
- * Measures every pipeline's freshness and writes it to CloudWatch (namespace
- * AtomicPublish, dimension Pipeline), one pipeline after the other. A
- * pipeline that cannot be measured (its table missing, the warehouse not
- * answering) is logged and skipped, so the others' metrics are still
- * written; then the invocation fails with FreshnessMonitorError naming it.
- * Its missing metric pages through its freshness alarm (missing data
- * breaching), the failed invocation shows in the function's Errors. Then,
- * with `events`, it puts the publication events a failed run never sent
- * (../commons/event-delivery.ts); one it cannot put fails the invocation with
- * EventRedeliveryError, after the metrics were written.
+ * Measures every pipeline's freshness, one after the other, into CloudWatch
+ * (namespace AtomicPublish, dimension Pipeline); one it cannot measure is logged
+ * and skipped, and once the others are written the invocation fails with
+ * FreshnessMonitorError. Then, with `events`, it puts the publication events a
+ * failed run never sent (../commons/event-delivery.ts), failing with
+ * EventRedeliveryError on one it cannot put. docs/decisions/freshness-monitor-and-its-alarm.md
  */
 export async function monitorFreshness(options: FreshnessMonitorOptions): Promise<FreshnessReport> {
   const measured: Record<string, FreshnessValue[]> = {};

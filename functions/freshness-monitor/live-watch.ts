@@ -60,16 +60,12 @@ async function watchOne(pipeline: Pipeline, warehouse: Warehouse, now: Date): Pr
 }
 
 /**
- * The live watch, run by the freshness monitor's second schedule: for each
- * pipeline with `outOfBand.watch`, its live table's columns and
- * fingerprint now against those its latest publication recorded, one
- * pipeline after the other; LiveDrift 1 (drifted) or 0 (matches) written
- * per pipeline compared. A pipeline whose run holds its lease, that never
- * published, or whose latest publication recorded nothing is skipped
- * (no datapoint: its alarm keeps its state). What differs is logged as
- * counts, checksums and column names, never row values. A pipeline that
- * cannot be read is logged and skipped; then, the others' metrics
- * written, the invocation fails with LiveWatchError naming it.
+ * The live watch: per pipeline with `outOfBand.watch`, one after the other, the
+ * live table's columns and fingerprint against those of its latest publication;
+ * LiveDrift 1 (drifted) or 0 written per pipeline compared. One whose lease is held,
+ * never published, or recorded nothing is skipped (no datapoint); differences are
+ * logged as counts, checksums and column names, never values. One it cannot read
+ * is logged and skipped, then the invocation fails with LiveWatchError. docs/decisions/live-watch.md
  */
 export async function watchLive(options: LiveWatchOptions): Promise<LiveWatchReport> {
   const watched: Record<string, LiveWatchResult> = {};

@@ -31,16 +31,12 @@ const STILL_RUNNING_MESSAGE = 'the load still runs; the workflow waits for it';
 export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt';
 
 /**
- * Loads one chunk in one round trip: a single BatchExecuteStatement
- * transaction clears the interval if an earlier load may have left rows
- * there, inserts the source rows and records the load (domain/sql/load-chunk.ts),
- * so the chunk is DONE exactly when its rows are in staging. Every load of
- * the chunk's generation runs under one statement name: a retry or a re-run
- * first lists the statements of that name and waits for one still running
- * instead of submitting (re-attaching); when one ran, the manifest says
- * whether the chunk is loaded now, and a loaded chunk is skipped. At most
- * one load of a chunk is submitted at a time, and a load that may still
- * commit is never cleared or loaded beside.
+ * Loads one chunk in one BatchExecuteStatement transaction (clear the interval if
+ * an earlier load may have left rows, insert, record the load: domain/sql/load-chunk.ts),
+ * so the chunk is DONE exactly when its rows are in staging. Every load of a
+ * generation runs under one statement name; a retry waits for one still running
+ * instead of submitting, so at most one load of a chunk runs at a time and one that
+ * may still commit is never cleared or loaded beside. docs/decisions/loading.md
  */
 export async function loadChunk(
   event: LoadChunkEvent,

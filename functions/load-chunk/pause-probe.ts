@@ -1,11 +1,9 @@
 /**
- * The pause probe (domain/neighbour.ts): before LoadChunk submits a load,
- * it looks at the warehouse's queues, and while at least `whenQueued`
- * queries wait there it pauses, looking again every `intervalMs`, instead of
- * adding one more. It pauses for at most half the invocation's remaining
- * time, then loads anyway (the pipeline's MaxConcurrency still bounds its
- * loads). A probe that fails is logged and the load goes ahead: the probe
- * is advice, never a reason to skip or fail a chunk.
+ * The pause probe (domain/neighbour.ts): while at least `whenQueued` queries wait
+ * in the warehouse's queues, LoadChunk pauses before submitting, looking again
+ * every `intervalMs`, for at most half the invocation's remaining time, then loads
+ * anyway. A probe that fails is logged and the load goes ahead: it is advice,
+ * never a reason to skip or fail a chunk. docs/decisions/good-neighbour.md
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type PauseProbeSettings, pauseProbeFromEnv } from '../../domain/neighbour.ts';

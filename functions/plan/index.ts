@@ -112,13 +112,11 @@ async function nextCheck(warehouse: Warehouse, pipeline: Pipeline, interval: Bat
 }
 
 /**
- * The restatement an input `"restate": true` runs: the interval's batch
- * (restatement 0) must be PUBLISHED, or the input is refused before
- * anything is written (a batch never published is published by a run
- * without `restate`). Then the first restatement 1, 2, ... that has not
- * ended: one that failed is resumed, as a failed batch is; once all have
- * ended, a new one is started. Its id follows from (pipeline, interval,
- * spec, n), so a retried Plan finds the same one.
+ * The restatement a `"restate": true` input runs: the interval's batch must be
+ * PUBLISHED, or the input is refused before anything is written. Then the first
+ * restatement 1, 2, ... that has not ended (a failed one resumed), or a new one
+ * once all have; its id follows from (pipeline, interval, spec, n), so a retried
+ * Plan finds the same one. docs/decisions/restating-a-published-interval.md
  */
 async function nextRestatement(warehouse: Warehouse, pipeline: Pipeline, interval: BatchInterval, name: (step: string) => string): Promise<Rerun> {
   // Only read: with no manifest yet, nothing was ever published.

@@ -1,12 +1,10 @@
 /**
- * Plan's side of the pipeline lease (one execution per pipeline at a time).
- * A lease names its execution; a taker refused by it asks Step Functions
- * whether that execution still runs, and takes the lease over when it has
- * ended, clearing what it left (functions/commons/ended-execution.ts). A
- * holder still running makes the taker wait (Plan again after the state
- * machine's LeaseWait), or end at once when the holder runs the same
- * batch, or fail and page once the wait is spent.
- * docs/decisions/leases-of-ended-executions.md
+ * Plan's side of the pipeline lease (one execution per pipeline at a time). A
+ * lease names its execution; a refused taker asks Step Functions whether it
+ * still runs and takes over the lease of one that ended, clearing what it left
+ * (functions/commons/ended-execution.ts). A running holder of the same batch
+ * ends the taker at once; of another, makes it wait, then page.
+ * Why: docs/decisions/leases-of-ended-executions.md
  */
 import { DescribeExecutionCommand } from '@aws-sdk/client-sfn';
 import { endedError } from '../../domain/cancel-orphans.ts';
@@ -69,6 +67,9 @@ export function leaseWaitSeconds(env: NodeJS.ProcessEnv = process.env): number {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : DEFAULT_LEASE_WAIT_SECONDS;
 }
 
+/** Takes of a lease that was released between the take and the read, before the run waits as for a holder. */
+const MAX_TAKES = 3;
+
 /**
  * Takes the pipeline's lease for the execution, lasting until the state
  * machine's timeout would end it (so it never needs renewing). An expired
@@ -77,9 +78,6 @@ export function leaseWaitSeconds(env: NodeJS.ProcessEnv = process.env): number {
  * this run has waited LEASE_WAIT_SECONDS for a holder of another batch.
  * An execution without an id (a direct invocation) takes none.
  */
-/** Takes of a lease that was released between the take and the read, before the run waits as for a holder. */
-const MAX_TAKES = 3;
-
 export async function takeLease(
   warehouse: Warehouse,
   pipeline: string,

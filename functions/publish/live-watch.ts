@@ -5,15 +5,11 @@ import type { Pipeline } from '../../domain/spec.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 
 /**
- * The end of a publish transaction of a watched pipeline that knows no
- * baseline (in place; a rollback): the live table's fingerprint recorded
- * on the publication (domain/live-watch/sql/live-watch.ts), generated for the columns
- * of the table that is live after the transaction (`incoming`: the live
- * table itself, or for a swapped-in rollback the restored version; one
- * catalog read before the transaction; the procedure records no
- * fingerprint if they are not those when it runs). A full scan of the live
- * table, after the locks, where the lock wait's bound is off. With expected writers, only the
- * rows before the batch's end are fingerprinted.
+ * The end of a publish transaction that has no staging to fingerprint (in place;
+ * a rollback) of a watched pipeline: it records on the publication the
+ * fingerprint of the table live after the transaction, for the columns one
+ * catalog read found (none if they differ then), outside the lock-wait bound;
+ * with expected writers, of the rows before the batch's end. docs/decisions/live-watch.md
  */
 export async function liveWatchStatements(
   warehouse: Warehouse,
