@@ -1,16 +1,10 @@
 /**
- * The hand-written rebuilds a full state machine run is measured against,
- * each one BatchExecuteStatement (one transaction, as a hand-written swap
- * is) through the same Data API endpoint, loading the same rows from the
- * sample source (indexed on its time column) into a fresh table and
- * renaming it over a copy of the live table:
- *
- *   insert   CREATE TABLE fresh (...); INSERT INTO fresh <source query>;
- *            ALTER TABLE copy RENAME TO old; ALTER TABLE fresh RENAME TO copy
+ * The hand-written rebuilds a full run is measured against, each one
+ * BatchExecuteStatement transaction through the same Data API endpoint, loading
+ * the same rows into a fresh table and renaming it over a copy of the live table:
+ *   insert   CREATE TABLE fresh (...); INSERT INTO fresh <source query>; two renames
  *   ctas     CREATE TABLE fresh AS <source query>; the same two renames
- *
- * Dropping the old copy happens after the timing: atomic-publish keeps
- * earlier versions too (retention), so neither side pays for a DROP.
+ * Dropping the old copy is not timed: atomic-publish keeps old versions too.
  */
 import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import type { Pipeline } from '../domain/spec.ts';

@@ -1,18 +1,9 @@
 /**
- * What the local Data API costs per statement, and what the handlers'
- * adaptive polling saves, as distributions against a baseline measured in
- * the same run (the tests assert behaviour only; timings live here):
- *
- *   submit      ExecuteStatement until its Id is back, for a statement that
- *               is held at a lock gate (it cannot have run yet)
- *   round trip  ExecuteStatement, then DescribeStatement with WaitTimeSeconds
- *               until FINISHED, of `SELECT 1`
- *   cancel      CancelStatement of a statement held at a gate, until it
- *               returns (the statement is ABORTED by then)
- *               ... each against a bare `SELECT 1` on a pg connection
- *   polls       DescribeStatement polls the handlers' Warehouse (DEFAULT_POLL)
- *               makes for a statement held for a given time, against the
- *               polls a fixed 20 ms poll would need for the same wait
+ * What the local Data API costs per statement (a submit held at a lock gate, a
+ * `SELECT 1` round trip with WaitTimeSeconds, a CancelStatement), each against a
+ * bare `SELECT 1` on a pg connection, and the DescribeStatement polls the handlers'
+ * Warehouse (DEFAULT_POLL) makes for a statement held a given time, against a fixed
+ * 20 ms poll: distributions measured in the same run (docs/develop.md#bench).
  */
 import { CancelStatementCommand, DescribeStatementCommand, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { DEFAULT_POLL, Warehouse } from '../functions/commons/warehouse.ts';

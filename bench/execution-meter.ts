@@ -1,21 +1,10 @@
 /**
- * What one execution of the state machine costs in the units AWS bills,
- * read from the local runner's events (every execution's, child executions
- * of a distributed Map included):
- *
- *   transitions   states entered, plus retries: Step Functions Standard
- *                 "counts a state transition each time a step of your
- *                 workflow is executed ... including retries"
- *                 (https://aws.amazon.com/step-functions/pricing/)
- *   load phase    the same for the states inside the Map that loads the
- *                 chunks (the Map state itself not counted)
- *   Lambda        one request per Lambda Task entered or retried; the
- *                 duration of each attempt from its StateEntered (or
- *                 StateRetried, after the retry's wait) to its StateFailed
- *                 or StateExited, rounded up to the ms as Lambda bills it
- *   payload       the largest state input or output, as JSON bytes
- *   Publish       when the Publish state was entered and left
- *   steps         how long each top-level state took (entered to exited)
+ * What one execution costs in the units AWS bills, from the local runner's events
+ * (a distributed Map's child executions included): state transitions (states
+ * entered plus retries), also of the load Map's inner states; Lambda requests and
+ * each attempt's duration (StateEntered, or StateRetried after its wait, to its
+ * StateFailed or StateExited) rounded up to the ms; the largest state payload in
+ * JSON bytes; when Publish ran; each top-level state's time. https://aws.amazon.com/step-functions/pricing/
  */
 
 import type { Architecture } from '../cli/prices.ts';

@@ -1,21 +1,9 @@
 /**
- * A batch of any length in one run: ten years of hourly chunks (87,600; the
- * sample's rows fill only its last days) published through the synthesized
- * state machine on real parts, in windows of 1,000 chunks, each a child
- * execution (domain/plan/windows.ts). What it proves at that size, as figures:
- * every execution's history, counted as Step Functions counts it
- * (local/history.ts), under 25,000 events; every state payload under
- * 256 KB (the runner also refuses a larger one, as Step Functions does);
- * each chunk loaded exactly once; the source's rows in live; then a batch
- * whose loads would outlast the execution refused by Plan before anything
- * is written. Scale is a cost, not a pass or fail, so it lives here and
- * not in the suite (docs/decisions/scale-proofs-in-the-bench.md); the
- * suite's test/scale/long-batch.test.ts runs the same at two windows and
- * asserts on measureLongBatch().
- *
- * bench/run.ts runs it in a process of its own, because the hourly sample
- * replaces the daily one in that process's pipeline registry:
- *
+ * A batch of any length in one run: ten years of hourly chunks (87,600) through the
+ * synthesized state machine in windows of 1,000, measured against Step Functions'
+ * limits (history events, payloads), each chunk loaded once, live equal to the
+ * source, then a too-long batch refused by Plan (docs/decisions/scale-proofs-in-the-bench.md).
+ * In a process of its own, as its hourly sample replaces the daily one in the registry:
  *   npx tsx bench/long-batch.ts [--hours 87600] [--json] [--pg-dir DIR] [--database NAME]
  */
 import path from 'node:path';

@@ -1,11 +1,8 @@
 /**
- * Planning at scale: Plan's `plan()` (functions/plan/index.ts), called
- * directly against the bench database, for an hourly pipeline over 87,600
- * hours (ten years) of a tiny source: how long it takes, and how large its
- * output, which becomes the Plan state's output, is as JSON. Such a
- * batch runs in windows (domain/plan/windows.ts): Plan returns the windows, and
- * each window's PlanWindow returns its chunks, the largest state a window
- * carries, measured here on the first window.
+ * Planning at scale: Plan's `plan()` called directly against the bench database
+ * for an hourly pipeline over 87,600 hours of a tiny source: how long it takes,
+ * and the size as JSON of its output (the windows) and of the first window's
+ * PlanWindow output (its chunks, the largest state a window carries).
  */
 import type pg from 'pg';
 import { definePipeline, type Pipeline } from '../domain/spec.ts';

@@ -1,18 +1,10 @@
 /**
- * Publishing by rename vs through a view (`publishVia`) vs rewriting the
- * live rows in place (`snapshotReaders: 'in-place'`), side by side on the
- * same data, as ratios of the view's and the in-place figures to the
- * rename's measured in the same run (the rename is the baseline):
- *
- *   publish step   Publish's Task state, entered to exited, in a full run
- *   longest read   the slowest dashboard read overlapping the publish, while
- *                  a reader transaction that read the live name stays open
- *                  until HOLD_MS after Publish began (the switch waits for
- *                  it, and readers arriving meanwhile queue behind the
- *                  switch's lock request)
- *
- * Each repetition publishes one more day to both databases, alternating
- * which goes first. Run alone: `npx tsx bench/publish-via.ts --rows N --repeat N [--hold-ms N]`.
+ * Publishing by rename, through a view (`publishVia`) and in place
+ * (`snapshotReaders: 'in-place'`) on the same data, as ratios to the rename's: the
+ * Publish step (entered to exited) and the longest dashboard read overlapping it,
+ * while a reader transaction that read the live name stays open until HOLD_MS after
+ * Publish began. Each repetition publishes one more day to both databases,
+ * alternating which goes first. Alone: `npx tsx bench/publish-via.ts --rows N --repeat N [--hold-ms N]`.
  */
 import type pg from 'pg';
 import { migrationSql } from '../domain/publish/sql/view.ts';

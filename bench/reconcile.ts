@@ -1,38 +1,10 @@
 /**
- * What Reconcile's reading costs, as a ratio to one plain aggregate pass
- * over the source plus one over staging, measured in the same run through
- * the same Data API endpoint:
- *
- *   baseline   per grain unit (day), COUNT(*) and the sums of the measures
- *              (quantity, amount) of the source query over the batch
- *              interval, then the same of staging: what a hand-written
- *              count-and-sum comparison reads
- *   gate       Reconcile's reading: staging's columns from the catalog,
- *              then chunkCounts with the gate's aggregates (the sample
- *              pipeline with measures quantity and amount): per-chunk
- *              counts, content checksums over every column and measure
- *              sums of both sides, rows outside the interval and
- *              duplicated business keys: one grouped pass over each side,
- *              and the key check as one more grouping of staging by key
- *              (the sample's key, order and line, does not hold the time)
- *   counts     the same without checksum and sums (the gate before them)
- *   only
- *   gate, key  the gate with the time column added to the business key:
- *   with time  the key check is per chunk, in the one pass over staging
- *   key pass   `GROUP BY <business key> HAVING COUNT(*) > 1` over staging
- *              alone: the uniqueness check any gate pays, for scale
- *   COUNT(*)   `SELECT COUNT(*)` of each side, for scale (the baseline
- *              before the gate had sums: a row count reads no column)
- *   every      per day, COUNT(*) and MAX of every column, each side: what
- *   column     a check of every column reads at the least, for scale
- *   gate with  the gate with `checks.drift.nullRate` over every column:
- *   NULL counts staging's NULL counts as more entries of the same pass
- *   live drift the live side of `checks.drift` (domain/gate/sql/drift.ts
- *   pass       liveDriftCounts): rows and NULL counts of every column per
- *              chunk, one grouped pass over live's rows of the interval
- *
- * The batch is set up directly (manifest, chunk rows, staging filled by one
- * INSERT ... SELECT of the source), so only the reading is timed.
+ * What Reconcile's reading costs, as a ratio to one plain per-day COUNT(*) and
+ * measure sums over the source plus one over staging, through the same endpoint in
+ * the same run; beside it, for scale, the gate's variants (counts only, the time
+ * column in the key, `checks.drift`'s NULL counts and live pass) and bare passes
+ * (the key grouping, COUNT(*), every column): docs/develop.md#bench. The batch is
+ * set up directly (manifest, chunks, staging by one INSERT ... SELECT), so only the reading is timed.
  */
 import type { BatchRef } from '../domain/batch.ts';
 import { liveDriftCounts, nullCountAggregates } from '../domain/gate/sql/drift.ts';

@@ -1,41 +1,12 @@
 /**
  * `npm run bench`: what atomic-publish costs on top of the bare SQL, on the
- * local engine, as ratios against baselines measured in the same run
- * (machines here are shared and noisy; absolute seconds are not comparable
- * between runs, ratios mostly are), and what a chunk costs in requests,
- * state transitions and dollars:
- *
- *   overhead        full state machine run (plan, chunked load, reconcile,
- *                   swap, metrics, cleanup) vs a hand-written rebuild of the
- *                   same rows: INSERT ... SELECT into a fresh table plus a
- *                   rename over a copy of the live table, and CREATE TABLE
- *                   AS plus rename, each one transaction (bench/baselines.ts)
- *   requests        Data API requests (submits, polls, lists, results) per
- *                   chunk: of LoadChunk's statements, and of the whole run
- *                   (the local endpoint's request log)
- *   transitions     Step Functions state transitions per chunk, whole run
- *                   and load phase, and the cost per 1,000 chunks at list
- *                   price (bench/execution-meter.ts, cli/prices.ts)
- *   reader wait     for dashboard reads overlapping the Publish state: their
- *                   latency minus the median latency of reads before it
- *   plan at scale   plan() of 87,600 hourly chunks, and the largest state
- *                   payload (bench/plan-scale.ts)
- *   backfill        a replace-intervals run of a tenth of the days vs the
- *                   full run (bench/backfill.ts)
- *   reconcile       the gate's reading vs one plain per-day count-and-sum pass over the
- *                   source plus one over staging (bench/reconcile.ts)
- *   long batch      ten years of hourly chunks in one run, in a process of its
- *                   own: history events, payloads, each chunk loaded once, live
- *                   equal to the source, the too-long batch refused (bench/long-batch.ts)
- *   data API,       the local Data API's own costs (bench/data-api.ts) and
- *   publishVia      rename vs view vs in-place (bench/publish-via.ts): markdown only
- *
- * Options: --rows N (default 600000), --repeat N (default 3), --json (one
- * JSON object on stdout, progress on stderr; the data API and publishVia
- * tables are left out), --pg-dir DIR (the PostgreSQL data directory, default
- * .atomic-publish/bench-pg; a running server there is shared),
- * --database NAME (default atomic_publish_bench; the long batch uses NAME_long),
- * --long-batch-hours N (default 87600).
+ * local engine, as ratios against baselines measured in the same run (absolute
+ * seconds on shared machines do not compare between runs), and what a chunk costs
+ * in requests, state transitions and dollars. Each figure, its target and its
+ * module: docs/develop.md#bench. Options: --rows N (600000), --repeat N (3), --json
+ * (one object on stdout, progress on stderr), --pg-dir DIR (.atomic-publish/bench-pg;
+ * a server running there is shared), --database NAME (atomic_publish_bench; the long
+ * batch uses NAME_long), --long-batch-hours N (87600).
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
