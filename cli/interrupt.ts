@@ -1,11 +1,8 @@
 /**
- * Ctrl-C (SIGINT, or SIGTERM) while a command runs: bin/atomic-publish.ts
- * aborts CliIo.signal. A command that owns the interrupt handles it itself:
- * one that follows an execution restores the terminal, says that the
- * execution goes on and how to follow or stop it, and ends 130
- * (cli/run.ts); `local up` stops its engine. Any other command ends 130 at
- * once (cli/main.ts): it starts nothing. A second Ctrl-C ends the process
- * whatever runs (bin/atomic-publish.ts).
+ * Ctrl-C (SIGINT, or SIGTERM) while a command runs: bin/atomic-publish.ts aborts
+ * CliIo.signal; a command that owns the interrupt (following an execution,
+ * `local up`) handles it, any other ends 130 at once, having started nothing. A
+ * second Ctrl-C ends the process. docs/decisions/ctrl-c-while-following.md
  */
 
 /** Shows the cursor and turns line wrapping back on: what a progress bar turned off (cli-progress hideCursor, linewrap). */

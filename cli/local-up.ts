@@ -1,14 +1,9 @@
 /**
- * `atomic-publish local up`: the local engine as a service. Starts (or
- * reuses) the embedded PostgreSQL, a database with the sample source and
- * live table (created once; kept across restarts), the local Redshift Data
- * API, the state machine run by a LocalRunner behind a local Step Functions
- * endpoint, and a local CloudWatch endpoint with the stack's alarms; prints
- * the endpoints and the environment that points this CLI, the AWS CLI and
- * a user's own SDK code at them; runs until the signal aborts.
- *
- * The AWS CLI and the AWS SDKs read a service's endpoint from
- * AWS_ENDPOINT_URL_<SERVICE> (service-specific endpoints):
+ * `atomic-publish local up`: the local engine as a service, until the signal
+ * aborts. Starts (or reuses) the embedded PostgreSQL and the sample database (kept
+ * across restarts), the local Data API, a LocalRunner behind a local Step Functions
+ * endpoint and a local CloudWatch endpoint with the stack's alarms, and prints the
+ * AWS_ENDPOINT_URL_<SERVICE> variables the CLIs and SDKs read (docs/decisions/command-line.md).
  * https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html
  */
 import { localHandlerEnvironment } from '../local/aws-clients.ts';

@@ -1,15 +1,10 @@
 /**
- * List prices (US East, N. Virginia; no free tier, no Savings Plans) the
- * bench and `atomic-publish plan` turn counts into dollars with:
- *
- *   Step Functions Standard: $0.025 per 1,000 state transitions, retries
- *     counted as transitions (https://aws.amazon.com/step-functions/pricing/)
- *   Lambda: $0.20 per 1M requests; duration per GB-second, first tier,
- *     $0.0000166667 on x86_64 and $0.0000133334 on arm64, billed per 1 ms
- *     at the memory configured (https://aws.amazon.com/lambda/pricing/)
- *   Redshift Data API: no price of its own; the statements it runs are paid
- *     as warehouse time (node hours, or RPU-seconds on Serverless), which
- *     is not in this figure (https://aws.amazon.com/redshift/pricing/)
+ * List prices (US East, N. Virginia; no free tier, no Savings Plans) the bench and
+ * `atomic-publish plan` turn counts into dollars with: Step Functions Standard per
+ * state transition, retries counted; Lambda per request and per GB-second at the
+ * memory configured, billed per 1 ms. The Data API has no price of its own; the
+ * warehouse time its statements take is not in these figures.
+ * https://aws.amazon.com/step-functions/pricing/ https://aws.amazon.com/lambda/pricing/
  */
 import { stateMachineDefinition } from '../lib/definition.ts';
 import type { Template } from '../local/template.ts';

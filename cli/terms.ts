@@ -1,11 +1,9 @@
 /**
- * The workflow's words in the command line's terms. A refusal of Plan's
- * checks (domain/plan/plan.ts, domain/rollback/rollback.ts) names the execution input's
- * fields (`input.to`) and an alert's next step the input to start
- * (`start an execution with input {...}`); printed by the command line,
- * they name the flag the user typed (`--to`) and the command to repeat
- * (domain/cli-command.ts). Every message the command line prints from the
- * workflow goes through inCliTerms, and only there.
+ * The workflow's words in the command line's terms: a refusal's input field
+ * (`input.to`) becomes the flag typed (`--to`), an alert's input to start the
+ * command to repeat (domain/cli-command.ts). Every message the command line prints
+ * from the workflow goes through inCliTerms, and only there.
+ * Why: docs/decisions/next-steps-as-commands.md
  */
 import { commandFor } from '../domain/cli-command.ts';
 

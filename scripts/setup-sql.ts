@@ -1,17 +1,10 @@
 /**
- * `npm run setup-sql -- --pipeline NAME --user USER [--database NAME] [--monitor]`:
- * prints the SQL a superuser runs once before a pipeline's first run (and
- * safely again): the grants and the ownership transfer its database user
- * needs (domain/sql/setup.ts). The user is the one the step functions run
- * as: on Redshift Serverless with IAM `IAMR:<role name>`, on a cluster the
- * DbUser or the secret's user. The database defaults to the deployment's
- * (`warehouse.database` in cdk.json's context).
- *
- *   npm run setup-sql -- --pipeline sales_order_lines --user 'IAMR:atomic-publish-steps'
- *
- * With `--monitor`: the grants of the freshness monitor's database
- * user instead (by default the deployment's: `IAMR:<role name>-monitor` on
- * Serverless with IAM, else the step functions' own user).
+ * `npm run setup-sql -- --pipeline NAME [--user USER] [--database NAME] [--security-policies] [--monitor]`:
+ * prints the SQL a superuser runs before a pipeline's first run (and again, safely):
+ * the database user, its grants and the ownership transfer (domain/sql/setup.ts);
+ * with `--monitor`, the freshness monitor's grants instead. User and database default
+ * to the deployment's (cdk.json's context); a secret's user must be given.
+ * Why: docs/decisions/database-user-created-by-setup.md
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,14 +1,10 @@
 /**
- * `npm run test:loaded`: the whole suite, several times in a row, while
- * busy loops occupy every core: the conditions of a busy CI machine, where
- * a test that passes only on an idle machine fails by luck. Prints each
- * run's outcome and duration, keeps each run's log, records the range in
- * docs/results.md (scripts/suite-length.ts), and exits non-zero if any run
- * failed.
- *
- *   npm run test:loaded                   5 runs, one busy loop per core
- *   npm run test:loaded -- --runs 2 --busy 1
- *   npm run test:loaded -- --runs 3 --busy 0    the suite's length on an idle machine
+ * `npm run test:loaded [-- --runs N --busy N]`: the whole suite `--runs` times in a
+ * row (default 5) while `--busy` loops (default one per core) occupy the machine, as
+ * on a busy CI machine; `--busy 0` gives the suite's length on an idle one. Prints
+ * each run's outcome and duration, keeps each run's log, records the range in
+ * docs/results.md (scripts/suite-length.ts), and exits non-zero if any run failed.
+ * Why: docs/decisions/tests-and-timing.md
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
