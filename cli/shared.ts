@@ -1,7 +1,8 @@
 /** What every command shares: its I/O, tables, the manifest reads, the pipeline and interval checks (Plan's own). */
 import Table from 'cli-table3';
 import { manifestTablePresent } from '../domain/manifest/sql/manifest.ts';
-import { type BatchInterval, resolveInterval, resolvePipeline } from '../domain/plan/plan.ts';
+import type { BatchInterval } from '../domain/plan/chunk.ts';
+import { resolveInterval, resolvePipeline } from '../domain/plan/plan.ts';
 import type { Pipeline } from '../domain/spec.ts';
 import type { Statement } from '../domain/sql/statement.ts';
 import type { Row } from '../functions/commons/warehouse.ts';

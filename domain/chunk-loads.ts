@@ -1,6 +1,6 @@
 /** What Plan hands each LoadChunk, from what the manifest says of the chunk's earlier loads. */
 import { ChunkStatus } from './batch.ts';
-import type { Chunk } from './plan/plan.ts';
+import type { Chunk } from './plan/chunk.ts';
 import type { ChunkToLoad } from './sql/load-chunk.ts';
 
 /** A row of sql.doneChunks: a chunk that is not fresh. */

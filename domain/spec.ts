@@ -19,6 +19,7 @@ import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_D
 import { CHECK_ACTIONS, type CheckAction } from './gate/quarantine.ts';
 import type { MeasureTolerance } from './gate/tolerances.ts';
 import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
+import type { ChunkGrain } from './plan/chunk.ts';
 import { sourceShape } from './plan/sql/plan.ts';
 import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
@@ -28,7 +29,6 @@ import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
 import { isOnGrain, parseInstant } from './time.ts';
 
-export type ChunkGrain = 'hour' | 'day' | 'month';
 export type PublishMode = 'swap' | 'replace-intervals' | 'merge';
 /** How the live name is switched to a new version: see PipelineSpec.publishVia. */
 export type PublishVia = 'rename' | 'view';

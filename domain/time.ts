@@ -1,4 +1,4 @@
-import type { ChunkGrain } from './spec.ts';
+import type { ChunkGrain } from './plan/chunk.ts';
 
 /**
  * Chunk boundaries in a time zone. Instants are absolute (`Date`); a day or

@@ -12,7 +12,8 @@
 
 import { ValidationError } from '../errors.ts';
 import { qualifiedName, quoteIdent } from '../identifiers.ts';
-import { type BatchInterval, resolveInterval, typeFamily } from '../plan/plan.ts';
+import type { BatchInterval } from '../plan/chunk.ts';
+import { resolveInterval, typeFamily } from '../plan/plan.ts';
 import type { DependentView, LiveTableFacts } from '../publish/dependents.ts';
 import type { Pipeline } from '../spec.ts';
 import { canonicalJson, sha256 } from '../spec.ts';

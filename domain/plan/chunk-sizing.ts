@@ -10,7 +10,7 @@ import { extractColumn } from '../extract-column.ts';
 import type { SourceTable } from '../redshift-sql/source-sql.ts';
 import type { Pipeline } from '../spec.ts';
 import { floorToGrain, nextBoundary, parseWarehouseTime } from '../time.ts';
-import type { BatchInterval, Chunk } from './plan.ts';
+import type { BatchInterval, Chunk } from './chunk.ts';
 
 /** One grain unit `[start, end)` of an interval. */
 export interface GrainUnit {

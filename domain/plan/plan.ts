@@ -8,14 +8,8 @@ import type { Pipeline } from '../spec.ts';
 import { sha256 } from '../spec.ts';
 import { clip, echo } from '../text.ts';
 import { floorToGrain, isOnGrain, nextBoundary, parseInstant as parseIsoInstant } from '../time.ts';
+import type { BatchInterval, Chunk } from './chunk.ts';
 import { quarantineTableFor } from './sql/null-times.ts';
-
-/** One half-open interval `[start, end)` of a batch; ISO 8601 UTC instants. */
-export interface Chunk {
-  readonly index: number;
-  readonly start: string;
-  readonly end: string;
-}
 
 /** What StartExecution carries: `{ "pipeline": "x" }` for a scheduled run, plus `from`/`to` for a manual one. */
 export interface ExecutionInput {
@@ -34,11 +28,6 @@ export interface ExecutionInput {
    * the execution ends after Reconcile with its verdict.
    */
   readonly check?: boolean;
-}
-
-export interface BatchInterval {
-  readonly from: Date;
-  readonly to: Date;
 }
 
 /**

@@ -20,7 +20,7 @@
 import { ValidationError } from '../errors.ts';
 import type { Pipeline } from '../spec.ts';
 import { nextBoundary } from '../time.ts';
-import type { BatchInterval, Chunk } from './plan.ts';
+import type { BatchInterval, Chunk } from './chunk.ts';
 
 /**
  * Chunks per window, and the most a batch loads inline. Per chunk an

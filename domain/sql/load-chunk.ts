@@ -5,7 +5,7 @@
 import { type BatchRef, ChunkStatus } from '../batch.ts';
 import { extractColumn } from '../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../identifiers.ts';
-import type { Chunk } from '../plan/plan.ts';
+import type { Chunk } from '../plan/chunk.ts';
 import type { Pipeline } from '../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from './statement.ts';
 

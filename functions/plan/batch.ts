@@ -9,8 +9,9 @@ import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain
 import type { LiveBaseline } from '../../domain/live-watch/out-of-band.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
+import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
-import type { BatchInterval, Chunk, LiveColumn } from '../../domain/plan/plan.ts';
+import type { LiveColumn } from '../../domain/plan/plan.ts';
 import {
   checkSourceColumns,
   checkSourceTypes,

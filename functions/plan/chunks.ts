@@ -8,8 +8,9 @@
  */
 
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
+import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { grainUnits, type SortKeyFact, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
-import { type BatchInterval, type Chunk, planChunks } from '../../domain/plan/plan.ts';
+import { planChunks } from '../../domain/plan/plan.ts';
 import { recordedChunks, recordedWindows, sourceSortKeys, sourceVolume } from '../../domain/plan/sql/plan.ts';
 import { type ChunkWindow, checkWindowsCover, chunkWindows, MAX_WINDOWS_PER_BATCH, windowChunks } from '../../domain/plan/windows.ts';
 import { sourceTables } from '../../domain/redshift-sql/source-sql.ts';

@@ -8,7 +8,8 @@
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import { type BatchInterval, batchIdFor, type Chunk, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
+import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
+import { batchIdFor, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/plan/sql/plan.ts';
 import { chunksPerWindow } from '../../domain/plan/windows.ts';
 import { type PublishGroup, resolveGroup } from '../../domain/publish/groups.ts';

@@ -8,7 +8,7 @@
 import type { BatchRef } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
-import type { Chunk } from '../../domain/plan/plan.ts';
+import type { Chunk } from '../../domain/plan/chunk.ts';
 import { doneChunks, recordedWindow, windowChunkRows } from '../../domain/plan/sql/plan.ts';
 import { type WindowItem, windowChunks } from '../../domain/plan/windows.ts';
 import type { Pipeline } from '../../domain/spec.ts';

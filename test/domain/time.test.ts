@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ChunkGrain } from '../../domain/spec.ts';
+import type { ChunkGrain } from '../../domain/plan/chunk.ts';
 import { floorToGrain, fromWallClock, isOnGrain, nextBoundary, wallClock } from '../../domain/time.ts';
 import { HOUR_MS } from './fixtures.ts';
 

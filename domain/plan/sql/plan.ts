@@ -6,7 +6,7 @@ import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
 import { CHUNKS_LOCK, LOCK_MANIFEST } from '../../manifest/sql/manifest.ts';
 import type { Pipeline } from '../../spec.ts';
 import { MANIFEST as M, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement, timestampParam } from '../../sql/statement.ts';
-import type { Chunk } from '../plan.ts';
+import type { Chunk } from '../chunk.ts';
 import type { ChunkWindow } from '../windows.ts';
 
 /**

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { quoteIdent } from '../../../domain/identifiers.ts';
-import type { BatchInterval, Chunk, ExecutionInput } from '../../../domain/plan/plan.ts';
+import type { BatchInterval, Chunk, ChunkGrain } from '../../../domain/plan/chunk.ts';
+import type { ExecutionInput } from '../../../domain/plan/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
@@ -17,7 +18,7 @@ import {
   resolvePipeline,
   stagingTableFor,
 } from '../../../domain/plan/plan.ts';
-import type { ChunkGrain, Pipeline } from '../../../domain/spec.ts';
+import type { Pipeline } from '../../../domain/spec.ts';
 import { MAX_TABLE_NAME_LENGTH } from '../../../domain/spec.ts';
 import { floorToGrain } from '../../../domain/time.ts';
 import { errorOf, HOUR_MS, localParts, pipelineWith, seededRandom } from '../fixtures.ts';

@@ -8,7 +8,7 @@ import { differingKeys, differingSegments, KeyClass } from '../../../../domain/g
 import { gateAggregates } from '../../../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
 import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
-import type { Chunk } from '../../../../domain/plan/plan.ts';
+import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../../local/aws-clients.ts';

@@ -10,7 +10,7 @@ import type { BatchRef } from '../../../../domain/batch.ts';
 import { moveToQuarantine } from '../../../../domain/gate/sql/quarantine.ts';
 import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
-import type { Chunk } from '../../../../domain/plan/plan.ts';
+import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { createQuarantine } from '../../../../domain/plan/sql/null-times.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';

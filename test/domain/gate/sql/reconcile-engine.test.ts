@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
 import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
-import type { Chunk } from '../../../../domain/plan/plan.ts';
+import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';

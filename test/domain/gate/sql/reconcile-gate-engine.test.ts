@@ -8,7 +8,7 @@ import type { BatchRef } from '../../../../domain/batch.ts';
 import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
 import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
-import type { Chunk } from '../../../../domain/plan/plan.ts';
+import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
