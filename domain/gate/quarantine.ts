@@ -6,7 +6,7 @@
  */
 import type { CheckResult } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
-import type { LiveColumn } from '../plan/plan.ts';
+import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { acceptedValuesName, notNullName, patternName, patternParameter } from './declared-checks.ts';
 

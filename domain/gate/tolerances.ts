@@ -1,7 +1,7 @@
 /** What Plan checks of the reconciliation gate's declared checks against the live table, before anything is written; and the measures' tolerances. */
 
 import { ValidationError } from '../errors.ts';
-import type { LiveColumn } from '../plan/plan.ts';
+import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { decimalDifference } from './decimal.ts';
 

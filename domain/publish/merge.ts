@@ -3,7 +3,7 @@
  * checked by Plan before anything is written (domain/plan/plan.ts liveTableColumns).
  */
 import { ValidationError } from '../errors.ts';
-import type { LiveColumn } from '../plan/plan.ts';
+import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
 
 /** Types a version column may have: ordered by `>` the way versions grow (information_schema.columns.data_type). */

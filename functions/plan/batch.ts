@@ -11,13 +11,11 @@ import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
-import type { LiveColumn } from '../../domain/plan/plan.ts';
+import { identityOf, identityText, type LiveColumn } from '../../domain/plan/live-column.ts';
 import {
   checkSourceColumns,
   checkSourceTypes,
   generatedColumns,
-  identityOf,
-  identityText,
   liveTableColumns,
   loadedColumns,
   planningTime,

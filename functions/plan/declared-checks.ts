@@ -2,7 +2,7 @@ import { ValidationError, WarehouseError } from '../../domain/errors.ts';
 import { checkDeclaredColumns, sqlCheckName } from '../../domain/gate/declared-checks.ts';
 import { checkQuarantineColumns } from '../../domain/gate/quarantine.ts';
 import { customCheckSql } from '../../domain/gate/sql/reconcile.ts';
-import type { LiveColumn } from '../../domain/plan/plan.ts';
+import type { LiveColumn } from '../../domain/plan/live-column.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { clip } from '../../domain/text.ts';

@@ -4,7 +4,8 @@
 // takes with them.
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
-import { generatedColumns, identityOf, type LiveColumn, loadedColumns } from '../../domain/plan/plan.ts';
+import { identityOf, type LiveColumn } from '../../domain/plan/live-column.ts';
+import { generatedColumns, loadedColumns } from '../../domain/plan/plan.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import { replaceIntervals } from '../../domain/publish/sql/intervals.ts';
 import { mergeIntoLive } from '../../domain/publish/sql/merge.ts';

@@ -11,7 +11,7 @@ import type { ChunkWindow } from '../windows.ts';
 
 /**
  * Columns of a table, in order, with their types and defaults (an identity
- * is one: domain/plan/plan.ts identityOf); empty when the table does not exist.
+ * is one: domain/plan/live-column.ts identityOf); empty when the table does not exist.
  */
 export function tableColumns(schema: string, table: string): Statement {
   return {

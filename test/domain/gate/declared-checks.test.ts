@@ -4,7 +4,7 @@ import { ValidationError } from '../../../domain/errors.ts';
 import { checkDeclaredColumns, declaredResult, isBlocking, isWarning } from '../../../domain/gate/declared-checks.ts';
 import { describeFailure, reconcile } from '../../../domain/gate/reconcile.ts';
 import { customCheckRows, declaredRowChecks, declaredRowSamples, missingReferences, recordChecks } from '../../../domain/gate/sql/reconcile.ts';
-import type { LiveColumn } from '../../../domain/plan/plan.ts';
+import type { LiveColumn } from '../../../domain/plan/live-column.ts';
 import { checkRelations, requiredPrivileges } from '../../../domain/privileges.ts';
 import type { PipelineSpec } from '../../../domain/spec.ts';
 import { errorOf, pipelineWith } from '../fixtures.ts';

@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
 import { quoteIdent } from '../../../domain/identifiers.ts';
 import type { BatchInterval, Chunk, ChunkGrain } from '../../../domain/plan/chunk.ts';
+import type { LiveColumn } from '../../../domain/plan/live-column.ts';
 import type { ExecutionInput } from '../../../domain/plan/plan.ts';
 import {
   batchIdFor,
   checkSourceColumns,
   isCheck,
   isRestatement,
-  type LiveColumn,
   liveTableColumns,
   nextRerun,
   planChunks,

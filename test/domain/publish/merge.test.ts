@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
-import { type LiveColumn, liveTableColumns } from '../../../domain/plan/plan.ts';
+import type { LiveColumn } from '../../../domain/plan/live-column.ts';
+import { liveTableColumns } from '../../../domain/plan/plan.ts';
 import { pipelineWith } from '../fixtures.ts';
 
 // Plan checks the live table through liveTableColumns before anything is
