@@ -5,7 +5,7 @@
  * them from here.
  */
 
-import type { LiveBaseline } from './live-watch/out-of-band.ts';
+import type { LiveBaseline } from './live-watch/baseline.ts';
 
 /** Batch facts each step after Plan receives in the state payload. */
 export interface BatchRef {

@@ -1,36 +1,11 @@
 /**
- * Out-of-band changes: what Plan saw of the live table (its columns and a
- * fingerprint of its rows), and how Publish words a refusal when the live
- * table is no longer so at the swap. Pure: the SQL is in
- * domain/live-watch/sql/out-of-band.ts, the swap's check in the manifest's
- * assert_live_unchanged procedure.
+ * Out-of-band changes: how Publish words a refusal when the live table is
+ * no longer as Plan saw it (its baseline, domain/live-watch/baseline.ts)
+ * at the swap. Pure: the SQL is in domain/live-watch/sql/out-of-band.ts,
+ * the swap's check in the manifest's assert_live_unchanged procedure.
  */
 import type { BatchRef } from '../batch.ts';
-
-/** The live table as Plan saw it, carried in the BatchRef to Publish (one per execution, so per batch attempt). */
-export interface LiveBaseline {
-  /** `name type` of every column, in table order (`amount numeric(12,2)`, `note character varying(256)`). */
-  readonly columns: readonly string[];
-  /** Rows Plan counted (those before `carryFrom` when set). */
-  readonly rows: number;
-  /** Sum over those rows of each row's hash over every column (domain/live-watch/sql/out-of-band.ts liveFingerprintQuery). */
-  readonly checksum: string;
-  /**
-   * The row hash the checksum was taken with: `fnv` (domain/sql/row-hash.ts)
-   * since Plan records it; absent in a baseline Plan recorded before, which
-   * took the MD5 digest, so the swap recomputes with that one.
-   */
-  readonly rowHash?: RowHash;
-  /**
-   * Set when the pipeline declares expected writers (`outOfBand.expectedWriters`):
-   * the batch's `to`. Rows at or after it are not fingerprinted; the swap
-   * carries them over into the new table.
-   */
-  readonly carryFrom?: string;
-}
-
-/** How a live fingerprint hashes each row: FNV_HASH over the binary values, or (baselines recorded before it) MD5 over their text. */
-export type RowHash = 'fnv' | 'md5';
+import type { LiveBaseline } from './baseline.ts';
 
 /** The fingerprint as the swap's check compares it: `<rows>:<checksum>`. */
 export function fingerprintText(rows: number | string, checksum: string): string {

@@ -6,7 +6,7 @@
 import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
-import type { LiveBaseline } from '../../domain/live-watch/out-of-band.ts';
+import type { LiveBaseline } from '../../domain/live-watch/baseline.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';

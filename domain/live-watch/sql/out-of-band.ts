@@ -11,7 +11,8 @@ import { boundLockWaits, LOCKS_HELD } from '../../publish/sql/lock-waits.ts';
 import type { Pipeline } from '../../spec.ts';
 import { CATALOG_TYPE, isUnhashed, rowHashValue } from '../../sql/row-hash.ts';
 import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
-import { fingerprintText, type LiveBaseline, type RowHash } from '../out-of-band.ts';
+import type { LiveBaseline, RowHash } from '../baseline.ts';
+import { fingerprintText } from '../out-of-band.ts';
 
 /**
  * One row per column of the table, in order: `col`, its `name type` text

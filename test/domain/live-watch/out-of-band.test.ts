@@ -2,7 +2,8 @@
 // since Plan, parsed from the swap's error, and the message Publish raises.
 import { describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../domain/batch.ts';
-import { columnChanges, describeOutOfBandChange, type LiveBaseline, outOfBandRefusal } from '../../../domain/live-watch/out-of-band.ts';
+import type { LiveBaseline } from '../../../domain/live-watch/baseline.ts';
+import { columnChanges, describeOutOfBandChange, outOfBandRefusal } from '../../../domain/live-watch/out-of-band.ts';
 
 const COLUMNS = ['order_id bigint', 'ordered_at timestamp without time zone', 'amount numeric(12,2)'];
 const baseline: LiveBaseline = { columns: COLUMNS, rows: 100, checksum: '12345' };

@@ -5,7 +5,8 @@
 // changed table naming what it found, in the words Publish parses.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../../../domain/errors.ts';
-import { type LiveBaseline, outOfBandRefusal } from '../../../../domain/live-watch/out-of-band.ts';
+import type { LiveBaseline } from '../../../../domain/live-watch/baseline.ts';
+import { outOfBandRefusal } from '../../../../domain/live-watch/out-of-band.ts';
 import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
 import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
 import { checkSql } from '../../../../domain/redshift-sql/check.ts';
