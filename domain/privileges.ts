@@ -12,7 +12,7 @@
  */
 
 import { MissingPrivilegeError, ValidationError } from './errors.ts';
-import { STAGING_PLACEHOLDER } from './gate/declared-checks.ts';
+import { STAGING_PLACEHOLDER } from './gate/config.ts';
 import { qualifiedName, type Relation } from './identifiers.ts';
 import { sourceTables } from './redshift-sql/source-sql.ts';
 import type { Pipeline } from './spec.ts';

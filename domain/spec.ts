@@ -4,20 +4,25 @@ import type { BatchRef } from './batch.ts';
 import { ValidationError } from './errors.ts';
 import {
   acceptedValuesName,
+  CHECK_ACTIONS,
+  type CheckAction,
+  DEFAULT_DRIFT_MIN_ROWS,
   type DeclaredChecks,
+  type DriftChecks,
   declaredCheckNames,
+  MAX_INCREASE_PCT,
   MAX_TOLERANCE,
+  type MeasureTolerance,
+  NULL_RATE_DRIFT,
   notNullName,
   patternName,
+  ROW_COUNT_DRIFT,
   referencesName,
   SEVERITIES,
   type Severity,
   STAGING_PLACEHOLDER,
   sqlCheckName,
-} from './gate/declared-checks.ts';
-import { DEFAULT_DRIFT_MIN_ROWS, type DriftChecks, MAX_INCREASE_PCT, NULL_RATE_DRIFT, ROW_COUNT_DRIFT } from './gate/drift.ts';
-import { CHECK_ACTIONS, type CheckAction } from './gate/quarantine.ts';
-import type { MeasureTolerance } from './gate/tolerances.ts';
+} from './gate/config.ts';
 import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
 import type { ChunkGrain } from './plan/chunk.ts';
 import { sourceShape } from './plan/sql/plan.ts';

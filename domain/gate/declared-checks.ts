@@ -1,103 +1,24 @@
 /**
  * Checks a pipeline declares on its staging rows (the spec's `checks`:
- * notNull, acceptedValues, references, sql), each with a severity and a
- * tolerance: what Plan checks of them before any load, and how Reconcile
- * judges what it counted (domain/gate/sql/reconcile.ts declaredRowChecks and
- * the statements after it).
+ * notNull, acceptedValues, references, sql, as domain/gate/config.ts
+ * declares them), each with a severity and a tolerance: what Plan checks of
+ * them before any load, and how Reconcile judges what it counted
+ * (domain/gate/sql/reconcile.ts declaredRowChecks and the statements after it).
  */
 import type { CheckResult } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { renderTable } from '../text-table.ts';
-
-/** What a failed check does: `block` stops the publish, `warn` is recorded and logged, and the batch publishes. */
-export type Severity = 'block' | 'warn';
-export const SEVERITIES: readonly Severity[] = ['block', 'warn'];
-
-/** The most offending rows a tolerance may allow. */
-export const MAX_TOLERANCE = 1_000_000_000;
+import { acceptedValuesName, type DeclaredChecks, notNullName, patternName, referencesName, type Severity } from './config.ts';
 
 /** Offending keys (or rows) a failed check records and shows. */
 export const DECLARED_SAMPLES = 5;
 
-/** The placeholder a custom check's SQL names staging by: replaced with the quoted staging table. */
-export const STAGING_PLACEHOLDER = '{staging}';
-
-interface Judged {
-  /** Failed: recorded, and `block` stops the publish. @default 'block' */
-  readonly severity: Severity;
-  /** Offending rows allowed. @default 0 */
-  readonly tolerance: number;
-}
-
-/** A row check may move the rows that break it to the quarantine (domain/gate/quarantine.ts) instead of counting them. */
-interface Quarantinable {
-  /** Present only as `'quarantine'` (a spec hash stays as it was without it). @default - counted and judged */
-  readonly action?: 'quarantine';
-}
-
-export interface NotNullCheck extends Judged, Quarantinable {
-  readonly column: string;
-}
-
-export interface AcceptedValuesCheck extends Judged, Quarantinable {
-  readonly column: string;
-  readonly values: readonly (string | number)[];
-}
-
-/**
- * A text column's values must match a POSIX regular expression (Redshift's
- * `~`, https://docs.aws.amazon.com/redshift/latest/dg/pattern-matching-conditions-posix.html):
- * a value that would not parse as what it stands for (a date, a code, a
- * number kept as text). It travels as a parameter, so it may hold
- * backslashes.
- */
-export interface PatternCheck extends Judged, Quarantinable {
-  readonly column: string;
-  readonly regex: string;
-}
-
-export interface ReferencesCheck extends Judged {
-  readonly columns: readonly string[];
-  readonly parent: { readonly schema: string; readonly table: string; readonly columns: readonly string[] };
-}
-
-export interface SqlCheck extends Judged {
-  readonly name: string;
-  /** One SELECT returning the offending rows; `{staging}` names the staging table. */
-  readonly sql: string;
-}
-
-export interface DeclaredChecks {
-  readonly notNull: readonly NotNullCheck[];
-  readonly acceptedValues: readonly AcceptedValuesCheck[];
-  readonly pattern: readonly PatternCheck[];
-  readonly references: readonly ReferencesCheck[];
-  readonly sql: readonly SqlCheck[];
-}
-
 export const NO_DECLARED_CHECKS: DeclaredChecks = { notNull: [], acceptedValues: [], pattern: [], references: [], sql: [] };
 
-/** The name `check_results` records a declared check under. */
-export const notNullName = (c: Pick<NotNullCheck, 'column'>) => `not_null:${c.column}`;
-export const acceptedValuesName = (c: Pick<AcceptedValuesCheck, 'column'>) => `accepted_values:${c.column}`;
-export const patternName = (c: Pick<PatternCheck, 'column'>) => `pattern:${c.column}`;
 /** The parameter pattern[i]'s regex travels as. */
 export const patternParameter = (index: number) => `ap_pattern_${index}`;
-export const referencesName = (c: Pick<ReferencesCheck, 'columns'>) => `references:${c.columns.join(',')}`;
-export const sqlCheckName = (c: Pick<SqlCheck, 'name'>) => `sql:${c.name}`;
-
-/** Every declared check's name, in the order Reconcile records them. */
-export function declaredCheckNames(checks: DeclaredChecks): string[] {
-  return [
-    ...checks.notNull.map(notNullName),
-    ...checks.acceptedValues.map(acceptedValuesName),
-    ...checks.pattern.map(patternName),
-    ...checks.references.map(referencesName),
-    ...checks.sql.map(sqlCheckName),
-  ];
-}
 
 const NUMERIC = /^(smallint|integer|bigint|numeric|real|double precision)$/;
 const CHARACTER = /^(character varying|character|text)$/;

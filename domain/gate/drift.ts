@@ -1,55 +1,19 @@
 /**
- * Drift against the live table (the spec's `checks.drift`): what a run
- * would publish compared with what readers see now, over the same
- * interval, so that a source that silently lost rows (a truncated or empty
- * extract) or a column that suddenly went NULL is caught even though
- * staging matches the source exactly. Staging's side comes from the
- * gate's one grouped pass (domain/gate/sql/drift.ts nullCountAggregates), the
- * live side from one grouped pass over the live rows of the interval
- * (liveDriftCounts); this module judges them.
+ * Drift against the live table (the spec's `checks.drift`, declared in
+ * domain/gate/config.ts): what a run would publish compared with what
+ * readers see now, over the same interval, so that a source that silently
+ * lost rows (a truncated or empty extract) or a column that suddenly went
+ * NULL is caught even though staging matches the source exactly. Staging's
+ * side comes from the gate's one grouped pass (domain/gate/sql/drift.ts
+ * nullCountAggregates), the live side from one grouped pass over the live
+ * rows of the interval (liveDriftCounts); this module judges them.
  */
 import type { CheckResult } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
 import { renderTable } from '../text-table.ts';
-import type { Severity } from './declared-checks.ts';
-
-/** Per chunk, staging's rows against live's rows of the chunk's interval. */
-export interface RowCountDrift {
-  /** Largest fall allowed, in percent of live's rows (0 to 100). @default - no lower bound */
-  readonly maxDecreasePct?: number;
-  /** Largest rise allowed, in percent of live's rows. @default - no upper bound */
-  readonly maxIncreasePct?: number;
-  /** Chunks whose live rows are fewer are not compared: a percentage of a handful of rows says nothing. */
-  readonly minRows: number;
-  readonly severity: Severity;
-}
-
-/** Per column, staging's share of NULLs over the batch interval against live's. */
-export interface NullRateDrift {
-  /** The columns compared. @default - every column the loads insert */
-  readonly columns?: readonly string[];
-  /** Largest rise of the NULL share allowed, in percentage points (0 to 100). */
-  readonly maxIncreasePoints: number;
-  /** Not compared when live or staging holds fewer rows over the interval. */
-  readonly minRows: number;
-  readonly severity: Severity;
-}
-
-export interface DriftChecks {
-  readonly rowCount?: RowCountDrift;
-  readonly nullRate?: NullRateDrift;
-}
-
-/** Live rows a chunk (or the interval, for NULL shares) needs before it is compared, unless the spec says otherwise. */
-export const DEFAULT_DRIFT_MIN_ROWS = 100;
-/** Largest maxIncreasePct a spec may declare (a rise to 10,001 times live's rows). */
-export const MAX_INCREASE_PCT = 1_000_000;
-
-/** The names check_results records the drift checks under. */
-export const ROW_COUNT_DRIFT = 'live_row_count_drift';
-export const NULL_RATE_DRIFT = 'live_null_rate_drift';
+import { type DriftChecks, NULL_RATE_DRIFT, type NullRateDrift, ROW_COUNT_DRIFT, type RowCountDrift } from './config.ts';
 
 export function isDriftCheck(c: Pick<CheckResult, 'check'>): boolean {
   return c.check === ROW_COUNT_DRIFT || c.check === NULL_RATE_DRIFT;

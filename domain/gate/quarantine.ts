@@ -8,11 +8,8 @@ import type { CheckResult } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
 import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
-import { acceptedValuesName, notNullName, patternName, patternParameter } from './declared-checks.ts';
-
-/** What a declared row check does with the rows that break it: counts them (`check`, the default) or moves them to the quarantine. */
-export type CheckAction = 'check' | 'quarantine';
-export const CHECK_ACTIONS: readonly CheckAction[] = ['check', 'quarantine'];
+import { acceptedValuesName, notNullName, patternName } from './config.ts';
+import { patternParameter } from './declared-checks.ts';
 
 /** The batch's tolerance of quarantined rows: each limit given must hold (`maxPct` of the source rows of the batch's interval). */
 export interface QuarantineTolerance {

@@ -1,11 +1,12 @@
 import { type CheckResult, ChunkStatus } from '../batch.ts';
 import type { NullTimes } from '../spec.ts';
 import { renderTable } from '../text-table.ts';
+import type { MeasureTolerance } from './config.ts';
 import { decimalDifference, decimalEqual, decimalSum } from './decimal.ts';
 import { declaredTable, isBlocking, isWarning } from './declared-checks.ts';
 import { type DriftOutcome, driftFailureText, isDriftCheck, NO_DRIFT } from './drift.ts';
 import { QUARANTINE_CHECK } from './quarantine.ts';
-import { type MeasureTolerance, toleranceText, withinTolerance } from './tolerances.ts';
+import { toleranceText, withinTolerance } from './tolerances.ts';
 
 /** One row of the per-chunk count comparison (sql.chunkCounts). */
 export interface ChunkCount {

@@ -3,26 +3,12 @@
 import { ValidationError } from '../errors.ts';
 import type { LiveColumn } from '../plan/live-column.ts';
 import type { Pipeline } from '../spec.ts';
+import type { MeasureTolerance } from './config.ts';
 import { decimalDifference } from './decimal.ts';
 
 /** Types a measure may have: exact numbers, whose sums do not depend on the order rows are added in. */
 export const MEASURE_TYPES = ['smallint', 'integer', 'bigint', 'numeric'] as const;
 const FLOATING = ['real', 'double precision'];
-
-/**
- * How far a measure's sums may differ between source and staging and still
- * pass: at most `absolute` (a decimal text), or at most `relative` times
- * the source's sum (0 to 1); within either passes. A floating-point
- * measure needs one: REAL and DOUBLE PRECISION are inexact
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_Numeric_types201.html)
- * and their SUM is a DOUBLE PRECISION
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_SUM.html), rounded
- * as rows are added, in whatever order the slices add them.
- */
-export interface MeasureTolerance {
-  readonly absolute?: string;
-  readonly relative?: number;
-}
 
 /** `absolute 0.01, relative 1e-9`: a tolerance as the check's text names it. */
 export function toleranceText(tolerance: MeasureTolerance): string {

@@ -1,5 +1,6 @@
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
-import { checkDeclaredColumns, sqlCheckName } from '../../domain/gate/declared-checks.ts';
+import { sqlCheckName } from '../../domain/gate/config.ts';
+import { checkDeclaredColumns } from '../../domain/gate/declared-checks.ts';
 import { checkQuarantineColumns } from '../../domain/gate/quarantine.ts';
 import { customCheckSql } from '../../domain/gate/sql/reconcile.ts';
 import type { LiveColumn } from '../../domain/plan/live-column.ts';

@@ -1,14 +1,6 @@
 import type { BatchRef, CheckResult } from '../../domain/batch.ts';
-import {
-  acceptedValuesName,
-  DECLARED_SAMPLES,
-  type DeclaredObservation,
-  declaredResult,
-  notNullName,
-  patternName,
-  referencesName,
-  sqlCheckName,
-} from '../../domain/gate/declared-checks.ts';
+import { acceptedValuesName, notNullName, patternName, referencesName, sqlCheckName } from '../../domain/gate/config.ts';
+import { DECLARED_SAMPLES, type DeclaredObservation, declaredResult } from '../../domain/gate/declared-checks.ts';
 import { keyText } from '../../domain/gate/reconcile.ts';
 import {
   acceptedValuesColumn,

@@ -7,7 +7,8 @@ import { grainKey } from '../../plan/sql/plan.ts';
 import type { Pipeline } from '../../spec.ts';
 import { CATALOG_TYPE, hashedColumns, rowHashValue } from '../../sql/row-hash.ts';
 import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
-import { DECLARED_SAMPLES, isBlocking, patternParameter, type ReferencesCheck, type SqlCheck, STAGING_PLACEHOLDER } from '../declared-checks.ts';
+import { type ReferencesCheck, type SqlCheck, STAGING_PLACEHOLDER } from '../config.ts';
+import { DECLARED_SAMPLES, isBlocking, patternParameter } from '../declared-checks.ts';
 import { quarantines } from '../quarantine.ts';
 import { stagingWithQuarantined } from './quarantine.ts';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../domain/errors.ts';
+import type { RowCountDrift } from '../../../domain/gate/config.ts';
 import {
   checkDriftColumns,
   driftChecks,
@@ -8,7 +9,6 @@ import {
   isDriftCheck,
   nullRateColumns,
   nullRateDrift,
-  type RowCountDrift,
   rowCountDrift,
 } from '../../../domain/gate/drift.ts';
 import { describeFailure, reconcile } from '../../../domain/gate/reconcile.ts';
