@@ -4,7 +4,8 @@
  * ship it), loading BACKFILL_DAYS of the bench's days, once per repetition
  * on days not replaced yet (a replay of a published batch does nothing).
  */
-import { definePipeline } from '../domain/spec.ts';
+
+import { definePipeline } from '../domain/define-pipeline.ts';
 import type { LocalRunner } from '../local/runner.ts';
 import { sampleDay } from '../local/sample-data.ts';
 import { pipelines } from '../pipelines/index.ts';

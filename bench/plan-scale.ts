@@ -5,7 +5,8 @@
  * PlanWindow output (its chunks, the largest state a window carries).
  */
 import type pg from 'pg';
-import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import { definePipeline } from '../domain/define-pipeline.ts';
+import type { Pipeline } from '../domain/spec.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { plan } from '../functions/plan/index.ts';
 import { planWindow } from '../functions/plan/window.ts';

@@ -7,8 +7,9 @@
  * alternating which goes first. Alone: `npx tsx bench/publish-via.ts --rows N --repeat N [--hold-ms N]`.
  */
 import type pg from 'pg';
+import { definePipeline } from '../domain/define-pipeline.ts';
 import { migrationSql } from '../domain/publish/sql/view.ts';
-import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import type { Pipeline } from '../domain/spec.ts';
 import { STATE_DIR } from '../lib/project.ts';
 import { localHandlerEnvironment, silenceSdkNodeNotice } from '../local/aws-clients.ts';
 import { startLocalDataApi } from '../local/data-api/server.ts';

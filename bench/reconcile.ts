@@ -7,13 +7,14 @@
  * set up directly (manifest, chunks, staging by one INSERT ... SELECT), so only the reading is timed.
  */
 import type { BatchRef } from '../domain/batch.ts';
+import { definePipeline } from '../domain/define-pipeline.ts';
 import { liveDriftCounts, nullCountAggregates } from '../domain/gate/sql/drift.ts';
 import { chunkCounts, gateAggregates } from '../domain/gate/sql/reconcile.ts';
 import { qualifiedName, quoteIdent } from '../domain/identifiers.ts';
 import { liveColumnsQuery } from '../domain/live-watch/sql/out-of-band.ts';
 import { planChunks, stagingTableFor } from '../domain/plan/plan.ts';
 import { grainKey, startBatch } from '../domain/plan/sql/plan.ts';
-import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import type { Pipeline } from '../domain/spec.ts';
 import { timestampParam } from '../domain/sql/statement.ts';
 import type { Warehouse } from '../functions/commons/warehouse.ts';
 import { ensureManifest } from '../functions/plan/batch.ts';

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { BatchRef } from './batch.ts';
 import { ValidationError } from './errors.ts';
 import {
   acceptedValuesName,
@@ -25,11 +24,9 @@ import {
 } from './gate/config.ts';
 import { identifierProblem, qualifiedName, sqlLiteral } from './identifiers.ts';
 import type { ChunkGrain } from './plan/chunk.ts';
-import { sourceShape } from './plan/sql/plan.ts';
 import { checkSqlProblem, sourceSqlProblem } from './redshift-sql/source-sql.ts';
 import { parseTableDdl, SqlSyntaxError, type TableDdl, TableDdlError } from './redshift-sql/table-ddl.ts';
 import { MAX_EXECUTION_NAME_LENGTH, MAX_SCHEDULED_PIPELINE_NAME_LENGTH } from './run-name.ts';
-import { insertIntervalSql } from './sql/load-chunk.ts';
 import { MANIFEST_SCHEMA } from './sql/statement.ts';
 import { clip, echo } from './text.ts';
 import { isOnGrain, parseInstant } from './time.ts';
@@ -482,30 +479,10 @@ const identifier = checked<string>(identifierProblem);
 
 const timezone = checked<string>((value) => (typeof value === 'string' && isValidTimeZone(value) ? undefined : `${echo(value)} is not an IANA time zone`));
 
-const sourceSqlSchema = checked<string>((value) =>
-  typeof value === 'string' ? sourceSqlProblem(value, sourceWrappings(normalizeSourceSql(value))) : 'must be a SELECT statement',
-).transform(normalizeSourceSql);
-
-/**
- * The statements Plan (sourceShape) and LoadChunk (insertIntervalSql)
- * build around a source query, for names that do not matter to their shape.
- */
-function sourceWrappings(sourceSql: string): string[] {
-  const probe = { sourceSql, timeColumn: 'source_time', target: { schema: 'target_schema', table: 'target_table' } } as Pipeline;
-  const [from, to] = ['2000-01-01T00:00:00.000Z', '2000-01-02T00:00:00.000Z'];
-  const batch: BatchRef = {
-    pipeline: 'probe',
-    batchId: 'probe',
-    specHash: '',
-    liveTable: 'target_schema.target_table',
-    from,
-    to,
-    stagingTable: 'staging_table',
-    columns: ['source_time'],
-    basePublication: 0,
-  };
-  return [sourceShape(probe, { from: new Date(from), to: new Date(to) }).sql, insertIntervalSql(probe, batch)];
-}
+// The query itself; inside the statements built around it, definePipeline checks it (domain/plan/source-sql.ts).
+const sourceSqlSchema = checked<string>((value) => (typeof value === 'string' ? sourceSqlProblem(value, []) : 'must be a SELECT statement')).transform(
+  normalizeSourceSql,
+);
 
 /** The source query without surrounding blanks and trailing semicolons: it is wrapped as `(<sourceSql>) AS src`. */
 function normalizeSourceSql(sql: string): string {
@@ -1136,8 +1113,13 @@ function rejection(name: unknown, issues: readonly z.core.$ZodIssue[]): Validati
   return new ValidationError(`${label} ${problems.length} problems: ${listed.join('; ')}`);
 }
 
-/** Validates a spec and applies its defaults; a rejection names the pipeline and every wrong field. */
-export function definePipeline(spec: PipelineSpec): Pipeline {
+/**
+ * Validates a spec by the schema and applies its defaults; a rejection
+ * names the pipeline and every wrong field. definePipeline
+ * (domain/define-pipeline.ts) calls it, then checks the source query inside
+ * the statements built around it.
+ */
+export function validateSpec(spec: PipelineSpec): Pipeline {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) throw new ValidationError('pipeline spec must be an object');
   const parsed = pipelineSchema.safeParse(spec);
   if (!parsed.success) throw rejection(spec.name, parsed.error.issues);
@@ -1233,23 +1215,6 @@ function checksHashed(checks: Pipeline['checks']): Record<string, unknown> {
     // Drift against live decides what may publish: in the hash when declared.
     drift: checks.drift,
   };
-}
-
-/** Validates a list of specs and rejects duplicate names and shared target tables. */
-export function definePipelines(specs: readonly PipelineSpec[]): Pipeline[] {
-  const pipelines = specs.map(definePipeline);
-  const seen = new Set<string>();
-  const targets = new Map<string, string>();
-  for (const pipeline of pipelines) {
-    if (seen.has(pipeline.name)) throw new ValidationError(`pipeline ${pipeline.name}: name is used twice`);
-    seen.add(pipeline.name);
-    // The publish guard serializes publishers per pipeline: two pipelines on one table would race.
-    const target = `${pipeline.target.schema}.${pipeline.target.table}`;
-    const other = targets.get(target);
-    if (other) throw new ValidationError(`pipeline ${pipeline.name}: target ${target} is already published by pipeline ${other}`);
-    targets.set(target, pipeline.name);
-  }
-  return pipelines;
 }
 
 export function sha256(text: string): string {

@@ -7,7 +7,8 @@
  */
 
 import type pg from 'pg';
-import { definePipeline, type PipelineSpec } from '../domain/spec.ts';
+import { definePipeline } from '../domain/define-pipeline.ts';
+import type { PipelineSpec } from '../domain/spec.ts';
 import { clip } from '../domain/text.ts';
 import { DEFAULT_POLL, type Warehouse } from '../functions/commons/warehouse.ts';
 import { isChunkLoadState } from '../lib/workflow-steps.ts';

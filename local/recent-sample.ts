@@ -7,7 +7,7 @@
  * tables were built: the range a newcomer backfills.
  */
 import type pg from 'pg';
-import { definePipeline } from '../domain/spec.ts';
+import { definePipeline } from '../domain/define-pipeline.ts';
 import { dailySales } from '../pipelines/daily-sales.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';

@@ -7,8 +7,9 @@
  * world before atomic-publish arrives, not part of the pipelines.
  */
 import type pg from 'pg';
+import { definePipeline } from '../domain/define-pipeline.ts';
 import { quoteIdent } from '../domain/identifiers.ts';
-import { definePipeline, type Pipeline } from '../domain/spec.ts';
+import type { Pipeline } from '../domain/spec.ts';
 import { pipelines } from '../pipelines/index.ts';
 import { salesOrderLines } from '../pipelines/sales-order-lines.ts';
 import { DEFAULT_SAMPLE_START } from '../pipelines/sample-start.ts';

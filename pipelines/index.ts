@@ -1,5 +1,5 @@
+import { definePipelines } from '../domain/define-pipeline.ts';
 import { defineGroups } from '../domain/publish/groups.ts';
-import { definePipelines } from '../domain/spec.ts';
 import { dailySales } from './daily-sales.ts';
 import { salesOrderLines } from './sales-order-lines.ts';
 

@@ -1,5 +1,5 @@
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import type { Pipeline, PipelineSpec } from '../../domain/spec.ts';
-import { definePipeline } from '../../domain/spec.ts';
 
 /**
  * A minimal valid spec. Its source query reads `raw.order_events`, which

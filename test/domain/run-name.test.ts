@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import {
   checkRunName,
@@ -9,7 +10,6 @@ import {
   parseScheduledTime,
   scheduledRunName,
 } from '../../domain/run-name.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import { planScheduledStart } from '../../domain/start-run.ts';
 import { errorOf, pipelineWith, specWith } from './fixtures.ts';
 

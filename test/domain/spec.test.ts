@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { definePipeline, definePipelines } from '../../domain/define-pipeline.ts';
 import { ValidationError } from '../../domain/errors.ts';
 import { NO_DECLARED_CHECKS } from '../../domain/gate/declared-checks.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
-import { canonicalJson, definePipeline, definePipelines, isValidTimeZone, MAX_MAP_CONCURRENCY, MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
+import { canonicalJson, isValidTimeZone, MAX_MAP_CONCURRENCY, MAX_TABLE_NAME_LENGTH } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { ordersSpec, specWith } from './fixtures.ts';
 

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { App, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { buildApp } from '../../lib/app.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { PROJECT_ROOT } from '../../lib/project.ts';

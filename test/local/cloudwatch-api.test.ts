@@ -17,7 +17,7 @@ import {
 import { App } from 'aws-cdk-lib';
 import { Template as CdkTemplate } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { AtomicPublishStack } from '../../lib/atomic-publish-stack.ts';
 import { localCloudWatchClient } from '../../local/aws-clients.ts';
 import { alarmsFromTemplate, evaluateAlarm, type MetricAlarm } from '../../local/cloudwatch-alarms.ts';

@@ -4,8 +4,8 @@
 // start.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import { dropDatabase, ensureDatabase } from '../../local/postgres.ts';
 import {

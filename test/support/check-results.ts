@@ -1,7 +1,9 @@
 // What a workflow test reads back after Reconcile: the recorded check results
 // of a batch's latest attempt, and the sample source's figures of a day.
+
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';

@@ -2,8 +2,9 @@
 // with one declared check of each kind, in that file's module graph.
 // Vitest gives each test file its own modules, so other files keep the
 // sample's checks.
+
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import type { PipelineSpec } from '../../domain/spec.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 

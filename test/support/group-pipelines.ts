@@ -5,8 +5,9 @@
 // file's module graph. Vitest gives each test file its own modules, so
 // other files keep the deployment's one pipeline and no group.
 import type pg from 'pg';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { defineGroups } from '../../domain/publish/groups.ts';
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { applyPipelineSetup } from '../../local/database-users.ts';
 import { LIVE_TABLE_COLUMNS } from '../../local/sample-data.ts';
 import { groups, pipelines } from '../../pipelines/index.ts';

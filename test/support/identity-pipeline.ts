@@ -6,11 +6,10 @@
 // rename swap. In that file's module graph only: other files keep the
 // deployment's one pipeline.
 import type pg from 'pg';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { applyPipelineSetup } from '../../local/database-users.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
-
 import { addIdentityColumn, IDENTITY_COLUMN } from './identity-column.ts';
 
 export { IDENTITY_COLUMN, SEED, STEP } from './identity-column.ts';

@@ -1,7 +1,8 @@
 // Imported first by a test file (before workflow.ts): the sample pipeline
 // as a swap with snapshotReaders 'in-place', in that file's module graph.
 // Vitest gives each test file its own modules, so other files keep the rename.
-import { definePipeline } from '../../domain/spec.ts';
+
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 

@@ -5,7 +5,9 @@
 // soft-delete flag `deleted`, which the sample tables lack:
 // addMergeColumns adds them. Vitest gives each test file its own modules,
 // so other files keep the swap.
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+
+import { definePipeline } from '../../domain/define-pipeline.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 

@@ -2,7 +2,8 @@
 // shipped with a migration (spec migration.ddl) and the source query that
 // produces the new table's columns, in that file's module graph (vitest
 // gives each test file its own modules, so other files keep the sample).
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 

@@ -3,7 +3,9 @@
 // a live table as wide as production ones (test/support/real-catalog.ts),
 // in that file's module graph. Vitest gives each test file its own
 // modules, so other files keep the sample's eight columns.
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+
+import { definePipeline } from '../../domain/define-pipeline.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 

@@ -7,7 +7,7 @@
 // publish if its check regressed, each get a copy of their own
 // (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { STAND_IN_SCHEMAS } from '../../local/data-api/system-views.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { pipelines } from '../../pipelines/index.ts';

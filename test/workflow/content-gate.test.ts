@@ -9,8 +9,8 @@
 // copy of what it left (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../domain/batch.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';

@@ -9,7 +9,7 @@
 // describe acts on its own copy of the arranged sample
 // (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { definePipeline } from '../../domain/spec.ts';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { correctAmountsInPlace, dailySalesPipeline, sampleDay } from '../../local/sample-data.ts';
 import { dailySales } from '../../pipelines/daily-sales.ts';

@@ -8,8 +8,9 @@
 // with drift declared is arranged once; every test acts on a copy of what
 // it left (test/support/fork-per-test.ts, test/support/workflow.ts useFork).
 import { afterAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { sampleDay } from '../../local/sample-data.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';

@@ -5,8 +5,8 @@
 // source and live rows are arranged once; each day's replace acts on a copy
 // of its own (test/support/workflow.ts useFork).
 import { afterAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { LIVE, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';

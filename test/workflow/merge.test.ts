@@ -9,9 +9,9 @@
 // First: it replaces the pipelines before any other module reads them.
 import '../support/merge-pipeline.ts';
 import { describe, expect, it } from 'vitest';
+import { definePipelines } from '../../domain/define-pipeline.ts';
 import { batchIdFor, previousVersionTableFor, stagingTableFor } from '../../domain/plan/plan.ts';
 import { intervalWriters } from '../../domain/publish/sql/intervals.ts';
-import { definePipelines } from '../../domain/spec.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import type { PlanEvent } from '../../functions/plan/batch.ts';
 import { plan } from '../../functions/plan/index.ts';

@@ -7,8 +7,9 @@
 // The source with its NULL-time rows is arranged once; each test runs on
 // a copy of its own (test/support/workflow.ts useFork).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline, type NullTimes } from '../../domain/spec.ts';
+import type { NullTimes } from '../../domain/spec.ts';
 import { pipelines } from '../../pipelines/index.ts';
 import { salesOrderLines } from '../../pipelines/sales-order-lines.ts';
 import { caughtError, caughtMessage, inputFor, LIVE, useFork, useWorkflowFixture, visited, type Workflow } from '../support/workflow.ts';

@@ -10,7 +10,7 @@
 // arranged once; every change acts on a copy of what it left
 // (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
 import { beforeAll, describe, expect, it } from 'vitest';
-import { definePipelines } from '../../domain/spec.ts';
+import { definePipelines } from '../../domain/define-pipeline.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';
 import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import type { PlanEvent } from '../../functions/plan/batch.ts';

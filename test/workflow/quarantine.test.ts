@@ -11,8 +11,9 @@
 // each describe (each refusal) acts on a copy of its own
 // (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';
-import { definePipeline, type PipelineSpec } from '../../domain/spec.ts';
+import type { PipelineSpec } from '../../domain/spec.ts';
 import { LOCAL_PIPELINE_USER } from '../../local/database-users.ts';
 import type { ExecutionResult } from '../../local/runner.ts';
 import { pipelines } from '../../pipelines/index.ts';

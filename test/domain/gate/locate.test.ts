@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { definePipeline } from '../../../domain/define-pipeline.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import {
   checkDimensionColumns,
@@ -11,7 +12,6 @@ import {
   segmentText,
 } from '../../../domain/gate/locate.ts';
 import type { ChunkCount } from '../../../domain/gate/reconcile.ts';
-import { definePipeline } from '../../../domain/spec.ts';
 import { errorOf, ordersSpec, specWith } from '../fixtures.ts';
 
 const columns = [

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { definePipeline } from '../../../domain/define-pipeline.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import { checkQuarantineColumns, QUARANTINE_CHECK, type Quarantined, quarantineCheck, quarantines, rowRules } from '../../../domain/gate/quarantine.ts';
 import { moveToQuarantine } from '../../../domain/gate/sql/quarantine.ts';
 import type { PipelineSpec } from '../../../domain/spec.ts';
-import { definePipeline } from '../../../domain/spec.ts';
 import { errorOf, ordersSpec, pipelineWith, specWith } from '../fixtures.ts';
 
 const found = (rows: Record<string, number>, sourceRows = 1000): Quarantined => ({

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { definePipeline } from '../../../domain/define-pipeline.ts';
 import { ValidationError } from '../../../domain/errors.ts';
 import { checkMeasureColumns, withinTolerance } from '../../../domain/gate/tolerances.ts';
-import { definePipeline } from '../../../domain/spec.ts';
 import { specWith } from '../fixtures.ts';
 
 const columns = [
