@@ -2,9 +2,12 @@
 // no runtime import cycles among the project's modules (a module that
 // imports, at run time, one that imports it back sees it half-initialised
 // when either is loaded first; type-only imports are erased and do not
-// count, nor do dynamic imports, which run after both have loaded); every
-// import, type-only too, points down the layers; and no module of
-// functions/ imports a step's handler file.
+// count, nor do dynamic imports, which run after both have loaded); no
+// circle of imports, type-only ones counted, spans more than one capability
+// folder (domain/<x> with its sql/, the files directly in domain/, or a top
+// folder), so ownership between folders points one way; every import,
+// type-only too, points down the layers; and no module of functions/
+// imports a step's handler file.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
@@ -38,9 +41,10 @@ export function runtimeImports(file: string, text: string, types = false): strin
             clause.namedBindings.elements.length > 0 &&
             clause.namedBindings.elements.every((e) => e.isTypeOnly)));
       if (!typeOnly || types) specifier = statement.moduleSpecifier;
-    } else if (ts.isExportDeclaration(statement) && !statement.isTypeOnly) {
+    } else if (ts.isExportDeclaration(statement)) {
       const named = statement.exportClause;
-      const typeOnly = named !== undefined && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly);
+      const typeOnly =
+        statement.isTypeOnly || (named !== undefined && ts.isNamedExports(named) && named.elements.length > 0 && named.elements.every((e) => e.isTypeOnly));
       if (!typeOnly || types) specifier = statement.moduleSpecifier;
     }
     if (specifier && ts.isStringLiteral(specifier) && specifier.text.startsWith('.')) found.push(resolve(dirname(file), specifier.text));
@@ -100,6 +104,38 @@ describe('the import graph', () => {
 
     expect(files.length).toBeGreaterThan(300);
     expect(cycles(graph).map((cycle) => cycle.map((file) => relative(ROOT, file)))).toEqual([]);
+  });
+});
+
+/** The capability folder of a project file: domain/<x> for a file anywhere under domain/<x>/, domain for one directly in it, else its top folder. */
+export function capability(file: string): string {
+  const [top, folder, ...rest] = relative(ROOT, file).split('/');
+  return top === 'domain' && rest.length > 0 ? `domain/${folder}` : top!;
+}
+
+/** The strongly connected sets of `graph` whose modules lie in more than one capability folder. */
+export function crossFolderCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  return cycles(graph).filter((cycle) => new Set(cycle.map(capability)).size > 1);
+}
+
+describe('the capability folders', () => {
+  it('finds a circle of type-only imports across folders, and not one within a folder', () => {
+    const texts = new Map([
+      [join(ROOT, 'domain/a.ts'), "import type { B } from './x/b.ts';"],
+      [join(ROOT, 'domain/x/b.ts'), "export type { A } from '../a.ts';"],
+      [join(ROOT, 'domain/y/c.ts'), "import type { D } from './sql/d.ts';"],
+      [join(ROOT, 'domain/y/sql/d.ts'), "import { c } from '../c.ts';"],
+    ]);
+    const graph = new Map([...texts].map(([file, text]) => [file, runtimeImports(file, text, true)]));
+
+    expect(crossFolderCycles(graph).map((cycle) => cycle.map((file) => relative(ROOT, file)))).toEqual([['domain/a.ts', 'domain/x/b.ts']]);
+  });
+
+  it('of the project are in no circle of imports, type-only ones counted', () => {
+    const files = FOLDERS.flatMap((folder) => sourceFiles(join(ROOT, folder)));
+    const graph = new Map(files.map((file) => [file, runtimeImports(file, readFileSync(file, 'utf8'), true)]));
+
+    expect(crossFolderCycles(graph).map((cycle) => cycle.map((file) => relative(ROOT, file)))).toEqual([]);
   });
 });
 
