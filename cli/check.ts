@@ -7,10 +7,10 @@
  */
 import { BatchStatus, CHECK_ENDED } from '../domain/batch.ts';
 import { LOCATION_CHECKS } from '../domain/gate/locate.ts';
+import { batchCheckResults } from '../domain/manifest/sql/cli.ts';
 import { batchIdFor, nextRerun } from '../domain/plan/plan.ts';
 import { findBatch } from '../domain/plan/sql/plan.ts';
 import { checkRunName } from '../domain/run-name.ts';
-import { batchCheckResults } from '../domain/sql/cli.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { type FollowOptions, type Succeeded, startAndFollow } from './run.ts';

@@ -2,10 +2,10 @@
 
 import { chunkCounts, gateAggregates } from '../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../domain/live-watch/sql/out-of-band.ts';
+import { insertIntervalSql } from '../domain/load-chunk/sql/load-chunk.ts';
+import { batchProgress, publishedIntervals } from '../domain/manifest/sql/cli.ts';
 import { batchIdFor, liveTableColumns, planChunks, stagingTableFor } from '../domain/plan/plan.ts';
 import { doneChunks, findBatch, tableColumns } from '../domain/plan/sql/plan.ts';
-import { batchProgress, publishedIntervals } from '../domain/sql/cli.ts';
-import { insertIntervalSql } from '../domain/sql/load-chunk.ts';
 import type { Context } from './context.ts';
 import { ExitCode } from './errors.ts';
 import { shortTime } from './layout.ts';

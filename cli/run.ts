@@ -1,11 +1,11 @@
 /** `run`, `backfill` and `rollback`: start (or follow again) the execution a command names, follow it, say how it ended. */
 import cliProgress from 'cli-progress';
 import { CLI_NAME, shellWord } from '../domain/cli-command.ts';
+import { batchProgress } from '../domain/manifest/sql/cli.ts';
 import { batchIdFor } from '../domain/plan/plan.ts';
 import { assertRollbackable, neverPublished, parseRollbackInput, resolveRollbackFrom } from '../domain/rollback/rollback.ts';
 import { manualRunName } from '../domain/run-name.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { batchProgress } from '../domain/sql/cli.ts';
 import type { Context } from './context.ts';
 import { CliError, ExitCode } from './errors.ts';
 import { failureAlert, follow, type Outcome, outcomeOf, startOrFollow } from './executions.ts';

@@ -2,12 +2,12 @@
 import { DescribeAlarmsCommand, type MetricAlarm } from '@aws-sdk/client-cloudwatch';
 import { ListExecutionsCommand } from '@aws-sdk/client-sfn';
 import { BatchPurpose } from '../domain/batch.ts';
+import { latestEventTime } from '../domain/emit-metrics/sql/emit-metrics.ts';
+import { livePublishedAt } from '../domain/freshness-monitor/sql/freshness-monitor.ts';
+import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/manifest/sql/cli.ts';
 import { DimensionName } from '../domain/names.ts';
 import { isIntervalRollback } from '../domain/rollback/rollback.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { batchPurposePresent, latestCheckResults, newestInEffect, newestPublication, recentBatches } from '../domain/sql/cli.ts';
-import { latestEventTime } from '../domain/sql/emit-metrics.ts';
-import { livePublishedAt } from '../domain/sql/freshness-monitor.ts';
 import { parseWarehouseTime } from '../domain/time.ts';
 import { pipelines } from '../pipelines/index.ts';
 import type { Context } from './context.ts';

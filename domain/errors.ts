@@ -143,7 +143,7 @@ export class SourceChangedError extends AtomicPublishError {
 }
 
 /**
- * The warehouse's circuit breaker is open (domain/neighbour.ts): Plan ended
+ * The warehouse's circuit breaker is open (domain/neighbour/neighbour.ts): Plan ended
  * the execution at once instead of letting it retry against a warehouse
  * that keeps failing. Never retried; not counted as a failure of the warehouse.
  */

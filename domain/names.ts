@@ -30,7 +30,7 @@ export const MetricName = {
   PublishAgeSeconds: 'PublishAgeSeconds',
   /** Now minus the newest event time in the live table. */
   LiveDataLagSeconds: 'LiveDataLagSeconds',
-  /** RecordFailure, beside BatchFailed, by the failure's class (domain/failure-class.ts): the gate blocked the batch (CheckFailedError). */
+  /** RecordFailure, beside BatchFailed, by the failure's class (domain/record-failure/failure-class.ts): the gate blocked the batch (CheckFailedError). */
   ReconcileFailed: 'ReconcileFailed',
   /** RecordFailure: the batch passed the gate and Publish failed (the swap did not commit), out-of-band refusals aside. */
   PublishFailed: 'PublishFailed',

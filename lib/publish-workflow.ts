@@ -26,10 +26,10 @@ import {
 } from 'aws-cdk-lib/aws-stepfunctions';
 import { LambdaInvoke, SnsPublish } from 'aws-cdk-lib/aws-stepfunctions-tasks';
 import { Construct } from 'constructs';
-import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans.ts';
+import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE, STOPPED_STATUSES } from '../domain/cancel-orphans/cancel-orphans.ts';
 import { LAMBDA_SERVICE_ERROR_NAMES, LoadStillRunningError, TRANSIENT_ERROR_NAMES } from '../domain/errors.ts';
-import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour.ts';
-import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-event.ts';
+import { DEFAULT_BREAKER, DEFAULT_PAUSE_PROBE_INTERVAL_MS, neighbourEnvironment } from '../domain/neighbour/neighbour.ts';
+import { PUBLICATION_EVENT_SOURCE, PublicationEventError } from '../domain/publication-events/publication-event.ts';
 import { type PublishWaits, publishWaitsEnvironment } from '../domain/publish/waits.ts';
 import { warehouseEnvironment } from '../domain/warehouse-target.ts';
 import { PublicationEventEnv } from '../functions/emit-metrics/env.ts';
@@ -88,12 +88,12 @@ export interface PublishWorkflowProps {
    */
   readonly publishWaits?: Partial<PublishWaits>;
   /**
-   * LoadChunk pauses while the warehouse's queues hold this many queries (domain/neighbour.ts).
+   * LoadChunk pauses while the warehouse's queues hold this many queries (domain/neighbour/neighbour.ts).
    * @default - no pause probe
    */
   readonly pauseProbe?: PauseProbeProps;
   /**
-   * The warehouse's circuit breaker (domain/neighbour.ts); `false` turns it off.
+   * The warehouse's circuit breaker (domain/neighbour/neighbour.ts); `false` turns it off.
    * @default - opens after 5 consecutive transient failures, probes after 15 minutes (DEFAULT_BREAKER)
    */
   readonly circuitBreaker?: CircuitBreakerProps | false;

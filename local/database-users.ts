@@ -1,15 +1,15 @@
 /**
  * Database users on the local server. The handlers run as LOCAL_PIPELINE_USER,
  * named as a Serverless IAM role's user and holding exactly what the setup
- * SQL grants (domain/sql/setup.ts), applied after the sample tables exist.
+ * SQL grants (domain/setup/sql/setup.ts), applied after the sample tables exist.
  * Roles belong to the server, shared by all its databases; a role's password
  * is localUserPassword's. Why: docs/decisions/privileges-and-the-database-user.md
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { quoteUser, sqlLiteral } from '../domain/identifiers.ts';
+import { setupStatements } from '../domain/setup/sql/setup.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { setupStatements } from '../domain/sql/setup.ts';
 import { syslogAccessStatement } from './data-api/user-options.ts';
 import { withClient } from './pg-clients.ts';
 import type { PgConnection } from './postgres.ts';

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import type { StateMachineDefinition } from 'aws-local-stepfunctions';
-import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans.ts';
+import { EXECUTION_EVENT_SOURCE, EXECUTION_STATUS_CHANGE } from '../domain/cancel-orphans/cancel-orphans.ts';
 import { isLiveWatchEvent } from '../domain/live-watch/live-watch.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../domain/names.ts';
 import { executionNameProblem } from '../domain/run-name.ts';

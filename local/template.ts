@@ -101,7 +101,7 @@ function visitStates(states: AslStates, visit: (name: string, state: Record<stri
 export async function loadWorkflow(template?: Template): Promise<SynthesizedWorkflow> {
   const tpl = template ?? (await synthesizeTemplate());
   const { stateMachineDefinition, statusChangeTargets, scheduleTargets, LOCAL_ACCOUNT, LOCAL_PARTITION, LOCAL_REGION } = await import('../lib/definition.ts');
-  const { EXECUTION_STATUS_CHANGE } = await import('../domain/cancel-orphans.ts');
+  const { EXECUTION_STATUS_CHANGE } = await import('../domain/cancel-orphans/cancel-orphans.ts');
   const { ENTRY_METADATA_KEY } = await import('../lib/workflow-steps.ts');
   const parsed = stateMachineDefinition(tpl);
   const definition = parsed.definition as unknown as StateMachineDefinition;

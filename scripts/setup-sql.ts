@@ -1,7 +1,7 @@
 /**
  * `npm run setup-sql -- --pipeline NAME [--user USER] [--database NAME] [--security-policies] [--monitor]`:
  * prints the SQL a superuser runs before a pipeline's first run (and again, safely):
- * the database user, its grants and the ownership transfer (domain/sql/setup.ts);
+ * the database user, its grants and the ownership transfer (domain/setup/sql/setup.ts);
  * with `--monitor`, the freshness monitor's grants instead. User and database default
  * to the deployment's (cdk.json's context); a secret's user must be given.
  * Why: docs/decisions/database-user-created-by-setup.md
@@ -10,8 +10,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { databaseUserProblem, identifierProblem } from '../domain/identifiers.ts';
+import { monitorSetupScript, setupScript } from '../domain/setup/sql/setup.ts';
 import type { Pipeline } from '../domain/spec.ts';
-import { monitorSetupScript, setupScript } from '../domain/sql/setup.ts';
 import { databaseUserFor, defaultHandlerRoleName, monitorRoleNameFor, warehouseTargetFromContext } from '../domain/warehouse-target.ts';
 import { STACK_NAME } from '../lib/app.ts';
 import { PROJECT_ROOT } from '../lib/project.ts';

@@ -7,9 +7,9 @@
  */
 import type { BatchRef } from '../batch.ts';
 import { ValidationError } from '../errors.ts';
+import { insertIntervalSql } from '../load-chunk/sql/load-chunk.ts';
 import { sourceSqlProblem } from '../redshift-sql/source-sql.ts';
 import type { Pipeline } from '../spec.ts';
-import { insertIntervalSql } from '../sql/load-chunk.ts';
 import { sourceShape } from './sql/plan.ts';
 
 /** Refuses a pipeline whose source query does not stay inside the statements built around it, worded as the schema words a wrong sourceSql. */

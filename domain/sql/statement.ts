@@ -1,6 +1,6 @@
 /**
- * What every SQL module shares. SQL is generated only under domain/sql/, a
- * module per step (mirroring functions/<step>/). Identifiers go through
+ * What every SQL module shares. SQL is generated only in the sql/ folder of
+ * its capability (domain/<capability>/sql/). Identifiers go through
  * quoteIdent/qualifiedName; values are `:name` parameters, except in
  * the multi-statement batches, where the tool's own values go through
  * sqlLiteral.

@@ -1,8 +1,8 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans.ts';
+import { type ExecutionStatusChange, stoppedError } from '../../domain/cancel-orphans/cancel-orphans.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
-import type { OrphanedStatements } from '../../domain/record-failure.ts';
+import type { OrphanedStatements } from '../../domain/record-failure/record-failure.ts';
 import { type StoppedBatch as ClearedBatch, clearEndedExecution } from '../commons/ended-execution.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { logger, metrics } from '../commons/powertools.ts';

@@ -1,11 +1,11 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
-import { retiredTable } from '../../domain/cleanup.ts';
+import { retiredTable } from '../../domain/cleanup/cleanup.ts';
+import { cleanupCandidates, dropRetired, endCheck } from '../../domain/cleanup/sql/cleanup.ts';
 import { stagingTableFor } from '../../domain/plan/plan.ts';
 import { quarantineTableFor } from '../../domain/plan/sql/null-times.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
 import { dependentViews, referencingTables } from '../../domain/publish/sql/swap.ts';
-import { cleanupCandidates, dropRetired, endCheck } from '../../domain/sql/cleanup.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
@@ -33,7 +33,7 @@ export interface CleanupResult {
 
 /**
  * Ends a check (staging dropped, quarantined rows deleted, the batch CHECK_PASSED
- * or CHECK_FAILED: domain/sql/cleanup.ts endCheck), drops old versions past
+ * or CHECK_FAILED: domain/cleanup/sql/cleanup.ts endCheck), drops old versions past
  * `retention.keepVersions` and the staging of earlier failed, superseded or
  * abandoned batches, then releases the pipeline's lease. Only `<live table>__*`
  * tables are dropped, never with CASCADE; one a view reads or a foreign key

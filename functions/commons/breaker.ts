@@ -1,5 +1,5 @@
 /**
- * The warehouse's circuit breaker (domain/neighbour.ts), kept in the
+ * The warehouse's circuit breaker (domain/neighbour/neighbour.ts), kept in the
  * manifest's circuit_breaker table: Plan consults it first (breakerGuard),
  * RecordFailure counts a failed run (breakerFailure), and a successful run
  * closes it (breakerSuccess). Without BREAKER_FAILURES in the environment
@@ -7,8 +7,15 @@
  */
 import { CircuitOpenError } from '../../domain/errors.ts';
 import { manifestTablePresent } from '../../domain/manifest/sql/manifest.ts';
-import { BREAKER_FAILURE_NAMES, type BreakerSettings, breakerDecision, breakerFromEnv, breakerOpenMessage, readBreakerRow } from '../../domain/neighbour.ts';
-import { closeBreaker, readBreaker, recordBreakerFailure, takeProbe } from '../../domain/sql/neighbour.ts';
+import {
+  BREAKER_FAILURE_NAMES,
+  type BreakerSettings,
+  breakerDecision,
+  breakerFromEnv,
+  breakerOpenMessage,
+  readBreakerRow,
+} from '../../domain/neighbour/neighbour.ts';
+import { closeBreaker, readBreaker, recordBreakerFailure, takeProbe } from '../../domain/neighbour/sql/neighbour.ts';
 import { logger } from './powertools.ts';
 import type { Warehouse } from './warehouse.ts';
 

@@ -7,9 +7,9 @@
  * nothing (docs/decisions/leases-of-ended-executions.md).
  */
 import { BatchStatus } from '../../domain/batch.ts';
+import { batchOfExecution, markExecutionStopped } from '../../domain/cancel-orphans/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
-import type { OrphanedStatements } from '../../domain/record-failure.ts';
-import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
+import type { OrphanedStatements } from '../../domain/record-failure/record-failure.ts';
 import { releaseExecutionLease } from './lease.ts';
 import { cancelOrphans } from './orphans.ts';
 import { logger } from './powertools.ts';

@@ -6,9 +6,9 @@
  * the same eventId and detail whoever sends it. docs/decisions/every-publications-event-delivered.md
  */
 import { AtomicPublishError } from '../../domain/errors.ts';
-import { type PublicationEvent, publicationEvent, publicationFacts } from '../../domain/publication-event.ts';
+import { type PublicationEvent, publicationEvent, publicationFacts } from '../../domain/publication-events/publication-event.ts';
+import { markEventSent, publicationForEvent, unsentPublications } from '../../domain/publication-events/sql/event-redelivery.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { markEventSent, publicationForEvent, unsentPublications } from '../../domain/sql/event-redelivery.ts';
 import { logger } from './powertools.ts';
 import type { SendPublicationEvent } from './publication-event-sender.ts';
 import type { Warehouse } from './warehouse.ts';

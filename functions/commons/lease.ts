@@ -1,5 +1,5 @@
+import { releaseLease } from '../../domain/lease/sql/lease.ts';
 import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
-import { releaseLease } from '../../domain/sql/lease.ts';
 import { logger } from './powertools.ts';
 import type { Warehouse } from './warehouse.ts';
 

@@ -1,6 +1,6 @@
-import type { OrphanedStatements } from '../../domain/record-failure.ts';
-import { markChunkCancelled, submittedStatements } from '../../domain/sql/cancel-orphans.ts';
-import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
+import { markChunkCancelled, submittedStatements } from '../../domain/cancel-orphans/sql/cancel-orphans.ts';
+import { chunkOfLoadStatement, loadStatementPrefix } from '../../domain/load-chunk/sql/load-chunk.ts';
+import type { OrphanedStatements } from '../../domain/record-failure/record-failure.ts';
 import { logger } from './powertools.ts';
 import { retryTransient, type Warehouse } from './warehouse.ts';
 
@@ -9,7 +9,7 @@ export const CANCEL_WAIT_MS = 30_000;
 
 /**
  * Cancels every chunk load of the batch that still runs, found by name
- * (ListStatements, domain/sql/load-chunk.ts), all at once, each waited for
+ * (ListStatements, domain/load-chunk/sql/load-chunk.ts), all at once, each waited for
  * (bounded) until it no longer runs; a pre-version-6 LOADING chunk's INSERT too,
  * its chunk marked CANCELLED. A statement that could not be cancelled is
  * reported, never thrown: only finding the statements can fail this.

@@ -1,6 +1,6 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { type Environment, optionalEnv, requireEnv } from '../../domain/env.ts';
-import { type PublicationEvent, PublicationEventError } from '../../domain/publication-event.ts';
+import { type PublicationEvent, PublicationEventError } from '../../domain/publication-events/publication-event.ts';
 import { PublicationEventEnv } from '../emit-metrics/env.ts';
 import { tracer } from './powertools.ts';
 

@@ -1,9 +1,9 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
-import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics.ts';
+import { type EmittedMetrics, publishMetrics } from '../../domain/emit-metrics/emit-metrics.ts';
+import { latestEventTime } from '../../domain/emit-metrics/sql/emit-metrics.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
-import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
 import { breakerSuccess } from '../commons/breaker.ts';
 import { announcePublication, redeliverUnsent } from '../commons/event-delivery.ts';
 import { stepHandler } from '../commons/handler.ts';

@@ -1,12 +1,12 @@
 import { CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
 import type { Context } from 'aws-lambda';
+import { latestEventTime } from '../../domain/emit-metrics/sql/emit-metrics.ts';
 import { optionalEnv } from '../../domain/env.ts';
-import { FreshnessMonitorError, type FreshnessValue, freshnessValues, inRequests } from '../../domain/freshness.ts';
+import { FreshnessMonitorError, type FreshnessValue, freshnessValues, inRequests } from '../../domain/freshness-monitor/freshness.ts';
+import { livePublishedAt } from '../../domain/freshness-monitor/sql/freshness-monitor.ts';
 import { isLiveWatchEvent } from '../../domain/live-watch/live-watch.ts';
 import { DimensionName, METRICS_NAMESPACE } from '../../domain/names.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { latestEventTime } from '../../domain/sql/emit-metrics.ts';
-import { livePublishedAt } from '../../domain/sql/freshness-monitor.ts';
 import { pipelines as registry } from '../../pipelines/index.ts';
 import { EventRedeliveryError, type EventRedeliveryOptions, redeliverEvents } from '../commons/event-delivery.ts';
 import { stepHandler } from '../commons/handler.ts';

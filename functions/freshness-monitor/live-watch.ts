@@ -1,5 +1,5 @@
 import { type CloudWatchClient, type MetricDatum, PutMetricDataCommand } from '@aws-sdk/client-cloudwatch';
-import { inRequests } from '../../domain/freshness.ts';
+import { inRequests } from '../../domain/freshness-monitor/freshness.ts';
 import { LiveWatchError, type LiveWatchResult, liveDifferences, type RecordedLive } from '../../domain/live-watch/live-watch.ts';
 import { publicationAndLease, recordedLive } from '../../domain/live-watch/sql/live-watch.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';

@@ -1,7 +1,7 @@
 import type { Context } from 'aws-lambda';
 import type { BatchRef } from '../../domain/batch.ts';
 import { LoadStillRunningError, StatementStillRunningError } from '../../domain/errors.ts';
-import { type ChunkToLoad, chunkLoaded, loadChunkSqls, loadStatementName } from '../../domain/sql/load-chunk.ts';
+import { type ChunkToLoad, chunkLoaded, loadChunkSqls, loadStatementName } from '../../domain/load-chunk/sql/load-chunk.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
@@ -32,7 +32,7 @@ export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt
 
 /**
  * Loads one chunk in one BatchExecuteStatement transaction (clear the interval if
- * an earlier load may have left rows, insert, record the load: domain/sql/load-chunk.ts),
+ * an earlier load may have left rows, insert, record the load: domain/load-chunk/sql/load-chunk.ts),
  * so the chunk is DONE exactly when its rows are in staging. Every load of a
  * generation runs under one statement name; a retry waits for one still running
  * instead of submitting, so at most one load of a chunk runs at a time and one that

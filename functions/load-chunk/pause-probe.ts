@@ -1,13 +1,13 @@
 /**
- * The pause probe (domain/neighbour.ts): while at least `whenQueued` queries wait
+ * The pause probe (domain/neighbour/neighbour.ts): while at least `whenQueued` queries wait
  * in the warehouse's queues, LoadChunk pauses before submitting, looking again
  * every `intervalMs`, for at most half the invocation's remaining time, then loads
  * anyway. A probe that fails is logged and the load goes ahead: it is advice,
  * never a reason to skip or fail a chunk. docs/decisions/good-neighbour.md
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type PauseProbeSettings, pauseProbeFromEnv } from '../../domain/neighbour.ts';
-import { queuedQueries } from '../../domain/sql/neighbour.ts';
+import { type PauseProbeSettings, pauseProbeFromEnv } from '../../domain/neighbour/neighbour.ts';
+import { queuedQueries } from '../../domain/neighbour/sql/neighbour.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 

@@ -4,10 +4,10 @@
 // kinds; they import this module, never index.ts.
 
 import { BatchPurpose, type BatchRef, BatchStatus } from '../../domain/batch.ts';
-import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain/errors.ts';
 import type { LiveBaseline } from '../../domain/live-watch/baseline.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/load-chunk/chunk-loads.ts';
 import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
@@ -37,8 +37,8 @@ import {
   tableColumns,
 } from '../../domain/plan/sql/plan.ts';
 import { chunksPerWindow, type WindowItem, windowItem } from '../../domain/plan/windows.ts';
-import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/privileges.ts';
 import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
+import { isGranted, missingPrivilegeError, missingPrivileges, type PrivilegeFacts, relationKey, requiredPrivileges } from '../../domain/setup/privileges.ts';
 import type { Pipeline } from '../../domain/spec.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';

@@ -6,8 +6,8 @@
  * (PublishGroup).
  */
 import { type BatchRef, BatchStatus } from '../../domain/batch.ts';
-import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/load-chunk/chunk-loads.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { batchIdFor, planChunks, planningTime, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { doneChunks, findBatch, latestPublication, startBatch } from '../../domain/plan/sql/plan.ts';

@@ -7,11 +7,11 @@
  * Why: docs/decisions/leases-of-ended-executions.md
  */
 import { DescribeExecutionCommand } from '@aws-sdk/client-sfn';
-import { endedError } from '../../domain/cancel-orphans.ts';
+import { endedError } from '../../domain/cancel-orphans/cancel-orphans.ts';
+import { batchOfExecution } from '../../domain/cancel-orphans/sql/cancel-orphans.ts';
 import { optionalEnv } from '../../domain/env.ts';
 import { PipelineBusyError } from '../../domain/errors.ts';
-import { batchOfExecution } from '../../domain/sql/cancel-orphans.ts';
-import { acquireLease, leaseHolder } from '../../domain/sql/lease.ts';
+import { acquireLease, leaseHolder } from '../../domain/lease/sql/lease.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { clearEndedExecution } from '../commons/ended-execution.ts';
 import { logger } from '../commons/powertools.ts';

@@ -6,8 +6,8 @@
  * and a chunk an earlier attempt may have written is cleared first.
  */
 import type { BatchRef } from '../../domain/batch.ts';
-import { type ChunkStateRow, chunksToLoad } from '../../domain/chunk-loads.ts';
 import { ValidationError } from '../../domain/errors.ts';
+import { type ChunkStateRow, chunksToLoad } from '../../domain/load-chunk/chunk-loads.ts';
 import type { Chunk } from '../../domain/plan/chunk.ts';
 import { doneChunks, recordedWindow, windowChunkRows } from '../../domain/plan/sql/plan.ts';
 import { type WindowItem, windowChunks } from '../../domain/plan/windows.ts';

@@ -5,12 +5,12 @@
  * every member's live table shows now.
  */
 import type { BatchRef } from '../../domain/batch.ts';
+import { batchOfExecution, markExecutionStopped } from '../../domain/cancel-orphans/sql/cancel-orphans.ts';
 import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
-import { describeError, type FailureReport, type RecordFailureEvent } from '../../domain/record-failure.ts';
-import { type GroupFailureFacts, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure-group.ts';
-import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
-import { livePublication, markBatchFailed } from '../../domain/sql/record-failure.ts';
+import { describeError, type FailureReport, type RecordFailureEvent } from '../../domain/record-failure/record-failure.ts';
+import { type GroupFailureFacts, groupFailureReport, type MemberFailureFacts } from '../../domain/record-failure/record-failure-group.ts';
+import { livePublication, markBatchFailed } from '../../domain/record-failure/sql/record-failure.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
 import { cancelOrphans } from '../commons/orphans.ts';
 import { logger } from '../commons/powertools.ts';

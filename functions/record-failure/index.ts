@@ -1,10 +1,11 @@
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
+import { batchOfExecution, markExecutionStopped } from '../../domain/cancel-orphans/sql/cancel-orphans.ts';
 import { boundedErrorMessage } from '../../domain/errors.ts';
-import { failureClass } from '../../domain/failure-class.ts';
 import { installedManifestVersion } from '../../domain/manifest/sql/manifest.ts';
 import { DimensionName, MetricName } from '../../domain/names.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
+import { failureClass } from '../../domain/record-failure/failure-class.ts';
 import {
   describeError,
   type FailureFacts,
@@ -13,10 +14,9 @@ import {
   failureFacts,
   failureReport,
   type RecordFailureEvent,
-} from '../../domain/record-failure.ts';
-import { failedGroup } from '../../domain/record-failure-group.ts';
-import { batchOfExecution, markExecutionStopped } from '../../domain/sql/cancel-orphans.ts';
-import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/sql/record-failure.ts';
+} from '../../domain/record-failure/record-failure.ts';
+import { failedGroup } from '../../domain/record-failure/record-failure-group.ts';
+import { livePublication, liveTablePresent, markBatchFailed } from '../../domain/record-failure/sql/record-failure.ts';
 import { breakerFailure } from '../commons/breaker.ts';
 import { stepHandler } from '../commons/handler.ts';
 import { releaseExecutionLease } from '../commons/lease.ts';
@@ -80,7 +80,7 @@ export async function recordFailure(event: RecordFailureEvent, warehouse: () => 
 
 /**
  * The failure counted (BatchFailed, and its class for the pipeline's
- * alarms: domain/failure-class.ts) and logged; the report is the step's answer.
+ * alarms: domain/record-failure/failure-class.ts) and logged; the report is the step's answer.
  */
 function counted(report: FailureReport, message: string, event: RecordFailureEvent): FailureReport {
   if (report.pipeline) metrics.addDimension(DimensionName.Pipeline, report.pipeline);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { extractColumn } from '../../domain/extract-column.ts';
 import { chunkCounts } from '../../domain/gate/sql/reconcile.ts';
+import { loadChunkSqls } from '../../domain/load-chunk/sql/load-chunk.ts';
 import { sortKeyWarning } from '../../domain/plan/chunk-sizing.ts';
 import { sourceVolume } from '../../domain/plan/sql/plan.ts';
-import { loadChunkSqls } from '../../domain/sql/load-chunk.ts';
 import { pipelineWith } from './fixtures.ts';
 import { batch, chunk, interval, NOW } from './sql/support.ts';
 

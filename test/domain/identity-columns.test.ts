@@ -4,6 +4,7 @@
 // takes with them.
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../domain/errors.ts';
+import { insertIntervalSql } from '../../domain/load-chunk/sql/load-chunk.ts';
 import { identityOf, type LiveColumn } from '../../domain/plan/live-column.ts';
 import { generatedColumns, loadedColumns } from '../../domain/plan/plan.ts';
 import { tableColumns } from '../../domain/plan/sql/plan.ts';
@@ -13,7 +14,6 @@ import { rewriteLive } from '../../domain/publish/sql/rewrite.ts';
 import type { RollbackTarget } from '../../domain/rollback/rollback.ts';
 import { rewriteRollback } from '../../domain/rollback/sql/rewrite.ts';
 import { restoreIntervals } from '../../domain/rollback/sql/rollback.ts';
-import { insertIntervalSql } from '../../domain/sql/load-chunk.ts';
 import { errorOf, pipelineWith } from './fixtures.ts';
 import { batch, NOW, previous } from './sql/support.ts';
 

@@ -7,9 +7,9 @@
 // and batches get purpose, which what reads it reads before and after.
 // Each test builds the version it upgrades from on a database of its own.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { batchPurposePresent, recentBatches } from '../../domain/manifest/sql/cli.ts';
 import { MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
-import { batchPurposePresent, recentBatches } from '../../domain/sql/cli.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { type Warehouse as TestWarehouse, useWarehouse } from '../support/warehouse.ts';
 

@@ -468,7 +468,7 @@ describe('step handlers', () => {
               POWERTOOLS_METRICS_NAMESPACE: 'AtomicPublish',
               CODE_VERSION,
               NODE_OPTIONS: '--enable-source-maps',
-              // The warehouse's circuit breaker, on by default (domain/neighbour.ts).
+              // The warehouse's circuit breaker, on by default (domain/neighbour/neighbour.ts).
               BREAKER_FAILURES: '5',
               BREAKER_COOL_DOWN_SECONDS: '900',
             },

@@ -5,7 +5,7 @@
 import { App, Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { breakerFromEnv, pauseProbeFromEnv } from '../../domain/neighbour.ts';
+import { breakerFromEnv, pauseProbeFromEnv } from '../../domain/neighbour/neighbour.ts';
 import { AtomicPublishStack, type AtomicPublishStackProps } from '../../lib/atomic-publish-stack.ts';
 import { useCdkOutdir } from './cdk-outdir.ts';
 

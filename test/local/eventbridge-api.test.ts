@@ -5,7 +5,12 @@
 import { gzipSync } from 'node:zlib';
 import { type EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PUBLICATION_EVENT_SOURCE, PublicationDetailType, type PublicationEvent, PublicationEventError } from '../../domain/publication-event.ts';
+import {
+  PUBLICATION_EVENT_SOURCE,
+  PublicationDetailType,
+  type PublicationEvent,
+  PublicationEventError,
+} from '../../domain/publication-events/publication-event.ts';
 import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';
 import { LOCAL_AWS_ENV, localEventBridgeClient, localEventsEnvironment } from '../../local/aws-clients.ts';
 import { type LocalEventBridgeApi, startLocalEventBridgeApi } from '../../local/eventbridge-api.ts';

@@ -136,7 +136,7 @@ describe('a refused run', () => {
 
   // An error or alert that quoted a huge input whole would be refused by SNS (256 KB), so the page itself
   // would fail: errors quote outside values through domain/text.ts echo, and the alert is bounded
-  // (domain/record-failure.ts). Step Functions takes at most 256 KB of input; the local runner refuses
+  // (domain/record-failure/record-failure.ts). Step Functions takes at most 256 KB of input; the local runner refuses
   // more the same way.
   describe('a huge execution input', () => {
     const HUGE = 200_000;

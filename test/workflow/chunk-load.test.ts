@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
+import { loadStatementPrefix } from '../../domain/load-chunk/sql/load-chunk.ts';
 import { REATTACHED_MESSAGE } from '../../functions/load-chunk/index.ts';
 import { PROJECT_ROOT } from '../../lib/project.ts';
 import type { DataApiRequest } from '../../local/data-api/server.ts';

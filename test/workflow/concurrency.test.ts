@@ -7,10 +7,10 @@
 // useFork).
 
 import { describe, expect, it } from 'vitest';
+import { acquireLease } from '../../domain/lease/sql/lease.ts';
 import { manifestDdl } from '../../domain/manifest/sql/manifest.ts';
 import { batchIdFor, planChunks, resolveInterval, stagingTableFor } from '../../domain/plan/plan.ts';
 import { startBatch } from '../../domain/plan/sql/plan.ts';
-import { acquireLease } from '../../domain/sql/lease.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { newClient } from '../../local/pg-clients.ts';
 import { until } from '../support/until.ts';

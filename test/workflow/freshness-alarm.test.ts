@@ -11,9 +11,9 @@
 // starts from itself.
 import { DescribeAlarmsCommand, type DescribeAlarmsCommandOutput, GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { FreshnessMonitorError } from '../../domain/freshness.ts';
+import { FreshnessMonitorError } from '../../domain/freshness-monitor/freshness.ts';
+import { monitorSetupStatements } from '../../domain/setup/sql/setup.ts';
 import type { Pipeline } from '../../domain/spec.ts';
-import { monitorSetupStatements } from '../../domain/sql/setup.ts';
 import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { monitorFreshness } from '../../functions/freshness-monitor/index.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';

@@ -10,9 +10,9 @@
 // own, bringing the alarm to the state it starts from.
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acquireLease } from '../../domain/lease/sql/lease.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
-import { acquireLease } from '../../domain/sql/lease.ts';
-import { monitorSetupStatements } from '../../domain/sql/setup.ts';
+import { monitorSetupStatements } from '../../domain/setup/sql/setup.ts';
 import { DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { watchLive } from '../../functions/freshness-monitor/live-watch.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';

@@ -7,7 +7,7 @@
 // the loads are waited for, never submitted twice, never retried or failed
 // for their length.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadStatementPrefix } from '../../domain/sql/load-chunk.ts';
+import { loadStatementPrefix } from '../../domain/load-chunk/sql/load-chunk.ts';
 import { holdGate, type LockGate } from '../support/lock-gate.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, PIPELINE, stateEvents, useWorkflow, type Workflow } from '../support/workflow.ts';

@@ -10,7 +10,7 @@
 import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';
-import type { RecordFailureEvent } from '../../domain/record-failure.ts';
+import type { RecordFailureEvent } from '../../domain/record-failure/record-failure.ts';
 import { type CancelOrphansResult, cancelExecutionOrphans } from '../../functions/cancel-orphans/index.ts';
 import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { recordFailure } from '../../functions/record-failure/index.ts';

@@ -20,8 +20,8 @@
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';
-import { PublicationEventError } from '../../domain/publication-event.ts';
-import { monitorSetupStatements } from '../../domain/sql/setup.ts';
+import { PublicationEventError } from '../../domain/publication-events/publication-event.ts';
+import { monitorSetupStatements } from '../../domain/setup/sql/setup.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { REDELIVERY_GRACE_MS } from '../../functions/commons/event-delivery.ts';
 import { publicationEventSender } from '../../functions/commons/publication-event-sender.ts';

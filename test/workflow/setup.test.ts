@@ -10,7 +10,7 @@
 // own (test/support/workflow.ts useFork).
 import { beforeAll, describe, expect, it } from 'vitest';
 import { qualifiedName, quoteIdent, quoteUser } from '../../domain/identifiers.ts';
-import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/privileges.ts';
+import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/setup/privileges.ts';
 import { applyPipelineSetup, ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';
 import { withClient } from '../../local/pg-clients.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

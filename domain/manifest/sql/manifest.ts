@@ -2,7 +2,7 @@
 import { BatchStatus, ChunkStatus } from '../../batch.ts';
 import { sqlLiteral, validateIdentifier } from '../../identifiers.ts';
 import { OUT_OF_BAND } from '../../live-watch/out-of-band.ts';
-import { breakerDdl } from '../../sql/neighbour.ts';
+import { breakerDdl } from '../../neighbour/sql/neighbour.ts';
 import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from '../../sql/statement.ts';
 
 /**
@@ -376,7 +376,7 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // Version 6 (one round trip per chunk, domain/sql/load-chunk.ts): a
+    // Version 6 (one round trip per chunk, domain/load-chunk/sql/load-chunk.ts): a
     // chunk's load is one transaction that inserts its rows into staging
     // and one row here with their count, so a chunk is loaded exactly when
     // its rows are in staging. The load writes no row another load reads: an UPDATE of
@@ -411,7 +411,7 @@ export function manifestDdl(now: Date): string[] {
     END;
     $$ LANGUAGE plpgsql`,
     `CALL ${M}.create_view_if_missing('chunk_state', ${sqlLiteral(CHUNK_STATE_QUERY)})`,
-    // Version 7 (a good neighbour, domain/neighbour.ts): the warehouse's
+    // Version 7 (a good neighbour, domain/neighbour/neighbour.ts): the warehouse's
     // circuit breaker, one row, so every execution of every pipeline reads
     // the same state.
     ...breakerDdl(),
@@ -454,7 +454,7 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // Version 11 (publication events delivered at least once, domain/sql/event-redelivery.ts):
+    // Version 11 (publication events delivered at least once, domain/publication-events/sql/event-redelivery.ts):
     // when each publication's event was accepted by EventBridge, and a
     // restatement's number (on its batch, from Plan; on its publication, from
     // the batch), which its event tells. The publications made before

@@ -5,7 +5,7 @@ import { checkDeclaredColumns, declaredResult, isBlocking, isWarning } from '../
 import { describeFailure, reconcile } from '../../../domain/gate/reconcile.ts';
 import { customCheckRows, declaredRowChecks, declaredRowSamples, missingReferences, recordChecks } from '../../../domain/gate/sql/reconcile.ts';
 import type { LiveColumn } from '../../../domain/plan/live-column.ts';
-import { checkRelations, requiredPrivileges } from '../../../domain/privileges.ts';
+import { checkRelations, requiredPrivileges } from '../../../domain/setup/privileges.ts';
 import type { PipelineSpec } from '../../../domain/spec.ts';
 import { errorOf, pipelineWith } from '../fixtures.ts';
 import { batch } from '../sql/support.ts';

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { dropRetired } from '../../../../domain/cleanup/sql/cleanup.ts';
 import { ValidationError } from '../../../../domain/errors.ts';
 import { carryOverCorrections, dependentViewProblems, type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
 import { batchState, carryOverStatements, dependentsFacts, reapplyStatements, swapPublish } from '../../../../domain/publish/sql/swap.ts';
-import { dropRetired } from '../../../../domain/sql/cleanup.ts';
 import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../../domain/sql/statement.ts';
 import { batch, batchId, itIsASafeSingleStatement, NOW, pipeline, previous, staging } from '../../sql/support.ts';
 
