@@ -93,12 +93,10 @@ export type AttemptStatus = (typeof AttemptStatus)[keyof typeof AttemptStatus];
 
 /**
  * `chunks.status`. PENDING: never loaded (staging holds none of its rows).
- * LOADING: an INSERT may have run. DONE: loaded and counted. STALE:
- * Reconcile found its staging rows no longer match the source (late rows, a
- * changed source): the next run clears and reloads it. CANCELLED: its
- * INSERT was cancelled after the execution failed, was aborted or timed out,
- * and is known to have ended; whatever it wrote never counts: the next run
- * clears and reloads it.
+ * LOADING: an INSERT may have run. DONE: loaded and counted. STALE: its staging
+ * rows no longer match the source (Reconcile). CANCELLED: its INSERT was cancelled
+ * and has ended. The next run clears and reloads a STALE or CANCELLED chunk.
+ * Why: docs/decisions/loading.md, docs/decisions/failure-handling.md
  */
 export const ChunkStatus = statuses('PENDING', 'LOADING', 'DONE', 'STALE', 'CANCELLED');
 export type ChunkStatus = (typeof ChunkStatus)[keyof typeof ChunkStatus];

@@ -34,13 +34,11 @@ export function quoteIdent(name: string): string {
 }
 
 /**
- * A name read from the warehouse's catalog (a grantee, a view, a column, a
- * key, a policy), double-quoted. Such names are whatever Redshift allows as
- * a delimited identifier: UTF-8 printable characters, a double quote
- * doubled, at most 127 bytes ("Names and identifiers",
- * https://docs.aws.amazon.com/redshift/latest/dg/r_names.html): an
- * Identity Center role `AWSIDC:alice@example.com`, a mixed-case or
- * hyphenated name. The tool's own names keep the stricter quoteIdent.
+ * A name read from the warehouse's catalog (a grantee, a view, a column, a key, a
+ * policy), double-quoted: any delimited identifier Redshift allows, UTF-8
+ * printable, a double quote doubled, at most 127 bytes
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_names.html), e.g.
+ * `AWSIDC:alice@example.com`. The tool's own names keep the stricter quoteIdent.
  */
 export function quoteCatalogName(name: string): string {
   const problem = catalogNameProblem(name);
@@ -104,14 +102,10 @@ export function formatTimestamp(date: Date): string {
 }
 
 /**
- * Database user names, the one kind of name that may hold more than the
- * identifier rule allows: on Redshift Serverless the Data API connects an
- * IAM role as the user `IAMR:<role name>` (an IAM user as `IAM:<user name>`),
- * with a colon and IAM's characters (letters, digits, `+=,.@_-`, at most 64).
- * Either that, or a plain lower-case identifier. At most 127 bytes, Redshift's
- * limit for names ("Names and identifiers",
- * https://docs.aws.amazon.com/redshift/latest/dg/r_names.html). Always
- * double-quoted; a double quote can never be part of one.
+ * Database user names: `IAMR:<role name>` or `IAM:<user name>` (IAM's characters,
+ * at most 64), or a plain lower-case identifier; at most 127 bytes
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_names.html). Always
+ * double-quoted; a double quote is never part of one. Why: docs/decisions/identifiers.md
  */
 const IAM_USER = /^IAMR?:[A-Za-z0-9+=,.@_-]{1,64}$/;
 export const MAX_USER_NAME_LENGTH = 127;

@@ -12,13 +12,10 @@ export const METRICS_NAMESPACE = 'AtomicPublish';
 export const SERVICE_NAME = 'atomic-publish';
 
 /**
- * Metric names. EmitMetrics emits the first four after a publish (Powertools,
- * dimensions service and Pipeline), RecordFailure BatchFailed and its
- * failure's class, CancelOrphans ExecutionStopped (same dimensions). The freshness
- * monitor writes the last two (PutMetricData, dimension Pipeline only) on
- * its schedule, publish or not; the freshness alarm reads PublishAgeSeconds.
- * The alarms (lib/publish-monitoring.ts) read each by the dimensions its
- * writer gives it: CloudWatch matches a metric only on all of them.
+ * Metric names, defined once. Who writes each, with which dimensions, and what
+ * its value is: docs/reference/metrics.md (test/docs/metrics.test.ts holds it to
+ * these names). An alarm reads a metric by every dimension its writer gives it
+ * (lib/metrics.ts): CloudWatch matches a metric only on all of them.
  */
 export const MetricName = {
   Published: 'Published',

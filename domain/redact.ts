@@ -1,13 +1,8 @@
 /**
- * Row values out of database error messages. A statement's error text
- * travels far: into the step's error, the Catch's `$.error`, the execution
- * history (Step Functions' execution log, with execution data), the
- * manifest's `error`, the failure page and the functions' logs. The
- * statements themselves carry no values (values are parameters), but the
- * database quotes values of the row it refused; those parts are replaced by
- * REDACTED, the rest of the message (what failed, on which column, table or
- * constraint) is kept. See docs/decisions/logs-and-traces.md, "What the logs
- * may carry".
+ * Row values out of database error messages, which become the step's error, the
+ * page, the manifest's `error` and the execution history: the quoted values of a
+ * refused row are replaced by REDACTED, the rest (what failed, on which column,
+ * table or constraint) kept. Why: docs/decisions/logs-and-traces.md ("Redacted at the source")
  */
 
 export const REDACTED = '<redacted>';

@@ -85,14 +85,11 @@ function nameStamp(instant: Date): string {
 }
 
 /**
- * The name of an operator's run of `pipeline` over `[from, to)` (the CLI's
- * `run` and `backfill`), attempt `attempt` (1 first): e.g.
- * `sales_order_lines-20260301T000000Z-20260401T000000Z` and then `...-2`.
- * The same command asks for the same name, so Step Functions starts it once
- * while it runs; after an attempt ended without publishing, the next
- * number starts a new execution, whose Plan resumes the same batch (the
- * batch id follows from pipeline, interval and spec, domain/plan/plan.ts).
- * Names too long for Step Functions keep the pipeline's first characters.
+ * The name of an operator's run of `pipeline` over `[from, to)` (the CLI's `run`
+ * and `backfill`), attempt `attempt` (1 first): e.g.
+ * `sales_order_lines-20260301T000000Z-20260401T000000Z`, then `...-2`. A name too
+ * long for Step Functions keeps the pipeline's first characters.
+ * Why: docs/decisions/command-line.md ("Names make a command idempotent")
  */
 export function manualRunName(pipeline: string, interval: { from: Date; to: Date }, attempt: number): string {
   const suffix = `-${nameStamp(interval.from)}-${nameStamp(interval.to)}${attempt > 1 ? `-${attempt}` : ''}`;
@@ -103,13 +100,11 @@ export function manualRunName(pipeline: string, interval: { from: Date; to: Date
 }
 
 /**
- * The name of an operator's check of `pipeline` over `[from, to)` (the
- * CLI's `check`), check `check` (domain/plan/plan.ts nextRerun), attempt
- * `attempt`: e.g. `sales_order_lines-check1-20260301T000000Z-20260401T000000Z`
- * and then `...-2`. The `-check<n>-` word keeps it apart from the run of the
- * same interval (a pipeline's name holds no `-`), and the check's number
- * makes a finished check's repeat a new execution. Names too long keep the
- * pipeline's first characters.
+ * The name of an operator's check of `pipeline` over `[from, to)` (the CLI's
+ * `check`), check `check` (domain/plan/plan.ts nextRerun), attempt `attempt`:
+ * e.g. `sales_order_lines-check1-20260301T000000Z-20260401T000000Z`, then `...-2`;
+ * `-check<n>-` never matches a run's name (a pipeline's name holds no `-`).
+ * Why: docs/decisions/command-line.md ("`check` runs the state machine")
  */
 export function checkRunName(pipeline: string, interval: { from: Date; to: Date }, check: number, attempt: number): string {
   const suffix = `-check${check}-${nameStamp(interval.from)}-${nameStamp(interval.to)}${attempt > 1 ? `-${attempt}` : ''}`;

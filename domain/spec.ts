@@ -79,34 +79,20 @@ export interface PipelineSpec {
   /** Columns that identify a row. */
   readonly businessKey: readonly string[];
   /**
-   * How staging reaches the live table (docs/reference/pipeline-spec.md, "Publish modes"):
-   * - `'swap'`: staging holds the whole history `[historyStart, to)`; one
-   *   transaction renames live to its old version and staging to live.
-   * - `'replace-intervals'`: staging holds only the batch's intervals
-   *   (input `from`/`to`, on the grain, inside history); one transaction
-   *   copies live's rows of those intervals to the retained old version,
-   *   deletes them from live and inserts staging. Rows outside the
-   *   intervals are not touched. A scheduled run covers the newest complete
-   *   grain unit and `lookback` units before it.
-   * - `'merge'`: staging holds the rows of the batch's interval (of
-   *   `modifiedColumn`, else `timeColumn`); one transaction upserts them
-   *   into live by `businessKey`: a staging row replaces the live row of
-   *   its key only when its `merge.versionColumn` is greater, keys live
-   *   does not hold are inserted, and rows `merge.softDeleteColumn` marks
-   *   delete the live row (when newer) and are not inserted. The replaced
-   *   live rows are kept as the old version. Needs `merge`.
+   * How staging reaches the live table, in one transaction, the replaced rows kept
+   * as the old version: `'swap'` renames in a rebuild of all history; `'replace-intervals'`
+   * replaces the batch's intervals only; `'merge'` upserts by `businessKey` (needs `merge`).
+   * Each in full: docs/reference/pipeline-spec.md, "Publish modes".
    * @default 'swap'
    */
   readonly publishMode?: PublishMode;
   /** `publishMode: 'merge'` only, and required with it. */
   readonly merge?: {
     /**
-     * Column of the live table (a number, date or timestamp) that orders
-     * two versions of a key's row: a staging row wins only when its value
-     * is greater than the live row's (or the live row has none), so an
-     * older source row never overwrites a newer live row, and a re-read of
-     * the same version changes nothing. Often the same column as
-     * `modifiedColumn`.
+     * Column of the live table (a number, date or timestamp) ordering two versions
+     * of a key's row: a staging row wins only when its value is greater (or the
+     * live row has none), so an older row never overwrites a newer one and a
+     * re-read changes nothing. Why: docs/decisions/merge.md
      */
     readonly versionColumn: string;
     /**
@@ -117,55 +103,37 @@ export interface PipelineSpec {
     readonly softDeleteColumn?: string;
   };
   /**
-   * Grain units before the newest complete one that every scheduled run of
-   * a `replace-intervals` or `merge` pipeline loads again, so rows that
-   * arrive late (up to this many units after their interval) are published
-   * by the next run, exactly once: the interval is replaced, not appended
-   * to, or the rows are merged by their business key. From 0 to
-   * 999 (a scheduled run stays within one window of 1,000 chunks); only for
-   * publish modes other than `swap`, which always rebuilds everything.
+   * Grain units before the newest complete one that every scheduled run of a
+   * `replace-intervals` or `merge` pipeline loads again, so a row up to this many
+   * units late is published by the next run, exactly once. 0 to MAX_LOOKBACK; not
+   * with `swap`. Why: docs/decisions/replacing-some-intervals.md
    * @default 0
    */
   readonly lookback?: number;
   /**
-   * How readers are switched to the new rows.
-   * - `'rename'`: the live name is a table; the swap renames it to its old
-   *   version and staging to the live name, in one transaction.
-   * - `'view'`: the live name is a (bound) view `SELECT <columns> FROM
-   *   <schema>.<table>__v_<batch id>`, switched by one `CREATE OR REPLACE
-   *   VIEW` in the publish transaction; no rename of anything a reader
-   *   reads. The live name must already be such a view: Plan refuses a
-   *   table, printing the SQL that turns it into one. Readers need SELECT
-   *   on the view only; BI tools see a view (columns, no table statistics).
-   *   See docs/decisions/publishing-through-a-view.md.
+   * How readers are switched to the new rows: `'rename'`, the live table renamed
+   * to its old version and staging to the live name; `'view'`, the live name a
+   * bound view over `<table>__v_<batch id>`, switched by one `CREATE OR REPLACE
+   * VIEW`. With `'view'` the live name must already be that view (Plan refuses a
+   * table and prints the SQL). Why: docs/decisions/publishing-through-a-view.md
    * @default 'rename'
    */
   readonly publishVia?: PublishVia;
   /**
-   * `publishMode: 'swap'`, `publishVia: 'rename'` only. How a snapshot
-   * taken before the publish reads the live table after it:
-   * - `'wait'`: the rename swap, after waiting for the transactions
-   *   SVV_TRANSACTIONS lists (those holding a lock). A snapshot holding no
-   *   lock is not found; read after the swap, the live table is one its
-   *   snapshot does not know.
-   * - `'in-place'`: the live rows deleted and staging's inserted in one
-   *   transaction, the old rows kept as the old version: every snapshot
-   *   reads the old rows or the new. Writes the rows twice and leaves the
-   *   deleted rows for VACUUM; a migration still renames.
-   * See docs/decisions/snapshot-readers-without-locks.md.
+   * `publishMode: 'swap'`, `publishVia: 'rename'` only. `'wait'`: the rename swap,
+   * after the snapshots holding a lock (SVV_TRANSACTIONS); one holding none then
+   * reads a table it does not know. `'in-place'`: live rows deleted and staging's
+   * inserted in one transaction, so every snapshot reads the old rows or the new.
+   * Why, and its cost: docs/decisions/snapshot-readers-without-locks.md
    * @default 'wait'
    */
   readonly snapshotReaders?: SnapshotReaders;
   /**
-   * Source rows whose `timeColumn` is NULL belong to no interval, so no
-   * chunk loads them. Reconcile counts those the source query returns for
-   * the batch's interval (its own time filter must let them through, e.g.
-   * `WHERE (t >= :start AND t < :end) OR t IS NULL`) and:
-   * - `'fail'`: fails the batch, naming a few of their business keys;
-   * - `'quarantine'`: copies them into `<schema>.<table>__quarantine`
-   *   (the live table's columns, nullable, with `batch_id` and
-   *   `quarantined_at`), records their count as the batch's rows rejected,
-   *   and publishes the rest.
+   * Source rows whose `timeColumn` is NULL, which no chunk loads: Reconcile counts
+   * those the source's own filter lets through (`... OR t IS NULL`) and `'fail'`s
+   * the batch naming a few keys, or `'quarantine'`s them into
+   * `<schema>.<table>__quarantine` as rows rejected and publishes the rest.
+   * Why: docs/decisions/rows-with-no-time.md
    * @default 'fail'
    */
   readonly nullTimes?: NullTimes;
@@ -173,16 +141,12 @@ export interface PipelineSpec {
     /** Publish an empty staging table. @default false */
     readonly allowEmpty?: boolean;
     /**
-     * Numeric columns of the live table (smallint, integer, bigint,
-     * numeric) that Reconcile sums per chunk on both sides, in the same pass
-     * as the counts: a chunk whose sum differs fails
-     * `staging_sums_match_source`, and the alert gives the difference
-     * (source - staging). Plan refuses a column the live table lacks or of
-     * another type. An entry may be `{ column, tolerance: { absolute?,
-     * relative? } }`: the sums then pass when they differ by at most
-     * `absolute` (a decimal, as a string or number) or by at most
-     * `relative` (0 to 1) times the source's sum; a floating-point column
-     * (real, double precision) is accepted only with a tolerance. @default none
+     * Exact numeric live columns Reconcile sums per chunk on both sides: a sum that
+     * differs fails `staging_sums_match_source` (the alert gives source - staging),
+     * unless within `tolerance` (`absolute`, or `relative` 0 to 1 of the source's
+     * sum); a floating-point column only with a tolerance. Plan checks the columns.
+     * Why: docs/decisions/content-checksum-in-the-gate.md, drift-against-live-and-tolerances.md
+     * @default none
      */
     readonly measures?: readonly (
       | string
@@ -205,20 +169,13 @@ export interface PipelineSpec {
      * lacks or of a floating-point type. @default none (by day only)
      */
     readonly dimensions?: readonly string[];
+    // The declared checks below run after the gate's own, each with a `severity`
+    // (`block` by default; `warn` records, logs and publishes) and a `tolerance`
+    // (offending rows allowed, default 0). Why: docs/decisions/declared-checks-with-severity.md
     /**
-     * Declared checks of staging's rows, run by Reconcile after the gate's
-     * own. Each has a `severity` (`block`, the default: a failure stops
-     * the publish; `warn`: recorded in check_results, logged and returned
-     * in Reconcile's `warnings`, and the batch publishes) and a `tolerance`
-     * (offending rows allowed, 0 to 1e9, default 0). Plan refuses a check
-     * naming a column the live table lacks, a parent table that does not
-     * exist, or values of another type than the column's.
-     */
-    /**
-     * Columns of staging that must hold no NULL: a name, or `{ column,
-     * severity, tolerance, action }`; `action: 'quarantine'` moves the rows
-     * to the quarantine (see `quarantine`; severity and tolerance then do
-     * not apply). @default none
+     * Columns of staging that must hold no NULL: a name, or `{ column, severity,
+     * tolerance, action }`; `action: 'quarantine'` moves the rows to the quarantine
+     * (see `quarantine`; severity and tolerance then do not apply). @default none
      */
     readonly notNull?: readonly (
       | string
@@ -265,36 +222,20 @@ export interface PipelineSpec {
      */
     readonly sql?: readonly { readonly name: string; readonly sql: string; readonly severity?: Severity; readonly tolerance?: number }[];
     /**
-     * Row-level rules whose rows Reconcile moves out of staging into
-     * `<schema>.<table>__quarantine` (with the batch id, the time, the
-     * reason, the chunk) instead of failing: rows with a NULL
-     * businessKey column, rows of one business key with different content
-     * (all of them; of identical rows one stays and the others go), and
-     * rows breaking a notNull or acceptedValues check declared with
-     * `action: 'quarantine'`. They count as the batch's rows rejected; the
-     * batch publishes without them while their number is within `maxRows`
-     * and `maxPct` (percent of the source rows of the batch's interval;
-     * each one given must hold, at least one is required), else
-     * `quarantine_within_tolerance` blocks it. @default - nothing is
-     * quarantined (NULL-time rows aside: nullTimes)
+     * Moves rows breaking a row-level rule (a NULL businessKey column, a key on rows
+     * of different content, a check with `action: 'quarantine'`) into
+     * `<schema>.<table>__quarantine`; the batch publishes without them while within
+     * every limit given (`maxRows`, `maxPct` of the interval's source rows; one at
+     * least), else `quarantine_within_tolerance` blocks it. Why: docs/decisions/quarantine-for-row-level-rules.md
+     * @default - nothing is quarantined (NULL-time rows aside: nullTimes)
      */
     readonly quarantine?: { readonly maxRows?: number; readonly maxPct?: number };
     /**
-     * Drift against the live table: what would publish compared with what
-     * readers see now, over the batch interval (the live rows whose
-     * `modifiedColumn`, else `timeColumn`, lies in `[from, to)`), so that
-     * a source that silently lost rows or a column gone NULL is caught
-     * though staging matches the source. Each part has a `severity`
-     * (`block`, the default, or `warn`) and `minRows` (default 100): fewer
-     * live rows are not compared. Not with `publishMode: 'merge'` and a
-     * `modifiedColumn` (staging then holds only the changed rows).
-     * - `rowCount`: per chunk, staging's rows against live's rows of the
-     *   chunk's interval may fall by at most `maxDecreasePct` (0 to 100)
-     *   and rise by at most `maxIncreasePct` percent (at least one);
-     *   a chunk live holds no rows of (a first publication) passes;
-     * - `nullRate`: per column (`columns`, default every column the loads
-     *   insert), staging's share of NULLs over the interval may exceed
-     *   live's by at most `maxIncreasePoints` percentage points (0 to 100).
+     * Staging against what readers see now over the batch interval: `rowCount` per
+     * chunk may fall or rise by at most the percents given (a chunk live lacks
+     * passes); `nullRate` per column may exceed live's NULL share by at most
+     * `maxIncreasePoints`. Each with a `severity` and `minRows` (default 100); not
+     * with `merge` and a `modifiedColumn`. Why: docs/decisions/drift-against-live-and-tolerances.md
      * @default none
      */
     readonly drift?: {
@@ -316,36 +257,21 @@ export interface PipelineSpec {
   /** Old versions kept for rollback after a publish. @default 3 */
   readonly retention?: { readonly keepVersions?: number };
   /**
-   * Writers of the live table other than this pipeline. Plan records the
-   * live table's columns and a fingerprint (row count and checksum); the
-   * swap refuses if they changed since, naming what changed. With
-   * `expectedWriters`, rows at or after the batch's end (`to`, on
-   * `timeColumn`) are theirs: they are left out of the fingerprint and
-   * carried over into the new table in the swap transaction, as a stream
-   * appending the newest events needs. Rows before `to` and column changes
-   * are still refused. @default - no expected writers: any change is refused
-   *
-   * `watch`: each publication records the live table's columns and
-   * fingerprint as published, and the freshness monitor's live watch
-   * compares the live table with them between runs (LiveDrift metric and
-   * alarm). A fingerprint is a full scan of the live table: a swap takes it
-   * of the table it publishes anyway, an in-place publish (replace-intervals,
-   * merge) reads the whole live table for it. With expected writers only
-   * the rows before the publication's end are watched.
-   * @default true for `swap`, false for the in-place modes
+   * Writers of the live table other than this pipeline: the swap refuses a live
+   * table whose columns or fingerprint changed since Plan. `expectedWriters`: rows
+   * at or after the batch's `to` are theirs, left out of the fingerprint and carried
+   * over. `watch`: the live watch compares the live table between runs with what
+   * its latest publication recorded (default true for `swap`, false in place: a
+   * full scan). Why: docs/decisions/publishing.md, docs/decisions/live-watch.md
    */
   readonly outOfBand?: { readonly expectedWriters?: boolean; readonly watch?: boolean };
   /**
-   * The live table's next DDL: the body of a CREATE TABLE, `(<columns>)
-   * <attributes>` (column types, DEFAULTs, NOT NULL, ENCODE, keys,
-   * DISTSTYLE / DISTKEY / SORTKEY), validated at synth time. An execution
-   * `{"pipeline": ..., "migrate": true}` rebuilds the live table with it
-   * from the live table's own rows, carrying over rows written meanwhile
-   * (domain/migration/migration.ts; docs/runbook.md, "Migrating a live table"). Ship it with the
-   * `sourceSql` that produces its columns: until the migration has run,
-   * normal runs are refused. `renames` maps a column of the DDL to the
-   * live column it is copied from under another name (not timeColumn nor a
-   * businessKey column). @default - no migration
+   * The live table's next DDL, the body of a CREATE TABLE (`(<columns>) <attributes>`),
+   * validated at synth time; the input `{"pipeline": ..., "migrate": true}` rebuilds
+   * the live table with it. Ship it with the `sourceSql` producing its columns: normal
+   * runs are refused until it has run. `renames`: a DDL column copied from a live
+   * column of another name. Why: docs/decisions/migrating-a-live-table.md
+   * @default - no migration
    */
   readonly migration?: { readonly ddl: string; readonly renames?: Readonly<Record<string, string>> };
 }

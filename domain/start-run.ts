@@ -17,16 +17,11 @@ export interface PlannedStart {
 }
 
 /**
- * The execution a scheduled invocation starts, from what the schedule
- * sends (lib/pipeline-schedules.ts): `{"pipeline", "scheduledTime":
- * "<aws.scheduler.scheduled-time>"}`. It is named after the pipeline
- * and the time it was due, with `to` the last chunk boundary at or before
- * that time in the pipeline's zone. Every delivery of one invocation (the
- * Scheduler retries, and delivers at least once) asks for the same name
- * and input, so Step Functions starts it once: a second StartExecution
- * returns the first while it runs, and is refused with
- * ExecutionAlreadyExists after. A late delivery plans what the on-time one
- * would have.
+ * The execution a scheduled invocation starts, from what the schedule sends
+ * (lib/pipeline-schedules.ts): named after the pipeline and the time it was due,
+ * `to` the last chunk boundary at or before it in the pipeline's zone. Every
+ * delivery of one invocation asks for the same name and input, so Step Functions
+ * starts it once. Why: docs/decisions/failure-handling.md ("Execution names")
  */
 export function planScheduledStart(event: unknown, pipelines: readonly Pipeline[]): PlannedStart {
   if (typeof event !== 'object' || event === null || Array.isArray(event)) {

@@ -274,14 +274,11 @@ export type DatabaseUser =
   | { readonly kind: 'secret'; readonly secretArn: string };
 
 /**
- * The database user a deployment's step handlers act as: the user the setup
- * SQL grants to and makes the owner of the live tables. See "Authorizing
- * access to the Amazon Redshift Data API"
- * (https://docs.aws.amazon.com/redshift/latest/mgmt/data-api-access.html):
- * an IAM role `sample_role` is the database user `IAMR:sample_role`; and
- * "Generating IAM database credentials using the Amazon Redshift CLI or API"
- * (https://docs.aws.amazon.com/redshift/latest/mgmt/generating-iam-credentials-cli-api.html)
- * for GetClusterCredentials' database user.
+ * The database user a deployment's step handlers act as, which the setup SQL
+ * grants to and makes the owner of the live tables: the secret's, a cluster's
+ * `dbUser`, or the handler role's `IAMR:<role name>`
+ * (https://docs.aws.amazon.com/redshift/latest/mgmt/data-api-access.html).
+ * Why: docs/decisions/deployment.md
  */
 export function databaseUserFor(target: WarehouseTargetWithSecret, handlerRoleName: string, options: ValidateWarehouseTargetOptions = {}): DatabaseUser {
   validateWarehouseTarget(target, 'warehouse', options);

@@ -128,14 +128,12 @@ export const ROW_COUNT_DRIFT = 'live_row_count_drift';
 export const NULL_RATE_DRIFT = 'live_null_rate_drift';
 
 /**
- * How far a measure's sums may differ between source and staging and still
- * pass: at most `absolute` (a decimal text), or at most `relative` times
- * the source's sum (0 to 1); within either passes. A floating-point
- * measure needs one: REAL and DOUBLE PRECISION are inexact
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_Numeric_types201.html)
- * and their SUM is a DOUBLE PRECISION
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_SUM.html), rounded
- * as rows are added, in whatever order the slices add them.
+ * How far a measure's sums may differ between source and staging and still pass:
+ * at most `absolute` (a decimal text), or at most `relative` (0 to 1) times the
+ * source's sum; within either passes. A floating-point measure needs one: its SUM
+ * depends on the order rows are added in
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SUM.html).
+ * Why: docs/decisions/drift-against-live-and-tolerances.md ("Measure tolerances")
  */
 export interface MeasureTolerance {
   readonly absolute?: string;

@@ -1,12 +1,8 @@
 /**
- * Drift against the live table (the spec's `checks.drift`, declared in
- * domain/gate/config.ts): what a run would publish compared with what
- * readers see now, over the same interval, so that a source that silently
- * lost rows (a truncated or empty extract) or a column that suddenly went
- * NULL is caught even though staging matches the source exactly. Staging's
- * side comes from the gate's one grouped pass (domain/gate/sql/drift.ts
- * nullCountAggregates), the live side from one grouped pass over the live
- * rows of the interval (liveDriftCounts); this module judges them.
+ * Judges drift against the live table (`checks.drift`, declared in config.ts):
+ * staging's figures from the gate's one grouped pass (sql/drift.ts
+ * nullCountAggregates) against one grouped pass over the interval's live rows
+ * (liveDriftCounts). Why: docs/decisions/drift-against-live-and-tolerances.md
  */
 import type { CheckResult } from '../batch.ts';
 import { ValidationError } from '../errors.ts';

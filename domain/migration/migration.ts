@@ -1,13 +1,10 @@
 /**
- * Migrating a live table that writers keep appending to: a batch whose
- * staging table is created from the spec's `migration.ddl`, whose chunks
- * copy the live table's own rows (the columns both tables have; new
- * columns take their DEFAULT), and whose swap carries over the rows written
- * at or after the batch end (`to`, the watermark) under the live table's
- * lock, as expected writers' rows are (domain/live-watch/out-of-band.ts). The old
- * table is retained as the swap's old version, so Rollback restores it.
- * Pure: Plan (functions/plan/migration.ts) reads the catalog and calls
- * these.
+ * Migrating a live table writers keep appending to: a batch whose staging is
+ * created from `migration.ddl`, whose chunks copy the live table's own rows (new
+ * columns take their DEFAULT), and whose swap carries over the rows at or after
+ * the watermark `to`, as expected writers' are; the old table is retained, so
+ * Rollback restores it. Pure: Plan (functions/plan/migration.ts) reads the catalog.
+ * Why: docs/decisions/migrating-a-live-table.md
  */
 
 import { ValidationError } from '../errors.ts';
@@ -67,16 +64,11 @@ export function copiedColumns(pipeline: Pipeline, liveColumns: readonly string[]
 }
 
 /**
- * The pipeline as a migration batch runs it: the source is the live table
- * itself (the copied columns of `[:start, :end)`, chunks placed by the
- * time column; a swap whatever the pipeline's publish mode; the load's INSERT
- * converts each to its new type, as Redshift's INSERT does for compatible
- * types, "Type compatibility and conversion",
+ * The pipeline as a migration batch runs it: the live table's copied columns of
+ * `[:start, :end)` as the source (the INSERT converting each to its new type:
  * https://docs.aws.amazon.com/redshift/latest/dg/c_Supported_data_types.html#r_Type_conversion),
- * writers are expected (rows at or after the batch end are carried over in
- * the swap), and the hash is the migration's. `liveColumns` are the live
- * table's column names as Plan read them (BatchRef.live.columns carries
- * them to the later steps).
+ * a swap whatever the publish mode, writers expected, the migration's hash.
+ * `liveColumns`: the live table's column names as Plan read them (BatchRef.live.columns).
  */
 export function migrationPipeline(pipeline: Pipeline, liveColumns: readonly string[]): Pipeline {
   const columns = copiedColumns(pipeline, liveColumns);
@@ -111,16 +103,12 @@ export function isMigrated(pipeline: Pipeline, liveColumns: readonly string[]): 
 const baseType = (type: string) => type.replace(/\(.*$/, '');
 
 /**
- * What stops the migration before anything is written, given the live
- * table's columns (`name type`) and the bound views reading it: the time
- * column missing from the live table; a copied column whose type changes
- * family (text to number: row by row the copy would fail, or convert
- * silently); a new column NOT NULL without a DEFAULT (the copy has no
- * value for it). A bound view reading a column the DDL drops, or one whose
- * type it changes, is refused with what to change: the swap re-creates
- * each bound view from its text, which would fail on a missing column, and
- * CREATE OR REPLACE VIEW cannot change a view column's type (PostgreSQL's
- * "CREATE VIEW", https://www.postgresql.org/docs/current/sql-createview.html).
+ * What stops the migration before anything is written, given the live table's
+ * columns (`name type`) and the bound views reading it: the time column missing; a
+ * copied column changing type family; a new NOT NULL column without a DEFAULT; a
+ * bound view reading a column the DDL drops or retypes (the swap re-creates it,
+ * and CREATE OR REPLACE VIEW cannot change a column's type). Each names what to
+ * change. Why: docs/decisions/migrating-a-live-table.md
  */
 export function migrationProblems(pipeline: Pipeline, liveColumns: readonly string[], views: readonly DependentView[]): string[] {
   const { schema, table } = pipeline.target;

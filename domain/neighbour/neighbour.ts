@@ -1,11 +1,9 @@
 /**
- * A good neighbour on a shared warehouse: the pause probe LoadChunk runs
- * before it submits a load, and the circuit breaker Plan consults before a
- * run starts. One contract between the stack, which writes these variables
- * into every handler's environment (neighbourEnvironment), and the
- * handlers, which read them back (pauseProbeFromEnv, breakerFromEnv).
- * Unset variables turn the feature off in a handler; the stack sets the
- * breaker by default (DEFAULT_BREAKER).
+ * A good neighbour on a shared warehouse: LoadChunk's pause probe and the circuit
+ * breaker Plan consults, as environment variables the stack writes
+ * (neighbourEnvironment) and the handlers read (pauseProbeFromEnv, breakerFromEnv).
+ * Unset turns a feature off; the stack sets the breaker by default (DEFAULT_BREAKER).
+ * Why: docs/decisions/good-neighbour.md
  */
 import { TRANSIENT_ERROR_NAMES, ValidationError } from '../errors.ts';
 import { echo } from '../text.ts';

@@ -1,15 +1,10 @@
 /**
- * Whether a batch's loads can end before the state machine's time-out ends
- * the execution (issue: a plan whose estimated duration exceeds it is bad
- * input). An execution that times out half-way has used hours of warehouse
- * time for nothing it can publish; Plan refuses such a batch before writing
- * anything, naming the ways to make it fit.
- *
- * The estimate: the chunks still to load, times the seconds a chunk took in
- * the pipeline's last published batch (its wall time over its chunks, at its
- * concurrency), and never less than MIN_CHUNK_SECONDS per chunk and
- * concurrent load: a Lambda invocation plus a Redshift statement, whose
- * fixed latency alone is hundreds of milliseconds.
+ * Whether a batch's loads can end before the state machine's time-out: Plan
+ * refuses one that cannot before writing anything, naming the ways to make it
+ * fit. The estimate: the chunks still to load times the seconds per chunk of the
+ * pipeline's last published batch, at its concurrency, never less than
+ * MIN_CHUNK_SECONDS per chunk and concurrent load.
+ * Why: docs/decisions/batches-and-identity.md ("A batch that cannot finish")
  */
 import { ValidationError } from '../errors.ts';
 import type { Pipeline } from '../spec.ts';

@@ -1,21 +1,10 @@
 /**
- * Windows of chunks: how a batch of any length runs inside Step Functions'
- * limits (25,000 history events per execution, 256 KB per state payload,
- * https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html).
- *
- * A batch of at most `chunksPerWindow` chunks is loaded as it always was:
- * Plan records the chunks and hands them to an inline Map. A longer one is
- * cut into windows of `chunksPerWindow` consecutive chunks. Plan records the
- * windows only (a few rows, whatever the length), and a Distributed Map runs
- * each window as a child execution with a history of its own: the window's
- * first step (PlanWindow) records the window's chunks and hands them to the
- * same inline Map. Every execution, parent or child, then holds at most
- * `chunksPerWindow` chunk iterations.
- *
- * A window is recorded by its interval and, for chunks sized by data, the
- * grain units in each chunk; its chunks follow from the pipeline's grain
- * and zone exactly as Plan computed them (every chunk boundary is a grain
- * boundary), so a resumed batch keeps its boundaries.
+ * Windows of chunks: a batch of any length within Step Functions' quotas
+ * (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html): one of
+ * more than `chunksPerWindow` chunks is cut into windows of that many, each a child
+ * execution whose PlanWindow records its chunks. A window recorded by its interval
+ * (and grain units per chunk sized by data) cuts back into exactly the chunks Plan
+ * planned, so a resumed batch keeps its boundaries. Why: docs/decisions/batches-and-identity.md
  */
 import { ValidationError } from '../errors.ts';
 import type { Pipeline } from '../spec.ts';

@@ -1,13 +1,9 @@
 /**
- * The publication event: what downstream consumers receive on EventBridge
- * when a pipeline's live table changed (a publish or a rollback). One
- * contract, read by the emitter (functions/emit-metrics), the stack's IAM
- * condition (lib/publish-workflow.ts) and the local endpoint's tests. Pure.
- *
- * Delivery is at least once: a retried EmitMetrics sends the same event
- * again, with the same `eventId`, and an event never sent (the run failed
- * after its publish) is sent by the freshness monitor
- * (functions/commons/event-delivery.ts); consumers dedupe on it.
+ * The publication event consumers receive on EventBridge when a live table
+ * changed (a publish or a rollback): one contract for the emitter, the stack's
+ * IAM condition and the local endpoint's tests. Pure. Delivered at least once,
+ * always with the same `eventId`, on which consumers dedupe.
+ * Why: docs/decisions/every-publications-event-delivered.md
  */
 import { AtomicPublishError } from '../errors.ts';
 import { parseWarehouseTime } from '../time.ts';

@@ -29,13 +29,10 @@ export interface PublishGroup {
 }
 
 /**
- * The most members a group may have: each member's swap needs at least
- * MEMBER_SWAP_MIN_STATEMENTS statements (its locks, guard, catalog check,
- * renames and records) besides the shared ones, and the whole group swap
- * is one BatchExecuteStatement of at most MAX_BATCH_STATEMENTS. The
- * views' and referencing tables' locks add to that, the grants, keys and
- * policies re-applied only once packed (publish-group.ts fitGroupSwap),
- * and Publish refuses what is still over before any write.
+ * The most members a group may have: the group swap is one BatchExecuteStatement
+ * of at most MAX_BATCH_STATEMENTS, GROUP_SWAP_SHARED_STATEMENTS shared and at least
+ * MEMBER_SWAP_MIN_STATEMENTS per member. What the catalog adds is measured again
+ * before the swap runs (fitGroupSwap). Why: docs/decisions/publish-groups.md
  */
 export const MAX_GROUP_MEMBERS = Math.floor((MAX_BATCH_STATEMENTS - GROUP_SWAP_SHARED_STATEMENTS) / MEMBER_SWAP_MIN_STATEMENTS);
 

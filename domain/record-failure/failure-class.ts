@@ -22,15 +22,11 @@ export interface FailureClassFacts {
 }
 
 /**
- * - the gate blocked the batch (CheckFailedError, from Reconcile or from a
- *   publish group's member): ReconcileFailed;
- * - Publish refused because the live table changed out of band: OutOfBandChange
- *   only (the drift alarm; not PublishFailed as well, one page per cause);
- * - the batch passed the gate and Publish did not commit (any other error
- *   between Reconcile's result and Publish's; a publish conflict wherever
- *   raised): PublishFailed;
- * - anything else (bad input, a load, a step after the publish): no class,
- *   BatchFailed alone.
+ * One class per cause: CheckFailedError (Reconcile, or a group's member) is
+ * ReconcileFailed; OutOfBandChangeError is OutOfBandChange only; any other error
+ * after Reconcile's result and before Publish's, or a publish conflict, is
+ * PublishFailed; anything else (bad input, a load, a step after the publish) has
+ * none. Why: docs/decisions/alarms-per-pipeline-and-their-runbook.md
  */
 export function failureClass(facts: FailureClassFacts): FailureClassMetric | undefined {
   if (facts.errorName === CHECK_FAILED) return MetricName.ReconcileFailed;

@@ -1,12 +1,9 @@
-// What Redshift's SQL reference documents, as an allow-list: every
-// statement's kind must be a Redshift command, and within the commands
-// whose PostgreSQL forms go beyond Redshift's (ALTER TABLE, SET, DROP,
-// transaction control, SELECT's clauses, type names, GRANT and REVOKE,
-// MERGE, COMMENT, LOCK, CREATE TABLE AS, CREATE MATERIALIZED VIEW, CREATE
-// VIEW, CREATE PROCEDURE, CALL, INSERT, UPDATE, DELETE), the form must be
-// one the command's page lists. check.ts applies it after the refused
-// constructs of unsupported.ts, whose messages stay as they are
-// (docs/decisions/redshift-mode-of-the-local-engine.md).
+// What Redshift's SQL reference documents, as an allow-list: a statement's kind
+// must be a Redshift command, and where PostgreSQL's form of a command goes beyond
+// Redshift's (ALTER TABLE, SET, SELECT's clauses, type names, GRANT, MERGE, LOCK,
+// CREATE VIEW, ...), the form one the command's page lists, each refusal citing
+// it. check.ts applies it after unsupported.ts's refused constructs, whose
+// messages stay. Why: docs/decisions/redshift-mode-of-the-local-engine.md
 import { kindOf, names, relationKind, relations, walk } from './ast.ts';
 import type { Finding } from './check.ts';
 import { REDSHIFT_FUNCTIONS } from './functions.ts';

@@ -1,22 +1,11 @@
-// Redshift's SQL in PostgreSQL's grammar. A few forms Redshift documents
-// are words PostgreSQL's grammar rejects: APPROXIMATE COUNT(DISTINCT ...)
-// and APPROXIMATE PERCENTILE_DISC (r_COUNT,
-// r_APPROXIMATE_PERCENTILE_DISC), LISTAGG(DISTINCT ...) WITHIN GROUP
-// (r_LISTAGG; PostgreSQL takes no DISTINCT with WITHIN GROUP), a column's
-// IDENTITY(seed, step) (r_CREATE_TABLE_NEW) and CREATE VIEW ... WITH NO
-// SCHEMA BINDING (r_CREATE_VIEW). They are rewritten, by tokens, into the
-// PostgreSQL form of the same thing before the parse, so the parse tree
-// holds what the statement means: COUNT and LISTAGG stay the functions
-// called, and the lists of unsupported.ts and allowed.ts judge the
-// statement as Redshift reads it. The text is edited at the tokens' byte
-// offsets (text-edits.ts): the rest of it, `$n` parameters included, stays
-// as written, and the tree's locations point into the rewritten text.
-//
-// One rewrite for every reader of a SQL text: the synth-time checks of a
-// pipeline (sourceSql, a declared check's SQL, migration DDL), the
-// handlers, and the local endpoint's gate (local/data-api/redshift-mode.ts),
-// so each accepts what the others accept. What the local engine needs to
-// give Redshift's results is its own (local/data-api/redshift-functions/).
+// Redshift's SQL in PostgreSQL's grammar: forms Redshift documents that PostgreSQL's
+// grammar rejects (APPROXIMATE COUNT(DISTINCT ...) and PERCENTILE_DISC, r_COUNT,
+// r_APPROXIMATE_PERCENTILE_DISC; LISTAGG(DISTINCT ...) WITHIN GROUP, r_LISTAGG;
+// IDENTITY(seed, step), r_CREATE_TABLE_NEW; WITH NO SCHEMA BINDING, r_CREATE_VIEW)
+// rewritten by tokens into PostgreSQL's form of the same thing before the parse,
+// so the tree holds the functions called; edits at the tokens' byte offsets
+// (text-edits.ts) leave the rest, `$n` included, as written. The spec's checks, the
+// handlers and the local gate all parse through it. Why: docs/decisions/redshift-functions-locally.md
 import { IDENTITY_COLUMN } from './allowed.ts';
 import { toPositional } from './parameters.ts';
 import { type ParsedStatement, parsePositional } from './parser.ts';

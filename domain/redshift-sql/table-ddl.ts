@@ -1,15 +1,10 @@
-// A Redshift CREATE TABLE's own attributes, which PostgreSQL's grammar does
-// not know: column `ENCODE <encoding>`, column `DISTKEY` and `SORTKEY`, and
-// after the column list `DISTSTYLE`, `DISTKEY (c)`, `[COMPOUND |
-// INTERLEAVED] SORTKEY (c, ...)`, `SORTKEY AUTO`, `ENCODE AUTO` and
-// `BACKUP YES|NO` ("CREATE TABLE",
-// https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_TABLE_NEW.html).
-// They are found in the token stream (a string literal is one token, so
-// nothing inside one is taken for an attribute) and cut out, leaving a text
-// PostgreSQL's parser reads; the rest of the statement is then checked on
-// its parse tree. Used by a migration's DDL (domain/migration/migration.ts) and by
-// the local endpoint, which runs the statement without them and records
-// them for its catalog views.
+// A Redshift CREATE TABLE's own attributes, which PostgreSQL's grammar does not
+// know (column ENCODE, DISTKEY, SORTKEY; after the columns DISTSTYLE, DISTKEY (c),
+// [COMPOUND | INTERLEAVED] SORTKEY (...), SORTKEY AUTO, ENCODE AUTO, BACKUP;
+// https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_TABLE_NEW.html), found
+// in the token stream (nothing inside a string literal) and cut out; the rest is
+// checked on its parse tree. For a migration's DDL and the local endpoint, which
+// records the attributes for its catalog views.
 import { kindOf, names } from './ast.ts';
 import { checkStatements } from './check.ts';
 import { toPositional } from './parameters.ts';

@@ -304,14 +304,12 @@ export function resolveRollback(
 export type ReadRows = (statement: Statement, step: string) => Promise<readonly Readonly<Record<string, unknown>>[]>;
 
 /**
- * Resolves a rollback `to` a batch (or of the latest publication) against
- * the manifest and the catalog as they are, for a pipeline whose manifest
- * exists: the publications, the batch named, then where its rows are. A
- * publication that replaced some intervals is undone by putting back the
- * rows it replaced (resolveIntervalRollback), a whole-table one by a swap
- * (resolveRollback). Refused: a pipeline that never published, a batch
- * unknown or never published, a version past retention or missing from
- * the catalog, a batch named after a publication of some intervals.
+ * Resolves a rollback `to` a batch (or of the latest publication) against the
+ * manifest and catalog as they are: a publication of some intervals is undone by
+ * putting back the rows it replaced (resolveIntervalRollback), a whole-table one by
+ * a swap (resolveRollback). Refused: no publication, a batch unknown or never
+ * published, a version past retention or gone, a batch named after a publication
+ * of some intervals. Why: docs/decisions/rollback.md
  */
 export async function resolveRollbackFrom(
   read: ReadRows,

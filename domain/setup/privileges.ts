@@ -1,14 +1,10 @@
 /**
- * What the database user the handlers run as needs, for one pipeline: the
- * one list that the setup SQL grants (domain/setup/sql/setup.ts) and Plan checks
- * before it writes anything (functions/plan).
- *
- * On Redshift (GRANT, https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html;
- * ALTER TABLE, https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html):
- * creating a schema needs CREATE on the database; creating a table in a
- * schema needs CREATE on it, and reaching anything in it needs USAGE, which
- * CREATE does not include; renaming or dropping a table needs its owner;
- * reading a table needs SELECT on it.
+ * What the handlers' database user needs for one pipeline: the one list the
+ * setup SQL grants (domain/setup/sql/setup.ts) and Plan checks before it writes
+ * anything, as Redshift's GRANT page has it
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html): CREATE on the
+ * database, USAGE and CREATE on a schema, the live table's ownership, SELECT on
+ * what is read. Why: docs/decisions/privileges-and-the-database-user.md
  */
 
 import { MissingPrivilegeError, ValidationError } from '../errors.ts';

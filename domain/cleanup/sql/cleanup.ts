@@ -50,13 +50,11 @@ export function dropRetired(pipeline: Pipeline, kind: RetiredKind, table: string
 }
 
 /**
- * Ends a check (`batches.purpose` 'check'), in one transaction: its staging
- * dropped, the rows its Reconcile moved to the quarantine table (when
- * there is one) deleted, since the quarantine holds only what runs
- * rejected, and the batch and its attempt ended CHECK_PASSED when
- * Reconcile moved it to CHECKED, CHECK_FAILED when the gate left it
- * RUNNING. Only a check batch still open is ended: run again, it changes
- * nothing.
+ * Ends a check (`batches.purpose` 'check') in one transaction: staging dropped,
+ * its rows in the quarantine deleted (which holds only what runs rejected), the
+ * batch and attempt ended CHECK_PASSED if CHECKED, else CHECK_FAILED. Only an
+ * open check is ended, so run again it changes nothing.
+ * Why: docs/decisions/checking-an-interval-without-publishing.md
  */
 export function endCheck(pipeline: Pipeline, batchId: string, stagingTable: string, quarantine: boolean, now: Date): string[] {
   const id = sqlLiteral(batchId);

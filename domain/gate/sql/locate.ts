@@ -95,13 +95,11 @@ const totals = (aggregates: readonly ChunkAggregate[]) =>
   aggregates.flatMap((a) => [`SUM(b.source_${a.name}) AS source_${a.name}`, `SUM(b.staging_${a.name}) AS staging_${a.name}`]).join(', ');
 
 /**
- * Per chunk examined, per segment and declared dimension values: the gate's
- * figures (gateAggregates: rows, checksum, measure sums) on both sides in
- * one statement, only the groups that disagree, the first `limit` of them
- * in order, each with how many disagree in all (`ap_groups`, a window
- * count over the grouped rows, taken before the LIMIT). The source's
- * dimension values are first cast to staging's type (`stagingTypes`), as
- * the load's INSERT converts them, so equal values meet.
+ * Per chunk examined, segment and dimension values, the gate's figures
+ * (gateAggregates) on both sides in one statement: the first `limit` groups that
+ * disagree, each with how many disagree in all (`ap_groups`, counted before the
+ * LIMIT); source dimension values cast to staging's type (`stagingTypes`) first.
+ * Why: docs/decisions/where-a-difference-lies.md
  */
 export function differingSegments(
   pipeline: Pipeline,
@@ -141,16 +139,12 @@ export function differingSegments(
 }
 
 /**
- * The anti-joins in both directions within the chunks examined, in one
- * statement: each side grouped by business key (rows and the gate's
- * per-row figures, the checksum among them, summed per key), then per key
- * its class: on the source side only (missing in staging), on staging's
- * only (missing in the source), or on both with other rows (a changed
- * value, or a duplicate: the rows per key differ). Per class, the first
- * `limit` keys in key order (ROW_NUMBER() OVER (PARTITION BY ... ORDER BY
- * ...), https://docs.aws.amazon.com/redshift/latest/dg/r_WF_ROW_NUMBER.html)
- * and the class's count (COUNT(*) OVER (PARTITION BY ...),
- * https://docs.aws.amazon.com/redshift/latest/dg/r_WF_COUNT.html).
+ * The anti-joins both ways within the chunks examined, in one statement: each
+ * side's gate figures summed per business key, each key classed missing in
+ * staging, missing in the source, or on both with other rows; per class its count
+ * and the first `limit` keys in key order
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_WF_ROW_NUMBER.html).
+ * Why: docs/decisions/where-a-difference-lies.md
  */
 export function differingKeys(pipeline: Pipeline, batch: BatchRef, chunks: readonly number[], aggregates: readonly ChunkAggregate[], limit: number): Statement {
   const keys = pipeline.businessKey.map((_, i) => keyColumn(i));

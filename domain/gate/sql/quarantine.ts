@@ -19,30 +19,12 @@ function quarantineTable(pipeline: Pipeline): string {
 }
 
 /**
- * The move, as one transaction (BatchExecuteStatement): it locks staging
- * (a retried Reconcile whose earlier invocation still runs waits for it,
- * then finds nothing left to move), then
- * 1. removes the batch's quarantined rows of a chunk generation that is no
- *    longer the chunk's (a chunk found stale and reloaded put its rows back
- *    into staging: they are judged again, never kept twice);
- * 2. moves the rows of the interval that break a rule (a NULL business-key
- *    column, then the declared checks with action quarantine; a row takes
- *    the first reason it breaks), each with its chunk's index and
- *    generation (the chunk whose interval holds the row's time);
- * 3. with checks.quarantine, moves the rows of business keys held by more
- *    than one row: all of them when their content differs
- *    (`duplicate (conflicting)`); when every row of the key is the same
- *    (the same row hash as the content checksum's,
- *    row-hash.ts rowHashValue), all but one (`duplicate (identical)`), and the one
- *    kept goes back to staging: staging has no row id to delete all but
- *    one by, so every row of the key is deleted and one copy (SELECT
- *    DISTINCT of the quarantined copies) inserted, unless staging already
- *    holds the key (a retry after a committed move).
- * A retry or a resumed batch moves what is still in staging and nothing
- * twice: what an earlier move took is no longer there. The DELETEs find
- * their rows with EXISTS: Redshift's DELETE takes only tables in USING
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html).
- * `stagingColumns` are staging's `name type` texts (liveColumnsQuery).
+ * The move of `stagingColumns` (`name type`), one transaction under a LOCK of
+ * staging: the batch's rows of old chunk generations dropped; the rows breaking a
+ * rule moved with their chunk's index and generation; with checks.quarantine, a
+ * key's conflicting rows, or all but one identical copy. A retry moves only what is
+ * still in staging. DELETEs use EXISTS: Redshift's DELETE takes only tables in USING
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html). Why: docs/decisions/quarantine-for-row-level-rules.md
  */
 export function moveToQuarantine(
   pipeline: Pipeline,

@@ -37,17 +37,12 @@ export const measureAggregate = (index: number) => `sum_${index}`;
 const INTEGER_TYPES = new Set(['smallint', 'integer', 'bigint']);
 
 /**
- * The aggregates of the reconciliation gate, on top of the row count, over
- * the columns the loads insert, as staging's catalog lists them (`name
- * type`, out-of-band.ts liveColumnsQuery):
- * - with `checks.contentChecksum`, the sum of each row's 64-bit FNV_HASH
- *   over every hashed column (row-hash.ts rowHashValue), each source value
- *   first cast to the staging column's type, as the load's INSERT
- *   converts it;
- * - per `checks.measures` column, its sum: the value cast to the staging
- *   column's type, integers then to DECIMAL(38,0); Redshift's SUM of a
- *   NUMERIC(p,s) is a NUMERIC(38,s) (same page), so neither side overflows
- *   nor rounds differently.
+ * The gate's aggregates beside the row count, over the columns the loads insert
+ * (`stagingColumns`, `name type`): with `checks.contentChecksum` the sum of each
+ * row's rowHashValue; per `checks.measures` column its sum, cast to the staging
+ * type (integers to DECIMAL(38,0); a NUMERIC(p,s) sums to NUMERIC(38,s), same
+ * page), so neither side overflows or rounds differently.
+ * Why: docs/decisions/content-checksum-in-the-gate.md
  */
 export function gateAggregates(pipeline: Pipeline, stagingColumns: readonly string[]): ChunkAggregate[] {
   const typeOf = new Map(stagingColumns.map((c) => [c.split(' ')[0]!, c.slice(c.indexOf(' ') + 1)]));
@@ -77,25 +72,11 @@ function keyImpliesTime(pipeline: Pipeline): boolean {
 }
 
 /**
- * Per chunk: what the source has now and what staging has, from one
- * grouped pass over the source and one over staging (one statement), with
- * the rows the load recorded; and, on every row of the result, staging's
- * rows outside the batch interval (or with no time), from the same pass,
- * and its business-key values held by more than one row.
- *
- * Rows are bucketed by grain unit (grainKey: a hash-join key, no range
- * join); a unit belongs to the chunk that starts at or before it (chunks
- * are whole grain units, merged or not, in time order), found by carrying
- * the last chunk index forward over the units in time order; rows outside
- * the interval fall in no unit. Where the business key holds the time
- * column, staging's pass groups by unit and key value, so the key check is
- * per chunk and in the same pass; otherwise a value may repeat across
- * chunks, and the check is one more grouping of staging by key. The
- * whole-batch figures are uncorrelated scalar subqueries, evaluated once:
- * cross-joined to the chunks instead, a planner that expects one chunk (a
- * manifest table without statistics yet) ran the key grouping again for
- * every chunk (measured locally on the demo's first run: 90 chunks, 51 s
- * instead of 0.9 s).
+ * Per chunk, in one statement of one grouped pass per side: the source's figures
+ * now, staging's, and the rows the load recorded; on every row, staging's rows
+ * outside the interval (or with no time) and its repeated business keys, as
+ * uncorrelated scalar subqueries. Rows are bucketed by grain unit (grainKey), each
+ * unit in the chunk starting at or before it. Why: docs/decisions/reconciling.md
  */
 export function chunkCounts(pipeline: Pipeline, batch: BatchRef, aggregates: readonly ChunkAggregate[] = CHUNK_AGGREGATES): Statement {
   const t = quoteIdent(extractColumn(pipeline));
@@ -241,13 +222,10 @@ export function declaredRowChecks(pipeline: Pipeline, batch: BatchRef): Statemen
 }
 
 /**
- * The business keys (and the value, as text) of the first `limit` rows, in
- * key order, that break each of the row checks `failing` (result columns of
- * declaredRowChecks): asked only when some failed, in one statement. The
- * branches are numbered per check with ROW_NUMBER() OVER (PARTITION BY ...
- * ORDER BY ...) (https://docs.aws.amazon.com/redshift/latest/dg/r_WF_ROW_NUMBER.html);
- * each casts its value to one text type, since a set operation converts
- * no type of one category to another implicitly
+ * The business keys (and the value, as text) of the first `limit` rows in key
+ * order breaking each row check `failing` (declaredRowChecks' result columns), in
+ * one statement, asked only when some failed. Each branch casts its value to one
+ * text type: a set operation converts no type category to another implicitly
  * (https://docs.aws.amazon.com/redshift/latest/dg/r_UNION.html).
  */
 export function declaredRowSamples(pipeline: Pipeline, batch: BatchRef, failing: readonly string[], limit = DECLARED_SAMPLES): Statement {

@@ -12,15 +12,11 @@ import { MANIFEST as M, type Statement, timestampParam } from '../../sql/stateme
 import { columnsText, liveColumnsQuery, liveFingerprintQuery } from './out-of-band.ts';
 
 /**
- * The last statement of a publish transaction whose pipeline is watched:
- * the manifest's record_live_fingerprint procedure (version 11) reads the
- * live table as the transaction leaves it (the staging table renamed to
- * live, or the live rows replaced or merged) and records it on the
- * publication just inserted. `columns` are the `name type` texts the
- * published table has (a swap: those of Plan's baseline, which staging was
- * created like; in place: the live table's, read before the transaction);
- * `rowsBefore`, with expected writers, the publication's end: only the rows
- * before it are the pipeline's.
+ * The last statement of a watched publish transaction: record_live_fingerprint
+ * reads the live table as the transaction leaves it and records it on the
+ * publication just inserted. `columns`: the published table's `name type` texts;
+ * `rowsBefore`, with expected writers, the publication's end (only rows before it
+ * are the pipeline's). Why: docs/decisions/live-watch.md
  */
 export function recordLiveFingerprint(pipeline: Pipeline, columns: readonly string[], rowsBefore?: string): string {
   const { schema, table } = pipeline.target;
@@ -32,16 +28,11 @@ export function recordLiveFingerprint(pipeline: Pipeline, columns: readonly stri
 }
 
 /**
- * A swap's record, taken before its transaction: staging's fingerprint
- * (the table the swap makes live, with Plan's baseline columns, which
- * staging was created like), read outside every lock, so readers of the
- * live table never wait for this scan. The swap's guard (manifest.ts
- * assert_publishable) then checks under staging's lock that staging still
- * holds the rows Reconcile checked; staging is written only by the batch's
- * loads, which only insert, so an unchanged count is unchanged rows and
- * this fingerprint is the published table's. With expected writers, only
- * the rows before the batch's end (`rowsBefore`), which the carry-over
- * does not touch.
+ * A swap's record: staging's fingerprint with Plan's baseline columns, read
+ * before the transaction and outside every lock, so live readers never wait for
+ * it. It is the published table's because assert_publishable then checks under
+ * staging's lock that staging holds the rows Reconcile checked. With expected
+ * writers, only rows before `rowsBefore`. Why: docs/decisions/live-watch.md
  */
 export function stagingFingerprintQuery(pipeline: Pipeline, stagingTable: string, columns: readonly string[], rowsBefore?: string): Statement {
   return liveFingerprintQuery(pipeline, columns, rowsBefore, 'fnv', stagingTable);

@@ -73,15 +73,11 @@ function hexValue(hex: string): string {
 }
 
 /**
- * The live table's fingerprint in one scan, as one text `<rows>:<checksum>`
- * (the procedure compares it whole): the row count and the sum, as
- * DECIMAL(38,0), of each row's hash over every column: by default the
- * 64-bit FNV_HASH chain of row-hash.ts; `md5`, the 60-bit value of the MD5
- * over the row's text, for a baseline Plan recorded before (a batch planned
- * before an upgrade and published after it). A sum does not depend on row
- * order, so it needs no sort; any inserted, deleted or updated row changes
- * it (short of a coincidence of 2^-60 or less). With `carryFrom`, only rows
- * before it (or with no time) count.
+ * The live table's fingerprint in one scan, one text `<rows>:<checksum>`: the row
+ * count and the DECIMAL(38,0) sum of each row's hash (by default row-hash.ts's
+ * FNV chain; `md5` for a baseline older than that chain), independent of row order;
+ * any row inserted, deleted or updated changes it. With `carryFrom`, only rows
+ * before it (or with no time) count. Why: docs/decisions/publishing.md
  */
 export function liveFingerprintQuery(
   pipeline: Pipeline,
@@ -136,16 +132,11 @@ function columnList(columns: readonly string[], alias?: string): string {
 }
 
 /**
- * The catch-up after a swap that carried rows over: the rows at or after
- * `carryFrom` that reached the old table (now `retainedAs`) but not the new
- * live table, copied by business key, under both tables' locks, in a
- * transaction of its own right after the swap committed. The swap's
- * carry-over reads the live table under the swap's snapshot, which is
- * taken at its first statement that reads (on PostgreSQL, the views' lock
- * before the live table's), so a row a writer committed between that
- * statement and the swap's lock on the live table is not in it; this
- * transaction's snapshot is taken after both locks (LOCK takes none). Run
- * again it copies nothing. See docs/decisions/migrating-a-live-table.md.
+ * The catch-up after a swap that carried rows over, in a transaction of its own
+ * right after the commit, its snapshot taken after both tables' LOCKs: the rows
+ * at or after `carryFrom` that reached the old table (`retainedAs`) but not the
+ * new live table, copied by business key. Run again it copies nothing.
+ * Why: docs/decisions/migrating-a-live-table.md ("The catch-up after the swap")
  */
 export function catchUpRows(
   pipeline: Pipeline,

@@ -64,25 +64,12 @@ export interface ChunkLoad {
 }
 
 /**
- * One chunk's load, as one BatchExecuteStatement transaction:
- * 1. the clear of its interval, only when an earlier load may have left
- *    rows there (deleting before inserting: on Redshift a DELETE after an
- *    INSERT of the same table in one transaction can deadlock beside
- *    concurrent INSERTs under snapshot isolation,
- *    https://docs.aws.amazon.com/redshift/latest/dg/c_write_readwrite.html);
- * 2. the INSERT of the source rows;
- * 3. the record of the load in `chunk_loads`, with the rows it wrote: the
- *    source rows of the interval counted in the same transaction, which
- *    reads the same snapshot as the INSERT (Redshift's PL/pgSQL has no GET
- *    DIAGNOSTICS, and counting staging would read the table every other
- *    load writes).
- * It reads no table another load writes and updates none, so it takes no
- * lock: loads of a batch run side by side (on Redshift, INSERTs into one
- * table queue for its write lock under serializable isolation and share it
- * under snapshot isolation,
- * https://docs.aws.amazon.com/redshift/latest/dg/r_Serializable_isolation_example.html).
- * The values are parameters, one set for the batch's statements (the Data
- * API's BatchExecuteStatement `Parameters`).
+ * One chunk's load as one BatchExecuteStatement transaction, values as one set of
+ * parameters: the DELETE of its interval only when an earlier load may have left
+ * rows there (before the INSERT: https://docs.aws.amazon.com/redshift/latest/dg/c_write_readwrite.html),
+ * the INSERT, the `chunk_loads` record with the interval's source rows counted in
+ * the same snapshot. It reads no table another load writes and takes no lock, so
+ * loads run side by side. Why: docs/decisions/failure-handling.md ("One round trip per chunk")
  */
 export function loadChunkSqls(pipeline: Pipeline, batch: BatchRef, chunk: ChunkToLoad, now: Date): ChunkLoad {
   const t = quoteIdent(extractColumn(pipeline));

@@ -26,20 +26,12 @@ export function installedManifestVersion(): Statement[] {
 }
 
 /**
- * The manifest's lease: the first statement of every transaction that
- * inserts manifest rows guarded by `WHERE NOT EXISTS` (Plan's batch start,
- * Reconcile's check results). Redshift does not enforce primary keys, so two
- * such transactions of one batch running at once would both insert; the
- * table locks make the second wait until the first has committed. It must
- * come first: a transaction's snapshot is taken at its first SELECT, DML or
- * CREATE TABLE, not at LOCK, so the waiting transaction then sees the rows
- * the first committed. The chunks are locked with the batches (always in
- * this order) because both transactions write them, as the chunk
- * bookkeeping does under CHUNKS_LOCK: under SERIALIZABLE, Redshift's advice
- * against error 1023 is to lock every table a transaction writes, first and
- * in one order.
- * https://docs.aws.amazon.com/redshift/latest/dg/c_serial_isolation.html
+ * The manifest's lease: the FIRST statement of every transaction that inserts
+ * manifest rows guarded by `WHERE NOT EXISTS` (Plan's batch start, Reconcile's
+ * check results), batches then chunks, so a second such transaction waits and its
+ * snapshot then holds what the first committed: Redshift enforces no key.
  * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
+ * Why: docs/decisions/failure-handling.md ("The manifest does not rely on keys")
  */
 export const LOCK_MANIFEST = `LOCK ${M}.batches, ${M}.chunks`;
 
@@ -51,13 +43,11 @@ export const LOCK_MANIFEST = `LOCK ${M}.batches, ${M}.chunks`;
 export const CHUNKS_LOCK = `LOCK ${M}.chunks`;
 
 /**
- * Taken first by every transaction that writes `pipeline_leases` (taking,
- * taking over or releasing a pipeline's lease): the table holds one row per
- * pipeline only because its writers queue here, Redshift enforcing no key.
- * No transaction writes it together with other manifest tables, so it has
- * no place in the order of LOCK_MANIFEST. As there, the LOCK comes first,
- * so a waiting transaction's snapshot includes the lease the first committed.
- * https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
+ * Taken FIRST by every transaction that writes `pipeline_leases` (taking, taking
+ * over or releasing a lease): one row per pipeline only because its writers queue
+ * here. No transaction writes it with other manifest tables, so it has no place in
+ * LOCK_MANIFEST's order. https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html
+ * Why: docs/decisions/failure-handling.md ("One execution per pipeline")
  */
 export const LEASES_LOCK = `LOCK ${M}.pipeline_leases`;
 
@@ -307,16 +297,11 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // Version 5 (rollback): a publication that is a rollback names the
-    // publication it rolled back (rollback_of); a publication whose old
-    // version a rollback made live again records when (restored_at), and
-    // the one rolled back records rolled_back_at. Redshift has no ADD
-    // COLUMN IF NOT EXISTS: the procedure adds a column only when the
-    // catalog lacks it, so the upgrade from 4 (or a second Plan racing the
-    // first) changes nothing twice. ALTER TABLE ... ADD COLUMN runs in a
-    // transaction block on a regular table
-    // (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html:
-    // only an external table's cannot).
+    // Version 5 (rollback; docs/decisions/rollback.md): rollback_of, restored_at,
+    // rolled_back_at. add_column_if_missing adds a column only when the catalog
+    // lacks it (Redshift has no ADD COLUMN IF NOT EXISTS), so a second upgrade or a
+    // racing Plan changes nothing twice; ADD COLUMN runs in a transaction block on a
+    // regular table (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
     `CREATE OR REPLACE PROCEDURE ${M}.add_column_if_missing(p_table varchar, p_column varchar, p_type varchar)
     AS $$
     DECLARE
@@ -376,16 +361,11 @@ export function manifestDdl(now: Date): string[] {
       END IF;
     END;
     $$ LANGUAGE plpgsql`,
-    // Version 6 (one round trip per chunk, domain/load-chunk/sql/load-chunk.ts): a
-    // chunk's load is one transaction that inserts its rows into staging
-    // and one row here with their count, so a chunk is loaded exactly when
-    // its rows are in staging. The load writes no row another load reads: an UPDATE of
-    // chunks in the same transaction would read the table every other load
-    // writes, and under SERIALIZABLE all but one of the concurrent loads
-    // fail with error 1023 (measured: 7 of 8). `generation` is the chunk's
-    // `chunks.attempt` when Plan handed it out: Reconcile and Plan bump it
-    // when they find a loaded chunk stale or its staging gone, and loads of
-    // an older generation no longer count.
+    // Version 6 (one round trip per chunk): a chunk's load inserts its rows into
+    // staging and one row here with their count in one transaction, so a chunk is
+    // loaded exactly when its rows are in staging, and reads no row another load
+    // writes. `generation` is `chunks.attempt` when Plan handed the chunk out; loads
+    // of an older generation no longer count. Why: docs/decisions/failure-handling.md
     `CREATE TABLE IF NOT EXISTS ${M}.chunk_loads (
       batch_id varchar(32) NOT NULL,
       chunk_index int NOT NULL,
@@ -501,17 +481,12 @@ export function manifestDdl(now: Date): string[] {
     // docs/decisions/checking-an-interval-without-publishing.md): what a batch is for: 'check' for the gate run without
     // publishing, 'publish' or NULL (rows from before) for any other.
     `CALL ${M}.add_column_if_missing('batches', 'purpose', 'varchar(16)')`,
-    // Version 12 (everything but the rows carried over, domain/publish/sql/swap.ts
-    // swapRenames): what the swap copies inside the warehouse, so that no
-    // text of the catalog (a comment, a view's definition) crosses the Data
-    // API as a literal and the swap's size does not grow with them. Each is
-    // a loop over a catalog query with EXECUTE of text built by
-    // quote_ident and quote_literal
-    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html,
-    // https://docs.aws.amazon.com/redshift/latest/dg/r_QUOTE_LITERAL.html).
-    // copy_comments: the table's and each column's comment of p_from onto
-    // p_to, for the columns p_to has (COMMENT ON:
-    // https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html).
+    // Version 12 (swapRenames): what the swap copies inside the warehouse, so no
+    // catalog text crosses the Data API: loops over a catalog query EXECUTing text
+    // built by quote_ident and quote_literal
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-statements.html).
+    // copy_comments: the table's and each column's comment of p_from onto p_to, for
+    // the columns p_to has. Why: docs/decisions/security-policies-through-a-swap.md
     `CREATE OR REPLACE PROCEDURE ${M}.copy_comments(p_schema varchar(128), p_from varchar(128), p_to varchar(128))
     AS $$
     DECLARE

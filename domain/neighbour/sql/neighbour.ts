@@ -5,13 +5,10 @@ import { MANIFEST as M, type Statement } from '../../sql/statement.ts';
 import { BreakerState } from '../neighbour.ts';
 
 /**
- * Queries waiting in the warehouse's queues now. SYS_QUERY_HISTORY lists
- * running and finished queries with status `queued` for those in a queue,
- * on provisioned clusters and Serverless alike; it is visible to every
- * user, but a regular user sees only its own rows unless granted SYSLOG
- * ACCESS UNRESTRICTED
- * (https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html,
- * https://docs.aws.amazon.com/redshift/latest/dg/cm_chap_system-tables.html#c_visibility-of-data).
+ * Queries waiting in the warehouse's queues now: SYS_QUERY_HISTORY's `queued`
+ * rows, on both target kinds; a regular user sees others' only with SYSLOG ACCESS
+ * UNRESTRICTED (https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html).
+ * Why: docs/decisions/good-neighbour.md
  */
 export function queuedQueries(): Statement {
   return { sql: `SELECT COUNT(*) AS queued FROM sys_query_history WHERE status = 'queued'` };

@@ -216,13 +216,10 @@ export function windowChunkRows(batchId: string, chunks: readonly Chunk[]): stri
 }
 
 /**
- * One transaction that (re)starts a batch, under the manifest's lease (two
- * executions of one batch at once leave one row per batch, attempt and
- * chunk): staging created LIKE live, the
- * batch row inserted or, for a new execution of it, moved back to RUNNING
- * with the attempt counted, the attempt recorded, and chunk rows inserted
- * where missing. Running it twice in one execution (a retried Plan) leaves
- * the same rows.
+ * One transaction under LOCK_MANIFEST that (re)starts a batch: staging created
+ * LIKE live, the batch row inserted or moved back to RUNNING with the attempt
+ * counted, the attempt recorded, chunk rows inserted where missing. Two at once,
+ * or a retried Plan, leave one row per batch, attempt and chunk.
  */
 export function startBatch(record: BatchRecord): string[] {
   const { pipeline, batchId, now } = record;
@@ -368,13 +365,12 @@ export function relationPrivileges(relations: readonly { schema: string; table: 
 }
 
 /**
- * The grain unit a timestamp falls in, as a grouping key both sides of a
- * hash join can use (a range join on [start, end) is quadratic on engines
- * without indexes). Days and months: the local calendar bucket in the
- * pipeline's zone. Hours: whole hours since the batch start (`:start`),
- * which stays unique across a DST change where local hours repeat.
- * Redshift reads `AT TIME ZONE` and `EXTRACT(EPOCH ...)` as PostgreSQL does
- * ("AT TIME ZONE", https://docs.aws.amazon.com/redshift/latest/dg/r_AT_TIME_ZONE.html).
+ * The grain unit a timestamp falls in, as a hash-join key: for days and months
+ * the local calendar bucket in the pipeline's zone, for hours whole hours since
+ * `:start` (unique across a DST change); no range join (docs/decisions/reconciling.md).
+ * `AT TIME ZONE` as PostgreSQL's (https://docs.aws.amazon.com/redshift/latest/dg/r_AT_TIME_ZONE.html);
+ * EXTRACT(EPOCH ...) is an integer there, numeric here, and FLOOR keys both alike
+ * (docs/decisions/redshift-compatibility-of-the-sql.md).
  */
 export function grainKey(pipeline: Pipeline, column: string): string {
   const { grain, timezone } = pipeline.chunk;

@@ -104,24 +104,12 @@ function partsOf(m: MemberSwap): MemberParts {
 }
 
 /**
- * The group swap, as ONE transaction:
- * 1. the bounded lock wait, then the locks in one global order whatever
- *    the group: every member's staging (no late writer), every member's
- *    bound views, then referencing tables, each sorted by name (before the
- *    live tables, as their readers lock them), the live tables of renamed
- *    members sorted by name, then the publications once. Two transactions
- *    taking these locks in this order cannot wait for each other in a cycle;
- * 2. every member's guard and catalog check, before anything changes (a
- *    view reading two members would show a renamed member's old version
- *    name to a later member's check);
- * 3. every member's bound views captured, every member's renames (or, for
- *    a member rewritten in place, its rows: docs/decisions/publish-groups.md),
- *    the views re-created (a view reading two members once, when both new
- *    tables are live), then every member's comments, grants, keys and
- *    policies re-applied;
- * 4. every member's publication, attempt and batch recorded, with one
- *    published_at.
- * Members are taken in name order. Refused over the Data API's limits.
+ * The group swap as ONE transaction, members in name order: the bounded lock wait
+ * and the locks in one global order (every staging, every view, every referencing
+ * table, the renamed live tables, each sorted by name; the publications once); every
+ * guard and catalog check before anything changes; every rename (or in-place
+ * rewrite), the views re-created once, everything re-applied; the records, with one
+ * published_at. Refused over the Data API's limits. Why: docs/decisions/publish-groups.md
  */
 export function groupSwapPublish(group: string, members: readonly MemberSwap[], now: Date, lockWaitMs: number): string[] {
   const ordered = [...members].sort((a, b) => compare(a.pipeline.name, b.pipeline.name));

@@ -17,25 +17,12 @@ function inIntervals(pipeline: Pipeline, from: string, to: string): string {
 }
 
 /**
- * The replace, as ONE transaction:
- * 1. the statement timeout that bounds each lock wait;
- * 2. LOCK staging (no late writer; no reader reads it), then the
- *    publications (one publisher at a time, and the guard reads the latest
- *    state: a transaction's snapshot is taken at its first statement that
- *    is not a LOCK, https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html);
- * 3. the publish guard: nothing published since Plan, the batch CHECKED,
- *    staging holding the rows Reconcile checked;
- * 4. without a time limit (these scan and write rows, and wait for no
- *    reader): the live rows of the batch's intervals copied to the
- *    retained old version (created LIKE the live table), deleted from live,
- *    and staging's rows inserted;
- * 5. the publication recorded and the batch PUBLISHED.
- * The live table is not LOCKed: LOCK takes an exclusive lock that would
- * make its readers wait for the whole replace. Its readers read it
- * throughout and see, until the commit, the old rows of the intervals and,
- * after it, the new ones; never neither, never both. No TRUNCATE: it
- * commits on Redshift (https://docs.aws.amazon.com/redshift/latest/dg/r_TRUNCATE.html).
- * Rows outside the intervals are not touched.
+ * The replace as ONE transaction: the bounded lock wait; LOCK staging, then the
+ * publications (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html); the
+ * guard; then, without a time limit, the intervals' live rows copied to the old
+ * version, deleted and replaced by staging's; the publication recorded. No LOCK of
+ * live, no TRUNCATE (https://docs.aws.amazon.com/redshift/latest/dg/r_TRUNCATE.html):
+ * readers see the old rows or the new. Why: docs/decisions/replacing-some-intervals.md
  */
 export function replaceIntervals(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number, wholeTable = false): string[] {
   const statements = [
@@ -130,15 +117,11 @@ export function retainedColumns(columns: readonly string[], generated: readonly 
 }
 
 /**
- * Which publication last wrote each stretch of the pipeline's table: its
- * publications that are not rolled back, newest first, with how they
- * published and the interval they wrote (manifest version 9). A swap
- * wrote all of history up to its end; a replace only its intervals. The
- * newest publication covering an instant wrote it (domain/publish/intervals.ts).
- * A rollback writes none either: it puts back what earlier publications
- * wrote, and the one it rolled back is left out (rolled_back_at).
- * A merge writes no stretch: it changes rows by key, and its interval is
- * of the modification time that picked them (domain/publish/sql/merge.ts).
+ * The publications not rolled back, newest first, with mode and interval: the
+ * newest covering an instant wrote it (domain/publish/intervals.ts). A swap wrote
+ * all history up to its end, a replace its intervals; a rollback and a merge write
+ * no stretch (a merge's interval is of modification time).
+ * Why: docs/decisions/replacing-some-intervals.md
  */
 export function intervalWriters(pipeline: string): Statement {
   return {

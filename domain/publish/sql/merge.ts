@@ -13,37 +13,12 @@ import { boundLockWaits, LOCKS_HELD } from './lock-waits.ts';
 import { fitSwap, publishGuard, recordPublished } from './swap.ts';
 
 /**
- * The merge, as ONE transaction, in the lock order of the replace
- * (domain/publish/sql/intervals.ts):
- * 1. the statement timeout that bounds each lock wait;
- * 2. LOCK staging, then the publications (one publisher at a time; the
- *    transaction's snapshot is taken after them,
- *    https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html);
- * 3. the publish guard: nothing published since Plan, the batch CHECKED
- *    (Reconcile refused duplicate business keys in staging), staging
- *    holding the rows Reconcile checked;
- * 4. without a time limit: the live rows a staging row wins against (same
- *    key, and the staging version greater, or the live one NULL) copied to
- *    the retained old version (created LIKE the live table) and deleted
- *    from live; then staging's rows inserted whose key live no longer
- *    holds and that are not soft-deleted;
- * 5. the publication recorded and the batch PUBLISHED.
- * A live row whose version is greater than or equal to staging's stays:
- * an older source row never overwrites a newer one, and a re-read of the
- * same version (a lookback, a replay) changes nothing. A staging row with
- * no version wins only for a key live does not hold.
- *
- * DELETE then INSERT rather than Redshift's MERGE: MERGE takes one WHEN
- * MATCHED action (UPDATE or DELETE) with no further condition, so it can
- * neither keep a newer live row nor delete some matched keys and update
- * others (https://docs.aws.amazon.com/redshift/latest/dg/r_MERGE.html).
- * DELETE ... USING names the target by its table name in the WHERE clause
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html); deleting
- * before inserting keeps clear of the deadlock a DELETE after an INSERT
- * of one table can meet beside concurrent writers
- * (https://docs.aws.amazon.com/redshift/latest/dg/c_write_readwrite.html).
- * The live table is not LOCKed: readers read it throughout and see the
- * old rows until the commit and the new ones after it.
+ * The merge as ONE transaction, locked and guarded as replaceIntervals is; then,
+ * without a time limit, the live rows a staging row wins against (same key, greater
+ * version, or none live) copied to the old version and deleted (DELETE ... USING:
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_DELETE.html), staging's rows whose
+ * key live no longer holds inserted unless soft-deleted; the publication recorded.
+ * Why DELETE then INSERT, not MERGE: docs/decisions/merge.md
  */
 export function mergeIntoLive(pipeline: Pipeline, batch: BatchRef, retainedAs: string, now: Date, lockWaitMs: number): string[] {
   const { merge } = pipeline;

@@ -32,15 +32,12 @@ export function batchState(batchId: string): Statement {
 }
 
 /**
- * The views that depend on a table, as AWS's admin view v_view_dependency
- * finds them (amazon-redshift-utils, src/AdminViews/v_view_dependency.sql):
- * pg_depend rows whose referenced object is the table and whose dependent
- * object is a view's rewrite rule (pg_rewrite.ev_class is the view). A
- * late-binding view (WITH NO SCHEMA BINDING) records no such dependency
- * and needs nothing. `refobjsubid` is the column the view reads (0 for the
- * whole table). pg_depend, pg_rewrite, pg_class and pg_namespace are among
- * the PostgreSQL catalog tables Redshift has
+ * The views that depend on a table, as amazon-redshift-utils' v_view_dependency
+ * finds them: pg_depend rows from a view's rewrite rule (pg_rewrite.ev_class) to
+ * the table, `refobjsubid` the column read (0: the whole table); a late-binding
+ * view records none. Catalog tables Redshift has
  * (https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html).
+ * Why: docs/decisions/publishing.md ("Bound views are re-pointed")
  */
 function dependentViewsFrom(schema: string, table: string): string {
   return `FROM pg_class t
@@ -81,47 +78,12 @@ export function referencingTables(schema: string, table: string): Statement {
 }
 
 /**
- * Everything of the live table but its rows that a new table does not
- * inherit, and what the swap needs to re-point its views, as rows of
- * (kind, name, detail, extra, fact); `fact` is the canonical text the
- * fingerprint chains over, in `fact` order. No row holds a text of the
- * catalog's of unbounded length (a comment, a view's definition): those
- * are md5 digests here and copied inside the swap by the manifest's
- * procedures (copy_comments, capture_views, recreate_views), so no row
- * nears the Data API's 64 KB and no text crosses it as a literal.
- * - `user`: the current user (the owner of the new table; a view it does
- *   not own cannot be replaced);
- * - `grant`: each privilege granted on the live table, from
- *   SVV_RELATION_PRIVILEGES (users, groups, roles, public:
- *   https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RELATION_PRIVILEGES.html;
- *   a regular user sees every grantee only with SYSLOG ACCESS
- *   UNRESTRICTED, which the setup SQL grants);
- * - `column_grant`: each privilege granted on one of its columns, from
- *   SVV_COLUMN_PRIVILEGES
- *   (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_COLUMN_PRIVILEGES.html);
- * - `default`: column defaults (information_schema.columns);
- * - `comment`: table and column comments, as digests (pg_description,
- *   https://docs.aws.amazon.com/redshift/latest/dg/r_COMMENT.html);
- * - `view` and `view_column`: the bound views on the live table, the
- *   digest and byte length of their definitions (pg_get_viewdef), owners,
- *   and the columns they read;
- * - `key`: its PRIMARY KEY, UNIQUE and FOREIGN KEY constraints, from
- *   pg_constraint rendered by pg_get_constraintdef, as AWS's admin view
- *   v_generate_tbl_ddl reads them (amazon-redshift-utils,
- *   src/AdminViews/v_generate_tbl_ddl.sql). Informational on Redshift, but
- *   its planner uses them ("Defining table constraints",
- *   https://docs.aws.amazon.com/redshift/latest/dg/t_Defining_constraints.html),
- *   and CREATE TABLE ... LIKE does not copy them
- *   (https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_TABLE_NEW.html);
- * - `incoming_key`: the keys the table about to become live has already
- *   (none for staging; a restored version keeps its own through renames),
- *   dropped before the live table's are declared on it;
- * - `referencing_key` and `referencing_owner`: the foreign keys of other
- *   tables that reference the live table, and those tables' owners (the
- *   swap re-points the keys at the new table);
- * - `staging_column`: the columns of the table about to become live.
- * One line of text with the values as literals: the swap's catalog check
- * runs this same text (manifest.ts assert_catalog_unchanged).
+ * What of the live table a new table does not inherit, as (kind, name, detail,
+ * extra, fact) rows in `fact` order: `user`, `grant` (SVV_RELATION_PRIVILEGES,
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RELATION_PRIVILEGES.html),
+ * `column_grant`, `default`, `comment`/`view`/`view_column` (digests, never texts),
+ * `key`, `incoming_key`, `referencing_key`/`_owner`, `staging_column`. One line with
+ * literals: assert_catalog_unchanged re-runs it. Why: docs/decisions/security-policies-through-a-swap.md
  */
 export function dependentsFacts(schema: string, table: string, staging: string): Statement {
   const S = sqlLiteral(schema);
@@ -182,18 +144,12 @@ export function dependentsFacts(schema: string, table: string, staging: string):
 }
 
 /**
- * The row-level security and masking policies attached to the live table,
- * in the rows of dependentsFacts, read apart from them: their catalog
- * views are open to superusers and the sys:secadmin role only
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html,
- * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_RELATION.html,
- * https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_ATTACHED_MASKING_POLICY.html),
- * and a user without them must still publish a table that has none
- * (docs/decisions/security-policies-through-a-swap.md).
- * - `rls`: each policy and grantee (`role:analyst`, `user:bob`, `public:`);
- * - `rls_on`: the table's ROW LEVEL SECURITY switch, when on;
- * - `masking`: each masking policy attached, its grantee, and
- *   `priority|input columns|output columns`.
+ * The RLS and masking policies attached to the live table, as dependentsFacts
+ * rows but read apart, since only superusers and sys:secadmin may read their views
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_RLS_ATTACHED_POLICY.html):
+ * `rls` (policy and grantee, `role:analyst`, `user:bob`, `public:`), `rls_on`, and
+ * `masking` (policy, grantee, `priority|input columns|output columns`).
+ * Why: docs/decisions/security-policies-through-a-swap.md
  */
 export function policyFacts(schema: string, table: string, incoming: string): Statement {
   const S = sqlLiteral(schema);
@@ -269,19 +225,12 @@ function listedGrants<T>(items: readonly T[], key: (item: T) => string, who: (it
 export const GRANT_LIST_BYTES = 16_384;
 
 /**
- * What makes the new live table the old one in everything but rows that
- * the statements of the swap carry, run after the renames: the table's
- * grants (one GRANT per privilege, every grantee listed), its column
- * grants (one per privilege and column set), declared keys (ALTER TABLE
- * ... ADD CONSTRAINT), other tables' keys re-pointed, and the row-level
- * security and masking policies attached again (a rename leaves them on
- * the old version: https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html).
- * Comments and views are the procedures' (swapRenames). Column defaults
- * need nothing: staging is created LIKE the live table INCLUDING
- * DEFAULTS, and Redshift has no ALTER COLUMN ... SET DEFAULT
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html).
- * The owner needs nothing: the new table is created by the handlers'
- * user, which owns the live table already (the setup SQL transfers it).
+ * The swap's statements after the renames that carry what is not a row: one GRANT
+ * per privilege listing every grantee, one per privilege and column set, declared
+ * keys, other tables' keys re-pointed, the policies attached again (a rename leaves
+ * them behind: https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html).
+ * Comments and views are swapRenames'; defaults and owner need nothing.
+ * Why: docs/decisions/security-policies-through-a-swap.md
  */
 export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): string[] {
   const live = qualifiedName(pipeline.target.schema, pipeline.target.table);
@@ -325,14 +274,11 @@ export function reapplyStatements(pipeline: Pipeline, facts: LiveTableFacts): st
 }
 
 /**
- * The policies attached again to the new live table: each RLS policy to
- * all its grantees in one ATTACH
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html),
- * the table's RLS switch as the live table's, each masking policy with
- * its columns and priority (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_MASKING_POLICY.html).
- * What the incoming table has already (a restored version's own) is kept,
- * what it has and the live table has not is detached first; masking
- * policies whose columns the incoming table lacks are not attached.
+ * The policies attached again to the new live table: each RLS policy to all its
+ * grantees in one ATTACH (https://docs.aws.amazon.com/redshift/latest/dg/r_ATTACH_RLS_POLICY.html),
+ * the RLS switch as live's, each masking policy with its columns and priority.
+ * The incoming table's own are kept, those live lacks detached first; a masking
+ * policy on columns the incoming table lacks is not attached.
  */
 export function policyStatements(live: string, facts: LiveTableFacts): string[] {
   const key = (p: RlsAttachment | MaskingAttachment) => JSON.stringify(p);
@@ -396,32 +342,12 @@ function relationId(schema: string, table: string): string {
 }
 
 /**
- * The open transactions of other users, one row per session: `pid`,
- * `txn_owner`, `txn_start`, and `query`, the text of the statement it runs
- * now (NULL when it runs none: idle in its transaction). From
- * SVV_TRANSACTIONS, which lists the transactions holding or waiting for a
- * lock (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TRANSACTIONS.html),
- * and SYS_QUERY_HISTORY, whose rows of a session (session_id, the pid)
- * not yet ended are the query it runs now
- * (https://docs.aws.amazon.com/redshift/latest/dg/SYS_QUERY_HISTORY.html).
- * Both exist on a Serverless workgroup and on a provisioned cluster; the
- * STL, STV, SVL and SVCS views only on a cluster
- * (https://docs.aws.amazon.com/redshift/latest/dg/c_intro_system_views.html),
- * so none of them is read here. A regular user sees other users' rows
- * only with SYSLOG ACCESS UNRESTRICTED, which the setup SQL grants. Only this database's
- * transactions, and not the functions' own user's (its steps read no
- * live table with an old snapshot).
- *
- * - `snapshotHolders`: those that hold no lock on any of `tables` (the
- *   live table, staging, the publications: what the swap locks). They may
- *   have taken their snapshot before staging's last write and read the
- *   live table only after the rename: the swap must wait for them to end.
- *   One holding a lock on a table the swap locks is not among them: the
- *   swap's LOCK waits for it to end anyway, so it never reads the new
- *   table (and waiting for it here would never end while the swap is not
- *   yet waiting for it).
- * - `lockHolders`: those holding a lock on one of `tables`, the ones a swap
- *   that gave up waited for.
+ * Other users' open transactions in this database, one row per session: `pid`,
+ * `txn_owner`, `txn_start`, `query` (NULL when idle), from SVV_TRANSACTIONS
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_SVV_TRANSACTIONS.html) and
+ * SYS_QUERY_HISTORY. `snapshotHolders`: those holding no lock on `tables`, whom
+ * the swap waits for; `lockHolders`: those holding one, whom a swap that gave up
+ * waited for. Why: docs/decisions/publishing.md ("Snapshot readers never see ...")
  */
 export function openTransactions(which: { snapshotHolders: readonly Relation[] } | { lockHolders: readonly Relation[] }): Statement {
   const ids = (tables: readonly Relation[]) => tables.map((r) => relationId(r.schema, r.table)).join(' UNION ALL ');
@@ -463,19 +389,12 @@ export function swapLockStatements(pipeline: Pipeline, incoming: string, facts: 
     // Readers queued behind a lock request wait no longer than this.
     boundLockWaits(lockWaitMs),
     `LOCK ${qualifiedName(schema, incoming)}`,
-    // The views before the table, in the order their readers lock them (a
-    // query on a view locks the view, then its tables): taken after the
-    // table, the lock CREATE OR REPLACE VIEW needs would wait for a reader
-    // that waits for the table, a deadlock that fails the reader. Redshift's
-    // LOCK does not take views (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html),
-    // so an ALTER TABLE ... OWNER TO the owner it already has (the publish
-    // refuses views the user does not own) takes the view's exclusive lock
-    // and changes nothing (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html:
-    // OWNER TO applies to views). Unlike LOCK, it takes the transaction's
-    // snapshot: what commits after it (while the swap waits for the live
-    // table) the catalog check cannot see; Publish compares the old
-    // version with what it carried over once the swap has committed
-    // (carryOverCorrections).
+    // The views before the table, in the order their readers lock them, so no
+    // reader deadlocks with the swap. Redshift's LOCK takes no views
+    // (https://docs.aws.amazon.com/redshift/latest/dg/r_LOCK.html): an ALTER TABLE
+    // ... OWNER TO its own owner takes the view's lock and changes nothing, but
+    // takes the snapshot, so carryOverCorrections covers what commits after it.
+    // Why: docs/decisions/publishing.md ("Views are locked before the table")
     ...dependentLockStatements(facts),
     // Under the live table's lock, nobody changes its grants, defaults,
     // comments or views until the commit: the catalog check below then
@@ -766,16 +685,12 @@ export function stagingChunkFingerprint(pipeline: Pipeline, batch: BatchRef, col
 }
 
 /**
- * The re-check of the source inside the publish transaction, after the
- * guard: the source's fingerprint of the chunk, run by the procedure
- * assert_source_unchanged (manifest version 10), must be `expected`
- * (staging's, which Reconcile checked against the source); else the
- * transaction raises `source changed: ...` naming the chunk and nothing is
- * published. The source query's `:start`/`:end` become literals (the
- * procedure's EXECUTE binds no parameters). Undefined when the source
- * query cannot be written so (domain/redshift-sql/parameters.ts
- * inlineParameters) or the query outgrows the procedure's argument: then
- * nothing is re-checked.
+ * The re-check of the source inside the publish transaction, after the guard:
+ * assert_source_unchanged raises `source changed: ...` unless the chunk's source
+ * fingerprint is `expected` (staging's). `:start`/`:end` become literals (EXECUTE
+ * binds none). Undefined, and nothing re-checked, when inlineParameters cannot
+ * write the query so or it outgrows the procedure's argument.
+ * Why: docs/decisions/re-checking-the-source-in-the-publish-transaction.md
  */
 export function sourceRecheck(pipeline: Pipeline, batch: BatchRef, columns: readonly string[], chunk: ChunkBounds, expected: string): string[] | undefined {
   const source = inlineParameters(pipeline.sourceSql, { start: sqlLiteral(chunk.start), end: sqlLiteral(chunk.end) });

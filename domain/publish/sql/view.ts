@@ -16,20 +16,12 @@ import { recordPublished } from './swap.ts';
 export const INITIAL_VERSION_SUFFIX = '__v_initial';
 
 /**
- * What the live name is, as rows of (kind, name, fact), in `fact` order:
- * `user` (the current user), `relkind` (`r` table, `v` view; no row when
- * nothing has the name), `column` (`<position>:<name>`, zero-padded so that
- * the order of the facts is the columns' order) and, for a view, `reads`:
- * each relation its rewrite rule depends on (pg_depend from the view's
- * pg_rewrite rule, as AWS's admin view v_view_dependency reads it:
- * amazon-redshift-utils, src/AdminViews/v_view_dependency.sql). Only
- * catalog tables Redshift has (pg_class, pg_namespace, pg_rewrite,
- * pg_depend: https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html)
- * and information_schema.columns, which lists a bound view's columns (a
- * late-binding view's are listed only by PG_GET_LATE_BINDING_VIEW_COLS:
- * https://docs.aws.amazon.com/redshift/latest/dg/PG_GET_LATE_BINDING_VIEW_COLS.html).
- * One line of text with the values as literals: the publish transaction's
- * catalog check runs this same text (manifest.ts assert_catalog_unchanged).
+ * What the live name is, as (kind, name, fact) rows in `fact` order: `user`,
+ * `relkind` (`r`, `v`; none when nothing has the name), `column`
+ * (`<position>:<name>`, zero-padded) and a view's `reads` (pg_depend from its
+ * pg_rewrite rule, as amazon-redshift-utils' v_view_dependency reads it). Only
+ * catalog tables Redshift has (https://docs.aws.amazon.com/redshift/latest/dg/c_join_PG.html).
+ * One line with literals: assert_catalog_unchanged re-runs it. Why: docs/decisions/publishing-through-a-view.md
  */
 export function liveRelation(schema: string, table: string): Statement {
   const S = sqlLiteral(schema);
@@ -127,16 +119,12 @@ function viewQuery(schema: string, version: string, columns: readonly string[]):
 }
 
 /**
- * The publish, as ONE transaction: lock staging (no late writer), take the
- * view's lock, lock the publications; the guard, and the check that the
- * view still is what Publish read (the same version table, columns and
- * user); staging renamed to its version name (nobody reads it: readers read
- * the view); `CREATE OR REPLACE VIEW` pointing the live name at it; the
- * publication recorded with the version the view read until now as the old
- * version. CREATE OR REPLACE VIEW locks the view for reads and writes until
- * the transaction ends and keeps its owner and grants; the new query must
- * give the same column names and types, which a version created LIKE the
- * one before does (https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_VIEW.html).
+ * The publish as ONE transaction: staging, the view and the publications locked;
+ * the guard and the check that the view is still what Publish read; staging
+ * renamed to its version name; `CREATE OR REPLACE VIEW` onto it (keeps owner and
+ * grants; same column names and types, as a version LIKE the one before has:
+ * https://docs.aws.amazon.com/redshift/latest/dg/r_CREATE_VIEW.html); the
+ * publication recorded. Why: docs/decisions/publishing-through-a-view.md
  */
 export interface ViewSwitch {
   /** What Publish read of the live view (liveRelation), with the query the transaction re-checks it by. */

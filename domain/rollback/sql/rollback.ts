@@ -42,16 +42,12 @@ export function rollbackState(pipeline: string, rolledBackSeq: number): Statemen
 }
 
 /**
- * The rollback, as ONE transaction, under the locks and checks of Publish's
- * swap (domain/publish/sql/swap.ts swapLockStatements): the restored version
- * takes the staging table's place. Its guard (assert_rollback) checks that
- * nothing was published since Plan chose the version and that it is still
- * retained; then the live table is renamed to its retained name (so the
- * rollback can itself be undone), the restored version to live, the
- * grants, defaults, comments and views re-applied, and the publication
- * recorded: the batch now live, `rollback_of` the publication rolled back
- * (marked rolled_back_at), and the restored one marked restored_at. Its
- * rows are those Reconcile checked when the batch was published.
+ * The rollback as ONE transaction under Publish's swap locks (swapLockStatements),
+ * the restored version in staging's place: the guard (assert_rollback: nothing
+ * published since Plan, the version still retained), live renamed to its retained
+ * name (so the rollback can be undone), the version to live, the catalog carried
+ * over, the publication recorded (`rollback_of`, rolled_back_at, restored_at).
+ * Why: docs/decisions/rollback.md
  */
 export function swapRollback(
   pipeline: Pipeline,
@@ -75,16 +71,12 @@ export function swapRollback(
 }
 
 /**
- * The rollback of a publication that replaced some intervals, as ONE
- * transaction under the locks of its publish (domain/publish/sql/intervals.ts):
- * the rows it replaced (its old version) LOCKed, then the publications;
- * the rollback guard; then the live rows of its interval kept in
- * `retainedTable` (so the rollback can itself be undone), deleted, and the
- * old version's rows inserted; the rollback recorded (its batch and
- * interval those of the publication rolled back, its rows those put back),
- * the publication rolled back marked rolled_back_at and its old version
- * restored_at; when that publication was itself such a rollback, the one
- * it undid is live again (rolled_back_at cleared).
+ * The rollback of a publication of some intervals as ONE transaction under its
+ * publish's locks (its old version LOCKed, then the publications), then the guard:
+ * live's rows of the interval kept in `retainedTable` (so it can be undone) and
+ * deleted, the old version's inserted, the rollback recorded; when the publication
+ * undone was itself such a rollback, the one it undid is live again.
+ * Why: docs/decisions/replacing-some-intervals.md, docs/decisions/rollback.md
  */
 export function restoreIntervals(
   pipeline: Pipeline,

@@ -1,15 +1,10 @@
 /**
- * The setup SQL of a pipeline: the grants and the ownership transfer its
- * database user needs (domain/setup/privileges.ts), run once by a superuser
- * before the first run, and again safely (GRANT of a held privilege and
- * OWNER TO the owner change nothing).
- *
- * Syntax as in Redshift's GRANT (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html:
- * `GRANT CREATE ON DATABASE`, `GRANT USAGE | CREATE ON SCHEMA`,
- * `GRANT SELECT ON TABLE`) and ALTER TABLE
- * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_TABLE.html: `OWNER TO new_owner`)
- * and ALTER USER (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_USER.html:
- * `SYSLOG ACCESS UNRESTRICTED`).
+ * The setup SQL of a pipeline: the grants and ownership transfer its database
+ * user needs (domain/setup/privileges.ts), run by a superuser before the first run
+ * and safe to run again. Syntax as in GRANT
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_GRANT.html), ALTER TABLE's
+ * `OWNER TO` and ALTER USER's `SYSLOG ACCESS UNRESTRICTED`
+ * (https://docs.aws.amazon.com/redshift/latest/dg/r_ALTER_USER.html).
  */
 import { qualifiedName, quoteIdent, quoteUser } from '../../identifiers.ts';
 import type { Pipeline } from '../../spec.ts';
