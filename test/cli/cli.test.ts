@@ -1,13 +1,9 @@
 // The command line end to end against the local engine (test/support/cli.ts):
-// the CLI's main with argv (and, for a killed follower and for `local up`,
-// the real process), the real SDK clients against the local Step Functions
-// and Data API endpoints, the synthesized state machine run by the test's
-// runner (so a test can hold a chunk load to stop or kill mid-run). The sample
-// warehouse is arranged once as it is and once after a first run (whose
-// answers the run test reads); each describe that acts works on a copy of
-// its own, with its own endpoints, runner and Step Functions API
-// (test/support/workflow.ts useFork), and the commands that start nothing
-// share one.
+// main with argv (the real process for a killed follower and `local up`), the
+// real SDK clients against the local endpoints, the synthesized state machine run
+// by the test's runner, so a test can hold a chunk load to stop or kill mid-run.
+// Each describe that acts works on a fork of its own (useFork); the commands that
+// start nothing share one. Why: docs/decisions/command-line.md
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { DescribeExecutionCommand, ListExecutionsCommand, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';

@@ -133,22 +133,11 @@ describe('wallClock and fromWallClock', () => {
 });
 
 /*
- * Fixed bug, kept as a regression test (domain/time.ts): in a zone
- * EAST of UTC whose DST starts AT local midnight, midnight of that day does not
- * exist and the 3-step fixed-point iteration oscillates between the instants
- * either side of the gap and stops on the wrong one: one hour BEFORE the gap
- * (23:00 of the previous local day). Then:
- *  - floorToGrain returns an instant that is not on the grain;
- *  - nextBoundary(start of the day before) returns that same wrong instant,
- *    and nextBoundary of it returns itself, so planChunks emits zero-length
- *    chunks until it throws "needs more than 1000 day chunks".
- * Affected today: Africa/Cairo (last Friday of April), Asia/Beirut (last
- * Sunday of March), for grain 'day'. A swap pipeline rebuilds from
- * historyStart, so once history spans such a date EVERY run fails.
- * (America/Santiago and America/Havana have the same gap but happen to land
- * on the right side because of the oscillation's parity.)
- * Expected: the day starts at the first instant of the local date (01:00
- * local): Cairo 2025-04-25 starts 2025-04-24T22:00Z.
+ * A day whose local midnight does not exist (DST starting at 00:00 east of UTC:
+ * Cairo, Beirut; west, Santiago) starts at the first instant of its local date,
+ * so floorToGrain stays on the grain and nextBoundary always moves on: an
+ * iteration that landed an hour before the gap once planned zero-length chunks
+ * until Plan refused, failing every run whose history spanned such a day.
  */
 describe('days whose local midnight does not exist', () => {
   it('floors an instant of Cairo 2025-04-25 (DST starts at 00:00) to the first instant of that day', () => {
@@ -170,14 +159,10 @@ describe('days whose local midnight does not exist', () => {
 });
 
 /*
- * BUG (domain/time.ts, nextBoundary line 74: `boundary + HOUR_MS` for grain
- * 'hour'): the doc says hour chunks are aligned to the LOCAL hour, and
- * isOnGrain/floorToGrain align to the local hour, but nextBoundary adds 60
- * absolute minutes. In Australia/Lord_Howe DST shifts by 30 minutes, so after
- * 2025-04-05T15:00Z (02:00 +11 -> 01:30 +10:30) every boundary it produces is
- * off the local hour, and planChunks' last chunk runs past `to` (see
- * plan.test.ts). Expected: next boundary is the next local hour start, so the
- * chunk spanning the change is 90 minutes (14:00Z -> 15:30Z).
+ * Hour chunks follow the LOCAL hour: across Lord Howe's 30-minute DST change
+ * (2025-04-05T15:00Z, 02:00 +11 -> 01:30 +10:30) nextBoundary gives the next local
+ * full hour, a chunk of 90 minutes (14:00Z -> 15:30Z), not 60 absolute minutes,
+ * which left every later boundary off the hour (see plan.test.ts).
  */
 describe('hours in a zone with a 30-minute DST shift', () => {
   it('moves to the next local hour across the Lord Howe fall-back', () => {

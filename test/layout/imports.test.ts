@@ -1,13 +1,9 @@
-// The import graph's rules (docs/decisions/code-layout-and-contracts.md):
-// no runtime import cycles among the project's modules (a module that
-// imports, at run time, one that imports it back sees it half-initialised
-// when either is loaded first; type-only imports are erased and do not
-// count, nor do dynamic imports, which run after both have loaded); no
-// circle of imports, type-only ones counted, spans more than one capability
-// folder (domain/<x> with its sql/, the files directly in domain/, or a top
-// folder), so ownership between folders points one way; every import,
-// type-only too, points down the layers; and no module of functions/
-// imports a step's handler file.
+// The import graph keeps its rules: no runtime import cycle (type-only and
+// dynamic imports do not count); no circle of imports, type-only ones counted,
+// across capability folders (domain/<x> with its sql/, the files directly in
+// domain/, or a top folder); every import, type-only too, down the layers; no
+// module of functions/ importing a step's handler file.
+// Why: docs/decisions/code-layout-and-contracts.md
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';

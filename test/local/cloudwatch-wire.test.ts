@@ -1,12 +1,8 @@
-// The local CloudWatch endpoint on the wire, in both protocols the AWS
-// clients send: requests written out as botocore sends them (the awsQuery
-// form of boto3 1.26 and AWS CLI v2.9, before botocore 1.42.7; and JSON
-// 1.0 with x-amzn-query-mode of botocore 1.42.7 on), and the responses read
-// as those clients read them: XML with `<member>` lists and ISO 8601
-// timestamps, errors as `<ErrorResponse>` with the query code; JSON with
-// epoch seconds, errors with `__type` and x-amzn-query-error; Smithy RPC
-// v2 CBOR with tag-1 timestamps. Then the JS SDK's own clients in the
-// query and CBOR protocols, reading the same.
+// The local CloudWatch on the wire, in every protocol its clients send: awsQuery
+// (XML, `<member>` lists, `<ErrorResponse>`), JSON 1.0 with x-amzn-query-mode
+// (epoch seconds, `__type`, x-amzn-query-error) and Smithy RPC v2 CBOR, written
+// as botocore sends them, then the JS SDK's clients reading the same.
+// Why: docs/decisions/cloudwatch-protocols-from-the-sdk-model.md
 import { gzipSync } from 'node:zlib';
 import {
   CloudWatchClient,

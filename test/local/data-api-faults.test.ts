@@ -1,12 +1,8 @@
-// The local Data API when PostgreSQL goes away: a server restart, a stopped
-// server, and terminated sessions, each while statements run and while
-// connections sit idle. The endpoint must keep answering, fail what ran on
-// a lost connection with the database's message, and run what comes after.
-//
-// On a PostgreSQL server of this file's own: the suite's shared server is
-// never restarted, other test files use it at the same time. Every step
-// waits for an observed event (a backend waiting on a lock, a session idle,
-// a log line), never for a guessed time.
+// The local Data API when PostgreSQL goes away (restarted, stopped, sessions
+// terminated), while statements run and while connections idle: it keeps
+// answering, fails what ran on a lost connection with the database's message,
+// and runs what comes after. On a server of its own, ordered by observed events.
+// Why: docs/decisions/local-engine.md, docs/decisions/tests-and-timing.md
 import { randomUUID } from 'node:crypto';
 import {
   BatchExecuteStatementCommand,

@@ -1,15 +1,9 @@
-// No ceiling on a batch's length, at the suite's size: 1,100 hourly chunks
-// (the sample's rows fill only the last two days) published in one run on
-// real parts. Plan records 2 windows; LoadWindows runs each as a child
-// execution, whose PlanWindow records its chunks: one full window of the
-// default size (1,000) and one of 100. Every execution's history is counted
-// as Step Functions would count it (local/history.ts; past 25,000 events
-// the runner fails it), every state payload is measured against 256 KB,
-// and the local Data API refuses a statement over 100 KB or a batch of more
-// than 40, as the real one does. The same run at ten years (87,600 chunks)
-// is the bench's (bench/long-batch.ts); both measure with measureLongBatch.
-// Runs once, under SNAPSHOT; the run is arranged once, and the refusal acts
-// on a copy of what it left.
+// No ceiling on a batch's length, at the suite's size: 1,100 hourly chunks in two
+// windows (a full one of 1,000 and one of 100) published in one run, every
+// execution's history within 25,000 events, every payload within 256 KB, every
+// statement and batch within the Data API's limits; and a batch that would
+// outlast the execution refused. Ten years is the bench's (measureLongBatch in
+// both). Runs once, under SNAPSHOT. Why: docs/decisions/scale-proofs-in-the-bench.md
 
 // First: it replaces the pipelines before any other module reads them.
 import '../support/hourly-pipeline.ts';

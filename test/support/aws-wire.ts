@@ -1,13 +1,9 @@
-// A request to a local endpoint in the bytes the AWS CLI v2 (and boto3, on
-// the same botocore serializer) put on the wire for the AWS JSON protocols:
-// `POST /`, `Content-Type: application/x-amz-json-1.0` or `-1.1`,
-// `X-Amz-Target: <prefix>.<Operation>`, a SigV4 Authorization header (the
-// local endpoints read its access key id and check no signature) and only
-// the members the command line gave. Not the JS SDK's serializer: what the
-// endpoint must accept from the other clients.
+// A request to a local endpoint in the bytes the AWS CLI v2 and boto3 (botocore)
+// send for the AWS JSON protocols, not the JS SDK's: `POST /`, `Content-Type:
+// application/x-amz-json-1.0` or `-1.1`, `X-Amz-Target: <prefix>.<Operation>`, a
+// SigV4 Authorization header (only its access key id is read), the members given.
 //
 //   const r = await awsJsonRequest(endpoint, { protocol: '1.1', service: 'redshift-data', target: 'RedshiftData.ListTables', body: { ... } });
-//   expect(r.status).toBe(200);
 
 export interface AwsJsonRequest {
   readonly protocol: '1.0' | '1.1';

@@ -1,13 +1,8 @@
 // A fork of a workflow fixture for every test of the calling describe, for
-// describes whose tests each act (run an execution, take a grant away, hold a
-// lock): no test sees what another did (docs/decisions/independent-tests.md).
+// describes whose tests each act: no test sees what another did.
+// Why: docs/decisions/independent-tests.md
 //
-//   const fixture = useWorkflowFixture('wf_x', async (wf) => { await wf.sample(...); });
-//   describe('refusals', () => {
-//     const wf = useForkPerTest(fixture);        // a new copy before each test, closed after it
-//     it('refuses A', async () => { await wf.query(...); expect((await wf.run(...)).status).toBe('FAILED'); });
-//     it('refuses B', async () => { ... });      // starts from the fixture again, not from what A left
-//   });
+//   describe('refusals', () => { const wf = useForkPerTest(fixture); it(...); it(...); });   // a new copy per test
 import { afterEach, beforeEach } from 'vitest';
 import type { UseWorkflowOptions, Workflow, WorkflowFixture } from './workflow.ts';
 

@@ -1,12 +1,8 @@
-// One execution of the synthesized state machine in a process of its own,
-// for a test that kills that process (SIGKILL) inside the publish
-// transaction. Before Publish submits its swap batch it prints
-// `swap-submitting` and waits for a line `go` on stdin, so the test can
-// set a lock gate first and then know the swap is inside its transaction.
-// With `load-chunk` as the last argument it holds the LoadChunks instead:
-// before the first one runs it prints `load-chunk-starting` and waits for
-// `go`, so the test can gate staging and kill the process while the chunk
-// loads run.
+// One execution of the synthesized state machine in a process of its own, for a
+// test that kills it (SIGKILL) inside the publish transaction: before Publish
+// submits its swap it prints `swap-submitting` and waits for `go` on stdin; with
+// `load-chunk` it prints `load-chunk-starting` before the first LoadChunk instead.
+// Why: docs/decisions/tests-and-timing.md ("The fault matrix")
 //
 //   node --import tsx test/support/killable-run.ts <endpoint> <database> <input JSON> <execution name> <time scale> <outbox file> <lock wait ms> [load-chunk]
 import { createInterface } from 'node:readline';

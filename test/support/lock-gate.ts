@@ -1,17 +1,10 @@
-// A statement that is running and stays running until the test lets it go,
-// without guessing durations: a table locked ACCESS EXCLUSIVE by a
-// connection of the test's own. A statement that reads the table (`sql`)
-// blocks on the lock; waiting() resolves once the blocked backends are seen
-// in pg_locks, and release() commits the lock's transaction.
+// A statement that runs until the test lets it go: a table locked ACCESS
+// EXCLUSIVE by the test's own connection; a statement reading it (`sql`) blocks,
+// waiting() resolves once pg_locks shows it blocked, release() commits the lock.
+// A durable gate holds its lock in a prepared transaction, through a restart.
+// Why: docs/decisions/tests-and-timing.md
 //
-//   const gate = await holdGate(wh.pg);
-//   const { Id } = await client.send(new ExecuteStatementCommand({ ...wh.target, Sql: gate.sql }));
-//   const [pid] = await gate.waiting();   // the statement is provably running now
-//   await gate.release();                 // ... and may finish now
-//
-// A durable gate holds its lock in a prepared transaction, which outlives
-// its session and a server restart: a restart cannot let a statement slip
-// through the gate before the restart has terminated it.
+//   const gate = await holdGate(wh.pg); /* submit gate.sql */ const [pid] = await gate.waiting(); await gate.release();
 import { randomBytes } from 'node:crypto';
 import { newClient, withClient } from '../../local/pg-clients.ts';
 import type { PgConnection } from '../../local/postgres.ts';

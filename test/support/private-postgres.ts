@@ -1,12 +1,8 @@
 // A PostgreSQL server of a test file's own, for tests that stop, restart or
-// otherwise break it: never the suite's shared server (test/global-setup.ts),
-// which other test files use at the same time. Its data directory lives in
-// a temporary folder that close() removes, so a run leaves no files behind.
+// otherwise break it, never the suite's shared one; its data directory is a
+// temporary folder close() removes. Why: docs/decisions/tests-and-timing.md
 //
-//   let own: PrivatePostgres;
-//   beforeAll(async () => { own = await startPrivatePostgres(); });
-//   afterAll(() => own?.close());
-//   ... await own.server.restart();
+//   own = await startPrivatePostgres();  ...  await own.server.restart();  ...  await own.close();
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

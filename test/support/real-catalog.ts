@@ -1,16 +1,10 @@
-// A live table as production ones are, for the publish paths' catalog
-// tests (test/workflow/real-catalog*.test.ts, the wide source of
-// wide-pipeline.ts imported first): 30 columns, every one and
-// the table commented (some multi-line, with backslashes), a default,
-// grants of five privileges to a user, a group, a role and an Identity
-// Center name, column-level grants on three column sets, an RLS policy
-// restricting a reader to its rows, three masking policies each attached
-// to a role and two users with their priorities, two bound views and another
-// table's foreign key: more carry-over than 40 statements hold, so every
-// swap goes through run_statements (docs/decisions/one-transaction-however-large.md).
-// With `identity`, also an IDENTITY column the source does not produce,
-// for the paths that publish in place (docs/decisions/identity-columns.md).
-// https://docs.aws.amazon.com/redshift/latest/dg/t_rls_object_dependency.html
+// A live table as production ones are, for test/workflow/real-catalog*.test.ts
+// (wide-pipeline.ts imported first): 30 columns, all commented (multi-line, with
+// backslashes), a default, grants to a user, group, role and Identity Center name,
+// column grants, an RLS policy, three masking policies, two bound views and a
+// foreign key: more carry-over than 40 statements hold, so every swap goes through
+// run_statements (docs/decisions/one-transaction-however-large.md). With `identity`,
+// an IDENTITY column for the in-place paths (docs/decisions/identity-columns.md).
 import { expect } from 'vitest';
 import { Warehouse as DataApiWarehouse, DEFAULT_POLL } from '../../functions/commons/warehouse.ts';
 import { localTarget } from '../../local/aws-clients.ts';

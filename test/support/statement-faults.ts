@@ -1,18 +1,11 @@
-// Faults inside a step, after a statement it submitted has completed: the
-// handlers' Warehouse (functions/commons/warehouse.ts) is wrapped once per
-// process so that, within a step invocation the test marks, every statement
-// the step waits for is counted, and the wait of the Nth one throws
-// InjectedFault after the statement has ended. The statement did its work in
-// the warehouse; the step learns nothing of it and fails, as a Lambda that
-// dies right after a statement would.
+// Faults inside a step, after a statement it submitted has completed: within the
+// step invocation the test marks (an AsyncLocalStorage context, since Map
+// iterations run concurrently), the wait of the Nth statement throws InjectedFault
+// once the statement has ended, as a Lambda dying right after it would.
+// Why: docs/decisions/tests-and-timing.md ("The fault matrix")
 //
 //   const counter = statementCounter();
 //   wf.faults.Reconcile = (input, next) => counter.within({ failAt: 2 }, () => next(input));
-//
-// The handlers run in this process (local/lambda-sandbox.ts), so an
-// AsyncLocalStorage context set around a task's invocation reaches every
-// statement of that invocation and of no other (Map iterations run
-// concurrently).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Warehouse } from '../../functions/commons/warehouse.ts';
 

@@ -1,12 +1,8 @@
-// A step held until the test lets it go, without guessing durations: the
-// first invocation of `state` that reaches the hold (each one, with `every`)
-// waits; `reached` resolves when one has, with its input; `release()` lets
-// every held invocation go on (and later ones pass).
+// A step held until the test lets it go: the first invocation of `state` (each,
+// with `every`) waits; `reached` resolves with its input; `release()` lets every
+// held one go on, and later ones pass. Why: docs/decisions/tests-and-timing.md
 //
-//   const hold = holdStep(wf, 'LoadChunk');
-//   const running = await wf.start(input);
-//   await hold.reached;      // a LoadChunk is provably running now
-//   hold.release();
+//   const hold = holdStep(wf, 'LoadChunk'); await wf.start(input); await hold.reached; hold.release();
 import type { TaskOverride, Workflow } from './workflow.ts';
 
 export interface StepHold {

@@ -1,18 +1,10 @@
 // A fresh warehouse for one test file: its own database on the shared test
-// PostgreSQL (see test/global-setup.ts), or on a server given in the options,
-// and a local Redshift Data API endpoint on a random port, with a real SDK
-// client pointed at it.
+// PostgreSQL (test/global-setup.ts) or on a server given (`{ postgres: own.conn }`),
+// and a local Redshift Data API endpoint on a random port with a real SDK client.
 //
-//   let wh: Warehouse;
-//   beforeAll(async () => { wh = await useWarehouse('publish'); });
-//   afterAll(() => wh.close());
-//
-//   const { Id } = await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
-//   const done = await wh.run('INSERT INTO t VALUES (:v)', { v: '1' }); // submit and wait
-//   expect(await wh.query('SELECT count(*)::int AS n FROM t')).toEqual([{ n: 1 }]);
-//
-//   const own = await startPrivatePostgres();                        // a server the test may restart
-//   const wh = await useWarehouse('faults', { postgres: own.conn });
+//   wh = await useWarehouse('publish');   // wh.close() in afterAll
+//   await wh.client.send(new ExecuteStatementCommand({ ...wh.target, Sql: 'SELECT 1' }));
+//   await wh.run('INSERT INTO t VALUES (:v)', { v: '1' });   // submit and wait; wh.query reads directly
 import { randomBytes } from 'node:crypto';
 import {
   DescribeStatementCommand,

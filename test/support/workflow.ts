@@ -1,16 +1,10 @@
-// The whole workflow on real parts, for one test file: a fresh database with
-// the sample warehouse, a local Data API endpoint (test/support/warehouse.ts)
-// and a LocalRunner executing the synthesized state machine against it.
+// The whole workflow on real parts, for one test file: a fresh database with the
+// sample warehouse, a local Data API endpoint and a LocalRunner executing the
+// synthesized state machine against it; close it in afterAll. Faults per test in
+// `wf.faults.<TaskState>` (cleared by `wf.reset()`); LoadChunks counted in `wf.loads`.
 //
-//   let wf: Workflow;
-//   beforeAll(async () => { wf = await useWorkflow('wf_success'); await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 8 }); });
-//   afterAll(() => wf?.close());
-//
+//   const wf = await useWorkflow('wf_success'); await wf.sample({ rowsPerDay: 20, sourceDays: 12, liveDays: 8 });
 //   const result = await wf.run(10);                 // { pipeline: 'sales_order_lines', to: sampleDay(10) }
-//   expect(await wf.fingerprint(LIVE)).toEqual(await wf.expected(10));
-//
-// Faults are injected per test through `wf.faults.<TaskState>` (cleared by
-// `wf.reset()`); every LoadChunk invocation is counted in `wf.loads`.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -326,23 +320,12 @@ export function planOf(result: ExecutionResult): {
 }
 
 /**
- * A state arranged once for a test file, and a copy of it for every describe
- * or test that acts on it, so that no test depends on what another did
- * (docs/decisions/independent-tests.md). `arrange` runs on a workflow of its
- * own, whose database then becomes the template: a fork is a new workflow
- * (endpoint, runner, outbox) on a copy of it (CREATE DATABASE ... TEMPLATE,
- * some 150 ms). What lives outside the database (the endpoint's statement
- * history, the runner's executions, alerts sent) is not copied: `arrange`
- * returns what the tests need of it.
+ * A state arranged once for a test file; a fork is a new workflow (endpoint,
+ * runner, outbox) on a copy of its database. Only the database is copied:
+ * `arrange` returns what the tests need of the rest. Why: docs/decisions/independent-tests.md
  *
  *   const fixture = useWorkflowFixture('wf_x', async (wf) => { await wf.sample(...); return { first: await wf.run(...) }; });
- *
- *   describe('a replay', () => {
- *     const wf = useFork(fixture);               // its own copy, from this describe's beforeAll to its afterAll
- *     let replay: ExecutionResult;
- *     beforeAll(async () => { replay = await wf.run(...); });
- *     it('changes nothing', async () => { expect(fixture.arranged.first.status)...; expect(await wf.publications())... });
- *   });
+ *   describe('a replay', () => { const wf = useFork(fixture); ... });   // its own copy for the describe
  */
 export interface WorkflowFixture<T> {
   /** What `arrange` returned. */

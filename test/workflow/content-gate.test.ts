@@ -1,12 +1,8 @@
-// The reconciliation gate beyond counts, on real parts: a per-chunk content
-// checksum over every published column and the sums of the spec's measures,
-// from the same grouped pass as the counts. Changes that leave every count
-// as it was (a value corrected in place, a key swapped, a duplicate and an
-// omission that cancel out) fail the gate naming the chunk, its day and,
-// for sums, the difference; live stays untouched, and the chunk is marked
-// STALE so the re-run reloads just it. The run a correction in place
-// fails is arranged once; the re-run and the other changes each act on a
-// copy of what it left (test/support/workflow.ts useFork).
+// The gate beyond counts, on real parts: a per-chunk content checksum and the
+// measures' sums, from the counts' pass. A value corrected in place, a key swapped,
+// or a duplicate and an omission that cancel out fail the gate naming the chunk,
+// its day and a sum's difference; live stays untouched and the chunk STALE, so the
+// re-run reloads just it. Why: docs/decisions/content-checksum-in-the-gate.md
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../domain/batch.ts';
 import { definePipeline } from '../../domain/define-pipeline.ts';

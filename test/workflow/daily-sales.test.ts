@@ -1,13 +1,8 @@
-// The second sample pipeline, daily_sales (pipelines/daily-sales.ts): one
-// row a day aggregated from the order lines, published by replacing
-// intervals. Two days were corrected upstream after its live table was
-// built (as in `local up`'s sample): a scheduled run publishes only the
-// newest days, a backfill of the corrected days publishes them and no other
-// day, and a rollback puts those days back. A variant whose source query is
-// written in Redshift's own syntax, which PostgreSQL's grammar rejects,
-// passes the synth-time check and publishes the rows it selects. Each
-// describe acts on its own copy of the arranged sample
-// (test/support/workflow.ts useFork).
+// The second sample pipeline, daily_sales, published by replacing intervals, with
+// two days corrected upstream: a scheduled run publishes only the newest days, a
+// backfill of the corrected days them and no other, a rollback puts them back; a
+// source in Redshift's own syntax passes the synth-time check and publishes.
+// Why: docs/decisions/replacing-some-intervals.md
 import { beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/define-pipeline.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

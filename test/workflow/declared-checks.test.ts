@@ -1,12 +1,8 @@
-// Checks a pipeline declares on its staging rows (notNull, acceptedValues,
-// references, custom SQL), through the synthesized state machine on real
-// parts: the sample data passes them; rows that break them fail a blocking
-// check, leaving live untouched and naming the check and a few offending
-// keys; the same checks as warnings are recorded and the batch publishes;
-// a check that names what the warehouse lacks is refused in Plan, before
-// any load. The warehouse (with the parent table) is arranged once; every
-// test acts on a copy of its own (test/support/workflow.ts useFork,
-// test/support/fork-per-test.ts).
+// Declared checks on staging's rows (notNull, acceptedValues, references, custom
+// SQL) through the state machine: the sample passes; rows breaking a blocking check
+// fail the run, live untouched, naming the check and a few keys; as warnings they
+// are recorded and the batch publishes; a check naming what the warehouse lacks is
+// refused in Plan. Why: docs/decisions/declared-checks-with-severity.md
 
 // First: it replaces the pipelines before any other module reads them.
 import '../support/declared-checks-pipeline.ts';

@@ -1,21 +1,9 @@
-// The new live table is the old one in everything but rows, and what
-// depends on it follows it. Readers are real connections as their own
-// roles: a user and a role granted SELECT keep reading after the publish;
-// column defaults, comments and declared keys survive, and another table's
-// foreign key references the new table; a view on the live table shows the
-// new rows the moment the swap commits (read from inside the run, before
-// any later step) and keeps its grants and owner; a grant made between
-// Publish's read of the catalog and its swap, or while the swap waits for
-// the live table, is not lost; readers of a view see old or new rows and
-// never an error while the swap re-creates it; a view that
-// would lose a column, or a view or referencing table that the pipeline
-// user does not own, refuses the publish by name; and Cleanup keeps, and
-// reports, an old version a view still reads or a foreign key still
-// references, while the execution succeeds.
-//
-// The warehouse with its readers, keys and view, and a first publish, are
-// arranged once; every test that acts does so on a copy of its own
-// (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
+// The new live table is the old one in everything but rows, and what depends on
+// it follows: grantees keep reading; defaults, comments and keys survive; a
+// foreign key and a view follow the new table, the view's readers never erring; a
+// grant made while the swap waits is not lost; a view or table the user does not
+// own refuses the publish by name; Cleanup keeps an old version still read or
+// referenced. Why: docs/decisions/security-policies-through-a-swap.md, publishing.md
 import { beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
 import { ensureLocalUser, LOCAL_PIPELINE_USER, localUserPassword } from '../../local/database-users.ts';

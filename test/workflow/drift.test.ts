@@ -1,12 +1,8 @@
-// Drift against the live table and the measures' tolerances, on real parts
-// through the synthesized state machine: staging matches the source
-// exactly, yet a source that lost most of a day's rows, or a column that
-// went NULL, differs from what readers see now; the gate compares each
-// chunk's rows and each column's NULL share with live's over the batch
-// interval. A measure's sums pass within their tolerance, and a
-// floating-point measure is accepted only with one. The first publication
-// with drift declared is arranged once; every test acts on a copy of what
-// it left (test/support/fork-per-test.ts, test/support/workflow.ts useFork).
+// Drift against live and the measures' tolerances, through the state machine:
+// with staging matching the source, a source that lost most of a day's rows, or a
+// column gone NULL, fails against live's rows and NULL shares; a measure's sums
+// pass within their tolerance, a floating-point one only with one.
+// Why: docs/decisions/drift-against-live-and-tolerances.md
 import { afterAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';

@@ -1,13 +1,8 @@
-// The per-pipeline failure alarms on real parts: the synthesized state
-// machine fails for real (the gate blocks a batch; an execution times
-// out), the handlers write their metrics as Embedded Metric Format lines,
-// which the local runner captures; local/emf-metrics.ts hands them to the
-// local CloudWatch endpoint as CloudWatch Logs would extract them, and the
-// endpoint evaluates the stack's alarms as synthesized, paging through the
-// local SNS outbox. Alarms are evaluated at instants computed from the
-// metrics' own timestamps, never by sleeping. The blocked batch is
-// arranged once; each describe acts on a copy of what it left, with a
-// CloudWatch endpoint of its own (every alarm starts INSUFFICIENT_DATA).
+// The per-pipeline failure alarms on real parts: the state machine fails for real
+// (a blocked batch, a timed-out execution), the handlers' EMF lines go to the
+// local CloudWatch as CloudWatch Logs would extract them, which evaluates the
+// synthesized alarms at instants from the metrics' timestamps and pages through
+// the local SNS outbox. Why: docs/decisions/alarms-per-pipeline-and-their-runbook.md
 import { type CloudWatchClient, DescribeAlarmsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../domain/errors.ts';

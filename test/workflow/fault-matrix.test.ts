@@ -1,21 +1,10 @@
-// The fault matrix: a failure injected at every step boundary, inside each
-// step after each statement it submits, and inside the publish transaction
-// (an exception, and the local runner's process killed), with readers
-// polling the live table throughout. For every cell: every read saw exactly
-// the old or exactly the new table (by fingerprint), the manifest agrees
-// with what is live, no Data API statement is left running, the page says
-// what readers see now and what to do next, and a re-run converges to the
-// clean run's fingerprint. The matrix it covered is printed, in the order
-// its cells are declared whatever order they ran in, and written to
-// .atomic-publish/fault-matrix.txt.
-//
-// Each cell starts by resetting the warehouse to the same state (the
-// manifest dropped, the sample recreated), so its "old" is the sample's
-// live table and its "new" the clean run's result, whichever cell ran
-// before it. The full matrix runs under SNAPSHOT only (some
-// sixty cells, each two executions): the isolation level changes what a
-// concurrent transaction sees, not where a step can stop, and the
-// publish-transaction cells, where isolation matters, run under both.
+// The fault matrix: a failure at every step boundary, after each statement of each
+// step, and inside the publish transaction (an exception, a killed runner), readers
+// polling throughout. In every cell each read saw the old or the new table, the
+// manifest agrees with live, no statement is left running, the page is true, and
+// a re-run converges to the clean run. The matrix is written to
+// .atomic-publish/fault-matrix-<isolation>.txt; all of it runs under SNAPSHOT, the
+// publish-transaction cells under both levels. Why: docs/decisions/tests-and-timing.md
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';

@@ -1,17 +1,9 @@
-// The setup SQL exactly as `npm run setup-sql` prints it, run the way an
-// operator runs it (the query editor, `aws redshift-data execute-statement`):
-// one statement at a time, in the printed order, through the Data API, as
-// the superuser, on a fresh database where the handlers' database user does
-// not exist yet. The script creates that user (PASSWORD DISABLE: it logs on
-// with IAM credentials only, which the local endpoint stands in for), grants
-// it what the pipeline needs, and hands it the live table; the pipeline then
-// runs as that user and publishes. Run again, the script changes nothing:
-// its CREATE USER fails with "already exists", as its comment says, and
-// every other statement succeeds. Each variant has a database and a user
-// of its own, neither touched by the fixture's setup (wf.sample without
-// setup), and drops the user afterwards. On a provisioned cluster the
-// handlers name the user as their DbUser (GetClusterCredentials): a user
-// created PASSWORD DISABLE has no password a secret could hold.
+// The setup SQL as `npm run setup-sql` prints it, run as an operator would: one
+// statement at a time through the Data API, as the superuser, on a database where
+// the handlers' user does not exist yet. It creates the user (PASSWORD DISABLE),
+// grants it what the pipeline needs and hands it the live table; the pipeline
+// then publishes as that user. Run again, only CREATE USER fails ("already exists").
+// Why: docs/decisions/database-user-created-by-setup.md
 import { randomBytes } from 'node:crypto';
 import { type DescribeStatementResponse, ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,14 +1,8 @@
-// The freshness alarm on real parts: the synthesized state machine publishes
-// into a real database, the freshness monitor measures it through the local
-// Data API endpoint and writes with the real CloudWatch client to the local
-// CloudWatch endpoint, which evaluates the stack's alarm as synthesized and
-// pages through the local SNS outbox. Time is the test's: the monitor and
-// the alarm are run at chosen instants (the monitor every 5 minutes, as its
-// schedule would), never by sleeping. The first publication is arranged
-// once: the describes that only read it share a copy, those that write (a
-// run, a grant) have one of their own; each describe (or test) measures onto
-// a CloudWatch endpoint of its own and brings the alarm to the state it
-// starts from itself.
+// The freshness alarm on real parts: a publish into a real database, the
+// freshness monitor measuring it through the local Data API and writing to the
+// local CloudWatch, which evaluates the synthesized alarm and pages through the
+// local SNS outbox. Monitor and alarm run at chosen instants (every 5 minutes, as
+// scheduled), never by sleeping. Why: docs/decisions/freshness-monitor-and-its-alarm.md
 import { DescribeAlarmsCommand, type DescribeAlarmsCommandOutput, GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { FreshnessMonitorError } from '../../domain/freshness-monitor/freshness.ts';

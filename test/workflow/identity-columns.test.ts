@@ -1,14 +1,7 @@
-// A live table with an IDENTITY(seed, step) column the source does not
-// produce (docs/decisions/identity-columns.md): a swap pipeline with
-// snapshotReaders 'in-place' publishes it three times, every run
-// SUCCEEDED; after each publish the identity's values are all greater
-// than every value before it (numbering continues, no number reused), the
-// catalog still reads the same seed and step, and the other columns are
-// the source's. A rollback in place puts the old rows back numbered anew.
-// A pipeline whose source produces the identity column, and
-// one publishing by the rename swap, are refused at Plan with nothing
-// written. The sample is arranged once; each test acts on a copy of its
-// own (test/support/fork-per-test.ts).
+// A live table with an IDENTITY column the source does not produce, published in
+// place three times: numbering continues and no number is reused, seed and step
+// stay; a rollback puts the old rows back numbered anew. A source producing the
+// column, and the rename swap, are refused at Plan. Why: docs/decisions/identity-columns.md
 
 // First: it replaces the pipelines before any other module reads them.
 import '../support/identity-pipeline.ts';

@@ -1,15 +1,8 @@
-// The AWS/Lambda metrics on real parts: the local engine records every
-// invocation of a function it runs (the schedules' StartRun, the state
-// machine's steps, the status-change rules' CancelOrphans, the freshness
-// monitor) and sends Invocations, Errors and Duration, as the Lambda
-// service would, with the real CloudWatch client to the local CloudWatch
-// endpoint, which evaluates the stack's `Errors:<fn>` alarms as synthesized
-// and pages through the local SNS outbox. The invocations are timestamped
-// with the runner's clock, which the test sets: alarms are evaluated at
-// instants computed from it, never by sleeping. GetMetricData reads back
-// what was written, and every metric the synthesized dashboard graphs.
-// The sample warehouse is arranged once; each describe acts on a copy of
-// it, with a CloudWatch endpoint, an outbox and a clock of its own.
+// The AWS/Lambda metrics on real parts: every invocation the local engine runs is
+// sent as Invocations, Errors and Duration to the local CloudWatch, stamped by the
+// runner's clock, which the test sets; the synthesized `Errors:<fn>` alarms page
+// through the local SNS outbox; GetMetricData reads back what was written and
+// every metric the dashboard graphs. Why: docs/decisions/lambda-metrics-locally-and-getmetricdata.md
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

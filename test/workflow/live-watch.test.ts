@@ -1,13 +1,8 @@
-// The live watch on real parts: the synthesized state machine publishes
-// into a real database and records the live table's fingerprint; the
-// monitor's live watch recomputes it through the local Data API endpoint
-// and writes LiveDrift with the real CloudWatch client to the local
-// CloudWatch endpoint, which evaluates the stack's alarm as synthesized
-// and pages through the local SNS outbox. The watch and the alarm run at
-// chosen instants, one watch period apart, as the schedule would run them.
-// The first publication is arranged once; each describe acts on a copy of
-// it (test/support/workflow.ts useFork) with a CloudWatch endpoint of its
-// own, bringing the alarm to the state it starts from.
+// The live watch on real parts: a publish records the live table's fingerprint;
+// the monitor's watch recomputes it through the local Data API, writes LiveDrift
+// to the local CloudWatch, which evaluates the synthesized alarm and pages through
+// the local SNS outbox. Watch and alarm run at chosen instants, a watch period
+// apart. Why: docs/decisions/live-watch.md
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acquireLease } from '../../domain/lease/sql/lease.ts';

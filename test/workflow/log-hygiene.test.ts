@@ -1,13 +1,8 @@
-// What the logs may carry (docs/decisions/logs-and-traces.md, "What the logs may carry"):
-// names, ids, interval bounds, counts, never a secret or a value of a row.
-// Secrets are planted where a Lambda has them (its credentials in the
-// environment), and a sentinel source row with distinctive values; every
-// log line of a successful run and of a run that fails on that very row
-// (a database error that quotes the failing row) is scanned for them, at
-// DEBUG level. The alert and the execution's history (what Step Functions'
-// execution log records) are scanned for the row's values too: an alert may
-// name a business key (a failed check's samples), never the rest of a row.
-// The sample warehouse is arranged once; each run is made on a copy of its own.
+// What the logs may carry: names, ids, bounds, counts, never a secret or a row's
+// value. Lambda credentials planted in the environment and a sentinel source row
+// are looked for, at DEBUG, in every log line of a run that succeeds and of one
+// failing on that row, in its alert and in its execution history (an alert may
+// name a business key, never the rest of the row). Why: docs/decisions/logs-and-traces.md
 import { beforeAll, describe, expect, it } from 'vitest';
 import { logger } from '../../functions/commons/powertools.ts';
 import type { ExecutionResult } from '../../local/runner.ts';

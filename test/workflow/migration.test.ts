@@ -1,18 +1,9 @@
-// Migrating the live table to a new DDL while a writer keeps appending to
-// it: a writer on its own connection inserts a row every few milliseconds
-// throughout (before the run, across a killed first execution, the resumed
-// one and its swap, and after it), readers poll the live table, and
-// afterwards every row the writer committed is in the new table exactly
-// once; the history was copied; the new table has the DDL's columns,
-// encodings and keys; grants and a dependent view were carried over; the
-// old table is retained and a rollback puts it back; a replay changes
-// nothing. Bad input (a DDL that drops a column a bound view reads) is
-// refused before anything is written.
-//
-// The warehouse (reader, comment, bound view) is arranged once, and the
-// migration with its writer once more; every test that acts does so on a
-// copy of its own (test/support/workflow.ts useFork, fork-per-test.ts). The
-// spec each describe runs with is deployed in its beforeAll.
+// Migrating the live table to a new DDL while a writer appends a row every few
+// milliseconds throughout (across a killed first execution and the resumed one):
+// every committed row ends in the new table exactly once, with the history, the
+// DDL's columns, encodings and keys, grants and a view carried over; the old table
+// is retained and a rollback restores it; a replay changes nothing; a DDL dropping
+// a column a view reads is refused first. Why: docs/decisions/migrating-a-live-table.md
 import '../support/migration-pipeline.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';

@@ -1,12 +1,8 @@
-// A good neighbour: LoadChunk pauses while the
-// warehouse's queues are full and continues once they drain; the
-// warehouse's circuit breaker opens after consecutive transient failures
-// across executions, ends new executions at once in Plan with one page,
-// lets one execution through as the half-open probe after its cool-down,
-// and closes on that probe's success or opens again on its failure.
-// The sample warehouse, and one with the breaker opened by three failed
-// runs, are each arranged once; every test that acts does so on a copy of
-// its own (test/support/fork-per-test.ts).
+// A good neighbour: LoadChunk pauses while the warehouse's queues are full and
+// goes on once they drain; the circuit breaker opens after consecutive transient
+// failures across executions, ends new ones in Plan with one page, lets one
+// through as the half-open probe after its cool-down, and closes or opens again
+// on its outcome. Why: docs/decisions/good-neighbour.md
 import { ExecuteStatementCommand } from '@aws-sdk/client-redshift-data';
 import { describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';

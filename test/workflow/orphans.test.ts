@@ -1,12 +1,8 @@
-// No statement outlives its execution. Chunk INSERTs held at a lock gate
-// (staging locked by the test) are still running when the execution ends:
-// when one chunk fails, RecordFailure cancels the others' INSERTs and the
-// page says so; when the execution is aborted, the status-change event
-// (an EventBridge rule on AWS, the local runner here) runs CancelOrphans,
-// which cancels them and marks the batch FAILED. Either way nothing of a
-// cancelled INSERT is in staging, and a re-run publishes the source once.
-// The sample warehouse is arranged once; every test acts on a copy of its
-// own (test/support/workflow.ts fixture.fork).
+// No statement outlives its execution: chunk INSERTs held at a lock gate when one
+// chunk fails are cancelled by RecordFailure, and the page says so; when the
+// execution is aborted, CancelOrphans (on the status-change event) cancels them and
+// fails the batch. Nothing of a cancelled INSERT is in staging; a re-run publishes
+// the source once. Why: docs/decisions/failure-handling.md
 import { DescribeStatementCommand } from '@aws-sdk/client-redshift-data';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError, WarehouseError } from '../../domain/errors.ts';

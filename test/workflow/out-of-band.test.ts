@@ -1,14 +1,8 @@
-// Out-of-band changes are caught, not erased. Plan records the live
-// table's columns and fingerprint; between Plan and Publish someone else
-// writes to or alters the live table (a superuser connection, as a DBA or
-// another tool would); the swap refuses, naming what changed, and readers
-// polling the live table throughout see it as it is (the change included),
-// never a published batch. A run with no change publishes (every other
-// workflow test says the same under both isolation levels); a re-run after
-// the refusal publishes; an expected writer's rows at or after the batch
-// end are carried over into the new table. The run with no change is
-// arranged once; every change acts on a copy of what it left
-// (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
+// Out-of-band changes are caught, not erased: a write to or ALTER of the live table
+// between Plan and Publish makes the swap refuse, naming what changed, while
+// readers see the table as it is, never a published batch; a re-run after the
+// refusal publishes; an expected writer's rows at or after the batch end are
+// carried over. Why: docs/decisions/publishing.md
 import { beforeAll, describe, expect, it } from 'vitest';
 import { definePipelines } from '../../domain/define-pipeline.ts';
 import { warehouseFromEnv } from '../../functions/commons/warehouse.ts';

@@ -1,21 +1,8 @@
-// The warehouse going away in the middle of a run, through the whole state
-// machine on a PostgreSQL server of this file's own: restarted while chunk
-// INSERTs run, restarted while the swap transaction waits for its lock, and
-// the endpoint's sessions terminated while INSERTs run. The local Data API
-// stays up and reports the lost statements as FAILED with the database's
-// message; the handlers classify that as transient; the state machine
-// retries; the run publishes the source exactly once and the live table is
-// never seen half-swapped.
-//
-// Each fault is placed by observed events: the INSERTs (or the swap) are
-// held at a lock of the test's own until their backends are seen waiting in
-// pg_locks, and only then is the server restarted or the sessions
-// terminated. Retries after a restart wait until the server is back up and
-// the lock released: the outage ends when the restart has, not after a
-// guessed time.
-//
-// The sample is arranged once on that server; each fault acts on a copy of
-// its own (test/support/workflow.ts useFork).
+// The warehouse going away mid-run, on a server of this file's own: restarted while
+// INSERTs run or while the swap waits for its lock, its sessions terminated. The
+// Data API reports the lost statements FAILED, the handlers call it transient, the
+// state machine retries, and the source is published once, never half-swapped.
+// Each fault is placed by observed events, never by time. Why: docs/decisions/tests-and-timing.md
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLICATION_NAME } from '../../local/data-api/runner.ts';
 import { withClient } from '../../local/pg-clients.ts';

@@ -1,22 +1,9 @@
-// Publication events through the synthesized state machine on the real
-// database, EmitMetrics putting them with the real EventBridge client on a
-// local endpoint (local/eventbridge-api.ts) that can refuse an entry as
-// throttled, as EventBridge may: one event per
-// publication, with the manifest's facts; a Publish retried after a lost
-// answer still yields one; a retried EmitMetrics sends the same event again
-// under the same id (at least once, deduped on detail.eventId), and one
-// refused is sent by the retry, the publish counted once; a rollback
-// sends one of its own; a failed run and a replay send none; a restatement
-// says its number, and one equal to the live rows sends none. Each event
-// sent is marked sent in the manifest; one never sent (every EmitMetrics
-// attempt refused, the execution failed after its publish) is sent by the
-// freshness monitor, as its own database user, once the grace is over:
-// the same id and detail, once; while EventBridge still refuses it the
-// monitor writes its metrics and fails; it sends at most its cap, oldest
-// first, and the pipeline's next run sends the rest after its own.
-// Three publications (days 8 to 10, their events sent) are arranged once;
-// every test acts on a copy of its own, with EventBridge and CloudWatch
-// endpoints of its own.
+// Publication events through the state machine, put with the real EventBridge
+// client on a local endpoint that can refuse an entry as throttled: one event per
+// publication (a rollback's too), under one id however often it is sent; a failed
+// run and a replay send none; a restatement equal to live sends none; an event
+// never sent is sent by the freshness monitor after the grace, at most its cap,
+// oldest first. Why: docs/decisions/every-publications-event-delivered.md
 import { GetMetricStatisticsCommand } from '@aws-sdk/client-cloudwatch';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { TransientWarehouseError } from '../../domain/errors.ts';

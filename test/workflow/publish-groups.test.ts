@@ -1,19 +1,9 @@
-// Publish groups through the synthesized state machine: the sample pipeline
-// and its mirror (test/support/group-pipelines.ts) loaded and checked one
-// after the other, published in ONE transaction. Readers on real
-// connections poll both live tables: a REPEATABLE READ transaction reading
-// one table, then the other, sees both old or both new, never one of each,
-// and so do autocommit readers. A failed Reconcile of one member, or a
-// failure inside the group swap, publishes neither; a replay publishes
-// nothing; bad input is refused before any write; a member whose own run
-// holds its lease makes the group run end busy, having written nothing; a
-// member with newer data live refuses the whole group; a view over two
-// members reads both new tables; an aborted group execution, or a Plan
-// failing midway, leaves no member's batch RUNNING.
-//
-// The sample and its mirror are arranged once, and once more after a first
-// group publish (read by readers); every test that acts does so on a copy
-// of its own (test/support/workflow.ts useFork, fork-per-test.ts).
+// Publish groups through the state machine: two members loaded one after the
+// other and published in ONE transaction, readers seeing both old or both new;
+// a failed member or group swap publishes neither; a replay nothing; bad input,
+// a busy member and newer data live are refused before any write; a view over both
+// reads both new tables; an aborted run leaves no batch RUNNING.
+// Why: docs/decisions/publish-groups.md
 import '../support/group-pipelines.ts';
 import type pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';

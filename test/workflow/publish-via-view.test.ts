@@ -1,14 +1,8 @@
-// Publishing through a view (publishVia 'view'): the live name is a bound
-// view over one version table, and a publish points it at the next version
-// with one CREATE OR REPLACE VIEW in the publish transaction. Plan refuses
-// a live table and prints the SQL that turns it into a view; readers
-// polling throughout see the old version or the new one; the view keeps its
-// grants (readers need none on the versions); a replay publishes nothing
-// twice; Cleanup keeps the retained versions and never the one the view
-// reads; a snapshot reader still sees the old rows, never none.
-// The refusal runs on a sample of its own; the migration and the first
-// publish through the view (readers reading) are arranged once, and each
-// describe after it acts on its own copy (test/support/workflow.ts useFork).
+// Publishing through a view: one CREATE OR REPLACE VIEW points the live name at
+// the next version. Plan refuses a live table and prints the SQL; readers see the
+// old version or the new; the view keeps its grants; a replay publishes nothing;
+// Cleanup never drops the version the view reads; a snapshot reader sees the old
+// rows, never none. Why: docs/decisions/publishing-through-a-view.md
 import '../support/view-pipeline.ts';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

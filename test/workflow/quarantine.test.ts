@@ -1,15 +1,8 @@
-// Row-level rules and the quarantine, through the synthesized state machine
-// on real parts: rows with a NULL business key, rows breaking a notNull or
-// acceptedValues check declared with action quarantine, and duplicate keys
-// leave staging for analytics.sales_order_lines__quarantine with their
-// reason; the batch publishes the rest while they are within
-// checks.quarantine, and is blocked (live untouched) over it. The gate's
-// counts and content checksum hold with them set aside; a retried
-// Reconcile moves nothing twice, and a chunk reloaded as stale leaves none
-// of its earlier quarantined rows behind. The source with its mistakes
-// and a quarantine table from before row-level rules are arranged once;
-// each describe (each refusal) acts on a copy of its own
-// (test/support/workflow.ts useFork, test/support/fork-per-test.ts).
+// Row-level rules and the quarantine through the state machine: NULL business keys,
+// rows breaking a check with action quarantine, and duplicate keys move with their
+// reason; the rest publishes within checks.quarantine and is blocked over it; the
+// gate's counts and checksum hold; a retry moves nothing twice; a stale chunk leaves
+// none of its earlier rows behind. Why: docs/decisions/quarantine-for-row-level-rules.md
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { definePipeline } from '../../domain/define-pipeline.ts';
 import { batchIdFor, resolveInterval } from '../../domain/plan/plan.ts';

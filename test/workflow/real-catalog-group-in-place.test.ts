@@ -1,12 +1,8 @@
-// The live table of test/support/real-catalog.ts with an IDENTITY column
-// too, as a member of a publish group whose members
-// (test/support/in-place-group-pipelines.ts) all set snapshotReaders
-// 'in-place': each group publish rewrites both members' rows in one
-// transaction, with no wait for older snapshots. Every property of the catalogued member stays as it was, its
-// numbers count on, its restricted reader sees only its rows, every run
-// SUCCEEDS; and readers whose snapshot was taken before a group publish by
-// SELECT 1, a catalog read or another table, under REPEATABLE READ and
-// SERIALIZABLE, read exactly its old rows after it (docs/decisions/publish-groups.md).
+// The live table of test/support/real-catalog.ts, with an IDENTITY column, as a
+// member of a group whose members all publish in place: every property stays, its
+// numbers count on, its restricted reader sees only its rows, every run succeeds;
+// readers whose snapshot holds no lock read exactly the old rows after a publish.
+// Why: docs/decisions/publish-groups.md
 import '../support/wide-in-place-pipeline.ts';
 import '../support/group-pipelines.ts';
 import '../support/in-place-group-pipelines.ts';

@@ -1,15 +1,8 @@
-// A rename that fails with a concurrency conflict, as Redshift users of dbt
-// report beside a concurrent VACUUM ("could not complete because of conflict
-// with concurrent transaction", dbt-adapters PR #2049:
-// https://github.com/dbt-labs/dbt-adapters/pull/2049) or as a serializable
-// isolation violation (ERROR 1023). Neither can be provoked on PostgreSQL,
-// so the local endpoint fails the swap's SECOND rename with Redshift's words
-// after the first rename ran in the same transaction. dbt's retry re-sent
-// only the failed statement and met "relation does not exist"; here the
-// whole swap transaction rolls back and Publish runs it again from its
-// first statement, while readers of the live table poll throughout. The
-// sample is arranged once; each conflict acts on a copy of its own, with an
-// endpoint injecting its fault (test/support/workflow.ts useFork).
+// A rename failing with a concurrency conflict (beside a VACUUM, or ERROR 1023),
+// which PostgreSQL cannot provoke: the local endpoint fails the swap's SECOND
+// rename with Redshift's words after the first ran. The whole swap rolls back and
+// Publish runs it again from its first statement, readers polling throughout.
+// Why: docs/redshift.md ("Rename conflicts"), docs/decisions/publishing.md
 import { describe, expect, it } from 'vitest';
 import type { StatementFault } from '../../local/data-api/runner.ts';
 import { ReaderPool, type ReaderSample } from '../../local/readers.ts';

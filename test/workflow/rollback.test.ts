@@ -1,19 +1,9 @@
-// Rollback through the synthesized state machine on the real database:
-// three publishes (A, B, C), then `{"rollback": {}}` puts B back while
-// readers poll the live table (every read is C or B, never anything else),
-// keeping the grants, the comment, the declared keys and a view; the manifest records it and
-// the metrics of a publish are emitted. A rollback to C rolls forward; one
-// to the live batch does nothing; bad inputs and a version past retention
-// are refused in Plan before any write, saying what to do; a rollback that
-// fails in its swap, or finds a publish came in between, changes nothing
-// and pages with the truth; a normal run after a rollback publishes its
-// newer data, and a replay of the batch rolled away from does not
-// re-publish it; a rollback waits its turn behind the pipeline's lease; and
-// Cleanup never sends CASCADE.
-// The three publishes and the rollback to B (readers polling) are arranged
-// once; each describe acts on its own copy of what they left
-// (test/support/workflow.ts useFork), rolling forward to C first where it
-// starts from there.
+// Rollback through the state machine: after publishes A, B, C, `{"rollback": {}}`
+// puts B back while readers see C or B, keeping grants, comment, keys and a view,
+// recorded and counted; forward to C, or to the live batch; bad inputs refused in
+// Plan; a failed or overtaken rollback changes nothing and pages truly; a later run
+// publishes newer data; it waits for the lease; Cleanup never CASCADEs.
+// Why: docs/decisions/rollback.md
 import { ListStatementsCommand } from '@aws-sdk/client-redshift-data';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';

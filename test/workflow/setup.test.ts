@@ -1,13 +1,8 @@
-// The documented setup is what the handlers need, and Plan says what is
-// missing before it writes anything. The handlers run as the least-privilege
-// role LOCAL_PIPELINE_USER, which holds only what the pipeline's setup SQL
-// grants (applied by wf.sample). Each grant of that SQL is taken away in
-// turn (the ownership handed back to the superuser): the run fails in Plan
-// with MissingPrivilegeError naming the privilege, the object and the user,
-// and on this fresh database nothing is written. Re-running the setup SQL
-// restores what was taken, and a run then publishes. The sample is arranged
-// once; every test that takes something away or runs acts on a copy of its
-// own (test/support/workflow.ts useFork).
+// The documented setup is what the handlers need: running as LOCAL_PIPELINE_USER,
+// with each grant of the setup SQL taken away in turn, the run fails in Plan with
+// MissingPrivilegeError naming privilege, object and user, writing nothing; the
+// setup SQL run again restores it and a run publishes.
+// Why: docs/decisions/privileges-and-the-database-user.md
 import { beforeAll, describe, expect, it } from 'vitest';
 import { qualifiedName, quoteIdent, quoteUser } from '../../domain/identifiers.ts';
 import { describeRequirement, type Requirement, requiredPrivileges } from '../../domain/setup/privileges.ts';

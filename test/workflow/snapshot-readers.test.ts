@@ -1,15 +1,8 @@
-// A swap pipeline with snapshotReaders 'in-place' (docs/decisions/snapshot-readers-without-locks.md):
-// readers whose snapshot holds no lock Publish could wait for (taken by
-// SELECT 1, by a catalog read, by a read of a table in another schema, and
-// in the middle of the load), each in a REPEATABLE READ and a SERIALIZABLE
-// transaction, read the live table only after the publish committed and
-// see exactly the old rows (count and checksum), never none or part; a
-// reader after it sees the new rows; the live table is the same table
-// throughout (nothing renamed). Its rollback writes the old rows back the
-// same way. The rename swap's wait for lock-holding snapshot readers is
-// test/workflow/waits.test.ts, "snapshot readers".
-// The sample and a first publication are arranged once; every test acts on
-// a copy of its own (test/support/fork-per-test.ts).
+// snapshotReaders 'in-place': readers whose snapshot holds no lock (SELECT 1, a
+// catalog read, another schema's table, mid-load), under REPEATABLE READ and
+// SERIALIZABLE, read exactly the old rows after the publish, never none or part;
+// later readers the new; nothing is renamed; its rollback likewise. The rename
+// swap's wait is waits.test.ts's. Why: docs/decisions/snapshot-readers-without-locks.md
 import '../support/in-place-swap-pipeline.ts';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';

@@ -1,12 +1,7 @@
-// A stopped or dead run never locks its pipeline. Each test stops a run
-// (StopExecution through the real SDK client, with an error and a cause)
-// at one point of one step, lets that step's invocation run on to its end
-// as Lambda does after a stop, then starts the next run under a new name:
-// it must take the pipeline over and publish. The order is forced by the
-// steps themselves (a step's invocation waits for the stop before it goes
-// on), never by timing. The endpoint taken away during RecordFailure and a
-// killed process are the other ways a run ends without releasing its
-// lease. docs/decisions/leases-of-ended-executions.md
+// A stopped or dead run never locks its pipeline: a run stopped at a point of one
+// step (that step's invocation running on, as on Lambda), an endpoint gone during
+// RecordFailure, a killed process; the next run, under a new name, takes the
+// pipeline over and publishes. Why: docs/decisions/leases-of-ended-executions.md
 import { DescribeExecutionCommand, GetExecutionHistoryCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { describe, expect, it } from 'vitest';
 import { localStepFunctionsClient } from '../../local/aws-clients.ts';

@@ -1,17 +1,9 @@
-// Publish waits for others, boundedly, and never makes a reader wait long.
-// Snapshot readers (REPEATABLE READ and SERIALIZABLE, real connections)
-// whose snapshots were taken before the run and in the middle of the load,
-// and which read the live table only once Publish is ready to swap, see
-// exactly the old rows, never none or part: Publish waits for them to end.
-// A reader holding a transaction on the live table makes each swap attempt
-// give up after the bound (PUBLISH_LOCK_WAIT_MS) and retry, a dashboard
-// read arriving meanwhile completes while the holder is still open, and
-// the publish goes through once the holder ends (the waiting swap holds no
-// lock on the publications, which every pipeline's swap takes); a holder
-// that never ends, or a snapshot reader that never ends, fails the run
-// with an alert naming it (user, session, start, and the statement it runs, if any).
-// The warehouse, its reader role and a first publication are arranged once;
-// every test acts on a copy of its own (test/support/fork-per-test.ts).
+// Publish waits for others, boundedly: snapshot readers from before the run or
+// mid-load see exactly the old rows; a transaction holding the live table makes
+// each swap attempt give up after PUBLISH_LOCK_WAIT_MS and retry while dashboard
+// reads complete, and the publish goes through once it ends; a holder or reader
+// that never ends fails the run with an alert naming it.
+// Why: docs/decisions/publishing.md ("Snapshot readers", "Bounded lock waits")
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { quoteUser } from '../../domain/identifiers.ts';
