@@ -67,8 +67,19 @@ export async function synthesizeTemplate(): Promise<Template> {
   return structuredClone(await synthesized);
 }
 
+/**
+ * The pipelines and groups this process declares, which decide the stack's
+ * alarms and schedules as much as the sources do: a test file may replace
+ * the sample pipeline in its own module graph (test/support/*-pipeline.ts).
+ */
+async function registryFingerprint(): Promise<string> {
+  const [{ groups, pipelines }, { canonicalJson }] = await Promise.all([import('../pipelines/index.ts'), import('../domain/spec.ts')]);
+  return createHash('sha256').update(canonicalJson({ pipelines, groups })).digest('hex').slice(0, 16);
+}
+
 async function synthesizeOrRead(): Promise<Template> {
-  const cacheFile = join(STATE_DIR, 'cache', `template-${sourceFingerprint()}.json`);
+  const sources = sourceFingerprint();
+  const cacheFile = join(STATE_DIR, 'cache', `template-${sources}-${await registryFingerprint()}.json`);
   if (existsSync(cacheFile)) return JSON.parse(readFileSync(cacheFile, 'utf8')) as Template;
   const { synthesizeStackTemplate } = await import('../lib/app.ts');
   const template = synthesizeStackTemplate({ bundling: false }) as Template;
@@ -78,11 +89,12 @@ async function synthesizeOrRead(): Promise<Template> {
   writeFileSync(partial, JSON.stringify(template));
   renameSync(partial, cacheFile);
   // Templates of sources that no longer exist are never read again, nor the
-  // markers of the definitions validated from them (local/runner.ts validateOnce).
-  for (const name of readdirSync(dirname(cacheFile))) {
-    const stale = (/^template-[0-9a-f]+\.json$/.test(name) && join(dirname(cacheFile), name) !== cacheFile) || /^asl-valid-[0-9a-f]+$/.test(name);
-    if (stale) rmSync(join(dirname(cacheFile), name), { force: true });
-  }
+  // markers of the definitions validated from them (local/runner.ts validateOnce);
+  // those of other registries of the same sources are kept for their files.
+  const names = readdirSync(dirname(cacheFile));
+  const old = names.filter((name) => /^template-[0-9a-f]+(-[0-9a-f]+)?\.json$/.test(name) && !name.startsWith(`template-${sources}-`));
+  const markers = old.length === 0 ? [] : names.filter((name) => /^asl-valid-[0-9a-f]+$/.test(name));
+  for (const name of [...old, ...markers]) rmSync(join(dirname(cacheFile), name), { force: true });
   return template;
 }
 
