@@ -135,6 +135,7 @@ function plpgsqlFindings(statement: ParsedStatement): Finding[] {
       const detect = entry.detect;
       if ('plpgsql' in detect && detect.plpgsql.includes(kind)) findings.push(finding(entry));
       if ('plpgsqlRaise' in detect && kind === 'PLpgSQL_stmt_raise' && !raisesVariablesOnly(fields)) findings.push(finding(entry));
+      if ('plpgsqlDiagnostics' in detect && kind === 'PLpgSQL_stmt_getdiag' && !diagnosesRowCountOnly(fields)) findings.push(finding(entry));
     }
     if (kind === 'PLpgSQL_expr' && typeof fields.query === 'string') {
       const parsed = parseEmbedded(fields.query, Number(fields.parseMode ?? STATEMENT_MODE));
@@ -159,6 +160,12 @@ function raisesVariablesOnly(fields: Record<string, unknown>): boolean {
   if (typeof fields.message !== 'string' || fields.options !== undefined) return false;
   const params = Array.isArray(fields.params) ? fields.params : [];
   return params.every((param) => PLAIN_VARIABLE.test(String((param as { PLpgSQL_expr?: { query?: string } }).PLpgSQL_expr?.query ?? '')));
+}
+
+/** GET [CURRENT] DIAGNOSTICS of one item, ROW_COUNT: not STACKED, nothing else. */
+function diagnosesRowCountOnly(fields: Record<string, unknown>): boolean {
+  const items = Array.isArray(fields.diag_items) ? fields.diag_items : [];
+  return fields.is_stacked !== true && items.length === 1 && (items[0] as { PLpgSQL_diag_item?: { kind?: string } }).PLpgSQL_diag_item?.kind === 'ROW_COUNT';
 }
 
 /** The SQL of one PL/pgSQL expression or statement, or undefined if it does not parse on its own. */

@@ -50,7 +50,9 @@ export type Detection =
   /** A PL/pgSQL statement of one of these kinds inside a function or procedure body. */
   | { readonly plpgsql: readonly string[] }
   /** A PL/pgSQL RAISE whose arguments are not all plain variables, or that has no format or has USING options. */
-  | { readonly plpgsqlRaise: 'variables-only' };
+  | { readonly plpgsqlRaise: 'variables-only' }
+  /** A PL/pgSQL GET DIAGNOSTICS other than the one built-in Redshift lists, `GET DIAGNOSTICS integer_var := ROW_COUNT`. */
+  | { readonly plpgsqlDiagnostics: 'row-count-only' };
 
 export interface UnsupportedConstruct {
   /** The name the refusal uses: `ERROR: <construct> is not supported on Amazon Redshift`. */
@@ -73,6 +75,7 @@ export const REDSHIFT_PAGES = {
   dateFunctions: { title: 'Date and time functions', url: `${DOCS}/Date_functions_header.html` },
   catalogJoins: { title: 'Querying the catalog tables', url: `${DOCS}/c_join_PG.html` },
   plpgsql: { title: 'Supported PL/pgSQL statements', url: `${DOCS}/c_PLpgSQL-statements.html` },
+  plpgsqlStructure: { title: 'Structure of PL/pgSQL', url: `${DOCS}/c_PLpgSQL-structure.html` },
   sqlCommands: { title: 'SQL commands', url: `${DOCS}/c_SQL_commands.html` },
   insert: { title: 'INSERT', url: `${DOCS}/r_INSERT_30.html` },
   truncate: { title: 'TRUNCATE', url: `${DOCS}/r_TRUNCATE.html` },
@@ -185,11 +188,11 @@ const CATALOG_JOINABLE = [
 /**
  * The PL/pgSQL statements Redshift's page lists (assignment, SELECT INTO and
  * other SQL, NULL, EXECUTE, RETURN, IF, CASE, loops and EXIT/CONTINUE,
- * cursors, RAISE, COMMIT/ROLLBACK); every other kind is refused.
+ * cursors, RAISE, COMMIT/ROLLBACK); every other kind is refused, but GET
+ * DIAGNOSTICS of ROW_COUNT, which the structure page lists among the built-in variables.
  */
 const PLPGSQL_NOT_LISTED = [
   ['PLpgSQL_stmt_perform', 'PERFORM'],
-  ['PLpgSQL_stmt_getdiag', 'GET DIAGNOSTICS'],
   ['PLpgSQL_stmt_foreach_a', 'FOREACH over an array'],
   ['PLpgSQL_stmt_assert', 'ASSERT'],
   ['PLpgSQL_stmt_return_next', 'RETURN NEXT'],
@@ -281,6 +284,11 @@ export const UNSUPPORTED: readonly UnsupportedConstruct[] = [
     detect: { plpgsql: [kind] },
     citation: P.plpgsql,
   })),
+  {
+    construct: 'PL/pgSQL GET DIAGNOSTICS other than integer_var := ROW_COUNT',
+    detect: { plpgsqlDiagnostics: 'row-count-only' },
+    citation: P.plpgsqlStructure,
+  },
   {
     construct: 'PL/pgSQL RAISE with expressions',
     detect: { plpgsqlRaise: 'variables-only' },

@@ -59,7 +59,9 @@ const EXAMPLES: Record<string, string> = {
   NOTIFY: 'NOTIFY ch',
   PG_NOTIFY: "SELECT pg_notify('ch', 'x')",
   'PL/pgSQL PERFORM': procedure('BEGIN PERFORM 1; END'),
-  'PL/pgSQL GET DIAGNOSTICS': procedure('DECLARE n int; BEGIN DELETE FROM t WHERE false; GET DIAGNOSTICS n = ROW_COUNT; END'),
+  'PL/pgSQL GET DIAGNOSTICS other than integer_var := ROW_COUNT': procedure(
+    'DECLARE c varchar(256); BEGIN DELETE FROM t WHERE false; GET DIAGNOSTICS c := PG_CONTEXT; END',
+  ),
   'PL/pgSQL FOREACH over an array': procedure('DECLARE v int; BEGIN FOREACH v IN ARRAY xs LOOP NULL; END LOOP; END', 'xs int[]'),
   'PL/pgSQL ASSERT': procedure('BEGIN ASSERT 1 = 1; END'),
   'PL/pgSQL RETURN NEXT': 'CREATE FUNCTION f() RETURNS SETOF int AS $$ BEGIN RETURN NEXT 1; END $$ LANGUAGE plpgsql',
@@ -97,6 +99,9 @@ const COUNTER_EXAMPLES: Record<string, string> = {
   'leader-node functions over catalog tables only': "SELECT nspname, has_schema_privilege(nspname, 'USAGE') FROM pg_namespace WHERE nspname = current_schema",
   'HAS_TABLE_PRIVILEGE over joined catalog tables': `SELECT c.relname, HAS_TABLE_PRIVILEGE(QUOTE_IDENT(n.nspname) || '.' || QUOTE_IDENT(c.relname), 'SELECT')
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'`,
+  'GET DIAGNOSTICS of ROW_COUNT, a built-in variable of PL/pgSQL': procedure(
+    'DECLARE n int; BEGIN DELETE FROM t WHERE false; GET DIAGNOSTICS n := ROW_COUNT; END',
+  ),
   'a listed catalog table joined with a user table': 'SELECT t.a, c.relname FROM t JOIN pg_class c ON c.relname = t.b',
   'an unlisted catalog table read without a user table': 'SELECT count(*) FROM pg_stats',
   'SUBSTRING, CURRENT_DATE and CURRENT_USER with a table': 'SELECT substring(b, 1, 2), current_date, current_user FROM t',
