@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchExecuteStatementCommand,
@@ -26,6 +27,14 @@ function targetFields(target: WarehouseTarget) {
     ...(target.dbUser ? { DbUser: target.dbUser } : {}),
     ...(target.workgroupName ? { WorkgroupName: target.workgroupName } : {}),
   };
+}
+
+/** A ClientToken (at most 64 characters) that only this request, with this key, produces. */
+function requestToken(request: object, key: string): string {
+  return `ap-${createHash('sha256')
+    .update(JSON.stringify([request, key]))
+    .digest('hex')
+    .slice(0, 48)}`;
 }
 
 /** A column of a statement's result: its name and the type name the Data API reports (`int4`, `varchar`, `numeric`...). */
@@ -225,6 +234,37 @@ export class Warehouse {
       return out.Id!;
     } catch (error) {
       return this.reattachOrThrow(error, name);
+    }
+  }
+
+  /**
+   * Submits statements as one transaction, as submitBatch does, with a
+   * ClientToken made of the request itself (target, statements, parameters,
+   * name) and `key`: the same request sent again while the Data API keeps the
+   * token answers the statement the first one created, whatever its status,
+   * instead of running it again. `earlier` says the statement is older than
+   * this request (an earlier attempt's).
+   * https://docs.aws.amazon.com/redshift-data/latest/APIReference/API_BatchExecuteStatement.html
+   */
+  async submitBatchOnce(
+    sqls: readonly string[],
+    name: string,
+    parameters: Readonly<Record<string, string>> = {},
+    key = '',
+  ): Promise<{ id: string; earlier: boolean }> {
+    const list = Object.entries(parameters).map(([n, value]) => ({ name: n, value }));
+    const request = {
+      ...targetFields(this.target),
+      Sqls: [...sqls],
+      StatementName: name.slice(0, 500),
+      ...(list.length > 0 ? { Parameters: list } : {}),
+    };
+    const sent = Date.now();
+    try {
+      const out = await this.client.send(new BatchExecuteStatementCommand({ ...request, ClientToken: requestToken(request, key) }));
+      return { id: out.Id!, earlier: out.CreatedAt !== undefined && out.CreatedAt.getTime() < sent };
+    } catch (error) {
+      return { id: await this.reattachOrThrow(error, name), earlier: false };
     }
   }
 

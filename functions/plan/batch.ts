@@ -8,7 +8,7 @@ import { PERMISSION_DENIED, ValidationError, WarehouseError } from '../../domain
 import type { LiveBaseline } from '../../domain/live-watch/baseline.ts';
 import { liveColumnsQuery, liveFingerprintQuery } from '../../domain/live-watch/sql/out-of-band.ts';
 import { type ChunkStateRow, chunksToLoad } from '../../domain/load-chunk/chunk-loads.ts';
-import { installedManifestVersion, MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
+import { installedManifestVersion, MANIFEST_VERSION, manifestInstall } from '../../domain/manifest/sql/manifest.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { checkLoadFits, estimateLoad } from '../../domain/plan/duration.ts';
 import { identityOf, identityText, type LiveColumn } from '../../domain/plan/live-column.ts';
@@ -43,7 +43,7 @@ import type { Pipeline } from '../../domain/spec.ts';
 import { parseWarehouseTime } from '../../domain/time.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { batchChunks, sortKeyCheck } from './chunks.ts';
+import { batchChunks, sortKeyCheck, withLoadsStillRunning } from './chunks.ts';
 import { checkDeclaredChecks } from './declared-checks.ts';
 import { type PipelineBusy, takeLease, timeoutSecondsOf } from './lease.ts';
 import { checkSourceNullTimes } from './null-times.ts';
@@ -85,7 +85,7 @@ export async function ensureManifest(warehouse: Warehouse, name: string): Promis
   const [presence, version] = installedManifestVersion();
   const [present] = await warehouse.query(presence!, `${name}:present`);
   const installed = Number(present?.present ?? 0) > 0 ? Number((await warehouse.query(version!, `${name}:version`))[0]?.version ?? 0) : 0;
-  if (installed < MANIFEST_VERSION) await warehouse.batch(manifestDdl(new Date()), `${name}:install`);
+  if (installed < MANIFEST_VERSION) for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, `${name}:install`);
 }
 
 /**
@@ -358,6 +358,7 @@ export async function startOrResume(
     return { ...planned, chunks: [], windows: windows.map(windowItem) };
   }
   const { done, remaining } = chunksToLoad(chunks, (await warehouse.query(doneChunks(batchId), name('done-chunks'))) as unknown as ChunkStateRow[]);
+  const toLoad = existing ? await withLoadsStillRunning(warehouse, pipeline, batch, remaining) : remaining;
   logger.info('batch planned', {
     batchId,
     pipeline: pipeline.name,
@@ -365,7 +366,8 @@ export async function startOrResume(
     to: batch.to,
     chunks: chunks.length,
     resumedChunksDone: done.size,
+    loadsStillRunning: toLoad.filter((c) => c.running !== undefined).length,
     attempt,
   });
-  return { ...planned, chunks: remaining };
+  return { ...planned, chunks: toLoad };
 }

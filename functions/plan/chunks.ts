@@ -7,7 +7,10 @@
  * And Plan's warning when the source is not sorted on the time column.
  */
 
+import type { BatchRef } from '../../domain/batch.ts';
 import { ValidationError, WarehouseError } from '../../domain/errors.ts';
+import { withRunningLoads } from '../../domain/load-chunk/reattach.ts';
+import { type ChunkToLoad, loadStatementName, loadStatementPrefix } from '../../domain/load-chunk/sql/load-chunk.ts';
 import type { BatchInterval, Chunk } from '../../domain/plan/chunk.ts';
 import { grainUnits, type SortKeyFact, sizeChunks, sortKeyWarning, volumeByUnit, warehouseInstant } from '../../domain/plan/chunk-sizing.ts';
 import { planChunks } from '../../domain/plan/plan.ts';
@@ -107,4 +110,21 @@ export async function sortKeyCheck(warehouse: Warehouse, pipeline: Pipeline, nam
   }
   if (warning !== undefined) logger.warn(warning, { pipeline: pipeline.name });
   return warning;
+}
+
+/**
+ * The chunks to load, each carrying the id of its generation's load that an
+ * ended execution left running (`running`: LoadChunk waits for it instead of
+ * submitting). One listing per batch or window, not one per chunk; a batch
+ * planned for the first time has none to find.
+ */
+export async function withLoadsStillRunning(
+  warehouse: Warehouse,
+  pipeline: Pipeline,
+  batch: BatchRef,
+  remaining: readonly ChunkToLoad[],
+): Promise<ChunkToLoad[]> {
+  if (remaining.length === 0) return [];
+  const running = await warehouse.runningStatements(loadStatementPrefix(pipeline.name, batch.batchId));
+  return withRunningLoads(remaining, running, (chunk) => loadStatementName(pipeline, batch, chunk));
 }

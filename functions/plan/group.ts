@@ -20,7 +20,7 @@ import { releaseExecutionLease } from '../commons/lease.ts';
 import { codeVersion, logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
 import { checkWarehouseSide, ensureManifest, liveBaseline, type PlanEvent } from './batch.ts';
-import { batchChunks, sortKeyCheck } from './chunks.ts';
+import { batchChunks, sortKeyCheck, withLoadsStillRunning } from './chunks.ts';
 import { type PipelineBusy, takeLease } from './lease.ts';
 import { refuseUnmigrated } from './migration.ts';
 
@@ -192,7 +192,7 @@ export async function planGroup(
       p.name('start-batch'),
     );
     const rows = (await warehouse.query(doneChunks(p.batch.batchId), p.name('done-chunks'))) as unknown as ChunkStateRow[];
-    remaining.set(p.pipeline.name, chunksToLoad(p.chunks, rows).remaining);
+    remaining.set(p.pipeline.name, await withLoadsStillRunning(warehouse, p.pipeline, p.batch, chunksToLoad(p.chunks, rows).remaining));
   }
   logger.info('group planned', { group: group.name, batches: planned.map((p) => p.batch.batchId) });
   return result({ alreadyPublished: false, busy: false }, (p) => remaining.get(p.pipeline.name) ?? []);

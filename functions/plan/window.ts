@@ -16,7 +16,7 @@ import { echo } from '../../domain/text.ts';
 import { frozenPipeline } from '../commons/pipeline.ts';
 import { logger } from '../commons/powertools.ts';
 import type { Warehouse } from '../commons/warehouse.ts';
-import { readWindow } from './chunks.ts';
+import { readWindow, withLoadsStillRunning } from './chunks.ts';
 
 /** PlanWindow's input: the batch and the window's item. */
 export interface WindowEvent {
@@ -47,12 +47,14 @@ export async function planWindow(event: WindowEvent, warehouse: Warehouse, regis
   await warehouse.batch(windowChunkRows(batch.batchId, chunks), name('chunks'));
   const rows = (await warehouse.query(doneChunks(batch.batchId, window), name('done-chunks'))) as unknown as ChunkStateRow[];
   const { done, remaining } = chunksToLoad(chunks, rows);
+  const toLoad = await withLoadsStillRunning(warehouse, pipeline, batch, remaining);
   logger.info('window planned', {
     batchId: batch.batchId,
     window: window.index,
     firstChunk: window.firstChunk,
     chunks: chunks.length,
     resumedChunksDone: done.size,
+    loadsStillRunning: toLoad.filter((c) => c.running !== undefined).length,
   });
-  return { chunks: remaining, chunkCount: chunks.length };
+  return { chunks: toLoad, chunkCount: chunks.length };
 }

@@ -8,7 +8,7 @@
 // Each test builds the version it upgrades from on a database of its own.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { batchPurposePresent, recentBatches } from '../../domain/manifest/sql/cli.ts';
-import { MANIFEST_VERSION, manifestDdl } from '../../domain/manifest/sql/manifest.ts';
+import { MANIFEST_VERSION, manifestInstall } from '../../domain/manifest/sql/manifest.ts';
 import { batchState } from '../../domain/publish/sql/swap.ts';
 import { localWarehouse } from '../../local/aws-clients.ts';
 import { type Warehouse as TestWarehouse, useWarehouse } from '../support/warehouse.ts';
@@ -29,7 +29,7 @@ const columns = async () =>
 describe('manifest version 5', () => {
   it('adds rollback_of and restored_at to a version 4 publications table once, keeping its rows', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:install');
     // What version 4 left: the table without the two columns, and one publication.
     await wh.query(`ALTER TABLE atomic_publish.publications DROP COLUMN rollback_of, DROP COLUMN restored_at`);
     await wh.query(`DELETE FROM atomic_publish.manifest_version WHERE version >= 5`);
@@ -39,8 +39,8 @@ describe('manifest version 5', () => {
     );
     expect(await columns()).not.toContain('rollback_of');
 
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:again');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:upgrade');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:again');
 
     const after = await columns();
     expect(after.filter((c) => c === 'rollback_of' || c === 'restored_at')).toEqual(['rollback_of', 'restored_at']);
@@ -56,7 +56,7 @@ describe('manifest version 5', () => {
 describe('manifest version 6', () => {
   it('keeps what version 5 recorded of chunks in chunk_state, and counts a chunk DONE once a load of its generation committed', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:install');
     // What version 5 left: chunks whose state is in the chunks table itself.
     await wh.query('DROP VIEW atomic_publish.chunk_state');
     await wh.query('DROP TABLE atomic_publish.chunk_loads');
@@ -67,7 +67,7 @@ describe('manifest version 6', () => {
               ('b', 2, '2026-01-03', '2026-01-04', 'PENDING', 0, NULL, NULL)`,
     );
 
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:upgrade');
     await wh.query(
       `INSERT INTO atomic_publish.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at)
        VALUES ('b', 2, 0, 9, '2026-01-05'), ('b', 1, 0, 5, '2026-01-05')`,
@@ -89,7 +89,7 @@ describe('manifest version 6', () => {
 describe('manifest version 11', () => {
   it('marks the events of the publications made before it sent, once: a publication made after it is left to its delivery', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:install');
     // What version 10 left: publications without the delivery record, and no restatement numbers.
     await wh.query(`ALTER TABLE atomic_publish.publications DROP COLUMN event_sent_at, DROP COLUMN restatement`);
     await wh.query(`ALTER TABLE atomic_publish.batches DROP COLUMN restatement`);
@@ -100,12 +100,12 @@ describe('manifest version 11', () => {
               ('orders', 2, 'bbbbbbbbbbbbbbbb', '2026-01-02', 'analytics.orders', 'analytics.orders__prev_b')`,
     );
 
-    await warehouse.batch(manifestDdl(new Date('2026-02-01T00:00:00Z')), 'manifest-upgrade:upgrade');
+    for (const ddl of manifestInstall(new Date('2026-02-01T00:00:00Z'))) await warehouse.batch(ddl, 'manifest-upgrade:upgrade');
     await wh.query(
       `INSERT INTO atomic_publish.publications (pipeline, seq, batch_id, published_at, live_table, old_version_table)
        VALUES ('orders', 3, 'cccccccccccccccc', '2026-02-02', 'analytics.orders', 'analytics.orders__prev_c')`,
     );
-    await warehouse.batch(manifestDdl(new Date('2026-02-03T00:00:00Z')), 'manifest-upgrade:again');
+    for (const ddl of manifestInstall(new Date('2026-02-03T00:00:00Z'))) await warehouse.batch(ddl, 'manifest-upgrade:again');
 
     expect(await wh.query(`SELECT seq, to_char(event_sent_at, 'YYYY-MM-DD') AS sent FROM atomic_publish.publications ORDER BY seq`)).toEqual([
       { seq: 1, sent: '2026-02-01' },
@@ -119,7 +119,7 @@ describe('manifest version 11', () => {
 
   it('adds batches.purpose to a version 10 batches table, its rows NULL (publishing); the command line and Publish read both versions', async () => {
     const warehouse = localWarehouse(wh.endpoint, wh.pg.database);
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:install');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:install');
     // What version 10 left: batches without purpose, and one batch.
     await wh.query('ALTER TABLE atomic_publish.batches DROP COLUMN purpose, DROP COLUMN restatement');
     await wh.query(
@@ -141,8 +141,8 @@ describe('manifest version 11', () => {
     };
     expect(await read()).toEqual({ present: false, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', undefined]] });
 
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:upgrade');
-    await warehouse.batch(manifestDdl(new Date()), 'manifest-upgrade:again');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:upgrade');
+    for (const ddl of manifestInstall(new Date())) await warehouse.batch(ddl, 'manifest-upgrade:again');
 
     expect(await read()).toEqual({ present: true, batches: [['aaaaaaaaaaaaaaaa', null]], state: [['PUBLISHED', null]] });
     expect(await wh.query(`SELECT version FROM atomic_publish.manifest_version WHERE version = $1`, [MANIFEST_VERSION])).toEqual([

@@ -185,6 +185,35 @@ describe('batch', () => {
   });
 });
 
+describe('submitBatchOnce', () => {
+  it('runs a request once: sent again, it answers the statement it first created, as earlier, and runs nothing', async () => {
+    await wh.query('CREATE TABLE once_only (id int)');
+    const sqls = ['INSERT INTO once_only VALUES (CAST(:id AS int))'];
+
+    const first = await main.warehouse.submitBatchOnce(sqls, 'once', { id: '1' });
+    await main.warehouse.wait(first.id, 'once');
+    const again = await main.warehouse.submitBatchOnce(sqls, 'once', { id: '1' });
+
+    expect(first.earlier).toBe(false);
+    expect(again).toEqual({ id: first.id, earlier: true });
+    expect(await wh.query('SELECT count(*)::int AS n FROM once_only')).toEqual([{ n: 1 }]);
+  });
+
+  it('runs the same statements again under another key, or with other parameters', async () => {
+    await wh.query('CREATE TABLE once_per_key (id int)');
+    const sqls = ['INSERT INTO once_per_key VALUES (CAST(:id AS int))'];
+
+    const first = await main.warehouse.submitBatchOnce(sqls, 'per key', { id: '1' });
+    const keyed = await main.warehouse.submitBatchOnce(sqls, 'per key', { id: '1' }, first.id);
+    const other = await main.warehouse.submitBatchOnce(sqls, 'per key', { id: '2' });
+    for (const s of [first, keyed, other]) await main.warehouse.wait(s.id, 'per key');
+
+    expect(new Set([first.id, keyed.id, other.id]).size).toBe(3);
+    expect([keyed.earlier, other.earlier]).toEqual([false, false]);
+    expect(await wh.query('SELECT id FROM once_per_key ORDER BY id')).toEqual([{ id: 1 }, { id: 1 }, { id: 2 }]);
+  });
+});
+
 describe('errors', () => {
   it.each([
     ['SELECT 1 / 0', 'divide', /division by zero/],

@@ -6,6 +6,7 @@ import { type BatchRef, ChunkStatus } from '../../batch.ts';
 import { extractColumn } from '../../extract-column.ts';
 import { qualifiedName, quoteIdent, sqlLiteral } from '../../identifiers.ts';
 import type { Chunk } from '../../plan/chunk.ts';
+import { inlineParameters } from '../../redshift-sql/parameters.ts';
 import type { Pipeline } from '../../spec.ts';
 import { MANIFEST as M, type Statement, timestampParam } from '../../sql/statement.ts';
 
@@ -22,6 +23,8 @@ export interface ChunkToLoad extends Chunk {
    * left LOADING or CANCELLED before version 6): the load clears it first.
    */
   readonly clear?: boolean;
+  /** The id of this generation's load an ended execution left running: LoadChunk waits for it instead of submitting. */
+  readonly running?: string;
 }
 
 /**
@@ -61,35 +64,49 @@ export function insertIntervalSql(pipeline: Pipeline, batch: BatchRef): string {
 export interface ChunkLoad {
   readonly sqls: string[];
   readonly parameters: Readonly<Record<string, string>>;
+  /** Whether the source is read once (load_chunk records the INSERT's own row count) or twice (a count beside the INSERT). */
+  readonly sourceReads: 1 | 2;
 }
+
+/** The largest INSERT load_chunk takes (its parameter's varchar length). */
+const MAX_INLINED_INSERT = 65_535;
 
 /**
  * One chunk's load as one BatchExecuteStatement transaction, values as one set of
  * parameters: the DELETE of its interval only when an earlier load may have left
  * rows there (before the INSERT: https://docs.aws.amazon.com/redshift/latest/dg/c_write_readwrite.html),
- * the INSERT, the `chunk_loads` record with the interval's source rows counted in
- * the same snapshot. It reads no table another load writes and takes no lock, so
- * loads run side by side. Why: docs/decisions/failure-handling.md ("One round trip per chunk")
+ * then the INSERT and the `chunk_loads` record. The INSERT runs inside the
+ * manifest's load_chunk, its interval inlined (no parameters reach an EXECUTE), and
+ * the record counts what it inserted: the source is read once. A source that cannot
+ * be inlined safely (domain/redshift-sql/parameters.ts inlineParameters) is loaded
+ * as before, the record counting the interval's source rows in the same snapshot.
+ * Nothing here depends on the time it is built, so every attempt sends the same
+ * request (its ClientToken dedupes it). It reads no table another load writes and
+ * takes no lock, so loads run side by side. Why: docs/decisions/loading.md
  */
-export function loadChunkSqls(pipeline: Pipeline, batch: BatchRef, chunk: ChunkToLoad, now: Date): ChunkLoad {
+export function loadChunkSqls(pipeline: Pipeline, batch: BatchRef, chunk: ChunkToLoad): ChunkLoad {
   const t = quoteIdent(extractColumn(pipeline));
-  const clear = `DELETE FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} WHERE ${t} >= :start AND ${t} < :end`;
-  const record = `INSERT INTO ${M}.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at)
-          SELECT :batch_id, CAST(:chunk_index AS int), CAST(:generation AS int), COUNT(*), CAST(:now AS timestamp)
+  const interval = { start: timestampParam(chunk.start), end: timestampParam(chunk.end) };
+  const clear = chunk.clear ? [`DELETE FROM ${qualifiedName(pipeline.target.schema, batch.stagingTable)} WHERE ${t} >= :start AND ${t} < :end`] : [];
+  const record = {
+    batch_id: batch.batchId,
+    chunk_index: String(chunk.index),
+    generation: String(chunk.generation ?? 0),
+  };
+  const insert = inlineParameters(insertIntervalSql(pipeline, batch), { start: sqlLiteral(interval.start), end: sqlLiteral(interval.end) });
+  if (insert !== undefined && Buffer.byteLength(insert) <= MAX_INLINED_INSERT) {
+    return {
+      sqls: [...clear, `CALL ${M}.load_chunk(:batch_id, CAST(:chunk_index AS int), CAST(:generation AS int), :insert)`],
+      parameters: { ...(chunk.clear ? interval : {}), ...record, insert },
+      sourceReads: 1,
+    };
+  }
+  const count = `INSERT INTO ${M}.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at)
+          SELECT :batch_id, CAST(:chunk_index AS int), CAST(:generation AS int), COUNT(*), GETDATE()
             FROM (${pipeline.sourceSql}
 ) AS src
            WHERE src.${t} >= :start AND src.${t} < :end`;
-  return {
-    sqls: [...(chunk.clear ? [clear] : []), insertIntervalSql(pipeline, batch), record],
-    parameters: {
-      start: timestampParam(chunk.start),
-      end: timestampParam(chunk.end),
-      batch_id: batch.batchId,
-      chunk_index: String(chunk.index),
-      generation: String(chunk.generation ?? 0),
-      now: timestampParam(now),
-    },
-  };
+  return { sqls: [...clear, insertIntervalSql(pipeline, batch), count], parameters: { ...interval, ...record }, sourceReads: 2 };
 }
 
 /**

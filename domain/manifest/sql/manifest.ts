@@ -3,14 +3,14 @@ import { BatchStatus, ChunkStatus } from '../../batch.ts';
 import { sqlLiteral, validateIdentifier } from '../../identifiers.ts';
 import { OUT_OF_BAND } from '../../live-watch/out-of-band.ts';
 import { breakerDdl } from '../../neighbour/sql/neighbour.ts';
-import { MANIFEST as M, MANIFEST_SCHEMA, type Statement } from '../../sql/statement.ts';
+import { MANIFEST as M, MANIFEST_SCHEMA, MAX_BATCH_STATEMENTS, MAX_SQL_BYTES, type Statement } from '../../sql/statement.ts';
 
 /**
  * Version of the manifest's DDL. Plan installs the DDL only when the
  * warehouse has an older version, so a replay writes nothing and no Plan
  * replaces the guard procedure while another pipeline's Publish runs it.
  */
-export const MANIFEST_VERSION = 13;
+export const MANIFEST_VERSION = 14;
 
 /** Whether the manifest schema has table `table` (`present` 1 or 0). */
 export function manifestTablePresent(table: string): Statement {
@@ -147,7 +147,28 @@ export const CHUNK_STATE_QUERY = [
   'ON l.batch_id = c.batch_id AND l.chunk_index = c.chunk_index AND l.generation = c.attempt',
 ].join(' ');
 
-/** Idempotent DDL of the manifest, run as one batch when the installed version is older. */
+/**
+ * manifestDdl as the transactions it is installed in, in order, each within a
+ * Data API batch (MAX_BATCH_STATEMENTS statements, MAX_SQL_BYTES of SQL). The
+ * version is recorded by the last: an install that stopped part way is
+ * installed again, whole, by the next Plan (every statement is idempotent).
+ */
+export function manifestInstall(now: Date): string[][] {
+  const parts: string[][] = [[]];
+  let bytes = 0;
+  for (const sql of manifestDdl(now)) {
+    const size = Buffer.byteLength(sql);
+    if (parts.at(-1)!.length >= MAX_BATCH_STATEMENTS || bytes + size > MAX_SQL_BYTES) {
+      parts.push([]);
+      bytes = 0;
+    }
+    parts.at(-1)!.push(sql);
+    bytes += size;
+  }
+  return parts;
+}
+
+/** Idempotent DDL of the manifest, run (manifestInstall) when the installed version is older. */
 export function manifestDdl(now: Date): string[] {
   return [
     `CREATE SCHEMA IF NOT EXISTS ${M}`,
@@ -567,6 +588,21 @@ export function manifestDdl(now: Date): string[] {
         EXECUTE SUBSTRING(rest FROM colon + 1 FOR n);
         rest := SUBSTRING(rest FROM colon + 1 + n);
       END LOOP;
+    END;
+    $$ LANGUAGE plpgsql`,
+    // Version 14 (one read of the source per load, domain/load-chunk/sql/load-chunk.ts):
+    // load_chunk EXECUTEs a chunk's INSERT (its interval inlined) and records
+    // the rows it inserted, GET DIAGNOSTICS ROW_COUNT, in the same
+    // transaction: the record needs no second pass over the source
+    // (https://docs.aws.amazon.com/redshift/latest/dg/c_PLpgSQL-structure.html).
+    `CREATE OR REPLACE PROCEDURE ${M}.load_chunk(p_batch varchar(32), p_chunk int, p_generation int, p_insert varchar(65535))
+    AS $$
+    DECLARE
+      n bigint;
+    BEGIN
+      EXECUTE p_insert;
+      GET DIAGNOSTICS n := ROW_COUNT;
+      INSERT INTO ${M}.chunk_loads (batch_id, chunk_index, generation, rows_written, loaded_at) VALUES (p_batch, p_chunk, p_generation, n, GETDATE());
     END;
     $$ LANGUAGE plpgsql`,
     `INSERT INTO ${M}.manifest_version (version, installed_at)

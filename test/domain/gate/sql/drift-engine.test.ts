@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { liveDriftCounts, nullAggregate, nullCountAggregates } from '../../../../domain/gate/sql/drift.ts';
 import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
@@ -34,7 +34,7 @@ beforeAll(async () => {
   await wh.query(
     `INSERT INTO raw.drift_events SELECT * FROM analytics.drift WHERE ordered_at >= '2026-01-01 01:00' AND ordered_at < '2026-01-01 04:00' AND order_id <> 5`,
   );
-  await steps.batch(manifestDdl(new Date()), 'manifest');
+  for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
 });
 afterAll(() => wh?.close());
 

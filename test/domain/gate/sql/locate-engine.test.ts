@@ -7,7 +7,7 @@ import type { BatchRef } from '../../../../domain/batch.ts';
 import { differingKeys, differingSegments, KeyClass } from '../../../../domain/gate/sql/locate.ts';
 import { gateAggregates } from '../../../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
@@ -23,7 +23,7 @@ beforeAll(async () => {
   await wh.query('CREATE SCHEMA raw; CREATE SCHEMA analytics');
   await wh.query('CREATE TABLE raw.located_events (order_id bigint, ordered_at timestamp, amount numeric(12,4), region varchar(20))');
   await wh.query('CREATE TABLE analytics.located (order_id bigint, ordered_at timestamp, amount numeric(12,2), region varchar(20))');
-  await steps.batch(manifestDdl(new Date()), 'manifest');
+  for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
 });
 afterAll(() => wh?.close());
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { chunkCounts } from '../../../../domain/gate/sql/reconcile.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
@@ -23,7 +23,7 @@ beforeAll(async () => {
   await wh.query('CREATE SCHEMA raw; CREATE SCHEMA analytics');
   await wh.query('CREATE TABLE raw.order_events (order_id bigint, ordered_at timestamp, amount numeric(12,2))');
   await wh.query('CREATE TABLE analytics.orders (order_id bigint, ordered_at timestamp, amount numeric(12,2))');
-  await steps.batch(manifestDdl(new Date()), 'manifest');
+  for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
 });
 afterAll(() => wh?.close());
 

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchRef } from '../../../../domain/batch.ts';
 import { CHECKSUM_AGGREGATE, chunkCounts, gateAggregates, measureAggregate } from '../../../../domain/gate/sql/reconcile.ts';
 import { liveColumnsQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import type { Chunk } from '../../../../domain/plan/chunk.ts';
 import { startBatch } from '../../../../domain/plan/sql/plan.ts';
 import type { Pipeline } from '../../../../domain/spec.ts';
@@ -25,7 +25,7 @@ beforeAll(async () => {
   // The source has more scale than the live table: a load rounds amounts to cents.
   await wh.query('CREATE TABLE raw.gate_events (order_id bigint, ordered_at timestamp, amount numeric(12,4), qty integer, note varchar(20), flag boolean)');
   await wh.query('CREATE TABLE analytics.gate (order_id bigint, ordered_at timestamp, amount numeric(12,2), qty integer, note varchar(20), flag boolean)');
-  await steps.batch(manifestDdl(new Date()), 'manifest');
+  for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
 });
 afterAll(() => wh?.close());
 

@@ -8,7 +8,7 @@ import { WarehouseError } from '../../../../domain/errors.ts';
 import type { LiveBaseline } from '../../../../domain/live-watch/baseline.ts';
 import { outOfBandRefusal } from '../../../../domain/live-watch/out-of-band.ts';
 import { assertLiveUnchanged, carryOverRows, liveColumnsQuery, liveFingerprintQuery } from '../../../../domain/live-watch/sql/out-of-band.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import { checkSql } from '../../../../domain/redshift-sql/check.ts';
 import type { Warehouse as Steps } from '../../../../functions/commons/warehouse.ts';
 import { localWarehouse } from '../../../../local/aws-clients.ts';
@@ -85,7 +85,7 @@ describe('on a real database through the Data API', () => {
     wh = await useWarehouse('sql_out_of_band');
     steps = localWarehouse(wh.endpoint, wh.pg.database);
     await wh.query('CREATE SCHEMA analytics');
-    await steps.batch(manifestDdl(new Date()), 'manifest');
+    for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
   });
   afterAll(() => wh?.close());
   // Every test starts from the same three rows in a table made afresh: some change its rows or its columns.

@@ -9,39 +9,53 @@ import {
   loadStatementName,
   loadStatementPrefix,
 } from '../../../../domain/load-chunk/sql/load-chunk.ts';
-import { batch, batchId, chunk, chunks, commented, itKeepsTheSourceQueryClosed, NOW, pipeline, staging } from '../../sql/support.ts';
+import { batch, batchId, chunk, chunks, commented, itKeepsTheSourceQueryClosed, pipeline, staging } from '../../sql/support.ts';
 
 describe('the load of one chunk', () => {
-  it('is two statements for a fresh chunk: the INSERT, and the record of the rows it wrote, counted in its snapshot', () => {
-    const { sqls, parameters } = loadChunkSqls(pipeline, batch, chunk, NOW);
+  it('is one CALL for a fresh chunk: load_chunk runs the INSERT, its interval inlined, and records the rows it inserted', () => {
+    const { sqls, parameters, sourceReads } = loadChunkSqls(pipeline, batch, chunk);
 
-    expect(sqls).toHaveLength(2);
-    expect(sqls[0]).toMatch(/^INSERT INTO "analytics"\."orders__stg_[0-9a-f]{16}" \("order_id", "ordered_at", "amount"\)/);
-    expect(sqls[0]).toContain('src."ordered_at" >= :start AND src."ordered_at" < :end');
-    expect(sqls[1]).toMatch(
-      /^INSERT INTO "atomic_publish"\.chunk_loads \(batch_id, chunk_index, generation, rows_written, loaded_at\)\s+SELECT :batch_id, CAST\(:chunk_index AS int\), CAST\(:generation AS int\), COUNT\(\*\)/,
-    );
-    expect(sqls[1]).toContain('src."ordered_at" >= :start AND src."ordered_at" < :end');
-    expect(parameters).toEqual({
-      start: '2026-01-02 00:00:00.000',
-      end: '2026-01-03 00:00:00.000',
+    expect(sourceReads).toBe(1);
+    expect(sqls).toEqual(['CALL "atomic_publish".load_chunk(:batch_id, CAST(:chunk_index AS int), CAST(:generation AS int), :insert)']);
+    expect(Object.keys(parameters).sort()).toEqual(['batch_id', 'chunk_index', 'generation', 'insert']);
+    expect(parameters.insert).toMatch(/^INSERT INTO "analytics"\."orders__stg_[0-9a-f]{16}" \("order_id", "ordered_at", "amount"\)/);
+    expect(parameters.insert).toContain(`src."ordered_at" >= '2026-01-02 00:00:00.000' AND src."ordered_at" < '2026-01-03 00:00:00.000'`);
+    expect(parameters.insert).not.toMatch(/:start|:end|\n/);
+    expect({ batch_id: parameters.batch_id, chunk_index: parameters.chunk_index, generation: parameters.generation }).toEqual({
       batch_id: batchId,
       chunk_index: '1',
       generation: '0',
-      now: '2026-03-15 10:20:30.456',
     });
   });
 
-  it('clears the interval first, and only, when an earlier load may have left rows there', () => {
-    const { sqls, parameters } = loadChunkSqls(pipeline, batch, { ...chunk, generation: 2, clear: true }, NOW);
-
-    expect(sqls).toHaveLength(3);
-    expect(sqls[0]).toBe(`DELETE FROM "analytics"."${staging}" WHERE "ordered_at" >= :start AND "ordered_at" < :end`);
-    expect(parameters.generation).toBe('2');
+  it('is the same request on every attempt: nothing in it depends on when it is built', async () => {
+    const first = loadChunkSqls(pipeline, batch, chunk);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(loadChunkSqls(pipeline, batch, chunk)).toEqual(first);
   });
 
-  it('inlines no value and uses every parameter it supplies', () => {
-    for (const load of [loadChunkSqls(pipeline, batch, chunk, NOW), loadChunkSqls(pipeline, batch, { ...chunk, clear: true }, NOW)]) {
+  it('clears the interval first, and only, when an earlier load may have left rows there', () => {
+    const { sqls, parameters } = loadChunkSqls(pipeline, batch, { ...chunk, generation: 2, clear: true });
+
+    expect(sqls).toHaveLength(2);
+    expect(sqls[0]).toBe(`DELETE FROM "analytics"."${staging}" WHERE "ordered_at" >= :start AND "ordered_at" < :end`);
+    expect(parameters.generation).toBe('2');
+    expect(parameters.start).toBe('2026-01-02 00:00:00.000');
+  });
+
+  it('falls back to an INSERT and a record counting the source, when the source cannot be inlined safely', () => {
+    const multiline = { ...pipeline, sourceSql: `${pipeline.sourceSql.replace('WHERE', "WHERE note <> 'a\\b' AND")}` };
+    const { sqls, parameters, sourceReads } = loadChunkSqls(multiline, batch, chunk);
+
+    expect(sourceReads).toBe(2);
+    expect(sqls).toHaveLength(2);
+    expect(sqls[0]).toMatch(/^INSERT INTO "analytics"\."orders__stg_[0-9a-f]{16}"/);
+    expect(sqls[1]).toMatch(/^INSERT INTO "atomic_publish"\.chunk_loads .*COUNT\(\*\), GETDATE\(\)/s);
+    expect(parameters).toEqual({ start: '2026-01-02 00:00:00.000', end: '2026-01-03 00:00:00.000', batch_id: batchId, chunk_index: '1', generation: '0' });
+  });
+
+  it('uses every parameter it supplies, and inlines only the interval', () => {
+    for (const load of [loadChunkSqls(pipeline, batch, chunk), loadChunkSqls(pipeline, batch, { ...chunk, clear: true })]) {
       const text = load.sqls.join('\n');
       const referenced = new Set([...text.matchAll(/(?<!:):([a-z_]+)/g)].map((m) => m[1]));
       expect(referenced).toEqual(new Set(Object.keys(load.parameters)));
@@ -50,11 +64,11 @@ describe('the load of one chunk', () => {
     }
   });
 
-  it('takes no lock and writes no manifest table but chunk_loads: loads of a batch run side by side', () => {
-    const all = [...loadChunkSqls(pipeline, batch, chunk, NOW).sqls, ...loadChunkSqls(pipeline, batch, { ...chunk, clear: true }, NOW).sqls].join('\n');
+  it('takes no lock and writes no manifest table but chunk_loads (through load_chunk): loads of a batch run side by side', () => {
+    const all = [...loadChunkSqls(pipeline, batch, chunk).sqls, ...loadChunkSqls(pipeline, batch, { ...chunk, clear: true }).sqls].join('\n');
 
     expect(all).not.toMatch(/\bLOCK\b|\bUPDATE\b/);
-    expect([...all.matchAll(/"atomic_publish"\.(\w+)/g)].map((m) => m[1])).toEqual(['chunk_loads', 'chunk_loads']);
+    expect([...all.matchAll(/"atomic_publish"\.(\w+)/g)].map((m) => m[1])).toEqual(['load_chunk', 'load_chunk']);
   });
 
   it('names every load of a chunk generation alike, and no other chunk by a prefix of it', () => {
@@ -78,13 +92,10 @@ describe('the load of one chunk', () => {
   it('refuses a hostile staging table name', () => {
     const hostile: BatchRef = { ...batch, stagingTable: 'orders"; DROP TABLE "analytics"."orders' };
 
-    expect(() => loadChunkSqls(pipeline, hostile, { ...chunk, clear: true }, NOW)).toThrow(ValidationError);
+    expect(() => loadChunkSqls(pipeline, hostile, { ...chunk, clear: true })).toThrow(ValidationError);
   });
 
-  itKeepsTheSourceQueryClosed([
-    ['the chunk INSERT', () => ({ sql: loadChunkSqls(commented, batch, chunk, NOW).sqls[0]! })],
-    ['the chunk record', () => ({ sql: loadChunkSqls(commented, batch, chunk, NOW).sqls[1]! })],
-  ]);
+  itKeepsTheSourceQueryClosed([['the chunk INSERT', () => ({ sql: loadChunkSqls(commented, batch, chunk).parameters.insert! })]]);
 });
 
 describe('the chunks Plan hands out', () => {

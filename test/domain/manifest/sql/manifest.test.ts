@@ -4,9 +4,11 @@ import {
   CHUNK_STATE_QUERY,
   MANIFEST_VERSION,
   manifestDdl,
+  manifestInstall,
   PUBLISH_GUARD,
   publishGuardRefusal,
 } from '../../../../domain/manifest/sql/manifest.ts';
+import { MAX_BATCH_STATEMENTS, MAX_SQL_BYTES } from '../../../../domain/sql/statement.ts';
 import { NOW } from '../../sql/support.ts';
 
 describe('manifestDdl', () => {
@@ -154,6 +156,25 @@ describe('manifestDdl', () => {
 
   it('records the manifest version it installs, which Plan compares before installing again', () => {
     expect(manifestDdl(NOW).at(-1)).toContain(`SELECT ${MANIFEST_VERSION}, CAST('2026-03-15 10:20:30.456' AS timestamp)`);
+  });
+
+  it('is installed in transactions the Data API takes, in order, the version recorded by the last', () => {
+    const parts = manifestInstall(NOW);
+
+    expect(parts.flat()).toEqual(manifestDdl(NOW));
+    for (const part of parts) {
+      expect(part.length).toBeGreaterThan(0);
+      expect(part.length).toBeLessThanOrEqual(MAX_BATCH_STATEMENTS);
+      expect(Buffer.byteLength(part.join(''))).toBeLessThanOrEqual(MAX_SQL_BYTES);
+    }
+    expect(parts.flat().filter((sql) => sql.includes('manifest_version (version'))).toEqual([parts.at(-1)!.at(-1)]);
+  });
+
+  it('records what a chunk load inserted with the INSERT itself: ROW_COUNT of its EXECUTE, no second read of the source', () => {
+    const procedure = manifestDdl(NOW).find((sql) => sql.includes('PROCEDURE "atomic_publish".load_chunk('))!;
+
+    expect(procedure).toMatch(/EXECUTE p_insert;\s+GET DIAGNOSTICS n := ROW_COUNT;\s+INSERT INTO "atomic_publish"\.chunk_loads/);
+    expect(MANIFEST_VERSION).toBeGreaterThanOrEqual(14);
   });
 
   it('guards the publish against an older batch, a changed staging table and a moved base, all by raising', () => {

@@ -5,7 +5,7 @@
 // a refusal of any of them refuses the whole batch before anything runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WarehouseError } from '../../../../domain/errors.ts';
-import { manifestDdl } from '../../../../domain/manifest/sql/manifest.ts';
+import { manifestInstall } from '../../../../domain/manifest/sql/manifest.ts';
 import { type FactRow, liveTableFacts } from '../../../../domain/publish/dependents.ts';
 import {
   decodeStatements,
@@ -92,7 +92,7 @@ describe('run_statements on the local engine', () => {
   beforeAll(async () => {
     wh = await useWarehouse('sql_one_transaction');
     steps = localWarehouse(wh.endpoint, wh.pg.database);
-    await steps.batch(manifestDdl(new Date()), 'manifest');
+    for (const ddl of manifestInstall(new Date())) await steps.batch(ddl, 'manifest');
     await steps.batch(['CREATE TABLE public.packed (id int)', 'CREATE TABLE public.marks (note varchar(20))'], 'setup');
   });
   afterAll(() => wh?.close());
