@@ -34,6 +34,9 @@ const STILL_RUNNING_MESSAGE = 'the load still runs; the workflow waits for it';
 /** Logged when a retry waits for the load an earlier attempt submitted, instead of submitting one. */
 export const REATTACHED_MESSAGE = 're-attached to the load of an earlier attempt';
 
+/** Logged when a load ended without loading (failed or cancelled, rolled back whole) and is submitted afresh. */
+export const RESUBMITTED_MESSAGE = 'the load ended without loading; loading afresh';
+
 /** Submissions of one invocation after loads that failed transiently (a serialization conflict, a lost connection). */
 const RESUBMISSIONS = 3;
 
@@ -113,7 +116,7 @@ async function loadOnce(event: LoadChunkEvent, warehouse: Warehouse, started: nu
       const now = await warehouse.status(id, name);
       if (!now || !ENDED_WITHOUT_LOADING.has(now.status)) throw error;
       if (!earlier) fresh += 1;
-      logger.warn('the load ended without loading; loading afresh', { ...log, statementId: id, status: now.status, error: (error as Error).message });
+      logger.warn(RESUBMITTED_MESSAGE, { ...log, statementId: id, status: now.status, error: (error as Error).message });
       ended = id;
       continue;
     }

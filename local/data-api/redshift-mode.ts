@@ -154,7 +154,8 @@ function inlined(sql: TranslatedSql): string {
 }
 
 const CALL = /^\s*call\s/i;
-const QUERY = /^\s*(select|with)\s/i;
+/** A statement a procedure EXECUTEs: a query, or an INSERT (the manifest's load_chunk). */
+const QUERY = /^\s*(select|with|insert)\s/i;
 
 /**
  * A CALL whose string argument is a query, which the procedure EXECUTEs
@@ -189,6 +190,48 @@ function withDynamicQueries(text: string): { text: string; refusal?: string } {
   }
   return { text: rewrites.length === 0 ? text : render(Buffer.from(text), rewrites) };
 }
+
+/**
+ * The `$n` arguments of a CALL whose values are statements the procedure
+ * EXECUTEs (the manifest's load_chunk, domain/manifest/sql/manifest.ts): as
+ * withDynamicQueries does for a literal, each value is gated and rewritten as
+ * a statement of its own, and its refusal is the CALL's.
+ */
+export function withDynamicParameters(text: string, values: readonly string[]): { values: readonly string[]; refusal?: string } {
+  const positions = callParameters(text);
+  if (positions.length === 0) return { values };
+  const rewritten = [...values];
+  for (const n of positions) {
+    const value = values[n - 1];
+    if (value === undefined || !QUERY.test(value)) continue;
+    const [inner] = gate([value], false);
+    if (inner!.refusal !== undefined) return { values, refusal: inner!.refusal };
+    rewritten[n - 1] = inner!.text;
+  }
+  return { values: rewritten };
+}
+
+/** The `$n` numbers a CALL's text passes as arguments, by text: a bounded cache. */
+function callParameters(text: string): number[] {
+  if (!CALL.test(text)) return [];
+  const known = callParameterCache.get(text);
+  if (known) return known;
+  let positions: number[] = [];
+  try {
+    const statements = parsePositional(text);
+    const node = statements.length === 1 ? statements[0]!.node : undefined;
+    if (node && kindOf(node) === 'CallStmt') {
+      const args = (node.CallStmt as { funccall?: { args?: unknown[] } }).funccall?.args ?? [];
+      positions = args.map((a) => (a as { ParamRef?: { number?: number } }).ParamRef?.number).filter((n): n is number => n !== undefined);
+    }
+  } catch {
+    // the database reports what is wrong with it
+  }
+  if (callParameterCache.size >= MAX_VERDICTS) callParameterCache.delete(callParameterCache.keys().next().value!);
+  callParameterCache.set(text, positions);
+  return positions;
+}
+const callParameterCache = new Map<string, number[]>();
 
 /** What a CREATE TABLE records of its table's attributes: those it declares, or its LIKE table's. */
 function tableAttributesOf(text: string, attributes: TableAttributes | undefined): GatedSql['tableAttributes'] {

@@ -7,7 +7,7 @@ import { describeColumns, listDatabases, listSchemas, listTables, type PageReque
 import { DataApiError, validation } from './errors.ts';
 import { columnMetadata, encodeRecord, encodingsOf } from './fields.ts';
 import { checkAllReferenced, type SqlParameter, type TranslatedSql, translate, validateParameters } from './params.ts';
-import { type GatedSql, gate, type InformationalConstraints, recordKeyStatements } from './redshift-mode.ts';
+import { type GatedSql, gate, type InformationalConstraints, recordKeyStatements, withDynamicParameters } from './redshift-mode.ts';
 import type { StatementRunner } from './runner.ts';
 import { type ExecutionMode, Statement, StatementPart, type StatementStatus, type StatementTarget } from './statement.ts';
 import type { StatementStore } from './statement-store.ts';
@@ -220,15 +220,20 @@ export class RedshiftDataService {
           inTransaction,
         )
       : translated.map((t) => ({ text: t.text, constraints: [] }));
-    return gated.map((g, i) => ({
-      ...g,
-      sql: {
-        text: g.text,
-        values: translated[i]!.values,
-        ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? { after: recordKeyStatements(g) } : {}),
-        ...(g.iamUser !== undefined ? { iamUser: g.iamUser } : {}),
-      },
-    }));
+    return gated.map((g, i) => {
+      const dynamic =
+        this.options.constraints && g.refusal === undefined ? withDynamicParameters(g.text, translated[i]!.values) : { values: translated[i]!.values };
+      return {
+        ...g,
+        ...(dynamic.refusal !== undefined ? { refusal: dynamic.refusal } : {}),
+        sql: {
+          text: g.text,
+          values: [...dynamic.values],
+          ...(g.constraints.length > 0 || g.dropped || g.tableAttributes ? { after: recordKeyStatements(g) } : {}),
+          ...(g.iamUser !== undefined ? { iamUser: g.iamUser } : {}),
+        },
+      };
+    });
   }
 
   private async submit(

@@ -542,7 +542,7 @@ describe('GRANT ... TO ROLE, REVOKE ... FROM ROLE', () => {
   });
 });
 
-describe('a query a procedure EXECUTEs, given to it as a CALL argument', () => {
+describe('a query a procedure EXECUTEs, given to it as a CALL argument or parameter', () => {
   beforeAll(async () => {
     await wh.query(`CREATE OR REPLACE PROCEDURE run_query(p_query varchar(65535), INOUT p_result varchar(256)) AS $$
       BEGIN EXECUTE p_query INTO p_result; END $$ LANGUAGE plpgsql`);
@@ -556,6 +556,19 @@ describe('a query a procedure EXECUTEs, given to it as a CALL argument', () => {
 
   it('is refused as a statement of its own would be, and the CALL with it, before anything runs', async () => {
     const done = await wh.run(`CALL run_query('SELECT string_agg(b, '','') FROM t', NULL)`);
+
+    expect(done.Status).toBe('FAILED');
+    expect(done.Error).toMatch(/^ERROR: STRING_AGG is not supported on Amazon Redshift; use LISTAGG/);
+  });
+
+  it("runs in Redshift's SQL when the CALL passes it as a parameter", async () => {
+    const done = await wh.select('CALL run_query(:query, NULL)', { query: "SELECT NVL(NULL, 'y') || DATEDIFF(day, '2024-01-01'::date, '2024-01-03'::date)" });
+
+    expect(done).toEqual([['y2']]);
+  });
+
+  it('is refused when the CALL passes it as a parameter, before anything runs', async () => {
+    const done = await wh.run('CALL run_query(:query, NULL)', { query: "SELECT string_agg(b, ',') FROM t" });
 
     expect(done.Status).toBe('FAILED');
     expect(done.Error).toMatch(/^ERROR: STRING_AGG is not supported on Amazon Redshift; use LISTAGG/);

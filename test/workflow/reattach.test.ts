@@ -11,8 +11,9 @@ import { DEFAULT_PUBLISH_WAITS, MAX_PUBLISH_WAIT_MS } from '../../domain/publish
 import { Warehouse as DataApiWarehouse, DEFAULT_POLL, type StatementOutcome } from '../../functions/commons/warehouse.ts';
 import { type LoadChunkEvent, loadChunk, REATTACHED_MESSAGE } from '../../functions/load-chunk/index.ts';
 import { type PublishEvent, publish } from '../../functions/publish/index.ts';
-import { localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
+import { localDefaultUserTarget, localRedshiftDataClient, localTarget } from '../../local/aws-clients.ts';
 import { newClient } from '../../local/pg-clients.ts';
+import { suiteTargetKind } from '../support/target-kind.ts';
 import { until } from '../support/until.ts';
 import { inputFor, LIVE, namesFor, stateEvents, useFork, useWorkflowFixture, type Workflow } from '../support/workflow.ts';
 
@@ -33,7 +34,9 @@ const fixture = useWorkflowFixture('wf_reattach', async (wf) => {
   return {};
 });
 
-const warehouse = (wf: Workflow) => new GivesUpOnce(localRedshiftDataClient(wf.wh.endpoint), localTarget(wf.wh.pg.database), DEFAULT_POLL);
+/** An attempt as the workflow's Lambdas make it: on their target, so a retry's submission carries the same token. */
+const warehouse = (wf: Workflow) =>
+  new GivesUpOnce(localRedshiftDataClient(wf.wh.endpoint), localDefaultUserTarget(wf.wh.pg.database, suiteTargetKind()), DEFAULT_POLL);
 
 /**
  * A Publish attempt that, once it has read its batch as not yet published,
