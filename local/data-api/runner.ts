@@ -47,6 +47,8 @@ export interface StatementRunnerOptions {
   log: (line: string) => void;
   /** Fault injection: see LocalDataApiOptions.statementError. */
   statementError?: StatementFault;
+  /** See LocalDataApiOptions.flushStatistics. */
+  flushStatistics?: boolean;
 }
 
 /**
@@ -69,6 +71,13 @@ interface PgError extends Error {
 export const APPLICATION_NAME = 'local-data-api';
 
 const QUERY_CANCELED = '57014';
+
+/**
+ * Makes the backend report its table statistics the next time it is idle
+ * outside a transaction (pg_stat_force_next_flush, PostgreSQL 15+): before the
+ * statement concludes, so a reader of pg_stat_user_tables who saw it end sees its reads.
+ */
+const FORCE_STATISTICS_FLUSH = 'SELECT pg_stat_force_next_flush()';
 const NOT_QUERYABLE = /is not queryable/;
 const CANCEL_RETRY_MS = 100;
 const CANCEL_TIMEOUT_MS = 10_000;
@@ -104,6 +113,8 @@ export class StatementRunner {
   /** Checked-out connections that were lost, with the error that said so. */
   private readonly lost = new WeakMap<pg.PoolClient, Error>();
   private queryIds = 0;
+  /** Statement parts run (started on a connection), batches counted by their statements. */
+  partsRun = 0;
 
   constructor(
     private readonly connection: PgConnection,
@@ -256,6 +267,8 @@ export class StatementRunner {
       }
     }
     try {
+      // The flag holds until the backend is next idle outside a transaction: right after this COMMIT.
+      if (this.options.flushStatistics) await client.query(FORCE_STATISTICS_FLUSH);
       await client.query('COMMIT');
       statement.conclude();
     } catch (error) {
@@ -271,6 +284,7 @@ export class StatementRunner {
   private async runPart(client: pg.PoolClient, statement: Statement, part: StatementPart, inTransaction: boolean): Promise<boolean> {
     if (statement.abortRequested) return false;
     part.start(++this.queryIds);
+    this.partsRun += 1;
     statement.started();
     const injected = this.options.statementError?.({
       sql: part.queryString,
@@ -297,6 +311,7 @@ export class StatementRunner {
       for (const after of part.sql.after ?? []) await client.query(after.text, after.values);
       if (part.sql.iamUser !== undefined) await client.query(this.iamLogin(part.sql.iamUser));
       if (wrap) await client.query('COMMIT');
+      if (!inTransaction && this.options.flushStatistics) await client.query(FORCE_STATISTICS_FLUSH);
       if (result.fields.length === 0) {
         part.finish(result.rowCount, undefined, 0);
         return true;
@@ -350,6 +365,8 @@ export class StatementRunner {
       installed = withClient({ ...this.connection, database }, async (client) => {
         await installSystemViews(client);
         await installRedshiftFunctions(client);
+        // Restricted to superusers by default; the endpoint's sessions run as the request's user.
+        if (this.options.flushStatistics) await client.query('GRANT EXECUTE ON FUNCTION pg_stat_force_next_flush() TO PUBLIC');
       });
       installed.catch(() => this.systemViews.delete(database));
       this.systemViews.set(database, installed);

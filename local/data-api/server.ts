@@ -21,6 +21,8 @@ export interface LocalDataApi {
   close(): Promise<void>;
   /** Statements submitted so far (ExecuteStatement and BatchExecuteStatement calls that were accepted). */
   statements(): number;
+  /** SQL statements run so far: each of a batch's counts, and a statement that failed once started. */
+  statementsRun(): number;
   /**
    * Every request answered so far, in order: the operation and the name of
    * the statement it submitted or addressed (ListStatements: the name
@@ -98,6 +100,13 @@ export interface LocalDataApiOptions {
    * @default true
    */
   redshiftMode?: boolean;
+  /**
+   * Each statement's reads reach PostgreSQL's statistics (pg_stat_user_tables)
+   * before it concludes, at the cost of one more round trip per statement, for
+   * attributing the engine's work to the steps that caused it (the bench).
+   * @default false - PostgreSQL reports at most once a second per session
+   */
+  flushStatistics?: boolean;
 }
 
 const CONTENT_TYPE = 'application/x-amz-json-1.1';
@@ -118,6 +127,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
     defaultUser: opts.defaultUser ?? opts.postgres.user,
     log,
     ...(opts.statementError ? { statementError: opts.statementError } : {}),
+    ...(opts.flushStatistics ? { flushStatistics: true } : {}),
   });
   const constraints = new InformationalConstraints();
   const service = new RedshiftDataService(store, runner, {
@@ -153,6 +163,7 @@ export async function startLocalDataApi(opts: LocalDataApiOptions): Promise<Loca
   return {
     endpoint,
     statements: () => store.submittedCount,
+    statementsRun: () => runner.partsRun,
     requests: () => [...requests],
     informationalConstraints: (database) => constraints.list(database),
     close: async () => {
