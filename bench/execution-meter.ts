@@ -19,16 +19,18 @@ function nestedStateNames(state: Record<string, unknown>): string[] {
   return Object.entries(inner.States).flatMap(([name, s]) => [name, ...nestedStateNames(s)]);
 }
 
-/**
- * The states of the load phase: those nested inside the top-level Map whose
- * item processor runs `taskState` (LoadChunk), at any depth.
- */
-export function loadPhaseStates(definition: { States: unknown }, taskState = 'LoadChunk'): ReadonlySet<string> {
-  for (const state of Object.values(definition.States as AslStates)) {
-    const names = nestedStateNames(state);
-    if (names.includes(taskState)) return new Set(names);
+/** The top-level Map state of the load phase: the one whose item processor runs `taskState` (LoadChunk), at any depth. */
+export function loadPhaseMap(definition: { States: unknown }, taskState = 'LoadChunk'): string {
+  for (const [name, state] of Object.entries(definition.States as AslStates)) {
+    if (nestedStateNames(state).includes(taskState)) return name;
   }
   throw new Error(`no Map state of the definition runs ${taskState}`);
+}
+
+/** The states of the load phase: those nested inside loadPhaseMap, at any depth. */
+export function loadPhaseStates(definition: { States: unknown }, taskState = 'LoadChunk'): ReadonlySet<string> {
+  const map = (definition.States as AslStates)[loadPhaseMap(definition, taskState)]!;
+  return new Set(nestedStateNames(map));
 }
 
 export interface ExecutionFigures {

@@ -26,7 +26,7 @@ import { renderTable } from '../local/table.ts';
 import { BACKFILL_DAYS, benchBackfill } from './backfill.ts';
 import { prepareBaselines, timeBaseline } from './baselines.ts';
 import { benchDataApi } from './data-api.ts';
-import { type ExecutionFigures, ExecutionMeter, loadPhaseStates } from './execution-meter.ts';
+import { type ExecutionFigures, ExecutionMeter, loadPhaseMap, loadPhaseStates } from './execution-meter.ts';
 import { LONG_BATCH_HOURS, type LongBatchBench, MAX_PAYLOAD_BYTES } from './long-batch.ts';
 import { textOption } from './options.ts';
 import { benchPlanScale, PLAN_HOURS } from './plan-scale.ts';
@@ -34,6 +34,7 @@ import { benchPublishVia } from './publish-via.ts';
 import { pollReads } from './reads.ts';
 import { benchReconcile } from './reconcile.ts';
 import { median, quantile } from './stats.ts';
+import { totalWork, WarehouseWork, warehouseWorkTable } from './warehouse-work.ts';
 
 const DAYS = 60;
 const KB = 1024;
@@ -59,6 +60,8 @@ const TARGETS = {
   plan87600Ms: { limit: 1000, strict: true, unit: ' ms' },
   largestStatePayloadBytes: { limit: 256 * KB, strict: true, unit: ' bytes (256 KB)' },
   reconcileRatio: { limit: 1.3, strict: false, unit: 'x' },
+  commitsPerChunk: { limit: 1, strict: false, unit: '' },
+  warehouseRowsReadRatio: { limit: 3, strict: false, unit: 'x the source rows' },
   backfillShare: { limit: 0.5, strict: false, unit: ' of a full run' },
   longBatchMaxHistoryEvents: { limit: MAX_HISTORY_EVENTS, strict: true, unit: ' events' },
   longBatchLargestPayloadBytes: { limit: MAX_PAYLOAD_BYTES, strict: true, unit: ' bytes (256 KB)' },
@@ -123,19 +126,24 @@ async function main(): Promise<void> {
   // The baselines run as the superuser; the state machine's handlers as the pipeline's role.
   const warehouse = localWarehouse(api.endpoint, database, DEFAULT_POLL, conn.user);
   let meter: ExecutionMeter | undefined;
+  let work: WarehouseWork | undefined;
+  let topLevelStates = new Set<string>();
   /** Called when Reconcile is entered (the step before Publish). */
   let beforePublish: (() => void) | undefined;
   const runner = await LocalRunner.create({
     env: { ...localHandlerEnvironment(api.endpoint, database), POWERTOOLS_LOG_LEVEL: 'WARN' },
     onEvent: (event, executionId) => {
       meter?.onEvent(event, executionId);
-      if (event.type === 'StateEntered' && event.state?.name === 'Reconcile' && event.index === undefined) beforePublish?.();
+      const topLevel = event.type === 'StateEntered' && event.index === undefined && event.state !== undefined && topLevelStates.has(event.state.name);
+      if (topLevel) work?.mark(event.state!.name);
+      if (topLevel && event.state?.name === 'Reconcile') beforePublish?.();
     },
   });
+  topLevelStates = new Set(Object.keys(runner.workflow.definition.States));
   meter = new ExecutionMeter({
     lambdaFunctions: lambdaFunctions(runner.workflow.template),
     loadStates: loadPhaseStates(runner.workflow.definition),
-    topLevelStates: new Set(Object.keys(runner.workflow.definition.States)),
+    topLevelStates,
   });
 
   const baselineOptions = { warehouse, pipeline, columns: LIVE_TABLE_COLUMNS, from, to };
@@ -143,6 +151,41 @@ async function main(): Promise<void> {
   // One warm-up of each baseline (cache), untimed.
   await timeBaseline('insert', baselineOptions);
   await timeBaseline('ctas', baselineOptions);
+
+  /**
+   * atomic-publish's next run loads the same rows, from a clean manifest, on an endpoint of its own, as on a
+   * warehouse that has not seen this batch: the previous run's loads were the same requests (same batch id),
+   * and the ClientTokens made of them would answer with the earlier statements.
+   */
+  const freshBatch = async (options: { flushStatistics?: boolean } = {}) => {
+    await db.query(`DROP SCHEMA IF EXISTS atomic_publish CASCADE`);
+    const leftovers = await db.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'analytics' AND tablename LIKE 'sales_order_lines\\_\\_%'`);
+    for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
+    const runApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER, ...options });
+    Object.assign(process.env, localHandlerEnvironment(runApi.endpoint, database));
+    return runApi;
+  };
+
+  /** One more run, untimed and with no reader, on an endpoint that reports each statement's reads before it ends. */
+  const measureWarehouseWork = async () => {
+    beforePublish = undefined;
+    const runApi = await freshBatch({ flushStatistics: true });
+    const sampler = newClient({ ...conn, database });
+    await sampler.connect();
+    try {
+      // The endpoint installs its system views at its first statement: before the first sample.
+      await localWarehouse(runApi.endpoint, database, DEFAULT_POLL, conn.user).query({ sql: 'SELECT 1 AS one' }, 'bench:work:warm-up');
+      work = new WarehouseWork(sampler, runApi);
+      const result = await runner.run({ pipeline: pipeline.name, to: to.toISOString() });
+      work.mark('end');
+      if (result.status !== 'SUCCEEDED') throw new Error(`atomic run failed: ${result.error}: ${result.cause}`);
+      return await work.byState();
+    } finally {
+      work = undefined;
+      await sampler.end();
+      await runApi.close();
+    }
+  };
 
   const loadPrefixes = [`atomic-publish:${pipeline.name}:load-chunk:`, `atomic-publish:${pipeline.name}:pause-probe:`];
   const insertMs: number[] = [];
@@ -154,14 +197,7 @@ async function main(): Promise<void> {
     insertMs.push(await timeBaseline('insert', baselineOptions));
     ctasMs.push(await timeBaseline('ctas', baselineOptions));
 
-    // atomic-publish: the same rows, from a clean manifest each time.
-    await db.query(`DROP SCHEMA IF EXISTS atomic_publish CASCADE`);
-    const leftovers = await db.query(`SELECT tablename FROM pg_tables WHERE schemaname = 'analytics' AND tablename LIKE 'sales_order_lines\\_\\_%'`);
-    for (const { tablename } of leftovers.rows) await db.query(`DROP TABLE analytics.${tablename}`);
-    // Each run on an endpoint of its own, as on a warehouse that has not seen this batch: the previous repetition's
-    // loads ran under the same statement names (same batch id), and LoadChunk's re-attach check would find them.
-    const runApi = await startLocalDataApi({ postgres: conn, defaultUser: LOCAL_PIPELINE_USER });
-    Object.assign(process.env, localHandlerEnvironment(runApi.endpoint, database));
+    const runApi = await freshBatch();
     // The dashboard reads from the step before Publish on (its reads there are the typical latency): reading
     // throughout would take a core from the load on a small machine, which the baselines do not share.
     const reader = newClient({ ...conn, database });
@@ -196,6 +232,10 @@ async function main(): Promise<void> {
         `(${figures.chunksLoaded} chunks, ${requests.length} Data API requests, ${figures.transitions} transitions)`,
     );
   }
+
+  log('bench: the warehouse work of one more run, by state');
+  const workByState = await measureWarehouseWork();
+  const workTotal = totalWork(workByState);
 
   log(`bench: backfill of ${BACKFILL_DAYS} days by replace-intervals`);
   // On an endpoint of its own, as each full run was (the last one is closed).
@@ -268,6 +308,12 @@ async function main(): Promise<void> {
     reconcileBaselineMs: reconcile.baselineMs,
     reconcileGateMs: reconcile.gateMs,
     reconcileRatio: reconcile.reconcileRatio,
+    statementsPerRun: workTotal.statements,
+    commitsPerRun: workTotal.commits,
+    rowsReadPerRun: workTotal.rowsRead,
+    commitsPerChunk: (workByState.find((w) => w.state === loadPhaseMap(runner.workflow.definition))?.commits ?? 0) / chunks,
+    warehouseRowsReadRatio: workTotal.rowsRead / (rowsPerDay * DAYS),
+    warehouseWorkByState: workByState,
     backfillDays: BACKFILL_DAYS,
     backfillRunMs: median(backfillMs),
     backfillShare: median(backfillMs) / fullRunMs,
@@ -348,6 +394,8 @@ async function main(): Promise<void> {
         row("  that plan's output (its windows)", kb(figures.planOutputBytes)),
         row("  a window's PlanWindow output (its 1,000 chunks)", kb(figures.planWindowOutputBytes)),
         row('Reconcile / (per-day count and sums of source + of staging)', ratio(figures.reconcileRatio), 'reconcileRatio'),
+        row('commits per chunk, load phase', figures.commitsPerChunk.toFixed(2), 'commitsPerChunk'),
+        row('rows read by a run / rows of the source interval', ratio(figures.warehouseRowsReadRatio), 'warehouseRowsReadRatio'),
         row(
           `backfill of ${BACKFILL_DAYS} of ${DAYS} days (replace-intervals) / full run`,
           `${figures.backfillShare.toFixed(2)} (${s(figures.backfillRunMs)})`,
@@ -367,6 +415,7 @@ async function main(): Promise<void> {
       ['l', 'r', 'l', 'l'],
     )}\n`,
   );
+  emit(warehouseWorkTable(`one more run's warehouse work, by state`, workByState, figures.rows));
   emit(dataApiTable);
   emit(publishViaTable);
   emit(reconcile.table);

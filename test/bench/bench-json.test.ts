@@ -33,6 +33,11 @@ const NUMBERS = [
   'reconcileBaselineMs',
   'reconcileGateMs',
   'reconcileRatio',
+  'statementsPerRun',
+  'commitsPerRun',
+  'rowsReadPerRun',
+  'commitsPerChunk',
+  'warehouseRowsReadRatio',
   'backfillRunMs',
   'backfillShare',
   'plan87600Ms',
@@ -55,6 +60,8 @@ const TARGETED = [
   'plan87600Ms',
   'largestStatePayloadBytes',
   'reconcileRatio',
+  'commitsPerChunk',
+  'warehouseRowsReadRatio',
   'backfillShare',
   'longBatchMaxHistoryEvents',
   'longBatchLargestPayloadBytes',
@@ -120,6 +127,12 @@ describe('npm run bench -- --json', () => {
     expect(figures.ctasRatio).toBe((figures.fullRunMs as number) / (figures.ctasRenameMs as number));
     expect(figures.reconcileRatio).toBe((figures.reconcileGateMs as number) / (figures.reconcileBaselineMs as number));
     expect(figures.backfillShare).toBe((figures.backfillRunMs as number) / (figures.fullRunMs as number));
+    // The warehouse work by state adds up to the run's, and the load read every source row (its reads reached the statistics).
+    const work = figures.warehouseWorkByState as { state: string; statements: number; rowsRead: number }[];
+    expect(work.reduce((sum, w) => sum + w.rowsRead, 0)).toBe(figures.rowsReadPerRun);
+    expect(work.reduce((sum, w) => sum + w.statements, 0)).toBe(figures.statementsPerRun);
+    expect(work.find((w) => w.state === 'LoadChunks')?.rowsRead).toBeGreaterThanOrEqual(figures.rows as number);
+    expect(figures.warehouseRowsReadRatio).toBe((figures.rowsReadPerRun as number) / (figures.rows as number));
     // Each target beside its figure: met or missed.
     for (const field of TARGETED) {
       expect(figures.targets[field]?.target, field).toMatch(/^(<=? |yes$)/);
